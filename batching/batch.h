@@ -1,0 +1,58 @@
+#pragma once
+// A batch of frames handed to a driver in one call (BESS PacketBatch, DPDK rte_eth_dev_tx_buffer):
+// a fixed-capacity array of mbuf pointers plus a count and the byte total. Trivially copyable,
+// never a linked list threaded through the packets.
+
+#include <rte_mbuf.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+
+namespace txbatch {
+
+// Largest batch any policy may form. 512 covers Linux's dev_tx_weight (64) and the largest
+// descriptor rings' free threshold with room to spare, while keeping a Batch at 4 KiB.
+inline constexpr uint16_t kMaxBatch = 512;
+
+class Batch {
+ public:
+  // Appends one frame. Precondition: !full(). Ownership of `m` moves into the batch.
+  void Push(rte_mbuf* m) {
+    frames_[count_++] = m;
+    bytes_ += rte_pktmbuf_pkt_len(m);
+  }
+  // Forgets every frame (does not free them: whoever holds them now owns them).
+  void Clear() {
+    count_ = 0;
+    bytes_ = 0;
+  }
+  // Drops the first `n` frames from the batch after a driver accepted them, keeping the rest
+  // (the ones the caller still owns) at the front, in order.
+  void ConsumeFront(uint16_t n) {
+    uint32_t gone = 0;
+    for (uint16_t i = 0; i < n; ++i) gone += rte_pktmbuf_pkt_len(frames_[i]);
+    for (uint16_t i = n; i < count_; ++i) frames_[i - n] = frames_[i];
+    count_ = static_cast<uint16_t>(count_ - n);
+    bytes_ -= gone;
+  }
+
+  std::span<rte_mbuf*> frames() { return {frames_.data(), count_}; }
+  std::span<rte_mbuf* const> frames() const { return {frames_.data(), count_}; }
+  uint16_t size() const { return count_; }
+  uint32_t bytes() const { return bytes_; }
+  bool empty() const { return count_ == 0; }
+  bool full() const { return count_ == kMaxBatch; }
+  static constexpr uint16_t capacity() { return kMaxBatch; }
+
+ private:
+  std::array<rte_mbuf*, kMaxBatch> frames_;
+  uint16_t count_ = 0;
+  uint32_t bytes_ = 0;
+};
+
+static_assert(std::is_trivially_copyable_v<Batch>);
+static_assert(sizeof(Batch) <= kMaxBatch * sizeof(void*) + 16);
+
+}  // namespace txbatch

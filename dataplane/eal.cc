@@ -1,0 +1,151 @@
+#include "dataplane/eal.h"
+
+#include <dirent.h>
+#include <fmt/format.h>
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_log.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string_view>
+
+namespace txbatch {
+namespace {
+
+// EAL itself (tailqs, memzones, the ethdev and log tables) needs this much besides our pools.
+inline constexpr uint64_t kEalBaseBytes = 96ull << 20;
+
+uint64_t ReadNumber(const std::string& path) {
+  std::ifstream in(path);
+  uint64_t v = 0;
+  in >> v;
+  return in ? v : 0;
+}
+
+std::string CpuList(const std::vector<int>& cpus) {
+  std::string s;
+  for (int c : cpus) s += (s.empty() ? "" : ",") + std::to_string(c);
+  return s;
+}
+
+}  // namespace
+
+std::vector<int> AllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return {0};
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+uint64_t FreeHugepageBytes() {
+  uint64_t total = 0;
+  DIR* dir = opendir("/sys/kernel/mm/hugepages");
+  if (dir == nullptr) return 0;
+  while (dirent* e = readdir(dir)) {
+    std::string_view name = e->d_name;  // "hugepages-2048kB"
+    if (!name.starts_with("hugepages-")) continue;
+    uint64_t kb = std::strtoull(name.data() + 10, nullptr, 10);
+    uint64_t free_pages =
+        ReadNumber(fmt::format("/sys/kernel/mm/hugepages/{}/free_hugepages", name));
+    total += free_pages * kb * 1024;
+  }
+  closedir(dir);
+  return total;
+}
+
+Result<EalPlan> PlanEal(uint64_t need_bytes, const std::vector<std::string>& user_args,
+                        EalMemory memory) {
+  EalPlan plan;
+  plan.args.push_back("txbatch");
+  if (!user_args.empty()) {
+    plan.args.insert(plan.args.end(), user_args.begin(), user_args.end());
+    plan.mode = "user";
+    plan.why = "EAL arguments given after --, used as they are";
+    return plan;
+  }
+  const uint64_t need = need_bytes + kEalBaseBytes;
+  const uint64_t need_mb = (need + (1 << 20) - 1) >> 20;
+  const uint64_t free_huge = FreeHugepageBytes();
+  plan.args.push_back(fmt::format("--file-prefix=txbatch-{}", getpid()));
+  plan.args.push_back("-l");
+  plan.args.push_back(CpuList(AllowedCpus()));
+  plan.args.push_back("--no-pci");
+  plan.args.push_back("--no-telemetry");  // no socket left in the runtime dir, no banner
+  plan.args.push_back("--log-level=lib.eal:warning");
+  bool use_huge = false;
+  switch (memory) {
+    case EalMemory::kInMemory:
+      if (free_huge < need)
+        return MakeError(ENOMEM, fmt::format("--eal-memory in-memory needs {} MB of free "
+                                             "hugepages but {} MB are free; reserve more in "
+                                             "/proc/sys/vm/nr_hugepages or use no-huge or auto.",
+                                             need_mb, free_huge >> 20));
+      use_huge = true;
+      plan.why = fmt::format("forced by --eal-memory; {} MB of {} MB free hugepages", need_mb,
+                             free_huge >> 20);
+      break;
+    case EalMemory::kNoHuge:
+      plan.why = "forced by --eal-memory";
+      break;
+    case EalMemory::kAuto:
+      use_huge = free_huge >= need;
+      plan.why = use_huge ? fmt::format("{} MB of free hugepages cover the {} MB estimate",
+                                        free_huge >> 20, need_mb)
+                          : fmt::format("{} MB of free hugepages do not cover the {} MB estimate",
+                                        free_huge >> 20, need_mb);
+      break;
+  }
+  if (use_huge) {
+    plan.mode = "in-memory";
+    plan.args.push_back("--in-memory");
+  } else {
+    // --no-huge cannot be combined with --in-memory in 22.11; --no-shconf keeps processes apart.
+    plan.mode = "no-huge";
+    plan.args.push_back("--no-huge");
+    plan.args.push_back("--no-shconf");
+    plan.args.push_back("-m");
+    plan.args.push_back(std::to_string(need_mb));
+  }
+  return plan;
+}
+
+Result<std::unique_ptr<Eal>> Eal::Start(const EalPlan& plan) {
+  std::vector<char*> argv;
+  std::vector<std::string> copy = plan.args;  // rte_eal_init may permute argv
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  // Keep EAL's start-up chatter out of the report unless the user asked for a log level.
+  bool user_log = false;
+  for (const auto& a : plan.args) user_log |= a.starts_with("--log-level");
+  if (!user_log) rte_log_set_global_level(RTE_LOG_WARNING);
+  // Before rte_eal_init, which pins this thread to the main lcore.
+  std::vector<int> cpus = AllowedCpus();
+  int rc = rte_eal_init(static_cast<int>(argv.size() - 1), argv.data());
+  if (rc < 0) {
+    int err = rte_errno;
+    return MakeError(err, fmt::format("DPDK EAL failed to start ({}) with arguments '{}'; check "
+                                      "the EAL arguments after -- or drop them to use the "
+                                      "defaults.",
+                                      rte_strerror(err), fmt::join(plan.args, " ")));
+  }
+  auto eal = std::unique_ptr<Eal>(new Eal());
+  eal->runtime_dir_ = rte_eal_get_runtime_dir();
+  eal->cpus_ = std::move(cpus);
+  eal->tsc_hz_ = static_cast<double>(rte_get_tsc_hz());
+  return eal;
+}
+
+Eal::~Eal() {
+  rte_eal_cleanup();
+  // EAL leaves an empty /var/run/dpdk/<prefix> (ENV-NOTES); a non-empty one is not ours to clear.
+  if (!runtime_dir_.empty()) rmdir(runtime_dir_.c_str());
+}
+
+}  // namespace txbatch

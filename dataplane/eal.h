@@ -1,0 +1,56 @@
+#pragma once
+// EAL start-up with embedded defaults. rte_eal_init cannot be retried in one process, so the
+// memory mode is chosen *before* calling it, from the pool estimate and the free hugepages.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dataplane/error.h"
+
+namespace txbatch {
+
+// What the EAL will be started with, and why (printed in the run header).
+struct EalPlan {
+  std::vector<std::string> args;  // argv for rte_eal_init, argv[0] included
+  std::string mode;               // "in-memory", "no-huge" or "user"
+  std::string why;                // one line: the reason for `mode`
+};
+
+// How the caller wants memory; kAuto picks hugepages only when enough free ones are reserved.
+enum class EalMemory { kAuto, kNoHuge, kInMemory };
+
+// Free hugepage bytes over all page sizes (/sys/kernel/mm/hugepages), 0 when none are reserved.
+uint64_t FreeHugepageBytes();
+
+// Builds the EAL arguments. `need_bytes` is the estimated pool + ring memory. `user_args`
+// (everything after `--` on the command line) replaces the defaults entirely when non-empty.
+// Fails only when kInMemory is forced and the free hugepages cannot hold `need_bytes`.
+Result<EalPlan> PlanEal(uint64_t need_bytes, const std::vector<std::string>& user_args,
+                        EalMemory memory);
+
+// The running EAL. One per process; destruction calls rte_eal_cleanup and removes the runtime
+// directory /var/run/dpdk/<prefix> it leaves behind.
+class Eal {
+ public:
+  static Result<std::unique_ptr<Eal>> Start(const EalPlan& plan);
+  ~Eal();
+  Eal(const Eal&) = delete;
+  Eal& operator=(const Eal&) = delete;
+
+  // CPUs the process may run on (its affinity mask at start-up), in ascending order.
+  const std::vector<int>& cpus() const { return cpus_; }
+  double tsc_hz() const { return tsc_hz_; }
+
+ private:
+  Eal() = default;
+  std::string runtime_dir_;
+  std::vector<int> cpus_;
+  double tsc_hz_ = 0;
+};
+
+// The CPUs in this thread's affinity mask, ascending.
+std::vector<int> AllowedCpus();
+
+}  // namespace txbatch

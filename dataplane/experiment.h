@@ -1,0 +1,96 @@
+#pragma once
+// One cell of an experiment: producers -> qdisc -> batcher -> driver -> wire -> sink for one
+// configuration, with warm-up, measured window and drain, and the books checked at the end.
+
+#include <rte_mempool.h>
+
+#include <atomic>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "batching/flush_policy.h"
+#include "dataplane/error.h"
+#include "dataplane/frame.h"
+#include "dataplane/histogram.h"
+#include "dataplane/qdisc.h"
+#include "drivers/emu/emu.h"
+
+namespace txbatch {
+
+// Offered load: as fast as possible, or a rate in frames/s or in wire bit/s.
+struct RateSpec {
+  enum class Unit { kMax, kPps, kBps } unit = Unit::kMax;
+  double value = 0;
+  std::string ToString() const;  // "max", "40000pps", "500000000bps"
+};
+Result<RateSpec> ParseRate(std::string_view text);
+
+struct CellConfig {
+  std::string driver;  // as given, e.g. "emu:e1000"
+  emu::EmuOptions emu;
+  Proto proto = Proto::kTcp;
+  PolicySpec policy;
+  unsigned size = 65536;
+  unsigned procs = 1;
+  unsigned mtu = 1500;
+  unsigned txqueuelen = kDefaultTxQueueLen;
+  double duration_s = 1.0;
+  double warmup_s = 0.1;
+  RateSpec rate;
+  bool stream = true;  // producers block on a full qdisc (stream) or drop (datagram)
+  uint64_t seed = 1;
+};
+
+struct Books {
+  uint64_t generated = 0, sent = 0, dropped = 0, queued = 0;
+  uint64_t received = 0, lost = 0, duplicated = 0, in_flight = 0;
+  uint64_t mbufs_in_use = 0;
+  bool balanced = false;
+};
+
+struct CellResult {
+  // Measured window
+  double window_s = 0;
+  uint64_t packets = 0;
+  double mpps = 0, mb_per_s = 0, wire_gbps = 0;
+  std::string counted_at;
+  double avg_batch = 0;
+  std::map<unsigned, uint64_t> batch_hist;  // power-of-two bucket lower bound -> xmit calls
+  double xmit_calls_per_pkt = 0;
+  std::optional<double> doorbells_per_pkt;
+  double cycles_per_pkt = 0, cpu_ns_per_pkt = 0;
+  uint64_t requeues = 0, reschedules = 0;
+  std::map<std::string, uint64_t> drops;
+  uint64_t drops_total = 0;
+  std::optional<LatencySummary> latency;
+  Books books;
+  std::optional<double> ceiling_mpps, ceiling_mb_per_s;
+  std::optional<bool> link_bound;
+  std::optional<double> link_utilisation;  // wire busy time / window
+  // Model checks against the real clock.
+  double last_departure_s = 0;  // modelled departure of the last frame, from the run's start
+  double drained_at_s = 0;      // wall time at which the drain was seen complete
+  double stopped_at_s = 0;      // wall time at which generation stopped
+  uint64_t arrival_before_tx = 0;
+  double wire_max_idle_us = 0;  // longest the wire sat idle inside the window
+  uint64_t foreign = 0;
+  uint64_t involuntary_ctxsw = 0;
+  bool interrupted = false;
+  bool txirq_realtime = false;
+};
+
+// Pins producers round-robin over `cpus` (DESIGN.md Terms, procs); describes the mapping.
+std::string DescribePinning(unsigned procs, const std::vector<int>& cpus);
+
+// Mbufs a pool must hold for `cfg` (qdisc bands + ring + frames in producers' hands + caches).
+unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores);
+
+// Runs one cell on `pool`. `stop` (SIGINT/SIGTERM) cuts the measured window short; what was
+// measured is still returned with `interrupted` set. Fails only on setup errors or a drain that
+// does not finish.
+Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_hz,
+                           const std::vector<int>& cpus, const std::atomic<bool>& stop);
+
+}  // namespace txbatch

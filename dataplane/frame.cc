@@ -1,0 +1,172 @@
+#include "dataplane/frame.h"
+
+#include <rte_byteorder.h>
+#include <rte_ether.h>
+#include <rte_ip.h>
+#include <rte_tcp.h>
+#include <rte_udp.h>
+
+#include <cstring>
+
+namespace txbatch {
+namespace {
+
+// RFC 2544 benchmarking addresses and locally administered MACs: frames that leak anywhere are
+// recognisably test traffic.
+constexpr rte_ether_addr kSrcMac = {{0x02, 0x74, 0x78, 0x62, 0x00, 0x01}};
+constexpr rte_ether_addr kDstMac = {{0x02, 0x74, 0x78, 0x62, 0x00, 0x02}};
+constexpr uint32_t kSrcIp = RTE_IPV4(198, 18, 0, 1);
+constexpr uint32_t kDstIp = RTE_IPV4(198, 18, 0, 2);
+constexpr uint16_t kSrcPortBase = 49152;
+constexpr uint16_t kDstPort = 9;  // discard
+
+void PutSeq48(uint8_t* out, uint64_t seq) {
+  for (int i = 5; i >= 0; --i) {
+    out[i] = static_cast<uint8_t>(seq);
+    seq >>= 8;
+  }
+}
+
+uint64_t GetSeq48(const uint8_t* in) {
+  uint64_t seq = 0;
+  for (int i = 0; i < 6; ++i) seq = (seq << 8) | in[i];
+  return seq;
+}
+
+}  // namespace
+
+std::string_view ProtoName(Proto p) { return p == Proto::kUdp ? "udp" : "tcp"; }
+
+std::string_view ParseStatusName(ParseStatus s) {
+  switch (s) {
+    case ParseStatus::kOk: return "ok";
+    case ParseStatus::kTruncated: return "truncated";
+    case ParseStatus::kNotIpv4: return "not_ipv4";
+    case ParseStatus::kNotUdpOrTcp: return "not_udp_or_tcp";
+    case ParseStatus::kNotTxbatch: return "not_txbatch";
+  }
+  return "unknown";
+}
+
+FrameBuilder::FrameBuilder(Proto proto, uint16_t flow) : proto_(proto), flow_(flow) {}
+
+void FrameBuilder::Build(rte_mbuf* m, unsigned payload, Tsc tx_tsc) {
+  const unsigned l4 = L4HeaderBytes(proto_);
+  const unsigned len = FrameBytes(proto_, payload);
+  rte_pktmbuf_reset(m);
+  m->data_len = static_cast<uint16_t>(len);
+  m->pkt_len = len;
+  m->l2_len = kEthHeaderBytes;
+  m->l3_len = kIpv4HeaderBytes;
+  m->l4_len = l4;
+  auto* p = rte_pktmbuf_mtod(m, uint8_t*);
+
+  auto* eth = reinterpret_cast<rte_ether_hdr*>(p);
+  eth->dst_addr = kDstMac;
+  eth->src_addr = kSrcMac;
+  eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+
+  auto* ip = reinterpret_cast<rte_ipv4_hdr*>(p + kEthHeaderBytes);
+  ip->version_ihl = RTE_IPV4_VHL_DEF;
+  ip->type_of_service = 0;
+  ip->total_length = rte_cpu_to_be_16(static_cast<uint16_t>(len - kEthHeaderBytes));
+  ip->packet_id = rte_cpu_to_be_16(ip_id_++);
+  ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
+  ip->time_to_live = 64;
+  ip->next_proto_id = proto_ == Proto::kUdp ? IPPROTO_UDP : IPPROTO_TCP;
+  ip->hdr_checksum = 0;
+  ip->src_addr = rte_cpu_to_be_32(kSrcIp);
+  ip->dst_addr = rte_cpu_to_be_32(kDstIp);
+  ip->hdr_checksum = rte_ipv4_cksum(ip);
+
+  uint8_t* l4p = p + kEthHeaderBytes + kIpv4HeaderBytes;
+  const uint16_t sport = static_cast<uint16_t>(kSrcPortBase + flow_);
+  if (proto_ == Proto::kUdp) {
+    auto* udp = reinterpret_cast<rte_udp_hdr*>(l4p);
+    udp->src_port = rte_cpu_to_be_16(sport);
+    udp->dst_port = rte_cpu_to_be_16(kDstPort);
+    udp->dgram_len = rte_cpu_to_be_16(static_cast<uint16_t>(l4 + payload));
+    udp->dgram_cksum = 0;  // "no checksum" is valid UDP over IPv4; payload is never touched
+  } else {
+    auto* tcp = reinterpret_cast<rte_tcp_hdr*>(l4p);
+    tcp->src_port = rte_cpu_to_be_16(sport);
+    tcp->dst_port = rte_cpu_to_be_16(kDstPort);
+    tcp->sent_seq = rte_cpu_to_be_32(tcp_seq_);
+    tcp->recv_ack = rte_cpu_to_be_32(1);
+    tcp->data_off = static_cast<uint8_t>((kTcpHeaderBytes / 4) << 4);
+    tcp->tcp_flags = RTE_TCP_ACK_FLAG | RTE_TCP_PSH_FLAG;
+    tcp->rx_win = rte_cpu_to_be_16(65535);
+    tcp->tcp_urp = 0;
+    // NOP NOP TS(kind 8, len 10): TSval advances with the TSC in ~ms, TSecr 0.
+    uint8_t* opt = l4p + sizeof(rte_tcp_hdr);
+    opt[0] = 1;
+    opt[1] = 1;
+    opt[2] = 8;
+    opt[3] = 10;
+    const uint32_t tsval = rte_cpu_to_be_32(static_cast<uint32_t>(tx_tsc >> 21));
+    std::memcpy(opt + 4, &tsval, 4);
+    std::memset(opt + 8, 0, 4);
+    // As a kernel with TX checksum offload hands it to the NIC: pseudo-header sum only.
+    m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
+    tcp->cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
+    tcp_seq_ += payload;
+  }
+
+  auto* h = reinterpret_cast<TxbatchHeader*>(l4p + l4);
+  h->magic_be = rte_cpu_to_be_16(kTxbatchMagic);
+  h->flow_be = rte_cpu_to_be_16(flow_);
+  PutSeq48(h->seq_be, seq_++);
+  h->tx_tsc = tx_tsc;
+}
+
+ParsedFrame ParseFrame(const uint8_t* p, size_t len) {
+  ParsedFrame out;
+  if (len < kEthHeaderBytes + kIpv4HeaderBytes) return out;
+  const auto* eth = reinterpret_cast<const rte_ether_hdr*>(p);
+  if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
+    out.status = ParseStatus::kNotIpv4;
+    return out;
+  }
+  const auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(p + kEthHeaderBytes);
+  const unsigned ihl = (ip->version_ihl & 0x0f) * 4u;
+  const unsigned ip_len = rte_be_to_cpu_16(ip->total_length);
+  if ((ip->version_ihl >> 4) != 4 || ihl < kIpv4HeaderBytes) {
+    out.status = ParseStatus::kNotIpv4;
+    return out;
+  }
+  if (ip_len < ihl || kEthHeaderBytes + ip_len > len) return out;  // truncated
+  unsigned l4 = 0;
+  const uint8_t* l4p = p + kEthHeaderBytes + ihl;
+  const unsigned l4_room = ip_len - ihl;
+  if (ip->next_proto_id == IPPROTO_UDP) {
+    out.proto = Proto::kUdp;
+    l4 = kUdpHeaderBytes;
+  } else if (ip->next_proto_id == IPPROTO_TCP) {
+    out.proto = Proto::kTcp;
+    if (l4_room < sizeof(rte_tcp_hdr)) return out;
+    l4 = (reinterpret_cast<const rte_tcp_hdr*>(l4p)->data_off >> 4) * 4u;
+    if (l4 < sizeof(rte_tcp_hdr)) return out;
+  } else {
+    out.status = ParseStatus::kNotUdpOrTcp;
+    return out;
+  }
+  if (l4_room < l4) return out;
+  out.payload = l4_room - l4;
+  if (out.payload < kTxbatchHeaderBytes) {
+    out.status = ParseStatus::kNotTxbatch;
+    return out;
+  }
+  TxbatchHeader h;
+  std::memcpy(&h, l4p + l4, sizeof(h));
+  if (rte_be_to_cpu_16(h.magic_be) != kTxbatchMagic) {
+    out.status = ParseStatus::kNotTxbatch;
+    return out;
+  }
+  out.flow = rte_be_to_cpu_16(h.flow_be);
+  out.seq = GetSeq48(h.seq_be);
+  out.tx_tsc = h.tx_tsc;
+  out.status = ParseStatus::kOk;
+  return out;
+}
+
+}  // namespace txbatch

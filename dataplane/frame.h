@@ -1,0 +1,108 @@
+#pragma once
+// Frames: Ethernet + IPv4 + UDP or TCP, with the 18-byte txbatch header at the start of the L4
+// payload (DESIGN.md Terms). Building writes headers only; payload bytes are never copied.
+
+#include <rte_mbuf.h>
+
+#include <cstdint>
+#include <string_view>
+
+#include "dataplane/tsc.h"
+
+namespace txbatch {
+
+enum class Proto : uint8_t { kUdp, kTcp };
+std::string_view ProtoName(Proto p);
+
+inline constexpr uint16_t kTxbatchMagic = 0x7862;  // "xb"
+inline constexpr unsigned kTxbatchHeaderBytes = 18;
+inline constexpr unsigned kEthHeaderBytes = 14;
+inline constexpr unsigned kIpv4HeaderBytes = 20;
+inline constexpr unsigned kUdpHeaderBytes = 8;
+// TCP header with the timestamp option (NOP NOP TS), as Linux sends on a bulk transfer.
+inline constexpr unsigned kTcpHeaderBytes = 32;
+inline constexpr unsigned kMinMtu = 68;    // IPv4 minimum (RFC 791)
+inline constexpr unsigned kMaxMtu = 9000;  // jumbo frames; pools are sized to fit
+
+// On the wire: magic 2, flow 2, sequence 6 (big-endian), TX TSC 8 (host order: only this host's
+// clock reads it back).
+struct [[gnu::packed]] TxbatchHeader {
+  uint16_t magic_be;
+  uint16_t flow_be;
+  uint8_t seq_be[6];
+  uint64_t tx_tsc;
+};
+static_assert(sizeof(TxbatchHeader) == kTxbatchHeaderBytes);
+
+// L4 header bytes for the protocol.
+constexpr unsigned L4HeaderBytes(Proto p) {
+  return p == Proto::kUdp ? kUdpHeaderBytes : kTcpHeaderBytes;
+}
+// Largest L4 payload one frame carries at `mtu`: MTU - 28 for UDP, the MSS for TCP
+// (MTU 1500 -> 1448 with timestamps).
+constexpr unsigned MaxPayload(Proto p, unsigned mtu) {
+  return mtu - kIpv4HeaderBytes - L4HeaderBytes(p);
+}
+// Frame length (L2 header to end of payload, no FCS) for a given L4 payload.
+constexpr unsigned FrameBytes(Proto p, unsigned payload) {
+  return kEthHeaderBytes + kIpv4HeaderBytes + L4HeaderBytes(p) + payload;
+}
+
+// Builds the frames of one flow (one producer's socket). Not thread-safe: one per producer.
+class FrameBuilder {
+ public:
+  FrameBuilder(Proto proto, uint16_t flow);
+
+  // Writes a complete frame with `payload` L4 payload bytes (>= kTxbatchHeaderBytes, <= the
+  // MaxPayload of the MTU the pool was sized for) into `m`, stamping the next sequence number
+  // and `tx_tsc`. Sets l2_len/l3_len/l4_len so payload bytes can be derived without parsing.
+  void Build(rte_mbuf* m, unsigned payload, Tsc tx_tsc);
+
+  uint64_t next_seq() const { return seq_; }
+  Proto proto() const { return proto_; }
+
+ private:
+  Proto proto_;
+  uint16_t flow_;
+  uint64_t seq_ = 0;
+  uint32_t tcp_seq_ = 1;  // next TCP sequence number (stream bytes sent + ISN 1)
+  uint16_t ip_id_ = 0;
+};
+
+// Rewrites the TX stamp of a frame built by FrameBuilder (from the lengths it set; no parsing).
+inline void RestampTx(rte_mbuf* m, Tsc tx_tsc) {
+  auto* h = rte_pktmbuf_mtod_offset(m, TxbatchHeader*, m->l2_len + m->l3_len + m->l4_len);
+  h->tx_tsc = tx_tsc;
+}
+
+// L4 payload bytes of a frame built by FrameBuilder (from the lengths it set; no parsing).
+inline unsigned PayloadBytes(const rte_mbuf* m) {
+  return rte_pktmbuf_pkt_len(m) - m->l2_len - m->l3_len - m->l4_len;
+}
+
+// What the receive side makes of a frame.
+enum class ParseStatus : uint8_t {
+  kOk,
+  kTruncated,     // shorter than its headers claim
+  kNotIpv4,       // EtherType is not IPv4
+  kNotUdpOrTcp,   // IP protocol is neither
+  kNotTxbatch,    // no txbatch magic at the start of the payload (a foreign frame)
+};
+std::string_view ParseStatusName(ParseStatus s);
+
+struct ParsedFrame {
+  ParseStatus status = ParseStatus::kTruncated;
+  Proto proto = Proto::kUdp;
+  uint16_t flow = 0;
+  uint64_t seq = 0;
+  Tsc tx_tsc = 0;
+  unsigned payload = 0;  // L4 payload bytes, txbatch header included
+};
+
+// Validates and decodes a frame (single-segment mbuf). Never throws; bad input is a status.
+ParsedFrame ParseFrame(const uint8_t* data, size_t len);
+inline ParsedFrame ParseFrame(const rte_mbuf* m) {
+  return ParseFrame(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
+}
+
+}  // namespace txbatch

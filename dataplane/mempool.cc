@@ -1,0 +1,71 @@
+#include "dataplane/mempool.h"
+
+#include <fmt/format.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+namespace txbatch {
+
+uint16_t DataRoomForMtu(unsigned mtu) {
+  // L2 header (14) + VLAN room (4) + MTU, rounded up to a cache line, plus headroom.
+  unsigned room = RTE_ALIGN_CEIL(mtu + 18, RTE_CACHE_LINE_SIZE) + RTE_PKTMBUF_HEADROOM;
+  if (room < RTE_MBUF_DEFAULT_BUF_SIZE) room = RTE_MBUF_DEFAULT_BUF_SIZE;
+  return static_cast<uint16_t>(room);
+}
+
+uint64_t PoolBytes(unsigned n, unsigned mtu) {
+  const uint64_t elt = sizeof(rte_mbuf) + DataRoomForMtu(mtu) + 64;  // + mempool header
+  return n * elt + (4u << 20);
+}
+
+Result<PoolPtr> CreatePacketPool(const std::string& name, unsigned n, unsigned mtu,
+                                 PoolLayout layout) {
+  const uint16_t room = DataRoomForMtu(mtu);
+  // DPDK refuses a cache larger than n / 1.5 (its flush threshold multiplier).
+  const unsigned cache = std::min(kPoolCache, n * 2 / 3);
+  if (layout == PoolLayout::kDpdkDefault) {
+    rte_mempool* mp = rte_pktmbuf_pool_create_by_ops(name.c_str(), n, cache, 0, room,
+                                                     rte_socket_id(), kPoolOps);
+    if (mp == nullptr)
+      return MakeError(rte_errno, fmt::format("cannot create mbuf pool '{}' of {} mbufs: {}", name,
+                                              n, rte_strerror(rte_errno)));
+    return PoolPtr(mp);
+  }
+  // rte_pktmbuf_pool_create_by_ops, plus the one flag that spreads objects across pages.
+  rte_pktmbuf_pool_private priv{};
+  priv.mbuf_data_room_size = room;
+  priv.mbuf_priv_size = 0;
+  const unsigned elt_size = sizeof(rte_mbuf) + room;
+  PoolPtr mp(rte_mempool_create_empty(name.c_str(), n, elt_size, cache,
+                                      sizeof(rte_pktmbuf_pool_private), rte_socket_id(),
+                                      RTE_MEMPOOL_F_NO_IOVA_CONTIG));
+  if (!mp)
+    return MakeError(rte_errno, fmt::format("cannot create mbuf pool '{}' of {} mbufs: {}", name,
+                                            n, rte_strerror(rte_errno)));
+  if (int rc = rte_mempool_set_ops_byname(mp.get(), kPoolOps, nullptr);
+      rc != 0)
+    return MakeError(-rc, fmt::format("cannot set mempool ops for '{}': {}", name,
+                                      rte_strerror(-rc)));
+  rte_pktmbuf_pool_init(mp.get(), &priv);
+  if (int rc = rte_mempool_populate_default(mp.get()); rc < 0)
+    return MakeError(-rc, fmt::format("cannot populate mbuf pool '{}' ({} mbufs of {} bytes): {}; "
+                                      "give EAL more memory (-m) or reserve hugepages",
+                                      name, n, elt_size, rte_strerror(-rc)));
+  rte_mempool_obj_iter(mp.get(), rte_pktmbuf_init, nullptr);
+  return mp;
+}
+
+unsigned DistinctL1Sets(rte_mempool* mp, unsigned count, unsigned sets) {
+  std::vector<rte_mbuf*> bufs(count);
+  if (rte_pktmbuf_alloc_bulk(mp, bufs.data(), count) != 0) return 0;
+  std::set<uintptr_t> seen;
+  for (rte_mbuf* m : bufs) seen.insert((reinterpret_cast<uintptr_t>(m) >> 6) % sets);
+  rte_pktmbuf_free_bulk(bufs.data(), count);
+  return static_cast<unsigned>(seen.size());
+}
+
+}  // namespace txbatch

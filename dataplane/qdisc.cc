@@ -1,0 +1,69 @@
+#include "dataplane/qdisc.h"
+
+#include <bit>
+
+namespace txbatch {
+
+int BandForPriority(uint8_t priority) {
+  static constexpr std::array<uint8_t, 16> kPrio2Band = {1, 2, 2, 2, 1, 2, 0, 0,
+                                                         1, 1, 1, 1, 1, 1, 1, 1};
+  return kPrio2Band[priority & 15];
+}
+
+PfifoFast::PfifoFast(unsigned limit)
+    : limit_(limit), mask_(std::bit_ceil(std::max(limit, 1u)) - 1) {
+  for (auto& b : bands_) b.slots.resize(mask_ + 1);
+}
+
+bool PfifoFast::Enqueue(rte_mbuf* m, int band) {
+  Band& b = bands_[band];
+  if (b.count >= limit_) return false;
+  b.slots[(b.head + b.count) & mask_] = m;
+  ++b.count;
+  ++backlog_;
+  return true;
+}
+
+uint16_t PfifoFast::DequeueBulk(Batch& batch, uint16_t max_frames) {
+  uint16_t taken = 0;
+  while (requeue_count_ > 0 && taken < max_frames && !batch.full()) {
+    batch.Push(requeue_[requeue_head_]);
+    requeue_head_ = (requeue_head_ + 1) % kMaxBatch;
+    --requeue_count_;
+    ++taken;
+  }
+  for (Band& b : bands_) {
+    while (b.count > 0 && taken < max_frames && !batch.full()) {
+      batch.Push(b.slots[b.head]);
+      b.head = (b.head + 1) & mask_;
+      --b.count;
+      ++taken;
+    }
+  }
+  backlog_ -= taken;
+  return taken;
+}
+
+void PfifoFast::Requeue(std::span<rte_mbuf* const> frames) {
+  // Walk backwards so the first refused frame ends up at the very head.
+  for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+    requeue_head_ = (requeue_head_ + kMaxBatch - 1) % kMaxBatch;
+    requeue_[requeue_head_] = *it;
+    ++requeue_count_;
+  }
+  backlog_ += static_cast<unsigned>(frames.size());
+}
+
+unsigned PfifoFast::Purge() {
+  unsigned n = 0;
+  Batch batch;
+  while (!empty()) {
+    batch.Clear();
+    DequeueBulk(batch, kMaxBatch);
+    rte_pktmbuf_free_bulk(batch.frames().data(), batch.size());
+    n += batch.size();
+  }
+  return n;
+}
+
+}  // namespace txbatch

@@ -1,0 +1,56 @@
+#pragma once
+// The receive end: validates txbatch headers, measures latency (arrival minus the frame's own TX
+// stamp), tracks sequence numbers per flow (gaps = lost, going back = duplicated or reordered)
+// and counts foreign frames apart by reason. Frees what it receives.
+//
+// Not thread-safe: Receive is called by one thread at a time (the emu driver calls it under the
+// queue's TX lock).
+
+#include <rte_mbuf.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "dataplane/counters.h"
+#include "dataplane/frame.h"
+#include "dataplane/histogram.h"
+#include "dataplane/run_window.h"
+#include "dataplane/tsc.h"
+
+namespace txbatch {
+
+struct SinkCounts {
+  uint64_t received = 0;        // txbatch frames received
+  uint64_t foreign = 0;         // frames without a valid txbatch header
+  std::array<uint64_t, 5> foreign_by_status{};  // indexed by ParseStatus
+  uint64_t lost = 0;            // sequence gaps
+  uint64_t duplicated = 0;      // sequence numbers seen again or late
+  uint64_t arrival_before_tx = 0;  // model sanity: a frame arriving before it was stamped
+  uint64_t window_frames = 0;   // received with arrival in the run window
+  uint64_t window_payload_bytes = 0;
+};
+
+class RxSink {
+ public:
+  RxSink(const RunWindow& window, double tsc_hz, unsigned flows);
+
+  // Takes ownership of `frames` (frees them); arrival[i] is frame i's arrival TSC.
+  void Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival);
+
+  // Latency of frames that arrived in the window.
+  const LatencyHistogram& latency() const { return latency_; }
+  SinkCounts counts() const;
+
+ private:
+  const RunWindow& window_;
+  double ns_per_tsc_;
+  std::vector<uint64_t> next_seq_;  // per flow
+  LatencyHistogram latency_;
+  Counter received_, foreign_, lost_, duplicated_, arrival_before_tx_;
+  Counter window_frames_, window_payload_bytes_;
+  std::array<Counter, 5> foreign_by_status_;
+};
+
+}  // namespace txbatch

@@ -1,0 +1,205 @@
+#include "dataplane/tx_queue.h"
+
+#include <rte_lcore.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/prctl.h>
+
+#include <chrono>
+
+#include "dataplane/frame.h"
+
+namespace txbatch {
+
+TxQueue::TxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfig& config)
+    : driver_(driver),
+      policy_(policy),
+      config_(config),
+      // Hysteresis, as a socket's write-space callback: wake blocked producers once a quarter of
+      // the band is free, not for every frame dequeued.
+      wake_level_(config.txqueuelen - std::max(1u, config.txqueuelen / 4)),
+      qdisc_(config.txqueuelen) {}
+
+TxQueue::~TxQueue() { StopIrq(); }
+
+bool TxQueue::Send(rte_mbuf* m, int band) {
+  std::unique_lock root(root_lock_);
+  bool waited = false;
+  while (qdisc_.band_full(band)) {
+    if (!config_.block_when_full) {
+      counters_.dropped_qdisc_full.Add();
+      root.unlock();
+      rte_pktmbuf_free(m);
+      return false;
+    }
+    counters_.waits.Add();
+    ++waiters_;
+    space_cv_.wait(root);
+    --waiters_;
+    waited = true;
+  }
+  // The frame enters the stack now, as an skb built after sk_stream_wait_memory would: time a
+  // producer spent blocked is back-pressure, not latency.
+  if (waited) RestampTx(m, Now());
+  (void)qdisc_.Enqueue(m, band);  // cannot fail: the band has room
+  counters_.enqueued.Add();
+  if (!running_) {
+    running_ = true;
+    counters_.runs.Add();
+    Run(root);
+  }
+  return true;
+}
+
+void TxQueue::Run(std::unique_lock<std::mutex>& root) {
+  int quota = kDevTxWeight;
+  while (true) {
+    if (tx_stopped_.load(std::memory_order_acquire)) {
+      // The txirq restarts the queue; if it already did while we held the lock, go on.
+      if (!resched_pending_) break;
+      resched_pending_ = false;
+      continue;
+    }
+    batch_.Clear();
+    const Tsc t0 = Now();
+    const uint16_t n = qdisc_.DequeueBulk(batch_, policy_.Budget().frames);
+    if (n == 0) break;
+    if (waiters_ > 0 && qdisc_.backlog() <= wake_level_) space_cv_.notify_all();
+    root.unlock();
+
+    uint16_t accepted;
+    bool stopped;
+    {
+      std::lock_guard tx(tx_lock_);
+      accepted = driver_.Xmit(batch_.frames());
+      stopped = driver_.Stopped();
+      tx_stopped_.store(stopped, std::memory_order_release);
+    }
+    // netif_tx_stop_queue: only the completion role can restart it, at its next deadline.
+    if (stopped) Kick(false);
+    counters_.batch_hist[n].Add();
+    counters_.tx_cycles.Add(Now() - t0);
+
+    root.lock();
+    if (accepted < n) {
+      qdisc_.Requeue(batch_.frames().subspan(accepted));
+      counters_.requeues.Add();
+      counters_.requeued_frames.Add(n - accepted);
+    }
+    quota -= n;
+    if (quota <= 0) {
+      if (!qdisc_.empty()) Kick(true);  // __netif_schedule: the softirq role continues
+      break;
+    }
+  }
+  resched_pending_ = false;
+  running_ = false;
+}
+
+void TxQueue::Kick(bool resched) {
+  std::lock_guard lk(irq_mu_);
+  irq_kicked_ = true;
+  irq_resched_ |= resched;
+  irq_cv_.notify_one();
+}
+
+void TxQueue::StartIrq() {
+  irq_stop_ = false;
+  irq_ = std::thread([this] { IrqLoop(); });
+}
+
+void TxQueue::StopIrq() {
+  if (!irq_.joinable()) return;
+  {
+    std::lock_guard lk(irq_mu_);
+    irq_stop_ = true;
+    irq_cv_.notify_one();
+  }
+  irq_.join();
+}
+
+void TxQueue::IrqLoop() {
+  // Sleep to the modelled completion, not to the next timer tick plus 50 us of default slack.
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  {
+    // A TX-completion interrupt preempts whatever runs; a CFS thread would wait behind the
+    // producers for milliseconds and let a 630 us ixgbe ring run dry.
+    sched_param sp{};
+    sp.sched_priority = 1;
+    irq_realtime_ = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
+  }
+  const bool registered = rte_thread_register() == 0;  // mempool cache for frees
+  std::unique_lock lk(irq_mu_);
+  while (!irq_stop_) {
+    lk.unlock();
+    Tsc deadline;
+    {
+      std::lock_guard tx(tx_lock_);
+      deadline = driver_.NextCompletion();
+    }
+    lk.lock();
+    const auto pending = [this] { return irq_kicked_ || irq_resched_ || irq_stop_; };
+    if (!pending()) {
+      if (deadline == kNever) {
+        // An idle ring needs no interrupt; poll at the coalescing bound so frames sent at low
+        // rates are still delivered promptly (a stopped ring kicks us at once).
+        irq_cv_.wait_for(lk, kIrqIdlePoll, pending);
+      } else {
+        const Tsc now = Now();
+        if (deadline > now) {
+          const auto wait = std::chrono::nanoseconds(
+              static_cast<int64_t>(static_cast<double>(deadline - now) * 1e9 / config_.tsc_hz));
+          irq_cv_.wait_until(lk, std::chrono::steady_clock::now() + wait, pending);
+        }
+      }
+    }
+    if (irq_stop_) break;
+    const bool resched = irq_resched_;
+    irq_kicked_ = false;
+    irq_resched_ = false;
+    lk.unlock();
+
+    bool woke;
+    {
+      std::lock_guard tx(tx_lock_);
+      const bool was_stopped = driver_.Stopped();
+      driver_.Complete(Now());
+      woke = was_stopped && !driver_.Stopped();
+      tx_stopped_.store(driver_.Stopped(), std::memory_order_release);
+    }
+    if (woke || resched) {
+      std::unique_lock root(root_lock_);
+      if (running_) {
+        resched_pending_ = true;
+      } else if (!qdisc_.empty()) {
+        running_ = true;
+        counters_.reschedules.Add();
+        Run(root);
+      }
+    }
+    lk.lock();
+  }
+  lk.unlock();
+  if (registered) rte_thread_unregister();
+}
+
+bool TxQueue::Idle() {
+  {
+    std::lock_guard root(root_lock_);
+    if (running_ || !qdisc_.empty()) return false;
+  }
+  std::lock_guard tx(tx_lock_);
+  return driver_.InFlight() == 0;
+}
+
+unsigned TxQueue::backlog() {
+  std::lock_guard root(root_lock_);
+  return qdisc_.backlog();
+}
+
+unsigned TxQueue::Purge() {
+  std::lock_guard root(root_lock_);
+  return qdisc_.Purge();
+}
+
+}  // namespace txbatch

@@ -1,0 +1,123 @@
+#pragma once
+// One TX queue: its qdisc (pfifo_fast under one root lock, the pre-4.16 Linux model), the inline
+// runner and the TX-completion role.
+//
+// Runner (Linux __dev_xmit_skb/qdisc_run): a producer that enqueues and finds the qdisc idle
+// becomes its runner and, dropping the root lock around each driver call, dequeues batches (as
+// the flush policy allows) and transmits them until the qdisc is empty, the ring is full or its
+// quota (dev_tx_weight) is spent. The others only enqueue.
+//
+// The missing IRQ (DESIGN.md Terms): a `txirq` thread per queue plays Linux's TX-completion
+// interrupt and NET_TX softirq. It sleeps until the driver's next modelled completion (no
+// spinning), reclaims, and when that restarted a stopped queue, or a runner ran out of quota,
+// runs the qdisc again (counted as a reschedule). So a full ring never hangs the run.
+//
+// Locks: root_lock_ guards the qdisc, running_ and the waiters; tx_lock_ (HARD_TX_LOCK) guards
+// the driver. Neither is taken while holding the other.
+
+#include <array>
+#include <chrono>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include "batching/batch.h"
+#include "batching/flush_policy.h"
+#include "dataplane/counters.h"
+#include "dataplane/qdisc.h"
+#include "dataplane/tsc.h"
+#include "drivers/driver.h"
+
+namespace txbatch {
+
+// Linux dev_tx_weight: frames one qdisc run may send before it must yield and reschedule.
+inline constexpr int kDevTxWeight = 64;
+// Longest the txirq sleeps while the ring is idle: an interrupt-coalescing bound (e1000's
+// default ITR allows ~8000 interrupts/s), so a frame sent alone is delivered within ~125 us.
+inline constexpr std::chrono::microseconds kIrqIdlePoll{125};
+
+struct TxQueueConfig {
+  unsigned txqueuelen = kDefaultTxQueueLen;
+  bool block_when_full = true;  // stream producers block; datagram producers drop
+  double tsc_hz = 0;
+};
+
+struct TxQueueCounters {
+  Counter enqueued;
+  Counter dropped_qdisc_full;  // datagram producers that found their band full
+  Counter requeues;            // driver calls that left frames to requeue at the head
+  Counter requeued_frames;
+  Counter reschedules;         // qdisc runs started by the txirq role
+  Counter runs;                // qdisc runs started by producers
+  Counter tx_cycles;           // TSC spent dequeuing + in Xmit (the TX path)
+  Counter waits;               // times a stream producer blocked on a full band
+  std::array<Counter, kMaxBatch + 1> batch_hist;  // frames offered per Xmit call
+};
+
+class TxQueue {
+ public:
+  TxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfig& config);
+  ~TxQueue();
+  TxQueue(const TxQueue&) = delete;
+  TxQueue& operator=(const TxQueue&) = delete;
+
+  // The producer path (dev_queue_xmit). Enqueues `m` (ownership moves to the queue) into `band`
+  // and, if nobody is running the qdisc, runs it. When the band is full a stream producer blocks
+  // on a condition variable until the runner frees room; a datagram producer's frame is freed and
+  // counted as dropped (returns false). A frame that waited is restamped when it gets in.
+  // Thread-safe.
+  bool Send(rte_mbuf* m, int band);
+
+  // Starts / stops the txirq thread. Stop only once Idle() (or when abandoning the run).
+  void StartIrq();
+  void StopIrq();
+
+  // Nothing queued, nobody running, nothing in flight in the driver. Thread-safe.
+  bool Idle();
+  unsigned backlog();
+  // Frees whatever is still queued (teardown of an abandoned run); returns how many.
+  unsigned Purge();
+
+  const TxQueueCounters& counters() const { return counters_; }
+  std::thread::native_handle_type irq_thread() { return irq_.native_handle(); }
+  // Whether the txirq thread got SCHED_FIFO (it preempts producers like a hard IRQ; needs root).
+  bool irq_realtime() const { return irq_realtime_.load(); }
+
+ private:
+  // __qdisc_run. Called with root held and running_ set by the caller; clears running_.
+  void Run(std::unique_lock<std::mutex>& root);
+  void IrqLoop();
+  void Kick(bool resched);
+
+  TxDriver& driver_;
+  const FlushPolicy& policy_;
+  const TxQueueConfig config_;
+  const unsigned wake_level_;  // blocked producers are woken once the backlog falls to this
+
+  std::mutex root_lock_;
+  std::condition_variable space_cv_;
+  PfifoFast qdisc_;
+  bool running_ = false;          // __QDISC_STATE_RUNNING
+  bool resched_pending_ = false;  // the txirq asked for another pass while a runner ran
+  unsigned waiters_ = 0;
+  Batch batch_;  // used only by the current runner
+
+  std::mutex tx_lock_;
+  // The driver's Stopped(), published by whoever last held tx_lock_, so a runner can see a
+  // stopped queue before dequeuing (Linux dequeue_skb checks netif_xmit_frozen_or_stopped).
+  std::atomic<bool> tx_stopped_{false};
+
+  std::mutex irq_mu_;
+  std::condition_variable irq_cv_;
+  bool irq_kicked_ = false;
+  bool irq_resched_ = false;
+  bool irq_stop_ = false;
+  std::atomic<bool> irq_realtime_{false};
+  std::thread irq_;
+
+  TxQueueCounters counters_;
+};
+
+}  // namespace txbatch

@@ -1,0 +1,14 @@
+#include "drivers/driver.h"
+
+namespace txbatch {
+
+std::string_view CountedAtName(CountedAt c) {
+  switch (c) {
+    case CountedAt::kWire: return "wire";
+    case CountedAt::kRx: return "rx";
+    case CountedAt::kDriver: return "driver";
+  }
+  return "unknown";
+}
+
+}  // namespace txbatch

@@ -1,0 +1,86 @@
+#pragma once
+// The one small interface every driver implements (ethdev, emu, verbs). The runner hands it
+// batches; it never decides batch sizes.
+
+#include <rte_mbuf.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "dataplane/counters.h"
+#include "dataplane/tsc.h"
+
+namespace txbatch {
+
+// A line-rate wire: what the throughput ceiling is computed from.
+struct WireSpec {
+  double bits_per_s = 0;
+  unsigned min_frame_bytes = 60;     // frames shorter than this are padded (Ethernet: 60 + FCS)
+  unsigned overhead_bytes = 24;      // per frame on the wire beyond the frame (Ethernet: FCS 4,
+                                     // preamble+SFD 8, IFG 12)
+  // Bytes one frame of `frame_len` (L2 header .. payload, no FCS) occupies on the wire.
+  unsigned WireBytes(unsigned frame_len) const {
+    return (frame_len < min_frame_bytes ? min_frame_bytes : frame_len) + overhead_bytes;
+  }
+};
+
+// Where a driver counts frames as sent for throughput (DESIGN.md Terms, counted_at).
+enum class CountedAt : uint8_t { kWire, kRx, kDriver };
+std::string_view CountedAtName(CountedAt c);
+
+struct DriverCounters {
+  Counter xmit_calls;       // Xmit calls that offered at least one frame
+  Counter offered;          // frames offered to Xmit
+  Counter accepted;         // frames Xmit accepted (sent, in the books)
+  Counter doorbells;        // tail-register writes (drivers that own one)
+  Counter completed;        // frames reclaimed from the ring
+  Counter stops;            // times the queue stopped because the ring filled
+  // Departures in the run window (counted_at == wire): frames, payload and wire bytes, and the
+  // wire's busy time in TSC cycles.
+  Counter window_frames, window_payload_bytes, window_wire_bytes, window_busy_tsc;
+  Counter last_departure;   // TSC of the latest departure so far
+  Counter window_max_idle_tsc;  // longest idle stretch of the wire that ended in the window
+};
+
+class TxDriver {
+ public:
+  virtual ~TxDriver() = default;
+
+  // Offers `frames` to the device. Accepts a prefix of them and returns its length: ownership of
+  // those frames passes to the driver (it frees them after delivery); the caller still owns the
+  // rest (the runner requeues them). Rings the doorbell at most once per call. Never blocks,
+  // never throws. Called under the queue's TX lock.
+  [[nodiscard]] virtual uint16_t Xmit(std::span<rte_mbuf* const> frames) = 0;
+
+  // True when the ring cannot take another frame (netif_tx_queue_stopped). Under the TX lock.
+  virtual bool Stopped() const = 0;
+
+  // The TX-completion role (IRQ + NAPI clean): reclaims descriptors whose frames left the wire
+  // by `now`, hands arrived frames to the receive side and restarts a stopped queue once enough
+  // descriptors are free. Returns the frames reclaimed. Under the TX lock.
+  virtual unsigned Complete(Tsc now) = 0;
+
+  // When Complete next has work worth a wake-up (a reclaim batch done, or the last frame in
+  // flight); kNever when nothing is in flight. Under the TX lock.
+  virtual Tsc NextCompletion() const = 0;
+
+  // Frames accepted and not yet delivered or dropped (ring + link). Under the TX lock.
+  virtual unsigned InFlight() const = 0;
+
+  // The wire, when the driver has one whose rate bounds throughput.
+  virtual std::optional<WireSpec> Wire() const = 0;
+  virtual CountedAt counted_at() const = 0;
+  // Whether doorbells are counted (drivers that own one: emu, verbs).
+  virtual bool owns_doorbell() const = 0;
+  // The driver spec as the user would write it, with every parameter (for the run header).
+  virtual std::string Describe() const = 0;
+
+  const DriverCounters& counters() const { return counters_; }
+
+ protected:
+  DriverCounters counters_;
+};
+
+}  // namespace txbatch

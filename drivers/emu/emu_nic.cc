@@ -1,0 +1,165 @@
+// The emulated NIC: descriptor ring, doorbell, completions and the wire.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "batching/batch.h"
+#include "dataplane/frame.h"
+#include "drivers/emu/emu.h"
+
+namespace txbatch::emu {
+namespace {
+
+// Frames handed to the sink per Receive call while reclaiming.
+inline constexpr unsigned kDeliverChunk = 64;
+
+class EmuNic final : public TxDriver {
+ public:
+  EmuNic(const EmuOptions& o, RxSink& sink, const RunWindow& window, double tsc_hz)
+      : options_(o),
+        sink_(sink),
+        window_(window),
+        infinite_(o.rate_mbps <= 0),
+        tsc_per_wire_byte_(infinite_ ? 0 : 8.0 * tsc_hz / (o.rate_mbps * 1e6)),
+        doorbell_tsc_(o.doorbell_ns * tsc_hz / 1e9),
+        desc_tsc_(o.desc_ns * tsc_hz / 1e9),
+        ring_(o.ring) {}
+
+  uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
+    if (frames.empty()) return 0;
+    const Tsc now = Now();
+    counters_.xmit_calls.Add();
+    counters_.offered.Add(frames.size());
+    if (infinite_) return XmitInfinite(frames, now);
+    const unsigned n = std::min<unsigned>(static_cast<unsigned>(frames.size()),
+                                          static_cast<unsigned>(ring_.size()) - count_);
+    if (n == 0) return 0;
+    if (link_free_ < static_cast<double>(now)) {
+      // The wire sat idle: the ring ran dry (or the load is below line rate).
+      if (window_.Contains(now))
+        counters_.window_max_idle_tsc.Max(static_cast<uint64_t>(static_cast<double>(now) - link_free_));
+      link_free_ = static_cast<double>(now);
+    }
+    for (unsigned i = 0; i < n; ++i) {
+      // departure = max(now, link_free) + bytes x 8 / rate: serialisation, lazily from the TSC.
+      link_free_ += wire_.WireBytes(rte_pktmbuf_pkt_len(frames[i])) * tsc_per_wire_byte_;
+      Desc& d = ring_[(head_ + count_ + i) % ring_.size()];
+      d.m = frames[i];
+      d.departure = static_cast<Tsc>(link_free_);
+    }
+    count_ += n;
+    counters_.accepted.Add(n);
+    counters_.doorbells.Add();
+    // The CPU time the descriptor writes and the MMIO tail write would take.
+    BusyWaitUntil(now + static_cast<Tsc>(desc_tsc_ * n + doorbell_tsc_));
+    if (count_ == ring_.size()) {
+      stopped_ = true;
+      counters_.stops.Add();
+    }
+    return static_cast<uint16_t>(n);
+  }
+
+  bool Stopped() const override { return stopped_; }
+
+  unsigned Complete(Tsc now) override {
+    unsigned done = 0;
+    std::array<rte_mbuf*, kDeliverChunk> frames;
+    std::array<Tsc, kDeliverChunk> arrival;
+    while (count_ > 0) {
+      unsigned k = 0;
+      while (count_ > 0 && k < kDeliverChunk && ring_[head_].departure <= now) {
+        const Desc& d = ring_[head_];
+        CountDeparture(d.m, d.departure);
+        frames[k] = d.m;
+        arrival[k] = d.departure;  // no propagation delay yet: arrival = departure
+        ++k;
+        head_ = (head_ + 1) % ring_.size();
+        --count_;
+      }
+      if (k == 0) break;
+      sink_.Receive({frames.data(), k}, {arrival.data(), k});
+      done += k;
+    }
+    counters_.completed.Add(done);
+    if (stopped_ && ring_.size() - count_ >= options_.free_thresh) stopped_ = false;
+    return done;
+  }
+
+  Tsc NextCompletion() const override {
+    if (count_ == 0) return kNever;
+    const unsigned k = std::min(count_, options_.free_thresh);
+    return ring_[(head_ + k - 1) % ring_.size()].departure;
+  }
+
+  unsigned InFlight() const override { return count_; }
+
+  std::optional<WireSpec> Wire() const override {
+    if (infinite_) return std::nullopt;
+    WireSpec w = wire_;
+    w.bits_per_s = options_.rate_mbps * 1e6;
+    return w;
+  }
+  CountedAt counted_at() const override { return CountedAt::kWire; }
+  bool owns_doorbell() const override { return true; }
+  std::string Describe() const override { return options_.ToString(); }
+
+ private:
+  struct Desc {
+    rte_mbuf* m;
+    Tsc departure;  // TSC at which its last bit leaves the wire
+  };
+
+  uint16_t XmitInfinite(std::span<rte_mbuf* const> frames, Tsc now) {
+    // Accepts everything at once and completes it at once: only software cost remains.
+    const unsigned n = static_cast<unsigned>(frames.size());
+    counters_.accepted.Add(n);
+    counters_.doorbells.Add();
+    BusyWaitUntil(now + static_cast<Tsc>(desc_tsc_ * n + doorbell_tsc_));
+    std::array<Tsc, kMaxBatch> arrival;
+    for (unsigned i = 0; i < n; ++i) {
+      CountDeparture(frames[i], now);
+      arrival[i] = now;
+    }
+    counters_.completed.Add(n);
+    sink_.Receive(frames, {arrival.data(), n});
+    return static_cast<uint16_t>(n);
+  }
+
+  void CountDeparture(const rte_mbuf* m, Tsc departure) {
+    counters_.last_departure.Max(departure);
+    if (!window_.Contains(departure)) return;
+    const unsigned wire_bytes = wire_.WireBytes(rte_pktmbuf_pkt_len(m));
+    counters_.window_frames.Add();
+    counters_.window_payload_bytes.Add(PayloadBytes(m));
+    counters_.window_wire_bytes.Add(wire_bytes);
+    // Busy time inside the window only: a frame departing just after the start began before it.
+    const double began = static_cast<double>(departure) - wire_bytes * tsc_per_wire_byte_;
+    const double start = static_cast<double>(window_.start.load(std::memory_order_relaxed));
+    counters_.window_busy_tsc.Add(static_cast<uint64_t>(departure - std::max(began, start)));
+  }
+
+  EmuOptions options_;
+  RxSink& sink_;
+  const RunWindow& window_;
+  const bool infinite_;
+  const double tsc_per_wire_byte_;
+  const double doorbell_tsc_;
+  const double desc_tsc_;
+  const WireSpec wire_{};
+  std::vector<Desc> ring_;
+  unsigned head_ = 0;
+  unsigned count_ = 0;
+  bool stopped_ = false;
+  double link_free_ = 0;  // TSC (fractional) at which the wire is next free
+};
+
+}  // namespace
+
+std::unique_ptr<TxDriver> CreateEmuDriver(const EmuOptions& options, RxSink& sink,
+                                          const RunWindow& window, double tsc_hz) {
+  return std::make_unique<EmuNic>(options, sink, window, tsc_hz);
+}
+
+}  // namespace txbatch::emu

@@ -1,0 +1,114 @@
+// Parsing of emu driver specs: "emu:ixgbe,doorbell_ns=150,ring=1024".
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "drivers/emu/emu.h"
+#include "drivers/emu/models.h"
+
+namespace txbatch::emu {
+namespace {
+
+constexpr std::string_view kKeys = "rate_mbps, ring, free_thresh, doorbell_ns, desc_ns";
+
+std::string ModelNames() {
+  std::string s;
+  for (const auto& m : kModels) s += (s.empty() ? "" : ", ") + std::string(m.name);
+  return s;
+}
+
+bool ParseDouble(std::string_view text, double& out) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size() && !text.empty() &&
+         std::isfinite(out);
+}
+
+}  // namespace
+
+std::string EmuOptions::ToString() const {
+  return fmt::format("emu:{},rate_mbps={:g},ring={},free_thresh={},doorbell_ns={:g},desc_ns={:g}",
+                     model, rate_mbps, ring, free_thresh, doorbell_ns, desc_ns);
+}
+
+std::string DescribeModels() {
+  std::string s;
+  for (const auto& m : kModels)
+    s += fmt::format("  emu:{:<6} {} (rate_mbps={:g} ring={} free_thresh={} doorbell_ns={:g} "
+                     "desc_ns={:g})\n",
+                     m.name, m.about, m.rate_mbps, m.ring, m.free_thresh, m.doorbell_ns,
+                     m.desc_ns);
+  return s;
+}
+
+Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
+  std::string_view rest = spec;
+  if (rest.starts_with("emu:")) rest.remove_prefix(4);
+  std::vector<std::string_view> parts;
+  while (true) {
+    size_t comma = rest.find(',');
+    parts.push_back(rest.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  const ModelTraits* traits = nullptr;
+  for (const auto& m : kModels)
+    if (m.name == parts[0]) traits = &m;
+  if (traits == nullptr)
+    return MakeError(EINVAL, fmt::format("emu model '{}' in driver '{}' is unknown; valid models: {}",
+                                         parts[0], spec, ModelNames()));
+  EmuOptions o;
+  o.model = std::string(traits->name);
+  o.rate_mbps = traits->rate_mbps;
+  o.ring = traits->ring;
+  o.free_thresh = traits->free_thresh;
+  o.doorbell_ns = traits->doorbell_ns;
+  o.desc_ns = traits->desc_ns;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string_view kv = parts[i];
+    const size_t eq = kv.find('=');
+    const std::string_view key = kv.substr(0, eq);
+    double v = 0;
+    if (eq == std::string_view::npos || !ParseDouble(kv.substr(eq + 1), v))
+      return MakeError(EINVAL, fmt::format("'{}' in driver '{}' is not key=number; valid keys: {}",
+                                           kv, spec, kKeys));
+    const auto range = [&](double lo, double hi, bool integer) -> Status {
+      if (v < lo || v > hi || (integer && v != std::floor(v)))
+        return MakeError(ERANGE, fmt::format("{}={} in driver '{}' is out of range; valid: {} "
+                                             "{}..{}",
+                                             key, kv.substr(eq + 1), spec,
+                                             integer ? "an integer in" : "", lo, hi));
+      return {};
+    };
+    Status st;
+    if (key == "rate_mbps") {
+      st = range(0, 1e6, false);
+      o.rate_mbps = v;
+    } else if (key == "ring") {
+      st = range(8, 16384, true);
+      o.ring = static_cast<unsigned>(v);
+    } else if (key == "free_thresh") {
+      st = range(1, 16384, true);
+      o.free_thresh = static_cast<unsigned>(v);
+    } else if (key == "doorbell_ns") {
+      st = range(0, 1e6, false);
+      o.doorbell_ns = v;
+    } else if (key == "desc_ns") {
+      st = range(0, 1e6, false);
+      o.desc_ns = v;
+    } else {
+      return MakeError(EINVAL, fmt::format("key '{}' in driver '{}' is unknown; valid keys: {}",
+                                           key, spec, kKeys));
+    }
+    if (!st) return st.error();
+  }
+  if (o.free_thresh > o.ring)
+    return MakeError(ERANGE, fmt::format("free_thresh={} in driver '{}' exceeds ring={}; valid: "
+                                         "1..ring",
+                                         o.free_thresh, spec, o.ring));
+  return o;
+}
+
+}  // namespace txbatch::emu

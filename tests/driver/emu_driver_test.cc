@@ -1,0 +1,182 @@
+// The spine end to end on the emulated NIC, through the real binary and real EAL: every model,
+// procs 1 and 8, under forced --no-huge and (where hugepages are free) --in-memory. The wire
+// model is checked against the wall clock, not against itself.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <tuple>
+
+#include "tests/driver/run_helper.h"
+
+namespace txbatch::test {
+namespace {
+
+using nlohmann::json;
+
+// Drain: once producers stop, qdisc and ring are empty within 10 ms of the moment the wire
+// could have sent the last frame.
+constexpr double kDrainSlackS = 0.010;
+
+void CheckBooksAndDrain(const json& rec) {
+  const json& r = rec["results"];
+  const std::string cell = rec["config"].dump();
+  const json& a = r["accounting"];
+  EXPECT_TRUE(a["balanced"].get<bool>()) << cell << a.dump();
+  EXPECT_EQ(a["generated"].get<uint64_t>(),
+            a["sent"].get<uint64_t>() + a["dropped"].get<uint64_t>() + a["queued"].get<uint64_t>())
+      << cell;
+  EXPECT_EQ(a["sent"].get<uint64_t>(), a["received"].get<uint64_t>()) << cell;
+  EXPECT_EQ(a["queued"], 0) << cell;
+  EXPECT_EQ(a["in_flight"], 0) << cell;
+  EXPECT_EQ(a["lost"], 0) << cell;
+  EXPECT_EQ(r["mbufs_in_use_at_exit"], 0) << cell;
+  EXPECT_GT(r["packets"].get<uint64_t>(), 0u) << cell;
+  const json& m = r["model_checks"];
+  EXPECT_EQ(m["arrival_before_tx"], 0) << cell;
+  const double could_end =
+      std::max(m["stopped_at_s"].get<double>(), m["last_departure_s"].get<double>());
+  EXPECT_LE(m["drained_at_s"].get<double>() - could_end, kDrainSlackS) << cell << m.dump();
+  ASSERT_FALSE(r["latency_ns"].is_null()) << cell;
+  EXPECT_GT(r["latency_ns"]["min"].get<double>(), 0) << cell;
+}
+
+// `share` is the fraction of the ceiling the cell must reach: 99.5 % on e1000, whose 256-slot
+// ring holds 3.1 ms of wire time. ixgbe's 512 slots hold 630 us at 10 Gb/s: a vCPU the host
+// takes away for longer (seen here, see doc/perf.md) or a runner preempted mid-run (Linux runs
+// it with BH, so preemption, disabled; userspace cannot) lets it run dry now and then, so there
+// the bar is link_bound's 97 %.
+void CheckWireAtFullLoad(const json& rec, double share) {
+  const json& r = rec["results"];
+  const std::string cell = rec["config"].dump();
+  ASSERT_FALSE(r["link_ceiling"].is_null()) << cell;
+  const double ceiling = r["link_ceiling"]["mb_per_s"].get<double>();
+  EXPECT_GE(r["mb_per_s"].get<double>(), share * ceiling) << cell;
+  EXPECT_TRUE(r["link_bound"].get<bool>()) << cell;
+  // The modelled wire keeps pace with the clock: busy for the window, never more than all of it.
+  EXPECT_LE(r["link_utilisation"].get<double>(), 1.0 + 1e-6) << cell;
+  EXPECT_GE(r["link_utilisation"].get<double>(), share - 0.001) << cell;
+  // The modelled end (last departure) is within 2 % of the wall time at which it was seen.
+  const json& m = r["model_checks"];
+  const double end = m["last_departure_s"].get<double>();
+  const double wall = m["drained_at_s"].get<double>();
+  EXPECT_LE(end, wall) << cell;
+  EXPECT_LE(wall - end, 0.02 * wall) << cell;
+}
+
+using Case = std::tuple<std::string, int, std::string>;  // model, procs, eal memory
+
+class EmuRun : public ::testing::TestWithParam<Case> {};
+
+TEST_P(EmuRun, BooksBalanceDrainsAndReachesTheWire) {
+  const auto& [model, procs, memory] = GetParam();
+  if (memory == "in-memory" && !HugepagesAvailable())
+    GTEST_SKIP() << "no free hugepages reserved (echo 256 > /proc/sys/vm/nr_hugepages); .ci/run "
+                    "reserves them";
+  const auto run = RunTxbatch("run --driver emu:" + model + " --procs " + std::to_string(procs) +
+                              " --size 65536 --batch 1,32 --duration 0.4 --warmup 0.1 "
+                              "--eal-memory " + memory);
+  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  ASSERT_TRUE(run.doc.is_object()) << run.err;
+  ASSERT_EQ(run.doc["records"].size(), 2u);
+  EXPECT_NE(run.out.find("EAL " + memory), std::string::npos) << run.out;
+  for (const json& rec : run.doc["records"]) {
+    EXPECT_EQ(rec["env"]["eal_mode"], memory);
+    CheckBooksAndDrain(rec);
+    if (model != "null") CheckWireAtFullLoad(rec, model == "ixgbe" ? 0.97 : 0.995);
+    else EXPECT_TRUE(rec["results"]["link_ceiling"].is_null());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, EmuRun,
+    ::testing::Combine(::testing::Values("null", "e1000", "ixgbe"), ::testing::Values(1, 8),
+                       ::testing::Values("no-huge", "in-memory")),
+    [](const auto& info) {
+      std::string mem = std::get<2>(info.param) == "no-huge" ? "NoHuge" : "InMemory";
+      return std::get<0>(info.param) + "_procs" + std::to_string(std::get<1>(info.param)) + "_" +
+             mem;
+    });
+
+class HalfLoad : public ::testing::TestWithParam<int> {};
+
+TEST_P(HalfLoad, E1000LinkUtilisationIsHalf) {
+  const int procs = GetParam();
+  const auto run = RunTxbatch("run --driver emu:e1000 --rate 500mbit --procs " +
+                              std::to_string(procs) +
+                              " --size 1400 --proto udp --batch 1 --duration 1 --warmup 0.1");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const json& rec = run.doc["records"][0];
+  CheckBooksAndDrain(rec);
+  EXPECT_NEAR(rec["results"]["link_utilisation"].get<double>(), 0.50, 0.01);
+  EXPECT_FALSE(rec["results"]["link_bound"].get<bool>());
+}
+
+INSTANTIATE_TEST_SUITE_P(Procs, HalfLoad, ::testing::Values(1, 8));
+
+TEST(Batching, E1000DoorbellsPerPacketMoveWithTheBatch) {
+  const auto run = RunTxbatch(
+      "run --driver emu:e1000 --procs 1 --size 65536 --batch 1,32 --duration 0.4 --warmup 0.1");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const json& off = run.doc["records"][0]["results"];
+  const json& on = run.doc["records"][1]["results"];
+  EXPECT_DOUBLE_EQ(off["doorbells_per_pkt"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(off["avg_batch"].get<double>(), 1.0);
+  EXPECT_GE(on["avg_batch"].get<double>(), 16.0);
+  EXPECT_LE(on["doorbells_per_pkt"].get<double>(), 1.0 / 16);
+  EXPECT_LT(on["cycles_per_pkt"].get<double>(), off["cycles_per_pkt"].get<double>());
+}
+
+TEST(Signals, SigintStopsPrintsWritesAndCleansUp) {
+  const char* bin = std::getenv("TXBATCH_BIN");
+  const std::string json_path = ::testing::TempDir() + "/sigint.json";
+  std::filesystem::remove(json_path);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    freopen("/dev/null", "w", stdout);
+    execl(bin, bin, "run", "--driver", "emu:e1000", "--procs", "2", "--size", "4096",
+          "--batch", "1", "--duration", "60", "--json", json_path.c_str(), nullptr);
+    _exit(127);
+  }
+  // Give EAL and the first cell time to start; the run itself would take a minute.
+  usleep(1500 * 1000);
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_TRUE(std::filesystem::exists(json_path));
+  std::ifstream in(json_path);
+  const json doc = json::parse(in);
+  ASSERT_EQ(doc["records"].size(), 1u);
+  EXPECT_TRUE(doc["records"][0]["results"]["interrupted"].get<bool>());
+  EXPECT_TRUE(doc["records"][0]["results"]["accounting"]["balanced"].get<bool>());
+  EXPECT_FALSE(std::filesystem::exists("/var/run/dpdk/txbatch-" + std::to_string(pid)));
+  std::filesystem::remove(json_path);
+}
+
+TEST(Eal, UserArgumentsReplaceTheDefaults) {
+  const std::string prefix = "txbatch-user-" + std::to_string(getpid());
+  const auto run = RunTxbatch("run --driver emu:null --size 1000 --batch 8 --procs 1 --duration "
+                              "0.1 --warmup 0 -- --no-huge -m 256 --no-shconf --no-pci "
+                              "--no-telemetry --file-prefix=" + prefix);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("EAL user"), std::string::npos);
+  EXPECT_EQ(run.doc["records"][0]["env"]["eal_mode"], "user");
+  EXPECT_FALSE(std::filesystem::exists("/var/run/dpdk/" + prefix));
+}
+
+TEST(Eal, BadEalArgumentsExitTwoWithOneSentence) {
+  const auto run = RunTxbatch("run --driver emu:null --duration 0.1 -- --no-such-eal-flag");
+  EXPECT_EQ(run.status, 2);
+  EXPECT_TRUE(run.doc.is_null());
+  EXPECT_NE(run.err.find("EAL failed to start"), std::string::npos) << run.err;
+}
+
+}  // namespace
+}  // namespace txbatch::test

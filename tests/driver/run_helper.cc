@@ -1,0 +1,55 @@
+#include "tests/driver/run_helper.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "dataplane/eal.h"
+
+namespace txbatch::test {
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TxbatchRun RunTxbatch(const std::string& args) {
+  const char* bin = std::getenv("TXBATCH_BIN");
+  const std::string dir = ::testing::TempDir();
+  const std::string tag = std::to_string(getpid());
+  const std::string json = dir + "/run_" + tag + ".json";
+  const std::string out = dir + "/run_" + tag + ".out", err = dir + "/run_" + tag + ".err";
+  std::filesystem::remove(json);
+  // EAL arguments after "--" must stay last.
+  std::string own = args, eal;
+  if (const size_t dd = args.find(" -- "); dd != std::string::npos) {
+    own = args.substr(0, dd);
+    eal = args.substr(dd);
+  }
+  const std::string cmd = std::string(bin ? bin : "txbatch") + " " + own + " --json " + json +
+                          eal + " >" + out + " 2>" + err;
+  const int rc = std::system(cmd.c_str());
+  TxbatchRun r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.out = Slurp(out);
+  r.err = Slurp(err);
+  if (std::filesystem::exists(json)) r.doc = nlohmann::json::parse(Slurp(json));
+  std::filesystem::remove(json);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return r;
+}
+
+bool HugepagesAvailable() { return FreeHugepageBytes() >= (256ull << 20); }
+
+}  // namespace txbatch::test

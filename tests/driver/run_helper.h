@@ -1,0 +1,23 @@
+#pragma once
+// Runs the real txbatch binary (its own EAL per run) and reads its JSON records back.
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace txbatch::test {
+
+struct TxbatchRun {
+  int status = -1;
+  std::string out, err;
+  nlohmann::json doc;  // the --json file, or null when none was written
+};
+
+// `args` go after "txbatch"; a --json file in the test's temp dir is added.
+TxbatchRun RunTxbatch(const std::string& args);
+
+// Free hugepages can hold an in-memory EAL run of the test size.
+bool HugepagesAvailable();
+
+}  // namespace txbatch::test

@@ -1,0 +1,143 @@
+// The emulated NIC's wire arithmetic and ring, on real mbufs, against its own clock.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "dataplane/frame.h"
+#include "dataplane/rx_sink.h"
+#include "dataplane/run_window.h"
+#include "drivers/emu/emu.h"
+#include "tests/unit/test_eal.h"
+
+namespace txbatch {
+namespace {
+
+TEST(WireSpec, EthernetPadsTo60AndAdds24) {
+  WireSpec w;
+  EXPECT_EQ(w.WireBytes(60), 84u);    // 64-byte frame + preamble/SFD + IFG: 84 bytes, 672 ns at 1G
+  EXPECT_EQ(w.WireBytes(42), 84u);    // padded
+  EXPECT_EQ(w.WireBytes(1514), 1538u);
+}
+
+TEST(EmuSpec, ModelDefaultsAndOverrides) {
+  auto o = emu::ParseEmuSpec("emu:ixgbe,doorbell_ns=150,ring=1024");
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_EQ(o->model, "ixgbe");
+  EXPECT_EQ(o->rate_mbps, 10000);
+  EXPECT_EQ(o->ring, 1024u);
+  EXPECT_EQ(o->doorbell_ns, 150);
+  auto e = emu::ParseEmuSpec("emu:e1000");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->ring, 256u);
+  EXPECT_EQ(e->free_thresh, 32u);
+  EXPECT_EQ(e->rate_mbps, 1000);
+}
+
+TEST(EmuSpec, RejectsWithTheValidChoices) {
+  auto unknown_key = emu::ParseEmuSpec("emu:e1000,bogus=1");
+  ASSERT_FALSE(unknown_key.ok());
+  EXPECT_NE(unknown_key.error().message.find("valid keys: rate_mbps, ring, free_thresh"),
+            std::string::npos);
+  auto unknown_model = emu::ParseEmuSpec("emu:e1001");
+  ASSERT_FALSE(unknown_model.ok());
+  EXPECT_NE(unknown_model.error().message.find("valid models: e1000, ixgbe, null"),
+            std::string::npos);
+  EXPECT_FALSE(emu::ParseEmuSpec("emu:e1000,ring=4").ok());
+  EXPECT_FALSE(emu::ParseEmuSpec("emu:e1000,ring=12.5").ok());
+  EXPECT_FALSE(emu::ParseEmuSpec("emu:e1000,ring=").ok());
+  EXPECT_FALSE(emu::ParseEmuSpec("emu:e1000,ring=64,free_thresh=65").ok());
+  EXPECT_FALSE(emu::ParseEmuSpec("emu:e1000,doorbell_ns=-1").ok());
+}
+
+class EmuNicTest : public ::testing::Test {
+ protected:
+  // A NIC whose completion threshold is 1, so NextCompletion() names every departure in turn.
+  void Make(const char* spec) {
+    auto o = emu::ParseEmuSpec(spec);
+    ASSERT_TRUE(o.ok()) << o.error().message;
+    nic_ = emu::CreateEmuDriver(*o, sink_, window_, test::TscHz());
+  }
+  std::vector<rte_mbuf*> Frames(unsigned n, unsigned payload) {
+    std::vector<rte_mbuf*> v(n);
+    EXPECT_EQ(rte_pktmbuf_alloc_bulk(test::Pool(), v.data(), n), 0);
+    for (auto* m : v) builder_.Build(m, payload, Now());
+    return v;
+  }
+  void TearDown() override { EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0); }
+
+  RunWindow window_;
+  RxSink sink_{window_, test::TscHz(), 1};
+  FrameBuilder builder_{Proto::kUdp, 0};
+  std::unique_ptr<TxDriver> nic_;
+};
+
+TEST_F(EmuNicTest, DeparturesAreSpacedBySerialisationTime) {
+  Make("emu:e1000,free_thresh=1,doorbell_ns=0,desc_ns=0");
+  // 1472-byte payload: 1514-byte frame, 1538 bytes on the wire = 12.304 us at 1 Gb/s;
+  // 18-byte payload: 60-byte frame = 84 bytes on the wire = 0.672 us.
+  auto big = Frames(2, 1472);
+  auto small = Frames(1, 18);
+  std::vector<rte_mbuf*> all = {big[0], big[1], small[0]};
+  ASSERT_EQ(nic_->Xmit(all), 3);
+  const double hz = test::TscHz();
+  std::vector<Tsc> departures;
+  while (nic_->InFlight() > 0) {
+    const Tsc d = nic_->NextCompletion();
+    departures.push_back(d);
+    while (Now() < d) {
+    }
+    EXPECT_EQ(nic_->Complete(d), 1u);
+  }
+  ASSERT_EQ(departures.size(), 3u);
+  EXPECT_NEAR((departures[1] - departures[0]) / hz * 1e9, 12304, 2);
+  EXPECT_NEAR((departures[2] - departures[1]) / hz * 1e9, 672, 2);
+  EXPECT_EQ(sink_.counts().received, 3u);
+  EXPECT_EQ(nic_->counters().doorbells.Get(), 1u);
+}
+
+TEST_F(EmuNicTest, RingStopsWhenFullAndWakesAtTheFreeThreshold) {
+  Make("emu:e1000,ring=16,free_thresh=4");
+  auto f = Frames(20, 1000);
+  EXPECT_EQ(nic_->Xmit(f), 16);  // accepts what fits; the caller keeps the rest
+  EXPECT_TRUE(nic_->Stopped());
+  EXPECT_EQ(nic_->Xmit(std::span(f).subspan(16)), 0);
+  const Tsc fourth = nic_->NextCompletion();
+  while (Now() < fourth) {
+  }
+  EXPECT_GE(nic_->Complete(fourth), 4u);
+  EXPECT_FALSE(nic_->Stopped());
+  EXPECT_EQ(nic_->Xmit(std::span(f).subspan(16)), 4);
+  while (nic_->InFlight() > 0) {
+    const Tsc d = nic_->NextCompletion();
+    while (Now() < d) {
+    }
+    nic_->Complete(d);
+  }
+  EXPECT_EQ(sink_.counts().received, 20u);
+  EXPECT_EQ(sink_.counts().lost, 0u);
+  EXPECT_EQ(nic_->counters().stops.Get(), 2u);  // 16 full, then 12 + 4 full again
+}
+
+TEST_F(EmuNicTest, NothingIsDeliveredBeforeItDeparts) {
+  Make("emu:e1000");
+  auto f = Frames(8, 1472);
+  ASSERT_EQ(nic_->Xmit(f), 8);
+  EXPECT_EQ(nic_->Complete(Now()), 0u);  // the first frame needs 12 us on the wire
+  EXPECT_EQ(sink_.counts().received, 0u);
+  const Tsc last = nic_->NextCompletion();  // fewer than free_thresh in flight: the last one
+  while (Now() < last) {
+  }
+  EXPECT_EQ(nic_->Complete(last), 8u);
+}
+
+TEST_F(EmuNicTest, NullModelCompletesAtOnce) {
+  Make("emu:null");
+  auto f = Frames(32, 100);
+  EXPECT_EQ(nic_->Xmit(f), 32);
+  EXPECT_EQ(nic_->InFlight(), 0u);
+  EXPECT_FALSE(nic_->Wire().has_value());
+  EXPECT_EQ(sink_.counts().received, 32u);
+}
+
+}  // namespace
+}  // namespace txbatch

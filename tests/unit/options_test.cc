@@ -1,0 +1,153 @@
+// Option validation: every bad input is rejected up front with one sentence naming the valid
+// choices; the binary exits 2 and writes nothing.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "dataplane/experiment.h"
+#include "tools/run_options.h"
+
+namespace txbatch {
+namespace {
+
+TEST(RunPlan, DefaultIsTheBwTcpGridInterleaved) {
+  auto plan = BuildRunPlan(RunArgs{});
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  ASSERT_EQ(plan->cells.size(), 20u);  // 5 sizes x 2 procs x batch 1, 32
+  EXPECT_EQ(plan->cells[0].policy.frames, 1);
+  EXPECT_EQ(plan->cells[1].policy.frames, 32);
+  EXPECT_EQ(plan->cells[0].size, plan->cells[1].size);
+  EXPECT_EQ(plan->cells[0].emu.model, "e1000");
+  EXPECT_EQ(plan->cells[0].proto, Proto::kTcp);
+  EXPECT_EQ(plan->cells[0].procs, 1u);
+  EXPECT_EQ(plan->cells.back().procs, 8u);
+  EXPECT_EQ(plan->cells.back().size, 262144u);
+}
+
+struct BadCase {
+  const char* what;
+  RunArgs args;
+  const char* must_say;
+};
+
+TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
+  std::vector<BadCase> cases;
+  const auto add = [&](const char* what, auto mutate, const char* must_say) {
+    RunArgs a;
+    mutate(a);
+    cases.push_back({what, a, must_say});
+  };
+  add("batch and policy", [](RunArgs& a) { a.batch = "1"; a.policy = "count:1"; }, "give one");
+  add("batch 0", [](RunArgs& a) { a.batch = "0"; }, "1..512");
+  add("batch list junk", [](RunArgs& a) { a.batch = "1,,32"; }, "1..512");
+  add("policy", [](RunArgs& a) { a.policy = "bql"; }, "valid: count:N");
+  add("size small", [](RunArgs& a) { a.size = "17"; }, "18..1048576");
+  add("procs", [](RunArgs& a) { a.procs = "0"; }, "1..64");
+  add("proto", [](RunArgs& a) { a.proto = "sctp"; }, "valid: tcp, udp");
+  add("mtu", [](RunArgs& a) { a.mtu = 67; }, "68..9000");
+  add("mtu too small for tcp header", [](RunArgs& a) { a.mtu = 69; }, "txbatch header");
+  add("duration", [](RunArgs& a) { a.duration_s = 0; }, "0.01..3600");
+  add("warmup", [](RunArgs& a) { a.warmup_s = -1; }, "0..60");
+  add("rate", [](RunArgs& a) { a.rate = "fast"; }, "pps, kpps, mpps");
+  add("rate unit", [](RunArgs& a) { a.rate = "10furlongs"; }, "500mbit");
+  add("producer", [](RunArgs& a) { a.producer = "burst"; }, "stream, datagram");
+  add("runner", [](RunArgs& a) { a.runner = "dedicated"; }, "valid: inline");
+  add("sync", [](RunArgs& a) { a.sync = "nolock"; }, "valid: rootlock");
+  add("qdisc", [](RunArgs& a) { a.qdisc = "fq"; }, "valid: pfifo_fast");
+  add("txqueuelen", [](RunArgs& a) { a.txqueuelen = 0; }, "1..100000");
+  add("driver", [](RunArgs& a) { a.drivers = {"ethdev:net_null0"}; }, "emu:MODEL");
+  add("emu key", [](RunArgs& a) { a.drivers = {"emu:e1000,speed=1"}; }, "valid keys");
+  add("eal memory", [](RunArgs& a) { a.eal_memory = "lots"; }, "auto, no-huge, in-memory");
+  for (const auto& c : cases) {
+    auto plan = BuildRunPlan(c.args);
+    ASSERT_FALSE(plan.ok()) << c.what;
+    const std::string& msg = plan.error().message;
+    EXPECT_NE(msg.find(c.must_say), std::string::npos) << c.what << ": " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << c.what << ": one sentence, one line";
+  }
+}
+
+TEST(Rate, ParsesUnits) {
+  auto r = ParseRate("40kpps");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->unit, RateSpec::Unit::kPps);
+  EXPECT_EQ(r->value, 40000);
+  auto b = ParseRate("500mbit");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->unit, RateSpec::Unit::kBps);
+  EXPECT_EQ(b->value, 5e8);
+  EXPECT_EQ(ParseRate("max")->unit, RateSpec::Unit::kMax);
+  EXPECT_FALSE(ParseRate("-5pps").ok());
+  EXPECT_FALSE(ParseRate("0pps").ok());
+}
+
+// The binary itself: exit status 2, one line on stderr, no --json file, nothing on stdout.
+struct Outcome {
+  int status;
+  std::string out, err;
+};
+
+Outcome RunTxbatch(const std::string& args) {
+  const char* bin = std::getenv("TXBATCH_BIN");
+  const std::string dir = ::testing::TempDir();
+  const std::string out = dir + "/cli_out.txt", err = dir + "/cli_err.txt";
+  const std::string cmd = std::string(bin ? bin : "txbatch") + " " + args + " >" + out + " 2>" +
+                          err;
+  const int rc = std::system(cmd.c_str());
+  const auto slurp = [](const std::string& path) {
+    std::string s;
+    if (FILE* f = std::fopen(path.c_str(), "r")) {
+      char buf[4096];
+      size_t n;
+      while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+      std::fclose(f);
+    }
+    return s;
+  };
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(out), slurp(err)};
+}
+
+TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
+  const std::string json = ::testing::TempDir() + "/must_not_exist.json";
+  std::filesystem::remove(json);
+  const char* bad[] = {
+      "run --batch 0",
+      "run --batch 1 --policy count:1",
+      "run --size 10",
+      "run --proto sctp",
+      "run --driver emu:e1000,ring=3",
+      "run --driver nic:eth0",
+      "run --mtu 10000",
+      "run --rate 3parsecs",
+      "run --duration abc",
+      "run --no-such-option",
+      "frobnicate",
+      "",
+  };
+  for (const char* args : bad) {
+    const Outcome o = RunTxbatch(std::string(args) + " --json " + json);
+    EXPECT_EQ(o.status, 2) << args << ": " << o.err;
+    EXPECT_FALSE(o.err.empty()) << args;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << args << ": " << o.err;
+    EXPECT_TRUE(o.out.empty()) << args << ": " << o.out;
+    EXPECT_FALSE(std::filesystem::exists(json)) << args;
+  }
+}
+
+TEST(Cli, HelpExplainsEveryOptionWithItsDefault) {
+  const Outcome o = RunTxbatch("run --help");
+  EXPECT_EQ(o.status, 0);
+  for (const char* opt : {"--driver", "--batch", "--policy", "--size", "--procs", "--duration",
+                          "--warmup", "--proto", "--mtu", "--rate", "--producer", "--txqueuelen",
+                          "--runner", "--sync", "--qdisc", "--json", "--eal-memory"})
+    EXPECT_NE(o.out.find(opt), std::string::npos) << opt;
+  EXPECT_NE(o.out.find("4096,16384,65536,131072,262144"), std::string::npos);
+  EXPECT_NE(o.out.find("default: emu:e1000"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace txbatch

@@ -1,0 +1,50 @@
+#include <gtest/gtest.h>
+
+#include "dataplane/histogram.h"
+#include "dataplane/mempool.h"
+#include "tests/unit/test_eal.h"
+
+namespace txbatch {
+namespace {
+
+// The no-hugepage trap (ENV-NOTES): the unit suite runs under --no-huge, where DPDK's default
+// layout puts every mbuf header in the same L1 set. txbatch's pools must not.
+TEST(PacketPool, ConsecutiveMbufsSpreadOverL1SetsWithoutHugepages) {
+  EXPECT_GE(DistinctL1Sets(test::Pool(), 64), 32u);
+}
+
+TEST(PacketPool, DpdkDefaultLayoutShowsTheTrapThisTestGuardsAgainst) {
+  auto pool = CreatePacketPool("trap_pool", 511, 1500, PoolLayout::kDpdkDefault);
+  ASSERT_TRUE(pool.ok()) << pool.error().message;
+  EXPECT_LT(DistinctL1Sets(pool->get(), 64), 32u);
+}
+
+TEST(PacketPool, JumboMtuFitsOneFramePerMbuf) {
+  auto pool = CreatePacketPool("jumbo_pool", 63, 9000);
+  ASSERT_TRUE(pool.ok()) << pool.error().message;
+  rte_mbuf* m = rte_pktmbuf_alloc(pool->get());
+  ASSERT_NE(m, nullptr);
+  EXPECT_GE(rte_pktmbuf_tailroom(m), 9000u + 14u);
+  rte_pktmbuf_free(m);
+}
+
+TEST(LatencyHistogram, QuantilesWithinOnePercent) {
+  LatencyHistogram h;
+  for (int i = 1; i <= 100000; ++i) h.Record(1000.0 * i);  // 1 us .. 100 ms, uniform
+  const auto s = h.Summary();
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->min, 1000.0);
+  EXPECT_EQ(s->max, 1e8);
+  EXPECT_NEAR(s->p50, 5e7, 5e7 * 0.01);
+  EXPECT_NEAR(s->p90, 9e7, 9e7 * 0.01);
+  EXPECT_NEAR(s->p99, 9.9e7, 9.9e7 * 0.01);
+  EXPECT_NEAR(s->avg, 50000.5 * 1000, 1);
+}
+
+TEST(LatencyHistogram, EmptyHasNoSummary) {
+  LatencyHistogram h;
+  EXPECT_FALSE(h.Summary().has_value());
+}
+
+}  // namespace
+}  // namespace txbatch

@@ -1,0 +1,243 @@
+#include "tools/report.h"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <rte_version.h>
+#include <sys/utsname.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <cstring>
+#include <set>
+
+#include "txbatch_config.h"
+
+namespace txbatch {
+namespace {
+
+using nlohmann::json;
+
+json OptionalNumber(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with("model name")) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+json ConfigJson(const CellConfig& c, const RunEnv& env) {
+  return {{"driver", c.emu.ToString()},
+          {"proto", ProtoName(c.proto)},
+          {"policy", c.policy.ToString()},
+          {"batch", c.policy.frames},
+          {"size", c.size},
+          {"procs", c.procs},
+          {"queues", 1},
+          {"runner", "inline"},
+          {"sync", "rootlock"},
+          {"qdisc", "pfifo_fast"},
+          {"txqueuelen", c.txqueuelen},
+          {"producer", c.stream ? "stream" : "datagram"},
+          {"rate", c.rate.ToString()},
+          {"mtu", c.mtu},
+          {"duration_s", c.duration_s},
+          {"warmup_s", c.warmup_s},
+          {"seed", c.seed},
+          {"link", nullptr},
+          {"eal", env.eal_args}};
+}
+
+json ResultJson(const CellResult& r) {
+  json hist = json::object();
+  for (const auto& [lo, n] : r.batch_hist) hist[std::to_string(lo)] = n;
+  json latency = nullptr;
+  if (r.latency)
+    latency = {{"min", r.latency->min}, {"avg", r.latency->avg},   {"p50", r.latency->p50},
+               {"p90", r.latency->p90}, {"p99", r.latency->p99},   {"p999", r.latency->p999},
+               {"max", r.latency->max}, {"count", r.latency->count}};
+  const Books& k = r.books;
+  json ceiling = nullptr;
+  if (r.ceiling_mpps) ceiling = {{"mpps", *r.ceiling_mpps}, {"mb_per_s", *r.ceiling_mb_per_s}};
+  return {{"packets", r.packets},
+          {"window_s", r.window_s},
+          {"mb_per_s", r.mb_per_s},
+          {"mpps", r.mpps},
+          {"wire_gbps", r.wire_gbps},
+          {"counted_at", r.counted_at},
+          {"avg_batch", r.avg_batch},
+          {"batch_hist", hist},
+          {"xmit_calls_per_pkt", r.xmit_calls_per_pkt},
+          {"doorbells_per_pkt", OptionalNumber(r.doorbells_per_pkt)},
+          {"cycles_per_pkt", r.cycles_per_pkt},
+          {"cpu_ns_per_pkt", r.cpu_ns_per_pkt},
+          {"requeues", r.requeues},
+          {"reschedules", r.reschedules},
+          {"drops", r.drops},
+          {"drops_total", r.drops_total},
+          {"latency_ns", latency},
+          {"accounting",
+           {{"generated", k.generated},
+            {"sent", k.sent},
+            {"dropped", k.dropped},
+            {"queued", k.queued},
+            {"received", k.received},
+            {"lost", k.lost},
+            {"duplicated", k.duplicated},
+            {"in_flight", k.in_flight},
+            {"balanced", k.balanced}}},
+          {"mbufs_in_use_at_exit", k.mbufs_in_use},
+          {"link_ceiling", ceiling},
+          {"link_bound", r.link_bound ? json(*r.link_bound) : json(nullptr)},
+          {"link_utilisation", OptionalNumber(r.link_utilisation)},
+          {"model_checks",
+           {{"last_departure_s", r.last_departure_s},
+            {"stopped_at_s", r.stopped_at_s},
+            {"drained_at_s", r.drained_at_s},
+            {"arrival_before_tx", r.arrival_before_tx},
+            {"wire_max_idle_us", r.wire_max_idle_us}}},
+          {"foreign_frames", r.foreign},
+          {"involuntary_ctxsw", r.involuntary_ctxsw},
+          {"txirq_realtime", r.txirq_realtime},
+          {"interrupted", r.interrupted}};
+}
+
+std::string Lat(const CellResult& r, double LatencySummary::*field) {
+  if (!r.latency) return "null";
+  const double ns = (*r.latency).*field;
+  return ns >= 1e6 ? fmt::format("{:.2f}ms", ns / 1e6) : fmt::format("{:.1f}us", ns / 1e3);
+}
+
+}  // namespace
+
+RunEnv CollectEnv(int argc, char** argv) {
+  RunEnv env;
+  env.dpdk_version = rte_version();
+  utsname u{};
+  if (uname(&u) == 0) env.kernel = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
+  env.cpu = CpuModel();
+  for (int i = 0; i < argc; ++i) env.command_line += (i ? " " : "") + std::string(argv[i]);
+  env.started_at = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
+                               fmt::gmtime(std::chrono::system_clock::to_time_t(
+                                   std::chrono::system_clock::now())));
+  return env;
+}
+
+json ToJson(const std::vector<CellRecord>& records, const RunEnv& env) {
+  json out = {{"schema_version", 1}, {"records", json::array()}};
+  for (const auto& rec : records)
+    out["records"].push_back(
+        {{"config", ConfigJson(rec.config, env)},
+         {"results", ResultJson(rec.result)},
+         {"env",
+          {{"txbatch_version", TXBATCH_VERSION},
+           {"dpdk_version", env.dpdk_version},
+           {"kernel", env.kernel},
+           {"cpu", env.cpu},
+           {"tsc_hz", env.tsc_hz},
+           {"tsc_hz_source", "rte_get_tsc_hz"},
+           {"pinning", DescribePinning(rec.config.procs, env.cpus)},
+           {"eal_mode", env.eal_mode},
+           {"command_line", env.command_line},
+           {"started_at", env.started_at}}}});
+  return out;
+}
+
+Status WriteJsonFile(const std::string& path, const json& doc) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f)
+      return MakeError(errno, fmt::format("cannot write --json file '{}': {}", path,
+                                          std::strerror(errno)));
+    f << doc.dump(2) << '\n';
+    if (!f.flush())
+      return MakeError(EIO, fmt::format("cannot write --json file '{}'", path));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return MakeError(errno, fmt::format("cannot write --json file '{}': {}", path,
+                                        std::strerror(errno)));
+  }
+  return {};
+}
+
+void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const RunEnv& env) {
+  const CellConfig& c = cells.front();
+  fmt::print(out, "txbatch {} — batched TX, {} framing, MTU {}, pfifo_fast (3 bands x {}), runner "
+                  "inline, sync rootlock, producers {}, rate {}\n",
+             TXBATCH_VERSION, ProtoName(c.proto), c.mtu, c.txqueuelen,
+             c.stream ? "stream (block on a full qdisc)" : "datagram (drop on a full qdisc)",
+             c.rate.ToString());
+  fmt::print(out, "DPDK {}; EAL {} ({}): {}\n", env.dpdk_version, env.eal_mode, env.eal_why,
+             fmt::join(env.eal_args, " "));
+  fmt::print(out, "CPU {}, TSC {:.3f} GHz; {}\n", env.cpu, env.tsc_hz / 1e9, env.pinning);
+  std::set<std::string> drivers;
+  for (const auto& cell : cells) drivers.insert(cell.emu.ToString());
+  for (const auto& d : drivers)
+    fmt::print(out, "driver {}\n  (an emulated NIC: the doorbell and descriptor costs are "
+                    "injected busy-waits and the wire is modelled; not measured hardware)\n",
+               d);
+  fmt::print(out, "each cell: {:g} s warm-up, {:g} s measured, then a drain; throughput counted "
+                  "at the wire (departures)\n",
+             c.warmup_s, c.duration_s);
+}
+
+void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
+                 const std::vector<PolicySpec>& policies) {
+  for (const PolicySpec& pol : policies) {
+    fmt::print(out, "\n{}\n",
+               pol.batching() ? fmt::format("Test with batching ({}):", pol.ToString())
+                              : fmt::format("Test without batching ({}):", pol.ToString()));
+    fmt::print(out, "{:<4}{:>8} {:>6} {:>10} {:>8} {:>6} {:>9} {:>7} {:>9} {:>7} {:>9} {:>9} "
+                    "{:>8}  {}\n",
+               "#", "Size", "Procs", "BW (MB/s)", "Mpps", "%ceil", "avg batch", "db/pkt",
+               "cycles/pkt", "CPU ns", "lat avg", "lat p99", "requeue", "driver");
+    Books sum;
+    bool all_balanced = true;
+    unsigned row = 0, last_procs = 0, cells = 0;
+    for (const auto& rec : records) {
+      if (rec.config.policy.frames != pol.frames) continue;
+      const CellResult& r = rec.result;
+      if (row > 0 && rec.config.procs != last_procs) fmt::print(out, "\n");
+      last_procs = rec.config.procs;
+      const std::string ceil = r.ceiling_mb_per_s
+                                   ? fmt::format("{:.2f}", 100 * r.mb_per_s / *r.ceiling_mb_per_s)
+                                   : "-";
+      const std::string db =
+          r.doorbells_per_pkt ? fmt::format("{:.3f}", *r.doorbells_per_pkt) : "-";
+      fmt::print(out, "{:<4}{:>8} {:>6} {:>10.2f} {:>8.4f} {:>6} {:>9.2f} {:>7} {:>9.0f} "
+                      "{:>7.0f} {:>9} {:>9} {:>8}  {}{}\n",
+                 ++row, rec.config.size, rec.config.procs, r.mb_per_s, r.mpps, ceil, r.avg_batch,
+                 db, r.cycles_per_pkt, r.cpu_ns_per_pkt, Lat(r, &LatencySummary::avg),
+                 Lat(r, &LatencySummary::p99), r.requeues, rec.config.driver,
+                 r.interrupted ? " (interrupted)" : "");
+      const Books& k = r.books;
+      sum.generated += k.generated;
+      sum.sent += k.sent;
+      sum.dropped += k.dropped;
+      sum.queued += k.queued;
+      sum.received += k.received;
+      sum.lost += k.lost;
+      sum.duplicated += k.duplicated;
+      sum.in_flight += k.in_flight;
+      sum.mbufs_in_use = std::max(sum.mbufs_in_use, k.mbufs_in_use);
+      all_balanced &= k.balanced;
+      ++cells;
+    }
+    fmt::print(out, "books ({} cells): generated {} = sent {} + dropped {} + queued {}; sent {} + "
+                    "duplicated {} = received {} + lost {} + in flight {}; mbufs in use at end "
+                    "{} — {}\n",
+               cells, sum.generated, sum.sent, sum.dropped, sum.queued, sum.sent, sum.duplicated,
+               sum.received, sum.lost, sum.in_flight, sum.mbufs_in_use,
+               all_balanced ? "balanced" : "NOT BALANCED");
+  }
+  fmt::print(out, "\n%ceil: BW as a percentage of the wire ceiling for the frame mix actually sent. "
+                  "db/pkt: doorbells per frame. cycles/pkt: TSC on the TX path (dequeue + xmit). "
+                  "CPU ns: thread CPU time of producers and txirq per frame. lat: arrival minus "
+                  "the frame's TX stamp (qdisc wait included).\n");
+}
+
+}  // namespace txbatch

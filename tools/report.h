@@ -1,0 +1,40 @@
+#pragma once
+// Output: the human tables (lmbench bw_tcp shape, one per policy, books under each) and the
+// JSON result records (DESIGN.md "Result records", schema_version 1).
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "dataplane/experiment.h"
+
+namespace txbatch {
+
+// What every record's `env` block and the run header need.
+struct RunEnv {
+  std::string dpdk_version, kernel, cpu, pinning, command_line, started_at;
+  double tsc_hz = 0;
+  std::vector<int> cpus;
+  std::vector<std::string> eal_args;
+  std::string eal_mode, eal_why;
+};
+
+RunEnv CollectEnv(int argc, char** argv);
+
+struct CellRecord {
+  CellConfig config;
+  CellResult result;
+};
+
+nlohmann::json ToJson(const std::vector<CellRecord>& records, const RunEnv& env);
+
+// Writes `doc` to `path` atomically (temporary file, then rename): never half-written.
+Status WriteJsonFile(const std::string& path, const nlohmann::json& doc);
+
+void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const RunEnv& env);
+void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
+                 const std::vector<PolicySpec>& policies);
+
+}  // namespace txbatch

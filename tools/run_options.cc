@@ -1,0 +1,189 @@
+#include "tools/run_options.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+
+#include "dataplane/frame.h"
+
+namespace txbatch {
+namespace {
+
+constexpr unsigned kMaxSize = 1u << 20;  // 1 MiB writes: well past lmbench's 256 KiB
+constexpr unsigned kMaxProcs = 64;
+
+std::vector<std::string_view> SplitList(std::string_view text) {
+  std::vector<std::string_view> out;
+  while (true) {
+    const size_t comma = text.find(',');
+    out.push_back(text.substr(0, comma));
+    if (comma == std::string_view::npos) return out;
+    text.remove_prefix(comma + 1);
+  }
+}
+
+Result<std::vector<unsigned>> ParseUnsignedList(std::string_view option, std::string_view text,
+                                                unsigned lo, unsigned hi) {
+  std::vector<unsigned> out;
+  for (std::string_view item : SplitList(text)) {
+    unsigned v = 0;
+    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || v < lo || v > hi)
+      return MakeError(EINVAL, fmt::format("{} value '{}' is not valid; valid: a comma-separated "
+                                           "list of integers in {}..{}",
+                                           option, item, lo, hi));
+    out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+void AddRunOptions(CLI::App& cmd, RunArgs& a) {
+  cmd.add_option("--driver", a.drivers,
+                 "Driver spec; repeat for several (devargs contain commas). "
+                 "emu:MODEL[,key=value...] with MODEL e1000, ixgbe or null [default: emu:e1000]");
+  cmd.add_option("--batch", a.batch,
+                 "Batch limits, comma-separated; N means --policy count:N, 1 is batching off "
+                 "[default: 1,32]");
+  cmd.add_option("--policy", a.policy,
+                 "Flush policies, comma-separated: count:N (take at most N frames already queued, "
+                 "never wait). Not together with --batch");
+  cmd.add_option("--size", a.size, "Bytes per application write, comma-separated (18..1048576)")
+      ->capture_default_str();
+  cmd.add_option("--procs", a.procs, "Producer threads sharing the TX queue, comma-separated "
+                                     "(1..64)")
+      ->capture_default_str();
+  cmd.add_option("--duration", a.duration_s, "Measured window per cell, seconds (0.01..3600)")
+      ->capture_default_str();
+  cmd.add_option("--warmup", a.warmup_s, "Warm-up before each window, seconds (0..60)")
+      ->capture_default_str();
+  cmd.add_option("--proto", a.proto,
+                 "Framing: tcp (one byte stream in full-MSS segments) or udp (a datagram per "
+                 "write, split at MTU-28)")
+      ->capture_default_str();
+  cmd.add_option("--mtu", a.mtu, "IP MTU (68..9000); TCP MSS = MTU-52")->capture_default_str();
+  cmd.add_option("--rate", a.rate,
+                 "Offered load: max, or frames/s (40000pps, 40kpps, 1mpps) or wire bit/s with "
+                 "Ethernet overhead (500mbit, 1gbit), split evenly over producers")
+      ->capture_default_str();
+  cmd.add_option("--producer", a.producer,
+                 "When the qdisc band is full: stream blocks (socket send buffer), datagram "
+                 "drops and counts")
+      ->capture_default_str();
+  cmd.add_option("--txqueuelen", a.txqueuelen, "Frames per pfifo_fast band (1..100000)")
+      ->capture_default_str();
+  cmd.add_option("--runner", a.runner, "Runner style: inline (a producer that finds the qdisc "
+                                       "idle runs it, Linux)")
+      ->capture_default_str();
+  cmd.add_option("--sync", a.sync, "Qdisc locking: rootlock (one lock around enqueue and "
+                                   "dequeue, Linux before 4.16)")
+      ->capture_default_str();
+  cmd.add_option("--qdisc", a.qdisc, "Qdisc: pfifo_fast (3 bands, drop-tail)")
+      ->capture_default_str();
+  cmd.add_option("--seed", a.seed, "Random seed recorded with the results")->capture_default_str();
+  cmd.add_option("--json", a.json, "Write result records (schema_version 1) to this file");
+  cmd.add_option("--eal-memory", a.eal_memory,
+                 "EAL memory without EAL args: auto (hugepages via --in-memory only if enough "
+                 "are free, else --no-huge), no-huge or in-memory")
+      ->capture_default_str();
+}
+
+Result<RunPlan> BuildRunPlan(const RunArgs& a) {
+  RunPlan plan;
+  const auto choice = [](std::string_view option, const std::string& v,
+                         std::initializer_list<std::string_view> valid) -> Status {
+    for (auto c : valid)
+      if (v == c) return {};
+    return MakeError(EINVAL, fmt::format("{} '{}' is not valid; valid: {}", option, v,
+                                         fmt::join(valid, ", ")));
+  };
+  if (Status s = choice("--proto", a.proto, {"tcp", "udp"}); !s) return s.error();
+  if (Status s = choice("--producer", a.producer, {"stream", "datagram"}); !s) return s.error();
+  if (Status s = choice("--runner", a.runner, {"inline"}); !s) return s.error();
+  if (Status s = choice("--sync", a.sync, {"rootlock"}); !s) return s.error();
+  if (Status s = choice("--qdisc", a.qdisc, {"pfifo_fast"}); !s) return s.error();
+  if (Status s = choice("--eal-memory", a.eal_memory, {"auto", "no-huge", "in-memory"}); !s)
+    return s.error();
+  plan.eal_memory = a.eal_memory == "auto"      ? EalMemory::kAuto
+                    : a.eal_memory == "no-huge" ? EalMemory::kNoHuge
+                                                : EalMemory::kInMemory;
+  if (!a.batch.empty() && !a.policy.empty())
+    return MakeError(EINVAL, "--batch and --policy were both given; --batch N means --policy "
+                             "count:N, so give one of them");
+  if (a.policy.empty()) {
+    auto batches = ParseUnsignedList("--batch", a.batch.empty() ? "1,32" : a.batch, 1, kMaxBatch);
+    if (!batches) return batches.error();
+    for (unsigned b : *batches) plan.policies.push_back({PolicyKind::kCount, uint16_t(b)});
+  } else {
+    for (std::string_view p : SplitList(a.policy)) {
+      auto spec = ParsePolicySpec(p);
+      if (!spec) return spec.error();
+      plan.policies.push_back(*spec);
+    }
+  }
+  if (a.mtu < kMinMtu || a.mtu > kMaxMtu)
+    return MakeError(ERANGE, fmt::format("--mtu {} is out of range; valid: {}..{}", a.mtu, kMinMtu,
+                                         kMaxMtu));
+  const Proto proto = a.proto == "tcp" ? Proto::kTcp : Proto::kUdp;
+  if (MaxPayload(proto, a.mtu) < kTxbatchHeaderBytes)
+    return MakeError(ERANGE, fmt::format("--mtu {} leaves no room for the {}-byte txbatch header "
+                                         "in a {} frame; valid: {}..{}",
+                                         a.mtu, kTxbatchHeaderBytes, a.proto,
+                                         kTxbatchHeaderBytes + kIpv4HeaderBytes + L4HeaderBytes(proto),
+                                         kMaxMtu));
+  auto sizes = ParseUnsignedList("--size", a.size, kTxbatchHeaderBytes, kMaxSize);
+  if (!sizes) return sizes.error();
+  auto procs = ParseUnsignedList("--procs", a.procs, 1, kMaxProcs);
+  if (!procs) return procs.error();
+  if (!(a.duration_s >= 0.01 && a.duration_s <= 3600))
+    return MakeError(ERANGE, fmt::format("--duration {} is out of range; valid: 0.01..3600 "
+                                         "seconds",
+                                         a.duration_s));
+  if (!(a.warmup_s >= 0 && a.warmup_s <= 60))
+    return MakeError(ERANGE, fmt::format("--warmup {} is out of range; valid: 0..60 seconds",
+                                         a.warmup_s));
+  if (a.txqueuelen < 1 || a.txqueuelen > 100000)
+    return MakeError(ERANGE, fmt::format("--txqueuelen {} is out of range; valid: 1..100000",
+                                         a.txqueuelen));
+  auto rate = ParseRate(a.rate);
+  if (!rate) return rate.error();
+
+  std::vector<std::string> drivers = a.drivers;
+  if (drivers.empty()) drivers.push_back("emu:e1000");
+  std::vector<emu::EmuOptions> emus;
+  for (const auto& d : drivers) {
+    if (!d.starts_with("emu:"))
+      return MakeError(EINVAL, fmt::format("driver '{}' is unknown; valid: emu:MODEL[,key=value...]"
+                                           " with MODEL one of e1000, ixgbe, null",
+                                           d));
+    auto o = emu::ParseEmuSpec(d);
+    if (!o) return o.error();
+    emus.push_back(*o);
+  }
+  for (unsigned p : *procs)
+    for (unsigned s : *sizes)
+      for (size_t d = 0; d < drivers.size(); ++d)
+        for (const PolicySpec& pol : plan.policies) {
+          CellConfig c;
+          c.driver = drivers[d];
+          c.emu = emus[d];
+          c.proto = proto;
+          c.policy = pol;
+          c.size = s;
+          c.procs = p;
+          c.mtu = a.mtu;
+          c.txqueuelen = a.txqueuelen;
+          c.duration_s = a.duration_s;
+          c.warmup_s = a.warmup_s;
+          c.rate = *rate;
+          c.stream = a.producer == "stream";
+          c.seed = a.seed;
+          plan.cells.push_back(c);
+        }
+  plan.json_path = a.json;
+  return plan;
+}
+
+}  // namespace txbatch

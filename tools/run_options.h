@@ -1,0 +1,51 @@
+#pragma once
+// `txbatch run` options: parsed and validated up front into a grid of cells. Control plane only.
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "dataplane/eal.h"
+#include "dataplane/experiment.h"
+
+namespace txbatch {
+
+// Raw option values as CLI11 fills them (lists still comma-separated text).
+struct RunArgs {
+  std::vector<std::string> drivers;
+  std::string batch;
+  std::string policy;
+  std::string size = "4096,16384,65536,131072,262144";
+  std::string procs = "1,8";
+  double duration_s = 1.0;
+  double warmup_s = 0.2;
+  std::string proto = "tcp";
+  unsigned mtu = 1500;
+  std::string rate = "max";
+  std::string producer = "stream";
+  unsigned txqueuelen = kDefaultTxQueueLen;
+  std::string runner = "inline";
+  std::string sync = "rootlock";
+  std::string qdisc = "pfifo_fast";
+  uint64_t seed = 1;
+  std::string json;
+  std::string eal_memory = "auto";
+};
+
+// The validated plan: every cell in run order (interleaved: for each procs, size and driver the
+// policies follow each other, so drift hits batching off and on alike).
+struct RunPlan {
+  std::vector<CellConfig> cells;
+  std::vector<PolicySpec> policies;
+  EalMemory eal_memory = EalMemory::kAuto;
+  std::string json_path;
+};
+
+// Registers the run options on `cmd`, with their defaults in --help.
+void AddRunOptions(CLI::App& cmd, RunArgs& args);
+
+// Validates everything; bad input gets one sentence naming the problem and the valid choices.
+Result<RunPlan> BuildRunPlan(const RunArgs& args);
+
+}  // namespace txbatch

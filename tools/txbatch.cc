@@ -1,0 +1,160 @@
+// The txbatch command. Control plane only: options, EAL, pools, the grid of cells, output.
+//
+// Exit status (DESIGN.md Terms): 0 ok; 2 bad input or missing device; 3 books do not balance;
+// 1 internal error. SIGINT/SIGTERM stop the run, print and write what was measured, clean up.
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "dataplane/eal.h"
+#include "dataplane/experiment.h"
+#include "dataplane/mempool.h"
+#include "drivers/emu/emu.h"
+#include "tools/report.h"
+#include "tools/run_options.h"
+#include "txbatch_config.h"
+
+namespace txbatch {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitInternal = 1;
+constexpr int kExitBadInput = 2;
+constexpr int kExitUnbalanced = 3;
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void OnSignal(int) { g_stop.store(true); }
+
+int Fail(int code, const Error& e) {
+  std::fprintf(stderr, "txbatch: %s\n", e.message.c_str());
+  return code;
+}
+
+int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_args, RunEnv env) {
+  // Size one pool for the largest cell; the EAL memory estimate follows from it.
+  const unsigned lcores = static_cast<unsigned>(AllowedCpus().size());
+  unsigned pool_size = 0;
+  for (const auto& c : plan.cells) pool_size = std::max(pool_size, PoolSizeFor(c, lcores));
+  const unsigned mtu = plan.cells.front().mtu;
+  auto eal_plan = PlanEal(PoolBytes(pool_size, mtu), eal_user_args, plan.eal_memory);
+  if (!eal_plan) return Fail(kExitBadInput, eal_plan.error());
+  env.eal_args.assign(eal_plan->args.begin() + 1, eal_plan->args.end());
+  env.eal_mode = eal_plan->mode;
+  env.eal_why = eal_plan->why;
+
+  auto eal = Eal::Start(*eal_plan);
+  if (!eal) return Fail(kExitBadInput, eal.error());
+  // Signals are ours from here on: EAL is up and must be torn down cleanly.
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  env.tsc_hz = (*eal)->tsc_hz();
+  env.cpus = (*eal)->cpus();
+  unsigned max_procs = 0;
+  for (const auto& c : plan.cells) max_procs = std::max(max_procs, c.procs);
+  env.pinning = DescribePinning(max_procs, env.cpus);
+
+  auto pool = CreatePacketPool("txbatch_pool", pool_size, mtu);
+  if (!pool) return Fail(kExitInternal, pool.error());
+  // Fault every page in now (pool, EAL heap) rather than on a frame's first use mid-window.
+  const bool locked = mlockall(MCL_CURRENT | MCL_FUTURE) == 0;
+  (void)locked;
+
+  PrintHeader(stdout, plan.cells, env);
+  std::fflush(stdout);
+  std::vector<CellRecord> records;
+  bool balanced = true;
+  for (const CellConfig& cell : plan.cells) {
+    if (g_stop.load()) break;
+    auto r = RunCell(cell, pool->get(), env.tsc_hz, env.cpus, g_stop);
+    if (!r) return Fail(kExitInternal, r.error());
+    balanced &= r->books.balanced;
+    records.push_back({cell, *r});
+    if (!r->books.balanced)
+      std::fprintf(stderr, "txbatch: the books do NOT balance for %s %s size %u procs %u\n",
+                   cell.driver.c_str(), cell.policy.ToString().c_str(), cell.size, cell.procs);
+  }
+  if (g_stop.load())
+    std::printf("\ninterrupted by a signal: %zu of %zu cells measured\n", records.size(),
+                plan.cells.size());
+  PrintTables(stdout, records, plan.policies);
+  std::fflush(stdout);
+  if (!plan.json_path.empty()) {
+    if (Status s = WriteJsonFile(plan.json_path, ToJson(records, env)); !s)
+      return Fail(kExitBadInput, s.error());
+  }
+  pool->reset();
+  if (!balanced) {
+    std::fprintf(stderr, "txbatch: the books do not balance (see above): exit 3\n");
+    return kExitUnbalanced;
+  }
+  return kExitOk;
+}
+
+int Main(int argc, char** argv) {
+  // Everything after the first "--" goes to EAL untouched and replaces txbatch's defaults.
+  std::vector<std::string> eal_args;
+  int own_argc = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--") {
+      own_argc = i;
+      eal_args.assign(argv + i + 1, argv + argc);
+      break;
+    }
+
+  CLI::App app{"txbatch — a batched-transmit network emulator: Linux qdisc-to-driver batching in "
+               "userspace, measured with batching off (batch 1) and on.\n"
+               "EAL arguments after -- replace txbatch's defaults entirely.",
+               "txbatch"};
+  app.set_version_flag("--version", TXBATCH_VERSION);
+  app.require_subcommand(1);
+  app.footer("Exit status: 0 ok, 2 bad input or missing device, 3 books do not balance, 1 "
+             "internal error.\nDrivers:\n" + emu::DescribeModels());
+  RunArgs run_args;
+  CLI::App* run = app.add_subcommand(
+      "run", "Run a grid of cells (drivers x policies x sizes x procs). With no options: the "
+             "lmbench bw_tcp table of the 2007 batching thread on emu:e1000 (tcp, sizes 4096.."
+             "262144, procs 1 and 8, batch 1 then 32).");
+  AddRunOptions(*run, run_args);
+  try {
+    app.parse(own_argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "txbatch: %s; run 'txbatch %s--help' for the valid options.\n", e.what(),
+                 run->parsed() ? "run " : "");
+    return kExitBadInput;
+  }
+  RunEnv env = CollectEnv(argc, argv);
+  if (run->parsed()) {
+    auto plan = BuildRunPlan(run_args);
+    if (!plan) return Fail(kExitBadInput, plan.error());
+    return RunCommand(*plan, eal_args, env);
+  }
+  return kExitBadInput;
+}
+
+}  // namespace
+}  // namespace txbatch
+
+int main(int argc, char** argv) {
+  try {
+    return txbatch::Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "txbatch: internal error: %s\n", e.what());
+    return 1;
+  }
+}
