@@ -28,7 +28,10 @@ uint64_t ReadNumber(const std::string& path) {
 
 std::string CpuList(const std::vector<int>& cpus) {
   std::string s;
-  for (int c : cpus) s += (s.empty() ? "" : ",") + std::to_string(c);
+  for (int c : cpus) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(c);
+  }
   return s;
 }
 

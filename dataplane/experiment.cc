@@ -315,12 +315,10 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   // The books, over the whole run.
   Books& k = r.books;
   for (const auto& s : stats) k.generated += s.generated.Get();
-  uint64_t alloc_failures = 0;
-  for (const auto& s : stats) alloc_failures += s.alloc_failures.Get();
+  for (const auto& s : stats) r.alloc_failures += s.alloc_failures.Get();
   r.drops["qdisc_full"] = qc.dropped_qdisc_full.Get();
   k.dropped = qc.dropped_qdisc_full.Get();
   r.drops_total = k.dropped;
-  if (alloc_failures) r.drops["nombuf_not_generated"] = alloc_failures;
   k.sent = dc.accepted.Get();
   k.queued = queue.backlog();
   k.received = sc.received;

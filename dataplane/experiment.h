@@ -76,6 +76,7 @@ struct CellResult {
   uint64_t arrival_before_tx = 0;
   double wire_max_idle_us = 0;  // longest the wire sat idle inside the window
   uint64_t foreign = 0;
+  uint64_t alloc_failures = 0;  // mbufs a producer could not get: never generated, not in the books
   uint64_t involuntary_ctxsw = 0;
   bool interrupted = false;
   bool txirq_realtime = false;

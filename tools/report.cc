@@ -99,6 +99,7 @@ json ResultJson(const CellResult& r) {
             {"arrival_before_tx", r.arrival_before_tx},
             {"wire_max_idle_us", r.wire_max_idle_us}}},
           {"foreign_frames", r.foreign},
+          {"alloc_failures", r.alloc_failures},
           {"involuntary_ctxsw", r.involuntary_ctxsw},
           {"txirq_realtime", r.txirq_realtime},
           {"interrupted", r.interrupted}};
@@ -118,7 +119,10 @@ RunEnv CollectEnv(int argc, char** argv) {
   utsname u{};
   if (uname(&u) == 0) env.kernel = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
   env.cpu = CpuModel();
-  for (int i = 0; i < argc; ++i) env.command_line += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0) env.command_line += ' ';
+    env.command_line += argv[i];
+  }
   env.started_at = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
                                fmt::gmtime(std::chrono::system_clock::to_time_t(
                                    std::chrono::system_clock::now())));

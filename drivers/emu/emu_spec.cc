@@ -16,7 +16,10 @@ constexpr std::string_view kKeys = "rate_mbps, ring, free_thresh, doorbell_ns, d
 
 std::string ModelNames() {
   std::string s;
-  for (const auto& m : kModels) s += (s.empty() ? "" : ", ") + std::string(m.name);
+  for (const auto& m : kModels) {
+    if (!s.empty()) s += ", ";
+    s += m.name;
+  }
   return s;
 }
 
