@@ -56,9 +56,9 @@ run_one() {  # config burst round
     B) layout=default; eal=(--no-huge -m 512 --no-shconf --no-pci) ;;
     C) layout=spread; eal=(--in-memory --no-pci) ;;
   esac
+  # --no-telemetry: no socket is left in the runtime dir, so the bench can remove it at exit.
   line=$("$bench" --layout "$layout" --burst "$burst" --iterations $((packets / burst)) \
-    -- -l "$lcore" --file-prefix="$prefix" --log-level=warning --log-level=lib.telemetry:error \
-    "${eal[@]}")
+    -- -l "$lcore" --file-prefix="$prefix" --log-level=warning --no-telemetry "${eal[@]}")
   echo "$cfg round=$round $line"
   value=$(sed -n 's/.*cycles_per_pkt=\([0-9.]*\).*/\1/p' <<<"$line")
   if [[ -z $value ]]; then

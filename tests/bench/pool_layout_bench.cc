@@ -16,11 +16,9 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -43,17 +41,6 @@ inline constexpr unsigned kMaxBurst = 512;
 inline constexpr char kVdevName[] = "net_null0";
 inline constexpr char kVdevArgs[] = "net_null0,no-rx=1";
 inline constexpr uint16_t kRingSize = 1024;
-
-// The runtime directory, removed again at exit: Eal's destructor tries first, but the telemetry
-// library unlinks its socket (dpdk_telemetry.v2) there only in an atexit handler, so that rmdir
-// finds the directory not yet empty. A handler registered *before* rte_eal_init runs after
-// telemetry's (atexit runs in reverse order) and sees it empty.
-// A plain array: it has no destructor that could run before the handler below does.
-char runtime_dir[PATH_MAX] = "";
-
-void RemoveRuntimeDirAtExit() {
-  if (runtime_dir[0] != '\0') rmdir(runtime_dir);
-}
 
 struct Options {
   PoolLayout layout = PoolLayout::kSpread;
@@ -263,15 +250,13 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "pool_layout_bench: {}\n", plan.error().message);
     return 1;
   }
-  std::atexit(txbatch::RemoveRuntimeDirAtExit);
-  // Eal's destructor runs rte_eal_cleanup and removes the runtime directory it leaves behind;
-  // it outlives everything RunBench creates.
+  // Eal's destructor runs rte_eal_cleanup and removes the runtime directory it leaves behind
+  // (empty only with --no-telemetry, which txbatch's defaults and pool_layout.sh pass); it outlives
+  // everything RunBench creates.
   auto eal = txbatch::Eal::Start(*plan);
   if (!eal) {
     fmt::print(stderr, "pool_layout_bench: {}\n", eal.error().message);
     return 1;
   }
-  std::snprintf(txbatch::runtime_dir, sizeof(txbatch::runtime_dir), "%s",
-                rte_eal_get_runtime_dir());
   return txbatch::RunBench(*opts);
 }
