@@ -105,7 +105,7 @@ void ProducerLoop(ProducerShared& sh, unsigned index, ProducerStats& stats) {
     }
     builder.Build(m, payload, Now());
     stats.generated.Add();
-    sh.queue.Send(m, kProducerBand);
+    if (!sh.queue.Send(m, kProducerBand)) builder.Unbuild(payload);
   };
   while (!sh.stop.load(std::memory_order_relaxed)) segmenter.Write(send);
   segmenter.Flush(send);

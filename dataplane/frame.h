@@ -58,6 +58,14 @@ class FrameBuilder {
   // and `tx_tsc`. Sets l2_len/l3_len/l4_len so payload bytes can be derived without parsing.
   void Build(rte_mbuf* m, unsigned payload, Tsc tx_tsc);
 
+  // The frame built last never entered the stack (a datagram dropped at a full qdisc): give back
+  // its sequence numbers, so the receiver's sequence gaps count only frames lost after the qdisc.
+  void Unbuild(unsigned payload) {
+    --seq_;
+    --ip_id_;
+    if (proto_ == Proto::kTcp) tcp_seq_ -= payload;
+  }
+
   uint64_t next_seq() const { return seq_; }
   Proto proto() const { return proto_; }
 

@@ -134,6 +134,43 @@ TEST(Batching, E1000DoorbellsPerPacketMoveWithTheBatch) {
   EXPECT_LT(on["cycles_per_pkt"].get<double>(), off["cycles_per_pkt"].get<double>());
 }
 
+TEST(Workload, DatagramProducersDropOnAFullQdiscAndTheBooksSayWhy) {
+  const auto run = RunTxbatch("run --driver emu:e1000 --producer datagram --proto udp --size 1400 "
+                              "--procs 4 --batch 1,32 --duration 0.3 --warmup 0.1");
+  ASSERT_EQ(run.status, 0) << run.err;
+  for (const json& rec : run.doc["records"]) {
+    CheckBooksAndDrain(rec);
+    const json& r = rec["results"];
+    EXPECT_GT(r["drops"]["qdisc_full"].get<uint64_t>(), 0u);  // offered far above 1 Gb/s
+    EXPECT_EQ(r["drops_total"], r["accounting"]["dropped"]);
+    CheckWireAtFullLoad(rec, 0.995);
+  }
+}
+
+TEST(Workload, SmallestUdpFramesOnNull) {
+  const auto run = RunTxbatch("run --driver emu:null --proto udp --size 18 --procs 2 --batch 1,32 "
+                              "--duration 0.3 --warmup 0.1");
+  ASSERT_EQ(run.status, 0) << run.err;
+  for (const json& rec : run.doc["records"]) {
+    CheckBooksAndDrain(rec);
+    const json& r = rec["results"];
+    // 18 bytes of payload per 60-byte frame: MB/s is exactly 18 bytes per packet.
+    EXPECT_NEAR(r["mb_per_s"].get<double>(), r["mpps"].get<double>() * 18, 1e-6);
+  }
+}
+
+TEST(Workload, JumboFramesFillTheWire) {
+  const auto run = RunTxbatch("run --driver emu:ixgbe --mtu 9000 --size 65536 --procs 1 "
+                              "--batch 32 --duration 0.3 --warmup 0.1");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const json& rec = run.doc["records"][0];
+  CheckBooksAndDrain(rec);
+  CheckWireAtFullLoad(rec, 0.97);
+  // Full 8948-byte segments (MTU 9000 - 52): 9038 bytes on the wire each.
+  EXPECT_NEAR(rec["results"]["link_ceiling"]["mb_per_s"].get<double>(), 1e10 / 8 / 9038 * 8948 / 1e6,
+              0.5);
+}
+
 TEST(Signals, SigintStopsPrintsWritesAndCleansUp) {
   const char* bin = std::getenv("TXBATCH_BIN");
   const std::string json_path = ::testing::TempDir() + "/sigint.json";

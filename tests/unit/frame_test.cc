@@ -119,3 +119,22 @@ TEST(Segmenter, UdpSendsADatagramPerWriteAndSplitsAtMtuMinus28) {
 
 }  // namespace
 }  // namespace txbatch
+
+namespace txbatch {
+namespace {
+
+TEST(Frame, UnbuildGivesTheSequenceBack) {
+  FrameBuilder b(Proto::kTcp, 1);
+  rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
+  b.Build(m, 1000, 1);
+  b.Unbuild(1000);  // dropped before the wire
+  b.Build(m, 500, 2);
+  const ParsedFrame f = ParseFrame(m);
+  EXPECT_EQ(f.seq, 0u);
+  auto* tcp = rte_pktmbuf_mtod_offset(m, rte_tcp_hdr*, kEthHeaderBytes + kIpv4HeaderBytes);
+  EXPECT_EQ(rte_be_to_cpu_32(tcp->sent_seq), 1u);
+  rte_pktmbuf_free(m);
+}
+
+}  // namespace
+}  // namespace txbatch
