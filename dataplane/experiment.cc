@@ -186,7 +186,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   qcfg.txqueuelen = cfg.txqueuelen;
   qcfg.block_when_full = cfg.stream;
   qcfg.tsc_hz = tsc_hz;
-  TxQueue queue(*driver, *policy, qcfg);
+  TxQueue queue(*driver, *policy, qcfg, window);
 
   double pps = 0;
   const WireSpec wire = driver->Wire().value_or(WireSpec{});
@@ -295,6 +295,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   r.involuntary_ctxsw = b.ctxsw - a.ctxsw;
   r.latency = sink.latency().Summary();
   r.arrival_before_tx = sc.arrival_before_tx;
+  r.irq_max_late_us = static_cast<double>(qc.irq_max_late_tsc.Get()) * 1e6 / tsc_hz;
   r.wire_max_idle_us = static_cast<double>(dc.window_max_idle_tsc.Get()) * 1e6 / tsc_hz;
   r.foreign = sc.foreign;
 

@@ -11,10 +11,12 @@
 
 namespace txbatch {
 
-TxQueue::TxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfig& config)
+TxQueue::TxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfig& config,
+                 const RunWindow& window)
     : driver_(driver),
       policy_(policy),
       config_(config),
+      window_(window),
       // Hysteresis, as a socket's write-space callback: wake blocked producers once a quarter of
       // the band is free, not for every frame dequeued.
       wake_level_(config.txqueuelen - std::max(1u, config.txqueuelen / 4)),
@@ -154,6 +156,8 @@ void TxQueue::IrqLoop() {
       }
     }
     if (irq_stop_) break;
+    if (const Tsc now = Now(); deadline != kNever && now > deadline && window_.Contains(now))
+      counters_.irq_max_late_tsc.Max(now - deadline);
     const bool resched = irq_resched_;
     irq_kicked_ = false;
     irq_resched_ = false;

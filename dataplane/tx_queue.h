@@ -13,7 +13,8 @@
 // runs the qdisc again (counted as a reschedule). So a full ring never hangs the run.
 //
 // Locks: root_lock_ guards the qdisc, running_ and the waiters; tx_lock_ (HARD_TX_LOCK) guards
-// the driver. Neither is taken while holding the other.
+// the driver. Neither is taken while holding the other. The locks the txirq shares with
+// producers on its hot path (tx_lock_, irq_mu_) inherit priority.
 
 #include <array>
 #include <chrono>
@@ -26,7 +27,9 @@
 #include "batching/batch.h"
 #include "batching/flush_policy.h"
 #include "dataplane/counters.h"
+#include "dataplane/pi_mutex.h"
 #include "dataplane/qdisc.h"
+#include "dataplane/run_window.h"
 #include "dataplane/tsc.h"
 #include "drivers/driver.h"
 
@@ -53,12 +56,17 @@ struct TxQueueCounters {
   Counter runs;                // qdisc runs started by producers
   Counter tx_cycles;           // TSC spent dequeuing + in Xmit (the TX path)
   Counter waits;               // times a stream producer blocked on a full band
+  // Longest the txirq woke after the completion deadline it slept for, within the run window:
+  // the scheduler's (or the host's) delay in serving the modelled interrupt. Large values
+  // explain an idle wire.
+  Counter irq_max_late_tsc;
   std::array<Counter, kMaxBatch + 1> batch_hist;  // frames offered per Xmit call
 };
 
 class TxQueue {
  public:
-  TxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfig& config);
+  TxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfig& config,
+          const RunWindow& window);
   ~TxQueue();
   TxQueue(const TxQueue&) = delete;
   TxQueue& operator=(const TxQueue&) = delete;
@@ -94,6 +102,7 @@ class TxQueue {
   TxDriver& driver_;
   const FlushPolicy& policy_;
   const TxQueueConfig config_;
+  const RunWindow& window_;
   const unsigned wake_level_;  // blocked producers are woken once the backlog falls to this
 
   std::mutex root_lock_;
@@ -104,13 +113,14 @@ class TxQueue {
   unsigned waiters_ = 0;
   Batch batch_;  // used only by the current runner
 
-  std::mutex tx_lock_;
+  // Priority-inheriting: the SCHED_FIFO txirq takes it to reclaim (see pi_mutex.h).
+  PiMutex tx_lock_;
   // The driver's Stopped(), published by whoever last held tx_lock_, so a runner can see a
   // stopped queue before dequeuing (Linux dequeue_skb checks netif_xmit_frozen_or_stopped).
   std::atomic<bool> tx_stopped_{false};
 
-  std::mutex irq_mu_;
-  std::condition_variable irq_cv_;
+  PiMutex irq_mu_;  // producers take it to kick the txirq: priority-inheriting too
+  std::condition_variable_any irq_cv_;
   bool irq_kicked_ = false;
   bool irq_resched_ = false;
   bool irq_stop_ = false;

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -57,7 +58,9 @@ void CheckWireAtFullLoad(const json& rec, double share) {
   ASSERT_FALSE(r["link_ceiling"].is_null()) << cell;
   const double ceiling = r["link_ceiling"]["mb_per_s"].get<double>();
   EXPECT_GE(r["mb_per_s"].get<double>(), share * ceiling) << cell;
-  if (share >= 0.97) EXPECT_TRUE(r["link_bound"].get<bool>()) << cell;
+  if (share >= 0.97) {
+    EXPECT_TRUE(r["link_bound"].get<bool>()) << cell;
+  }
   // The modelled wire keeps pace with the clock: busy for the window, never more than all of it.
   EXPECT_LE(r["link_utilisation"].get<double>(), 1.0 + 1e-6) << cell;
   EXPECT_GE(r["link_utilisation"].get<double>(), share - 0.001) << cell;
@@ -69,6 +72,33 @@ void CheckWireAtFullLoad(const json& rec, double share) {
   EXPECT_LE(wall - end, 0.02 * wall) << cell;
 }
 
+// A shared 2-vCPU machine sometimes stops the SCHED_FIFO txirq for longer than a ring holds
+// (seen: an RT thread woken 4-6 ms after its timer). The wire then idles because the modelled
+// interrupt was served late, not because the model is wrong; records show both sides
+// (irq_max_late_us, wire_max_idle_us). Such a run is repeated, at most twice, and said so.
+constexpr double kHostStallUs = 1000;  // a stall, not the gaps of a CPU-bound cell
+
+bool StalledByTheHost(const json& doc) {
+  if (!doc.is_object()) return false;
+  for (const json& rec : doc["records"]) {
+    const json& r = rec["results"];
+    if (r["link_utilisation"].is_null() || r["link_utilisation"].get<double>() >= 0.995) continue;
+    const double idle = r["model_checks"]["wire_max_idle_us"].get<double>();
+    const double late = r["model_checks"]["irq_max_late_us"].get<double>();
+    if (idle >= kHostStallUs && late >= idle) return true;
+  }
+  return false;
+}
+
+TxbatchRun RunAtFullLoad(const std::string& args) {
+  for (int attempt = 1;; ++attempt) {
+    TxbatchRun run = RunTxbatch(args);
+    if (attempt == 3 || run.status != 0 || !StalledByTheHost(run.doc)) return run;
+    std::printf("note: the txirq was served later than the ring's slack (host stall); re-running "
+                "'%s'\n", args.c_str());
+  }
+}
+
 using Case = std::tuple<std::string, int, std::string>;  // model, procs, eal memory
 
 class EmuRun : public ::testing::TestWithParam<Case> {};
@@ -78,7 +108,7 @@ TEST_P(EmuRun, BooksBalanceDrainsAndReachesTheWire) {
   if (memory == "in-memory" && !HugepagesAvailable())
     GTEST_SKIP() << "no free hugepages reserved (echo 256 > /proc/sys/vm/nr_hugepages); .ci/run "
                     "reserves them";
-  const auto run = RunTxbatch("run --driver emu:" + model + " --procs " + std::to_string(procs) +
+  const auto run = RunAtFullLoad("run --driver emu:" + model + " --procs " + std::to_string(procs) +
                               " --size 65536 --batch 1,32 --duration 0.4 --warmup 0.1 "
                               "--eal-memory " + memory);
   ASSERT_EQ(run.status, 0) << run.err << run.out;
@@ -91,7 +121,9 @@ TEST_P(EmuRun, BooksBalanceDrainsAndReachesTheWire) {
     const bool batching = rec["config"]["batch"].get<int>() > 1;
     if (model == "e1000") CheckWireAtFullLoad(rec, 0.995);
     if (model == "ixgbe") CheckWireAtFullLoad(rec, batching ? 0.97 : 0.0);
-    if (model == "null") EXPECT_TRUE(rec["results"]["link_ceiling"].is_null());
+    if (model == "null") {
+      EXPECT_TRUE(rec["results"]["link_ceiling"].is_null());
+    }
   }
 }
 
@@ -135,7 +167,7 @@ TEST(Batching, E1000DoorbellsPerPacketMoveWithTheBatch) {
 }
 
 TEST(Workload, DatagramProducersDropOnAFullQdiscAndTheBooksSayWhy) {
-  const auto run = RunTxbatch("run --driver emu:e1000 --producer datagram --proto udp --size 1400 "
+  const auto run = RunAtFullLoad("run --driver emu:e1000 --producer datagram --proto udp --size 1400 "
                               "--procs 4 --batch 1,32 --duration 0.3 --warmup 0.1");
   ASSERT_EQ(run.status, 0) << run.err;
   for (const json& rec : run.doc["records"]) {
@@ -160,7 +192,7 @@ TEST(Workload, SmallestUdpFramesOnNull) {
 }
 
 TEST(Workload, JumboFramesFillTheWire) {
-  const auto run = RunTxbatch("run --driver emu:ixgbe --mtu 9000 --size 65536 --procs 1 "
+  const auto run = RunAtFullLoad("run --driver emu:ixgbe --mtu 9000 --size 65536 --procs 1 "
                               "--batch 32 --duration 0.3 --warmup 0.1");
   ASSERT_EQ(run.status, 0) << run.err;
   const json& rec = run.doc["records"][0];
