@@ -112,6 +112,17 @@ std::string Lat(const CellResult& r, double LatencySummary::*field) {
   return ns >= 1e6 ? fmt::format("{:.2f}ms", ns / 1e6) : fmt::format("{:.1f}us", ns / 1e3);
 }
 
+// What a reader must know to trust a row: an interrupted window, or an idle wire explained by
+// an interrupt the machine served late (a host stall, not the model).
+std::string Remarks(const CellResult& r) {
+  std::string s;
+  if (r.interrupted) s += " (interrupted)";
+  if (r.wire_max_idle_us >= 1000 && r.irq_max_late_us >= r.wire_max_idle_us)
+    s += fmt::format(" (wire idle {:.1f} ms: txirq served {:.1f} ms late by the machine)",
+                     r.wire_max_idle_us / 1e3, r.irq_max_late_us / 1e3);
+  return s;
+}
+
 }  // namespace
 
 RunEnv CollectEnv(int argc, char** argv) {
@@ -217,8 +228,7 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
                       "{:>7.0f} {:>9} {:>9} {:>8}  {}{}\n",
                  ++row, rec.config.size, rec.config.procs, r.mb_per_s, r.mpps, ceil, r.avg_batch,
                  db, r.cycles_per_pkt, r.cpu_ns_per_pkt, Lat(r, &LatencySummary::avg),
-                 Lat(r, &LatencySummary::p99), r.requeues, rec.config.driver,
-                 r.interrupted ? " (interrupted)" : "");
+                 Lat(r, &LatencySummary::p99), r.requeues, rec.config.driver, Remarks(r));
       const Books& k = r.books;
       sum.generated += k.generated;
       sum.sent += k.sent;
