@@ -26,13 +26,13 @@ TxQueue::~TxQueue() { StopIrq(); }
 
 bool TxQueue::Send(rte_mbuf* m, int band) {
   std::unique_lock root(root_lock_);
+  bool queued = true;
   bool waited = false;
   while (qdisc_.band_full(band)) {
     if (!config_.block_when_full) {
       counters_.dropped_qdisc_full.Add();
-      root.unlock();
-      rte_pktmbuf_free(m);
-      return false;
+      queued = false;
+      break;
     }
     counters_.waits.Add();
     ++waiters_;
@@ -40,17 +40,22 @@ bool TxQueue::Send(rte_mbuf* m, int band) {
     --waiters_;
     waited = true;
   }
-  // The frame enters the stack now, as an skb built after sk_stream_wait_memory would: time a
-  // producer spent blocked is back-pressure, not latency.
-  if (waited) RestampTx(m, Now());
-  (void)qdisc_.Enqueue(m, band);  // cannot fail: the band has room
-  counters_.enqueued.Add();
-  if (!running_) {
+  if (queued) {
+    // The frame enters the stack now, as an skb built after sk_stream_wait_memory would: time
+    // a producer spent blocked is back-pressure, not latency.
+    if (waited) RestampTx(m, Now());
+    (void)qdisc_.Enqueue(m, band);  // cannot fail: the band has room
+    counters_.enqueued.Add();
+  }
+  // As __dev_xmit_skb: run the qdisc after the enqueue whatever it returned.
+  if (!running_ && !qdisc_.empty()) {
     running_ = true;
     counters_.runs.Add();
     Run(root);
   }
-  return true;
+  root.unlock();
+  if (!queued) rte_pktmbuf_free(m);
+  return queued;
 }
 
 void TxQueue::Run(std::unique_lock<std::mutex>& root) {

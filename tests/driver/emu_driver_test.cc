@@ -78,11 +78,15 @@ void CheckWireAtFullLoad(const json& rec, double share) {
 // (irq_max_late_us, wire_max_idle_us). Such a run is repeated, at most twice, and said so.
 constexpr double kHostStallUs = 1000;  // a stall, not the gaps of a CPU-bound cell
 
-bool StalledByTheHost(const json& doc) {
+// The share of the wire's ceiling a record must reach (see CheckWireAtFullLoad).
+using ShareFor = double (*)(const json& rec);
+
+bool StalledByTheHost(const json& doc, ShareFor share_for) {
   if (!doc.is_object()) return false;
   for (const json& rec : doc["records"]) {
     const json& r = rec["results"];
-    if (r["link_utilisation"].is_null() || r["link_utilisation"].get<double>() >= 0.995) continue;
+    if (r["link_utilisation"].is_null()) continue;
+    if (r["link_utilisation"].get<double>() >= share_for(rec) - 0.001) continue;
     const double idle = r["model_checks"]["wire_max_idle_us"].get<double>();
     const double late = r["model_checks"]["irq_max_late_us"].get<double>();
     if (idle >= kHostStallUs && late >= idle) return true;
@@ -90,14 +94,23 @@ bool StalledByTheHost(const json& doc) {
   return false;
 }
 
-TxbatchRun RunAtFullLoad(const std::string& args) {
+TxbatchRun RunAtFullLoad(const std::string& args, ShareFor share_for) {
   for (int attempt = 1;; ++attempt) {
     TxbatchRun run = RunTxbatch(args);
-    if (attempt == 3 || run.status != 0 || !StalledByTheHost(run.doc)) return run;
+    if (attempt == 3 || run.status != 0 || !StalledByTheHost(run.doc, share_for)) return run;
     std::printf("note: the txirq was served later than the ring's slack (host stall); re-running "
                 "'%s'\n", args.c_str());
   }
 }
+
+// e1000 must reach 99.5 %; ixgbe 97 % with batching and nothing without (CPU-bound here).
+double ModelShare(const json& rec) {
+  const std::string driver = rec["config"]["driver"];
+  if (driver.starts_with("emu:e1000")) return 0.995;
+  if (driver.starts_with("emu:ixgbe")) return rec["config"]["batch"].get<int>() > 1 ? 0.97 : 0.0;
+  return 0.0;
+}
+double LinkBound(const json&) { return 0.97; }
 
 using Case = std::tuple<std::string, int, std::string>;  // model, procs, eal memory
 
@@ -110,7 +123,8 @@ TEST_P(EmuRun, BooksBalanceDrainsAndReachesTheWire) {
                     "reserves them";
   const auto run = RunAtFullLoad("run --driver emu:" + model + " --procs " + std::to_string(procs) +
                               " --size 65536 --batch 1,32 --duration 0.4 --warmup 0.1 "
-                              "--eal-memory " + memory);
+                              "--eal-memory " + memory,
+                                 ModelShare);
   ASSERT_EQ(run.status, 0) << run.err << run.out;
   ASSERT_TRUE(run.doc.is_object()) << run.err;
   ASSERT_EQ(run.doc["records"].size(), 2u);
@@ -118,9 +132,7 @@ TEST_P(EmuRun, BooksBalanceDrainsAndReachesTheWire) {
   for (const json& rec : run.doc["records"]) {
     EXPECT_EQ(rec["env"]["eal_mode"], memory);
     CheckBooksAndDrain(rec);
-    const bool batching = rec["config"]["batch"].get<int>() > 1;
-    if (model == "e1000") CheckWireAtFullLoad(rec, 0.995);
-    if (model == "ixgbe") CheckWireAtFullLoad(rec, batching ? 0.97 : 0.0);
+    if (model != "null") CheckWireAtFullLoad(rec, ModelShare(rec));
     if (model == "null") {
       EXPECT_TRUE(rec["results"]["link_ceiling"].is_null());
     }
@@ -168,14 +180,15 @@ TEST(Batching, E1000DoorbellsPerPacketMoveWithTheBatch) {
 
 TEST(Workload, DatagramProducersDropOnAFullQdiscAndTheBooksSayWhy) {
   const auto run = RunAtFullLoad("run --driver emu:e1000 --producer datagram --proto udp --size 1400 "
-                              "--procs 4 --batch 1,32 --duration 0.3 --warmup 0.1");
+                              "--procs 4 --batch 1,32 --duration 0.3 --warmup 0.1",
+                                 LinkBound);
   ASSERT_EQ(run.status, 0) << run.err;
   for (const json& rec : run.doc["records"]) {
     CheckBooksAndDrain(rec);
     const json& r = rec["results"];
     EXPECT_GT(r["drops"]["qdisc_full"].get<uint64_t>(), 0u);  // offered far above 1 Gb/s
     EXPECT_EQ(r["drops_total"], r["accounting"]["dropped"]);
-    CheckWireAtFullLoad(rec, 0.995);
+    CheckWireAtFullLoad(rec, 0.97);  // the point here is the drops; the bar is link_bound's
   }
 }
 
@@ -193,7 +206,8 @@ TEST(Workload, SmallestUdpFramesOnNull) {
 
 TEST(Workload, JumboFramesFillTheWire) {
   const auto run = RunAtFullLoad("run --driver emu:ixgbe --mtu 9000 --size 65536 --procs 1 "
-                              "--batch 32 --duration 0.3 --warmup 0.1");
+                              "--batch 32 --duration 0.3 --warmup 0.1",
+                                 LinkBound);
   ASSERT_EQ(run.status, 0) << run.err;
   const json& rec = run.doc["records"][0];
   CheckBooksAndDrain(rec);
