@@ -7,6 +7,7 @@
 #include <rte_errno.h>
 #include <rte_log.h>
 #include <sched.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,6 +19,10 @@ namespace {
 
 // EAL itself (tailqs, memzones, the ethdev and log tables) needs this much besides our pools.
 inline constexpr uint64_t kEalBaseBytes = 96ull << 20;
+// EAL lcores taken from the affinity mask. Producers and the txirq are registered non-EAL
+// threads that need lcore ids of their own (RTE_MAX_LCORE is 128), and txbatch runs nothing on
+// EAL's worker lcores, so a big machine's mask is cut here.
+inline constexpr size_t kMaxEalLcores = 16;
 
 uint64_t ReadNumber(const std::string& path) {
   std::ifstream in(path);
@@ -78,7 +83,9 @@ Result<EalPlan> PlanEal(uint64_t need_bytes, const std::vector<std::string>& use
   const uint64_t free_huge = FreeHugepageBytes();
   plan.args.push_back(fmt::format("--file-prefix=txbatch-{}", getpid()));
   plan.args.push_back("-l");
-  plan.args.push_back(CpuList(AllowedCpus()));
+  std::vector<int> cpus = AllowedCpus();
+  if (cpus.size() > kMaxEalLcores) cpus.resize(kMaxEalLcores);
+  plan.args.push_back(CpuList(cpus));
   plan.args.push_back("--no-pci");
   plan.args.push_back("--no-telemetry");  // no socket left in the runtime dir, no banner
   plan.args.push_back("--log-level=lib.eal:warning");
@@ -130,9 +137,24 @@ Result<std::unique_ptr<Eal>> Eal::Start(const EalPlan& plan) {
   if (!user_log) rte_log_set_global_level(RTE_LOG_WARNING);
   // Before rte_eal_init, which pins this thread to the main lcore.
   std::vector<int> cpus = AllowedCpus();
-  int rc = rte_eal_init(static_cast<int>(argv.size() - 1), argv.data());
+  // EAL prints its usage and errors on stdout and stderr; a user gets txbatch's one sentence.
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const int saved_out = dup(STDOUT_FILENO), saved_err = dup(STDERR_FILENO);
+  const int devnull = open("/dev/null", O_WRONLY);
+  if (devnull >= 0) {
+    dup2(devnull, STDOUT_FILENO);
+    dup2(devnull, STDERR_FILENO);
+  }
+  const int rc = rte_eal_init(static_cast<int>(argv.size() - 1), argv.data());
+  const int err = rte_errno;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (saved_out >= 0) dup2(saved_out, STDOUT_FILENO);
+  if (saved_err >= 0) dup2(saved_err, STDERR_FILENO);
+  for (int fd : {saved_out, saved_err, devnull})
+    if (fd >= 0) close(fd);
   if (rc < 0) {
-    int err = rte_errno;
     return MakeError(err, fmt::format("DPDK EAL failed to start ({}) with arguments '{}'; check "
                                       "the EAL arguments after -- or drop them to use the "
                                       "defaults.",

@@ -2,29 +2,24 @@
 
 #include <fmt/format.h>
 #include <pthread.h>
-#include <rte_lcore.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <time.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
+#include <bit>
 #include <thread>
 
 #include "dataplane/mempool.h"
-#include "dataplane/qdisc.h"
+#include "dataplane/producer.h"
 #include "dataplane/run_window.h"
 #include "dataplane/rx_sink.h"
 #include "dataplane/tx_queue.h"
-#include "dataplane/workload.h"
 
 namespace txbatch {
 namespace {
 
-// Every producer sends best-effort traffic (TC_PRIO_BESTEFFORT -> band 1), as bw_tcp does.
-constexpr int kProducerBand = 1;
-// A drain that takes longer than the wire needs plus this is a bug, reported as such.
+// A drain that takes this much longer than the wire and the modelled device costs need is a
+// bug, reported as such (and the run is aborted cleanly).
 constexpr double kDrainSlackS = 5.0;
 
 double ThreadCpuNs(pthread_t t) {
@@ -41,137 +36,33 @@ uint64_t InvoluntaryCtxsw() {
   return static_cast<uint64_t>(ru.ru_nivcsw);
 }
 
-void SleepNs(double ns) {
-  if (ns <= 0) return;
-  timespec ts{static_cast<time_t>(ns / 1e9), static_cast<long>(std::fmod(ns, 1e9))};
-  nanosleep(&ts, nullptr);
-}
-
-// Mean wire bytes per frame of `cfg`'s frame mix (to turn bit/s into frames/s).
-double MeanWireBytes(const CellConfig& cfg, const WireSpec& wire) {
-  Segmenter seg(cfg.proto, cfg.size, cfg.mtu);
-  double bytes = 0, frames = 0;
-  for (int i = 0; i < 64; ++i)
-    seg.Write([&](unsigned payload) {
-      bytes += wire.WireBytes(FrameBytes(cfg.proto, payload));
-      frames += 1;
-    });
-  return frames > 0 ? bytes / frames : wire.WireBytes(FrameBytes(cfg.proto, cfg.size));
-}
-
-struct ProducerShared {
-  const CellConfig& cfg;
-  rte_mempool* pool;
-  TxQueue& queue;
-  const std::vector<int>& cpus;
-  double tsc_hz;
-  double pps_per_producer;  // 0 = as fast as possible
-  std::atomic<bool> stop{false};
-};
-
-struct ProducerStats {
-  Counter generated;
-  Counter alloc_failures;
-};
-
-void ProducerLoop(ProducerShared& sh, unsigned index, ProducerStats& stats) {
-  if (!sh.cpus.empty()) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(sh.cpus[index % sh.cpus.size()], &set);
-    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-  }
-  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-  const bool registered = rte_thread_register() == 0;
-  FrameBuilder builder(sh.cfg.proto, static_cast<uint16_t>(index));
-  Segmenter segmenter(sh.cfg.proto, sh.cfg.size, sh.cfg.mtu);
-  const double interval =
-      sh.pps_per_producer > 0 ? sh.tsc_hz / sh.pps_per_producer : 0;  // TSC per frame
-  double next = static_cast<double>(Now()) + interval * index / std::max(1u, sh.cfg.procs);
-
-  const auto send = [&](unsigned payload) {
-    if (interval > 0) {
-      const Tsc now = Now();
-      if (next > static_cast<double>(now))
-        SleepNs((next - static_cast<double>(now)) * 1e9 / sh.tsc_hz);
-      next += interval;
-    }
-    rte_mbuf* m = rte_pktmbuf_alloc(sh.pool);
-    if (m == nullptr) {
-      // Not generated, so not in the books; counted, and the producer backs off briefly.
-      stats.alloc_failures.Add();
-      SleepNs(20000);
-      return;
-    }
-    builder.Build(m, payload, Now());
-    stats.generated.Add();
-    if (!sh.queue.Send(m, kProducerBand)) builder.Unbuild(payload);
-  };
-  while (!sh.stop.load(std::memory_order_relaxed)) segmenter.Write(send);
-  segmenter.Flush(send);
-  if (registered) rte_thread_unregister();
-}
-
 struct Snapshot {
   uint64_t xmit_calls, offered, accepted, doorbells, tx_cycles, requeues, reschedules, ctxsw;
   std::array<uint64_t, kMaxBatch + 1> hist;
   double cpu_ns;
 };
 
-}  // namespace
-
-std::string RateSpec::ToString() const {
-  switch (unit) {
-    case Unit::kMax: return "max";
-    case Unit::kPps: return fmt::format("{:g}pps", value);
-    case Unit::kBps: return fmt::format("{:g}bps", value);
-  }
-  return "max";
-}
-
-Result<RateSpec> ParseRate(std::string_view text) {
-  const auto bad = [&] {
-    return MakeError(EINVAL, fmt::format("rate '{}' is not valid; valid: max, or a positive number "
-                                         "with a unit: pps, kpps, mpps (frames/s) or bps, kbit, "
-                                         "mbit, gbit (wire bits/s), e.g. 40kpps or 500mbit",
-                                         text));
-  };
-  if (text == "max") return RateSpec{};
-  double v = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || !(v > 0) || !std::isfinite(v)) return bad();
-  const std::string_view unit(ptr, text.data() + text.size() - ptr);
-  struct U {
-    std::string_view name;
-    RateSpec::Unit unit;
-    double mult;
-  };
-  static constexpr U kUnits[] = {
-      {"pps", RateSpec::Unit::kPps, 1},      {"kpps", RateSpec::Unit::kPps, 1e3},
-      {"mpps", RateSpec::Unit::kPps, 1e6},   {"bps", RateSpec::Unit::kBps, 1},
-      {"kbit", RateSpec::Unit::kBps, 1e3},   {"mbit", RateSpec::Unit::kBps, 1e6},
-      {"gbit", RateSpec::Unit::kBps, 1e9},
-  };
-  for (const U& u : kUnits)
-    if (unit == u.name) return RateSpec{u.unit, v * u.mult};
-  return bad();
-}
-
-std::string DescribePinning(unsigned procs, const std::vector<int>& cpus) {
-  std::string s;
-  for (unsigned i = 0; i < procs; ++i)
-    s += fmt::format("{}proc{}->cpu{}", i ? " " : "", i, cpus.empty() ? -1 : cpus[i % cpus.size()]);
-  s += "; txirq unpinned, SCHED_FIFO 1 where permitted";
-  if (procs > cpus.size())
-    s += fmt::format(" ({} producers on {} CPUs: involuntary context switches are reported)",
-                     procs, cpus.size());
+// Seconds the drain may take: the wire time and device costs of everything that can be queued,
+// plus slack.
+double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire) {
+  const double frames = static_cast<double>(cfg.txqueuelen) + kMaxBatch + cfg.emu.ring + cfg.procs;
+  double s = kDrainSlackS + frames * (cfg.emu.desc_ns + cfg.emu.doorbell_ns) * 1e-9;
+  if (wire.bits_per_s > 0) s += frames * wire.WireBytes(cfg.mtu + kEthHeaderBytes) * 8 / wire.bits_per_s;
   return s;
 }
 
+}  // namespace
+
+bool Balanced(const Books& k) {
+  return k.generated == k.sent + k.dropped + k.queued &&
+         k.sent + k.duplicated == k.received + k.lost + k.in_flight && k.mbufs_in_use == 0;
+}
+
 unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
-  // Three bands of txqueuelen, the requeue slot, the ring, one frame per producer in hand and
-  // the per-lcore caches (each may hold up to 1.5x its size).
-  const uint64_t n = 3ull * cfg.txqueuelen + kMaxBatch + cfg.emu.ring + cfg.procs +
+  // The band producers use (kProducerBand), the requeue slot, the ring, one frame per producer
+  // in hand and the per-lcore caches (each may hold up to 1.5x its size): queueing alone can
+  // never exhaust the pool.
+  const uint64_t n = uint64_t{cfg.txqueuelen} + kMaxBatch + cfg.emu.ring + cfg.procs +
                      (lcores + cfg.procs + 2) * (kPoolCache * 3 / 2) + 1024;
   return static_cast<unsigned>(std::min<uint64_t>(n, 1u << 22));
 }
@@ -186,14 +77,24 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   qcfg.txqueuelen = cfg.txqueuelen;
   qcfg.block_when_full = cfg.stream;
   qcfg.tsc_hz = tsc_hz;
+  qcfg.irq_cpus = cpus;
   TxQueue queue(*driver, *policy, qcfg, window);
 
-  double pps = 0;
   const WireSpec wire = driver->Wire().value_or(WireSpec{});
-  if (cfg.rate.unit == RateSpec::Unit::kPps) pps = cfg.rate.value;
-  if (cfg.rate.unit == RateSpec::Unit::kBps) pps = cfg.rate.value / 8 / MeanWireBytes(cfg, wire);
+  ProducerConfig pcfg;
+  pcfg.proto = cfg.proto;
+  pcfg.size = cfg.size;
+  pcfg.mtu = cfg.mtu;
+  pcfg.procs = cfg.procs;
+  pcfg.tsc_hz = tsc_hz;
+  pcfg.cpus = cpus;
+  if (cfg.rate.unit == RateSpec::Unit::kPps) pcfg.pps_per_producer = cfg.rate.value / cfg.procs;
+  if (cfg.rate.unit == RateSpec::Unit::kBps)
+    pcfg.pps_per_producer =
+        cfg.rate.value / 8 / MeanWireBytes(cfg.proto, cfg.size, cfg.mtu, wire) / cfg.procs;
 
-  ProducerShared shared{cfg, pool, queue, cpus, tsc_hz, pps / cfg.procs};
+  std::atomic<bool> stop_producers{false};
+  std::atomic<unsigned> producers_done{0};
   std::vector<ProducerStats> stats(cfg.procs);
   std::vector<std::thread> producers;
 
@@ -201,7 +102,10 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   queue.StartIrq();
   producers.reserve(cfg.procs);
   for (unsigned i = 0; i < cfg.procs; ++i)
-    producers.emplace_back([&, i] { ProducerLoop(shared, i, stats[i]); });
+    producers.emplace_back([&, i] {
+      RunProducer(pcfg, i, pool, queue, stop_producers, stats[i]);
+      producers_done.fetch_add(1);
+    });
 
   const auto snapshot = [&] {
     Snapshot s{};
@@ -242,23 +146,23 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   r.interrupted = !completed;
   r.txirq_realtime = queue.irq_realtime();
 
-  shared.stop.store(true);
+  // Drain: generation stops; producers finish the frame in hand; qdisc, ring and wire empty
+  // out at the wire's pace. All of it under one deadline, so a wedged queue cannot hang the run.
+  stop_producers.store(true);
   const Tsc stopped_at = Now();
-  for (auto& t : producers) t.join();
-  // Drain: generation stopped; qdisc, ring and link empty out at the wire's pace.
-  const double drain_budget_s =
-      kDrainSlackS + (wire.bits_per_s > 0 ? (3.0 * cfg.txqueuelen + cfg.emu.ring) *
-                                                wire.WireBytes(cfg.mtu + 14) * 8 / wire.bits_per_s
-                                          : 0);
-  const Tsc drain_deadline = Now() + static_cast<Tsc>(drain_budget_s * tsc_hz);
-  while (!queue.Idle() && Now() < drain_deadline) SleepNs(20000);
+  const double drain_budget_s = DrainBudgetS(cfg, wire);
+  const Tsc drain_deadline = stopped_at + static_cast<Tsc>(drain_budget_s * tsc_hz);
+  while ((producers_done.load() < cfg.procs || !queue.Idle()) && Now() < drain_deadline)
+    SleepNs(20000);
   const Tsc drained_at = Now();
-  const bool drained = queue.Idle();
+  const bool drained = producers_done.load() == cfg.procs && queue.Idle();
+  if (!drained) queue.Abort();  // blocked producers drop (counted "aborted") and return
+  for (auto& t : producers) t.join();
   queue.StopIrq();
   if (!drained) {
-    const unsigned purged = queue.Purge();
+    const unsigned purged = queue.Purge() + driver->Purge();
     return MakeError(EIO, fmt::format("the drain did not finish within {:.1f} s ({} frames still "
-                                      "queued, purged); this is a txbatch bug",
+                                      "queued or in the ring were freed); this is a txbatch bug",
                                       drain_budget_s, purged));
   }
 
@@ -317,6 +221,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   Books& k = r.books;
   for (const auto& s : stats) k.generated += s.generated.Get();
   for (const auto& s : stats) r.alloc_failures += s.alloc_failures.Get();
+  for (const auto& s : stats) r.unregistered_threads += s.registered ? 0 : 1;
   r.drops["qdisc_full"] = qc.dropped_qdisc_full.Get();
   k.dropped = qc.dropped_qdisc_full.Get();
   r.drops_total = k.dropped;
@@ -325,12 +230,9 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   k.received = sc.received;
   k.lost = sc.lost;
   k.duplicated = sc.duplicated;
-  {
-    k.in_flight = driver->InFlight();  // all threads are stopped: no lock needed
-  }
-  k.mbufs_in_use = rte_mempool_in_use_count(pool);
-  k.balanced = k.generated == k.sent + k.dropped + k.queued &&
-               k.sent + k.duplicated == k.received + k.lost + k.in_flight && k.mbufs_in_use == 0;
+  k.in_flight = driver->InFlight();  // every thread has stopped: no lock needed
+  k.mbufs_in_use = static_cast<uint64_t>(rte_mempool_in_use_count(pool));
+  k.balanced = Balanced(k);
   return r;
 }
 

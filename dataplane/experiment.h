@@ -15,17 +15,10 @@
 #include "dataplane/frame.h"
 #include "dataplane/histogram.h"
 #include "dataplane/qdisc.h"
+#include "dataplane/producer.h"
 #include "drivers/emu/emu.h"
 
 namespace txbatch {
-
-// Offered load: as fast as possible, or a rate in frames/s or in wire bit/s.
-struct RateSpec {
-  enum class Unit { kMax, kPps, kBps } unit = Unit::kMax;
-  double value = 0;
-  std::string ToString() const;  // "max", "40000pps", "500000000bps"
-};
-Result<RateSpec> ParseRate(std::string_view text);
 
 struct CellConfig {
   std::string driver;  // as given, e.g. "emu:e1000"
@@ -81,10 +74,12 @@ struct CellResult {
   uint64_t involuntary_ctxsw = 0;
   bool interrupted = false;
   bool txirq_realtime = false;
+  unsigned unregistered_threads = 0;  // producers EAL gave no lcore id (no mempool cache)
 };
 
-// Pins producers round-robin over `cpus` (DESIGN.md Terms, procs); describes the mapping.
-std::string DescribePinning(unsigned procs, const std::vector<int>& cpus);
+// The books close (DESIGN.md Terms): generated = sent + dropped + queued, sent + duplicated =
+// received + lost + in flight, and every mbuf is back in its pool.
+bool Balanced(const Books& books);
 
 // Mbufs a pool must hold for `cfg` (qdisc bands + ring + frames in producers' hands + caches).
 unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores);

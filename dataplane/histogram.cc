@@ -13,7 +13,8 @@ const unsigned kBins =
 }  // namespace
 
 LatencyHistogram::LatencyHistogram()
-    : hist_(boost::histogram::make_histogram(Axis(kBins, kLowNs, kHighNs))) {}
+    : hist_(boost::histogram::make_histogram_with(boost::histogram::dense_storage<uint64_t>(),
+                                                  Axis(kBins, kLowNs, kHighNs))) {}
 
 double LatencyHistogram::Quantile(double q) const {
   if (count_ == 0) return 0;

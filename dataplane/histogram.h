@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace txbatch {
 
@@ -35,7 +36,8 @@ class LatencyHistogram {
 
  private:
   using Axis = boost::histogram::axis::regular<double, boost::histogram::axis::transform::log>;
-  using Hist = boost::histogram::histogram<std::tuple<Axis>>;
+  // Fixed 64-bit counters: the default storage grows bins (reallocating) on the hot path.
+  using Hist = boost::histogram::histogram<std::tuple<Axis>, boost::histogram::dense_storage<uint64_t>>;
   Hist hist_;
   double sum_ = 0, min_ = 0, max_ = 0;
   uint64_t count_ = 0;

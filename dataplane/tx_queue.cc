@@ -28,7 +28,12 @@ bool TxQueue::Send(rte_mbuf* m, int band) {
   std::unique_lock root(root_lock_);
   bool queued = true;
   bool waited = false;
-  while (qdisc_.band_full(band)) {
+  while (aborted_ || qdisc_.band_full(band)) {
+    if (aborted_) {
+      counters_.dropped_aborted.Add();
+      queued = false;
+      break;
+    }
     if (!config_.block_when_full) {
       counters_.dropped_qdisc_full.Add();
       queued = false;
@@ -103,6 +108,12 @@ void TxQueue::Run(std::unique_lock<std::mutex>& root) {
   running_ = false;
 }
 
+void TxQueue::Abort() {
+  std::lock_guard root(root_lock_);
+  aborted_ = true;
+  space_cv_.notify_all();
+}
+
 void TxQueue::Kick(bool resched) {
   std::lock_guard lk(irq_mu_);
   irq_kicked_ = true;
@@ -128,6 +139,13 @@ void TxQueue::StopIrq() {
 void TxQueue::IrqLoop() {
   // Sleep to the modelled completion, not to the next timer tick plus 50 us of default slack.
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  // Any allowed CPU, not the main lcore the creating thread was pinned to by EAL.
+  if (!config_.irq_cpus.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : config_.irq_cpus) CPU_SET(c, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  }
   {
     // A TX-completion interrupt preempts whatever runs; a CFS thread would wait behind the
     // producers for milliseconds and let a 630 us ixgbe ring run dry.

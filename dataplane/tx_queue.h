@@ -13,8 +13,10 @@
 // runs the qdisc again (counted as a reschedule). So a full ring never hangs the run.
 //
 // Locks: root_lock_ guards the qdisc, running_ and the waiters; tx_lock_ (HARD_TX_LOCK) guards
-// the driver. Neither is taken while holding the other. The locks the txirq shares with
-// producers on its hot path (tx_lock_, irq_mu_) inherit priority.
+// the driver. Neither is taken while holding the other. tx_lock_ and irq_mu_, which the txirq
+// takes on every wake, inherit priority; root_lock_, which it takes only to run the qdisc, does
+// not: under heavy producer contention a priority-inheriting mutex's strict hand-over collapsed
+// throughput (measured; doc/design.md).
 
 #include <array>
 #include <chrono>
@@ -23,6 +25,7 @@
 #include <cstdint>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "batching/batch.h"
 #include "batching/flush_policy.h"
@@ -45,11 +48,13 @@ struct TxQueueConfig {
   unsigned txqueuelen = kDefaultTxQueueLen;
   bool block_when_full = true;  // stream producers block; datagram producers drop
   double tsc_hz = 0;
+  std::vector<int> irq_cpus;  // where the txirq may run (the process's allowed CPUs); empty = any
 };
 
 struct TxQueueCounters {
   Counter enqueued;
   Counter dropped_qdisc_full;  // datagram producers that found their band full
+  Counter dropped_aborted;     // frames refused after Abort() (a drain that did not finish)
   Counter requeues;            // driver calls that left frames to requeue at the head
   Counter requeued_frames;
   Counter reschedules;         // qdisc runs started by the txirq role
@@ -82,6 +87,10 @@ class TxQueue {
   void StartIrq();
   void StopIrq();
 
+  // Gives up on a run whose drain did not finish: wakes every blocked producer, and from now on
+  // Send frees and counts (dropped_aborted) instead of queueing, so producers return. Thread-safe.
+  void Abort();
+
   // Nothing queued, nobody running, nothing in flight in the driver. Thread-safe.
   bool Idle();
   unsigned backlog();
@@ -110,6 +119,7 @@ class TxQueue {
   PfifoFast qdisc_;
   bool running_ = false;          // __QDISC_STATE_RUNNING
   bool resched_pending_ = false;  // the txirq asked for another pass while a runner ran
+  bool aborted_ = false;
   unsigned waiters_ = 0;
   Batch batch_;  // used only by the current runner
 

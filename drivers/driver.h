@@ -50,8 +50,9 @@ class TxDriver {
 
   // Offers `frames` to the device. Accepts a prefix of them and returns its length: ownership of
   // those frames passes to the driver (it frees them after delivery); the caller still owns the
-  // rest (the runner requeues them). Rings the doorbell at most once per call. Never blocks,
-  // never throws. Called under the queue's TX lock.
+  // rest (the runner requeues them). Accepts fewer than offered only when the queue is then
+  // Stopped(), so the completion role is what restarts it. Rings the doorbell at most once per
+  // call. Never blocks, never throws. Called under the queue's TX lock.
   [[nodiscard]] virtual uint16_t Xmit(std::span<rte_mbuf* const> frames) = 0;
 
   // True when the ring cannot take another frame (netif_tx_queue_stopped). Under the TX lock.
@@ -68,6 +69,10 @@ class TxDriver {
 
   // Frames accepted and not yet delivered or dropped (ring + link). Under the TX lock.
   virtual unsigned InFlight() const = 0;
+
+  // Frees every frame still in flight without delivering it (teardown of an aborted run);
+  // returns how many. Drivers free what they hold on destruction too.
+  virtual unsigned Purge() = 0;
 
   // The wire, when the driver has one whose rate bounds throughput.
   virtual std::optional<WireSpec> Wire() const = 0;

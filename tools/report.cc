@@ -103,6 +103,7 @@ json ResultJson(const CellResult& r) {
           {"alloc_failures", r.alloc_failures},
           {"involuntary_ctxsw", r.involuntary_ctxsw},
           {"txirq_realtime", r.txirq_realtime},
+          {"unregistered_threads", r.unregistered_threads},
           {"interrupted", r.interrupted}};
 }
 
@@ -161,22 +162,31 @@ json ToJson(const std::vector<CellRecord>& records, const RunEnv& env) {
   return out;
 }
 
-Status WriteJsonFile(const std::string& path, const json& doc) {
+Status CheckWritable(const std::string& path) {
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f)
-      return MakeError(errno, fmt::format("cannot write --json file '{}': {}", path,
-                                          std::strerror(errno)));
-    f << doc.dump(2) << '\n';
-    if (!f.flush())
-      return MakeError(EIO, fmt::format("cannot write --json file '{}'", path));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr)
     return MakeError(errno, fmt::format("cannot write --json file '{}': {}", path,
                                         std::strerror(errno)));
-  }
+  std::fclose(f);
+  std::remove(tmp.c_str());
+  return {};
+}
+
+Status WriteJsonFile(const std::string& path, const json& doc) {
+  const std::string tmp = path + ".tmp";
+  const auto fail = [&](int err) {
+    std::remove(tmp.c_str());
+    return MakeError(err, fmt::format("cannot write --json file '{}': {}", path,
+                                      std::strerror(err)));
+  };
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return fail(errno);
+  const std::string text = doc.dump(2) + "\n";
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  const int write_err = errno;
+  if (std::fclose(f) != 0 || !written) return fail(written ? errno : write_err);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return fail(errno);
   return {};
 }
 

@@ -41,6 +41,10 @@ int Fail(int code, const Error& e) {
 }
 
 int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_args, RunEnv env) {
+  // A --json file that cannot be written is bad input: say so before running anything.
+  if (!plan.json_path.empty()) {
+    if (Status s = CheckWritable(plan.json_path); !s) return Fail(kExitBadInput, s.error());
+  }
   // Size one pool for the largest cell; the EAL memory estimate follows from it.
   const unsigned lcores = static_cast<unsigned>(AllowedCpus().size());
   unsigned pool_size = 0;
@@ -66,17 +70,23 @@ int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_arg
   auto pool = CreatePacketPool("txbatch_pool", pool_size, mtu);
   if (!pool) return Fail(kExitInternal, pool.error());
   // Fault every page in now (pool, EAL heap) rather than on a frame's first use mid-window.
-  const bool locked = mlockall(MCL_CURRENT | MCL_FUTURE) == 0;
-  (void)locked;
+  // Not MCL_FUTURE: it would pin every thread's 8 MiB stack as well. Best effort (RLIMIT).
+  (void)mlockall(MCL_CURRENT);
 
   PrintHeader(stdout, plan.cells, env);
   std::fflush(stdout);
   std::vector<CellRecord> records;
   bool balanced = true;
+  int status = kExitOk;
   for (const CellConfig& cell : plan.cells) {
     if (g_stop.load()) break;
     auto r = RunCell(cell, pool->get(), env.tsc_hz, env.cpus, g_stop);
-    if (!r) return Fail(kExitInternal, r.error());
+    if (!r) {
+      // Report what was measured before it, then fail.
+      std::fprintf(stderr, "txbatch: %s\n", r.error().message.c_str());
+      status = kExitInternal;
+      break;
+    }
     balanced &= r->books.balanced;
     records.push_back({cell, *r});
     if (!r->books.balanced)
@@ -93,6 +103,7 @@ int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_arg
       return Fail(kExitBadInput, s.error());
   }
   pool->reset();
+  if (status != kExitOk) return status;
   if (!balanced) {
     std::fprintf(stderr, "txbatch: the books do not balance (see above): exit 3\n");
     return kExitUnbalanced;

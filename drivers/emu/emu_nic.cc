@@ -27,6 +27,17 @@ class EmuNic final : public TxDriver {
         desc_tsc_(o.desc_ns * tsc_hz / 1e9),
         ring_(o.ring) {}
 
+  ~EmuNic() override { Purge(); }
+
+  unsigned Purge() override {
+    const unsigned n = count_;
+    for (; count_ > 0; --count_) {
+      rte_pktmbuf_free(ring_[head_].m);
+      head_ = (head_ + 1) % ring_.size();
+    }
+    return n;
+  }
+
   uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
     if (frames.empty()) return 0;
     const Tsc now = Now();
@@ -37,8 +48,9 @@ class EmuNic final : public TxDriver {
                                           static_cast<unsigned>(ring_.size()) - count_);
     if (n == 0) return 0;
     if (link_free_ < static_cast<double>(now)) {
-      // The wire sat idle: the ring ran dry (or the load is below line rate).
-      if (window_.Contains(now))
+      // The wire sat idle: the ring ran dry (or the load is below line rate). Before the first
+      // frame it was not idle, just unused.
+      if (link_free_ > 0 && window_.Contains(now))
         counters_.window_max_idle_tsc.Max(static_cast<uint64_t>(static_cast<double>(now) - link_free_));
       link_free_ = static_cast<double>(now);
     }

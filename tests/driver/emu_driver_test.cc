@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <tuple>
 
@@ -224,16 +225,26 @@ TEST(Signals, SigintStopsPrintsWritesAndCleansUp) {
   const char* bin = std::getenv("TXBATCH_BIN");
   const std::string json_path = ::testing::TempDir() + "/sigint.json";
   std::filesystem::remove(json_path);
+  const std::string out_path = ::testing::TempDir() + "/sigint.out";
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    freopen("/dev/null", "w", stdout);
+    if (!freopen(out_path.c_str(), "w", stdout)) _exit(126);
+    setvbuf(stdout, nullptr, _IONBF, 0);
     execl(bin, bin, "run", "--driver", "emu:e1000", "--procs", "2", "--size", "4096",
           "--batch", "1", "--duration", "60", "--json", json_path.c_str(), nullptr);
     _exit(127);
   }
-  // Give EAL and the first cell time to start; the run itself would take a minute.
-  usleep(1500 * 1000);
+  // Signal once the header is out (EAL is up, the first cell starting); the run would take a
+  // minute. Bounded wait: the header comes within a second here.
+  const auto header_out = [&] {
+    std::ifstream in(out_path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return text.find("each cell:") != std::string::npos;
+  };
+  for (int i = 0; i < 300 && !header_out(); ++i) usleep(100 * 1000);
+  ASSERT_TRUE(header_out());
+  usleep(300 * 1000);  // into the first window (warm-up 0.2 s); a signal in warm-up works too
   ASSERT_EQ(kill(pid, SIGINT), 0);
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
@@ -247,6 +258,7 @@ TEST(Signals, SigintStopsPrintsWritesAndCleansUp) {
   EXPECT_TRUE(doc["records"][0]["results"]["accounting"]["balanced"].get<bool>());
   EXPECT_FALSE(std::filesystem::exists("/var/run/dpdk/txbatch-" + std::to_string(pid)));
   std::filesystem::remove(json_path);
+  std::filesystem::remove(out_path);
 }
 
 TEST(Eal, UserArgumentsReplaceTheDefaults) {

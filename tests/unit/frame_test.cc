@@ -50,7 +50,9 @@ TEST(Frame, TcpSegmentsAdvanceSequenceLikeAStream) {
     EXPECT_EQ(rte_pktmbuf_pkt_len(g.m), 1514u);  // full MSS at MTU 1500 with timestamps
     auto* tcp = rte_pktmbuf_mtod_offset(g.m, rte_tcp_hdr*, kEthHeaderBytes + kIpv4HeaderBytes);
     const uint32_t seq = rte_be_to_cpu_32(tcp->sent_seq);
-    if (i > 0) EXPECT_EQ(seq - prev_seq, 1448u);
+    if (i > 0) {
+      EXPECT_EQ(seq - prev_seq, 1448u);
+    }
     prev_seq = seq;
     EXPECT_EQ(tcp->data_off >> 4, 8);  // 32-byte header: NOP NOP TS
     const ParsedFrame f = ParseFrame(g.m);

@@ -138,6 +138,13 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
   }
 }
 
+TEST(Cli, UnwritableJsonPathIsBadInputBeforeAnythingRuns) {
+  const Outcome o = RunTxbatch("run --duration 0.01 --json /nonexistent-dir/x.json");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.err.find("cannot write --json file"), std::string::npos) << o.err;
+  EXPECT_TRUE(o.out.empty()) << o.out;  // nothing ran
+}
+
 TEST(Cli, HelpExplainsEveryOptionWithItsDefault) {
   const Outcome o = RunTxbatch("run --help");
   EXPECT_EQ(o.status, 0);

@@ -1,0 +1,133 @@
+#include "dataplane/producer.h"
+
+#include <fmt/format.h>
+#include <pthread.h>
+#include <rte_lcore.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "dataplane/workload.h"
+
+namespace txbatch {
+namespace {
+
+// Longest single sleep while pacing, so a stop request is seen within this.
+constexpr double kPaceSliceNs = 10e6;
+// Back-off after a failed mbuf allocation (the pool is momentarily empty).
+constexpr double kAllocBackoffNs = 20e3;
+
+void PinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+}  // namespace
+
+void SleepNs(double ns) {
+  if (ns <= 0) return;
+  timespec ts{static_cast<time_t>(ns / 1e9), static_cast<long>(std::fmod(ns, 1e9))};
+  nanosleep(&ts, nullptr);
+}
+
+std::string RateSpec::ToString() const {
+  switch (unit) {
+    case Unit::kMax: return "max";
+    case Unit::kPps: return fmt::format("{:g}pps", value);
+    case Unit::kBps: return fmt::format("{:g}bps", value);
+  }
+  return "max";
+}
+
+Result<RateSpec> ParseRate(std::string_view text) {
+  const auto bad = [&] {
+    return MakeError(EINVAL, fmt::format("rate '{}' is not valid; valid: max, or a positive number "
+                                         "with a unit: pps, kpps, mpps (frames/s) or bps, kbit, "
+                                         "mbit, gbit (wire bits/s), e.g. 40kpps or 500mbit",
+                                         text));
+  };
+  if (text == "max") return RateSpec{};
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || !(v > 0) || !std::isfinite(v)) return bad();
+  const std::string_view unit(ptr, text.data() + text.size() - ptr);
+  struct U {
+    std::string_view name;
+    RateSpec::Unit unit;
+    double mult;
+  };
+  static constexpr U kUnits[] = {
+      {"pps", RateSpec::Unit::kPps, 1},    {"kpps", RateSpec::Unit::kPps, 1e3},
+      {"mpps", RateSpec::Unit::kPps, 1e6}, {"bps", RateSpec::Unit::kBps, 1},
+      {"kbit", RateSpec::Unit::kBps, 1e3}, {"mbit", RateSpec::Unit::kBps, 1e6},
+      {"gbit", RateSpec::Unit::kBps, 1e9},
+  };
+  for (const U& u : kUnits)
+    if (unit == u.name) return RateSpec{u.unit, v * u.mult};
+  return bad();
+}
+
+double MeanWireBytes(Proto proto, unsigned size, unsigned mtu, const WireSpec& wire) {
+  if (proto == Proto::kTcp) return wire.WireBytes(FrameBytes(proto, MaxPayload(proto, mtu)));
+  Segmenter seg(proto, size, mtu);
+  double bytes = 0, frames = 0;
+  seg.Write([&](unsigned payload) {
+    bytes += wire.WireBytes(FrameBytes(proto, payload));
+    frames += 1;
+  });
+  return bytes / frames;
+}
+
+std::string DescribePinning(unsigned procs, const std::vector<int>& cpus) {
+  std::string s;
+  for (unsigned i = 0; i < procs; ++i)
+    s += fmt::format("{}proc{}->cpu{}", i ? " " : "", i, cpus.empty() ? -1 : cpus[i % cpus.size()]);
+  s += fmt::format("; txirq on cpus {} at SCHED_FIFO 1 where permitted", fmt::join(cpus, ","));
+  if (procs > cpus.size())
+    s += fmt::format(" ({} producers on {} CPUs: involuntary context switches are reported)",
+                     procs, cpus.size());
+  return s;
+}
+
+void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, TxQueue& queue,
+                 const std::atomic<bool>& stop, ProducerStats& stats) {
+  if (!cfg.cpus.empty()) PinTo(cfg.cpus[index % cfg.cpus.size()]);
+  // Paced sleeps end at their deadline, not up to 50 us later (the default timer slack).
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  stats.registered = rte_thread_register() == 0;
+  FrameBuilder builder(cfg.proto, static_cast<uint16_t>(index));
+  Segmenter segmenter(cfg.proto, cfg.size, cfg.mtu);
+  const double interval = cfg.pps_per_producer > 0 ? cfg.tsc_hz / cfg.pps_per_producer : 0;
+  // Producers start evenly staggered within one interval.
+  double next = static_cast<double>(Now()) + interval * index / std::max(1u, cfg.procs);
+
+  const auto send = [&](unsigned payload) {
+    if (interval > 0) {
+      while (!stop.load(std::memory_order_relaxed)) {
+        const double ahead = (next - static_cast<double>(Now())) * 1e9 / cfg.tsc_hz;
+        if (ahead <= 0) break;
+        SleepNs(std::min(ahead, kPaceSliceNs));
+      }
+      next += interval;
+    }
+    rte_mbuf* m = rte_pktmbuf_alloc(pool);
+    if (m == nullptr) {
+      stats.alloc_failures.Add();
+      SleepNs(kAllocBackoffNs);
+      return;
+    }
+    builder.Build(m, payload, Now());
+    stats.generated.Add();
+    if (!queue.Send(m, kProducerBand)) builder.Unbuild(payload);
+  };
+  while (!stop.load(std::memory_order_relaxed)) segmenter.Write(send);
+  segmenter.Flush(send);
+  if (stats.registered) rte_thread_unregister();
+}
+
+}  // namespace txbatch

@@ -1,0 +1,65 @@
+#pragma once
+// Producers ("procs", DESIGN.md Terms): threads registered with EAL and pinned round-robin over
+// the allowed CPUs, each writing `size`-byte messages of its own flow as fast as possible or at a
+// paced rate, handing every frame to the queue (dev_queue_xmit).
+
+#include <rte_mempool.h>
+
+#include <atomic>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dataplane/counters.h"
+#include "dataplane/error.h"
+#include "dataplane/frame.h"
+#include "dataplane/tx_queue.h"
+#include "drivers/driver.h"
+
+namespace txbatch {
+
+// Offered load: as fast as possible, or a rate in frames/s or in wire bit/s.
+struct RateSpec {
+  enum class Unit { kMax, kPps, kBps } unit = Unit::kMax;
+  double value = 0;
+  std::string ToString() const;  // "max", "40000pps", "500000000bps"
+};
+Result<RateSpec> ParseRate(std::string_view text);
+
+// Every producer sends best-effort traffic (TC_PRIO_BESTEFFORT -> band 1), as bw_tcp does.
+inline constexpr int kProducerBand = 1;
+
+struct ProducerConfig {
+  Proto proto = Proto::kTcp;
+  unsigned size = 0;
+  unsigned mtu = 1500;
+  unsigned procs = 1;
+  double pps_per_producer = 0;  // 0 = as fast as possible
+  double tsc_hz = 0;
+  std::vector<int> cpus;  // pinned round-robin; empty = not pinned
+};
+
+// One producer's counters, on its own cache line (producers write them on every frame).
+struct alignas(64) ProducerStats {
+  Counter generated;
+  Counter alloc_failures;  // mbufs it could not get: never generated, not in the books
+  std::atomic<bool> registered{false};  // got an EAL lcore id (and so a mempool cache)
+};
+
+// Runs producer `index` until `stop`, then flushes its corked TCP remainder and returns. Paced
+// sleeps end early on `stop`, so a producer returns promptly unless it is blocked in Send (see
+// TxQueue::Abort).
+void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, TxQueue& queue,
+                 const std::atomic<bool>& stop, ProducerStats& stats);
+
+// Mean bytes on `wire` per frame of the frame mix `proto`/`size`/`mtu` produces (to turn bit/s
+// into frames/s): TCP sends full-MSS segments whatever the write size.
+double MeanWireBytes(Proto proto, unsigned size, unsigned mtu, const WireSpec& wire);
+
+// The producer -> CPU mapping and the txirq's CPUs, for the run header.
+std::string DescribePinning(unsigned procs, const std::vector<int>& cpus);
+
+// Sleeps `ns` (nothing if <= 0). Control and pacing only, never to wait for another thread.
+void SleepNs(double ns);
+
+}  // namespace txbatch

@@ -1,0 +1,130 @@
+// The queue's protocol (inline runner, stopped ring, txirq reschedules, drops) with the real emu
+// NIC on a small ring, so that the ring stops often and every path runs.
+#include "dataplane/tx_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "batching/flush_policy.h"
+#include "dataplane/experiment.h"
+#include "dataplane/frame.h"
+#include "dataplane/producer.h"
+#include "dataplane/rx_sink.h"
+#include "drivers/emu/emu.h"
+#include "tests/unit/test_eal.h"
+
+namespace txbatch {
+namespace {
+
+struct Rig {
+  Rig(const char* spec, unsigned txqueuelen, bool block, uint16_t batch) {
+    auto o = emu::ParseEmuSpec(spec);
+    EXPECT_TRUE(o.ok());
+    nic = emu::CreateEmuDriver(*o, sink, window, test::TscHz());
+    policy = MakeFlushPolicy({PolicyKind::kCount, batch});
+    TxQueueConfig cfg;
+    cfg.txqueuelen = txqueuelen;
+    cfg.block_when_full = block;
+    cfg.tsc_hz = test::TscHz();
+    queue = std::make_unique<TxQueue>(*nic, *policy, cfg, window);
+  }
+  // Waits (bounded) for the queue to drain; the bound is far above what the wire needs.
+  bool WaitIdle() {
+    for (int i = 0; i < 20000 && !queue->Idle(); ++i) SleepNs(100e3);
+    return queue->Idle();
+  }
+  RunWindow window;
+  RxSink sink{window, test::TscHz(), 8};
+  std::unique_ptr<TxDriver> nic;
+  std::unique_ptr<FlushPolicy> policy;
+  std::unique_ptr<TxQueue> queue;
+};
+
+// Sends `frames` frames of flow `flow` through `queue`; returns how many were queued.
+unsigned Produce(TxQueue& queue, uint16_t flow, unsigned frames) {
+  FrameBuilder b(Proto::kUdp, flow);
+  unsigned queued = 0;
+  for (unsigned i = 0; i < frames; ++i) {
+    rte_mbuf* m = nullptr;
+    while ((m = rte_pktmbuf_alloc(test::Pool())) == nullptr) SleepNs(10e3);
+    b.Build(m, 1000, Now());
+    if (queue.Send(m, kProducerBand)) {
+      ++queued;
+    } else {
+      b.Unbuild(1000);
+    }
+  }
+  return queued;
+}
+
+TEST(TxQueue, StreamProducersDeliverEverythingInOrderThroughAStoppingRing) {
+  Rig rig("emu:e1000,ring=16,free_thresh=4,doorbell_ns=0,desc_ns=0", 32, true, 8);
+  rig.queue->StartIrq();
+  std::vector<std::thread> producers;
+  for (uint16_t f = 0; f < 4; ++f)
+    producers.emplace_back([&, f] { EXPECT_EQ(Produce(*rig.queue, f, 500), 500u); });
+  for (auto& t : producers) t.join();
+  ASSERT_TRUE(rig.WaitIdle());
+  rig.queue->StopIrq();
+  const SinkCounts c = rig.sink.counts();
+  EXPECT_EQ(c.received, 2000u);
+  EXPECT_EQ(c.lost, 0u);        // per-flow order kept through requeues
+  EXPECT_EQ(c.duplicated, 0u);
+  EXPECT_GT(rig.nic->counters().stops.Get(), 0u);  // the ring did stop ...
+  EXPECT_GT(rig.queue->counters().reschedules.Get(), 0u);  // ... and the txirq restarted it
+  EXPECT_GT(rig.queue->counters().waits.Get(), 0u);  // producers blocked on the full band
+  EXPECT_EQ(rig.queue->counters().dropped_qdisc_full.Get(), 0u);
+  EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
+}
+
+TEST(TxQueue, DatagramProducersDropAndCountWhatDoesNotFit) {
+  Rig rig("emu:e1000,ring=16,free_thresh=4", 8, false, 32);
+  rig.queue->StartIrq();
+  unsigned queued = 0;
+  std::thread other([&] { queued += Produce(*rig.queue, 1, 2000); });
+  const unsigned mine = Produce(*rig.queue, 0, 2000);
+  other.join();
+  ASSERT_TRUE(rig.WaitIdle());
+  rig.queue->StopIrq();
+  const uint64_t dropped = rig.queue->counters().dropped_qdisc_full.Get();
+  EXPECT_GT(dropped, 0u);
+  EXPECT_EQ(mine + queued + dropped, 4000u);
+  EXPECT_EQ(rig.sink.counts().received, mine + queued);
+  EXPECT_EQ(rig.sink.counts().lost, 0u);  // dropped datagrams gave their sequence back
+  EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
+}
+
+TEST(TxQueue, AbortReleasesBlockedProducersAndCountsWhatTheyHeld) {
+  // No txirq: a stopped ring is never restarted, so the producer blocks on the full band.
+  Rig rig("emu:e1000,ring=8,free_thresh=8", 4, true, 1);
+  unsigned queued = 0;
+  std::thread producer([&] { queued = Produce(*rig.queue, 0, 100); });
+  while (rig.queue->counters().waits.Get() == 0) SleepNs(100e3);
+  rig.queue->Abort();
+  producer.join();
+  const uint64_t aborted = rig.queue->counters().dropped_aborted.Get();
+  EXPECT_GT(aborted, 0u);
+  EXPECT_EQ(queued + aborted, 100u);
+  EXPECT_EQ(rig.queue->Purge() + rig.nic->Purge(), queued);
+  EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
+}
+
+TEST(Books, BalanceOnlyWhenEveryFrameAndMbufIsAccountedFor) {
+  Books k{.generated = 10, .sent = 7, .dropped = 2, .queued = 1, .received = 6, .lost = 0,
+          .duplicated = 0, .in_flight = 1, .mbufs_in_use = 0};
+  EXPECT_TRUE(Balanced(k));
+  Books lost_one = k;
+  lost_one.received = 5;
+  EXPECT_FALSE(Balanced(lost_one));
+  Books leak = k;
+  leak.mbufs_in_use = 1;
+  EXPECT_FALSE(Balanced(leak));
+  Books uncounted = k;
+  uncounted.dropped = 1;
+  EXPECT_FALSE(Balanced(uncounted));
+}
+
+}  // namespace
+}  // namespace txbatch
