@@ -28,7 +28,7 @@ enum class PolicyKind : uint8_t { kCount };
 // A parsed --policy / --batch value.
 struct PolicySpec {
   PolicyKind kind = PolicyKind::kCount;
-  uint16_t frames = 1;  // N of count:N
+  uint16_t frames = 1;           // N of count:N
   std::string ToString() const;  // "count:32"
   bool batching() const { return frames > 1; }
 };

@@ -1,13 +1,13 @@
 #include "dataplane/eal.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_log.h>
 #include <sched.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>

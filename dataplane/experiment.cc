@@ -47,7 +47,8 @@ struct Snapshot {
 double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire) {
   const double frames = static_cast<double>(cfg.txqueuelen) + kMaxBatch + cfg.emu.ring + cfg.procs;
   double s = kDrainSlackS + frames * (cfg.emu.desc_ns + cfg.emu.doorbell_ns) * 1e-9;
-  if (wire.bits_per_s > 0) s += frames * wire.WireBytes(cfg.mtu + kEthHeaderBytes) * 8 / wire.bits_per_s;
+  if (wire.bits_per_s > 0)
+    s += frames * wire.WireBytes(cfg.mtu + kEthHeaderBytes) * 8 / wire.bits_per_s;
   return s;
 }
 

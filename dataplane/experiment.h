@@ -14,8 +14,8 @@
 #include "dataplane/error.h"
 #include "dataplane/frame.h"
 #include "dataplane/histogram.h"
-#include "dataplane/qdisc.h"
 #include "dataplane/producer.h"
+#include "dataplane/qdisc.h"
 #include "drivers/emu/emu.h"
 
 namespace txbatch {

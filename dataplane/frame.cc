@@ -39,11 +39,16 @@ std::string_view ProtoName(Proto p) { return p == Proto::kUdp ? "udp" : "tcp"; }
 
 std::string_view ParseStatusName(ParseStatus s) {
   switch (s) {
-    case ParseStatus::kOk: return "ok";
-    case ParseStatus::kTruncated: return "truncated";
-    case ParseStatus::kNotIpv4: return "not_ipv4";
-    case ParseStatus::kNotUdpOrTcp: return "not_udp_or_tcp";
-    case ParseStatus::kNotTxbatch: return "not_txbatch";
+    case ParseStatus::kOk:
+      return "ok";
+    case ParseStatus::kTruncated:
+      return "truncated";
+    case ParseStatus::kNotIpv4:
+      return "not_ipv4";
+    case ParseStatus::kNotUdpOrTcp:
+      return "not_udp_or_tcp";
+    case ParseStatus::kNotTxbatch:
+      return "not_txbatch";
   }
   return "unknown";
 }

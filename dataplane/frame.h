@@ -91,10 +91,10 @@ inline unsigned PayloadBytes(const rte_mbuf* m) {
 // What the receive side makes of a frame.
 enum class ParseStatus : uint8_t {
   kOk,
-  kTruncated,     // shorter than its headers claim
-  kNotIpv4,       // EtherType is not IPv4
-  kNotUdpOrTcp,   // IP protocol is neither
-  kNotTxbatch,    // no txbatch magic at the start of the payload (a foreign frame)
+  kTruncated,    // shorter than its headers claim
+  kNotIpv4,      // EtherType is not IPv4
+  kNotUdpOrTcp,  // IP protocol is neither
+  kNotTxbatch,   // no txbatch magic at the start of the payload (a foreign frame)
 };
 std::string_view ParseStatusName(ParseStatus s);
 

@@ -4,7 +4,6 @@
 // max and sum are kept apart. Fixed memory, no stored list.
 
 #include <boost/histogram.hpp>
-
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -37,7 +36,8 @@ class LatencyHistogram {
  private:
   using Axis = boost::histogram::axis::regular<double, boost::histogram::axis::transform::log>;
   // Fixed 64-bit counters: the default storage grows bins (reallocating) on the hot path.
-  using Hist = boost::histogram::histogram<std::tuple<Axis>, boost::histogram::dense_storage<uint64_t>>;
+  using Hist =
+      boost::histogram::histogram<std::tuple<Axis>, boost::histogram::dense_storage<uint64_t>>;
   Hist hist_;
   double sum_ = 0, min_ = 0, max_ = 0;
   uint64_t count_ = 0;

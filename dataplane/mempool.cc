@@ -28,8 +28,8 @@ Result<PoolPtr> CreatePacketPool(const std::string& name, unsigned n, unsigned m
   // DPDK refuses a cache larger than n / 1.5 (its flush threshold multiplier).
   const unsigned cache = std::min(kPoolCache, n * 2 / 3);
   if (layout == PoolLayout::kDpdkDefault) {
-    rte_mempool* mp = rte_pktmbuf_pool_create_by_ops(name.c_str(), n, cache, 0, room,
-                                                     rte_socket_id(), kPoolOps);
+    rte_mempool* mp =
+        rte_pktmbuf_pool_create_by_ops(name.c_str(), n, cache, 0, room, rte_socket_id(), kPoolOps);
     if (mp == nullptr)
       return MakeError(rte_errno, fmt::format("cannot create mbuf pool '{}' of {} mbufs: {}", name,
                                               n, rte_strerror(rte_errno)));
@@ -44,12 +44,11 @@ Result<PoolPtr> CreatePacketPool(const std::string& name, unsigned n, unsigned m
                                       sizeof(rte_pktmbuf_pool_private), rte_socket_id(),
                                       RTE_MEMPOOL_F_NO_IOVA_CONTIG));
   if (!mp)
-    return MakeError(rte_errno, fmt::format("cannot create mbuf pool '{}' of {} mbufs: {}", name,
-                                            n, rte_strerror(rte_errno)));
-  if (int rc = rte_mempool_set_ops_byname(mp.get(), kPoolOps, nullptr);
-      rc != 0)
-    return MakeError(-rc, fmt::format("cannot set mempool ops for '{}': {}", name,
-                                      rte_strerror(-rc)));
+    return MakeError(rte_errno, fmt::format("cannot create mbuf pool '{}' of {} mbufs: {}", name, n,
+                                            rte_strerror(rte_errno)));
+  if (int rc = rte_mempool_set_ops_byname(mp.get(), kPoolOps, nullptr); rc != 0)
+    return MakeError(-rc,
+                     fmt::format("cannot set mempool ops for '{}': {}", name, rte_strerror(-rc)));
   rte_pktmbuf_pool_init(mp.get(), &priv);
   if (int rc = rte_mempool_populate_default(mp.get()); rc < 0)
     return MakeError(-rc, fmt::format("cannot populate mbuf pool '{}' ({} mbufs of {} bytes): {}; "

@@ -37,9 +37,12 @@ void SleepNs(double ns) {
 
 std::string RateSpec::ToString() const {
   switch (unit) {
-    case Unit::kMax: return "max";
-    case Unit::kPps: return fmt::format("{:g}pps", value);
-    case Unit::kBps: return fmt::format("{:g}bps", value);
+    case Unit::kMax:
+      return "max";
+    case Unit::kPps:
+      return fmt::format("{:g}pps", value);
+    case Unit::kBps:
+      return fmt::format("{:g}bps", value);
   }
   return "max";
 }
@@ -89,8 +92,8 @@ std::string DescribePinning(unsigned procs, const std::vector<int>& cpus) {
     s += fmt::format("{}proc{}->cpu{}", i ? " " : "", i, cpus.empty() ? -1 : cpus[i % cpus.size()]);
   s += fmt::format("; txirq on cpus {} at SCHED_FIFO 1 where permitted", fmt::join(cpus, ","));
   if (procs > cpus.size())
-    s += fmt::format(" ({} producers on {} CPUs: involuntary context switches are reported)",
-                     procs, cpus.size());
+    s += fmt::format(" ({} producers on {} CPUs: involuntary context switches are reported)", procs,
+                     cpus.size());
   return s;
 }
 

@@ -42,7 +42,7 @@ struct ProducerConfig {
 // One producer's counters, on its own cache line (producers write them on every frame).
 struct alignas(64) ProducerStats {
   Counter generated;
-  Counter alloc_failures;  // mbufs it could not get: never generated, not in the books
+  Counter alloc_failures;               // mbufs it could not get: never generated, not in the books
   std::atomic<bool> registered{false};  // got an EAL lcore id (and so a mempool cache)
 };
 

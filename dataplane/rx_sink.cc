@@ -32,7 +32,8 @@ void RxSink::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arr
       latency_.Record(static_cast<double>(at - f.tx_tsc) * ns_per_tsc_);
     }
   }
-  rte_pktmbuf_free_bulk(const_cast<rte_mbuf**>(frames.data()), static_cast<unsigned>(frames.size()));
+  rte_pktmbuf_free_bulk(const_cast<rte_mbuf**>(frames.data()),
+                        static_cast<unsigned>(frames.size()));
 }
 
 SinkCounts RxSink::counts() const {

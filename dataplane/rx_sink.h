@@ -22,13 +22,13 @@
 namespace txbatch {
 
 struct SinkCounts {
-  uint64_t received = 0;        // txbatch frames received
-  uint64_t foreign = 0;         // frames without a valid txbatch header
+  uint64_t received = 0;                        // txbatch frames received
+  uint64_t foreign = 0;                         // frames without a valid txbatch header
   std::array<uint64_t, 5> foreign_by_status{};  // indexed by ParseStatus
-  uint64_t lost = 0;            // sequence gaps
-  uint64_t duplicated = 0;      // sequence numbers seen again or late
+  uint64_t lost = 0;                            // sequence gaps
+  uint64_t duplicated = 0;                      // sequence numbers seen again or late
   uint64_t arrival_before_tx = 0;  // model sanity: a frame arriving before it was stamped
-  uint64_t window_frames = 0;   // received with arrival in the run window
+  uint64_t window_frames = 0;      // received with arrival in the run window
   uint64_t window_payload_bytes = 0;
 };
 

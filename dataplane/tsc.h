@@ -2,6 +2,7 @@
 // Time is TSC cycles (rte_rdtsc), converted to ns once, at the end (DESIGN.md, Contracts 5).
 
 #include <rte_cycles.h>
+#include <rte_pause.h>
 
 #include <cstdint>
 

@@ -1,7 +1,7 @@
 #include "dataplane/tx_queue.h"
 
-#include <rte_lcore.h>
 #include <pthread.h>
+#include <rte_lcore.h>
 #include <sched.h>
 #include <sys/prctl.h>
 

@@ -19,8 +19,8 @@
 // throughput (measured; doc/design.md).
 
 #include <array>
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -57,10 +57,10 @@ struct TxQueueCounters {
   Counter dropped_aborted;     // frames refused after Abort() (a drain that did not finish)
   Counter requeues;            // driver calls that left frames to requeue at the head
   Counter requeued_frames;
-  Counter reschedules;         // qdisc runs started by the txirq role
-  Counter runs;                // qdisc runs started by producers
-  Counter tx_cycles;           // TSC spent dequeuing + in Xmit (the TX path)
-  Counter waits;               // times a stream producer blocked on a full band
+  Counter reschedules;  // qdisc runs started by the txirq role
+  Counter runs;         // qdisc runs started by producers
+  Counter tx_cycles;    // TSC spent dequeuing + in Xmit (the TX path)
+  Counter waits;        // times a stream producer blocked on a full band
   // Longest the txirq woke after the completion deadline it slept for, within the run window:
   // the scheduler's (or the host's) delay in serving the modelled interrupt. Large values
   // explain an idle wire.

@@ -17,9 +17,9 @@ namespace txbatch {
 // A line-rate wire: what the throughput ceiling is computed from.
 struct WireSpec {
   double bits_per_s = 0;
-  unsigned min_frame_bytes = 60;     // frames shorter than this are padded (Ethernet: 60 + FCS)
-  unsigned overhead_bytes = 24;      // per frame on the wire beyond the frame (Ethernet: FCS 4,
-                                     // preamble+SFD 8, IFG 12)
+  unsigned min_frame_bytes = 60;  // frames shorter than this are padded (Ethernet: 60 + FCS)
+  unsigned overhead_bytes = 24;   // per frame on the wire beyond the frame (Ethernet: FCS 4,
+                                  // preamble+SFD 8, IFG 12)
   // Bytes one frame of `frame_len` (L2 header .. payload, no FCS) occupies on the wire.
   unsigned WireBytes(unsigned frame_len) const {
     return (frame_len < min_frame_bytes ? min_frame_bytes : frame_len) + overhead_bytes;
@@ -31,16 +31,16 @@ enum class CountedAt : uint8_t { kWire, kRx, kDriver };
 std::string_view CountedAtName(CountedAt c);
 
 struct DriverCounters {
-  Counter xmit_calls;       // Xmit calls that offered at least one frame
-  Counter offered;          // frames offered to Xmit
-  Counter accepted;         // frames Xmit accepted (sent, in the books)
-  Counter doorbells;        // tail-register writes (drivers that own one)
-  Counter completed;        // frames reclaimed from the ring
-  Counter stops;            // times the queue stopped because the ring filled
+  Counter xmit_calls;  // Xmit calls that offered at least one frame
+  Counter offered;     // frames offered to Xmit
+  Counter accepted;    // frames Xmit accepted (sent, in the books)
+  Counter doorbells;   // tail-register writes (drivers that own one)
+  Counter completed;   // frames reclaimed from the ring
+  Counter stops;       // times the queue stopped because the ring filled
   // Departures in the run window (counted_at == wire): frames, payload and wire bytes, and the
   // wire's busy time in TSC cycles.
   Counter window_frames, window_payload_bytes, window_wire_bytes, window_busy_tsc;
-  Counter last_departure;   // TSC of the latest departure so far
+  Counter last_departure;       // TSC of the latest departure so far
   Counter window_max_idle_tsc;  // longest idle stretch of the wire that ended in the window
 };
 

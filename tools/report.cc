@@ -7,8 +7,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <cstring>
+#include <fstream>
 #include <set>
 
 #include "txbatch_config.h"
@@ -55,8 +55,8 @@ json ResultJson(const CellResult& r) {
   for (const auto& [lo, n] : r.batch_hist) hist[std::to_string(lo)] = n;
   json latency = nullptr;
   if (r.latency)
-    latency = {{"min", r.latency->min}, {"avg", r.latency->avg},   {"p50", r.latency->p50},
-               {"p90", r.latency->p90}, {"p99", r.latency->p99},   {"p999", r.latency->p999},
+    latency = {{"min", r.latency->min}, {"avg", r.latency->avg},    {"p50", r.latency->p50},
+               {"p90", r.latency->p90}, {"p99", r.latency->p99},    {"p999", r.latency->p999},
                {"max", r.latency->max}, {"count", r.latency->count}};
   const Books& k = r.books;
   json ceiling = nullptr;
@@ -136,29 +136,28 @@ RunEnv CollectEnv(int argc, char** argv) {
     if (i > 0) env.command_line += ' ';
     env.command_line += argv[i];
   }
-  env.started_at = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
-                               fmt::gmtime(std::chrono::system_clock::to_time_t(
-                                   std::chrono::system_clock::now())));
+  env.started_at = fmt::format(
+      "{:%Y-%m-%dT%H:%M:%SZ}",
+      fmt::gmtime(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())));
   return env;
 }
 
 json ToJson(const std::vector<CellRecord>& records, const RunEnv& env) {
   json out = {{"schema_version", 1}, {"records", json::array()}};
   for (const auto& rec : records)
-    out["records"].push_back(
-        {{"config", ConfigJson(rec.config, env)},
-         {"results", ResultJson(rec.result)},
-         {"env",
-          {{"txbatch_version", TXBATCH_VERSION},
-           {"dpdk_version", env.dpdk_version},
-           {"kernel", env.kernel},
-           {"cpu", env.cpu},
-           {"tsc_hz", env.tsc_hz},
-           {"tsc_hz_source", "rte_get_tsc_hz"},
-           {"pinning", DescribePinning(rec.config.procs, env.cpus)},
-           {"eal_mode", env.eal_mode},
-           {"command_line", env.command_line},
-           {"started_at", env.started_at}}}});
+    out["records"].push_back({{"config", ConfigJson(rec.config, env)},
+                              {"results", ResultJson(rec.result)},
+                              {"env",
+                               {{"txbatch_version", TXBATCH_VERSION},
+                                {"dpdk_version", env.dpdk_version},
+                                {"kernel", env.kernel},
+                                {"cpu", env.cpu},
+                                {"tsc_hz", env.tsc_hz},
+                                {"tsc_hz_source", "rte_get_tsc_hz"},
+                                {"pinning", DescribePinning(rec.config.procs, env.cpus)},
+                                {"eal_mode", env.eal_mode},
+                                {"command_line", env.command_line},
+                                {"started_at", env.started_at}}}});
   return out;
 }
 
@@ -166,8 +165,8 @@ Status CheckWritable(const std::string& path) {
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "w");
   if (f == nullptr)
-    return MakeError(errno, fmt::format("cannot write --json file '{}': {}", path,
-                                        std::strerror(errno)));
+    return MakeError(errno,
+                     fmt::format("cannot write --json file '{}': {}", path, std::strerror(errno)));
   std::fclose(f);
   std::remove(tmp.c_str());
   return {};
@@ -177,8 +176,8 @@ Status WriteJsonFile(const std::string& path, const json& doc) {
   const std::string tmp = path + ".tmp";
   const auto fail = [&](int err) {
     std::remove(tmp.c_str());
-    return MakeError(err, fmt::format("cannot write --json file '{}': {}", path,
-                                      std::strerror(err)));
+    return MakeError(err,
+                     fmt::format("cannot write --json file '{}': {}", path, std::strerror(err)));
   };
   std::FILE* f = std::fopen(tmp.c_str(), "w");
   if (f == nullptr) return fail(errno);
@@ -192,8 +191,9 @@ Status WriteJsonFile(const std::string& path, const json& doc) {
 
 void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const RunEnv& env) {
   const CellConfig& c = cells.front();
-  fmt::print(out, "txbatch {} — batched TX, {} framing, MTU {}, pfifo_fast (3 bands x {}), runner "
-                  "inline, sync rootlock, producers {}, rate {}\n",
+  fmt::print(out,
+             "txbatch {} — batched TX, {} framing, MTU {}, pfifo_fast (3 bands x {}), runner "
+             "inline, sync rootlock, producers {}, rate {}\n",
              TXBATCH_VERSION, ProtoName(c.proto), c.mtu, c.txqueuelen,
              c.stream ? "stream (block on a full qdisc)" : "datagram (drop on a full qdisc)",
              c.rate.ToString());
@@ -203,11 +203,13 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
   std::set<std::string> drivers;
   for (const auto& cell : cells) drivers.insert(cell.emu.ToString());
   for (const auto& d : drivers)
-    fmt::print(out, "driver {}\n  (an emulated NIC: the doorbell and descriptor costs are "
-                    "injected busy-waits and the wire is modelled; not measured hardware)\n",
+    fmt::print(out,
+               "driver {}\n  (an emulated NIC: the doorbell and descriptor costs are "
+               "injected busy-waits and the wire is modelled; not measured hardware)\n",
                d);
-  fmt::print(out, "each cell: {:g} s warm-up, {:g} s measured, then a drain; throughput counted "
-                  "at the wire (departures)\n",
+  fmt::print(out,
+             "each cell: {:g} s warm-up, {:g} s measured, then a drain; throughput counted "
+             "at the wire (departures)\n",
              c.warmup_s, c.duration_s);
 }
 
@@ -217,8 +219,9 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
     fmt::print(out, "\n{}\n",
                pol.batching() ? fmt::format("Test with batching ({}):", pol.ToString())
                               : fmt::format("Test without batching ({}):", pol.ToString()));
-    fmt::print(out, "{:<4}{:>8} {:>6} {:>10} {:>8} {:>6} {:>9} {:>7} {:>9} {:>7} {:>9} {:>9} "
-                    "{:>8}  {}\n",
+    fmt::print(out,
+               "{:<4}{:>8} {:>6} {:>10} {:>8} {:>6} {:>9} {:>7} {:>9} {:>7} {:>9} {:>9} "
+               "{:>8}  {}\n",
                "#", "Size", "Procs", "BW (MB/s)", "Mpps", "%ceil", "avg batch", "db/pkt",
                "cycles/pkt", "CPU ns", "lat avg", "lat p99", "requeue", "driver");
     Books sum;
@@ -229,13 +232,13 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
       const CellResult& r = rec.result;
       if (row > 0 && rec.config.procs != last_procs) fmt::print(out, "\n");
       last_procs = rec.config.procs;
-      const std::string ceil = r.ceiling_mb_per_s
-                                   ? fmt::format("{:.2f}", 100 * r.mb_per_s / *r.ceiling_mb_per_s)
-                                   : "-";
+      const std::string ceil =
+          r.ceiling_mb_per_s ? fmt::format("{:.2f}", 100 * r.mb_per_s / *r.ceiling_mb_per_s) : "-";
       const std::string db =
           r.doorbells_per_pkt ? fmt::format("{:.3f}", *r.doorbells_per_pkt) : "-";
-      fmt::print(out, "{:<4}{:>8} {:>6} {:>10.2f} {:>8.4f} {:>6} {:>9.2f} {:>7} {:>9.0f} "
-                      "{:>7.0f} {:>9} {:>9} {:>8}  {}{}\n",
+      fmt::print(out,
+                 "{:<4}{:>8} {:>6} {:>10.2f} {:>8.4f} {:>6} {:>9.2f} {:>7} {:>9.0f} "
+                 "{:>7.0f} {:>9} {:>9} {:>8}  {}{}\n",
                  ++row, rec.config.size, rec.config.procs, r.mb_per_s, r.mpps, ceil, r.avg_batch,
                  db, r.cycles_per_pkt, r.cpu_ns_per_pkt, Lat(r, &LatencySummary::avg),
                  Lat(r, &LatencySummary::p99), r.requeues, rec.config.driver, Remarks(r));
@@ -252,17 +255,19 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
       all_balanced &= k.balanced;
       ++cells;
     }
-    fmt::print(out, "books ({} cells): generated {} = sent {} + dropped {} + queued {}; sent {} + "
-                    "duplicated {} = received {} + lost {} + in flight {}; mbufs in use at end "
-                    "{} — {}\n",
+    fmt::print(out,
+               "books ({} cells): generated {} = sent {} + dropped {} + queued {}; sent {} + "
+               "duplicated {} = received {} + lost {} + in flight {}; mbufs in use at end "
+               "{} — {}\n",
                cells, sum.generated, sum.sent, sum.dropped, sum.queued, sum.sent, sum.duplicated,
                sum.received, sum.lost, sum.in_flight, sum.mbufs_in_use,
                all_balanced ? "balanced" : "NOT BALANCED");
   }
-  fmt::print(out, "\n%ceil: BW as a percentage of the wire ceiling for the frame mix actually sent. "
-                  "db/pkt: doorbells per frame. cycles/pkt: TSC on the TX path (dequeue + xmit). "
-                  "CPU ns: thread CPU time of producers and txirq per frame. lat: arrival minus "
-                  "the frame's TX stamp (qdisc wait included).\n");
+  fmt::print(out,
+             "\n%ceil: BW as a percentage of the wire ceiling for the frame mix actually sent. "
+             "db/pkt: doorbells per frame. cycles/pkt: TSC on the TX path (dequeue + xmit). "
+             "CPU ns: thread CPU time of producers and txirq per frame. lat: arrival minus "
+             "the frame's TX stamp (qdisc wait included).\n");
 }
 
 }  // namespace txbatch

@@ -2,9 +2,8 @@
 // Output: the human tables (lmbench bw_tcp shape, one per policy, books under each) and the
 // JSON result records (DESIGN.md "Result records", schema_version 1).
 
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

@@ -52,8 +52,9 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                  "never wait). Not together with --batch");
   cmd.add_option("--size", a.size, "Bytes per application write, comma-separated (18..1048576)")
       ->capture_default_str();
-  cmd.add_option("--procs", a.procs, "Producer threads sharing the TX queue, comma-separated "
-                                     "(1..64)")
+  cmd.add_option("--procs", a.procs,
+                 "Producer threads sharing the TX queue, comma-separated "
+                 "(1..64)")
       ->capture_default_str();
   cmd.add_option("--duration", a.duration_s, "Measured window per cell, seconds (0.01..3600)")
       ->capture_default_str();
@@ -74,11 +75,13 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
       ->capture_default_str();
   cmd.add_option("--txqueuelen", a.txqueuelen, "Frames per pfifo_fast band (1..100000)")
       ->capture_default_str();
-  cmd.add_option("--runner", a.runner, "Runner style: inline (a producer that finds the qdisc "
-                                       "idle runs it, Linux)")
+  cmd.add_option("--runner", a.runner,
+                 "Runner style: inline (a producer that finds the qdisc "
+                 "idle runs it, Linux)")
       ->capture_default_str();
-  cmd.add_option("--sync", a.sync, "Qdisc locking: rootlock (one lock around enqueue and "
-                                   "dequeue, Linux before 4.16)")
+  cmd.add_option("--sync", a.sync,
+                 "Qdisc locking: rootlock (one lock around enqueue and "
+                 "dequeue, Linux before 4.16)")
       ->capture_default_str();
   cmd.add_option("--qdisc", a.qdisc, "Qdisc: pfifo_fast (3 bands, drop-tail)")
       ->capture_default_str();
@@ -96,8 +99,8 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                          std::initializer_list<std::string_view> valid) -> Status {
     for (auto c : valid)
       if (v == c) return {};
-    return MakeError(EINVAL, fmt::format("{} '{}' is not valid; valid: {}", option, v,
-                                         fmt::join(valid, ", ")));
+    return MakeError(
+        EINVAL, fmt::format("{} '{}' is not valid; valid: {}", option, v, fmt::join(valid, ", ")));
   };
   if (Status s = choice("--proto", a.proto, {"tcp", "udp"}); !s) return s.error();
   if (Status s = choice("--producer", a.producer, {"stream", "datagram"}); !s) return s.error();
@@ -110,8 +113,9 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                     : a.eal_memory == "no-huge" ? EalMemory::kNoHuge
                                                 : EalMemory::kInMemory;
   if (!a.batch.empty() && !a.policy.empty())
-    return MakeError(EINVAL, "--batch and --policy were both given; --batch N means --policy "
-                             "count:N, so give one of them");
+    return MakeError(EINVAL,
+                     "--batch and --policy were both given; --batch N means --policy "
+                     "count:N, so give one of them");
   if (a.policy.empty()) {
     auto batches = ParseUnsignedList("--batch", a.batch.empty() ? "1,32" : a.batch, 1, kMaxBatch);
     if (!batches) return batches.error();
@@ -124,15 +128,16 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
     }
   }
   if (a.mtu < kMinMtu || a.mtu > kMaxMtu)
-    return MakeError(ERANGE, fmt::format("--mtu {} is out of range; valid: {}..{}", a.mtu, kMinMtu,
-                                         kMaxMtu));
+    return MakeError(
+        ERANGE, fmt::format("--mtu {} is out of range; valid: {}..{}", a.mtu, kMinMtu, kMaxMtu));
   const Proto proto = a.proto == "tcp" ? Proto::kTcp : Proto::kUdp;
   if (MaxPayload(proto, a.mtu) < kTxbatchHeaderBytes)
-    return MakeError(ERANGE, fmt::format("--mtu {} leaves no room for the {}-byte txbatch header "
-                                         "in a {} frame; valid: {}..{}",
-                                         a.mtu, kTxbatchHeaderBytes, a.proto,
-                                         kTxbatchHeaderBytes + kIpv4HeaderBytes + L4HeaderBytes(proto),
-                                         kMaxMtu));
+    return MakeError(
+        ERANGE,
+        fmt::format("--mtu {} leaves no room for the {}-byte txbatch header "
+                    "in a {} frame; valid: {}..{}",
+                    a.mtu, kTxbatchHeaderBytes, a.proto,
+                    kTxbatchHeaderBytes + kIpv4HeaderBytes + L4HeaderBytes(proto), kMaxMtu));
   auto sizes = ParseUnsignedList("--size", a.size, kTxbatchHeaderBytes, kMaxSize);
   if (!sizes) return sizes.error();
   auto procs = ParseUnsignedList("--procs", a.procs, 1, kMaxProcs);
@@ -142,11 +147,11 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                                          "seconds",
                                          a.duration_s));
   if (!(a.warmup_s >= 0 && a.warmup_s <= 60))
-    return MakeError(ERANGE, fmt::format("--warmup {} is out of range; valid: 0..60 seconds",
-                                         a.warmup_s));
+    return MakeError(ERANGE,
+                     fmt::format("--warmup {} is out of range; valid: 0..60 seconds", a.warmup_s));
   if (a.txqueuelen < 1 || a.txqueuelen > 100000)
-    return MakeError(ERANGE, fmt::format("--txqueuelen {} is out of range; valid: 1..100000",
-                                         a.txqueuelen));
+    return MakeError(
+        ERANGE, fmt::format("--txqueuelen {} is out of range; valid: 1..100000", a.txqueuelen));
   auto rate = ParseRate(a.rate);
   if (!rate) return rate.error();
 

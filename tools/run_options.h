@@ -2,7 +2,6 @@
 // `txbatch run` options: parsed and validated up front into a grid of cells. Control plane only.
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
 

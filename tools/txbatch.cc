@@ -3,11 +3,10 @@
 // Exit status (DESIGN.md Terms): 0 ok; 2 bad input or missing device; 3 books do not balance;
 // 1 internal error. SIGINT/SIGTERM stop the run, print and write what was measured, clean up.
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
-
 #include <sys/mman.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <csignal>
@@ -122,19 +121,23 @@ int Main(int argc, char** argv) {
       break;
     }
 
-  CLI::App app{"txbatch — a batched-transmit network emulator: Linux qdisc-to-driver batching in "
-               "userspace, measured with batching off (batch 1) and on.\n"
-               "EAL arguments after -- replace txbatch's defaults entirely.",
-               "txbatch"};
+  CLI::App app{
+      "txbatch — a batched-transmit network emulator: Linux qdisc-to-driver batching in "
+      "userspace, measured with batching off (batch 1) and on.\n"
+      "EAL arguments after -- replace txbatch's defaults entirely.",
+      "txbatch"};
   app.set_version_flag("--version", TXBATCH_VERSION);
   app.require_subcommand(1);
-  app.footer("Exit status: 0 ok, 2 bad input or missing device, 3 books do not balance, 1 "
-             "internal error.\nDrivers:\n" + emu::DescribeModels());
+  app.footer(
+      "Exit status: 0 ok, 2 bad input or missing device, 3 books do not balance, 1 "
+      "internal error.\nDrivers:\n" +
+      emu::DescribeModels());
   RunArgs run_args;
   CLI::App* run = app.add_subcommand(
-      "run", "Run a grid of cells (drivers x policies x sizes x procs). With no options: the "
-             "lmbench bw_tcp table of the 2007 batching thread on emu:e1000 (tcp, sizes 4096.."
-             "262144, procs 1 and 8, batch 1 then 32).");
+      "run",
+      "Run a grid of cells (drivers x policies x sizes x procs). With no options: the "
+      "lmbench bw_tcp table of the 2007 batching thread on emu:e1000 (tcp, sizes 4096.."
+      "262144, procs 1 and 8, batch 1 then 32).");
   AddRunOptions(*run, run_args);
   try {
     app.parse(own_argc, argv);

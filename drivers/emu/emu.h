@@ -9,19 +9,19 @@
 #include <string_view>
 
 #include "dataplane/error.h"
-#include "dataplane/rx_sink.h"
 #include "dataplane/run_window.h"
+#include "dataplane/rx_sink.h"
 #include "drivers/driver.h"
 
 namespace txbatch::emu {
 
 struct EmuOptions {
-  std::string model = "e1000";  // e1000 | ixgbe | null
-  double rate_mbps = 1000;      // line rate; 0 = infinitely fast (no wire)
-  unsigned ring = 256;          // TX descriptors
-  unsigned free_thresh = 32;    // reclaim / queue-wake threshold (descriptors)
-  double doorbell_ns = 0;       // cost of one tail-register write
-  double desc_ns = 0;           // cost of writing one descriptor
+  std::string model = "e1000";   // e1000 | ixgbe | null
+  double rate_mbps = 1000;       // line rate; 0 = infinitely fast (no wire)
+  unsigned ring = 256;           // TX descriptors
+  unsigned free_thresh = 32;     // reclaim / queue-wake threshold (descriptors)
+  double doorbell_ns = 0;        // cost of one tail-register write
+  double desc_ns = 0;            // cost of writing one descriptor
   std::string ToString() const;  // "emu:e1000,rate_mbps=1000,ring=256,..."
 };
 

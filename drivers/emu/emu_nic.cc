@@ -51,7 +51,8 @@ class EmuNic final : public TxDriver {
       // The wire sat idle: the ring ran dry (or the load is below line rate). Before the first
       // frame it was not idle, just unused.
       if (link_free_ > 0 && window_.Contains(now))
-        counters_.window_max_idle_tsc.Max(static_cast<uint64_t>(static_cast<double>(now) - link_free_));
+        counters_.window_max_idle_tsc.Max(
+            static_cast<uint64_t>(static_cast<double>(now) - link_free_));
       link_free_ = static_cast<double>(now);
     }
     for (unsigned i = 0; i < n; ++i) {

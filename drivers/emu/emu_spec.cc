@@ -41,10 +41,10 @@ std::string EmuOptions::ToString() const {
 std::string DescribeModels() {
   std::string s;
   for (const auto& m : kModels)
-    s += fmt::format("  emu:{:<6} {} (rate_mbps={:g} ring={} free_thresh={} doorbell_ns={:g} "
-                     "desc_ns={:g})\n",
-                     m.name, m.about, m.rate_mbps, m.ring, m.free_thresh, m.doorbell_ns,
-                     m.desc_ns);
+    s += fmt::format(
+        "  emu:{:<6} {} (rate_mbps={:g} ring={} free_thresh={} doorbell_ns={:g} "
+        "desc_ns={:g})\n",
+        m.name, m.about, m.rate_mbps, m.ring, m.free_thresh, m.doorbell_ns, m.desc_ns);
   return s;
 }
 
@@ -62,8 +62,9 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
   for (const auto& m : kModels)
     if (m.name == parts[0]) traits = &m;
   if (traits == nullptr)
-    return MakeError(EINVAL, fmt::format("emu model '{}' in driver '{}' is unknown; valid models: {}",
-                                         parts[0], spec, ModelNames()));
+    return MakeError(
+        EINVAL, fmt::format("emu model '{}' in driver '{}' is unknown; valid models: {}", parts[0],
+                            spec, ModelNames()));
   EmuOptions o;
   o.model = std::string(traits->name);
   o.rate_mbps = traits->rate_mbps;
@@ -91,9 +92,10 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
     if (key == "rate_mbps") {
       // 0 is "no wire"; below 1 Mb/s a full ring takes minutes to drain: not a NIC anyone tunes.
       st = v == 0 ? Status{} : range(1, 1e6, false);
-      if (!st) return MakeError(ERANGE, fmt::format("rate_mbps={} in driver '{}' is out of range; "
-                                                    "valid: 0 (no wire) or 1..1000000",
-                                                    kv.substr(eq + 1), spec));
+      if (!st)
+        return MakeError(ERANGE, fmt::format("rate_mbps={} in driver '{}' is out of range; "
+                                             "valid: 0 (no wire) or 1..1000000",
+                                             kv.substr(eq + 1), spec));
       o.rate_mbps = v;
     } else if (key == "ring") {
       st = range(8, 16384, true);

@@ -99,8 +99,10 @@ TxbatchRun RunAtFullLoad(const std::string& args, ShareFor share_for) {
   for (int attempt = 1;; ++attempt) {
     TxbatchRun run = RunTxbatch(args);
     if (attempt == 3 || run.status != 0 || !StalledByTheHost(run.doc, share_for)) return run;
-    std::printf("note: the txirq was served later than the ring's slack (host stall); re-running "
-                "'%s'\n", args.c_str());
+    std::printf(
+        "note: the txirq was served later than the ring's slack (host stall); re-running "
+        "'%s'\n",
+        args.c_str());
   }
 }
 
@@ -123,8 +125,9 @@ TEST_P(EmuRun, BooksBalanceDrainsAndReachesTheWire) {
     GTEST_SKIP() << "no free hugepages reserved (echo 256 > /proc/sys/vm/nr_hugepages); .ci/run "
                     "reserves them";
   const auto run = RunAtFullLoad("run --driver emu:" + model + " --procs " + std::to_string(procs) +
-                              " --size 65536 --batch 1,32 --duration 0.4 --warmup 0.1 "
-                              "--eal-memory " + memory,
+                                     " --size 65536 --batch 1,32 --duration 0.4 --warmup 0.1 "
+                                     "--eal-memory " +
+                                     memory,
                                  ModelShare);
   ASSERT_EQ(run.status, 0) << run.err << run.out;
   ASSERT_TRUE(run.doc.is_object()) << run.err;
@@ -140,23 +143,24 @@ TEST_P(EmuRun, BooksBalanceDrainsAndReachesTheWire) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Models, EmuRun,
-    ::testing::Combine(::testing::Values("null", "e1000", "ixgbe"), ::testing::Values(1, 8),
-                       ::testing::Values("no-huge", "in-memory")),
-    [](const auto& info) {
-      std::string mem = std::get<2>(info.param) == "no-huge" ? "NoHuge" : "InMemory";
-      return std::get<0>(info.param) + "_procs" + std::to_string(std::get<1>(info.param)) + "_" +
-             mem;
-    });
+INSTANTIATE_TEST_SUITE_P(Models, EmuRun,
+                         ::testing::Combine(::testing::Values("null", "e1000", "ixgbe"),
+                                            ::testing::Values(1, 8),
+                                            ::testing::Values("no-huge", "in-memory")),
+                         [](const auto& info) {
+                           std::string mem =
+                               std::get<2>(info.param) == "no-huge" ? "NoHuge" : "InMemory";
+                           return std::get<0>(info.param) + "_procs" +
+                                  std::to_string(std::get<1>(info.param)) + "_" + mem;
+                         });
 
 class HalfLoad : public ::testing::TestWithParam<int> {};
 
 TEST_P(HalfLoad, E1000LinkUtilisationIsHalf) {
   const int procs = GetParam();
-  const auto run = RunTxbatch("run --driver emu:e1000 --rate 500mbit --procs " +
-                              std::to_string(procs) +
-                              " --size 1400 --proto udp --batch 1 --duration 1 --warmup 0.1");
+  const auto run =
+      RunTxbatch("run --driver emu:e1000 --rate 500mbit --procs " + std::to_string(procs) +
+                 " --size 1400 --proto udp --batch 1 --duration 1 --warmup 0.1");
   ASSERT_EQ(run.status, 0) << run.err;
   const json& rec = run.doc["records"][0];
   CheckBooksAndDrain(rec);
@@ -180,9 +184,10 @@ TEST(Batching, E1000DoorbellsPerPacketMoveWithTheBatch) {
 }
 
 TEST(Workload, DatagramProducersDropOnAFullQdiscAndTheBooksSayWhy) {
-  const auto run = RunAtFullLoad("run --driver emu:e1000 --producer datagram --proto udp --size 1400 "
-                              "--procs 4 --batch 1,32 --duration 0.3 --warmup 0.1",
-                                 [](const json&) { return 0.0; });
+  const auto run = RunAtFullLoad(
+      "run --driver emu:e1000 --producer datagram --proto udp --size 1400 "
+      "--procs 4 --batch 1,32 --duration 0.3 --warmup 0.1",
+      [](const json&) { return 0.0; });
   ASSERT_EQ(run.status, 0) << run.err;
   for (const json& rec : run.doc["records"]) {
     CheckBooksAndDrain(rec);
@@ -197,8 +202,9 @@ TEST(Workload, DatagramProducersDropOnAFullQdiscAndTheBooksSayWhy) {
 }
 
 TEST(Workload, SmallestUdpFramesOnNull) {
-  const auto run = RunTxbatch("run --driver emu:null --proto udp --size 18 --procs 2 --batch 1,32 "
-                              "--duration 0.3 --warmup 0.1");
+  const auto run = RunTxbatch(
+      "run --driver emu:null --proto udp --size 18 --procs 2 --batch 1,32 "
+      "--duration 0.3 --warmup 0.1");
   ASSERT_EQ(run.status, 0) << run.err;
   for (const json& rec : run.doc["records"]) {
     CheckBooksAndDrain(rec);
@@ -209,16 +215,17 @@ TEST(Workload, SmallestUdpFramesOnNull) {
 }
 
 TEST(Workload, JumboFramesFillTheWire) {
-  const auto run = RunAtFullLoad("run --driver emu:ixgbe --mtu 9000 --size 65536 --procs 1 "
-                              "--batch 32 --duration 0.3 --warmup 0.1",
-                                 LinkBound);
+  const auto run = RunAtFullLoad(
+      "run --driver emu:ixgbe --mtu 9000 --size 65536 --procs 1 "
+      "--batch 32 --duration 0.3 --warmup 0.1",
+      LinkBound);
   ASSERT_EQ(run.status, 0) << run.err;
   const json& rec = run.doc["records"][0];
   CheckBooksAndDrain(rec);
   CheckWireAtFullLoad(rec, 0.97);
   // Full 8948-byte segments (MTU 9000 - 52): 9038 bytes on the wire each.
-  EXPECT_NEAR(rec["results"]["link_ceiling"]["mb_per_s"].get<double>(), 1e10 / 8 / 9038 * 8948 / 1e6,
-              0.5);
+  EXPECT_NEAR(rec["results"]["link_ceiling"]["mb_per_s"].get<double>(),
+              1e10 / 8 / 9038 * 8948 / 1e6, 0.5);
 }
 
 TEST(Signals, SigintStopsPrintsWritesAndCleansUp) {
@@ -231,8 +238,8 @@ TEST(Signals, SigintStopsPrintsWritesAndCleansUp) {
   if (pid == 0) {
     if (!freopen(out_path.c_str(), "w", stdout)) _exit(126);
     setvbuf(stdout, nullptr, _IONBF, 0);
-    execl(bin, bin, "run", "--driver", "emu:e1000", "--procs", "2", "--size", "4096",
-          "--batch", "1", "--duration", "60", "--json", json_path.c_str(), nullptr);
+    execl(bin, bin, "run", "--driver", "emu:e1000", "--procs", "2", "--size", "4096", "--batch",
+          "1", "--duration", "60", "--json", json_path.c_str(), nullptr);
     _exit(127);
   }
   // Signal once the header is out (EAL is up, the first cell starting); the run would take a
@@ -263,9 +270,11 @@ TEST(Signals, SigintStopsPrintsWritesAndCleansUp) {
 
 TEST(Eal, UserArgumentsReplaceTheDefaults) {
   const std::string prefix = "txbatch-user-" + std::to_string(getpid());
-  const auto run = RunTxbatch("run --driver emu:null --size 1000 --batch 8 --procs 1 --duration "
-                              "0.1 --warmup 0 -- --no-huge -m 256 --no-shconf --no-pci "
-                              "--no-telemetry --file-prefix=" + prefix);
+  const auto run = RunTxbatch(
+      "run --driver emu:null --size 1000 --batch 8 --procs 1 --duration "
+      "0.1 --warmup 0 -- --no-huge -m 256 --no-shconf --no-pci "
+      "--no-telemetry --file-prefix=" +
+      prefix);
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_NE(run.out.find("EAL user"), std::string::npos);
   EXPECT_EQ(run.doc["records"][0]["env"]["eal_mode"], "user");

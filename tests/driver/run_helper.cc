@@ -36,8 +36,8 @@ TxbatchRun RunTxbatch(const std::string& args) {
     own = args.substr(0, dd);
     eal = args.substr(dd);
   }
-  const std::string cmd = std::string(bin ? bin : "txbatch") + " " + own + " --json " + json +
-                          eal + " >" + out + " 2>" + err;
+  const std::string cmd = std::string(bin ? bin : "txbatch") + " " + own + " --json " + json + eal +
+                          " >" + out + " 2>" + err;
   const int rc = std::system(cmd.c_str());
   TxbatchRun r;
   r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;

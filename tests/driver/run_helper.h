@@ -2,8 +2,8 @@
 // Runs the real txbatch binary (its own EAL per run) and reads its JSON records back.
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace txbatch::test {

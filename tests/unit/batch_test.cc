@@ -1,8 +1,9 @@
+#include "batching/batch.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "batching/batch.h"
 #include "batching/flush_policy.h"
 #include "tests/unit/test_eal.h"
 
@@ -69,7 +70,8 @@ TEST(CountPolicy, ParsesValidSpecs) {
 }
 
 TEST(CountPolicy, RejectsBadSpecsWithTheValidForm) {
-  for (const char* bad : {"count:0", "count:513", "count:", "count:x", "count:3x", "bql", "", "32"}) {
+  for (const char* bad :
+       {"count:0", "count:513", "count:", "count:x", "count:3x", "bql", "", "32"}) {
     auto p = ParsePolicySpec(bad);
     ASSERT_FALSE(p.ok()) << bad;
     EXPECT_NE(p.error().message.find("valid: count:N with N in 1..512"), std::string::npos)

@@ -1,12 +1,13 @@
 // The emulated NIC's wire arithmetic and ring, on real mbufs, against its own clock.
+#include "drivers/emu/emu.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "dataplane/frame.h"
-#include "dataplane/rx_sink.h"
 #include "dataplane/run_window.h"
-#include "drivers/emu/emu.h"
+#include "dataplane/rx_sink.h"
 #include "tests/unit/test_eal.h"
 
 namespace txbatch {
@@ -14,8 +15,8 @@ namespace {
 
 TEST(WireSpec, EthernetPadsTo60AndAdds24) {
   WireSpec w;
-  EXPECT_EQ(w.WireBytes(60), 84u);    // 64-byte frame + preamble/SFD + IFG: 84 bytes, 672 ns at 1G
-  EXPECT_EQ(w.WireBytes(42), 84u);    // padded
+  EXPECT_EQ(w.WireBytes(60), 84u);  // 64-byte frame + preamble/SFD + IFG: 84 bytes, 672 ns at 1G
+  EXPECT_EQ(w.WireBytes(42), 84u);  // padded
   EXPECT_EQ(w.WireBytes(1514), 1538u);
 }
 

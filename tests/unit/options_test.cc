@@ -41,27 +41,53 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
     mutate(a);
     cases.push_back({what, a, must_say});
   };
-  add("batch and policy", [](RunArgs& a) { a.batch = "1"; a.policy = "count:1"; }, "give one");
-  add("batch 0", [](RunArgs& a) { a.batch = "0"; }, "1..512");
-  add("batch list junk", [](RunArgs& a) { a.batch = "1,,32"; }, "1..512");
-  add("policy", [](RunArgs& a) { a.policy = "bql"; }, "valid: count:N");
-  add("size small", [](RunArgs& a) { a.size = "17"; }, "18..1048576");
-  add("procs", [](RunArgs& a) { a.procs = "0"; }, "1..64");
-  add("proto", [](RunArgs& a) { a.proto = "sctp"; }, "valid: tcp, udp");
-  add("mtu", [](RunArgs& a) { a.mtu = 67; }, "68..9000");
-  add("mtu too small for tcp header", [](RunArgs& a) { a.mtu = 69; }, "txbatch header");
-  add("duration", [](RunArgs& a) { a.duration_s = 0; }, "0.01..3600");
-  add("warmup", [](RunArgs& a) { a.warmup_s = -1; }, "0..60");
-  add("rate", [](RunArgs& a) { a.rate = "fast"; }, "pps, kpps, mpps");
-  add("rate unit", [](RunArgs& a) { a.rate = "10furlongs"; }, "500mbit");
-  add("producer", [](RunArgs& a) { a.producer = "burst"; }, "stream, datagram");
-  add("runner", [](RunArgs& a) { a.runner = "dedicated"; }, "valid: inline");
-  add("sync", [](RunArgs& a) { a.sync = "nolock"; }, "valid: rootlock");
-  add("qdisc", [](RunArgs& a) { a.qdisc = "fq"; }, "valid: pfifo_fast");
-  add("txqueuelen", [](RunArgs& a) { a.txqueuelen = 0; }, "1..100000");
-  add("driver", [](RunArgs& a) { a.drivers = {"ethdev:net_null0"}; }, "emu:MODEL");
-  add("emu key", [](RunArgs& a) { a.drivers = {"emu:e1000,speed=1"}; }, "valid keys");
-  add("eal memory", [](RunArgs& a) { a.eal_memory = "lots"; }, "auto, no-huge, in-memory");
+  add(
+      "batch and policy",
+      [](RunArgs& a) {
+        a.batch = "1";
+        a.policy = "count:1";
+      },
+      "give one");
+  add(
+      "batch 0", [](RunArgs& a) { a.batch = "0"; }, "1..512");
+  add(
+      "batch list junk", [](RunArgs& a) { a.batch = "1,,32"; }, "1..512");
+  add(
+      "policy", [](RunArgs& a) { a.policy = "bql"; }, "valid: count:N");
+  add(
+      "size small", [](RunArgs& a) { a.size = "17"; }, "18..1048576");
+  add(
+      "procs", [](RunArgs& a) { a.procs = "0"; }, "1..64");
+  add(
+      "proto", [](RunArgs& a) { a.proto = "sctp"; }, "valid: tcp, udp");
+  add(
+      "mtu", [](RunArgs& a) { a.mtu = 67; }, "68..9000");
+  add(
+      "mtu too small for tcp header", [](RunArgs& a) { a.mtu = 69; }, "txbatch header");
+  add(
+      "duration", [](RunArgs& a) { a.duration_s = 0; }, "0.01..3600");
+  add(
+      "warmup", [](RunArgs& a) { a.warmup_s = -1; }, "0..60");
+  add(
+      "rate", [](RunArgs& a) { a.rate = "fast"; }, "pps, kpps, mpps");
+  add(
+      "rate unit", [](RunArgs& a) { a.rate = "10furlongs"; }, "500mbit");
+  add(
+      "producer", [](RunArgs& a) { a.producer = "burst"; }, "stream, datagram");
+  add(
+      "runner", [](RunArgs& a) { a.runner = "dedicated"; }, "valid: inline");
+  add(
+      "sync", [](RunArgs& a) { a.sync = "nolock"; }, "valid: rootlock");
+  add(
+      "qdisc", [](RunArgs& a) { a.qdisc = "fq"; }, "valid: pfifo_fast");
+  add(
+      "txqueuelen", [](RunArgs& a) { a.txqueuelen = 0; }, "1..100000");
+  add(
+      "driver", [](RunArgs& a) { a.drivers = {"ethdev:net_null0"}; }, "emu:MODEL");
+  add(
+      "emu key", [](RunArgs& a) { a.drivers = {"emu:e1000,speed=1"}; }, "valid keys");
+  add(
+      "eal memory", [](RunArgs& a) { a.eal_memory = "lots"; }, "auto, no-huge, in-memory");
   for (const auto& c : cases) {
     auto plan = BuildRunPlan(c.args);
     ASSERT_FALSE(plan.ok()) << c.what;
@@ -95,8 +121,8 @@ Outcome RunTxbatch(const std::string& args) {
   const char* bin = std::getenv("TXBATCH_BIN");
   const std::string dir = ::testing::TempDir();
   const std::string out = dir + "/cli_out.txt", err = dir + "/cli_err.txt";
-  const std::string cmd = std::string(bin ? bin : "txbatch") + " " + args + " >" + out + " 2>" +
-                          err;
+  const std::string cmd =
+      std::string(bin ? bin : "txbatch") + " " + args + " >" + out + " 2>" + err;
   const int rc = std::system(cmd.c_str());
   const auto slurp = [](const std::string& path) {
     std::string s;

@@ -83,7 +83,7 @@ TEST(PfifoFast, RequeuedFramesComeBackFirstInTheirOrder) {
   Batch b;
   ASSERT_EQ(q.DequeueBulk(b, 3), 3);  // f0 f1 f2 handed to a driver that accepts one
   b.ConsumeFront(1);
-  q.Requeue(b.frames());  // f1 f2 back at the head
+  q.Requeue(b.frames());            // f1 f2 back at the head
   ASSERT_TRUE(q.Enqueue(f[4], 0));  // even a higher band waits behind requeued frames
   EXPECT_EQ(q.requeued(), 2u);
   EXPECT_EQ(q.backlog(), 4u);

@@ -70,11 +70,11 @@ TEST(TxQueue, StreamProducersDeliverEverythingInOrderThroughAStoppingRing) {
   rig.queue->StopIrq();
   const SinkCounts c = rig.sink.counts();
   EXPECT_EQ(c.received, 2000u);
-  EXPECT_EQ(c.lost, 0u);        // per-flow order kept through requeues
+  EXPECT_EQ(c.lost, 0u);  // per-flow order kept through requeues
   EXPECT_EQ(c.duplicated, 0u);
-  EXPECT_GT(rig.nic->counters().stops.Get(), 0u);  // the ring did stop ...
+  EXPECT_GT(rig.nic->counters().stops.Get(), 0u);          // the ring did stop ...
   EXPECT_GT(rig.queue->counters().reschedules.Get(), 0u);  // ... and the txirq restarted it
-  EXPECT_GT(rig.queue->counters().waits.Get(), 0u);  // producers blocked on the full band
+  EXPECT_GT(rig.queue->counters().waits.Get(), 0u);        // producers blocked on the full band
   EXPECT_EQ(rig.queue->counters().dropped_qdisc_full.Get(), 0u);
   EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
 }
@@ -112,8 +112,15 @@ TEST(TxQueue, AbortReleasesBlockedProducersAndCountsWhatTheyHeld) {
 }
 
 TEST(Books, BalanceOnlyWhenEveryFrameAndMbufIsAccountedFor) {
-  Books k{.generated = 10, .sent = 7, .dropped = 2, .queued = 1, .received = 6, .lost = 0,
-          .duplicated = 0, .in_flight = 1, .mbufs_in_use = 0};
+  Books k{.generated = 10,
+          .sent = 7,
+          .dropped = 2,
+          .queued = 1,
+          .received = 6,
+          .lost = 0,
+          .duplicated = 0,
+          .in_flight = 1,
+          .mbufs_in_use = 0};
   EXPECT_TRUE(Balanced(k));
   Books lost_one = k;
   lost_one.received = 5;
