@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Configures (once) and builds txbatch in build/. Idempotent and quiet when up to date.
+# Configures (once) and builds txbatch in build/. Quiet when all is well; on failure it prints
+# the build's output.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 if [[ ! -f build/build.ninja ]]; then
-  meson setup build >/dev/null
+  meson setup build >"$log" 2>&1 || { cat "$log" >&2; echo "build: meson setup failed" >&2; exit 1; }
 fi
-ninja -C build >/dev/null
+ninja -C build >"$log" 2>&1 || { cat "$log" >&2; echo "build: compilation failed" >&2; exit 1; }
