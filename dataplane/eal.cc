@@ -88,7 +88,6 @@ Result<EalPlan> PlanEal(uint64_t need_bytes, const std::vector<std::string>& use
   plan.args.push_back(CpuList(cpus));
   plan.args.push_back("--no-pci");
   plan.args.push_back("--no-telemetry");  // no socket left in the runtime dir, no banner
-  plan.args.push_back("--log-level=lib.eal:warning");
   bool use_huge = false;
   switch (memory) {
     case EalMemory::kInMemory:
@@ -131,9 +130,10 @@ Result<std::unique_ptr<Eal>> Eal::Start(const EalPlan& plan) {
   std::vector<std::string> copy = plan.args;  // rte_eal_init may permute argv
   for (auto& a : copy) argv.push_back(a.data());
   argv.push_back(nullptr);
-  // Keep EAL's start-up chatter out of the report unless the user asked for a log level.
+  // Keep DPDK's log out of the report unless the user asked for a log level after --.
   bool user_log = false;
-  for (const auto& a : plan.args) user_log |= a.starts_with("--log-level");
+  if (plan.mode == "user")
+    for (const auto& a : plan.args) user_log |= a.starts_with("--log-level");
   if (!user_log) rte_log_set_global_level(RTE_LOG_WARNING);
   // Before rte_eal_init, which pins this thread to the main lcore.
   std::vector<int> cpus = AllowedCpus();
@@ -154,6 +154,12 @@ Result<std::unique_ptr<Eal>> Eal::Start(const EalPlan& plan) {
   if (saved_err >= 0) dup2(saved_err, STDERR_FILENO);
   for (int fd : {saved_out, saved_err, devnull})
     if (fd >= 0) close(fd);
+  // DPDK's own log (PMD probe errors, ring warnings) would add lines to txbatch's one-sentence
+  // errors and tables; it goes nowhere unless the user asked for a log level.
+  if (rc >= 0 && !user_log) {
+    static std::FILE* const devnull_log = std::fopen("/dev/null", "w");
+    if (devnull_log != nullptr) rte_openlog_stream(devnull_log);
+  }
   if (rc < 0) {
     return MakeError(err, fmt::format("DPDK EAL failed to start ({}) with arguments '{}'; check "
                                       "the EAL arguments after -- or drop them to use the "

@@ -45,8 +45,9 @@ struct Snapshot {
 // Seconds the drain may take: the wire time and device costs of everything that can be queued,
 // plus slack.
 double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire) {
-  const double frames = static_cast<double>(cfg.txqueuelen) + kMaxBatch + cfg.emu.ring + cfg.procs;
-  double s = kDrainSlackS + frames * (cfg.emu.desc_ns + cfg.emu.doorbell_ns) * 1e-9;
+  const double frames =
+      static_cast<double>(cfg.txqueuelen) + kMaxBatch + cfg.driver_spec.ring() + cfg.procs;
+  double s = kDrainSlackS + frames * cfg.driver_spec.modelled_cost_ns() * 1e-9;
   if (wire.bits_per_s > 0)
     s += frames * wire.WireBytes(cfg.mtu + kEthHeaderBytes) * 8 / wire.bits_per_s;
   return s;
@@ -56,14 +57,15 @@ double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire) {
 
 bool Balanced(const Books& k) {
   return k.generated == k.sent + k.dropped + k.queued &&
-         k.sent + k.duplicated == k.received + k.lost + k.in_flight && k.mbufs_in_use == 0;
+         (!k.rx_side || k.sent + k.duplicated == k.received + k.lost + k.in_flight) &&
+         k.mbufs_in_use == 0;
 }
 
 unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
   // The band producers use (kProducerBand), the requeue slot, the ring, one frame per producer
   // in hand and the per-lcore caches (each may hold up to 1.5x its size): queueing alone can
   // never exhaust the pool.
-  const uint64_t n = uint64_t{cfg.txqueuelen} + kMaxBatch + cfg.emu.ring + cfg.procs +
+  const uint64_t n = uint64_t{cfg.txqueuelen} + kMaxBatch + cfg.driver_spec.ring() + cfg.procs +
                      (lcores + cfg.procs + 2) * (kPoolCache * 3 / 2) + 1024;
   return static_cast<unsigned>(std::min<uint64_t>(n, 1u << 22));
 }
@@ -72,7 +74,9 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
                            const std::vector<int>& cpus, const std::atomic<bool>& stop) {
   RunWindow window;
   RxSink sink(window, tsc_hz, cfg.procs);
-  auto driver = emu::CreateEmuDriver(cfg.emu, sink, window, tsc_hz);
+  auto created = CreateDriver(cfg.driver_spec, pool, sink, window, tsc_hz);
+  if (!created) return created.error();
+  std::unique_ptr<TxDriver> driver = std::move(*created);
   auto policy = MakeFlushPolicy(cfg.policy);
   TxQueueConfig qcfg;
   qcfg.txqueuelen = cfg.txqueuelen;
@@ -211,7 +215,8 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
     r.ceiling_mpps = w->bits_per_s / 8 / wire_bytes / 1e6;
     r.ceiling_mb_per_s = *r.ceiling_mpps * payload;
     r.link_bound = r.mb_per_s >= 0.97 * *r.ceiling_mb_per_s;
-    r.link_utilisation = static_cast<double>(dc.window_busy_tsc.Get()) / (ws * tsc_hz);
+    if (driver->counted_at() == CountedAt::kWire)
+      r.link_utilisation = static_cast<double>(dc.window_busy_tsc.Get()) / (ws * tsc_hz);
   }
   r.last_departure_s =
       static_cast<double>(std::max(dc.last_departure.Get(), run_start) - run_start) / tsc_hz;
@@ -232,6 +237,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   k.lost = sc.lost;
   k.duplicated = sc.duplicated;
   k.in_flight = driver->InFlight();  // every thread has stopped: no lock needed
+  k.rx_side = driver->counted_at() != CountedAt::kDriver;
   k.mbufs_in_use = static_cast<uint64_t>(rte_mempool_in_use_count(pool));
   k.balanced = Balanced(k);
   return r;

@@ -16,13 +16,13 @@
 #include "dataplane/histogram.h"
 #include "dataplane/producer.h"
 #include "dataplane/qdisc.h"
-#include "drivers/emu/emu.h"
+#include "drivers/factory.h"
 
 namespace txbatch {
 
 struct CellConfig {
   std::string driver;  // as given, e.g. "emu:e1000"
-  emu::EmuOptions emu;
+  DriverSpec driver_spec;
   Proto proto = Proto::kTcp;
   PolicySpec policy;
   unsigned size = 65536;
@@ -40,6 +40,8 @@ struct Books {
   uint64_t generated = 0, sent = 0, dropped = 0, queued = 0;
   uint64_t received = 0, lost = 0, duplicated = 0, in_flight = 0;
   uint64_t mbufs_in_use = 0;
+  bool rx_side = true;  // frames come back to a sink (emu, loopback ports); else the second
+                        // equation does not apply and received/lost/duplicated/in_flight are null
   bool balanced = false;
 };
 
@@ -78,15 +80,15 @@ struct CellResult {
 };
 
 // The books close (DESIGN.md Terms): generated = sent + dropped + queued, sent + duplicated =
-// received + lost + in flight, and every mbuf is back in its pool.
+// received + lost + in flight (where frames come back), and every mbuf is back in its pool.
 bool Balanced(const Books& books);
 
 // Mbufs a pool must hold for `cfg` (qdisc bands + ring + frames in producers' hands + caches).
 unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores);
 
 // Runs one cell on `pool`. `stop` (SIGINT/SIGTERM) cuts the measured window short; what was
-// measured is still returned with `interrupted` set. Fails only on setup errors or a drain that
-// does not finish.
+// measured is still returned with `interrupted` set. Fails when the driver cannot be created
+// (with its errno) or a drain does not finish (EIO: a bug).
 Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_hz,
                            const std::vector<int>& cpus, const std::atomic<bool>& stop);
 

@@ -19,6 +19,8 @@ namespace {
 using nlohmann::json;
 
 json OptionalNumber(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+// Receive-side counts are null where nothing receives (net_null, a TX-only pcap): never 0.
+json RxCount(const Books& k, uint64_t v) { return k.rx_side ? json(v) : json(nullptr); }
 
 std::string CpuModel() {
   std::ifstream in("/proc/cpuinfo");
@@ -29,7 +31,7 @@ std::string CpuModel() {
 }
 
 json ConfigJson(const CellConfig& c, const RunEnv& env) {
-  return {{"driver", c.emu.ToString()},
+  return {{"driver", c.driver_spec.ToString()},
           {"proto", ProtoName(c.proto)},
           {"policy", c.policy.ToString()},
           {"batch", c.policy.frames},
@@ -83,10 +85,10 @@ json ResultJson(const CellResult& r) {
             {"sent", k.sent},
             {"dropped", k.dropped},
             {"queued", k.queued},
-            {"received", k.received},
-            {"lost", k.lost},
-            {"duplicated", k.duplicated},
-            {"in_flight", k.in_flight},
+            {"received", RxCount(k, k.received)},
+            {"lost", RxCount(k, k.lost)},
+            {"duplicated", RxCount(k, k.duplicated)},
+            {"in_flight", RxCount(k, k.in_flight)},
             {"balanced", k.balanced}}},
           {"mbufs_in_use_at_exit", k.mbufs_in_use},
           {"link_ceiling", ceiling},
@@ -201,15 +203,19 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
              fmt::join(env.eal_args, " "));
   fmt::print(out, "CPU {}, TSC {:.3f} GHz; {}\n", env.cpu, env.tsc_hz / 1e9, env.pinning);
   std::set<std::string> drivers;
-  for (const auto& cell : cells) drivers.insert(cell.emu.ToString());
-  for (const auto& d : drivers)
+  bool emulated = false;
+  for (const auto& cell : cells) {
+    drivers.insert(cell.driver_spec.ToString());
+    emulated |= cell.driver_spec.emulated();
+  }
+  for (const auto& d : drivers) fmt::print(out, "driver {}\n", d);
+  if (emulated)
     fmt::print(out,
-               "driver {}\n  (an emulated NIC: the doorbell and descriptor costs are "
-               "injected busy-waits and the wire is modelled; not measured hardware)\n",
-               d);
+               "  (emu: an emulated NIC: the doorbell and descriptor costs are injected "
+               "busy-waits and the wire is modelled; not measured hardware)\n");
   fmt::print(out,
-             "each cell: {:g} s warm-up, {:g} s measured, then a drain; throughput counted "
-             "at the wire (departures)\n",
+             "each cell: {:g} s warm-up, {:g} s measured, then a drain; throughput counted at "
+             "the wire (emu), on receive (loopback ports) or where the driver accepts frames\n",
              c.warmup_s, c.duration_s);
 }
 
@@ -224,9 +230,10 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
                "{:>8}  {}\n",
                "#", "Size", "Procs", "BW (MB/s)", "Mpps", "%ceil", "avg batch", "db/pkt",
                "cycles/pkt", "CPU ns", "lat avg", "lat p99", "requeue", "driver");
-    Books sum;
+    Books sum;  // receive-side terms summed over the cells that have one
     bool all_balanced = true;
-    unsigned row = 0, last_procs = 0, cells = 0;
+    unsigned row = 0, last_procs = 0, cells = 0, rx_cells = 0;
+    uint64_t rx_sent = 0;  // `sent` of the cells that have a receive side
     for (const auto& rec : records) {
       if (rec.config.policy.frames != pol.frames) continue;
       const CellResult& r = rec.result;
@@ -247,20 +254,27 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
       sum.sent += k.sent;
       sum.dropped += k.dropped;
       sum.queued += k.queued;
-      sum.received += k.received;
-      sum.lost += k.lost;
-      sum.duplicated += k.duplicated;
-      sum.in_flight += k.in_flight;
+      if (k.rx_side) {
+        sum.received += k.received;
+        sum.lost += k.lost;
+        sum.duplicated += k.duplicated;
+        sum.in_flight += k.in_flight;
+        rx_sent += k.sent;
+        ++rx_cells;
+      }
       sum.mbufs_in_use = std::max(sum.mbufs_in_use, k.mbufs_in_use);
       all_balanced &= k.balanced;
       ++cells;
     }
-    fmt::print(out,
-               "books ({} cells): generated {} = sent {} + dropped {} + queued {}; sent {} + "
-               "duplicated {} = received {} + lost {} + in flight {}; mbufs in use at end "
-               "{} — {}\n",
-               cells, sum.generated, sum.sent, sum.dropped, sum.queued, sum.sent, sum.duplicated,
-               sum.received, sum.lost, sum.in_flight, sum.mbufs_in_use,
+    fmt::print(out, "books ({} cells): generated {} = sent {} + dropped {} + queued {}; ", cells,
+               sum.generated, sum.sent, sum.dropped, sum.queued);
+    if (rx_cells > 0)
+      fmt::print(out, "sent {} + duplicated {} = received {} + lost {} + in flight {}{}; ", rx_sent,
+                 sum.duplicated, sum.received, sum.lost, sum.in_flight,
+                 rx_cells < cells ? fmt::format(" ({} cells with a receive side)", rx_cells) : "");
+    else
+      fmt::print(out, "nothing receives (counted where the driver accepts frames); ");
+    fmt::print(out, "mbufs in use at end {} — {}\n", sum.mbufs_in_use,
                all_balanced ? "balanced" : "NOT BALANCED");
   }
   fmt::print(out,

@@ -41,9 +41,12 @@ Result<std::vector<unsigned>> ParseUnsignedList(std::string_view option, std::st
 }  // namespace
 
 void AddRunOptions(CLI::App& cmd, RunArgs& a) {
-  cmd.add_option("--driver", a.drivers,
-                 "Driver spec; repeat for several (devargs contain commas). "
-                 "emu:MODEL[,key=value...] with MODEL e1000, ixgbe or null [default: emu:e1000]");
+  cmd.add_option(
+      "--driver", a.drivers,
+      "Driver spec; repeat for several (devargs contain commas). "
+      "emu:MODEL[,key=value...] with MODEL e1000, ixgbe or null; ethdev:DEVARGS for a DPDK "
+      "vdev (ethdev:net_null0, ethdev:net_ring0, ethdev:net_pcap0,tx_pcap=FILE) or "
+      "ethdev:port=N for a port probed by EAL [default: emu:e1000]");
   cmd.add_option("--batch", a.batch,
                  "Batch limits, comma-separated; N means --policy count:N, 1 is batching off "
                  "[default: 1,32]");
@@ -157,15 +160,11 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
 
   std::vector<std::string> drivers = a.drivers;
   if (drivers.empty()) drivers.push_back("emu:e1000");
-  std::vector<emu::EmuOptions> emus;
+  std::vector<DriverSpec> specs;
   for (const auto& d : drivers) {
-    if (!d.starts_with("emu:"))
-      return MakeError(EINVAL, fmt::format("driver '{}' is unknown; valid: emu:MODEL[,key=value...]"
-                                           " with MODEL one of e1000, ixgbe, null",
-                                           d));
-    auto o = emu::ParseEmuSpec(d);
-    if (!o) return o.error();
-    emus.push_back(*o);
+    auto spec = ParseDriverSpec(d);
+    if (!spec) return spec.error();
+    specs.push_back(*spec);
   }
   for (unsigned p : *procs)
     for (unsigned s : *sizes)
@@ -173,7 +172,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
         for (const PolicySpec& pol : plan.policies) {
           CellConfig c;
           c.driver = drivers[d];
-          c.emu = emus[d];
+          c.driver_spec = specs[d];
           c.proto = proto;
           c.policy = pol;
           c.size = s;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "dataplane/experiment.h"
 #include "dataplane/mempool.h"
 #include "drivers/emu/emu.h"
+#include "drivers/factory.h"
 #include "tools/report.h"
 #include "tools/run_options.h"
 #include "txbatch_config.h"
@@ -72,6 +74,19 @@ int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_arg
   // Not MCL_FUTURE: it would pin every thread's 8 MiB stack as well. Best effort (RLIMIT).
   (void)mlockall(MCL_CURRENT);
 
+  // Every device must exist and start before anything is measured: a missing one is bad input
+  // (exit 2), with nothing printed or written but the sentence.
+  {
+    std::set<std::string> checked;
+    RunWindow window;
+    RxSink sink(window, env.tsc_hz, 1);
+    for (const CellConfig& cell : plan.cells) {
+      if (!checked.insert(cell.driver_spec.ToString()).second) continue;
+      auto d = CreateDriver(cell.driver_spec, pool->get(), sink, window, env.tsc_hz);
+      if (!d) return Fail(kExitBadInput, d.error());
+    }
+  }
+
   PrintHeader(stdout, plan.cells, env);
   std::fflush(stdout);
   std::vector<CellRecord> records;
@@ -81,9 +96,10 @@ int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_arg
     if (g_stop.load()) break;
     auto r = RunCell(cell, pool->get(), env.tsc_hz, env.cpus, g_stop);
     if (!r) {
-      // Report what was measured before it, then fail.
+      // Report what was measured before it, then fail: a device that vanished mid-run is a
+      // missing device (2), a drain that did not finish a bug (1).
       std::fprintf(stderr, "txbatch: %s\n", r.error().message.c_str());
-      status = kExitInternal;
+      status = r.error().err == EIO ? kExitInternal : kExitBadInput;
       break;
     }
     balanced &= r->books.balanced;
@@ -131,7 +147,10 @@ int Main(int argc, char** argv) {
   app.footer(
       "Exit status: 0 ok, 2 bad input or missing device, 3 books do not balance, 1 "
       "internal error.\nDrivers:\n" +
-      emu::DescribeModels());
+      emu::DescribeModels() +
+      "  ethdev:DEVARGS a DPDK vdev txbatch creates (net_null0, net_ring0 as a loopback, "
+      "net_pcap0,tx_pcap=FILE, net_tap0,iface=NAME, net_af_packet0,iface=NAME, …)\n"
+      "  ethdev:port=N  a port EAL probed (a NIC given after --, e.g. -a 0000:01:00.0)\n");
   RunArgs run_args;
   CLI::App* run = app.add_subcommand(
       "run",

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "dataplane/experiment.h"
+#include "drivers/factory.h"
 #include "tools/run_options.h"
 
 namespace txbatch {
@@ -21,7 +22,7 @@ TEST(RunPlan, DefaultIsTheBwTcpGridInterleaved) {
   EXPECT_EQ(plan->cells[0].policy.frames, 1);
   EXPECT_EQ(plan->cells[1].policy.frames, 32);
   EXPECT_EQ(plan->cells[0].size, plan->cells[1].size);
-  EXPECT_EQ(plan->cells[0].emu.model, "e1000");
+  EXPECT_EQ(plan->cells[0].driver_spec.ToString().rfind("emu:e1000", 0), 0u);
   EXPECT_EQ(plan->cells[0].proto, Proto::kTcp);
   EXPECT_EQ(plan->cells[0].procs, 1u);
   EXPECT_EQ(plan->cells.back().procs, 8u);
@@ -83,7 +84,7 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
   add(
       "txqueuelen", [](RunArgs& a) { a.txqueuelen = 0; }, "1..100000");
   add(
-      "driver", [](RunArgs& a) { a.drivers = {"ethdev:net_null0"}; }, "emu:MODEL");
+      "driver", [](RunArgs& a) { a.drivers = {"nic:eth0"}; }, "emu:MODEL");
   add(
       "emu key", [](RunArgs& a) { a.drivers = {"emu:e1000,speed=1"}; }, "valid keys");
   add(
@@ -180,6 +181,41 @@ TEST(Cli, HelpExplainsEveryOptionWithItsDefault) {
     EXPECT_NE(o.out.find(opt), std::string::npos) << opt;
   EXPECT_NE(o.out.find("4096,16384,65536,131072,262144"), std::string::npos);
   EXPECT_NE(o.out.find("default: emu:e1000"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace txbatch
+
+namespace txbatch {
+namespace {
+
+TEST(DriverSpec, ParsesEmuAndEthdevForms) {
+  auto e = ParseDriverSpec("emu:ixgbe,ring=1024");
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_TRUE(e->emulated());
+  EXPECT_EQ(e->ring(), 1024u);
+  auto null_port = ParseDriverSpec("ethdev:net_null0");
+  ASSERT_TRUE(null_port.ok()) << null_port.error().message;
+  EXPECT_FALSE(null_port->emulated());
+  EXPECT_EQ(null_port->ToString(), "ethdev:net_null0,no-rx=1");  // no zero-filled RX frames
+  auto rx_null = ParseDriverSpec("ethdev:net_null0,no-rx=0");
+  ASSERT_TRUE(rx_null.ok());
+  EXPECT_EQ(rx_null->ToString(), "ethdev:net_null0,no-rx=0");  // the user's word stands
+  auto pcap = ParseDriverSpec("ethdev:net_pcap0,tx_pcap=/tmp/x.pcap");
+  ASSERT_TRUE(pcap.ok());
+  EXPECT_EQ(pcap->ToString(), "ethdev:net_pcap0,tx_pcap=/tmp/x.pcap");
+  auto port = ParseDriverSpec("ethdev:port=3");
+  ASSERT_TRUE(port.ok());
+  EXPECT_EQ(port->ToString(), "ethdev:port=3");
+}
+
+TEST(DriverSpec, RejectsWithTheValidForms) {
+  for (const char* bad : {"nic:eth0", "ethdev:", "ethdev:eth0", "ethdev:port=", "ethdev:port=-1",
+                          "ethdev:port=99999", "ethdev:net_", "emu:"}) {
+    auto s = ParseDriverSpec(bad);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.error().message.find("valid"), std::string::npos) << s.error().message;
+  }
 }
 
 }  // namespace

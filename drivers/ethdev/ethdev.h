@@ -1,0 +1,40 @@
+#pragma once
+// The ethdev driver: any DPDK port — a vdev txbatch creates from its devargs (net_null, net_ring,
+// net_pcap, net_tap, net_af_packet, net_memif …) or a port EAL probed (a PCI NIC given with
+// `-a <pci>` after --). TX is rte_eth_tx_burst per Xmit; what the PMD does with its tail register
+// is the PMD's. Public surface: the options, their parser and the factory.
+
+#include <rte_mempool.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "dataplane/error.h"
+#include "dataplane/run_window.h"
+#include "dataplane/rx_sink.h"
+#include "drivers/driver.h"
+
+namespace txbatch::ethdev {
+
+struct EthdevOptions {
+  std::string devargs;  // a vdev to create and remove again ("net_ring0"); empty when port >= 0
+  int port = -1;        // a port EAL already probed
+  std::string ToString() const;  // "ethdev:net_null0,no-rx=1" or "ethdev:port=0"
+};
+
+// Parses "ethdev:DEVARGS" or "ethdev:port=N". net_null gets no-rx=1 unless the devargs say
+// otherwise (its RX side would return zero-filled frames). Syntax only: whether the device
+// exists is known when it is created.
+Result<EthdevOptions> ParseEthdevSpec(std::string_view spec);
+
+// Creates (or attaches to) the port, configures one RX and one TX queue, starts it and waits for
+// link up. Frames that come back on RX (net_ring is its own loopback) go to `sink` with their RX
+// TSC; then throughput is counted at RX, else where the driver accepts them. Control plane:
+// failures are one sentence (a device that does not exist, devargs the PMD rejects, a port out
+// of range, a link that never comes up).
+Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& options,
+                                                     rte_mempool* pool, RxSink& sink,
+                                                     const RunWindow& window, double tsc_hz);
+
+}  // namespace txbatch::ethdev

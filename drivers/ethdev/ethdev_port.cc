@@ -1,0 +1,269 @@
+// An ethdev port as a TxDriver.
+#include <fmt/format.h>
+#include <rte_bus.h>
+#include <rte_dev.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+
+#include <array>
+#include <charconv>
+
+#include "dataplane/frame.h"
+#include "drivers/ethdev/ethdev.h"
+#include "drivers/ethdev/ring_size.h"
+
+namespace txbatch::ethdev {
+namespace {
+
+constexpr uint16_t kRxBurst = 64;
+// How long a port may take to report link up before the run gives up on it.
+constexpr double kLinkWaitS = 3.0;
+// How often the completion role polls RX (and retries a full TX ring): ports have no
+// completion interrupt here, so the txirq thread polls at this interval while frames are out.
+constexpr double kPollNs = 20e3;
+
+std::string DeviceName(std::string_view devargs) {
+  return std::string(devargs.substr(0, devargs.find(',')));
+}
+
+class EthdevPort final : public TxDriver {
+ public:
+  EthdevPort(uint16_t port, bool owned, bool loopback, bool virtual_dev, std::string spec,
+             RxSink& sink, const RunWindow& window, double tsc_hz)
+      : port_(port),
+        owned_(owned),
+        loopback_(loopback),
+        virtual_(virtual_dev),
+        spec_(std::move(spec)),
+        sink_(sink),
+        window_(window),
+        poll_tsc_(static_cast<Tsc>(kPollNs * tsc_hz / 1e9)) {}
+
+  ~EthdevPort() override {
+    Purge();
+    rte_eth_dev_info info{};
+    const bool have_info = rte_eth_dev_info_get(port_, &info) == 0;
+    (void)rte_eth_dev_stop(port_);
+    (void)rte_eth_dev_close(port_);
+    if (owned_ && have_info && info.device != nullptr) (void)rte_dev_remove(info.device);
+  }
+
+  uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
+    if (frames.empty()) return 0;
+    counters_.xmit_calls.Add();
+    counters_.offered.Add(frames.size());
+    const uint16_t n = rte_eth_tx_burst(port_, 0, const_cast<rte_mbuf**>(frames.data()),
+                                        static_cast<uint16_t>(frames.size()));
+    counters_.accepted.Add(n);
+    const Tsc now = Now();
+    if (loopback_) {
+      in_flight_ += n;
+    } else {
+      // Counted where the driver accepts them: net_null frees, net_pcap writes, a NIC sends.
+      counters_.last_departure.Max(now);
+      if (window_.Contains(now)) {
+        counters_.window_frames.Add(n);
+        uint64_t payload = 0, bytes = 0;
+        for (uint16_t i = 0; i < n; ++i) {
+          payload += PayloadBytes(frames[i]);
+          bytes += rte_pktmbuf_pkt_len(frames[i]);
+        }
+        counters_.window_payload_bytes.Add(payload);
+        counters_.window_wire_bytes.Add(bytes + 24ull * n);
+      }
+    }
+    if (n < frames.size()) {
+      stopped_ = true;  // the PMD's ring is full: the completion role retries after a poll
+      counters_.stops.Add();
+    }
+    return n;
+  }
+
+  bool Stopped() const override { return stopped_; }
+
+  unsigned Complete(Tsc /*now*/) override {
+    unsigned done = 0;
+    if (loopback_) {
+      std::array<rte_mbuf*, kRxBurst> rx;
+      std::array<Tsc, kRxBurst> at;
+      while (true) {
+        const uint16_t k = rte_eth_rx_burst(port_, 0, rx.data(), kRxBurst);
+        if (k == 0) break;
+        const Tsc now = Now();
+        for (uint16_t i = 0; i < k; ++i) {
+          at[i] = now;  // the frame's own RX TSC: latency = this - its TX stamp
+          counters_.last_departure.Max(now);
+          if (window_.Contains(now)) {
+            counters_.window_frames.Add();
+            counters_.window_payload_bytes.Add(PayloadBytes(rx[i]));
+            counters_.window_wire_bytes.Add(rte_pktmbuf_pkt_len(rx[i]) + 24);
+          }
+        }
+        in_flight_ -= std::min<unsigned>(in_flight_, k);
+        sink_.Receive({rx.data(), k}, {at.data(), k});
+        done += k;
+      }
+      counters_.completed.Add(done);
+    }
+    stopped_ = false;  // room again (or worth another try: the PMD frees on its next burst)
+    return done;
+  }
+
+  Tsc NextCompletion() const override {
+    return (stopped_ || in_flight_ > 0) ? Now() + poll_tsc_ : kNever;
+  }
+
+  unsigned InFlight() const override { return in_flight_; }
+
+  unsigned Purge() override {
+    unsigned n = 0;
+    if (!loopback_) return 0;
+    std::array<rte_mbuf*, kRxBurst> rx;
+    while (uint16_t k = rte_eth_rx_burst(port_, 0, rx.data(), kRxBurst)) {
+      rte_pktmbuf_free_bulk(rx.data(), k);
+      n += k;
+    }
+    in_flight_ = 0;
+    return n;
+  }
+
+  std::optional<WireSpec> Wire() const override {
+    // A vdev's link speed is nominal (net_null says 10 Gb/s): no ceiling from it.
+    if (virtual_) return std::nullopt;
+    rte_eth_link link{};
+    if (rte_eth_link_get_nowait(port_, &link) != 0 || link.link_speed == 0 ||
+        link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN)
+      return std::nullopt;
+    WireSpec w;
+    w.bits_per_s = link.link_speed * 1e6;
+    return w;
+  }
+  CountedAt counted_at() const override { return loopback_ ? CountedAt::kRx : CountedAt::kDriver; }
+  bool owns_doorbell() const override { return false; }
+  std::string Describe() const override { return spec_; }
+
+ private:
+  const uint16_t port_;
+  const bool owned_;
+  const bool loopback_;
+  const bool virtual_;
+  const std::string spec_;
+  RxSink& sink_;
+  const RunWindow& window_;
+  const Tsc poll_tsc_;
+  bool stopped_ = false;
+  unsigned in_flight_ = 0;
+};
+
+Status StartPort(uint16_t port, rte_mempool* pool, const std::string& what) {
+  rte_eth_conf conf{};
+  const auto fail = [&](const char* step, int rc) {
+    return MakeError(-rc, fmt::format("cannot {} {}: {}", step, what, rte_strerror(-rc)));
+  };
+  if (int rc = rte_eth_dev_configure(port, 1, 1, &conf); rc != 0) return fail("configure", rc);
+  uint16_t rx_desc = kRingSize, tx_desc = kRingSize;
+  (void)rte_eth_dev_adjust_nb_rx_tx_desc(port, &rx_desc, &tx_desc);
+  const int socket = rte_eth_dev_socket_id(port);
+  const unsigned sock = socket < 0 ? 0 : static_cast<unsigned>(socket);
+  if (int rc = rte_eth_rx_queue_setup(port, 0, rx_desc, sock, nullptr, pool); rc != 0)
+    return fail("set up the RX queue of", rc);
+  if (int rc = rte_eth_tx_queue_setup(port, 0, tx_desc, sock, nullptr); rc != 0)
+    return fail("set up the TX queue of", rc);
+  if (int rc = rte_eth_dev_start(port); rc != 0) return fail("start", rc);
+  (void)rte_eth_promiscuous_enable(port);  // L2-transparent; not every PMD supports it
+  const uint64_t deadline =
+      rte_get_tsc_cycles() + static_cast<uint64_t>(kLinkWaitS * rte_get_tsc_hz());
+  rte_eth_link link{};
+  while (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == RTE_ETH_LINK_DOWN &&
+         rte_get_tsc_cycles() < deadline)
+    rte_delay_ms(10);
+  if (link.link_status == RTE_ETH_LINK_DOWN) {
+    (void)rte_eth_dev_stop(port);
+    return MakeError(ENETDOWN, fmt::format("the link of {} did not come up within {:g} s; check "
+                                           "the cable, the peer or the interface it attaches to",
+                                           what, kLinkWaitS));
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string EthdevOptions::ToString() const {
+  return port >= 0 ? fmt::format("ethdev:port={}", port) : "ethdev:" + devargs;
+}
+
+Result<EthdevOptions> ParseEthdevSpec(std::string_view spec) {
+  std::string_view rest = spec;
+  if (rest.starts_with("ethdev:")) rest.remove_prefix(7);
+  EthdevOptions o;
+  if (rest.starts_with("port=")) {
+    const std::string_view num = rest.substr(5);
+    unsigned p = 0;
+    auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), p);
+    if (num.empty() || ec != std::errc() || ptr != num.data() + num.size() || p >= RTE_MAX_ETHPORTS)
+      return MakeError(EINVAL, fmt::format("'{}' is not a port id; valid: ethdev:port=N with N in "
+                                           "0..{}, or ethdev:DEVARGS such as net_null0",
+                                           spec, RTE_MAX_ETHPORTS - 1));
+    o.port = static_cast<int>(p);
+    return o;
+  }
+  const std::string name = DeviceName(rest);
+  if (!name.starts_with("net_") || name.size() <= 4 || rest.find(' ') != std::string_view::npos)
+    return MakeError(EINVAL, fmt::format("'{}' is not a vdev spec; valid: ethdev:DEVARGS with a "
+                                         "DPDK virtual device such as net_null0, net_ring0, "
+                                         "net_pcap0,tx_pcap=FILE, net_tap0,iface=NAME, or "
+                                         "ethdev:port=N for a port probed by EAL",
+                                         spec));
+  o.devargs = std::string(rest);
+  if (name.starts_with("net_null") && o.devargs.find("no-rx") == std::string::npos)
+    o.devargs += ",no-rx=1";
+  return o;
+}
+
+Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& o, rte_mempool* pool,
+                                                     RxSink& sink, const RunWindow& window,
+                                                     double tsc_hz) {
+  uint16_t port = 0;
+  bool owned = false;
+  std::string what;
+  if (o.port >= 0) {
+    const uint16_t avail = rte_eth_dev_count_avail();
+    if (!rte_eth_dev_is_valid_port(static_cast<uint16_t>(o.port)))
+      return MakeError(ENODEV, fmt::format("port {} does not exist: {} port(s) were probed; give "
+                                           "the device to EAL after -- (e.g. -a <pci address>) "
+                                           "or use ethdev:DEVARGS",
+                                           o.port, avail));
+    port = static_cast<uint16_t>(o.port);
+    what = fmt::format("port {}", port);
+  } else {
+    const std::string name = DeviceName(o.devargs);
+    if (int rc = rte_dev_probe(o.devargs.c_str()); rc != 0)
+      return MakeError(-rc, fmt::format("cannot create device '{}' ({}); check the driver name "
+                                        "and its arguments (e.g. net_null0, net_ring0, "
+                                        "net_pcap0,tx_pcap=FILE)",
+                                        o.devargs, rte_strerror(-rc)));
+    if (rte_eth_dev_get_port_by_name(name.c_str(), &port) != 0)
+      return MakeError(ENODEV,
+                       fmt::format("device '{}' was created but is not an ethdev port", name));
+    owned = true;
+    what = fmt::format("port {} ({})", port, name);
+  }
+  rte_eth_dev_info info{};
+  (void)rte_eth_dev_info_get(port, &info);
+  const std::string driver_name = info.driver_name ? info.driver_name : "";
+  // net_ring created from devargs is its own loopback: its TX ring is its RX ring.
+  const bool loopback = driver_name == "net_ring";
+  const bool virtual_dev =
+      info.device != nullptr && std::string_view(rte_bus_name(rte_dev_bus(info.device))) == "vdev";
+  if (Status s = StartPort(port, pool, what); !s) {
+    (void)rte_eth_dev_close(port);
+    if (owned && info.device != nullptr) (void)rte_dev_remove(info.device);
+    return s.error();
+  }
+  std::unique_ptr<TxDriver> d = std::make_unique<EthdevPort>(
+      port, owned, loopback, virtual_dev,
+      o.ToString() + fmt::format(" (port {}, {})", port, driver_name), sink, window, tsc_hz);
+  return d;
+}
+
+}  // namespace txbatch::ethdev

@@ -1,0 +1,11 @@
+#pragma once
+// Descriptors per queue txbatch asks an ethdev port for (the PMD may adjust them).
+
+#include <cstdint>
+
+namespace txbatch::ethdev {
+
+// 1024 TX and RX descriptors: DPDK examples' usual size, and more than a batch (<= 512) needs.
+inline constexpr uint16_t kRingSize = 1024;
+
+}  // namespace txbatch::ethdev

@@ -1,0 +1,49 @@
+#include "drivers/factory.h"
+
+#include <fmt/format.h>
+
+#include "drivers/ethdev/ring_size.h"
+
+namespace txbatch {
+
+std::string DriverSpec::ToString() const {
+  return std::visit([](const auto& o) { return o.ToString(); }, options);
+}
+
+unsigned DriverSpec::ring() const {
+  if (const auto* e = std::get_if<emu::EmuOptions>(&options)) return e->ring;
+  return 2u * ethdev::kRingSize;  // TX ring, and the RX ring a loopback fills
+}
+
+double DriverSpec::modelled_cost_ns() const {
+  if (const auto* e = std::get_if<emu::EmuOptions>(&options)) return e->desc_ns + e->doorbell_ns;
+  return 0;
+}
+
+Result<DriverSpec> ParseDriverSpec(std::string_view text) {
+  if (text.starts_with("emu:")) {
+    auto o = emu::ParseEmuSpec(text);
+    if (!o) return o.error();
+    return DriverSpec{*o};
+  }
+  if (text.starts_with("ethdev:")) {
+    auto o = ethdev::ParseEthdevSpec(text);
+    if (!o) return o.error();
+    return DriverSpec{*o};
+  }
+  return MakeError(EINVAL, fmt::format("driver '{}' is unknown; valid: emu:MODEL[,key=value...] "
+                                       "with MODEL one of e1000, ixgbe, null, or ethdev:DEVARGS "
+                                       "(a DPDK vdev such as net_null0) or ethdev:port=N",
+                                       text));
+}
+
+Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempool* pool,
+                                               RxSink& sink, const RunWindow& window,
+                                               double tsc_hz) {
+  if (const auto* e = std::get_if<emu::EmuOptions>(&spec.options))
+    return emu::CreateEmuDriver(*e, sink, window, tsc_hz);
+  return ethdev::CreateEthdevDriver(std::get<ethdev::EthdevOptions>(spec.options), pool, sink,
+                                    window, tsc_hz);
+}
+
+}  // namespace txbatch

@@ -1,0 +1,40 @@
+#pragma once
+// Driver specs as users write them (`--driver`), parsed once at setup and turned into drivers
+// per cell. The one place that knows every driver's prefix.
+
+#include <rte_mempool.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "dataplane/error.h"
+#include "dataplane/run_window.h"
+#include "dataplane/rx_sink.h"
+#include "drivers/driver.h"
+#include "drivers/emu/emu.h"
+#include "drivers/ethdev/ethdev.h"
+
+namespace txbatch {
+
+struct DriverSpec {
+  std::variant<emu::EmuOptions, ethdev::EthdevOptions> options;
+
+  std::string ToString() const;  // canonical, every parameter spelled out
+  bool emulated() const { return std::holds_alternative<emu::EmuOptions>(options); }
+  // Frames the driver itself may hold (its rings): for pool sizing and the drain budget.
+  unsigned ring() const;
+  // CPU time the driver spends per frame by construction (emu's injected costs), in ns.
+  double modelled_cost_ns() const;
+};
+
+// Parses "emu:…" or "ethdev:…"; anything else gets one sentence listing the valid forms.
+Result<DriverSpec> ParseDriverSpec(std::string_view text);
+
+// Creates the driver for one cell. Control plane; fails with one sentence.
+Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempool* pool,
+                                               RxSink& sink, const RunWindow& window,
+                                               double tsc_hz);
+
+}  // namespace txbatch

@@ -1,0 +1,83 @@
+// The ethdev driver on real DPDK vdevs through the txbatch binary: net_null (nothing receives)
+// and net_ring (its own loopback), procs 1 and 8, batch 1 and 32; and bad device input.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+
+#include "tests/driver/run_helper.h"
+
+namespace txbatch::test {
+namespace {
+
+using nlohmann::json;
+
+using Case = std::tuple<std::string, int>;  // vdev, procs
+
+class EthdevRun : public ::testing::TestWithParam<Case> {};
+
+TEST_P(EthdevRun, BooksBalanceAndNothingLeaks) {
+  const auto& [vdev, procs] = GetParam();
+  const auto run = RunTxbatch("run --driver ethdev:" + vdev + " --proto udp --size 1000 --procs " +
+                              std::to_string(procs) + " --batch 1,32 --duration 0.3 --warmup 0.1");
+  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  ASSERT_EQ(run.doc["records"].size(), 2u);
+  EXPECT_TRUE(run.err.empty()) << run.err;  // DPDK's own log stays out of the report
+  for (const json& rec : run.doc["records"]) {
+    const json& r = rec["results"];
+    const json& a = r["accounting"];
+    const std::string cell = rec["config"].dump();
+    EXPECT_TRUE(a["balanced"].get<bool>()) << cell << a.dump();
+    EXPECT_EQ(r["mbufs_in_use_at_exit"], 0) << cell;
+    EXPECT_EQ(a["dropped"], 0) << cell;
+    EXPECT_EQ(a["queued"], 0) << cell;
+    EXPECT_EQ(a["generated"], a["sent"]) << cell;  // every frame accepted in the end
+    EXPECT_GT(r["packets"].get<uint64_t>(), 0u) << cell;
+    EXPECT_TRUE(r["doorbells_per_pkt"].is_null()) << cell;  // the PMD owns its tail register
+    EXPECT_GT(r["xmit_calls_per_pkt"].get<double>(), 0) << cell;
+    EXPECT_TRUE(r["link_ceiling"].is_null()) << cell;  // a vdev's link speed is nominal
+    if (vdev.starts_with("net_null")) {
+      EXPECT_EQ(r["counted_at"], "driver") << cell;
+      EXPECT_TRUE(r["latency_ns"].is_null()) << cell;  // nothing receives: null, never 0
+      EXPECT_TRUE(a["received"].is_null()) << cell;
+      EXPECT_TRUE(a["lost"].is_null()) << cell;
+    } else {
+      EXPECT_EQ(r["counted_at"], "rx") << cell;
+      EXPECT_EQ(a["received"], a["sent"]) << cell;  // a loopback returns every frame ...
+      EXPECT_EQ(a["lost"], 0) << cell;              // ... in order per flow
+      EXPECT_EQ(a["duplicated"], 0) << cell;
+      ASSERT_FALSE(r["latency_ns"].is_null()) << cell;
+      EXPECT_GT(r["latency_ns"]["min"].get<double>(), 0) << cell;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Vdevs, EthdevRun,
+                         ::testing::Combine(::testing::Values("net_null0", "net_ring0"),
+                                            ::testing::Values(1, 8)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_procs" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
+
+TEST(EthdevBadInput, MissingDevicesAndBadDevargsExitTwoWithOneSentence) {
+  struct Bad {
+    const char* driver;
+    const char* must_say;
+  };
+  for (const Bad& b :
+       {Bad{"ethdev:net_nosuchpmd0", "cannot create device 'net_nosuchpmd0'"},
+        Bad{"ethdev:net_null0,bogus=1", "cannot create device"},
+        Bad{"ethdev:port=7", "port 7 does not exist"}, Bad{"ethdev:port=x", "is not a port id"},
+        Bad{"ethdev:eth0", "is not a vdev spec"}}) {
+    const auto run = RunTxbatch(std::string("run --duration 0.1 --driver ") + b.driver);
+    EXPECT_EQ(run.status, 2) << b.driver << ": " << run.err;
+    EXPECT_NE(run.err.find(b.must_say), std::string::npos) << b.driver << ": " << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << b.driver << ": " << run.err;
+    EXPECT_TRUE(run.out.empty()) << b.driver << ": " << run.out;  // nothing ran
+    EXPECT_TRUE(run.doc.is_null()) << b.driver;                   // nothing written
+  }
+}
+
+}  // namespace
+}  // namespace txbatch::test
