@@ -7,7 +7,7 @@ packages=(
   build-essential g++ pkg-config meson ninja-build
   libdpdk-dev dpdk
   libboost-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev libfmt-dev nlohmann-json3-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev libpcap-dev
   libibverbs-dev
   iproute2 procps
 )
