@@ -3,10 +3,15 @@
 #include <rte_bus.h>
 #include <rte_dev.h>
 #include <rte_errno.h>
+#include <rte_eth_ring.h>
 #include <rte_ethdev.h>
+#include <rte_ring.h>
 
 #include <array>
+#include <atomic>
 #include <charconv>
+#include <optional>
+#include <vector>
 
 #include "dataplane/frame.h"
 #include "drivers/ethdev/ethdev.h"
@@ -26,14 +31,34 @@ std::string DeviceName(std::string_view devargs) {
   return std::string(devargs.substr(0, devargs.find(',')));
 }
 
+// What a driver instance owns and must give back at the end: ports to stop and close, vdevs to
+// remove, rings to free (an ethdev-pair's cable).
+struct Owned {
+  std::vector<uint16_t> ports;
+  std::vector<rte_device*> devices;
+  std::vector<rte_ring*> rings;
+  void Release() {
+    for (uint16_t p : ports) {
+      (void)rte_eth_dev_stop(p);
+      (void)rte_eth_dev_close(p);
+    }
+    for (rte_device* d : devices) (void)rte_dev_remove(d);
+    for (rte_ring* r : rings) rte_ring_free(r);
+    *this = {};
+  }
+};
+
 class EthdevPort final : public TxDriver {
  public:
-  EthdevPort(uint16_t port, bool owned, bool loopback, bool virtual_dev, std::string spec,
-             RxSink& sink, const RunWindow& window, double tsc_hz)
-      : port_(port),
-        owned_(owned),
-        loopback_(loopback),
+  // Transmits on `tx_port`; frames come back on `rx_port` (the same port for a loopback, the
+  // other end for a pair), or nowhere.
+  EthdevPort(uint16_t tx_port, std::optional<uint16_t> rx_port, bool virtual_dev, Owned owned,
+             std::string spec, RxSink& sink, const RunWindow& window, double tsc_hz)
+      : port_(tx_port),
+        rx_port_(rx_port),
+        loopback_(rx_port.has_value()),
         virtual_(virtual_dev),
+        owned_(std::move(owned)),
         spec_(std::move(spec)),
         sink_(sink),
         window_(window),
@@ -41,11 +66,7 @@ class EthdevPort final : public TxDriver {
 
   ~EthdevPort() override {
     Purge();
-    rte_eth_dev_info info{};
-    const bool have_info = rte_eth_dev_info_get(port_, &info) == 0;
-    (void)rte_eth_dev_stop(port_);
-    (void)rte_eth_dev_close(port_);
-    if (owned_ && have_info && info.device != nullptr) (void)rte_dev_remove(info.device);
+    owned_.Release();
   }
 
   uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
@@ -87,7 +108,7 @@ class EthdevPort final : public TxDriver {
       std::array<rte_mbuf*, kRxBurst> rx;
       std::array<Tsc, kRxBurst> at;
       while (true) {
-        const uint16_t k = rte_eth_rx_burst(port_, 0, rx.data(), kRxBurst);
+        const uint16_t k = rte_eth_rx_burst(*rx_port_, 0, rx.data(), kRxBurst);
         if (k == 0) break;
         const Tsc now = Now();
         for (uint16_t i = 0; i < k; ++i) {
@@ -119,7 +140,7 @@ class EthdevPort final : public TxDriver {
     unsigned n = 0;
     if (!loopback_) return 0;
     std::array<rte_mbuf*, kRxBurst> rx;
-    while (uint16_t k = rte_eth_rx_burst(port_, 0, rx.data(), kRxBurst)) {
+    while (uint16_t k = rte_eth_rx_burst(*rx_port_, 0, rx.data(), kRxBurst)) {
       rte_pktmbuf_free_bulk(rx.data(), k);
       n += k;
     }
@@ -144,9 +165,10 @@ class EthdevPort final : public TxDriver {
 
  private:
   const uint16_t port_;
-  const bool owned_;
+  const std::optional<uint16_t> rx_port_;
   const bool loopback_;
   const bool virtual_;
+  Owned owned_;
   const std::string spec_;
   RxSink& sink_;
   const RunWindow& window_;
@@ -189,13 +211,20 @@ Status StartPort(uint16_t port, rte_mempool* pool, const std::string& what) {
 }  // namespace
 
 std::string EthdevOptions::ToString() const {
+  if (pair) return "ethdev-pair:";
   return port >= 0 ? fmt::format("ethdev:port={}", port) : "ethdev:" + devargs;
 }
 
 Result<EthdevOptions> ParseEthdevSpec(std::string_view spec) {
+  EthdevOptions o;
+  if (spec == "ethdev-pair:" || spec == "ethdev-pair") {
+    o.pair = true;
+    return o;
+  }
+  if (spec.starts_with("ethdev-pair"))
+    return MakeError(EINVAL, fmt::format("'{}' takes no arguments; valid: ethdev-pair:", spec));
   std::string_view rest = spec;
   if (rest.starts_with("ethdev:")) rest.remove_prefix(7);
-  EthdevOptions o;
   if (rest.starts_with("port=")) {
     const std::string_view num = rest.substr(5);
     unsigned p = 0;
@@ -220,11 +249,60 @@ Result<EthdevOptions> ParseEthdevSpec(std::string_view spec) {
   return o;
 }
 
+namespace {
+
+// ethdev-pair: a cable of two ring-backed ports, A's TX ring being B's RX ring. txbatch sends
+// on A and receives on B.
+Result<std::unique_ptr<TxDriver>> CreatePair(rte_mempool* pool, RxSink& sink,
+                                             const RunWindow& window, double tsc_hz) {
+  // Ring and port names must be unique among live objects; a cell's pair is gone before the
+  // next cell makes one, but the pre-flight check and the cells follow each other closely.
+  static std::atomic<unsigned> serial{0};
+  const unsigned n = serial.fetch_add(1);
+  Owned owned;
+  const auto fail = [&](int err, std::string message) {
+    owned.Release();
+    return MakeError(err, std::move(message));
+  };
+  rte_ring* cable[2];
+  for (int i = 0; i < 2; ++i) {
+    // One producer (the runner, under the TX lock) and one consumer (the completion role).
+    cable[i] = rte_ring_create(fmt::format("txb_pair{}_{}", n, i).c_str(), kRingSize,
+                               rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+    if (cable[i] == nullptr)
+      return fail(rte_errno, fmt::format("cannot create the rings of ethdev-pair: {}",
+                                         rte_strerror(rte_errno)));
+    owned.rings.push_back(cable[i]);
+  }
+  uint16_t ports[2];
+  for (int i = 0; i < 2; ++i) {
+    rte_ring* rx[] = {cable[1 - i]};
+    rte_ring* tx[] = {cable[i]};
+    const int p = rte_eth_from_rings(fmt::format("txb_pair{}_{}", n, i ? 'b' : 'a').c_str(), rx, 1,
+                                     tx, 1, rte_socket_id());
+    if (p < 0)
+      return fail(rte_errno, fmt::format("cannot create the ports of ethdev-pair: {}",
+                                         rte_strerror(rte_errno)));
+    ports[i] = static_cast<uint16_t>(p);
+    owned.ports.push_back(ports[i]);
+    if (Status st = StartPort(ports[i], pool, fmt::format("ethdev-pair port {}", p)); !st)
+      return fail(st.error().err, st.error().message);
+  }
+  std::unique_ptr<TxDriver> d = std::make_unique<EthdevPort>(
+      ports[0], ports[1], /*virtual_dev=*/true, std::move(owned),
+      fmt::format("ethdev-pair: (port {} -> port {}, crossed rings)", ports[0], ports[1]), sink,
+      window, tsc_hz);
+  return d;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& o, rte_mempool* pool,
                                                      RxSink& sink, const RunWindow& window,
                                                      double tsc_hz) {
+  if (o.pair) return CreatePair(pool, sink, window, tsc_hz);
   uint16_t port = 0;
-  bool owned = false;
+  Owned owned;
   std::string what;
   if (o.port >= 0) {
     const uint16_t avail = rte_eth_dev_count_avail();
@@ -245,23 +323,24 @@ Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& o, rte
     if (rte_eth_dev_get_port_by_name(name.c_str(), &port) != 0)
       return MakeError(ENODEV,
                        fmt::format("device '{}' was created but is not an ethdev port", name));
-    owned = true;
     what = fmt::format("port {} ({})", port, name);
   }
   rte_eth_dev_info info{};
   (void)rte_eth_dev_info_get(port, &info);
+  owned.ports.push_back(port);
+  if (o.port < 0 && info.device != nullptr) owned.devices.push_back(info.device);
   const std::string driver_name = info.driver_name ? info.driver_name : "";
   // net_ring created from devargs is its own loopback: its TX ring is its RX ring.
-  const bool loopback = driver_name == "net_ring";
+  const std::optional<uint16_t> rx_port =
+      driver_name == "net_ring" ? std::optional<uint16_t>(port) : std::nullopt;
   const bool virtual_dev =
       info.device != nullptr && std::string_view(rte_bus_name(rte_dev_bus(info.device))) == "vdev";
   if (Status s = StartPort(port, pool, what); !s) {
-    (void)rte_eth_dev_close(port);
-    if (owned && info.device != nullptr) (void)rte_dev_remove(info.device);
+    owned.Release();
     return s.error();
   }
   std::unique_ptr<TxDriver> d = std::make_unique<EthdevPort>(
-      port, owned, loopback, virtual_dev,
+      port, rx_port, virtual_dev, std::move(owned),
       o.ToString() + fmt::format(" (port {}, {})", port, driver_name), sink, window, tsc_hz);
   return d;
 }

@@ -1,5 +1,6 @@
-// The ethdev driver on real DPDK vdevs through the txbatch binary: net_null (nothing receives)
-// and net_ring (its own loopback), procs 1 and 8, batch 1 and 32; and bad device input.
+// The ethdev driver on real DPDK vdevs through the txbatch binary: net_null (nothing receives),
+// net_ring (its own loopback) and ethdev-pair (two ports on crossed rings), procs 1 and 8,
+// batch 1 and 32; and bad device input.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -12,13 +13,13 @@ namespace {
 
 using nlohmann::json;
 
-using Case = std::tuple<std::string, int>;  // vdev, procs
+using Case = std::tuple<std::string, int>;  // driver spec, procs
 
 class EthdevRun : public ::testing::TestWithParam<Case> {};
 
 TEST_P(EthdevRun, BooksBalanceAndNothingLeaks) {
-  const auto& [vdev, procs] = GetParam();
-  const auto run = RunTxbatch("run --driver ethdev:" + vdev + " --proto udp --size 1000 --procs " +
+  const auto& [driver, procs] = GetParam();
+  const auto run = RunTxbatch("run --driver " + driver + " --proto udp --size 1000 --procs " +
                               std::to_string(procs) + " --batch 1,32 --duration 0.3 --warmup 0.1");
   ASSERT_EQ(run.status, 0) << run.err << run.out;
   ASSERT_EQ(run.doc["records"].size(), 2u);
@@ -36,7 +37,7 @@ TEST_P(EthdevRun, BooksBalanceAndNothingLeaks) {
     EXPECT_TRUE(r["doorbells_per_pkt"].is_null()) << cell;  // the PMD owns its tail register
     EXPECT_GT(r["xmit_calls_per_pkt"].get<double>(), 0) << cell;
     EXPECT_TRUE(r["link_ceiling"].is_null()) << cell;  // a vdev's link speed is nominal
-    if (vdev.starts_with("net_null")) {
+    if (driver.starts_with("ethdev:net_null")) {
       EXPECT_EQ(r["counted_at"], "driver") << cell;
       EXPECT_TRUE(r["latency_ns"].is_null()) << cell;  // nothing receives: null, never 0
       EXPECT_TRUE(a["received"].is_null()) << cell;
@@ -52,13 +53,15 @@ TEST_P(EthdevRun, BooksBalanceAndNothingLeaks) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Vdevs, EthdevRun,
-                         ::testing::Combine(::testing::Values("net_null0", "net_ring0"),
-                                            ::testing::Values(1, 8)),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) + "_procs" +
-                                  std::to_string(std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Vdevs, EthdevRun,
+    ::testing::Combine(::testing::Values("ethdev:net_null0", "ethdev:net_ring0", "ethdev-pair:"),
+                       ::testing::Values(1, 8)),
+    [](const auto& info) {
+      std::string name = std::get<0>(info.param).substr(std::get<0>(info.param).find(':') + 1);
+      if (name.empty()) name = "pair";
+      return name + "_procs" + std::to_string(std::get<1>(info.param));
+    });
 
 TEST(EthdevBadInput, MissingDevicesAndBadDevargsExitTwoWithOneSentence) {
   struct Bad {

@@ -204,6 +204,9 @@ TEST(DriverSpec, ParsesEmuAndEthdevForms) {
   auto pcap = ParseDriverSpec("ethdev:net_pcap0,tx_pcap=/tmp/x.pcap");
   ASSERT_TRUE(pcap.ok());
   EXPECT_EQ(pcap->ToString(), "ethdev:net_pcap0,tx_pcap=/tmp/x.pcap");
+  auto pair = ParseDriverSpec("ethdev-pair:");
+  ASSERT_TRUE(pair.ok());
+  EXPECT_EQ(pair->ToString(), "ethdev-pair:");
   auto port = ParseDriverSpec("ethdev:port=3");
   ASSERT_TRUE(port.ok());
   EXPECT_EQ(port->ToString(), "ethdev:port=3");
@@ -211,7 +214,7 @@ TEST(DriverSpec, ParsesEmuAndEthdevForms) {
 
 TEST(DriverSpec, RejectsWithTheValidForms) {
   for (const char* bad : {"nic:eth0", "ethdev:", "ethdev:eth0", "ethdev:port=", "ethdev:port=-1",
-                          "ethdev:port=99999", "ethdev:net_", "emu:"}) {
+                          "ethdev:port=99999", "ethdev:net_", "emu:", "ethdev-pair:x"}) {
     auto s = ParseDriverSpec(bad);
     ASSERT_FALSE(s.ok()) << bad;
     EXPECT_NE(s.error().message.find("valid"), std::string::npos) << s.error().message;
