@@ -74,7 +74,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
                            const std::vector<int>& cpus, const std::atomic<bool>& stop) {
   RunWindow window;
   RxSink sink(window, tsc_hz, cfg.procs);
-  auto created = CreateDriver(cfg.driver_spec, pool, sink, window, tsc_hz);
+  auto created = CreateDriver(cfg.driver_spec, pool, cfg.mtu, sink, window, tsc_hz);
   if (!created) return created.error();
   std::unique_ptr<TxDriver> driver = std::move(*created);
   auto policy = MakeFlushPolicy(cfg.policy);
@@ -238,6 +238,9 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   k.duplicated = sc.duplicated;
   k.in_flight = driver->InFlight();  // every thread has stopped: no lock needed
   k.rx_side = driver->counted_at() != CountedAt::kDriver;
+  // Ports give back what their PMD still holds (lazily freed TX mbufs, a pre-filled RX ring)
+  // when they are stopped: count the pool after the driver is gone.
+  driver.reset();
   k.mbufs_in_use = static_cast<uint64_t>(rte_mempool_in_use_count(pool));
   k.balanced = Balanced(k);
   return r;

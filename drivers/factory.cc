@@ -39,11 +39,11 @@ Result<DriverSpec> ParseDriverSpec(std::string_view text) {
 }
 
 Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempool* pool,
-                                               RxSink& sink, const RunWindow& window,
+                                               unsigned mtu, RxSink& sink, const RunWindow& window,
                                                double tsc_hz) {
   if (const auto* e = std::get_if<emu::EmuOptions>(&spec.options))
     return emu::CreateEmuDriver(*e, sink, window, tsc_hz);
-  return ethdev::CreateEthdevDriver(std::get<ethdev::EthdevOptions>(spec.options), pool, sink,
+  return ethdev::CreateEthdevDriver(std::get<ethdev::EthdevOptions>(spec.options), pool, mtu, sink,
                                     window, tsc_hz);
 }
 

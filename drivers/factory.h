@@ -32,9 +32,9 @@ struct DriverSpec {
 // Parses "emu:…" or "ethdev:…"; anything else gets one sentence listing the valid forms.
 Result<DriverSpec> ParseDriverSpec(std::string_view text);
 
-// Creates the driver for one cell. Control plane; fails with one sentence.
+// Creates the driver for one cell; ports get MTU `mtu`. Control plane; fails with one sentence.
 Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempool* pool,
-                                               RxSink& sink, const RunWindow& window,
+                                               unsigned mtu, RxSink& sink, const RunWindow& window,
                                                double tsc_hz);
 
 }  // namespace txbatch

@@ -82,7 +82,7 @@ int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_arg
     RxSink sink(window, env.tsc_hz, 1);
     for (const CellConfig& cell : plan.cells) {
       if (!checked.insert(cell.driver_spec.ToString()).second) continue;
-      auto d = CreateDriver(cell.driver_spec, pool->get(), sink, window, env.tsc_hz);
+      auto d = CreateDriver(cell.driver_spec, pool->get(), cell.mtu, sink, window, env.tsc_hz);
       if (!d) return Fail(kExitBadInput, d.error());
     }
   }

@@ -34,8 +34,9 @@ Result<EthdevOptions> ParseEthdevSpec(std::string_view spec);
 // TSC; then throughput is counted at RX, else where the driver accepts them. Control plane:
 // failures are one sentence (a device that does not exist, devargs the PMD rejects, a port out
 // of range, a link that never comes up).
+// The port's MTU is set to `mtu` (rejected if outside the port's range).
 Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& options,
-                                                     rte_mempool* pool, RxSink& sink,
+                                                     rte_mempool* pool, unsigned mtu, RxSink& sink,
                                                      const RunWindow& window, double tsc_hz);
 
 }  // namespace txbatch::ethdev

@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "batching/batch.h"
 #include "dataplane/frame.h"
 #include "drivers/ethdev/ethdev.h"
 #include "drivers/ethdev/ring_size.h"
@@ -34,10 +35,13 @@ std::string DeviceName(std::string_view devargs) {
 // What a driver instance owns and must give back at the end: ports to stop and close, vdevs to
 // remove, rings to free (an ethdev-pair's cable).
 struct Owned {
-  std::vector<uint16_t> ports;
+  std::vector<uint16_t> ports;           // created by txbatch: stopped and closed
+  std::vector<uint16_t> borrowed_ports;  // probed by EAL (ethdev:port=N): stopped only, since
+                                         // closing releases the port for the rest of the run
   std::vector<rte_device*> devices;
   std::vector<rte_ring*> rings;
   void Release() {
+    for (uint16_t p : borrowed_ports) (void)rte_eth_dev_stop(p);
     for (uint16_t p : ports) {
       (void)rte_eth_dev_stop(p);
       (void)rte_eth_dev_close(p);
@@ -73,28 +77,35 @@ class EthdevPort final : public TxDriver {
     if (frames.empty()) return 0;
     counters_.xmit_calls.Add();
     counters_.offered.Add(frames.size());
+    const Tsc now = Now();
+    // Counted where the driver accepts them (net_null frees, net_pcap writes, a NIC sends)
+    // unless they come back. Lengths are read first: the PMD may free what it accepts.
+    const bool count_here = !loopback_ && window_.Contains(now);
+    if (count_here)
+      for (size_t i = 0; i < frames.size(); ++i) {
+        payload_[i] = PayloadBytes(frames[i]);
+        bytes_[i] = rte_pktmbuf_pkt_len(frames[i]);
+      }
     const uint16_t n = rte_eth_tx_burst(port_, 0, const_cast<rte_mbuf**>(frames.data()),
                                         static_cast<uint16_t>(frames.size()));
     counters_.accepted.Add(n);
-    const Tsc now = Now();
-    if (loopback_) {
-      in_flight_ += n;
-    } else {
-      // Counted where the driver accepts them: net_null frees, net_pcap writes, a NIC sends.
-      counters_.last_departure.Max(now);
-      if (window_.Contains(now)) {
-        counters_.window_frames.Add(n);
-        uint64_t payload = 0, bytes = 0;
-        for (uint16_t i = 0; i < n; ++i) {
-          payload += PayloadBytes(frames[i]);
-          bytes += rte_pktmbuf_pkt_len(frames[i]);
-        }
-        counters_.window_payload_bytes.Add(payload);
-        counters_.window_wire_bytes.Add(bytes + 24ull * n);
+    if (loopback_) in_flight_ += n;
+    if (!loopback_) counters_.last_departure.Max(now);
+    if (count_here) {
+      uint64_t payload = 0, bytes = 0;
+      for (uint16_t i = 0; i < n; ++i) {
+        payload += payload_[i];
+        bytes += bytes_[i];
       }
+      counters_.window_frames.Add(n);
+      counters_.window_payload_bytes.Add(payload);
+      counters_.window_wire_bytes.Add(bytes + 24ull * n);
     }
-    if (n < frames.size()) {
-      stopped_ = true;  // the PMD's ring is full: the completion role retries after a poll
+    if (n < frames.size() && !stopped_) {
+      // The PMD's ring is full: the queue stays stopped until the completion role retries,
+      // one poll interval from now (not at once: that would spin).
+      stopped_ = true;
+      retry_at_ = now + poll_tsc_;
       counters_.stops.Add();
     }
     return n;
@@ -102,7 +113,7 @@ class EthdevPort final : public TxDriver {
 
   bool Stopped() const override { return stopped_; }
 
-  unsigned Complete(Tsc /*now*/) override {
+  unsigned Complete(Tsc now) override {
     unsigned done = 0;
     if (loopback_) {
       std::array<rte_mbuf*, kRxBurst> rx;
@@ -125,13 +136,20 @@ class EthdevPort final : public TxDriver {
         done += k;
       }
       counters_.completed.Add(done);
+      stopped_ = false;  // the ring we send into is the one just emptied
+    } else if (stopped_ && now >= retry_at_) {
+      (void)rte_eth_tx_done_cleanup(port_, 0, 0);  // PMDs that free lazily; ENOTSUP is fine
+      stopped_ = false;
     }
-    stopped_ = false;  // room again (or worth another try: the PMD frees on its next burst)
+    next_poll_ = now + poll_tsc_;
     return done;
   }
 
+  // Ports have no completion interrupt here: a loopback is polled every kPollNs while frames
+  // are out, a stopped port retried once its retry time has come.
   Tsc NextCompletion() const override {
-    return (stopped_ || in_flight_ > 0) ? Now() + poll_tsc_ : kNever;
+    if (!loopback_) return stopped_ ? retry_at_ : kNever;
+    return (stopped_ || in_flight_ > 0) ? next_poll_ : kNever;
   }
 
   unsigned InFlight() const override { return in_flight_; }
@@ -174,25 +192,38 @@ class EthdevPort final : public TxDriver {
   const RunWindow& window_;
   const Tsc poll_tsc_;
   bool stopped_ = false;
+  Tsc retry_at_ = 0;   // when a stopped non-loopback port is tried again
+  Tsc next_poll_ = 0;  // when a loopback's RX is polled next
   unsigned in_flight_ = 0;
+  std::array<uint32_t, kMaxBatch> payload_;  // per-call scratch, filled before tx_burst
+  std::array<uint32_t, kMaxBatch> bytes_;
 };
 
-Status StartPort(uint16_t port, rte_mempool* pool, const std::string& what) {
+Status StartPort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::string& what) {
+  rte_eth_dev_info info{};
+  if (int rc = rte_eth_dev_info_get(port, &info); rc != 0)
+    return MakeError(-rc, fmt::format("cannot query {}: {}", what, rte_strerror(-rc)));
+  if (mtu > info.max_mtu || mtu < info.min_mtu)
+    return MakeError(ERANGE, fmt::format("--mtu {} is out of range for {}; valid there: {}..{}",
+                                         mtu, what, info.min_mtu, info.max_mtu));
   rte_eth_conf conf{};
+  conf.rxmode.mtu = mtu;
   const auto fail = [&](const char* step, int rc) {
     return MakeError(-rc, fmt::format("cannot {} {}: {}", step, what, rte_strerror(-rc)));
   };
-  if (int rc = rte_eth_dev_configure(port, 1, 1, &conf); rc != 0) return fail("configure", rc);
+  if (int rc = rte_eth_dev_configure(port, 1, 1, &conf); rc != 0)
+    return MakeError(-rc, fmt::format("cannot configure {} for MTU {} ({}); try a smaller --mtu",
+                                      what, mtu, rte_strerror(-rc)));
   uint16_t rx_desc = kRingSize, tx_desc = kRingSize;
   (void)rte_eth_dev_adjust_nb_rx_tx_desc(port, &rx_desc, &tx_desc);
   const int socket = rte_eth_dev_socket_id(port);
-  const unsigned sock = socket < 0 ? 0 : static_cast<unsigned>(socket);
+  const unsigned sock =
+      socket < 0 ? static_cast<unsigned>(SOCKET_ID_ANY) : static_cast<unsigned>(socket);
   if (int rc = rte_eth_rx_queue_setup(port, 0, rx_desc, sock, nullptr, pool); rc != 0)
     return fail("set up the RX queue of", rc);
   if (int rc = rte_eth_tx_queue_setup(port, 0, tx_desc, sock, nullptr); rc != 0)
     return fail("set up the TX queue of", rc);
   if (int rc = rte_eth_dev_start(port); rc != 0) return fail("start", rc);
-  (void)rte_eth_promiscuous_enable(port);  // L2-transparent; not every PMD supports it
   const uint64_t deadline =
       rte_get_tsc_cycles() + static_cast<uint64_t>(kLinkWaitS * rte_get_tsc_hz());
   rte_eth_link link{};
@@ -251,12 +282,15 @@ Result<EthdevOptions> ParseEthdevSpec(std::string_view spec) {
 
 namespace {
 
-// ethdev-pair: a cable of two ring-backed ports, A's TX ring being B's RX ring. txbatch sends
-// on A and receives on B.
-Result<std::unique_ptr<TxDriver>> CreatePair(rte_mempool* pool, RxSink& sink,
-                                             const RunWindow& window, double tsc_hz) {
-  // Ring and port names must be unique among live objects; a cell's pair is gone before the
-  // next cell makes one, but the pre-flight check and the cells follow each other closely.
+// Ring-backed ports built by txbatch from rings it owns (rte_eth_from_rings): `cables` rings,
+// port i sending into ring i and receiving from ring (i + 1) % cables. One cable makes a
+// loopback (net_ring0), two a pair. net_ring's own devargs path is avoided on purpose: in 22.11
+// it frees only some of the rings it makes, and the next probe re-attaches to the old ones.
+Result<std::unique_ptr<TxDriver>> CreateRingPorts(unsigned cables, std::string spec,
+                                                  rte_mempool* pool, unsigned mtu, RxSink& sink,
+                                                  const RunWindow& window, double tsc_hz) {
+  // Names must be unique among live objects: the pre-flight check and the cells follow each
+  // other closely.
   static std::atomic<unsigned> serial{0};
   const unsigned n = serial.fetch_add(1);
   Owned owned;
@@ -264,43 +298,53 @@ Result<std::unique_ptr<TxDriver>> CreatePair(rte_mempool* pool, RxSink& sink,
     owned.Release();
     return MakeError(err, std::move(message));
   };
-  rte_ring* cable[2];
-  for (int i = 0; i < 2; ++i) {
+  std::vector<rte_ring*> rings;
+  for (unsigned i = 0; i < cables; ++i) {
     // One producer (the runner, under the TX lock) and one consumer (the completion role).
-    cable[i] = rte_ring_create(fmt::format("txb_pair{}_{}", n, i).c_str(), kRingSize,
-                               rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-    if (cable[i] == nullptr)
-      return fail(rte_errno, fmt::format("cannot create the rings of ethdev-pair: {}",
-                                         rte_strerror(rte_errno)));
-    owned.rings.push_back(cable[i]);
+    rte_ring* r = rte_ring_create(fmt::format("txb_ring{}_{}", n, i).c_str(), kRingSize,
+                                  rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+    if (r == nullptr)
+      return fail(rte_errno,
+                  fmt::format("cannot create the rings of {}: {}", spec, rte_strerror(rte_errno)));
+    rings.push_back(r);
+    owned.rings.push_back(r);
   }
-  uint16_t ports[2];
-  for (int i = 0; i < 2; ++i) {
-    rte_ring* rx[] = {cable[1 - i]};
-    rte_ring* tx[] = {cable[i]};
-    const int p = rte_eth_from_rings(fmt::format("txb_pair{}_{}", n, i ? 'b' : 'a').c_str(), rx, 1,
-                                     tx, 1, rte_socket_id());
+  std::vector<uint16_t> ports;
+  for (unsigned i = 0; i < cables; ++i) {
+    rte_ring* tx[] = {rings[i]};
+    rte_ring* rx[] = {rings[(i + 1) % cables]};
+    const int p = rte_eth_from_rings(fmt::format("txb_ring{}_{}", n, i).c_str(), rx, 1, tx, 1,
+                                     rte_socket_id());
     if (p < 0)
-      return fail(rte_errno, fmt::format("cannot create the ports of ethdev-pair: {}",
-                                         rte_strerror(rte_errno)));
-    ports[i] = static_cast<uint16_t>(p);
-    owned.ports.push_back(ports[i]);
-    if (Status st = StartPort(ports[i], pool, fmt::format("ethdev-pair port {}", p)); !st)
+      return fail(rte_errno,
+                  fmt::format("cannot create the ports of {}: {}", spec, rte_strerror(rte_errno)));
+    const auto port = static_cast<uint16_t>(p);
+    ports.push_back(port);
+    owned.ports.push_back(port);
+    rte_eth_dev_info info{};
+    if (rte_eth_dev_info_get(port, &info) == 0 && info.device != nullptr)
+      owned.devices.push_back(info.device);  // the net_ring vdev rte_eth_from_rings made
+    if (Status st = StartPort(port, pool, mtu, fmt::format("{} port {}", spec, p)); !st)
       return fail(st.error().err, st.error().message);
   }
+  const uint16_t tx_port = ports[0], rx_port = ports[cables - 1];
   std::unique_ptr<TxDriver> d = std::make_unique<EthdevPort>(
-      ports[0], ports[1], /*virtual_dev=*/true, std::move(owned),
-      fmt::format("ethdev-pair: (port {} -> port {}, crossed rings)", ports[0], ports[1]), sink,
-      window, tsc_hz);
+      tx_port, rx_port, /*virtual_dev=*/true, std::move(owned),
+      cables == 1 ? fmt::format("{} (port {}, a loopback on one ring)", spec, tx_port)
+                  : fmt::format("{} (port {} -> port {}, crossed rings)", spec, tx_port, rx_port),
+      sink, window, tsc_hz);
   return d;
 }
 
 }  // namespace
 
 Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& o, rte_mempool* pool,
-                                                     RxSink& sink, const RunWindow& window,
-                                                     double tsc_hz) {
-  if (o.pair) return CreatePair(pool, sink, window, tsc_hz);
+                                                     unsigned mtu, RxSink& sink,
+                                                     const RunWindow& window, double tsc_hz) {
+  if (o.pair) return CreateRingPorts(2, o.ToString(), pool, mtu, sink, window, tsc_hz);
+  // net_ring from devargs: its TX ring is its RX ring, a loopback; built from a ring we own.
+  if (o.port < 0 && o.devargs == DeviceName(o.devargs) && o.devargs.starts_with("net_ring"))
+    return CreateRingPorts(1, o.ToString(), pool, mtu, sink, window, tsc_hz);
   uint16_t port = 0;
   Owned owned;
   std::string what;
@@ -312,6 +356,7 @@ Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& o, rte
                                            "or use ethdev:DEVARGS",
                                            o.port, avail));
     port = static_cast<uint16_t>(o.port);
+    owned.borrowed_ports.push_back(port);
     what = fmt::format("port {}", port);
   } else {
     const std::string name = DeviceName(o.devargs);
@@ -320,22 +365,27 @@ Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& o, rte
                                         "and its arguments (e.g. net_null0, net_ring0, "
                                         "net_pcap0,tx_pcap=FILE)",
                                         o.devargs, rte_strerror(-rc)));
-    if (rte_eth_dev_get_port_by_name(name.c_str(), &port) != 0)
+    if (rte_eth_dev_get_port_by_name(name.c_str(), &port) != 0) {
+      (void)rte_eal_hotplug_remove("vdev", name.c_str());
       return MakeError(ENODEV,
                        fmt::format("device '{}' was created but is not an ethdev port", name));
+    }
+    owned.ports.push_back(port);
     what = fmt::format("port {} ({})", port, name);
   }
   rte_eth_dev_info info{};
-  (void)rte_eth_dev_info_get(port, &info);
-  owned.ports.push_back(port);
+  if (int rc = rte_eth_dev_info_get(port, &info); rc != 0) {
+    if (o.port < 0) (void)rte_eal_hotplug_remove("vdev", DeviceName(o.devargs).c_str());
+    return MakeError(-rc, fmt::format("cannot query {}: {}", what, rte_strerror(-rc)));
+  }
   if (o.port < 0 && info.device != nullptr) owned.devices.push_back(info.device);
   const std::string driver_name = info.driver_name ? info.driver_name : "";
-  // net_ring created from devargs is its own loopback: its TX ring is its RX ring.
+  // A net_ring attached by other devargs (nodeaction=…) still loops its TX ring to its RX ring.
   const std::optional<uint16_t> rx_port =
       driver_name == "net_ring" ? std::optional<uint16_t>(port) : std::nullopt;
   const bool virtual_dev =
       info.device != nullptr && std::string_view(rte_bus_name(rte_dev_bus(info.device))) == "vdev";
-  if (Status s = StartPort(port, pool, what); !s) {
+  if (Status s = StartPort(port, pool, mtu, what); !s) {
     owned.Release();
     return s.error();
   }

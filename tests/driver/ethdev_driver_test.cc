@@ -2,7 +2,9 @@
 // net_ring (its own loopback) and ethdev-pair (two ports on crossed rings), procs 1 and 8,
 // batch 1 and 32; and bad device input.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 #include <tuple>
 
@@ -80,6 +82,42 @@ TEST(EthdevBadInput, MissingDevicesAndBadDevargsExitTwoWithOneSentence) {
     EXPECT_TRUE(run.out.empty()) << b.driver << ": " << run.out;  // nothing ran
     EXPECT_TRUE(run.doc.is_null()) << b.driver;                   // nothing written
   }
+}
+
+}  // namespace
+}  // namespace txbatch::test
+
+namespace txbatch::test {
+namespace {
+
+// A port EAL probed (as a NIC given with -a would be) is borrowed, not closed: every cell and
+// the pre-flight check use the same port.
+TEST(EthdevPortN, EalProbedPortServesEveryCell) {
+  const std::string prefix = "txbatch-portn-" + std::to_string(getpid());
+  const auto run = RunTxbatch(
+      "run --driver ethdev:port=0 --proto udp --size 200 --procs 1 "
+      "--batch 1,32 --duration 0.1 --warmup 0 -- --no-huge -m 256 "
+      "--no-shconf --no-pci --no-telemetry --file-prefix=" +
+      prefix + " --vdev net_null0,no-rx=1");
+  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_EQ(run.doc["records"].size(), 2u);
+  for (const json& rec : run.doc["records"])
+    EXPECT_TRUE(rec["results"]["accounting"]["balanced"].get<bool>());
+}
+
+// net_tap fills its RX ring with mbufs from the pool and may hold transmitted ones: they come
+// home when the port stops, before the books are read. The kernel tap goes with the port.
+TEST(EthdevTap, MbufsThePmdHeldComeHomeAndTheTapIsRemoved) {
+  const std::string iface = "txbtap" + std::to_string(getpid() % 100000);
+  const auto run = RunTxbatch("run --driver ethdev:net_tap0,iface=" + iface +
+                              " --proto udp --size 200 --procs 1 --batch 1,32 --rate 10kpps "
+                              "--duration 0.1 --warmup 0.05");
+  ASSERT_EQ(run.status, 0) << run.err;
+  for (const json& rec : run.doc["records"]) {
+    EXPECT_TRUE(rec["results"]["accounting"]["balanced"].get<bool>());
+    EXPECT_EQ(rec["results"]["mbufs_in_use_at_exit"], 0);
+  }
+  EXPECT_NE(std::system(("ip link show " + iface + " >/dev/null 2>&1").c_str()), 0);
 }
 
 }  // namespace
