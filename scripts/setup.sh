@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential g++ pkg-config meson ninja-build
-  libdpdk-dev dpdk
+  libdpdk-dev dpdk dpdk-dev
   libboost-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libpcap-dev
   libibverbs-dev
