@@ -14,6 +14,7 @@
 
 #include "batching/batch.h"
 #include "dataplane/error.h"
+#include "dataplane/tsc.h"
 
 namespace txbatch {
 
@@ -23,24 +24,34 @@ struct DequeueBudget {
   uint32_t bytes = UINT32_MAX;
 };
 
-enum class PolicyKind : uint8_t { kCount };
+enum class PolicyKind : uint8_t { kCount, kBuffer };
 
 // A parsed --policy / --batch value.
 struct PolicySpec {
   PolicyKind kind = PolicyKind::kCount;
-  uint16_t frames = 1;           // N of count:N
-  std::string ToString() const;  // "count:32"
+  uint16_t frames = 1;           // N of count:N / buffer:N
+  double timeout_us = 0;         // T of buffer:N:T; 0 = no drain timer
+  std::string ToString() const;  // "count:32", "buffer:32:100"
   bool batching() const { return frames > 1; }
+  bool operator==(const PolicySpec&) const = default;
 };
 
-// Parses "count:N" (N in 1..kMaxBatch). Bad input gets one sentence naming the valid forms.
+// Parses "count:N" or "buffer:N[:T]" (N in 1..kMaxBatch, T in µs, 1..1000000). Bad input gets
+// one sentence naming the valid forms.
 Result<PolicySpec> ParsePolicySpec(std::string_view text);
 
 class FlushPolicy {
  public:
   virtual ~FlushPolicy() = default;
-  // Budget of the next bulk dequeue. Called under the qdisc's root lock, once per batch.
+  // Budget of the next bulk dequeue from a qdisc. Called under its root lock, once per batch.
   virtual DequeueBudget Budget() const = 0;
+  // Producer-side accumulation (`--qdisc none`): whether a batch of `size` frames, the first
+  // of them buffered at `first`, goes to the driver now. `write_done`: the application write
+  // that produced them is complete (count:N takes only what is there; buffer:N waits for more).
+  virtual bool FlushNow(uint16_t size, Tsc first, Tsc now, bool write_done) const = 0;
+  // When a batch whose first frame was buffered at `first` must go at the latest (kNever: no
+  // drain timer).
+  virtual Tsc FlushBy(Tsc first) const = 0;
   virtual const PolicySpec& spec() const = 0;
 };
 
@@ -49,12 +60,38 @@ class CountPolicy final : public FlushPolicy {
  public:
   explicit CountPolicy(PolicySpec spec) : spec_(spec) {}
   DequeueBudget Budget() const override { return {spec_.frames, UINT32_MAX}; }
+  bool FlushNow(uint16_t size, Tsc, Tsc, bool write_done) const override {
+    return size >= spec_.frames || (write_done && size > 0);
+  }
+  Tsc FlushBy(Tsc) const override { return kNever; }
   const PolicySpec& spec() const override { return spec_; }
 
  private:
   PolicySpec spec_;
 };
 
-std::unique_ptr<FlushPolicy> MakeFlushPolicy(const PolicySpec& spec);
+// buffer:N[:T] — DPDK rte_eth_tx_buffer + drain timer: accumulate until N frames, or until the
+// first of them has waited T µs (l2fwd drains every 100 µs).
+class BufferPolicy final : public FlushPolicy {
+ public:
+  BufferPolicy(PolicySpec spec, double tsc_hz)
+      : spec_(spec),
+        timeout_tsc_(spec.timeout_us > 0 ? static_cast<Tsc>(spec.timeout_us * tsc_hz / 1e6)
+                                         : kNever) {}
+  DequeueBudget Budget() const override { return {spec_.frames, UINT32_MAX}; }
+  bool FlushNow(uint16_t size, Tsc first, Tsc now, bool) const override {
+    return size >= spec_.frames || (size > 0 && now >= FlushBy(first));
+  }
+  Tsc FlushBy(Tsc first) const override {
+    return timeout_tsc_ == kNever ? kNever : first + timeout_tsc_;
+  }
+  const PolicySpec& spec() const override { return spec_; }
+
+ private:
+  PolicySpec spec_;
+  Tsc timeout_tsc_;
+};
+
+std::unique_ptr<FlushPolicy> MakeFlushPolicy(const PolicySpec& spec, double tsc_hz);
 
 }  // namespace txbatch

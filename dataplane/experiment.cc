@@ -77,12 +77,13 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   auto created = CreateDriver(cfg.driver_spec, pool, cfg.mtu, sink, window, tsc_hz);
   if (!created) return created.error();
   std::unique_ptr<TxDriver> driver = std::move(*created);
-  auto policy = MakeFlushPolicy(cfg.policy);
+  auto policy = MakeFlushPolicy(cfg.policy, tsc_hz);
   TxQueueConfig qcfg;
   qcfg.txqueuelen = cfg.txqueuelen;
   qcfg.block_when_full = cfg.stream;
   qcfg.tsc_hz = tsc_hz;
   qcfg.irq_cpus = cpus;
+  qcfg.noqueue = cfg.noqueue;
   TxQueue queue(*driver, *policy, qcfg, window);
 
   const WireSpec wire = driver->Wire().value_or(WireSpec{});
@@ -93,6 +94,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   pcfg.procs = cfg.procs;
   pcfg.tsc_hz = tsc_hz;
   pcfg.cpus = cpus;
+  if (cfg.noqueue) pcfg.own_batches = policy.get();
   if (cfg.rate.unit == RateSpec::Unit::kPps) pcfg.pps_per_producer = cfg.rate.value / cfg.procs;
   if (cfg.rate.unit == RateSpec::Unit::kBps)
     pcfg.pps_per_producer =
@@ -229,7 +231,8 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   for (const auto& s : stats) r.alloc_failures += s.alloc_failures.Get();
   for (const auto& s : stats) r.unregistered_threads += s.registered ? 0 : 1;
   r.drops["qdisc_full"] = qc.dropped_qdisc_full.Get();
-  k.dropped = qc.dropped_qdisc_full.Get();
+  if (cfg.noqueue) r.drops["noqueue"] = qc.dropped_noqueue.Get();
+  k.dropped = qc.dropped_qdisc_full.Get() + qc.dropped_noqueue.Get();
   r.drops_total = k.dropped;
   k.sent = dc.accepted.Get();
   k.queued = queue.backlog();

@@ -12,10 +12,12 @@ namespace txbatch {
 
 class PiMutex {
  public:
-  PiMutex() {
+  // `inherit` false gives a plain futex mutex (for a lock many producers contend on, where
+  // inheritance's strict hand-over costs more than it saves).
+  explicit PiMutex(bool inherit = true) {
     pthread_mutexattr_t attr;
     pthread_mutexattr_init(&attr);
-    pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT);
+    if (inherit) pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT);
     pthread_mutex_init(&m_, &attr);
     pthread_mutexattr_destroy(&attr);
   }

@@ -109,12 +109,34 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
   // Producers start evenly staggered within one interval.
   double next = static_cast<double>(Now()) + interval * index / std::max(1u, cfg.procs);
 
+  // --qdisc none: this producer's own batch, and when its first frame was buffered.
+  const FlushPolicy* own = cfg.own_batches;
+  Batch batch;
+  Tsc first = 0;
+  const auto flush = [&] {
+    queue.SendBatch(batch);
+    if (batch.empty()) return;
+    // Refused: dropped (counted by the queue). They are this flow's newest frames, so their
+    // sequence numbers go back and the receiver's gaps keep meaning loss after the driver.
+    for (auto it = batch.frames().rbegin(); it != batch.frames().rend(); ++it)
+      builder.Unbuild(PayloadBytes(*it));
+    rte_pktmbuf_free_bulk(batch.frames().data(), batch.size());
+    batch.Clear();
+  };
+  const auto maybe_flush = [&](bool write_done) {
+    if (own != nullptr && own->FlushNow(batch.size(), first, Now(), write_done)) flush();
+  };
+
   const auto send = [&](unsigned payload) {
     if (interval > 0) {
       while (!stop.load(std::memory_order_relaxed)) {
-        const double ahead = (next - static_cast<double>(Now())) * 1e9 / cfg.tsc_hz;
-        if (ahead <= 0) break;
-        SleepNs(std::min(ahead, kPaceSliceNs));
+        const Tsc now = Now();
+        if (!batch.empty() && now >= own->FlushBy(first)) flush();  // the drain timer
+        double until = next;
+        if (!batch.empty()) until = std::min(until, static_cast<double>(own->FlushBy(first)));
+        const double ahead = (until - static_cast<double>(now)) * 1e9 / cfg.tsc_hz;
+        if (ahead <= 0 && until >= next) break;
+        if (ahead > 0) SleepNs(std::min(ahead, kPaceSliceNs));
       }
       next += interval;
     }
@@ -126,10 +148,20 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
     }
     builder.Build(m, payload, Now());
     stats.generated.Add();
-    if (!queue.Send(m, kProducerBand)) builder.Unbuild(payload);
+    if (own == nullptr) {
+      if (!queue.Send(m, kProducerBand)) builder.Unbuild(payload);
+      return;
+    }
+    if (batch.empty()) first = Now();
+    batch.Push(m);
+    maybe_flush(false);
   };
-  while (!stop.load(std::memory_order_relaxed)) segmenter.Write(send);
+  while (!stop.load(std::memory_order_relaxed)) {
+    segmenter.Write(send);
+    maybe_flush(true);
+  }
   segmenter.Flush(send);
+  if (own != nullptr) flush();  // whatever is left goes (or is dropped) before the producer ends
   if (stats.registered) rte_thread_unregister();
 }
 

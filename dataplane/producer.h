@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "batching/flush_policy.h"
 #include "dataplane/counters.h"
 #include "dataplane/error.h"
 #include "dataplane/frame.h"
@@ -37,6 +38,9 @@ struct ProducerConfig {
   double pps_per_producer = 0;  // 0 = as fast as possible
   double tsc_hz = 0;
   std::vector<int> cpus;  // pinned round-robin; empty = not pinned
+  // `--qdisc none`: each producer batches its own frames as this policy says and hands them to
+  // TxQueue::SendBatch; null: every frame goes through TxQueue::Send (the qdisc).
+  const FlushPolicy* own_batches = nullptr;
 };
 
 // One producer's counters, on its own cache line (producers write them on every frame).

@@ -49,12 +49,14 @@ struct TxQueueConfig {
   bool block_when_full = true;  // stream producers block; datagram producers drop
   double tsc_hz = 0;
   std::vector<int> irq_cpus;  // where the txirq may run (the process's allowed CPUs); empty = any
+  bool noqueue = false;       // --qdisc none: producers call SendBatch, nothing is queued
 };
 
 struct TxQueueCounters {
   Counter enqueued;
   Counter dropped_qdisc_full;  // datagram producers that found their band full
   Counter dropped_aborted;     // frames refused after Abort() (a drain that did not finish)
+  Counter dropped_noqueue;     // --qdisc none: frames the driver refused (Linux drops them too)
   Counter requeues;            // driver calls that left frames to requeue at the head
   Counter requeued_frames;
   Counter reschedules;  // qdisc runs started by the txirq role
@@ -82,6 +84,12 @@ class TxQueue {
   // counted as dropped (returns false). A frame that waited is restamped when it gets in.
   // Thread-safe.
   bool Send(rte_mbuf* m, int band);
+
+  // The producer path of `--qdisc none` (Linux noqueue): hands `batch` to the driver under the
+  // TX lock (HARD_TX_LOCK) and returns how many it accepted. Those leave `batch`; the refused
+  // ones stay in it, counted as dropped_noqueue, for the caller to free (Linux drops what a
+  // device without a queue refuses). Thread-safe.
+  uint16_t SendBatch(Batch& batch);
 
   // Starts / stops the txirq thread. Stop only once Idle() (or when abandoning the run).
   void StartIrq();

@@ -40,7 +40,7 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
           {"queues", 1},
           {"runner", "inline"},
           {"sync", "rootlock"},
-          {"qdisc", "pfifo_fast"},
+          {"qdisc", c.noqueue ? "none" : "pfifo_fast"},
           {"txqueuelen", c.txqueuelen},
           {"producer", c.stream ? "stream" : "datagram"},
           {"rate", c.rate.ToString()},
@@ -193,12 +193,18 @@ Status WriteJsonFile(const std::string& path, const json& doc) {
 
 void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const RunEnv& env) {
   const CellConfig& c = cells.front();
-  fmt::print(out,
-             "txbatch {} — batched TX, {} framing, MTU {}, pfifo_fast (3 bands x {}), runner "
-             "inline, sync rootlock, producers {}, rate {}\n",
-             TXBATCH_VERSION, ProtoName(c.proto), c.mtu, c.txqueuelen,
-             c.stream ? "stream (block on a full qdisc)" : "datagram (drop on a full qdisc)",
-             c.rate.ToString());
+  const std::string shape =
+      c.noqueue
+          ? std::string(
+                "qdisc none (each producer batches its own frames; refused ones "
+                "are dropped)")
+          : fmt::format(
+                "pfifo_fast (3 bands x {}), runner inline, sync rootlock, "
+                "producers {}",
+                c.txqueuelen,
+                c.stream ? "stream (block on a full qdisc)" : "datagram (drop on a full qdisc)");
+  fmt::print(out, "txbatch {} — batched TX, {} framing, MTU {}, {}, rate {}\n", TXBATCH_VERSION,
+             ProtoName(c.proto), c.mtu, shape, c.rate.ToString());
   fmt::print(out, "DPDK {}; EAL {} ({}): {}\n", env.dpdk_version, env.eal_mode, env.eal_why,
              fmt::join(env.eal_args, " "));
   fmt::print(out, "CPU {}, TSC {:.3f} GHz; {}\n", env.cpu, env.tsc_hz / 1e9, env.pinning);
@@ -235,7 +241,7 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
     unsigned row = 0, last_procs = 0, cells = 0, rx_cells = 0;
     uint64_t rx_sent = 0;  // `sent` of the cells that have a receive side
     for (const auto& rec : records) {
-      if (rec.config.policy.frames != pol.frames) continue;
+      if (!(rec.config.policy == pol)) continue;
       const CellResult& r = rec.result;
       if (row > 0 && rec.config.procs != last_procs) fmt::print(out, "\n");
       last_procs = rec.config.procs;

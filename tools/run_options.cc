@@ -52,7 +52,8 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                  "[default: 1,32]");
   cmd.add_option("--policy", a.policy,
                  "Flush policies, comma-separated: count:N (take at most N frames already queued, "
-                 "never wait). Not together with --batch");
+                 "never wait) or buffer:N[:T] (accumulate N frames or T microseconds, DPDK "
+                 "rte_eth_tx_buffer; --qdisc none). Not together with --batch");
   cmd.add_option("--size", a.size, "Bytes per application write, comma-separated (18..1048576)")
       ->capture_default_str();
   cmd.add_option("--procs", a.procs,
@@ -86,7 +87,10 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                  "Qdisc locking: rootlock (one lock around enqueue and "
                  "dequeue, Linux before 4.16)")
       ->capture_default_str();
-  cmd.add_option("--qdisc", a.qdisc, "Qdisc: pfifo_fast (3 bands, drop-tail)")
+  cmd.add_option("--qdisc", a.qdisc,
+                 "Qdisc: pfifo_fast (3 bands, drop-tail), or none (Linux noqueue: each producer "
+                 "hands its own batches to the driver under the TX lock; refused frames are "
+                 "dropped, counted as noqueue)")
       ->capture_default_str();
   cmd.add_option("--seed", a.seed, "Random seed recorded with the results")->capture_default_str();
   cmd.add_option("--json", a.json, "Write result records (schema_version 1) to this file");
@@ -109,7 +113,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
   if (Status s = choice("--producer", a.producer, {"stream", "datagram"}); !s) return s.error();
   if (Status s = choice("--runner", a.runner, {"inline"}); !s) return s.error();
   if (Status s = choice("--sync", a.sync, {"rootlock"}); !s) return s.error();
-  if (Status s = choice("--qdisc", a.qdisc, {"pfifo_fast"}); !s) return s.error();
+  if (Status s = choice("--qdisc", a.qdisc, {"pfifo_fast", "none"}); !s) return s.error();
   if (Status s = choice("--eal-memory", a.eal_memory, {"auto", "no-huge", "in-memory"}); !s)
     return s.error();
   plan.eal_memory = a.eal_memory == "auto"      ? EalMemory::kAuto
@@ -130,6 +134,12 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
       plan.policies.push_back(*spec);
     }
   }
+  for (const PolicySpec& p : plan.policies)
+    if (p.kind == PolicyKind::kBuffer && a.qdisc != "none")
+      return MakeError(EINVAL, fmt::format("policy {} accumulates frames before the driver, which "
+                                           "needs --qdisc none (a runner that waits comes with "
+                                           "--runner dedicated); valid with pfifo_fast: count:N",
+                                           p.ToString()));
   if (a.mtu < kMinMtu || a.mtu > kMaxMtu)
     return MakeError(
         ERANGE, fmt::format("--mtu {} is out of range; valid: {}..{}", a.mtu, kMinMtu, kMaxMtu));
@@ -183,6 +193,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
           c.warmup_s = a.warmup_s;
           c.rate = *rate;
           c.stream = a.producer == "stream";
+          c.noqueue = a.qdisc == "none";
           c.seed = a.seed;
           plan.cells.push_back(c);
         }

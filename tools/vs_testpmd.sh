@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # txbatch beside dpdk-testpmd on the same vdev (net_null0,no-rx=1), same EAL memory mode, same
 # window: testpmd --forward-mode=txonly at --burst B against `txbatch run --driver
-# ethdev:net_null0 --batch B`, alternated (testpmd, txbatch, testpmd, …) ROUNDS times per burst.
+# ethdev:net_null0` with SHAPE (default: --qdisc none --policy buffer:B, each producer batching
+# its own frames as testpmd does; SHAPE=pfifo_fast: the qdisc with --batch B), alternated
+# (testpmd, txbatch, testpmd, …) ROUNDS times per burst.
 # Prints every run and the medians and ratios per burst. Mpps: testpmd's Tx-pps over a 1 s
 # window of port statistics; txbatch's frames accepted by the driver in its 1 s window.
 #
@@ -11,6 +13,7 @@ set -euo pipefail
 txbatch=${1:-build/tools/txbatch}
 rounds=${ROUNDS:-5}
 bursts=${BURSTS:-1 8 32 64}
+shape=${SHAPE:-none}
 eal=(-l 0,1 --no-huge -m 512 --no-shconf --no-pci --no-telemetry)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -24,7 +27,9 @@ testpmd_mpps() {  # burst
 }
 
 txbatch_mpps() {  # burst
-  "$txbatch" run --driver ethdev:net_null0 --proto udp --size 18 --procs 1 --batch "$1" \
+  local policy=(--qdisc none --policy "buffer:$1")
+  [[ "$shape" == pfifo_fast ]] && policy=(--batch "$1")
+  "$txbatch" run --driver ethdev:net_null0 --proto udp --size 18 --procs 1 "${policy[@]}" \
     --duration 1 --warmup 0.2 --json "$tmp/t.json" -- "${eal[@]}" --file-prefix "vs-tx-$$" \
     >/dev/null
   python3 -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['records'][0]['results']['mpps'])" "$tmp/t.json"

@@ -65,7 +65,7 @@ TEST(CountPolicy, ParsesValidSpecs) {
   auto off = ParsePolicySpec("count:1");
   ASSERT_TRUE(off.ok());
   EXPECT_FALSE(off->batching());
-  auto policy = MakeFlushPolicy(*p);
+  auto policy = MakeFlushPolicy(*p, 2e9);
   EXPECT_EQ(policy->Budget().frames, 32);
 }
 
@@ -74,9 +74,47 @@ TEST(CountPolicy, RejectsBadSpecsWithTheValidForm) {
        {"count:0", "count:513", "count:", "count:x", "count:3x", "bql", "", "32"}) {
     auto p = ParsePolicySpec(bad);
     ASSERT_FALSE(p.ok()) << bad;
-    EXPECT_NE(p.error().message.find("valid: count:N with N in 1..512"), std::string::npos)
+    EXPECT_NE(p.error().message.find("valid: count:N or buffer:N[:T] with N in 1..512"),
+              std::string::npos)
         << p.error().message;
   }
+}
+
+}  // namespace
+}  // namespace txbatch
+
+namespace txbatch {
+namespace {
+
+TEST(BufferPolicy, ParsesAndFlushesOnCountOrTimeout) {
+  auto p = ParsePolicySpec("buffer:32:100");
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->kind, PolicyKind::kBuffer);
+  EXPECT_EQ(p->ToString(), "buffer:32:100");
+  const double hz = 1e9;  // 1 tick = 1 ns
+  auto policy = MakeFlushPolicy(*p, hz);
+  EXPECT_FALSE(policy->FlushNow(31, 0, 99'000, true));  // a finished write does not flush it
+  EXPECT_TRUE(policy->FlushNow(32, 0, 0, false));       // N frames do
+  EXPECT_TRUE(policy->FlushNow(1, 0, 100'000, false));  // so does the drain timer
+  EXPECT_EQ(policy->FlushBy(5), 100'005u);
+  auto untimed = MakeFlushPolicy(*ParsePolicySpec("buffer:8"), hz);
+  EXPECT_EQ(untimed->FlushBy(0), kNever);
+  EXPECT_FALSE(untimed->FlushNow(7, 0, 1'000'000'000, false));
+}
+
+TEST(CountPolicy, FlushesWhatAWriteProducedOrNFrames) {
+  auto policy = MakeFlushPolicy(*ParsePolicySpec("count:4"), 1e9);
+  EXPECT_FALSE(policy->FlushNow(3, 0, 0, false));
+  EXPECT_TRUE(policy->FlushNow(3, 0, 0, true));  // never waits beyond what is there
+  EXPECT_TRUE(policy->FlushNow(4, 0, 0, false));
+  EXPECT_FALSE(policy->FlushNow(0, 0, 0, true));
+  EXPECT_EQ(policy->FlushBy(0), kNever);
+}
+
+TEST(BufferPolicy, RejectsBadForms) {
+  for (const char* bad : {"buffer:", "buffer:0", "buffer:513", "buffer:8:", "buffer:8:0",
+                          "buffer:8:x", "count:8:100", "buffer:8:2000000"})
+    EXPECT_FALSE(ParsePolicySpec(bad).ok()) << bad;
 }
 
 }  // namespace

@@ -56,6 +56,8 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
   add(
       "policy", [](RunArgs& a) { a.policy = "bql"; }, "valid: count:N");
   add(
+      "buffer needs no qdisc", [](RunArgs& a) { a.policy = "buffer:32"; }, "needs --qdisc none");
+  add(
       "size small", [](RunArgs& a) { a.size = "17"; }, "18..1048576");
   add(
       "procs", [](RunArgs& a) { a.procs = "0"; }, "1..64");
@@ -80,7 +82,7 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
   add(
       "sync", [](RunArgs& a) { a.sync = "nolock"; }, "valid: rootlock");
   add(
-      "qdisc", [](RunArgs& a) { a.qdisc = "fq"; }, "valid: pfifo_fast");
+      "qdisc", [](RunArgs& a) { a.qdisc = "fq"; }, "valid: pfifo_fast, none");
   add(
       "txqueuelen", [](RunArgs& a) { a.txqueuelen = 0; }, "1..100000");
   add(

@@ -23,7 +23,7 @@ struct Rig {
     auto o = emu::ParseEmuSpec(spec);
     EXPECT_TRUE(o.ok());
     nic = emu::CreateEmuDriver(*o, sink, window, test::TscHz());
-    policy = MakeFlushPolicy({PolicyKind::kCount, batch});
+    policy = MakeFlushPolicy({PolicyKind::kCount, batch}, test::TscHz());
     TxQueueConfig cfg;
     cfg.txqueuelen = txqueuelen;
     cfg.block_when_full = block;
@@ -131,6 +131,38 @@ TEST(Books, BalanceOnlyWhenEveryFrameAndMbufIsAccountedFor) {
   Books uncounted = k;
   uncounted.dropped = 1;
   EXPECT_FALSE(Balanced(uncounted));
+}
+
+}  // namespace
+}  // namespace txbatch
+
+namespace txbatch {
+namespace {
+
+TEST(TxQueue, NoqueueHandsBatchesOverAndLeavesTheRefusedToTheCaller) {
+  RunWindow window;
+  RxSink sink(window, test::TscHz(), 1);
+  auto nic =
+      emu::CreateEmuDriver(*emu::ParseEmuSpec("emu:e1000,ring=8,free_thresh=4"), sink, window, test::TscHz());
+  auto policy = MakeFlushPolicy(*ParsePolicySpec("buffer:16"), test::TscHz());
+  TxQueueConfig cfg;
+  cfg.noqueue = true;
+  cfg.tsc_hz = test::TscHz();
+  TxQueue queue(*nic, *policy, cfg, window);
+  FrameBuilder b(Proto::kUdp, 0);
+  Batch batch;
+  for (int i = 0; i < 12; ++i) {
+    rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
+    ASSERT_NE(m, nullptr);
+    b.Build(m, 100, Now());
+    batch.Push(m);
+  }
+  EXPECT_EQ(queue.SendBatch(batch), 8);  // the ring takes 8
+  EXPECT_EQ(batch.size(), 4);            // the caller still holds the refused 4
+  EXPECT_EQ(queue.counters().dropped_noqueue.Get(), 4u);
+  rte_pktmbuf_free_bulk(batch.frames().data(), batch.size());
+  EXPECT_EQ(nic->Purge(), 8u);
+  EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
 }
 
 }  // namespace
