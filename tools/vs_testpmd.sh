@@ -16,7 +16,8 @@ bursts=${BURSTS:-1 8 32 64}
 shape=${SHAPE:-none}
 eal=(-l 0,1 --no-huge -m 512 --no-shconf --no-pci --no-telemetry)
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# testpmd leaves its (empty) runtime directory behind; remove it with ours.
+trap 'rm -rf "$tmp"; rmdir "/var/run/dpdk/vs-tp-$$" 2>/dev/null || true' EXIT
 
 testpmd_mpps() {  # burst
   (sleep 2.5; echo start; sleep 1; echo "show port stats all"; sleep 1
