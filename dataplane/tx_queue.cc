@@ -84,15 +84,10 @@ void TxQueue::Run(std::unique_lock<std::mutex>& root) {
     root.unlock();
 
     uint16_t accepted;
-    bool stopped;
     {
       std::lock_guard tx(tx_lock_);
-      accepted = driver_.Xmit(batch_.frames());
-      stopped = driver_.Stopped();
-      tx_stopped_.store(stopped, std::memory_order_release);
+      accepted = XmitLocked(batch_);
     }
-    // netif_tx_stop_queue: only the completion role can restart it, at its next deadline.
-    if (stopped) Kick(false);
     counters_.batch_hist[n].Add();
     counters_.tx_cycles.Add(Now() - t0);
 
@@ -112,23 +107,29 @@ void TxQueue::Run(std::unique_lock<std::mutex>& root) {
   running_ = false;
 }
 
+uint16_t TxQueue::XmitLocked(const Batch& batch) {
+  const uint16_t accepted = driver_.Xmit(batch.frames());
+  const bool stopped = driver_.Stopped();
+  tx_stopped_.store(stopped, std::memory_order_release);
+  // netif_tx_stop_queue: only the completion role can restart it, at its next deadline. Kick
+  // takes irq_mu_, never tx_lock_, so calling it here keeps the lock order.
+  if (stopped) Kick(false);
+  return accepted;
+}
+
 uint16_t TxQueue::SendBatch(Batch& batch) {
   const uint16_t n = batch.size();
   if (n == 0) return 0;
   const Tsc t0 = Now();
   uint16_t accepted;
-  bool stopped;
   {
     // Producers share these counters here, so they are written under the TX lock.
     std::lock_guard tx(tx_lock_);
-    accepted = driver_.Xmit(batch.frames());
-    stopped = driver_.Stopped();
-    tx_stopped_.store(stopped, std::memory_order_release);
+    accepted = XmitLocked(batch);
     counters_.batch_hist[n].Add();
     counters_.dropped_noqueue.Add(n - accepted);
     counters_.tx_cycles.Add(Now() - t0);
   }
-  if (stopped) Kick(false);  // the completion role frees the ring
   batch.ConsumeFront(accepted);
   return accepted;
 }

@@ -13,7 +13,8 @@
 // runs the qdisc again (counted as a reschedule). So a full ring never hangs the run.
 //
 // Locks: root_lock_ guards the qdisc, running_ and the waiters; tx_lock_ (HARD_TX_LOCK) guards
-// the driver. Neither is taken while holding the other. tx_lock_ and irq_mu_, which the txirq
+// the driver. Neither is taken while holding the other; irq_mu_ may be taken under either
+// (Kick), never the other way round. tx_lock_ and irq_mu_, which the txirq
 // takes on every wake, inherit priority; root_lock_, which it takes only to run the qdisc, does
 // not: under heavy producer contention a priority-inheriting mutex's strict hand-over collapsed
 // throughput (measured; doc/design.md).
@@ -115,6 +116,9 @@ class TxQueue {
   void Run(std::unique_lock<std::mutex>& root);
   void IrqLoop();
   void Kick(bool resched);
+  // One driver call; publishes whether the queue stopped and kicks the txirq if it did.
+  // Called under tx_lock_.
+  uint16_t XmitLocked(const Batch& batch);
 
   TxDriver& driver_;
   const FlushPolicy& policy_;
