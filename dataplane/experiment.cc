@@ -84,6 +84,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   qcfg.tsc_hz = tsc_hz;
   qcfg.irq_cpus = cpus;
   qcfg.noqueue = cfg.noqueue;
+  qcfg.dedicated = cfg.dedicated;
   TxQueue queue(*driver, *policy, qcfg, window);
 
   const WireSpec wire = driver->Wire().value_or(WireSpec{});
@@ -157,6 +158,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   // out at the wire's pace. All of it under one deadline, so a wedged queue cannot hang the run.
   stop_producers.store(true);
   const Tsc stopped_at = Now();
+  queue.Drain();
   const double drain_budget_s = DrainBudgetS(cfg, wire);
   const Tsc drain_deadline = stopped_at + static_cast<Tsc>(drain_budget_s * tsc_hz);
   while ((producers_done.load() < cfg.procs || !queue.Idle()) && Now() < drain_deadline)

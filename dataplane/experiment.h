@@ -32,8 +32,9 @@ struct CellConfig {
   double duration_s = 1.0;
   double warmup_s = 0.1;
   RateSpec rate;
-  bool stream = true;    // producers block on a full qdisc (stream) or drop (datagram)
-  bool noqueue = false;  // --qdisc none: producers batch their own frames (Linux noqueue)
+  bool stream = true;      // producers block on a full qdisc (stream) or drop (datagram)
+  bool noqueue = false;    // --qdisc none: producers batch their own frames (Linux noqueue)
+  bool dedicated = false;  // --runner dedicated: one runner thread sends, producers enqueue
   uint64_t seed = 1;
 };
 

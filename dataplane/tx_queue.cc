@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <sys/prctl.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "dataplane/frame.h"
@@ -53,11 +54,15 @@ bool TxQueue::Send(rte_mbuf* m, int band) {
     // The frame enters the stack now, as an skb built after sk_stream_wait_memory would: time
     // a producer spent blocked is back-pressure, not latency.
     if (waited) RestampTx(m, Now());
+    if (qdisc_.empty()) first_enqueued_ = Now();
     (void)qdisc_.Enqueue(m, band);  // cannot fail: the band has room
     counters_.enqueued.Add();
   }
-  // As __dev_xmit_skb: run the qdisc after the enqueue whatever it returned.
-  if (!running_ && !qdisc_.empty()) {
+  if (config_.dedicated) {
+    // Producers only enqueue; the runner thread sends.
+    if (runner_idle_) runner_cv_.notify_one();
+  } else if (!running_ && !qdisc_.empty()) {
+    // As __dev_xmit_skb: run the qdisc after the enqueue whatever it returned.
     running_ = true;
     counters_.runs.Add();
     Run(root);
@@ -99,7 +104,8 @@ void TxQueue::Run(std::unique_lock<std::mutex>& root) {
     }
     quota -= n;
     if (quota <= 0) {
-      if (!qdisc_.empty()) Kick(true);  // __netif_schedule: the softirq role continues
+      // __netif_schedule: the softirq role continues (a dedicated runner just goes on).
+      if (!config_.dedicated && !qdisc_.empty()) Kick(true);
       break;
     }
   }
@@ -150,9 +156,68 @@ void TxQueue::Kick(bool resched) {
 void TxQueue::StartIrq() {
   irq_stop_ = false;
   irq_ = std::thread([this] { IrqLoop(); });
+  if (config_.dedicated) runner_ = std::thread([this] { RunnerLoop(); });
+}
+
+void TxQueue::Drain() {
+  std::lock_guard root(root_lock_);
+  draining_ = true;
+  runner_cv_.notify_one();
+}
+
+bool TxQueue::RunnerReady(Tsc now) const {
+  if (qdisc_.empty() || tx_stopped_.load(std::memory_order_acquire)) return false;
+  if (draining_) return true;
+  const auto n = static_cast<uint16_t>(std::min<unsigned>(qdisc_.backlog(), UINT16_MAX));
+  // count:N takes what is queued; buffer:N[:T] waits for N frames or the drain timer.
+  return policy_.FlushNow(n, first_enqueued_, now, /*write_done=*/true);
+}
+
+void TxQueue::RunnerLoop() {
+  const bool registered = rte_thread_register() == 0;
+  if (!config_.irq_cpus.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : config_.irq_cpus) CPU_SET(c, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  }
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  std::unique_lock root(root_lock_);
+  while (!runner_stop_) {
+    const Tsc now = Now();
+    if (!RunnerReady(now)) {
+      // Sleep until an enqueue, a restarted queue, the drain or the buffer's timer; at most
+      // kIrqIdlePoll, so nothing is ever left waiting on a missed signal.
+      auto wait = kIrqIdlePoll;
+      const Tsc by = qdisc_.empty() ? kNever : policy_.FlushBy(first_enqueued_);
+      if (by != kNever && by > now)
+        wait = std::min(
+            wait,
+            std::chrono::microseconds(
+                static_cast<int64_t>(static_cast<double>(by - now) * 1e6 / config_.tsc_hz) + 1));
+      runner_idle_ = true;
+      runner_cv_.wait_for(root, wait);
+      runner_idle_ = false;
+      continue;
+    }
+    running_ = true;
+    counters_.runs.Add();
+    Run(root);
+    if (!qdisc_.empty()) first_enqueued_ = Now();  // what is left starts a new wait
+  }
+  root.unlock();
+  if (registered) rte_thread_unregister();
 }
 
 void TxQueue::StopIrq() {
+  if (runner_.joinable()) {
+    {
+      std::lock_guard root(root_lock_);
+      runner_stop_ = true;
+      runner_cv_.notify_one();
+    }
+    runner_.join();
+  }
   if (!irq_.joinable()) return;
   {
     std::lock_guard lk(irq_mu_);
@@ -220,7 +285,10 @@ void TxQueue::IrqLoop() {
       woke = was_stopped && !driver_.Stopped();
       tx_stopped_.store(driver_.Stopped(), std::memory_order_release);
     }
-    if (woke || resched) {
+    if ((woke || resched) && config_.dedicated) {
+      std::lock_guard root(root_lock_);
+      if (runner_idle_) runner_cv_.notify_one();  // netif_wake_queue: the runner goes on
+    } else if (woke || resched) {
       std::unique_lock root(root_lock_);
       if (running_) {
         resched_pending_ = true;

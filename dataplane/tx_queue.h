@@ -51,6 +51,7 @@ struct TxQueueConfig {
   double tsc_hz = 0;
   std::vector<int> irq_cpus;  // where the txirq may run (the process's allowed CPUs); empty = any
   bool noqueue = false;       // --qdisc none: producers call SendBatch, nothing is queued
+  bool dedicated = false;     // --runner dedicated: one runner thread, producers only enqueue
 };
 
 struct TxQueueCounters {
@@ -92,9 +93,13 @@ class TxQueue {
   // device without a queue refuses). Thread-safe.
   uint16_t SendBatch(Batch& batch);
 
-  // Starts / stops the txirq thread. Stop only once Idle() (or when abandoning the run).
+  // Starts / stops the txirq thread (and the dedicated runner). Stop only once Idle() (or when
+  // abandoning the run).
   void StartIrq();
   void StopIrq();
+
+  // Generation has stopped: a dedicated runner now sends what a buffer:N policy holds back.
+  void Drain();
 
   // Gives up on a run whose drain did not finish: wakes every blocked producer, and from now on
   // Send frees and counts (dropped_aborted) instead of queueing, so producers return. Thread-safe.
@@ -115,6 +120,9 @@ class TxQueue {
   // __qdisc_run. Called with root held and running_ set by the caller; clears running_.
   void Run(std::unique_lock<std::mutex>& root);
   void IrqLoop();
+  void RunnerLoop();
+  // Whether the dedicated runner should run the qdisc now. Called under root_lock_.
+  bool RunnerReady(Tsc now) const;
   void Kick(bool resched);
   // One driver call; publishes whether the queue stopped and kicks the txirq if it did.
   // Called under tx_lock_.
@@ -132,6 +140,13 @@ class TxQueue {
   bool running_ = false;          // __QDISC_STATE_RUNNING
   bool resched_pending_ = false;  // the txirq asked for another pass while a runner ran
   bool aborted_ = false;
+  // --runner dedicated: the runner sleeps on runner_cv_ while there is nothing to send.
+  std::condition_variable runner_cv_;
+  bool runner_idle_ = false;
+  bool runner_stop_ = false;
+  bool draining_ = false;
+  Tsc first_enqueued_ = 0;  // when the backlog last became non-empty (buffer:N:T's timer)
+  std::thread runner_;
   unsigned waiters_ = 0;
   Batch batch_;  // used only by the current runner
 

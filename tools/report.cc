@@ -38,7 +38,7 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
           {"size", c.size},
           {"procs", c.procs},
           {"queues", 1},
-          {"runner", "inline"},
+          {"runner", c.dedicated ? "dedicated" : "inline"},
           {"sync", "rootlock"},
           {"qdisc", c.noqueue ? "none" : "pfifo_fast"},
           {"txqueuelen", c.txqueuelen},
@@ -199,9 +199,9 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
                 "qdisc none (each producer batches its own frames; refused ones "
                 "are dropped)")
           : fmt::format(
-                "pfifo_fast (3 bands x {}), runner inline, sync rootlock, "
+                "pfifo_fast (3 bands x {}), runner {}, sync rootlock, "
                 "producers {}",
-                c.txqueuelen,
+                c.txqueuelen, c.dedicated ? "dedicated" : "inline",
                 c.stream ? "stream (block on a full qdisc)" : "datagram (drop on a full qdisc)");
   fmt::print(out, "txbatch {} — batched TX, {} framing, MTU {}, {}, rate {}\n", TXBATCH_VERSION,
              ProtoName(c.proto), c.mtu, shape, c.rate.ToString());

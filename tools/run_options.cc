@@ -80,8 +80,8 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
   cmd.add_option("--txqueuelen", a.txqueuelen, "Frames per pfifo_fast band (1..100000)")
       ->capture_default_str();
   cmd.add_option("--runner", a.runner,
-                 "Runner style: inline (a producer that finds the qdisc "
-                 "idle runs it, Linux)")
+                 "Runner style: inline (a producer that finds the qdisc idle runs it, Linux) or "
+                 "dedicated (one runner thread per queue sends, producers only enqueue, DPDK)")
       ->capture_default_str();
   cmd.add_option("--sync", a.sync,
                  "Qdisc locking: rootlock (one lock around enqueue and "
@@ -111,7 +111,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
   };
   if (Status s = choice("--proto", a.proto, {"tcp", "udp"}); !s) return s.error();
   if (Status s = choice("--producer", a.producer, {"stream", "datagram"}); !s) return s.error();
-  if (Status s = choice("--runner", a.runner, {"inline"}); !s) return s.error();
+  if (Status s = choice("--runner", a.runner, {"inline", "dedicated"}); !s) return s.error();
   if (Status s = choice("--sync", a.sync, {"rootlock"}); !s) return s.error();
   if (Status s = choice("--qdisc", a.qdisc, {"pfifo_fast", "none"}); !s) return s.error();
   if (Status s = choice("--eal-memory", a.eal_memory, {"auto", "no-huge", "in-memory"}); !s)
@@ -134,11 +134,15 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
       plan.policies.push_back(*spec);
     }
   }
+  if (a.runner == "dedicated" && a.qdisc == "none")
+    return MakeError(EINVAL,
+                     "--runner dedicated runs a qdisc, and --qdisc none has none; valid: "
+                     "--runner inline with --qdisc none, or a qdisc with either runner");
   for (const PolicySpec& p : plan.policies)
-    if (p.kind == PolicyKind::kBuffer && a.qdisc != "none")
-      return MakeError(EINVAL, fmt::format("policy {} accumulates frames before the driver, which "
-                                           "needs --qdisc none (a runner that waits comes with "
-                                           "--runner dedicated); valid with pfifo_fast: count:N",
+    if (p.kind == PolicyKind::kBuffer && a.qdisc != "none" && a.runner != "dedicated")
+      return MakeError(EINVAL, fmt::format("policy {} waits for frames to accumulate, which needs "
+                                           "--qdisc none or --runner dedicated (an inline runner "
+                                           "never waits); valid with this shape: count:N",
                                            p.ToString()));
   if (a.mtu < kMinMtu || a.mtu > kMaxMtu)
     return MakeError(
@@ -194,6 +198,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
           c.rate = *rate;
           c.stream = a.producer == "stream";
           c.noqueue = a.qdisc == "none";
+          c.dedicated = a.runner == "dedicated";
           c.seed = a.seed;
           plan.cells.push_back(c);
         }

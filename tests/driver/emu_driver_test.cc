@@ -290,3 +290,35 @@ TEST(Eal, BadEalArgumentsExitTwoWithOneSentence) {
 
 }  // namespace
 }  // namespace txbatch::test
+
+namespace txbatch::test {
+namespace {
+
+// --runner dedicated: producers only enqueue, one runner thread sends. Behind its producers it
+// forms batches by itself, reaches the wire, and drains (buffer:N without a timer included:
+// Drain() releases what it holds back).
+TEST(DedicatedRunner, ReachesTheWireFormsBatchesAndDrains) {
+  const auto run = RunAtFullLoad(
+      "run --runner dedicated --driver emu:e1000 --size 65536 "
+      "--procs 1,8 --batch 1,32 --duration 0.4 --warmup 0.1",
+      ModelShare);
+  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_EQ(run.doc["records"].size(), 4u);
+  for (const json& rec : run.doc["records"]) {
+    EXPECT_EQ(rec["config"]["runner"], "dedicated");
+    CheckBooksAndDrain(rec);
+    CheckWireAtFullLoad(rec, ModelShare(rec));
+    if (rec["config"]["batch"] == 32) {
+      EXPECT_GE(rec["results"]["avg_batch"].get<double>(), 16.0);
+    }
+  }
+  const auto buffered = RunTxbatch(
+      "run --runner dedicated --driver emu:null --policy buffer:64 "
+      "--proto udp --size 18 --procs 2 --duration 0.2 --warmup 0.05");
+  ASSERT_EQ(buffered.status, 0) << buffered.err;
+  CheckBooksAndDrain(buffered.doc["records"][0]);
+  EXPECT_GE(buffered.doc["records"][0]["results"]["avg_batch"].get<double>(), 60.0);
+}
+
+}  // namespace
+}  // namespace txbatch::test

@@ -56,7 +56,15 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
   add(
       "policy", [](RunArgs& a) { a.policy = "bql"; }, "valid: count:N");
   add(
-      "buffer needs no qdisc", [](RunArgs& a) { a.policy = "buffer:32"; }, "needs --qdisc none");
+      "buffer needs no qdisc", [](RunArgs& a) { a.policy = "buffer:32"; },
+      "needs --qdisc none or --runner dedicated");
+  add(
+      "dedicated without a qdisc",
+      [](RunArgs& a) {
+        a.runner = "dedicated";
+        a.qdisc = "none";
+      },
+      "--qdisc none has none");
   add(
       "size small", [](RunArgs& a) { a.size = "17"; }, "18..1048576");
   add(
@@ -78,7 +86,7 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
   add(
       "producer", [](RunArgs& a) { a.producer = "burst"; }, "stream, datagram");
   add(
-      "runner", [](RunArgs& a) { a.runner = "dedicated"; }, "valid: inline");
+      "runner", [](RunArgs& a) { a.runner = "softirq"; }, "valid: inline, dedicated");
   add(
       "sync", [](RunArgs& a) { a.sync = "nolock"; }, "valid: rootlock");
   add(
