@@ -114,12 +114,15 @@ void TxQueue::Run(std::unique_lock<std::mutex>& root) {
 }
 
 uint16_t TxQueue::XmitLocked(const Batch& batch) {
+  const bool was_stopped = driver_.Stopped();
   const uint16_t accepted = driver_.Xmit(batch.frames());
   const bool stopped = driver_.Stopped();
   tx_stopped_.store(stopped, std::memory_order_release);
-  // netif_tx_stop_queue: only the completion role can restart it, at its next deadline. Kick
-  // takes irq_mu_, never tx_lock_, so calling it here keeps the lock order.
-  if (stopped) Kick(false);
+  // netif_tx_stop_queue: only the completion role can restart it, at its next deadline. Told
+  // once, when the queue stops: with --qdisc none producers keep offering to a stopped queue,
+  // and a kick per refused batch had them and the SCHED_FIFO txirq ping-pong (~12 us a frame).
+  // Kick takes irq_mu_, never tx_lock_, so calling it here keeps the lock order.
+  if (stopped && !was_stopped) Kick(false);
   return accepted;
 }
 
