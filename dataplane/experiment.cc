@@ -38,6 +38,7 @@ uint64_t InvoluntaryCtxsw() {
 
 struct Snapshot {
   uint64_t xmit_calls, offered, accepted, doorbells, tx_cycles, requeues, reschedules, ctxsw;
+  uint64_t requeued_frames, stops, waits;
   std::array<uint64_t, kMaxBatch + 1> hist;
   double cpu_ns;
 };
@@ -125,6 +126,9 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
     s.doorbells = d.doorbells.Get();
     s.tx_cycles = q.tx_cycles.Get();
     s.requeues = q.requeues.Get();
+    s.requeued_frames = q.requeued_frames.Get();
+    s.stops = d.stops.Get();
+    s.waits = q.waits.Get();
     s.reschedules = q.reschedules.Get();
     s.ctxsw = InvoluntaryCtxsw();
     for (size_t i = 0; i < s.hist.size(); ++i) s.hist[i] = q.batch_hist[i].Get();
@@ -204,6 +208,9 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   }
   if (r.packets > 0) r.cpu_ns_per_pkt = (b.cpu_ns - a.cpu_ns) / static_cast<double>(r.packets);
   r.requeues = b.requeues - a.requeues;
+  r.requeued_frames = b.requeued_frames - a.requeued_frames;
+  r.queue_stops = b.stops - a.stops;
+  r.producer_waits = b.waits - a.waits;
   r.reschedules = b.reschedules - a.reschedules;
   r.involuntary_ctxsw = b.ctxsw - a.ctxsw;
   r.latency = sink.latency().Summary();

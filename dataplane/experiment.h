@@ -59,6 +59,9 @@ struct CellResult {
   std::optional<double> doorbells_per_pkt;
   double cycles_per_pkt = 0, cpu_ns_per_pkt = 0;
   uint64_t requeues = 0, reschedules = 0;
+  uint64_t requeued_frames = 0;  // frames those requeues put back
+  uint64_t queue_stops = 0;      // times the driver's queue stopped (ring full)
+  uint64_t producer_waits = 0;   // times a stream producer blocked on a full band
   std::map<std::string, uint64_t> drops;
   uint64_t drops_total = 0;
   std::optional<LatencySummary> latency;

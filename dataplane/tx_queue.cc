@@ -56,7 +56,6 @@ bool TxQueue::Send(rte_mbuf* m, int band) {
     if (waited) RestampTx(m, Now());
     if (qdisc_.empty()) first_enqueued_ = Now();
     (void)qdisc_.Enqueue(m, band);  // cannot fail: the band has room
-    counters_.enqueued.Add();
   }
   if (config_.dedicated) {
     // Producers only enqueue; the runner thread sends.

@@ -55,7 +55,6 @@ struct TxQueueConfig {
 };
 
 struct TxQueueCounters {
-  Counter enqueued;
   Counter dropped_qdisc_full;  // datagram producers that found their band full
   Counter dropped_aborted;     // frames refused after Abort() (a drain that did not finish)
   Counter dropped_noqueue;     // --qdisc none: frames the driver refused (Linux drops them too)

@@ -35,7 +35,6 @@ struct DriverCounters {
   Counter offered;     // frames offered to Xmit
   Counter accepted;    // frames Xmit accepted (sent, in the books)
   Counter doorbells;   // tail-register writes (drivers that own one)
-  Counter completed;   // frames reclaimed from the ring
   Counter stops;       // times the queue stopped because the ring filled
   // Departures in the run window (counted_at == wire): frames, payload and wire bytes, and the
   // wire's busy time in TSC cycles.

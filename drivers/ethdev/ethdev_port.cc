@@ -135,7 +135,6 @@ class EthdevPort final : public TxDriver {
         sink_.Receive({rx.data(), k}, {at.data(), k});
         done += k;
       }
-      counters_.completed.Add(done);
       stopped_ = false;  // the ring we send into is the one just emptied
     } else if (stopped_ && now >= retry_at_) {
       (void)rte_eth_tx_done_cleanup(port_, 0, 0);  // PMDs that free lazily; ENOTSUP is fine
