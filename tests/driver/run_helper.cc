@@ -50,6 +50,16 @@ TxbatchRun RunTxbatch(const std::string& args) {
   return r;
 }
 
+std::vector<uint64_t> SentByDriverCountedRecords(const nlohmann::json& doc) {
+  std::vector<uint64_t> sent;
+  for (const auto& rec : doc["records"]) {
+    EXPECT_TRUE(rec["results"]["accounting"]["balanced"].get<bool>()) << rec["config"].dump();
+    EXPECT_EQ(rec["results"]["counted_at"], "driver") << rec["config"].dump();
+    sent.push_back(rec["results"]["accounting"]["sent"].get<uint64_t>());
+  }
+  return sent;
+}
+
 bool HugepagesAvailable() { return FreeHugepageBytes() >= (256ull << 20); }
 
 }  // namespace txbatch::test

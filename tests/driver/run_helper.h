@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace txbatch::test {
 
@@ -16,6 +17,10 @@ struct TxbatchRun {
 
 // `args` go after "txbatch"; a --json file in the test's temp dir is added.
 TxbatchRun RunTxbatch(const std::string& args);
+
+// For a run on a port where nothing receives: checks that every record's books balance and that
+// it counted where the driver accepts frames; returns each record's `sent`, in order.
+std::vector<uint64_t> SentByDriverCountedRecords(const nlohmann::json& doc);
 
 // Free hugepages can hold an in-memory EAL run of the test size.
 bool HugepagesAvailable();
