@@ -24,4 +24,15 @@ class Counter {
   std::atomic<uint64_t> v_{0};
 };
 
+// A counter any number of threads may add to at once (one locked add each): for events written
+// outside any lock, such as drops by producers of a lock-free qdisc.
+class SharedCounter {
+ public:
+  void Add(uint64_t n = 1) { v_.fetch_add(n, std::memory_order_relaxed); }
+  uint64_t Get() const { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> v_{0};
+};
+
 }  // namespace txbatch

@@ -38,7 +38,7 @@ uint64_t InvoluntaryCtxsw() {
 
 struct Snapshot {
   uint64_t xmit_calls, offered, accepted, doorbells, tx_cycles, requeues, reschedules, ctxsw;
-  uint64_t requeued_frames, stops, waits;
+  uint64_t requeued_frames, stops, waits, missed;
   std::array<uint64_t, kMaxBatch + 1> hist;
   double cpu_ns;
 };
@@ -86,7 +86,9 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   qcfg.irq_cpus = cpus;
   qcfg.noqueue = cfg.noqueue;
   qcfg.dedicated = cfg.dedicated;
-  TxQueue queue(*driver, *policy, qcfg, window);
+  qcfg.nolock = cfg.nolock;
+  const std::unique_ptr<TxQueue> queue_ptr = MakeTxQueue(*driver, *policy, qcfg, window);
+  TxQueue& queue = *queue_ptr;
 
   const WireSpec wire = driver->Wire().value_or(WireSpec{});
   ProducerConfig pcfg;
@@ -127,6 +129,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
     s.tx_cycles = q.tx_cycles.Get();
     s.requeues = q.requeues.Get();
     s.requeued_frames = q.requeued_frames.Get();
+    s.missed = q.missed.Get();
     s.stops = d.stops.Get();
     s.waits = q.waits.Get();
     s.reschedules = q.reschedules.Get();
@@ -209,6 +212,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   if (r.packets > 0) r.cpu_ns_per_pkt = (b.cpu_ns - a.cpu_ns) / static_cast<double>(r.packets);
   r.requeues = b.requeues - a.requeues;
   r.requeued_frames = b.requeued_frames - a.requeued_frames;
+  r.qdisc_missed = b.missed - a.missed;
   r.queue_stops = b.stops - a.stops;
   r.producer_waits = b.waits - a.waits;
   r.reschedules = b.reschedules - a.reschedules;

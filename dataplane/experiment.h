@@ -35,6 +35,7 @@ struct CellConfig {
   bool stream = true;      // producers block on a full qdisc (stream) or drop (datagram)
   bool noqueue = false;    // --qdisc none: producers batch their own frames (Linux noqueue)
   bool dedicated = false;  // --runner dedicated: one runner thread sends, producers enqueue
+  bool nolock = false;     // --sync nolock: lock-free bands + run flag (Linux >= 4.16)
   uint64_t seed = 1;
 };
 
@@ -60,8 +61,11 @@ struct CellResult {
   double cycles_per_pkt = 0, cpu_ns_per_pkt = 0;
   uint64_t requeues = 0, reschedules = 0;
   uint64_t requeued_frames = 0;  // frames those requeues put back
-  uint64_t queue_stops = 0;      // times the driver's queue stopped (ring full)
-  uint64_t producer_waits = 0;   // times a stream producer blocked on a full band
+  // --sync nolock: enqueues that found the run flag taken and left it a note (MISSED), the
+  // measure of how often producers would have contended for the root lock.
+  uint64_t qdisc_missed = 0;
+  uint64_t queue_stops = 0;     // times the driver's queue stopped (ring full)
+  uint64_t producer_waits = 0;  // times a stream producer blocked on a full band
   std::map<std::string, uint64_t> drops;
   uint64_t drops_total = 0;
   std::optional<LatencySummary> latency;

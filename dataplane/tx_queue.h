@@ -1,29 +1,31 @@
 #pragma once
-// One TX queue: its qdisc (pfifo_fast under one root lock, the pre-4.16 Linux model), the inline
-// runner and the TX-completion role.
+// One TX queue: its qdisc, its runner and its TX-completion role. Two qdisc synchronisations,
+// both pfifo_fast (MakeTxQueue picks one):
+// * rootlock (rootlock_queue.h): one root lock around enqueue and dequeue, the pre-4.16 model;
+// * nolock (nolock_queue.h): lock-free bands and an exclusive run flag, Linux >= 4.16
+//   (TCQ_F_NOLOCK).
 //
 // Runner (Linux __dev_xmit_skb/qdisc_run): a producer that enqueues and finds the qdisc idle
-// becomes its runner and, dropping the root lock around each driver call, dequeues batches (as
-// the flush policy allows) and transmits them until the qdisc is empty, the ring is full or its
-// quota (dev_tx_weight) is spent. The others only enqueue.
+// becomes its runner and dequeues batches (as the flush policy allows) and transmits them until
+// the qdisc is empty, the ring is full or its quota (dev_tx_weight) is spent. The others only
+// enqueue. With --runner dedicated one thread per queue is the only runner.
 //
 // The missing IRQ (DESIGN.md Terms): a `txirq` thread per queue plays Linux's TX-completion
 // interrupt and NET_TX softirq. It sleeps until the driver's next modelled completion (no
 // spinning), reclaims, and when that restarted a stopped queue, or a runner ran out of quota,
 // runs the qdisc again (counted as a reschedule). So a full ring never hangs the run.
 //
-// Locks: root_lock_ guards the qdisc, running_ and the waiters; tx_lock_ (HARD_TX_LOCK) guards
-// the driver. Neither is taken while holding the other; irq_mu_ may be taken under either
-// (Kick), never the other way round. tx_lock_ and irq_mu_, which the txirq
-// takes on every wake, inherit priority; root_lock_, which it takes only to run the qdisc, does
-// not: under heavy producer contention a priority-inheriting mutex's strict hand-over collapsed
-// throughput (measured; doc/design.md).
+// This base class owns the driver side: tx_lock_ (HARD_TX_LOCK) around every driver call, the
+// txirq, --qdisc none's SendBatch and the counters. Lock order: a qdisc lock is never taken
+// while holding tx_lock_; irq_mu_ may be taken under either (Kick), never the other way round.
+// tx_lock_ and irq_mu_, which the SCHED_FIFO txirq takes on every wake, inherit priority.
 
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -52,18 +54,20 @@ struct TxQueueConfig {
   std::vector<int> irq_cpus;  // where the txirq may run (the process's allowed CPUs); empty = any
   bool noqueue = false;       // --qdisc none: producers call SendBatch, nothing is queued
   bool dedicated = false;     // --runner dedicated: one runner thread, producers only enqueue
+  bool nolock = false;        // --sync nolock: lock-free bands and a run flag (TCQ_F_NOLOCK)
 };
 
 struct TxQueueCounters {
-  Counter dropped_qdisc_full;  // datagram producers that found their band full
-  Counter dropped_aborted;     // frames refused after Abort() (a drain that did not finish)
-  Counter dropped_noqueue;     // --qdisc none: frames the driver refused (Linux drops them too)
-  Counter requeues;            // driver calls that left frames to requeue at the head
+  SharedCounter dropped_qdisc_full;  // datagram producers that found their band full
+  SharedCounter dropped_aborted;     // frames refused after Abort() (a drain that did not finish)
+  SharedCounter waits;               // times a stream producer blocked on a full band
+  Counter dropped_noqueue;           // --qdisc none: frames the driver refused (Linux drops them)
+  Counter requeues;                  // driver calls that left frames to requeue at the head
   Counter requeued_frames;
-  Counter reschedules;  // qdisc runs started by the txirq role
-  Counter runs;         // qdisc runs started by producers
-  Counter tx_cycles;    // TSC spent dequeuing + in Xmit (the TX path)
-  Counter waits;        // times a stream producer blocked on a full band
+  Counter reschedules;   // qdisc runs started by the txirq role
+  Counter runs;          // qdisc runs started by producers (or the dedicated runner)
+  SharedCounter missed;  // nolock: producers that found the run flag taken (__QDISC_STATE_MISSED)
+  Counter tx_cycles;     // TSC spent dequeuing + in Xmit (the TX path)
   // Longest the txirq woke after the completion deadline it slept for, within the run window:
   // the scheduler's (or the host's) delay in serving the modelled interrupt. Large values
   // explain an idle wire.
@@ -73,9 +77,7 @@ struct TxQueueCounters {
 
 class TxQueue {
  public:
-  TxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfig& config,
-          const RunWindow& window);
-  ~TxQueue();
+  virtual ~TxQueue();
   TxQueue(const TxQueue&) = delete;
   TxQueue& operator=(const TxQueue&) = delete;
 
@@ -84,7 +86,7 @@ class TxQueue {
   // on a condition variable until the runner frees room; a datagram producer's frame is freed and
   // counted as dropped (returns false). A frame that waited is restamped when it gets in.
   // Thread-safe.
-  bool Send(rte_mbuf* m, int band);
+  virtual bool Send(rte_mbuf* m, int band) = 0;
 
   // The producer path of `--qdisc none` (Linux noqueue): hands `batch` to the driver under the
   // TX lock (HARD_TX_LOCK) and returns how many it accepted. Those leave `batch`; the refused
@@ -98,34 +100,46 @@ class TxQueue {
   void StopIrq();
 
   // Generation has stopped: a dedicated runner now sends what a buffer:N policy holds back.
-  void Drain();
+  virtual void Drain() = 0;
 
   // Gives up on a run whose drain did not finish: wakes every blocked producer, and from now on
   // Send frees and counts (dropped_aborted) instead of queueing, so producers return. Thread-safe.
-  void Abort();
+  virtual void Abort() = 0;
 
   // Nothing queued, nobody running, nothing in flight in the driver. Thread-safe.
   bool Idle();
-  unsigned backlog();
-  // Frees whatever is still queued (teardown of an abandoned run); returns how many.
-  unsigned Purge();
+  virtual unsigned backlog() = 0;
+  // Frees whatever is still queued (teardown of an abandoned run, every thread stopped); returns
+  // how many.
+  virtual unsigned Purge() = 0;
 
   const TxQueueCounters& counters() const { return counters_; }
   std::thread::native_handle_type irq_thread() { return irq_.native_handle(); }
   // Whether the txirq thread got SCHED_FIFO (it preempts producers like a hard IRQ; needs root).
   bool irq_realtime() const { return irq_realtime_.load(); }
 
- private:
-  // __qdisc_run. Called with root held and running_ set by the caller; clears running_.
-  void Run(std::unique_lock<std::mutex>& root);
-  void IrqLoop();
-  void RunnerLoop();
-  // Whether the dedicated runner should run the qdisc now. Called under root_lock_.
-  bool RunnerReady(Tsc now) const;
+ protected:
+  TxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfig& config,
+          const RunWindow& window);
+
+  // The qdisc side, implemented per synchronisation.
+  virtual bool QdiscIdle() = 0;
+  // From the txirq: the completion restarted a stopped queue, or a runner ran out of quota
+  // (`resched`): run the qdisc again (or wake the dedicated runner).
+  virtual void Restart(bool resched) = 0;
+  virtual void RunnerLoop() = 0;
+  // Wakes a sleeping dedicated runner (to see runner_stop_, a drain, an enqueue).
+  virtual void WakeRunner() = 0;
+
+  // One driver call under the TX lock, timed from `t0` (taken before the dequeue) into
+  // tx_cycles and counted in batch_hist. Returns how many frames the driver accepted.
+  uint16_t Transmit(const Batch& batch, Tsc t0);
   void Kick(bool resched);
-  // One driver call; publishes whether the queue stopped and kicks the txirq if it did.
-  // Called under tx_lock_.
-  uint16_t XmitLocked(const Batch& batch);
+  // How long a dedicated runner may sleep: kIrqIdlePoll, or less to meet `flush_by`.
+  std::chrono::microseconds RunnerSleep(Tsc flush_by, Tsc now) const;
+  // The txirq and a dedicated runner: registered with EAL (mempool caches), on the allowed CPUs,
+  // with 1 ns timer slack. Returns whether registration worked (unregister at exit).
+  bool EnterServiceThread() const;
 
   TxDriver& driver_;
   const FlushPolicy& policy_;
@@ -133,27 +147,21 @@ class TxQueue {
   const RunWindow& window_;
   const unsigned wake_level_;  // blocked producers are woken once the backlog falls to this
 
-  std::mutex root_lock_;
-  std::condition_variable space_cv_;
-  PfifoFast qdisc_;
-  bool running_ = false;          // __QDISC_STATE_RUNNING
-  bool resched_pending_ = false;  // the txirq asked for another pass while a runner ran
-  bool aborted_ = false;
-  // --runner dedicated: the runner sleeps on runner_cv_ while there is nothing to send.
-  std::condition_variable runner_cv_;
-  bool runner_idle_ = false;
-  bool runner_stop_ = false;
-  bool draining_ = false;
-  Tsc first_enqueued_ = 0;  // when the backlog last became non-empty (buffer:N:T's timer)
-  std::thread runner_;
-  unsigned waiters_ = 0;
-  Batch batch_;  // used only by the current runner
-
-  // Priority-inheriting: the SCHED_FIFO txirq takes it to reclaim (see pi_mutex.h).
-  PiMutex tx_lock_;
   // The driver's Stopped(), published by whoever last held tx_lock_, so a runner can see a
   // stopped queue before dequeuing (Linux dequeue_skb checks netif_xmit_frozen_or_stopped).
   std::atomic<bool> tx_stopped_{false};
+  std::atomic<bool> runner_stop_{false};
+  TxQueueCounters counters_;
+
+ private:
+  void IrqLoop();
+  // One driver call; publishes whether the queue stopped and kicks the txirq if it did.
+  // Called under tx_lock_.
+  uint16_t XmitLocked(const Batch& batch);
+
+  // Priority-inheriting: the SCHED_FIFO txirq takes it to reclaim (see pi_mutex.h).
+  PiMutex tx_lock_;
+  std::thread runner_;
 
   PiMutex irq_mu_;  // producers take it to kick the txirq: priority-inheriting too
   std::condition_variable_any irq_cv_;
@@ -162,8 +170,11 @@ class TxQueue {
   bool irq_stop_ = false;
   std::atomic<bool> irq_realtime_{false};
   std::thread irq_;
-
-  TxQueueCounters counters_;
 };
+
+// The queue for `config`: nolock or rootlock synchronisation (rootlock for --qdisc none, where
+// nothing is queued).
+std::unique_ptr<TxQueue> MakeTxQueue(TxDriver& driver, const FlushPolicy& policy,
+                                     const TxQueueConfig& config, const RunWindow& window);
 
 }  // namespace txbatch

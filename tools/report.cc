@@ -39,7 +39,9 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
           {"procs", c.procs},
           {"queues", 1},
           {"runner", c.dedicated ? "dedicated" : "inline"},
-          {"sync", "rootlock"},
+          {"sync", c.noqueue  ? "none"
+                   : c.nolock ? "nolock"
+                              : "rootlock"},
           {"qdisc", c.noqueue ? "none" : "pfifo_fast"},
           {"txqueuelen", c.txqueuelen},
           {"producer", c.stream ? "stream" : "datagram"},
@@ -77,6 +79,7 @@ json ResultJson(const CellResult& r) {
           {"cpu_ns_per_pkt", r.cpu_ns_per_pkt},
           {"requeues", r.requeues},
           {"requeued_frames", r.requeued_frames},
+          {"qdisc_missed", r.qdisc_missed},
           {"queue_stops", r.queue_stops},
           {"producer_waits", r.producer_waits},
           {"reschedules", r.reschedules},
@@ -202,9 +205,10 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
                 "qdisc none (each producer batches its own frames; refused ones "
                 "are dropped)")
           : fmt::format(
-                "pfifo_fast (3 bands x {}), runner {}, sync rootlock, "
+                "pfifo_fast (3 bands x {}), runner {}, sync {}, "
                 "producers {}",
                 c.txqueuelen, c.dedicated ? "dedicated" : "inline",
+                c.nolock ? "nolock" : "rootlock",
                 c.stream ? "stream (block on a full qdisc)" : "datagram (drop on a full qdisc)");
   fmt::print(out, "txbatch {} — batched TX, {} framing, MTU {}, {}, rate {}\n", TXBATCH_VERSION,
              ProtoName(c.proto), c.mtu, shape, c.rate.ToString());

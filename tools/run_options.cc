@@ -84,8 +84,9 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                  "dedicated (one runner thread per queue sends, producers only enqueue, DPDK)")
       ->capture_default_str();
   cmd.add_option("--sync", a.sync,
-                 "Qdisc locking: rootlock (one lock around enqueue and "
-                 "dequeue, Linux before 4.16)")
+                 "Qdisc locking: rootlock (one lock around enqueue and dequeue, Linux before "
+                 "4.16) or nolock (lock-free bands, an exclusive run flag and a private requeue "
+                 "slot, Linux 4.16 on: TCQ_F_NOLOCK)")
       ->capture_default_str();
   cmd.add_option("--qdisc", a.qdisc,
                  "Qdisc: pfifo_fast (3 bands, drop-tail), or none (Linux noqueue: each producer "
@@ -112,7 +113,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
   if (Status s = choice("--proto", a.proto, {"tcp", "udp"}); !s) return s.error();
   if (Status s = choice("--producer", a.producer, {"stream", "datagram"}); !s) return s.error();
   if (Status s = choice("--runner", a.runner, {"inline", "dedicated"}); !s) return s.error();
-  if (Status s = choice("--sync", a.sync, {"rootlock"}); !s) return s.error();
+  if (Status s = choice("--sync", a.sync, {"rootlock", "nolock"}); !s) return s.error();
   if (Status s = choice("--qdisc", a.qdisc, {"pfifo_fast", "none"}); !s) return s.error();
   if (Status s = choice("--eal-memory", a.eal_memory, {"auto", "no-huge", "in-memory"}); !s)
     return s.error();
@@ -138,6 +139,10 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
     return MakeError(EINVAL,
                      "--runner dedicated runs a qdisc, and --qdisc none has none; valid: "
                      "--runner inline with --qdisc none, or a qdisc with either runner");
+  if (a.sync == "nolock" && a.qdisc == "none")
+    return MakeError(EINVAL,
+                     "--sync nolock chooses how a qdisc is locked, and --qdisc none has none; "
+                     "valid: --sync nolock or rootlock with --qdisc pfifo_fast");
   for (const PolicySpec& p : plan.policies)
     if (p.kind == PolicyKind::kBuffer && a.qdisc != "none" && a.runner != "dedicated")
       return MakeError(EINVAL, fmt::format("policy {} waits for frames to accumulate, which needs "
@@ -199,6 +204,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
           c.stream = a.producer == "stream";
           c.noqueue = a.qdisc == "none";
           c.dedicated = a.runner == "dedicated";
+          c.nolock = a.sync == "nolock";
           c.seed = a.seed;
           plan.cells.push_back(c);
         }

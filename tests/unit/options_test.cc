@@ -88,7 +88,14 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
   add(
       "runner", [](RunArgs& a) { a.runner = "softirq"; }, "valid: inline, dedicated");
   add(
-      "sync", [](RunArgs& a) { a.sync = "nolock"; }, "valid: rootlock");
+      "sync", [](RunArgs& a) { a.sync = "seqlock"; }, "valid: rootlock, nolock");
+  add(
+      "sync without a qdisc",
+      [](RunArgs& a) {
+        a.sync = "nolock";
+        a.qdisc = "none";
+      },
+      "--qdisc none has none");
   add(
       "qdisc", [](RunArgs& a) { a.qdisc = "fq"; }, "valid: pfifo_fast, none");
   add(

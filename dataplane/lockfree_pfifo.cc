@@ -1,0 +1,72 @@
+#include "dataplane/lockfree_pfifo.h"
+
+namespace txbatch {
+
+LockfreePfifo::LockfreePfifo(unsigned limit) : limit_(limit) {
+  for (auto& b : bands_) b = std::make_unique<Band>(limit);
+}
+
+LockfreePfifo::~LockfreePfifo() { Purge(); }
+
+bool LockfreePfifo::Enqueue(rte_mbuf* m, int band, bool* was_empty) {
+  Band& b = *bands_[band];
+  // Reserve a place first: the count, not the FIFO, enforces the limit, so the FIFO never holds
+  // more than the nodes it reserved.
+  if (b.count.fetch_add(1) >= limit_) {
+    b.count.fetch_sub(1);
+    return false;
+  }
+  const unsigned before = backlog_.fetch_add(1);
+  if (!b.fifo.bounded_push(m)) {  // cannot happen with `limit` nodes reserved; treat as full
+    backlog_.fetch_sub(1);
+    b.count.fetch_sub(1);
+    return false;
+  }
+  if (was_empty) *was_empty = before == 0;
+  return true;
+}
+
+uint16_t LockfreePfifo::DequeueBulk(Batch& batch, uint16_t max_frames) {
+  uint16_t taken = 0;
+  while (requeue_count_ > 0 && taken < max_frames && !batch.full()) {
+    batch.Push(requeue_[requeue_head_]);
+    requeue_head_ = (requeue_head_ + 1) % kMaxBatch;
+    --requeue_count_;
+    ++taken;
+  }
+  for (auto& b : bands_) {
+    unsigned from_band = 0;
+    rte_mbuf* m;
+    while (taken < max_frames && !batch.full() && b->fifo.pop(m)) {
+      batch.Push(m);
+      ++from_band;
+      ++taken;
+    }
+    if (from_band) b->count.fetch_sub(from_band);
+  }
+  if (taken) backlog_.fetch_sub(taken);
+  return taken;
+}
+
+void LockfreePfifo::Requeue(std::span<rte_mbuf* const> frames) {
+  for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+    requeue_head_ = (requeue_head_ + kMaxBatch - 1) % kMaxBatch;
+    requeue_[requeue_head_] = *it;
+    ++requeue_count_;
+  }
+  backlog_.fetch_add(static_cast<unsigned>(frames.size()));
+}
+
+unsigned LockfreePfifo::Purge() {
+  unsigned n = 0;
+  Batch batch;
+  while (true) {
+    batch.Clear();
+    if (DequeueBulk(batch, kMaxBatch) == 0) break;
+    rte_pktmbuf_free_bulk(batch.frames().data(), batch.size());
+    n += batch.size();
+  }
+  return n;
+}
+
+}  // namespace txbatch

@@ -1,0 +1,64 @@
+#pragma once
+// pfifo_fast as Linux >= 4.16 runs it (TCQ_F_NOLOCK, with the MISSED flag of 5.14): producers
+// enqueue into lock-free bands without any qdisc lock, and the qdisc is run by whoever wins an
+// exclusive run flag (qdisc_run_begin's spin_trylock on q->seqlock). A producer that loses
+// leaves a note (__QDISC_STATE_MISSED) instead of waiting; the holder, on leaving, sees it and
+// runs again (or reschedules through the txirq once its quota is spent), so no frame is left
+// behind. Frames the driver refused wait in the qdisc's private requeue slot.
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+
+#include "dataplane/lockfree_pfifo.h"
+#include "dataplane/tx_queue.h"
+
+namespace txbatch {
+
+class NolockTxQueue final : public TxQueue {
+ public:
+  NolockTxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfig& config,
+                const RunWindow& window);
+  ~NolockTxQueue() override;
+
+  bool Send(rte_mbuf* m, int band) override;
+  void Drain() override;
+  void Abort() override;
+  unsigned backlog() override { return qdisc_.backlog(); }
+  unsigned Purge() override { return qdisc_.Purge(); }
+
+ private:
+  bool QdiscIdle() override;
+  void Restart(bool resched) override;
+  void RunnerLoop() override;
+  void WakeRunner() override;
+  // qdisc_run_begin / __qdisc_run / qdisc_run_end: runs the qdisc if the run flag is free
+  // (counting the run in `runs`), else leaves the MISSED note for its holder.
+  void TryRun(Counter& runs);
+  // Dequeues and transmits until the qdisc is empty, the queue stops or `quota` frames went;
+  // returns the quota left. Run-flag holder only.
+  int Run(int quota);
+  bool RunnerReady(Tsc now) const;
+  // A stream producer's wait for room in `band` (or Abort).
+  void WaitForSpace(int band);
+
+  LockfreePfifo qdisc_;
+  std::atomic<bool> running_{false};  // the run flag (q->seqlock)
+  std::atomic<bool> missed_{false};   // __QDISC_STATE_MISSED
+  std::atomic<bool> aborted_{false};
+  std::atomic<bool> draining_{false};
+  std::atomic<Tsc> first_enqueued_{0};  // when the backlog last became non-empty
+  Batch batch_;                         // the run-flag holder's
+
+  // Blocked stream producers (the slow path only: a full band).
+  std::mutex space_mu_;
+  std::condition_variable space_cv_;
+  std::atomic<unsigned> waiters_{0};
+
+  // --runner dedicated: the runner sleeps here while there is nothing to send.
+  std::mutex runner_mu_;
+  std::condition_variable runner_cv_;
+  std::atomic<bool> runner_idle_{false};
+};
+
+}  // namespace txbatch

@@ -1,0 +1,52 @@
+#pragma once
+// pfifo_fast under one root lock, the Linux model before 4.16: every enqueue and every dequeue
+// takes the qdisc's root lock; the runner drops it around each driver call (sch_direct_xmit).
+// Under heavy producer contention a priority-inheriting root lock's strict hand-over collapsed
+// throughput (measured; doc/design.md), so root_lock_ is a plain mutex.
+
+#include <condition_variable>
+#include <mutex>
+
+#include "dataplane/qdisc.h"
+#include "dataplane/tx_queue.h"
+
+namespace txbatch {
+
+class RootlockTxQueue final : public TxQueue {
+ public:
+  RootlockTxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfig& config,
+                  const RunWindow& window);
+  ~RootlockTxQueue() override;
+
+  bool Send(rte_mbuf* m, int band) override;
+  void Drain() override;
+  void Abort() override;
+  unsigned backlog() override;
+  unsigned Purge() override;
+
+ private:
+  bool QdiscIdle() override;
+  void Restart(bool resched) override;
+  void RunnerLoop() override;
+  void WakeRunner() override;
+  // __qdisc_run. Called with root held and running_ set by the caller; clears running_.
+  void Run(std::unique_lock<std::mutex>& root);
+  // Whether the dedicated runner should run the qdisc now. Called under root_lock_.
+  bool RunnerReady(Tsc now) const;
+
+  std::mutex root_lock_;
+  std::condition_variable space_cv_;
+  PfifoFast qdisc_;
+  bool running_ = false;          // __QDISC_STATE_RUNNING
+  bool resched_pending_ = false;  // the txirq asked for another pass while a runner ran
+  bool aborted_ = false;
+  unsigned waiters_ = 0;
+  Batch batch_;  // used only by the current runner
+  // --runner dedicated: the runner sleeps on runner_cv_ while there is nothing to send.
+  std::condition_variable runner_cv_;
+  bool runner_idle_ = false;
+  bool draining_ = false;
+  Tsc first_enqueued_ = 0;  // when the backlog last became non-empty (buffer:N:T's timer)
+};
+
+}  // namespace txbatch
