@@ -31,11 +31,11 @@ Result<DriverSpec> ParseDriverSpec(std::string_view text) {
     if (!o) return o.error();
     return DriverSpec{*o};
   }
-  return MakeError(EINVAL,
-                   fmt::format("driver '{}' is unknown; valid: emu:MODEL[,key=value...] "
-                               "with MODEL one of e1000, ixgbe, null, or ethdev:DEVARGS "
-                               "(a DPDK vdev such as net_null0), ethdev:port=N or ethdev-pair:",
-                               text));
+  return MakeError(
+      EINVAL, fmt::format("driver '{}' is unknown; valid: emu:MODEL[,key=value...] "
+                          "with MODEL one of e1000, ixgbe, null, or ethdev:DEVARGS "
+                          "(a DPDK vdev such as net_null0), ethdev:port=N or ethdev-pair:[memif]",
+                          text));
 }
 
 Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempool* pool,

@@ -20,13 +20,16 @@ namespace txbatch::ethdev {
 struct EthdevOptions {
   std::string devargs;  // a vdev to create and remove again ("net_ring0"); empty when port >= 0
   int port = -1;        // a port EAL already probed
-  bool pair = false;    // ethdev-pair: two ring-backed ports as a cable (send on A, receive on B)
-  std::string ToString() const;  // "ethdev:net_null0,no-rx=1", "ethdev:port=0", "ethdev-pair:"
+  // ethdev-pair: two ports as a cable, sending on A and receiving on B: crossed rings
+  // (`ethdev-pair:`) or a memif server and client in this process (`ethdev-pair:memif`).
+  enum class Pair { kNone, kRing, kMemif } pair = Pair::kNone;
+  // "ethdev:net_null0,no-rx=1", "ethdev:port=0", "ethdev-pair:", "ethdev-pair:memif"
+  std::string ToString() const;
 };
 
-// Parses "ethdev:DEVARGS", "ethdev:port=N" or "ethdev-pair:". net_null gets no-rx=1 unless the
-// devargs say otherwise (its RX side would return zero-filled frames). Syntax only: whether the
-// device exists is known when it is created.
+// Parses "ethdev:DEVARGS", "ethdev:port=N", "ethdev-pair:" or "ethdev-pair:memif". net_null gets
+// no-rx=1 unless the devargs say otherwise (its RX side would return zero-filled frames). Syntax
+// only: whether the device exists is known when it is created.
 Result<EthdevOptions> ParseEthdevSpec(std::string_view spec);
 
 // Creates (or attaches to) the port, configures one RX and one TX queue, starts it and waits for

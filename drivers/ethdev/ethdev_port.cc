@@ -6,6 +6,7 @@
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 #include <rte_ring.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -198,7 +199,8 @@ class EthdevPort final : public TxDriver {
   std::array<uint32_t, kMaxBatch> bytes_;
 };
 
-Status StartPort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::string& what) {
+// Configures one RX and one TX queue and starts the port; does not wait for the link.
+Status ConfigurePort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::string& what) {
   rte_eth_dev_info info{};
   if (int rc = rte_eth_dev_info_get(port, &info); rc != 0)
     return MakeError(-rc, fmt::format("cannot query {}: {}", what, rte_strerror(-rc)));
@@ -223,6 +225,11 @@ Status StartPort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::stri
   if (int rc = rte_eth_tx_queue_setup(port, 0, tx_desc, sock, nullptr); rc != 0)
     return fail("set up the TX queue of", rc);
   if (int rc = rte_eth_dev_start(port); rc != 0) return fail("start", rc);
+  return {};
+}
+
+// Waits up to kLinkWaitS for the port's link; stops the port if it never comes up.
+Status WaitLinkUp(uint16_t port, const std::string& what) {
   const uint64_t deadline =
       rte_get_tsc_cycles() + static_cast<uint64_t>(kLinkWaitS * rte_get_tsc_hz());
   rte_eth_link link{};
@@ -238,21 +245,33 @@ Status StartPort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::stri
   return {};
 }
 
+Status StartPort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::string& what) {
+  if (Status s = ConfigurePort(port, pool, mtu, what); !s) return s;
+  return WaitLinkUp(port, what);
+}
+
 }  // namespace
 
 std::string EthdevOptions::ToString() const {
-  if (pair) return "ethdev-pair:";
+  if (pair == Pair::kRing) return "ethdev-pair:";
+  if (pair == Pair::kMemif) return "ethdev-pair:memif";
   return port >= 0 ? fmt::format("ethdev:port={}", port) : "ethdev:" + devargs;
 }
 
 Result<EthdevOptions> ParseEthdevSpec(std::string_view spec) {
   EthdevOptions o;
-  if (spec == "ethdev-pair:" || spec == "ethdev-pair") {
-    o.pair = true;
+  if (spec == "ethdev-pair:" || spec == "ethdev-pair" || spec == "ethdev-pair:ring") {
+    o.pair = EthdevOptions::Pair::kRing;
+    return o;
+  }
+  if (spec == "ethdev-pair:memif") {
+    o.pair = EthdevOptions::Pair::kMemif;
     return o;
   }
   if (spec.starts_with("ethdev-pair"))
-    return MakeError(EINVAL, fmt::format("'{}' takes no arguments; valid: ethdev-pair:", spec));
+    return MakeError(EINVAL, fmt::format("'{}' is not a pair txbatch can make; valid: "
+                                         "ethdev-pair: (crossed rings) or ethdev-pair:memif",
+                                         spec));
   std::string_view rest = spec;
   if (rest.starts_with("ethdev:")) rest.remove_prefix(7);
   if (rest.starts_with("port=")) {
@@ -335,12 +354,66 @@ Result<std::unique_ptr<TxDriver>> CreateRingPorts(unsigned cables, std::string s
   return d;
 }
 
+// A memif server and a memif client in this process, connected through an abstract socket
+// (nothing on disk) named for this process: frames sent on the client are received on the
+// server, having crossed memif's shared-memory rings (copied there and back: memif's TX frees
+// the mbuf, its RX allocates a new one from the pool). Both ports are started before either
+// link is waited for: the link comes up when the client has connected.
+Result<std::unique_ptr<TxDriver>> CreateMemifPair(std::string spec, rte_mempool* pool, unsigned mtu,
+                                                  RxSink& sink, const RunWindow& window,
+                                                  double tsc_hz) {
+  static std::atomic<unsigned> serial{0};
+  const unsigned n = serial.fetch_add(1);
+  const std::string socket = fmt::format("/run/txbatch-{}-{}.memif", getpid(), n);
+  Owned owned;
+  const auto fail = [&](int err, std::string message) {
+    owned.Release();
+    return MakeError(err, std::move(message));
+  };
+  std::array<uint16_t, 2> ports{};
+  const std::array<const char*, 2> roles = {"server", "client"};
+  for (unsigned i = 0; i < 2; ++i) {
+    const std::string name = fmt::format("net_memif_txb{}_{}", n, i);
+    const std::string devargs = fmt::format("{},role={},socket={}", name, roles[i], socket);
+    if (int rc = rte_dev_probe(devargs.c_str()); rc != 0)
+      return fail(-rc, fmt::format("cannot create the memif {} of {} ({}); is DPDK's net_memif "
+                                   "driver installed?",
+                                   roles[i], spec, rte_strerror(-rc)));
+    if (rte_eth_dev_get_port_by_name(name.c_str(), &ports[i]) != 0) {
+      (void)rte_eal_hotplug_remove("vdev", name.c_str());
+      return fail(ENODEV, fmt::format("memif device '{}' is not an ethdev port", name));
+    }
+    owned.ports.push_back(ports[i]);
+    rte_eth_dev_info info{};
+    if (rte_eth_dev_info_get(ports[i], &info) == 0 && info.device != nullptr)
+      owned.devices.push_back(info.device);
+    if (Status s = ConfigurePort(ports[i], pool, mtu,
+                                 fmt::format("{} port {} (memif {})", spec, ports[i], roles[i]));
+        !s)
+      return fail(s.error().err, s.error().message);
+  }
+  for (unsigned i = 0; i < 2; ++i)
+    if (Status s =
+            WaitLinkUp(ports[i], fmt::format("{} port {} (memif {})", spec, ports[i], roles[i]));
+        !s)
+      return fail(s.error().err, s.error().message);
+  const uint16_t tx_port = ports[1], rx_port = ports[0];
+  std::unique_ptr<TxDriver> d = std::make_unique<EthdevPort>(
+      tx_port, rx_port, /*virtual_dev=*/true, std::move(owned),
+      fmt::format("{} (port {} memif client -> port {} memif server)", spec, tx_port, rx_port),
+      sink, window, tsc_hz);
+  return d;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& o, rte_mempool* pool,
                                                      unsigned mtu, RxSink& sink,
                                                      const RunWindow& window, double tsc_hz) {
-  if (o.pair) return CreateRingPorts(2, o.ToString(), pool, mtu, sink, window, tsc_hz);
+  if (o.pair == EthdevOptions::Pair::kRing)
+    return CreateRingPorts(2, o.ToString(), pool, mtu, sink, window, tsc_hz);
+  if (o.pair == EthdevOptions::Pair::kMemif)
+    return CreateMemifPair(o.ToString(), pool, mtu, sink, window, tsc_hz);
   // net_ring from devargs: its TX ring is its RX ring, a loopback; built from a ring we own.
   if (o.port < 0 && o.devargs == DeviceName(o.devargs) && o.devargs.starts_with("net_ring"))
     return CreateRingPorts(1, o.ToString(), pool, mtu, sink, window, tsc_hz);

@@ -1,6 +1,7 @@
 // The ethdev driver on real DPDK vdevs through the txbatch binary: net_null (nothing receives),
-// net_ring (its own loopback) and ethdev-pair (two ports on crossed rings), procs 1 and 8,
-// batch 1 and 32; and bad device input.
+// net_ring (its own loopback), ethdev-pair (two ports on crossed rings) and ethdev-pair:memif
+// (a memif server and client), procs 1 and 8, batch 1 and 32; and bad device input, a link
+// that never comes up included.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -57,11 +58,13 @@ TEST_P(EthdevRun, BooksBalanceAndNothingLeaks) {
 
 INSTANTIATE_TEST_SUITE_P(
     Vdevs, EthdevRun,
-    ::testing::Combine(::testing::Values("ethdev:net_null0", "ethdev:net_ring0", "ethdev-pair:"),
+    ::testing::Combine(::testing::Values("ethdev:net_null0", "ethdev:net_ring0",
+                                         "ethdev-pair:", "ethdev-pair:memif"),
                        ::testing::Values(1, 8)),
     [](const auto& info) {
       std::string name = std::get<0>(info.param).substr(std::get<0>(info.param).find(':') + 1);
       if (name.empty()) name = "pair";
+      if (name == "memif") name = "memif_pair";
       return name + "_procs" + std::to_string(std::get<1>(info.param));
     });
 
@@ -82,6 +85,21 @@ TEST(EthdevBadInput, MissingDevicesAndBadDevargsExitTwoWithOneSentence) {
     EXPECT_TRUE(run.out.empty()) << b.driver << ": " << run.out;  // nothing ran
     EXPECT_TRUE(run.doc.is_null()) << b.driver;                   // nothing written
   }
+}
+
+// A memif server nobody connects to: its link never comes up. The run gives up after the link
+// wait with one sentence, before any cell, and leaves no file behind.
+TEST(EthdevBadInput, ALinkThatNeverComesUpIsOneSentenceAndNothingRuns) {
+  const std::string socket = "/run/txbatch-test-nolink-" + std::to_string(getpid()) + ".memif";
+  const auto run =
+      RunTxbatch("run --duration 0.1 --driver ethdev:net_memif0,role=server,socket=" + socket +
+                 ",socket-abstract=no");
+  EXPECT_EQ(run.status, 2) << run.err;
+  EXPECT_NE(run.err.find("did not come up within"), std::string::npos) << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  EXPECT_TRUE(run.out.empty()) << run.out;
+  EXPECT_TRUE(run.doc.is_null());
+  EXPECT_NE(access(socket.c_str(), F_OK), 0) << socket << " was left behind";
 }
 
 }  // namespace

@@ -224,6 +224,9 @@ TEST(DriverSpec, ParsesEmuAndEthdevForms) {
   auto pair = ParseDriverSpec("ethdev-pair:");
   ASSERT_TRUE(pair.ok());
   EXPECT_EQ(pair->ToString(), "ethdev-pair:");
+  auto memif = ParseDriverSpec("ethdev-pair:memif");
+  ASSERT_TRUE(memif.ok());
+  EXPECT_EQ(memif->ToString(), "ethdev-pair:memif");
   auto port = ParseDriverSpec("ethdev:port=3");
   ASSERT_TRUE(port.ok());
   EXPECT_EQ(port->ToString(), "ethdev:port=3");
