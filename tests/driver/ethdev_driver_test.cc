@@ -140,3 +140,45 @@ TEST(EthdevTap, MbufsThePmdHeldComeHomeAndTheTapIsRemoved) {
 
 }  // namespace
 }  // namespace txbatch::test
+
+namespace txbatch::test {
+namespace {
+
+// The qdisc is visible in latency: on a loopback port (latency = the frame's own RX TSC minus
+// its TX stamp), frames that waited behind a full txqueuelen take far longer than frames sent
+// at 10 % of that load, which find the qdisc empty. A long txqueuelen makes the queueing
+// delay (backlog / throughput, milliseconds) dominate the light-load delay, which is the
+// completion role's RX poll (<= 125 us), by a wide margin.
+class LoopbackLatency : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LoopbackLatency, AFullQdiscShowsInLatency) {
+  const std::string common = "run --driver " + GetParam() +
+                             " --proto udp --size 200 --procs 8 --batch 32 --txqueuelen 8000 "
+                             "--duration 0.5 --warmup 0.2";
+  const auto full = RunTxbatch(common);
+  ASSERT_EQ(full.status, 0) << full.err;
+  const json& f = full.doc["records"][0]["results"];
+  ASSERT_TRUE(f["accounting"]["balanced"].get<bool>());
+  EXPECT_GT(f["producer_waits"].get<uint64_t>(), 0u) << "the qdisc never filled";
+  const auto pps = static_cast<uint64_t>(f["mpps"].get<double>() * 1e6 / 10);
+  const auto light = RunTxbatch(common + " --rate " + std::to_string(pps) + "pps");
+  ASSERT_EQ(light.status, 0) << light.err;
+  const json& l = light.doc["records"][0]["results"];
+  ASSERT_TRUE(l["accounting"]["balanced"].get<bool>());
+  EXPECT_EQ(l["producer_waits"], 0);  // nothing ever waited for room
+  const double p50_full = f["latency_ns"]["p50"].get<double>();
+  const double p50_light = l["latency_ns"]["p50"].get<double>();
+  RecordProperty("p50_full_ns", std::to_string(p50_full));
+  RecordProperty("p50_light_ns", std::to_string(p50_light));
+  EXPECT_GE(p50_full, 10 * p50_light)
+      << "full " << p50_full << " ns, 10 % load " << p50_light << " ns";
+}
+
+INSTANTIATE_TEST_SUITE_P(Loopbacks, LoopbackLatency,
+                         ::testing::Values("ethdev:net_ring0", "ethdev-pair:"),
+                         [](const auto& info) {
+                           return std::string(info.param == "ethdev-pair:" ? "pair" : "net_ring");
+                         });
+
+}  // namespace
+}  // namespace txbatch::test
