@@ -63,10 +63,11 @@ bool Balanced(const Books& k) {
 }
 
 unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
-  // The band producers use (kProducerBand), the requeue slot, the ring, one frame per producer
-  // in hand and the per-lcore caches (each may hold up to 1.5x its size): queueing alone can
+  // The band producers use (kProducerBand), the requeue slot, the ring, each producer's stash
+  // of fresh mbufs and the per-lcore caches (each may hold up to 1.5x its size): queueing alone can
   // never exhaust the pool.
-  const uint64_t n = uint64_t{cfg.txqueuelen} + kMaxBatch + cfg.driver_spec.ring() + cfg.procs +
+  const uint64_t n = uint64_t{cfg.txqueuelen} + kMaxBatch + cfg.driver_spec.ring() +
+                     uint64_t{cfg.procs} * kProducerStash +
                      (lcores + cfg.procs + 2) * (kPoolCache * 3 / 2) + 1024;
   return static_cast<unsigned>(std::min<uint64_t>(n, 1u << 22));
 }

@@ -55,17 +55,11 @@ std::string_view ParseStatusName(ParseStatus s) {
 
 FrameBuilder::FrameBuilder(Proto proto, uint16_t flow) : proto_(proto), flow_(flow) {}
 
-void FrameBuilder::Build(rte_mbuf* m, unsigned payload, Tsc tx_tsc) {
+void FrameBuilder::MakeTemplate(unsigned payload) {
   const unsigned l4 = L4HeaderBytes(proto_);
   const unsigned len = FrameBytes(proto_, payload);
-  rte_pktmbuf_reset(m);
-  m->data_len = static_cast<uint16_t>(len);
-  m->pkt_len = len;
-  m->l2_len = kEthHeaderBytes;
-  m->l3_len = kIpv4HeaderBytes;
-  m->l4_len = l4;
-  auto* p = rte_pktmbuf_mtod(m, uint8_t*);
-
+  tmpl_.fill(0);
+  uint8_t* p = tmpl_.data();
   auto* eth = reinterpret_cast<rte_ether_hdr*>(p);
   eth->dst_addr = kDstMac;
   eth->src_addr = kSrcMac;
@@ -73,16 +67,15 @@ void FrameBuilder::Build(rte_mbuf* m, unsigned payload, Tsc tx_tsc) {
 
   auto* ip = reinterpret_cast<rte_ipv4_hdr*>(p + kEthHeaderBytes);
   ip->version_ihl = RTE_IPV4_VHL_DEF;
-  ip->type_of_service = 0;
   ip->total_length = rte_cpu_to_be_16(static_cast<uint16_t>(len - kEthHeaderBytes));
-  ip->packet_id = rte_cpu_to_be_16(ip_id_++);
   ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
   ip->time_to_live = 64;
   ip->next_proto_id = proto_ == Proto::kUdp ? IPPROTO_UDP : IPPROTO_TCP;
-  ip->hdr_checksum = 0;
   ip->src_addr = rte_cpu_to_be_32(kSrcIp);
   ip->dst_addr = rte_cpu_to_be_32(kDstIp);
-  ip->hdr_checksum = rte_ipv4_cksum(ip);
+  // The sum without packet_id and checksum: each frame adds its own id (RFC 1624), so no frame
+  // reads back the header it just wrote.
+  tmpl_ip_sum_ = rte_raw_cksum(ip, kIpv4HeaderBytes);
 
   uint8_t* l4p = p + kEthHeaderBytes + kIpv4HeaderBytes;
   const uint16_t sport = static_cast<uint16_t>(kSrcPortBase + flow_);
@@ -96,28 +89,56 @@ void FrameBuilder::Build(rte_mbuf* m, unsigned payload, Tsc tx_tsc) {
     auto* tcp = reinterpret_cast<rte_tcp_hdr*>(l4p);
     tcp->src_port = rte_cpu_to_be_16(sport);
     tcp->dst_port = rte_cpu_to_be_16(kDstPort);
-    tcp->sent_seq = rte_cpu_to_be_32(tcp_seq_);
     tcp->recv_ack = rte_cpu_to_be_32(1);
     tcp->data_off = static_cast<uint8_t>((kTcpHeaderBytes / 4) << 4);
     tcp->tcp_flags = RTE_TCP_ACK_FLAG | RTE_TCP_PSH_FLAG;
     tcp->rx_win = rte_cpu_to_be_16(65535);
-    tcp->tcp_urp = 0;
-    // NOP NOP TS(kind 8, len 10): TSval advances with the TSC in ~ms, TSecr 0.
+    // NOP NOP TS(kind 8, len 10): TSval (per frame) advances with the TSC in ~ms, TSecr 0.
     uint8_t* opt = l4p + sizeof(rte_tcp_hdr);
     opt[0] = 1;
     opt[1] = 1;
     opt[2] = 8;
     opt[3] = 10;
+    // As a kernel with TX checksum offload hands it to the NIC: pseudo-header sum only, which
+    // depends on addresses, protocol and length, not on the sequence number.
+    tcp->cksum = rte_ipv4_phdr_cksum(ip, RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM);
+  }
+  tmpl_payload_ = payload;
+}
+
+void FrameBuilder::Build(rte_mbuf* m, unsigned payload, Tsc tx_tsc) {
+  if (payload != tmpl_payload_) MakeTemplate(payload);
+  const unsigned len = FrameBytes(proto_, payload);
+  m->data_len = static_cast<uint16_t>(len);
+  m->pkt_len = len;
+  m->tx_offload =
+      rte_mbuf_tx_offload(kEthHeaderBytes, kIpv4HeaderBytes, L4HeaderBytes(proto_), 0, 0, 0, 0);
+  auto* p = rte_pktmbuf_mtod(m, uint8_t*);
+  // Fixed-size copies (the compiler emits a few vector moves), then the per-frame fields.
+  if (proto_ == Proto::kUdp)
+    std::memcpy(p, tmpl_.data(), kEthHeaderBytes + kIpv4HeaderBytes + kUdpHeaderBytes);
+  else
+    std::memcpy(p, tmpl_.data(), kEthHeaderBytes + kIpv4HeaderBytes + kTcpHeaderBytes);
+
+  auto* ip = reinterpret_cast<rte_ipv4_hdr*>(p + kEthHeaderBytes);
+  const uint16_t id_be = rte_cpu_to_be_16(ip_id_++);
+  ip->packet_id = id_be;
+  uint32_t sum = tmpl_ip_sum_ + id_be;
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  ip->hdr_checksum = static_cast<uint16_t>(~sum);
+
+  uint8_t* l4p = p + kEthHeaderBytes + kIpv4HeaderBytes;
+  if (proto_ == Proto::kTcp) {
+    auto* tcp = reinterpret_cast<rte_tcp_hdr*>(l4p);
+    tcp->sent_seq = rte_cpu_to_be_32(tcp_seq_);
     const uint32_t tsval = rte_cpu_to_be_32(static_cast<uint32_t>(tx_tsc >> 21));
-    std::memcpy(opt + 4, &tsval, 4);
-    std::memset(opt + 8, 0, 4);
-    // As a kernel with TX checksum offload hands it to the NIC: pseudo-header sum only.
+    std::memcpy(l4p + sizeof(rte_tcp_hdr) + 4, &tsval, 4);
     m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
-    tcp->cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
     tcp_seq_ += payload;
   }
 
-  auto* h = reinterpret_cast<TxbatchHeader*>(l4p + l4);
+  auto* h = reinterpret_cast<TxbatchHeader*>(l4p + L4HeaderBytes(proto_));
   h->magic_be = rte_cpu_to_be_16(kTxbatchMagic);
   h->flow_be = rte_cpu_to_be_16(flow_);
   PutSeq48(h->seq_be, seq_++);

@@ -4,6 +4,7 @@
 
 #include <rte_mbuf.h>
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 
@@ -56,6 +57,9 @@ class FrameBuilder {
   // Writes a complete frame with `payload` L4 payload bytes (>= kTxbatchHeaderBytes, <= the
   // MaxPayload of the MTU the pool was sized for) into `m`, stamping the next sequence number
   // and `tx_tsc`. Sets l2_len/l3_len/l4_len so payload bytes can be derived without parsing.
+  // `m` is fresh from rte_pktmbuf_alloc(_bulk) (reset: one segment, no flags). The headers are
+  // copied from a template kept per payload size, as testpmd's txonly does, and only the
+  // per-frame fields (IP id and checksum, TCP sequence and TSval, the txbatch header) written.
   void Build(rte_mbuf* m, unsigned payload, Tsc tx_tsc);
 
   // The frame built last never entered the stack (a datagram dropped at a full qdisc): give back
@@ -75,6 +79,10 @@ class FrameBuilder {
   uint64_t seq_ = 0;
   uint32_t tcp_seq_ = 1;  // next TCP sequence number (stream bytes sent + ISN 1)
   uint16_t ip_id_ = 0;
+  void MakeTemplate(unsigned payload);
+  std::array<uint8_t, 80> tmpl_{};  // Ethernet + IPv4 + L4 headers for tmpl_payload_
+  unsigned tmpl_payload_ = ~0u;
+  uint32_t tmpl_ip_sum_ = 0;  // IPv4 header sum with packet_id = 0, checksum = 0
 };
 
 // Rewrites the TX stamp of a frame built by FrameBuilder (from the lengths it set; no parsing).

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 
@@ -97,6 +98,42 @@ std::string DescribePinning(unsigned procs, const std::vector<int>& cpus) {
   return s;
 }
 
+namespace {
+
+// Fresh mbufs taken from the pool kStashFrames at a time (one cache access per refill, as
+// testpmd's txonly allocates a burst), handed out one by one. Unused ones go back at the end.
+class MbufStash {
+ public:
+  explicit MbufStash(rte_mempool* pool) : pool_(pool) {}
+  ~MbufStash() { Release(); }
+  MbufStash(const MbufStash&) = delete;
+  MbufStash& operator=(const MbufStash&) = delete;
+
+  // A reset mbuf, or null when the pool is empty.
+  rte_mbuf* Take() {
+    if (next_ == count_) {
+      next_ = count_ = 0;
+      // All or nothing: near exhaustion, fall back to one at a time.
+      if (rte_pktmbuf_alloc_bulk(pool_, frames_.data(), kStashFrames) != 0)
+        return rte_pktmbuf_alloc(pool_);
+      count_ = kStashFrames;
+    }
+    return frames_[next_++];
+  }
+  void Release() {
+    if (next_ < count_) rte_pktmbuf_free_bulk(frames_.data() + next_, count_ - next_);
+    next_ = count_ = 0;
+  }
+
+ private:
+  static constexpr unsigned kStashFrames = kProducerStash;
+  rte_mempool* pool_;
+  std::array<rte_mbuf*, kStashFrames> frames_{};
+  unsigned next_ = 0, count_ = 0;
+};
+
+}  // namespace
+
 void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, TxQueue& queue,
                  const std::atomic<bool>& stop, ProducerStats& stats) {
   if (!cfg.cpus.empty()) PinTo(cfg.cpus[index % cfg.cpus.size()]);
@@ -123,9 +160,11 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
     rte_pktmbuf_free_bulk(batch.frames().data(), batch.size());
     batch.Clear();
   };
-  const auto maybe_flush = [&](bool write_done) {
-    if (own != nullptr && own->FlushNow(batch.size(), first, Now(), write_done)) flush();
+  const auto maybe_flush = [&](bool write_done, Tsc now) {
+    if (own != nullptr && own->FlushNow(batch.size(), first, now, write_done)) flush();
   };
+  MbufStash stash(pool);
+  Tsc last_now = 0;  // the stamp of the frame built last
 
   const auto send = [&](unsigned payload) {
     if (interval > 0) {
@@ -140,28 +179,33 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
       }
       next += interval;
     }
-    rte_mbuf* m = rte_pktmbuf_alloc(pool);
+    rte_mbuf* m = stash.Take();
     if (m == nullptr) {
       stats.alloc_failures.Add();
       SleepNs(kAllocBackoffNs);
       return;
     }
-    builder.Build(m, payload, Now());
+    // One TSC read per frame: its stamp, the start of a batch and the policy's clock.
+    const Tsc now = Now();
+    last_now = now;
+    builder.Build(m, payload, now);
     stats.generated.Add();
     if (own == nullptr) {
       if (!queue.Send(m, kProducerBand)) builder.Unbuild(payload);
       return;
     }
-    if (batch.empty()) first = Now();
+    if (batch.empty()) first = now;
     batch.Push(m);
-    maybe_flush(false);
+    maybe_flush(false, now);
   };
   while (!stop.load(std::memory_order_relaxed)) {
     segmenter.Write(send);
-    maybe_flush(true);
+    // The write is done when its last frame was built: that frame's stamp is the clock.
+    if (own != nullptr) maybe_flush(true, last_now);
   }
   segmenter.Flush(send);
   if (own != nullptr) flush();  // whatever is left goes (or is dropped) before the producer ends
+  stash.Release();
   if (stats.registered) rte_thread_unregister();
 }
 

@@ -29,6 +29,8 @@ Result<RateSpec> ParseRate(std::string_view text);
 
 // Every producer sends best-effort traffic (TC_PRIO_BESTEFFORT -> band 1), as bw_tcp does.
 inline constexpr int kProducerBand = 1;
+// Fresh mbufs a producer takes from the pool at once (and may hold unused).
+inline constexpr unsigned kProducerStash = 32;
 
 struct ProducerConfig {
   Proto proto = Proto::kTcp;

@@ -129,6 +129,10 @@ void TxQueue::StopIrq() {
 
 void TxQueue::IrqLoop() {
   const bool registered = EnterServiceThread();
+  const bool idle_polling = [this] {
+    std::lock_guard tx(tx_lock_);
+    return driver_.IdlePolling();
+  }();
   {
     // A TX-completion interrupt preempts whatever runs; a CFS thread would wait behind the
     // producers for milliseconds and let a 630 us ixgbe ring run dry.
@@ -147,7 +151,9 @@ void TxQueue::IrqLoop() {
     lk.lock();
     const auto pending = [this] { return irq_kicked_ || irq_resched_ || irq_stop_; };
     if (!pending()) {
-      if (deadline == kNever) {
+      if (deadline == kNever && !idle_polling) {
+        irq_cv_.wait(lk, pending);  // nothing to complete until the queue stops (a kick)
+      } else if (deadline == kNever) {
         // An idle ring needs no interrupt; poll at the coalescing bound so frames sent at low
         // rates are still delivered promptly (a stopped ring kicks us at once).
         irq_cv_.wait_for(lk, kIrqIdlePoll, pending);

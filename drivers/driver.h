@@ -65,6 +65,11 @@ class TxDriver {
   // When Complete next has work worth a wake-up (a reclaim batch done, or the last frame in
   // flight); kNever when nothing is in flight. Under the TX lock.
   virtual Tsc NextCompletion() const = 0;
+  // Whether the completion role must still wake now and then while NextCompletion() is kNever:
+  // true where an Xmit can create work for it without stopping the queue (frames in flight that
+  // complete or come back). A port that frees what it accepts needs it only when it stops, and
+  // a stop wakes the completion role anyway.
+  virtual bool IdlePolling() const { return true; }
 
   // Frames accepted and not yet delivered or dropped (ring + link). Under the TX lock.
   virtual unsigned InFlight() const = 0;

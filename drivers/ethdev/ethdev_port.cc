@@ -153,6 +153,7 @@ class EthdevPort final : public TxDriver {
   }
 
   unsigned InFlight() const override { return in_flight_; }
+  bool IdlePolling() const override { return loopback_; }
 
   unsigned Purge() override {
     unsigned n = 0;

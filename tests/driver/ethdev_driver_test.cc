@@ -153,7 +153,7 @@ class LoopbackLatency : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(LoopbackLatency, AFullQdiscShowsInLatency) {
   const std::string common = "run --driver " + GetParam() +
-                             " --proto udp --size 200 --procs 8 --batch 32 --txqueuelen 8000 "
+                             " --proto udp --size 200 --procs 8 --batch 32 --txqueuelen 30000 "
                              "--duration 0.5 --warmup 0.2";
   const auto full = RunTxbatch(common);
   ASSERT_EQ(full.status, 0) << full.err;
