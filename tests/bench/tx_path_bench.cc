@@ -1,6 +1,8 @@
 // Google Benchmark microbenchmarks of the TX path's pieces, per frame, by batch size: the qdisc's
 // bulk dequeue, and a whole alloc -> build -> Xmit -> sink -> free pass through the emu NIC with
-// no wire and no injected cost (emu:null), i.e. what batching amortises in software.
+// no wire and no injected cost (emu:null), i.e. what batching amortises in software; and the
+// stages txbatch adds to a testpmd-style generator (BM_Stage_*), per frame, for doc/perf.md's
+// side-by-side with dpdk-testpmd.
 //
 // Run: meson test -C build --benchmark --suite bench  (or build/tests/bench/tx_path_bench)
 // Starts its own EAL without hugepages; numbers go to doc/perf.md with the command.
@@ -8,16 +10,20 @@
 #include <benchmark/benchmark.h>
 
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "batching/batch.h"
 #include "dataplane/eal.h"
 #include "dataplane/frame.h"
+#include "dataplane/lockfree_pfifo.h"
 #include "dataplane/mempool.h"
+#include "dataplane/pi_mutex.h"
 #include "dataplane/qdisc.h"
 #include "dataplane/run_window.h"
 #include "dataplane/rx_sink.h"
 #include "drivers/emu/emu.h"
+#include "drivers/ethdev/ethdev.h"
 
 namespace txbatch {
 namespace {
@@ -65,6 +71,132 @@ void BM_EmuNullPath(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * batch);
 }
 BENCHMARK(BM_EmuNullPath)->RangeMultiplier(2)->Range(1, 256);
+
+// --- Stages, per frame -----------------------------------------------------------------------
+
+// The TSC read every frame needs for its stamp.
+void BM_Stage_Tsc(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(Now());
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Stage_Tsc);
+
+// Fresh mbufs 32 at a time and back (a producer's stash and a PMD's bulk free); testpmd pays it.
+void BM_Stage_AllocFreeBulk32(benchmark::State& state) {
+  std::vector<rte_mbuf*> frames(32);
+  for (auto _ : state) {
+    if (rte_pktmbuf_alloc_bulk(g_pool, frames.data(), 32) != 0) {
+      state.SkipWithError("pool empty");
+      break;
+    }
+    rte_pktmbuf_free_bulk(frames.data(), 32);
+  }
+  state.SetItemsProcessed(state.iterations() * 32);
+}
+BENCHMARK(BM_Stage_AllocFreeBulk32);
+
+// Headers from the template, IP id and checksum, txbatch header (sequence + stamp), on hot mbufs.
+void BM_Stage_Build(benchmark::State& state) {
+  std::vector<rte_mbuf*> frames(32);
+  if (rte_pktmbuf_alloc_bulk(g_pool, frames.data(), 32) != 0) {
+    state.SkipWithError("pool empty");
+    return;
+  }
+  FrameBuilder builder(Proto::kUdp, 0);
+  Tsc t = 0;
+  for (auto _ : state)
+    for (rte_mbuf* m : frames) builder.Build(m, 18, ++t);
+  state.SetItemsProcessed(state.iterations() * 32);
+  rte_pktmbuf_free_bulk(frames.data(), 32);
+}
+BENCHMARK(BM_Stage_Build);
+
+// The TX lock (HARD_TX_LOCK) taken once per batch of `range(0)`, uncontended.
+void BM_Stage_TxLock(benchmark::State& state) {
+  PiMutex lock(/*inherit=*/false);
+  for (auto _ : state) {
+    std::lock_guard g(lock);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_Stage_TxLock)->Arg(1)->Arg(32);
+
+// pfifo_fast under the root lock: one lock + enqueue per frame, one lock + bulk dequeue per 32.
+void BM_Stage_RootlockQdisc(benchmark::State& state) {
+  PfifoFast q(1024);
+  std::mutex root;
+  std::vector<rte_mbuf*> frames(32);
+  if (rte_pktmbuf_alloc_bulk(g_pool, frames.data(), 32) != 0) {
+    state.SkipWithError("pool empty");
+    return;
+  }
+  Batch b;
+  for (auto _ : state) {
+    for (rte_mbuf* m : frames) {
+      std::lock_guard g(root);
+      (void)q.Enqueue(m, 1);
+    }
+    std::lock_guard g(root);
+    b.Clear();
+    q.DequeueBulk(b, 32);
+    benchmark::DoNotOptimize(b.size());
+  }
+  state.SetItemsProcessed(state.iterations() * 32);
+  rte_pktmbuf_free_bulk(frames.data(), 32);
+}
+BENCHMARK(BM_Stage_RootlockQdisc);
+
+// pfifo_fast with lock-free bands: one enqueue per frame, one run flag + bulk dequeue per 32.
+void BM_Stage_NolockQdisc(benchmark::State& state) {
+  LockfreePfifo q(1024);
+  std::atomic<bool> running{false};
+  std::vector<rte_mbuf*> frames(32);
+  if (rte_pktmbuf_alloc_bulk(g_pool, frames.data(), 32) != 0) {
+    state.SkipWithError("pool empty");
+    return;
+  }
+  Batch b;
+  for (auto _ : state) {
+    for (rte_mbuf* m : frames) (void)q.Enqueue(m, 1);
+    if (!running.exchange(true)) {
+      b.Clear();
+      q.DequeueBulk(b, 32);
+      running.store(false);
+    }
+    benchmark::DoNotOptimize(b.size());
+  }
+  state.SetItemsProcessed(state.iterations() * 32);
+  rte_pktmbuf_free_bulk(frames.data(), 32);
+}
+BENCHMARK(BM_Stage_NolockQdisc);
+
+// The ethdev driver's Xmit into net_null (rte_eth_tx_burst; the PMD frees what it takes), with
+// the bulk alloc that feeds it, by burst.
+void BM_Stage_NetNullXmit(benchmark::State& state) {
+  const auto burst = static_cast<unsigned>(state.range(0));
+  RunWindow window;
+  RxSink sink(window, g_tsc_hz, 1);
+  auto spec = ethdev::ParseEthdevSpec("ethdev:net_null0");
+  auto port = ethdev::CreateEthdevDriver(*spec, g_pool, 1500, sink, window, g_tsc_hz);
+  if (!port) {
+    state.SkipWithError(port.error().message.c_str());
+    return;
+  }
+  std::vector<rte_mbuf*> frames(burst);
+  FrameBuilder builder(Proto::kUdp, 0);
+  for (auto _ : state) {
+    if (rte_pktmbuf_alloc_bulk(g_pool, frames.data(), burst) != 0) {
+      state.SkipWithError("pool empty");
+      break;
+    }
+    for (rte_mbuf* m : frames) builder.Build(m, 18, 1);
+    const uint16_t n = (*port)->Xmit(frames);
+    if (n < burst) rte_pktmbuf_free_bulk(frames.data() + n, burst - n);
+  }
+  state.SetItemsProcessed(state.iterations() * burst);
+}
+BENCHMARK(BM_Stage_NetNullXmit)->Arg(1)->Arg(8)->Arg(32)->Arg(64);
 
 }  // namespace
 }  // namespace txbatch
