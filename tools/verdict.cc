@@ -1,0 +1,98 @@
+#include "tools/verdict.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/math/distributions/students_t.hpp>
+#include <cmath>
+#include <vector>
+
+namespace txbatch {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+std::optional<RatioEstimate> EstimateRatio(std::span<const double> a, std::span<const double> b) {
+  std::vector<double> as, bs, d;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    if (!(a[i] > 0) || !(b[i] > 0) || !std::isfinite(a[i]) || !std::isfinite(b[i])) continue;
+    as.push_back(a[i]);
+    bs.push_back(b[i]);
+    d.push_back(std::log(b[i] / a[i]));
+  }
+  if (d.empty()) return std::nullopt;
+  RatioEstimate e;
+  e.rounds = static_cast<int>(d.size());
+  e.median_a = Median(as);
+  e.median_b = Median(bs);
+  double mean = 0;
+  for (double x : d) mean += x;
+  mean /= static_cast<double>(d.size());
+  e.ratio = std::exp(mean);
+  e.ci_lo = e.ci_hi = e.ratio;
+  if (d.size() >= 2) {
+    double ss = 0;
+    for (double x : d) ss += (x - mean) * (x - mean);
+    const double n = static_cast<double>(d.size());
+    const double se = std::sqrt(ss / (n - 1)) / std::sqrt(n);
+    const boost::math::students_t t(n - 1);
+    const double q = boost::math::quantile(boost::math::complement(t, 0.025));
+    e.ci_lo = std::exp(mean - q * se);
+    e.ci_hi = std::exp(mean + q * se);
+  }
+  return e;
+}
+
+std::string_view VerdictName(Verdict v) {
+  switch (v) {
+    case Verdict::kBetter:
+      return "better";
+    case Verdict::kWorse:
+      return "worse";
+    case Verdict::kEquivalent:
+      return "equivalent";
+    case Verdict::kInconclusive:
+      return "inconclusive";
+  }
+  return "inconclusive";
+}
+
+Verdict Judge(const RatioEstimate& e, bool higher_is_better, double margin) {
+  if (e.rounds < 2) return Verdict::kInconclusive;  // no interval from one pair
+  const double lo = 1 - margin, hi = 1 + margin;
+  if (e.ci_lo >= lo && e.ci_hi <= hi) return Verdict::kEquivalent;
+  if (e.ci_lo > hi) return higher_is_better ? Verdict::kBetter : Verdict::kWorse;
+  if (e.ci_hi < lo) return higher_is_better ? Verdict::kWorse : Verdict::kBetter;
+  return Verdict::kInconclusive;
+}
+
+std::string DescribeVerdict(const RatioEstimate& e, Verdict v, std::string_view metric,
+                            double margin) {
+  const int pct = static_cast<int>(std::lround(margin * 100));
+  switch (v) {
+    case Verdict::kBetter:
+    case Verdict::kWorse:
+      return fmt::format("{}: {:.3g}x {} (95% CI {:.3g}–{:.3g})", VerdictName(v), e.ratio, metric,
+                         e.ci_lo, e.ci_hi);
+    case Verdict::kEquivalent:
+      return fmt::format("equivalent: within ±{}% (ratio {:.3f}, CI {:.3f}–{:.3f})", pct, e.ratio,
+                         e.ci_lo, e.ci_hi);
+    case Verdict::kInconclusive:
+      if (e.rounds < 2)
+        return fmt::format(
+            "inconclusive: {} usable round, no interval (ratio {:.3g}); run more "
+            "rounds",
+            e.rounds, e.ratio);
+      return fmt::format("inconclusive: CI {:.3g}–{:.3g} spans ±{}%, run more rounds", e.ci_lo,
+                         e.ci_hi, pct);
+  }
+  return {};
+}
+
+}  // namespace txbatch
