@@ -5,6 +5,7 @@
 #include <rte_version.h>
 #include <sys/utsname.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -197,19 +198,38 @@ Status WriteJsonFile(const std::string& path, const json& doc) {
   return {};
 }
 
+std::string ShapeName(const CellConfig& c) {
+  if (c.noqueue) return "qdisc none";
+  return fmt::format("{} {}", c.nolock ? "nolock" : "rootlock",
+                     c.dedicated ? "dedicated" : "inline");
+}
+
+bool ShapesVary(const std::vector<CellConfig>& cells) {
+  for (const auto& c : cells)
+    if (ShapeName(c) != ShapeName(cells.front())) return true;
+  return false;
+}
+
 void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const RunEnv& env) {
   const CellConfig& c = cells.front();
-  const std::string shape =
-      c.noqueue
-          ? std::string(
-                "qdisc none (each producer batches its own frames; refused ones "
-                "are dropped)")
-          : fmt::format(
-                "pfifo_fast (3 bands x {}), runner {}, sync {}, "
-                "producers {}",
-                c.txqueuelen, c.dedicated ? "dedicated" : "inline",
-                c.nolock ? "nolock" : "rootlock",
-                c.stream ? "stream (block on a full qdisc)" : "datagram (drop on a full qdisc)");
+  const std::string producers =
+      c.stream ? "stream (block on a full qdisc)" : "datagram (drop on a full qdisc)";
+  std::string shape;
+  if (ShapesVary(cells)) {
+    std::vector<std::string> names;
+    for (const auto& cell : cells)
+      if (std::find(names.begin(), names.end(), ShapeName(cell)) == names.end())
+        names.push_back(ShapeName(cell));
+    shape =
+        fmt::format("qdisc shapes {} (pfifo_fast: 3 bands x {}; named on each row), producers {}",
+                    fmt::join(names, ", "), c.txqueuelen, producers);
+  } else if (c.noqueue) {
+    shape = "qdisc none (each producer batches its own frames; refused ones are dropped)";
+  } else {
+    shape = fmt::format("pfifo_fast (3 bands x {}), runner {}, sync {}, producers {}", c.txqueuelen,
+                        c.dedicated ? "dedicated" : "inline", c.nolock ? "nolock" : "rootlock",
+                        producers);
+  }
   fmt::print(out, "txbatch {} — batched TX, {} framing, MTU {}, {}, rate {}\n", TXBATCH_VERSION,
              ProtoName(c.proto), c.mtu, shape, c.rate.ToString());
   fmt::print(out, "DPDK {}; EAL {} ({}): {}\n", env.dpdk_version, env.eal_mode, env.eal_why,
@@ -243,6 +263,9 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
                "{:>8}  {}\n",
                "#", "Size", "Procs", "BW (MB/s)", "Mpps", "%ceil", "avg batch", "db/pkt",
                "cycles/pkt", "CPU ns", "lat avg", "lat p99", "requeue", "driver");
+    std::vector<CellConfig> configs;
+    for (const auto& rec : records) configs.push_back(rec.config);
+    const bool name_shape = !configs.empty() && ShapesVary(configs);
     Books sum;  // receive-side terms summed over the cells that have one
     bool all_balanced = true;
     unsigned row = 0, last_procs = 0, cells = 0, rx_cells = 0;
@@ -261,7 +284,8 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
                  "{:>7.0f} {:>9} {:>9} {:>8}  {}{}\n",
                  ++row, rec.config.size, rec.config.procs, r.mb_per_s, r.mpps, ceil, r.avg_batch,
                  db, r.cycles_per_pkt, r.cpu_ns_per_pkt, Lat(r, &LatencySummary::avg),
-                 Lat(r, &LatencySummary::p99), r.requeues, rec.config.driver, Remarks(r));
+                 Lat(r, &LatencySummary::p99), r.requeues, rec.config.driver,
+                 (name_shape ? " [" + ShapeName(rec.config) + "]" : "") + Remarks(r));
       const Books& k = r.books;
       sum.generated += k.generated;
       sum.sent += k.sent;

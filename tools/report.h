@@ -35,6 +35,9 @@ Status CheckWritable(const std::string& path);
 // Writes `doc` to `path` atomically (temporary file, then rename): never half-written.
 Status WriteJsonFile(const std::string& path, const nlohmann::json& doc);
 
+// "rootlock inline", "nolock dedicated", "qdisc none".
+std::string ShapeName(const CellConfig& c);
+
 void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const RunEnv& env);
 void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
                  const std::vector<PolicySpec>& policies);

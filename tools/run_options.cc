@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -34,6 +35,20 @@ Result<std::vector<unsigned>> ParseUnsignedList(std::string_view option, std::st
                                            "list of integers in {}..{}",
                                            option, item, lo, hi));
     out.push_back(v);
+  }
+  return out;
+}
+
+// A comma-separated list of choices, each one of `valid`.
+Result<std::vector<std::string>> ParseChoiceList(std::string_view option, std::string_view text,
+                                                 std::initializer_list<std::string_view> valid) {
+  std::vector<std::string> out;
+  for (std::string_view item : SplitList(text)) {
+    if (std::find(valid.begin(), valid.end(), item) == valid.end())
+      return MakeError(EINVAL, fmt::format("{} '{}' is not valid; valid: {} (or a "
+                                           "comma-separated list of them)",
+                                           option, item, fmt::join(valid, ", ")));
+    out.emplace_back(item);
   }
   return out;
 }
@@ -112,9 +127,12 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
   };
   if (Status s = choice("--proto", a.proto, {"tcp", "udp"}); !s) return s.error();
   if (Status s = choice("--producer", a.producer, {"stream", "datagram"}); !s) return s.error();
-  if (Status s = choice("--runner", a.runner, {"inline", "dedicated"}); !s) return s.error();
-  if (Status s = choice("--sync", a.sync, {"rootlock", "nolock"}); !s) return s.error();
-  if (Status s = choice("--qdisc", a.qdisc, {"pfifo_fast", "none"}); !s) return s.error();
+  auto runners = ParseChoiceList("--runner", a.runner, {"inline", "dedicated"});
+  if (!runners) return runners.error();
+  auto syncs = ParseChoiceList("--sync", a.sync, {"rootlock", "nolock"});
+  if (!syncs) return syncs.error();
+  auto qdiscs = ParseChoiceList("--qdisc", a.qdisc, {"pfifo_fast", "none"});
+  if (!qdiscs) return qdiscs.error();
   if (Status s = choice("--eal-memory", a.eal_memory, {"auto", "no-huge", "in-memory"}); !s)
     return s.error();
   plan.eal_memory = a.eal_memory == "auto"      ? EalMemory::kAuto
@@ -135,20 +153,33 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
       plan.policies.push_back(*spec);
     }
   }
-  if (a.runner == "dedicated" && a.qdisc == "none")
-    return MakeError(EINVAL,
-                     "--runner dedicated runs a qdisc, and --qdisc none has none; valid: "
-                     "--runner inline with --qdisc none, or a qdisc with either runner");
-  if (a.sync == "nolock" && a.qdisc == "none")
-    return MakeError(EINVAL,
-                     "--sync nolock chooses how a qdisc is locked, and --qdisc none has none; "
-                     "valid: --sync nolock or rootlock with --qdisc pfifo_fast");
-  for (const PolicySpec& p : plan.policies)
-    if (p.kind == PolicyKind::kBuffer && a.qdisc != "none" && a.runner != "dedicated")
-      return MakeError(EINVAL, fmt::format("policy {} waits for frames to accumulate, which needs "
-                                           "--qdisc none or --runner dedicated (an inline runner "
-                                           "never waits); valid with this shape: count:N",
-                                           p.ToString()));
+  // Every combination of the shape lists, each checked on its own.
+  for (const std::string& q : *qdiscs)
+    for (const std::string& r : *runners)
+      for (const std::string& y : *syncs) {
+        if (r == "dedicated" && q == "none")
+          return MakeError(EINVAL,
+                           "--runner dedicated runs a qdisc, and --qdisc none has none; valid: "
+                           "--runner inline with --qdisc none, or a qdisc with either runner");
+        if (y == "nolock" && q == "none")
+          return MakeError(EINVAL,
+                           "--sync nolock chooses how a qdisc is locked, and --qdisc none has "
+                           "none; valid: --sync nolock or rootlock with --qdisc pfifo_fast");
+        for (const PolicySpec& p : plan.policies)
+          if (p.kind == PolicyKind::kBuffer && q != "none" && r != "dedicated")
+            return MakeError(EINVAL,
+                             fmt::format("policy {} waits for frames to accumulate, which needs "
+                                         "--qdisc none or --runner dedicated (an inline runner "
+                                         "never waits); valid with this shape: count:N",
+                                         p.ToString()));
+        QdiscShape shape;
+        shape.noqueue = q == "none";
+        shape.dedicated = r == "dedicated";
+        shape.nolock = y == "nolock";
+        // --qdisc none has no runner or sync: one shape, however many of those were listed.
+        if (std::find(plan.shapes.begin(), plan.shapes.end(), shape) == plan.shapes.end())
+          plan.shapes.push_back(shape);
+      }
   if (a.mtu < kMinMtu || a.mtu > kMaxMtu)
     return MakeError(
         ERANGE, fmt::format("--mtu {} is out of range; valid: {}..{}", a.mtu, kMinMtu, kMaxMtu));
@@ -188,27 +219,33 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
   for (unsigned p : *procs)
     for (unsigned s : *sizes)
       for (size_t d = 0; d < drivers.size(); ++d)
-        for (const PolicySpec& pol : plan.policies) {
-          CellConfig c;
-          c.driver = drivers[d];
-          c.driver_spec = specs[d];
-          c.proto = proto;
-          c.policy = pol;
-          c.size = s;
-          c.procs = p;
-          c.mtu = a.mtu;
-          c.txqueuelen = a.txqueuelen;
-          c.duration_s = a.duration_s;
-          c.warmup_s = a.warmup_s;
-          c.rate = *rate;
-          c.stream = a.producer == "stream";
-          c.noqueue = a.qdisc == "none";
-          c.dedicated = a.runner == "dedicated";
-          c.nolock = a.sync == "nolock";
-          c.seed = a.seed;
-          plan.cells.push_back(c);
-        }
+        for (const QdiscShape& shape : plan.shapes)
+          for (const PolicySpec& pol : plan.policies) {
+            CellConfig c;
+            c.driver = drivers[d];
+            c.driver_spec = specs[d];
+            c.proto = proto;
+            c.policy = pol;
+            c.size = s;
+            c.procs = p;
+            c.mtu = a.mtu;
+            c.txqueuelen = a.txqueuelen;
+            c.duration_s = a.duration_s;
+            c.warmup_s = a.warmup_s;
+            c.rate = *rate;
+            c.stream = a.producer == "stream";
+            c.noqueue = shape.noqueue;
+            c.dedicated = shape.dedicated;
+            c.nolock = shape.nolock;
+            c.seed = a.seed;
+            plan.cells.push_back(c);
+          }
   plan.json_path = a.json;
+  plan.axes = {{"--procs", procs->size()},
+               {"--size", sizes->size()},
+               {"--driver", drivers.size()},
+               {"--qdisc/--runner/--sync", plan.shapes.size()},
+               {"--batch/--policy", plan.policies.size()}};
   return plan;
 }
 

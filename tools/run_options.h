@@ -32,11 +32,23 @@ struct RunArgs {
   std::string eal_memory = "auto";
 };
 
-// The validated plan: every cell in run order (interleaved: for each procs, size and driver the
-// policies follow each other, so drift hits batching off and on alike).
+// One qdisc shape: --qdisc, --runner and --sync together.
+struct QdiscShape {
+  bool noqueue = false;
+  bool dedicated = false;
+  bool nolock = false;
+  bool operator==(const QdiscShape&) const = default;
+};
+
+// The validated plan: every cell in run order (interleaved: for each procs, size, driver and
+// qdisc shape the policies follow each other, so drift hits batching off and on alike).
 struct RunPlan {
   std::vector<CellConfig> cells;
   std::vector<PolicySpec> policies;
+  std::vector<QdiscShape> shapes;
+  // Each grid axis (option name) and how many values it was given: compare needs exactly one
+  // with two values.
+  std::vector<std::pair<std::string, size_t>> axes;
   EalMemory eal_memory = EalMemory::kAuto;
   std::string json_path;
 };
