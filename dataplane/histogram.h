@@ -1,7 +1,7 @@
 #pragma once
-// Latency histogram: a log axis from 1 ns to 10 s (Boost.Histogram) whose bins are 2 % wide,
-// so a percentile read at a bin's geometric centre is within 1 % of the true value; exact min,
-// max and sum are kept apart. Fixed memory, no stored list.
+// Latency histogram: a log axis from 1 ns to 10 s (Boost.Histogram) whose bins are 1 % wide
+// (2316 bins, 18 KiB), so a percentile interpolated within its bin is within 1 % of the true
+// value; exact min, max and sum are kept apart. Fixed memory, no stored list.
 
 #include <boost/histogram.hpp>
 #include <cstdint>

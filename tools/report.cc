@@ -153,20 +153,24 @@ RunEnv CollectEnv(int argc, char** argv) {
 
 json ToJson(const std::vector<CellRecord>& records, const RunEnv& env) {
   json out = {{"schema_version", 1}, {"records", json::array()}};
-  for (const auto& rec : records)
-    out["records"].push_back({{"config", ConfigJson(rec.config, env)},
-                              {"results", ResultJson(rec.result)},
-                              {"env",
-                               {{"txbatch_version", TXBATCH_VERSION},
-                                {"dpdk_version", env.dpdk_version},
-                                {"kernel", env.kernel},
-                                {"cpu", env.cpu},
-                                {"tsc_hz", env.tsc_hz},
-                                {"tsc_hz_source", "rte_get_tsc_hz"},
-                                {"pinning", DescribePinning(rec.config.procs, env.cpus)},
-                                {"eal_mode", env.eal_mode},
-                                {"command_line", env.command_line},
-                                {"started_at", env.started_at}}}});
+  for (const auto& rec : records) {
+    json r = {{"config", ConfigJson(rec.config, env)},
+              {"results", ResultJson(rec.result)},
+              {"env",
+               {{"txbatch_version", TXBATCH_VERSION},
+                {"dpdk_version", env.dpdk_version},
+                {"kernel", env.kernel},
+                {"cpu", env.cpu},
+                {"tsc_hz", env.tsc_hz},
+                {"tsc_hz_source", "rte_get_tsc_hz"},
+                {"pinning", DescribePinning(rec.config.procs, env.cpus)},
+                {"eal_mode", env.eal_mode},
+                {"command_line", env.command_line},
+                {"started_at", env.started_at}}}};
+    if (rec.round > 0) r["round"] = rec.round;
+    if (!rec.side.empty()) r["side"] = rec.side;
+    out["records"].push_back(std::move(r));
+  }
   return out;
 }
 

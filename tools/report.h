@@ -25,6 +25,8 @@ RunEnv CollectEnv(int argc, char** argv);
 struct CellRecord {
   CellConfig config;
   CellResult result;
+  int round = 0;     // 1.. in an interleaved run; 0 when the grid ran once
+  std::string side;  // "A" or "B" in a comparison
 };
 
 nlohmann::json ToJson(const std::vector<CellRecord>& records, const RunEnv& env);

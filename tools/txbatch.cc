@@ -5,14 +5,19 @@
 
 #include <fmt/format.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dataplane/eal.h"
@@ -20,6 +25,7 @@
 #include "dataplane/mempool.h"
 #include "drivers/emu/emu.h"
 #include "drivers/factory.h"
+#include "tools/compare.h"
 #include "tools/report.h"
 #include "tools/run_options.h"
 #include "txbatch_config.h"
@@ -41,89 +47,166 @@ int Fail(int code, const Error& e) {
   return code;
 }
 
-int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_args, RunEnv env) {
-  // A --json file that cannot be written is bad input: say so before running anything.
-  if (!plan.json_path.empty()) {
-    if (Status s = CheckWritable(plan.json_path); !s) return Fail(kExitBadInput, s.error());
-  }
+// What every command that measures needs: EAL, one pool sized for the largest cell, and every
+// device created once (a missing one is bad input before anything is measured).
+struct Session {
+  std::unique_ptr<Eal> eal;
+  PoolPtr pool;  // freed before EAL is torn down (declared after it)
+  RunEnv env;
+};
+
+// Starts a session for `cells`; on failure returns the exit status, the sentence printed.
+Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory memory,
+                             const std::vector<std::string>& eal_user_args, RunEnv env,
+                             int* exit_code) {
+  const auto fail = [&](int code, const Error& e) {
+    *exit_code = code;
+    return e;
+  };
   // Size one pool for the largest cell; the EAL memory estimate follows from it.
   const unsigned lcores = static_cast<unsigned>(AllowedCpus().size());
   unsigned pool_size = 0;
-  for (const auto& c : plan.cells) pool_size = std::max(pool_size, PoolSizeFor(c, lcores));
-  const unsigned mtu = plan.cells.front().mtu;
-  auto eal_plan = PlanEal(PoolBytes(pool_size, mtu), eal_user_args, plan.eal_memory);
-  if (!eal_plan) return Fail(kExitBadInput, eal_plan.error());
+  for (const auto& c : cells) pool_size = std::max(pool_size, PoolSizeFor(c, lcores));
+  const unsigned mtu = cells.front().mtu;
+  auto eal_plan = PlanEal(PoolBytes(pool_size, mtu), eal_user_args, memory);
+  if (!eal_plan) return fail(kExitBadInput, eal_plan.error());
   env.eal_args.assign(eal_plan->args.begin() + 1, eal_plan->args.end());
   env.eal_mode = eal_plan->mode;
   env.eal_why = eal_plan->why;
 
   auto eal = Eal::Start(*eal_plan);
-  if (!eal) return Fail(kExitBadInput, eal.error());
+  if (!eal) return fail(kExitBadInput, eal.error());
   // Signals are ours from here on: EAL is up and must be torn down cleanly.
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   env.tsc_hz = (*eal)->tsc_hz();
   env.cpus = (*eal)->cpus();
   unsigned max_procs = 0;
-  for (const auto& c : plan.cells) max_procs = std::max(max_procs, c.procs);
+  for (const auto& c : cells) max_procs = std::max(max_procs, c.procs);
   env.pinning = DescribePinning(max_procs, env.cpus);
 
   auto pool = CreatePacketPool("txbatch_pool", pool_size, mtu);
-  if (!pool) return Fail(kExitInternal, pool.error());
+  if (!pool) return fail(kExitInternal, pool.error());
   // Fault every page in now (pool, EAL heap) rather than on a frame's first use mid-window.
   // Not MCL_FUTURE: it would pin every thread's 8 MiB stack as well. Best effort (RLIMIT).
   (void)mlockall(MCL_CURRENT);
 
   // Every device must exist and start before anything is measured: a missing one is bad input
   // (exit 2), with nothing printed or written but the sentence.
-  {
-    std::set<std::string> checked;
-    RunWindow window;
-    RxSink sink(window, env.tsc_hz, 1);
-    for (const CellConfig& cell : plan.cells) {
-      if (!checked.insert(cell.driver_spec.ToString()).second) continue;
-      auto d = CreateDriver(cell.driver_spec, pool->get(), cell.mtu, sink, window, env.tsc_hz);
-      if (!d) return Fail(kExitBadInput, d.error());
-    }
+  std::set<std::string> checked;
+  RunWindow window;
+  RxSink sink(window, env.tsc_hz, 1);
+  for (const CellConfig& cell : cells) {
+    if (!checked.insert(cell.driver_spec.ToString()).second) continue;
+    auto d = CreateDriver(cell.driver_spec, pool->get(), cell.mtu, sink, window, env.tsc_hz);
+    if (!d) return fail(kExitBadInput, d.error());
   }
+  return Session{std::move(*eal), std::move(*pool), std::move(env)};
+}
 
-  PrintHeader(stdout, plan.cells, env);
-  std::fflush(stdout);
-  std::vector<CellRecord> records;
-  bool balanced = true;
-  int status = kExitOk;
-  for (const CellConfig& cell : plan.cells) {
-    if (g_stop.load()) break;
-    auto r = RunCell(cell, pool->get(), env.tsc_hz, env.cpus, g_stop);
-    if (!r) {
-      // Report what was measured before it, then fail: a device that vanished mid-run is a
-      // missing device (2), a drain that did not finish a bug (1).
-      std::fprintf(stderr, "txbatch: %s\n", r.error().message.c_str());
-      status = r.error().err == EIO ? kExitInternal : kExitBadInput;
-      break;
-    }
-    balanced &= r->books.balanced;
-    records.push_back({cell, *r});
-    if (!r->books.balanced)
-      std::fprintf(stderr, "txbatch: the books do NOT balance for %s %s size %u procs %u\n",
-                   cell.driver.c_str(), cell.policy.ToString().c_str(), cell.size, cell.procs);
+// Runs one cell; on failure prints the sentence and sets the exit status (a device that vanished
+// mid-run is a missing device (2), a drain that did not finish a bug (1)).
+std::optional<CellResult> MeasureCell(const CellConfig& cell, Session& s, int* status) {
+  auto r = RunCell(cell, s.pool.get(), s.env.tsc_hz, s.env.cpus, g_stop);
+  if (!r) {
+    std::fprintf(stderr, "txbatch: %s\n", r.error().message.c_str());
+    *status = r.error().err == EIO ? kExitInternal : kExitBadInput;
+    return std::nullopt;
   }
-  if (g_stop.load())
-    std::printf("\ninterrupted by a signal: %zu of %zu cells measured\n", records.size(),
-                plan.cells.size());
-  PrintTables(stdout, records, plan.policies);
-  std::fflush(stdout);
-  if (!plan.json_path.empty()) {
-    if (Status s = WriteJsonFile(plan.json_path, ToJson(records, env)); !s)
-      return Fail(kExitBadInput, s.error());
+  if (!r->books.balanced)
+    std::fprintf(stderr, "txbatch: the books do NOT balance for %s %s size %u procs %u\n",
+                 cell.driver.c_str(), cell.policy.ToString().c_str(), cell.size, cell.procs);
+  return *r;
+}
+
+// Writes the JSON document (if asked) and turns the outcome into the exit status.
+int Finish(const std::string& json_path, const nlohmann::json& doc, int status, bool balanced) {
+  if (!json_path.empty()) {
+    if (Status s = WriteJsonFile(json_path, doc); !s) return Fail(kExitBadInput, s.error());
   }
-  pool->reset();
   if (status != kExitOk) return status;
   if (!balanced) {
     std::fprintf(stderr, "txbatch: the books do not balance (see above): exit 3\n");
     return kExitUnbalanced;
   }
   return kExitOk;
+}
+
+int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_args, RunEnv env) {
+  // A --json file that cannot be written is bad input: say so before running anything.
+  if (!plan.json_path.empty()) {
+    if (Status s = CheckWritable(plan.json_path); !s) return Fail(kExitBadInput, s.error());
+  }
+  int status = kExitOk;
+  auto session = StartSession(plan.cells, plan.eal_memory, eal_user_args, std::move(env), &status);
+  if (!session) return Fail(status, session.error());
+  PrintHeader(stdout, plan.cells, session->env);
+  std::fflush(stdout);
+  std::vector<CellRecord> records;
+  bool balanced = true;
+  for (const CellConfig& cell : plan.cells) {
+    if (g_stop.load()) break;
+    auto r = MeasureCell(cell, *session, &status);
+    if (!r) break;
+    balanced &= r->books.balanced;
+    records.push_back({cell, *r});
+  }
+  if (g_stop.load())
+    std::printf("\ninterrupted by a signal: %zu of %zu cells measured\n", records.size(),
+                plan.cells.size());
+  PrintTables(stdout, records, plan.policies);
+  std::fflush(stdout);
+  const nlohmann::json doc = ToJson(records, session->env);
+  session->pool.reset();
+  return Finish(plan.json_path, doc, status, balanced);
+}
+
+int CompareCommand(const RunPlan& plan, int rounds, const std::vector<std::string>& eal_user_args,
+                   RunEnv env) {
+  auto axis = CompareAxis(plan);
+  if (!axis) return Fail(kExitBadInput, axis.error());
+  if (!plan.json_path.empty()) {
+    if (Status s = CheckWritable(plan.json_path); !s) return Fail(kExitBadInput, s.error());
+  }
+  int status = kExitOk;
+  auto session = StartSession(plan.cells, plan.eal_memory, eal_user_args, std::move(env), &status);
+  if (!session) return Fail(status, session.error());
+  const CellConfig& a = plan.cells[0];
+  const CellConfig& b = plan.cells[1];
+  PrintHeader(stdout, plan.cells, session->env);
+  std::fflush(stdout);
+  std::vector<CellRecord> records;
+  std::vector<CellResult> ra, rb;
+  bool balanced = true;
+  for (int round = 1; round <= rounds && status == kExitOk && !g_stop.load(); ++round) {
+    for (const auto& [cell, side, results] : {std::tuple{&a, "A", &ra}, std::tuple{&b, "B", &rb}}) {
+      if (g_stop.load()) break;
+      auto r = MeasureCell(*cell, *session, &status);
+      if (!r) break;
+      balanced &= r->books.balanced;
+      results->push_back(*r);
+      records.push_back({*cell, *r, round, side});
+    }
+    if (isatty(fileno(stderr))) std::fprintf(stderr, "\rround %d/%d", round, rounds);
+  }
+  if (isatty(fileno(stderr))) std::fprintf(stderr, "\r%20s\r", "");
+  if (g_stop.load())
+    std::printf("\ninterrupted by a signal: %zu of %d rounds measured\n",
+                std::min(ra.size(), rb.size()), rounds);
+  const auto metrics = CompareMetrics(ra, rb);
+  PrintComparison(stdout, *axis, a, b, ra, rb, metrics);
+  std::vector<std::string> checks;
+  for (const auto& [cell, side, results] : {std::tuple{&a, "A", &ra}, std::tuple{&b, "B", &rb}})
+    if (std::string c = BatchCheck(side, *cell, *results); !c.empty()) {
+      std::printf("note: %s\n", c.c_str());
+      checks.push_back(c);
+    }
+  std::fflush(stdout);
+  nlohmann::json doc = ToJson(records, session->env);
+  doc["comparison"] = ComparisonJson(*axis, a, b, static_cast<int>(std::min(ra.size(), rb.size())),
+                                     metrics, checks);
+  session->pool.reset();
+  return Finish(plan.json_path, doc, status, balanced);
 }
 
 int Main(int argc, char** argv) {
@@ -159,6 +242,23 @@ int Main(int argc, char** argv) {
       "lmbench bw_tcp table of the 2007 batching thread on emu:e1000 (tcp, sizes 4096.."
       "262144, procs 1 and 8, batch 1 then 32).");
   AddRunOptions(*run, run_args);
+  RunArgs compare_args;
+  // compare's own defaults: one value everywhere but the batch limit.
+  compare_args.size = "65536";
+  compare_args.procs = "1";
+  int rounds = 10;
+  CLI::App* compare = app.add_subcommand(
+      "compare",
+      "Compare two configurations: the options of run, with exactly one axis given two values "
+      "(--batch 1,32, --policy count:1,buffer:32, two --driver, --procs 1,8, --sync "
+      "rootlock,nolock, ...). They run interleaved, A then B in each round, and each metric gets "
+      "medians, the ratio B/A with a 95% confidence interval and a verdict: better, worse, "
+      "equivalent (within +-2%) or inconclusive. Defaults: emu:e1000, tcp, size 65536, procs 1, "
+      "--batch 1,32.");
+  AddRunOptions(*compare, compare_args);
+  compare->add_option("--rounds", rounds, "Rounds of A then B (2..1000)")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1000));
   try {
     app.parse(own_argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -169,7 +269,9 @@ int Main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "txbatch: %s; run 'txbatch %s--help' for the valid options.\n", e.what(),
-                 run->parsed() ? "run " : "");
+                 run->parsed()       ? "run "
+                 : compare->parsed() ? "compare "
+                                     : "");
     return kExitBadInput;
   }
   RunEnv env = CollectEnv(argc, argv);
@@ -177,6 +279,11 @@ int Main(int argc, char** argv) {
     auto plan = BuildRunPlan(run_args);
     if (!plan) return Fail(kExitBadInput, plan.error());
     return RunCommand(*plan, eal_args, env);
+  }
+  if (compare->parsed()) {
+    auto plan = BuildRunPlan(compare_args);
+    if (!plan) return Fail(kExitBadInput, plan.error());
+    return CompareCommand(*plan, rounds, eal_args, env);
   }
   return kExitBadInput;
 }

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "dataplane/histogram.h"
 #include "dataplane/mempool.h"
 #include "tests/unit/test_eal.h"
@@ -39,6 +41,22 @@ TEST(LatencyHistogram, QuantilesWithinOnePercent) {
   EXPECT_NEAR(s->p90, 9e7, 9e7 * 0.01);
   EXPECT_NEAR(s->p99, 9.9e7, 9.9e7 * 0.01);
   EXPECT_NEAR(s->avg, 50000.5 * 1000, 1);
+}
+
+TEST(LatencyHistogram, QuantilesWithinOnePercentFromTenNanosecondsToTenSeconds) {
+  // Log-uniform over 9 decades: the q-quantile is 10 ns * 1e9^q.
+  LatencyHistogram h;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) h.Record(10.0 * std::pow(1e9, (i + 0.5) / n));
+  for (double q : {0.001, 0.1, 0.5, 0.9, 0.99, 0.999}) {
+    const double truth = 10.0 * std::pow(1e9, q);
+    EXPECT_NEAR(h.Quantile(q), truth, truth * 0.01) << q;
+  }
+  // One value: every percentile is that value exactly (clamped to the exact min and max).
+  LatencyHistogram one;
+  for (int i = 0; i < 10; ++i) one.Record(12345.0);
+  EXPECT_EQ(one.Summary()->p50, 12345.0);
+  EXPECT_EQ(one.Summary()->p99, 12345.0);
 }
 
 TEST(LatencyHistogram, EmptyHasNoSummary) {

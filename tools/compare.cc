@@ -1,0 +1,188 @@
+#include "tools/compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "tools/report.h"
+
+namespace txbatch {
+namespace {
+
+using nlohmann::json;
+
+struct Metric {
+  const char* name;
+  bool higher_is_better;
+  std::function<std::optional<double>(const CellResult&)> value;  // control plane only
+};
+
+const std::vector<Metric>& Metrics() {
+  static const std::vector<Metric> kMetrics = {
+      {"Mpps", true, [](const CellResult& r) { return std::optional(r.mpps); }},
+      {"MB/s", true, [](const CellResult& r) { return std::optional(r.mb_per_s); }},
+      {"cycles/pkt", false, [](const CellResult& r) { return std::optional(r.cycles_per_pkt); }},
+      {"CPU ns/pkt", false, [](const CellResult& r) { return std::optional(r.cpu_ns_per_pkt); }},
+      {"doorbells/pkt", false, [](const CellResult& r) { return r.doorbells_per_pkt; }},
+      {"xmit calls/pkt", false,
+       [](const CellResult& r) { return std::optional(r.xmit_calls_per_pkt); }},
+      {"latency p50", false,
+       [](const CellResult& r) {
+         return r.latency ? std::optional(r.latency->p50) : std::nullopt;
+       }},
+      {"latency p99", false,
+       [](const CellResult& r) {
+         return r.latency ? std::optional(r.latency->p99) : std::nullopt;
+       }},
+  };
+  return kMetrics;
+}
+
+std::string Cell(const std::optional<double>& v, const char* fmt_spec = "{:.3g}") {
+  return v ? fmt::format(fmt::runtime(fmt_spec), *v) : "null";
+}
+
+std::string Ns(const std::optional<LatencySummary>& l, double LatencySummary::*f) {
+  if (!l) return "null";
+  const double ns = (*l).*f;
+  return ns >= 1e6 ? fmt::format("{:.2f}ms", ns / 1e6) : fmt::format("{:.1f}us", ns / 1e3);
+}
+
+}  // namespace
+
+Result<std::string> CompareAxis(const RunPlan& plan) {
+  std::vector<std::string> two, many;
+  for (const auto& [name, n] : plan.axes) {
+    if (n == 2) two.push_back(name);
+    if (n > 2) many.push_back(fmt::format("{} ({} values)", name, n));
+  }
+  if (two.size() == 1 && many.empty()) return two.front();
+  std::string given;
+  for (const auto& [name, n] : plan.axes)
+    if (n > 1) given += fmt::format("{}{} has {}", given.empty() ? "" : ", ", name, n);
+  return MakeError(EINVAL,
+                   fmt::format("compare needs exactly one axis with two values and one value "
+                               "everywhere else ({}); valid: e.g. --batch 1,32, --policy "
+                               "count:1,buffer:32, two --driver, --procs 1,8, --size "
+                               "64,1500 or --sync rootlock,nolock",
+                               given.empty() ? "no axis has two values" : given));
+}
+
+std::string AxisValue(const std::string& axis, const CellConfig& c) {
+  if (axis == "--procs") return std::to_string(c.procs);
+  if (axis == "--size") return std::to_string(c.size);
+  if (axis == "--driver") return c.driver;
+  if (axis == "--qdisc/--runner/--sync") return ShapeName(c);
+  return c.policy.ToString();
+}
+
+std::vector<MetricComparison> CompareMetrics(const std::vector<CellResult>& a,
+                                             const std::vector<CellResult>& b) {
+  std::vector<MetricComparison> out;
+  for (const Metric& m : Metrics()) {
+    MetricComparison mc;
+    mc.name = m.name;
+    mc.higher_is_better = m.higher_is_better;
+    std::vector<double> va, vb;
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+      const auto x = m.value(a[i]), y = m.value(b[i]);
+      va.push_back(x.value_or(0));
+      vb.push_back(y.value_or(0));
+    }
+    mc.estimate = EstimateRatio(va, vb);
+    if (mc.estimate) {
+      mc.verdict = Judge(*mc.estimate, m.higher_is_better);
+      mc.text = DescribeVerdict(*mc.estimate, mc.verdict, m.name);
+    } else {
+      mc.text = "no verdict: null or 0 on a side in every round";
+    }
+    out.push_back(std::move(mc));
+  }
+  return out;
+}
+
+std::string BatchCheck(const char* side, const CellConfig& c, const std::vector<CellResult>& r) {
+  if (c.policy.frames <= 1 || r.empty()) return {};
+  std::vector<double> avg;
+  for (const auto& x : r) avg.push_back(x.avg_batch);
+  std::sort(avg.begin(), avg.end());
+  const double median = avg[avg.size() / 2];
+  if (median >= 0.5 * c.policy.frames) return {};
+  return fmt::format(
+      "{} asked for {} but its batches averaged {:.2f}: no backlog formed for it to take (an "
+      "inline runner with few producers sends each frame as it comes), so this compares the "
+      "limit, not batches of {}",
+      side, c.policy.ToString(), median, c.policy.frames);
+}
+
+void PrintComparison(std::FILE* out, const std::string& axis, const CellConfig& a,
+                     const CellConfig& b, const std::vector<CellResult>& ra,
+                     const std::vector<CellResult>& rb,
+                     const std::vector<MetricComparison>& metrics) {
+  fmt::print(out, "\ncompare along {}: A = {}, B = {}; {} rounds, A then B in each\n\n", axis,
+             AxisValue(axis, a), AxisValue(axis, b), std::min(ra.size(), rb.size()));
+  fmt::print(out, "{:<10} {:>9} {:>10} {:>9} {:>10} {:>10} {:>8} {:>9} {:>9} {:>9}  {}\n", "run",
+             "Mpps", "MB/s", "avg batch", "cycles/pkt", "CPU ns/pkt", "db/pkt", "xmit/pkt",
+             "lat p50", "lat p99", "books");
+  const auto row = [&](const char* side, size_t i, const CellResult& r) {
+    fmt::print(out,
+               "{:<10} {:>9.4f} {:>10.2f} {:>9.2f} {:>10.0f} {:>10.1f} {:>8} {:>9.3f} {:>9} "
+               "{:>9}  {}\n",
+               fmt::format("{} {}", side, i + 1), r.mpps, r.mb_per_s, r.avg_batch, r.cycles_per_pkt,
+               r.cpu_ns_per_pkt, Cell(r.doorbells_per_pkt), r.xmit_calls_per_pkt,
+               Ns(r.latency, &LatencySummary::p50), Ns(r.latency, &LatencySummary::p99),
+               r.books.balanced ? "balanced" : "NOT BALANCED");
+  };
+  for (size_t i = 0; i < std::max(ra.size(), rb.size()); ++i) {
+    if (i < ra.size()) row("A", i, ra[i]);
+    if (i < rb.size()) row("B", i, rb[i]);
+  }
+  fmt::print(out,
+             "\nB vs A (median A, median B; ratio B/A with its 95% CI, paired t on log ratios; "
+             "equivalent = the whole CI within ±{:g}%):\n",
+             kEquivalenceMargin * 100);
+  for (const auto& m : metrics) {
+    if (!m.estimate) {
+      fmt::print(out, "  {:<15} {}\n", m.name, m.text);
+      continue;
+    }
+    const auto show = [&](double v) {
+      if (!m.name.starts_with("latency")) return fmt::format("{:.4g}", v);
+      return v >= 1e6 ? fmt::format("{:.2f}ms", v / 1e6) : fmt::format("{:.1f}us", v / 1e3);
+    };
+    fmt::print(out, "  {:<15} {:>10} {:>10}   {}\n", m.name, show(m.estimate->median_a),
+               show(m.estimate->median_b), m.text);
+  }
+}
+
+json ComparisonJson(const std::string& axis, const CellConfig& a, const CellConfig& b, int rounds,
+                    const std::vector<MetricComparison>& metrics,
+                    const std::vector<std::string>& checks) {
+  json m = json::array();
+  for (const auto& x : metrics) {
+    json e = {{"metric", x.name},
+              {"higher_is_better", x.higher_is_better},
+              {"verdict", x.estimate ? json(VerdictName(x.verdict)) : json(nullptr)},
+              {"text", x.text}};
+    if (x.estimate) {
+      e["median_a"] = x.estimate->median_a;
+      e["median_b"] = x.estimate->median_b;
+      e["ratio"] = x.estimate->ratio;
+      e["ci95"] = {x.estimate->ci_lo, x.estimate->ci_hi};
+      e["rounds_used"] = x.estimate->rounds;
+    }
+    m.push_back(e);
+  }
+  return {{"axis", axis},
+          {"a", AxisValue(axis, a)},
+          {"b", AxisValue(axis, b)},
+          {"rounds", rounds},
+          {"order", "A then B in every round"},
+          {"method", "paired t on log ratios, 95% two-sided"},
+          {"equivalence_margin", kEquivalenceMargin},
+          {"metrics", m},
+          {"batch_checks", checks}};
+}
+
+}  // namespace txbatch
