@@ -1,0 +1,77 @@
+// txbatch compare end to end on the emulated NIC: verdicts and counters, never wall-clock
+// numbers. Each case has a backlog (a dedicated runner, or a wire slower than the producer), so
+// batch 32 really forms batches (asserted: avg_batch >= 16).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "tests/driver/run_helper.h"
+
+namespace txbatch::test {
+namespace {
+
+using nlohmann::json;
+
+std::map<std::string, json> MetricsByName(const json& doc) {
+  std::map<std::string, json> m;
+  for (const json& x : doc["comparison"]["metrics"]) m[x["metric"].get<std::string>()] = x;
+  return m;
+}
+
+void ExpectRoundsInterleavedAndBalanced(const json& doc, int rounds) {
+  ASSERT_EQ(doc["records"].size(), 2u * rounds);
+  for (size_t i = 0; i < doc["records"].size(); ++i) {
+    const json& rec = doc["records"][i];
+    EXPECT_EQ(rec["side"], i % 2 == 0 ? "A" : "B");  // A then B in every round
+    EXPECT_EQ(rec["round"], static_cast<int>(i / 2) + 1);
+    EXPECT_TRUE(rec["results"]["accounting"]["balanced"].get<bool>());
+    if (rec["side"] == "B") EXPECT_GE(rec["results"]["avg_batch"].get<double>(), 16);
+  }
+}
+
+TEST(Compare, SmallFramesOnIxgbeWithADoorbellCostAreBetterBatched) {
+  const auto run = RunTxbatch(
+      "compare --driver emu:ixgbe,doorbell_ns=150 --proto udp --size 18 --procs 2 "
+      "--runner dedicated --batch 1,32 --rounds 4 --duration 0.3 --warmup 0.1");
+  ASSERT_EQ(run.status, 0) << run.err;
+  ExpectRoundsInterleavedAndBalanced(run.doc, 4);
+  const json& c = run.doc["comparison"];
+  EXPECT_EQ(c["axis"], "--batch/--policy");
+  EXPECT_EQ(c["a"], "count:1");
+  EXPECT_EQ(c["b"], "count:32");
+  auto m = MetricsByName(run.doc);
+  EXPECT_EQ(m["Mpps"]["verdict"], "better") << m["Mpps"].dump();
+  EXPECT_EQ(m["doorbells/pkt"]["verdict"], "better") << m["doorbells/pkt"].dump();
+  EXPECT_EQ(m["cycles/pkt"]["verdict"], "better") << m["cycles/pkt"].dump();
+  EXPECT_NE(run.out.find("better: "), std::string::npos);
+}
+
+TEST(Compare, FullFramesOnE1000AreLinkBoundSoOnlyTheCostPerFrameMoves) {
+  const auto run = RunTxbatch("compare --rounds 6 --duration 0.3 --warmup 0.1");  // defaults
+  ASSERT_EQ(run.status, 0) << run.err;
+  ExpectRoundsInterleavedAndBalanced(run.doc, 6);
+  for (const json& rec : run.doc["records"])
+    EXPECT_TRUE(rec["results"]["link_bound"].get<bool>()) << rec["results"].dump();
+  auto m = MetricsByName(run.doc);
+  EXPECT_EQ(m["MB/s"]["verdict"], "equivalent") << m["MB/s"].dump();
+  EXPECT_EQ(m["doorbells/pkt"]["verdict"], "better") << m["doorbells/pkt"].dump();
+  EXPECT_EQ(m["CPU ns/pkt"]["verdict"], "better") << m["CPU ns/pkt"].dump();
+  EXPECT_LT(m["CPU ns/pkt"]["median_b"].get<double>(), m["CPU ns/pkt"]["median_a"].get<double>());
+}
+
+TEST(Compare, AnythingButOneAxisWithTwoValuesIsBadInput) {
+  for (const char* args : {"compare --batch 1,32 --procs 1,8", "compare --batch 32",
+                           "compare --batch 1,8,32", "compare --rounds 1"}) {
+    const auto run = RunTxbatch(args);
+    EXPECT_EQ(run.status, 2) << args << ": " << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << args << ": " << run.err;
+    EXPECT_TRUE(run.out.empty()) << args;
+    EXPECT_TRUE(run.doc.is_null()) << args;
+  }
+  EXPECT_NE(RunTxbatch("compare --batch 1,32 --procs 1,8").err.find("--procs has 2"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace txbatch::test
