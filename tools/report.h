@@ -27,6 +27,7 @@ struct CellRecord {
   CellResult result;
   int round = 0;     // 1.. in an interleaved run; 0 when the grid ran once
   std::string side;  // "A" or "B" in a comparison
+  int cell = 0;      // the cell's index in the plan (rounds of one cell share it)
 };
 
 nlohmann::json ToJson(const std::vector<CellRecord>& records, const RunEnv& env);
@@ -41,7 +42,10 @@ Status WriteJsonFile(const std::string& path, const nlohmann::json& doc);
 std::string ShapeName(const CellConfig& c);
 
 void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const RunEnv& env);
-void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
+// One table per policy (the lmbench bw_tcp shape), a row per cell with the medians over its
+// rounds, books under each; with two or more rounds, the cells of later policies get verdicts
+// against the first policy's same cell (MB/s and cycles/pkt).
+void PrintTables(std::FILE* out, std::vector<CellRecord>& records,
                  const std::vector<PolicySpec>& policies);
 
 }  // namespace txbatch

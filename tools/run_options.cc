@@ -79,6 +79,11 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
       ->capture_default_str();
   cmd.add_option("--warmup", a.warmup_s, "Warm-up before each window, seconds (0..60)")
       ->capture_default_str();
+  cmd.add_option("--rounds", a.rounds,
+                 "Interleaved rounds: the whole grid runs this many times, each cell once per "
+                 "round; tables show medians and, with two or more rounds, verdicts against "
+                 "batching off (1..1000; compare: rounds of A then B, 2..1000)")
+      ->capture_default_str();
   cmd.add_option("--proto", a.proto,
                  "Framing: tcp (one byte stream in full-MSS segments) or udp (a datagram per "
                  "write, split at MTU-28)")
@@ -199,6 +204,8 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
     return MakeError(ERANGE, fmt::format("--duration {} is out of range; valid: 0.01..3600 "
                                          "seconds",
                                          a.duration_s));
+  if (a.rounds < 1 || a.rounds > 1000)
+    return MakeError(ERANGE, fmt::format("--rounds {} is out of range; valid: 1..1000", a.rounds));
   if (!(a.warmup_s >= 0 && a.warmup_s <= 60))
     return MakeError(ERANGE,
                      fmt::format("--warmup {} is out of range; valid: 0..60 seconds", a.warmup_s));
@@ -241,6 +248,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
             plan.cells.push_back(c);
           }
   plan.json_path = a.json;
+  plan.rounds = a.rounds;
   plan.axes = {{"--procs", procs->size()},
                {"--size", sizes->size()},
                {"--driver", drivers.size()},

@@ -144,16 +144,21 @@ int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_arg
   std::fflush(stdout);
   std::vector<CellRecord> records;
   bool balanced = true;
-  for (const CellConfig& cell : plan.cells) {
-    if (g_stop.load()) break;
-    auto r = MeasureCell(cell, *session, &status);
-    if (!r) break;
-    balanced &= r->books.balanced;
-    records.push_back({cell, *r});
-  }
+  const size_t total = plan.cells.size() * static_cast<size_t>(plan.rounds);
+  for (int round = 1; round <= plan.rounds && status == kExitOk; ++round)
+    for (size_t i = 0; i < plan.cells.size() && !g_stop.load(); ++i) {
+      auto r = MeasureCell(plan.cells[i], *session, &status);
+      if (!r) break;
+      balanced &= r->books.balanced;
+      records.push_back({plan.cells[i], *r, plan.rounds > 1 ? round : 0, "", static_cast<int>(i)});
+      if (isatty(fileno(stderr)))
+        std::fprintf(stderr, "\rcell %zu/%zu (round %d/%d)", records.size(), total, round,
+                     plan.rounds);
+    }
+  if (isatty(fileno(stderr))) std::fprintf(stderr, "\r%40s\r", "");
   if (g_stop.load())
-    std::printf("\ninterrupted by a signal: %zu of %zu cells measured\n", records.size(),
-                plan.cells.size());
+    std::printf("\ninterrupted by a signal: %zu of %zu cell runs measured\n", records.size(),
+                total);
   PrintTables(stdout, records, plan.policies);
   std::fflush(stdout);
   const nlohmann::json doc = ToJson(records, session->env);
@@ -161,10 +166,15 @@ int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_arg
   return Finish(plan.json_path, doc, status, balanced);
 }
 
-int CompareCommand(const RunPlan& plan, int rounds, const std::vector<std::string>& eal_user_args,
-                   RunEnv env) {
+int CompareCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_args, RunEnv env) {
   auto axis = CompareAxis(plan);
   if (!axis) return Fail(kExitBadInput, axis.error());
+  const int rounds = plan.rounds;
+  if (rounds < 2)
+    return Fail(kExitBadInput,
+                Error{ERANGE, fmt::format("compare --rounds {} gives no confidence interval; "
+                                          "valid: 2..1000",
+                                          rounds)});
   if (!plan.json_path.empty()) {
     if (Status s = CheckWritable(plan.json_path); !s) return Fail(kExitBadInput, s.error());
   }
@@ -246,7 +256,7 @@ int Main(int argc, char** argv) {
   // compare's own defaults: one value everywhere but the batch limit.
   compare_args.size = "65536";
   compare_args.procs = "1";
-  int rounds = 10;
+  compare_args.rounds = 10;
   CLI::App* compare = app.add_subcommand(
       "compare",
       "Compare two configurations: the options of run, with exactly one axis given two values "
@@ -256,9 +266,6 @@ int Main(int argc, char** argv) {
       "equivalent (within +-2%) or inconclusive. Defaults: emu:e1000, tcp, size 65536, procs 1, "
       "--batch 1,32.");
   AddRunOptions(*compare, compare_args);
-  compare->add_option("--rounds", rounds, "Rounds of A then B (2..1000)")
-      ->capture_default_str()
-      ->check(CLI::Range(2, 1000));
   try {
     app.parse(own_argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -283,7 +290,7 @@ int Main(int argc, char** argv) {
   if (compare->parsed()) {
     auto plan = BuildRunPlan(compare_args);
     if (!plan) return Fail(kExitBadInput, plan.error());
-    return CompareCommand(*plan, rounds, eal_args, env);
+    return CompareCommand(*plan, eal_args, env);
   }
   return kExitBadInput;
 }

@@ -60,6 +60,21 @@ TEST(Compare, FullFramesOnE1000AreLinkBoundSoOnlyTheCostPerFrameMoves) {
   EXPECT_LT(m["CPU ns/pkt"]["median_b"].get<double>(), m["CPU ns/pkt"]["median_a"].get<double>());
 }
 
+TEST(RunRounds, TheGridRepeatsInterleavedAndLaterPoliciesGetVerdicts) {
+  const auto run = RunTxbatch("run --size 65536 --procs 1 --rounds 3 --duration 0.2 --warmup 0.05");
+  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_EQ(run.doc["records"].size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    const json& rec = run.doc["records"][i];
+    EXPECT_EQ(rec["round"], static_cast<int>(i / 2) + 1);  // every cell once per round
+    EXPECT_EQ(rec["config"]["batch"], i % 2 == 0 ? 1 : 32);
+  }
+  EXPECT_NE(run.out.find("3 interleaved rounds"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("BW vs off"), std::string::npos) << run.out;
+  // Link-bound: bandwidth the same, the TX path's cycles per frame lower.
+  EXPECT_NE(run.out.find("equiv         better 0."), std::string::npos) << run.out;
+}
+
 TEST(Compare, AnythingButOneAxisWithTwoValuesIsBadInput) {
   for (const char* args : {"compare --batch 1,32 --procs 1,8", "compare --batch 32",
                            "compare --batch 1,8,32", "compare --rounds 1"}) {

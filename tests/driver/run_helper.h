@@ -15,7 +15,8 @@ struct TxbatchRun {
   nlohmann::json doc;  // the --json file, or null when none was written
 };
 
-// `args` go after "txbatch"; a --json file in the test's temp dir is added.
+// `args` go after "txbatch"; a --json file in the test's temp dir is added, and `run` gets
+// --rounds 1 unless `args` set it (one record per cell).
 TxbatchRun RunTxbatch(const std::string& args);
 
 // For a run on a port where nothing receives: checks that every record's books balance and that
