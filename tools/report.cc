@@ -35,6 +35,7 @@ std::string CpuModel() {
 
 json ConfigJson(const CellConfig& c, const RunEnv& env) {
   return {{"driver", c.driver_spec.ToString()},
+          {"driver_given", c.driver},
           {"proto", ProtoName(c.proto)},
           {"policy", c.policy.ToString()},
           {"batch", c.policy.frames},
@@ -167,6 +168,7 @@ json ToJson(const std::vector<CellRecord>& records, const RunEnv& env) {
                 {"tsc_hz_source", "rte_get_tsc_hz"},
                 {"pinning", DescribePinning(rec.config.procs, env.cpus)},
                 {"eal_mode", env.eal_mode},
+                {"eal_why", env.eal_why},
                 {"command_line", env.command_line},
                 {"started_at", env.started_at}}}};
     if (rec.round > 0) r["round"] = rec.round;

@@ -26,6 +26,7 @@
 #include "drivers/emu/emu.h"
 #include "drivers/factory.h"
 #include "tools/compare.h"
+#include "tools/record_reader.h"
 #include "tools/report.h"
 #include "tools/run_options.h"
 #include "txbatch_config.h"
@@ -219,6 +220,28 @@ int CompareCommand(const RunPlan& plan, const std::vector<std::string>& eal_user
   return Finish(plan.json_path, doc, status, balanced);
 }
 
+// Re-renders what a --json file holds, as the command that wrote it printed it.
+int ReportCommand(const std::string& path) {
+  auto back = ReadResults(path);
+  if (!back) return Fail(kExitBadInput, back.error());
+  PrintHeader(stdout, back->cells, back->env);
+  bool balanced = true;
+  for (const auto& rec : back->records) balanced &= rec.result.books.balanced;
+  if (!back->comparison.is_null() && back->cells.size() == 2) {
+    std::vector<CellResult> ra, rb;
+    for (const auto& rec : back->records) (rec.side == "B" ? rb : ra).push_back(rec.result);
+    const std::string axis = back->comparison.value("axis", std::string("--batch/--policy"));
+    PrintComparison(stdout, axis, back->cells[0], back->cells[1], ra, rb, CompareMetrics(ra, rb));
+    for (const auto& [cell, side, results] :
+         {std::tuple{&back->cells[0], "A", &ra}, std::tuple{&back->cells[1], "B", &rb}})
+      if (std::string c = BatchCheck(side, *cell, *results); !c.empty())
+        std::printf("note: %s\n", c.c_str());
+  } else {
+    PrintTables(stdout, back->records, back->policies);
+  }
+  return balanced ? kExitOk : kExitUnbalanced;
+}
+
 int Main(int argc, char** argv) {
   // Everything after the first "--" goes to EAL untouched and replaces txbatch's defaults.
   std::vector<std::string> eal_args;
@@ -266,6 +289,12 @@ int Main(int argc, char** argv) {
       "equivalent (within +-2%) or inconclusive. Defaults: emu:e1000, tcp, size 65536, procs 1, "
       "--batch 1,32.");
   AddRunOptions(*compare, compare_args);
+  std::string report_path;
+  CLI::App* report = app.add_subcommand(
+      "report",
+      "Re-render the tables (or a comparison) of a result file written with --json, without "
+      "running anything.");
+  report->add_option("file", report_path, "A result file txbatch wrote with --json")->required();
   try {
     app.parse(own_argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -278,6 +307,7 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "txbatch: %s; run 'txbatch %s--help' for the valid options.\n", e.what(),
                  run->parsed()       ? "run "
                  : compare->parsed() ? "compare "
+                 : report->parsed()  ? "report "
                                      : "");
     return kExitBadInput;
   }
@@ -287,6 +317,7 @@ int Main(int argc, char** argv) {
     if (!plan) return Fail(kExitBadInput, plan.error());
     return RunCommand(*plan, eal_args, env);
   }
+  if (report->parsed()) return ReportCommand(report_path);
   if (compare->parsed()) {
     auto plan = BuildRunPlan(compare_args);
     if (!plan) return Fail(kExitBadInput, plan.error());

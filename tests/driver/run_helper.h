@@ -16,7 +16,7 @@ struct TxbatchRun {
 };
 
 // `args` go after "txbatch"; a --json file in the test's temp dir is added, and `run` gets
-// --rounds 1 unless `args` set it (one record per cell).
+// --rounds 1 unless `args` set it (one record per cell); `report` gets no --json.
 TxbatchRun RunTxbatch(const std::string& args);
 
 // For a run on a port where nothing receives: checks that every record's books balance and that

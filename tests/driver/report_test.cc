@@ -1,0 +1,60 @@
+// txbatch report: a result file re-rendered without running anything gives the same tables (or
+// comparison) the command printed; bad files get one sentence.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "tests/driver/run_helper.h"
+
+namespace txbatch::test {
+namespace {
+
+std::string SaveDoc(const nlohmann::json& doc, const char* name) {
+  const std::string path =
+      ::testing::TempDir() + "/" + name + "_" + std::to_string(getpid()) + ".json";
+  std::ofstream(path) << doc.dump(2);
+  return path;
+}
+
+TEST(Report, ReRendersTheRunTablesIdentically) {
+  const auto run = RunTxbatch(
+      "run --driver emu:ixgbe --proto udp --size 64,1000 --procs 2 --batch 1,8 --rounds 2 "
+      "--duration 0.1 --warmup 0.05");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::string path = SaveDoc(run.doc, "report_run");
+  const auto report = RunTxbatch("report " + path);
+  ASSERT_EQ(report.status, 0) << report.err;
+  EXPECT_EQ(report.out, run.out);  // header, tables, verdicts, books: all from the file
+  std::remove(path.c_str());
+}
+
+TEST(Report, ReRendersAComparisonIdentically) {
+  const auto run = RunTxbatch(
+      "compare --driver emu:null --proto udp --size 64 --procs 1 --batch 1,16 --rounds 3 "
+      "--duration 0.1 --warmup 0.05");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::string path = SaveDoc(run.doc, "report_compare");
+  const auto report = RunTxbatch("report " + path);
+  ASSERT_EQ(report.status, 0) << report.err;
+  EXPECT_EQ(report.out, run.out);
+  std::remove(path.c_str());
+}
+
+TEST(Report, FilesThatAreNotResultsAreOneSentence) {
+  const std::string not_json = SaveDoc(nlohmann::json::object(), "report_bad");
+  std::ofstream(not_json) << "{ not json";
+  const std::string foreign = SaveDoc(nlohmann::json{{"schema_version", 1}}, "report_foreign");
+  for (const std::string& f : {std::string("/nonexistent/x.json"), not_json, foreign}) {
+    const auto r = RunTxbatch("report " + f);
+    EXPECT_EQ(r.status, 2) << f << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << f << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << f;
+  }
+  std::remove(not_json.c_str());
+  std::remove(foreign.c_str());
+}
+
+}  // namespace
+}  // namespace txbatch::test

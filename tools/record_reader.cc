@@ -1,0 +1,174 @@
+#include "tools/record_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "drivers/factory.h"
+
+namespace txbatch {
+namespace {
+
+using nlohmann::json;
+
+std::optional<double> OptNum(const json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  return j[key].get<double>();
+}
+
+CellConfig ConfigFrom(const json& c) {
+  CellConfig cfg;
+  cfg.driver = c.value("driver_given", c.at("driver").get<std::string>());
+  if (auto spec = ParseDriverSpec(c.at("driver").get<std::string>())) cfg.driver_spec = *spec;
+  cfg.proto = c.at("proto") == "udp" ? Proto::kUdp : Proto::kTcp;
+  if (auto p = ParsePolicySpec(c.at("policy").get<std::string>())) cfg.policy = *p;
+  cfg.size = c.at("size");
+  cfg.procs = c.at("procs");
+  cfg.mtu = c.at("mtu");
+  cfg.txqueuelen = c.at("txqueuelen");
+  cfg.duration_s = c.at("duration_s");
+  cfg.warmup_s = c.at("warmup_s");
+  if (auto r = ParseRate(c.at("rate").get<std::string>())) cfg.rate = *r;
+  cfg.stream = c.at("producer") == "stream";
+  cfg.noqueue = c.at("qdisc") == "none";
+  cfg.dedicated = c.at("runner") == "dedicated";
+  cfg.nolock = c.at("sync") == "nolock";
+  cfg.seed = c.at("seed");
+  return cfg;
+}
+
+CellResult ResultFrom(const json& r) {
+  CellResult x;
+  x.packets = r.at("packets");
+  x.window_s = r.at("window_s");
+  x.mb_per_s = r.at("mb_per_s");
+  x.mpps = r.at("mpps");
+  x.wire_gbps = r.at("wire_gbps");
+  x.counted_at = r.at("counted_at");
+  x.avg_batch = r.at("avg_batch");
+  for (const auto& [k, v] : r.at("batch_hist").items())
+    x.batch_hist[static_cast<unsigned>(std::stoul(k))] = v;
+  x.xmit_calls_per_pkt = r.at("xmit_calls_per_pkt");
+  x.doorbells_per_pkt = OptNum(r, "doorbells_per_pkt");
+  x.cycles_per_pkt = r.at("cycles_per_pkt");
+  x.cpu_ns_per_pkt = r.at("cpu_ns_per_pkt");
+  x.requeues = r.at("requeues");
+  x.requeued_frames = r.at("requeued_frames");
+  x.qdisc_missed = r.value("qdisc_missed", uint64_t{0});
+  x.queue_stops = r.at("queue_stops");
+  x.producer_waits = r.at("producer_waits");
+  x.reschedules = r.at("reschedules");
+  x.drops = r.at("drops").get<std::map<std::string, uint64_t>>();
+  x.drops_total = r.at("drops_total");
+  if (const json& l = r.at("latency_ns"); !l.is_null())
+    x.latency = LatencySummary{l.at("min"), l.at("avg"),  l.at("p50"), l.at("p90"),
+                               l.at("p99"), l.at("p999"), l.at("max"), l.at("count")};
+  const json& a = r.at("accounting");
+  Books& k = x.books;
+  k.generated = a.at("generated");
+  k.sent = a.at("sent");
+  k.dropped = a.at("dropped");
+  k.queued = a.at("queued");
+  k.rx_side = !a.at("received").is_null();
+  if (k.rx_side) {
+    k.received = a.at("received");
+    k.lost = a.at("lost");
+    k.duplicated = a.at("duplicated");
+    k.in_flight = a.at("in_flight");
+  }
+  k.balanced = a.at("balanced");
+  k.mbufs_in_use = r.at("mbufs_in_use_at_exit");
+  if (const json& c = r.at("link_ceiling"); !c.is_null()) {
+    x.ceiling_mpps = c.at("mpps").get<double>();
+    x.ceiling_mb_per_s = c.at("mb_per_s").get<double>();
+  }
+  if (!r.at("link_bound").is_null()) x.link_bound = r.at("link_bound").get<bool>();
+  x.link_utilisation = OptNum(r, "link_utilisation");
+  const json& m = r.at("model_checks");
+  x.last_departure_s = m.at("last_departure_s");
+  x.stopped_at_s = m.at("stopped_at_s");
+  x.drained_at_s = m.at("drained_at_s");
+  x.arrival_before_tx = m.at("arrival_before_tx");
+  x.wire_max_idle_us = m.at("wire_max_idle_us");
+  x.irq_max_late_us = m.at("irq_max_late_us");
+  x.foreign = r.at("foreign_frames");
+  x.alloc_failures = r.at("alloc_failures");
+  x.involuntary_ctxsw = r.at("involuntary_ctxsw");
+  x.txirq_realtime = r.at("txirq_realtime");
+  x.unregistered_threads = r.at("unregistered_threads");
+  x.interrupted = r.at("interrupted");
+  return x;
+}
+
+}  // namespace
+
+Result<ReadBack> ReadResults(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    return MakeError(ENOENT, fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+  std::stringstream text;
+  text << in.rdbuf();
+  json doc;
+  try {
+    doc = json::parse(text.str());
+  } catch (const json::exception& e) {
+    return MakeError(EINVAL, fmt::format("'{}' is not JSON ({}); valid: a file txbatch wrote with "
+                                         "--json",
+                                         path, e.what()));
+  }
+  if (!doc.is_object() || doc.value("schema_version", 0) != 1 || !doc.contains("records") ||
+      !doc["records"].is_array() || doc["records"].empty())
+    return MakeError(EINVAL, fmt::format("'{}' holds no txbatch records (schema_version 1 with a "
+                                         "non-empty records array); valid: a file txbatch wrote "
+                                         "with --json",
+                                         path));
+  ReadBack out;
+  std::vector<std::string> seen;  // configurations by first use (their JSON, env excluded)
+  try {
+    for (const json& rec : doc["records"]) {
+      CellRecord r;
+      r.config = ConfigFrom(rec.at("config"));
+      r.result = ResultFrom(rec.at("results"));
+      r.round = rec.value("round", 0);
+      r.side = rec.value("side", std::string());
+      const std::string key = rec.at("config").dump();
+      auto it = std::find(seen.begin(), seen.end(), key);
+      r.cell = static_cast<int>(it - seen.begin());
+      if (it == seen.end()) {
+        seen.push_back(key);
+        out.cells.push_back(r.config);
+      }
+      if (std::none_of(out.policies.begin(), out.policies.end(),
+                       [&](const PolicySpec& p) { return p == r.config.policy; }))
+        out.policies.push_back(r.config.policy);
+      out.records.push_back(std::move(r));
+    }
+    const json& env = doc["records"][0].at("env");
+    RunEnv& e = out.env;
+    e.dpdk_version = env.at("dpdk_version");
+    e.kernel = env.at("kernel");
+    e.cpu = env.at("cpu");
+    e.tsc_hz = env.at("tsc_hz");
+    e.eal_mode = env.at("eal_mode");
+    e.eal_why = env.value("eal_why", std::string("as recorded"));
+    e.command_line = env.at("command_line");
+    e.started_at = env.at("started_at");
+    e.eal_args = doc["records"][0].at("config").at("eal").get<std::vector<std::string>>();
+    unsigned most = 0;
+    for (const json& rec : doc["records"])
+      if (rec.at("config").at("procs").get<unsigned>() >= most) {
+        most = rec.at("config").at("procs");
+        e.pinning = rec.at("env").at("pinning");
+      }
+  } catch (const json::exception& e) {
+    return MakeError(EINVAL, fmt::format("'{}' is not a complete txbatch result document ({}); "
+                                         "valid: a file txbatch wrote with --json",
+                                         path, e.what()));
+  }
+  if (doc.contains("comparison")) out.comparison = doc["comparison"];
+  return out;
+}
+
+}  // namespace txbatch

@@ -1,0 +1,24 @@
+#pragma once
+// Reads back a result document that `txbatch run`, `compare` or `sweep` wrote (--json), so
+// `txbatch report` re-renders its tables and plots without re-running anything.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tools/report.h"
+
+namespace txbatch {
+
+struct ReadBack {
+  std::vector<CellRecord> records;   // in file order; `cell` numbers configurations by first use
+  std::vector<CellConfig> cells;     // each configuration once, in order of first use
+  std::vector<PolicySpec> policies;  // each policy once, in order of first use
+  RunEnv env;                        // from the first record (pinning: the one with most procs)
+  nlohmann::json comparison;         // a compare document's `comparison`, else null
+};
+
+// Bad or foreign input gets one sentence naming the file and what is wrong with it.
+Result<ReadBack> ReadResults(const std::string& path);
+
+}  // namespace txbatch
