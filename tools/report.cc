@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 
+#include "tools/summary.h"
 #include "tools/verdict.h"
 #include "txbatch_config.h"
 
@@ -260,130 +261,62 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
              c.warmup_s, c.duration_s);
 }
 
-namespace {
-
-double MedianOf(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-// A short verdict for a table column: "equiv", "better 1.83x", "worse 0.55x", "inconcl."; "-"
-// with fewer than two rounds.
-std::string ShortVerdict(const std::vector<CellRecord*>& base, const std::vector<CellRecord*>& cell,
-                         double CellResult::*field, bool higher_is_better) {
-  std::vector<double> a, b;
-  for (size_t i = 0; i < std::min(base.size(), cell.size()); ++i) {
-    a.push_back(base[i]->result.*field);
-    b.push_back(cell[i]->result.*field);
-  }
-  const auto e = EstimateRatio(a, b);
-  if (!e || e->rounds < 2) return "-";
-  switch (Judge(*e, higher_is_better)) {
-    case Verdict::kEquivalent:
-      return "equiv";
-    case Verdict::kBetter:
-      return fmt::format("better {:.2f}x", e->ratio);
-    case Verdict::kWorse:
-      return fmt::format("worse {:.2f}x", e->ratio);
-    case Verdict::kInconclusive:
-      return "inconcl.";
-  }
-  return "-";
-}
-
-// The same cell of the grid with another policy: same driver, shape, size and procs.
-bool SameCellOtherPolicy(const CellConfig& x, const CellConfig& y) {
-  return x.driver == y.driver && ShapeName(x) == ShapeName(y) && x.size == y.size &&
-         x.procs == y.procs;
-}
-
-}  // namespace
-
-void PrintTables(std::FILE* out, std::vector<CellRecord>& records,
+void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
                  const std::vector<PolicySpec>& policies) {
-  // Rounds of one cell, in round order, by the cell's index in the plan.
-  std::map<int, std::vector<CellRecord*>> by_cell;
-  for (auto& rec : records) by_cell[rec.cell].push_back(&rec);
-  int rounds = 0;
-  for (const auto& [i, v] : by_cell) rounds = std::max(rounds, static_cast<int>(v.size()));
+  if (records.empty() || policies.empty()) return;
+  const std::vector<CellSummary> rows = Summarise(records, policies.front());
+  size_t rounds = 0;
+  for (const auto& r : rows) rounds = std::max(rounds, r.runs.size());
   std::vector<CellConfig> configs;
   for (const auto& rec : records) configs.push_back(rec.config);
-  const bool name_shape = !configs.empty() && ShapesVary(configs);
-  const bool verdicts = rounds >= 2 && policies.size() >= 2;
+  const bool name_shape = ShapesVary(configs);
   if (rounds >= 2)
     fmt::print(out,
                "\n{} interleaved rounds (every cell once per round, in order): each row shows "
                "medians; vs {}: MB/s and cycles/pkt against the same cell without the policy "
                "(paired t on log ratios, 95% CI; equiv = within ±{:g}%)\n",
                rounds, policies.front().ToString(), kEquivalenceMargin * 100);
+  const auto lat = [](const std::optional<double>& ns) -> std::string {
+    if (!ns) return "null";
+    return *ns >= 1e6 ? fmt::format("{:.2f}ms", *ns / 1e6) : fmt::format("{:.1f}us", *ns / 1e3);
+  };
   for (const PolicySpec& pol : policies) {
     fmt::print(out, "\n{}\n",
                pol.batching() ? fmt::format("Test with batching ({}):", pol.ToString())
                               : fmt::format("Test without batching ({}):", pol.ToString()));
-    const bool show_verdicts = verdicts && !(pol == policies.front());
+    const bool verdicts = rounds >= 2 && !(pol == policies.front());
     fmt::print(out,
                "{:<4}{:>8} {:>6} {:>10} {:>8} {:>6} {:>9} {:>7} {:>9} {:>7} {:>9} {:>9} "
                "{:>8}  {}{}\n",
                "#", "Size", "Procs", "BW (MB/s)", "Mpps", "%ceil", "avg batch", "db/pkt",
                "cycles/pkt", "CPU ns", "lat avg", "lat p99", "requeue",
-               show_verdicts ? fmt::format("{:<13} {:<13} ", "BW vs off", "cycles vs off") : "",
+               verdicts ? fmt::format("{:<13} {:<13} ", "BW vs off", "cycles vs off") : "",
                "driver");
-    Books sum;  // receive-side terms summed over the cells that have one
+    Books sum;  // receive-side terms summed over the runs that have one
     bool all_balanced = true;
-    unsigned row = 0, last_procs = 0, cells = 0, rx_cells = 0;
-    uint64_t rx_sent = 0;  // `sent` of the cells that have a receive side
-    for (const auto& [index, recs] : by_cell) {
-      const CellConfig& c = recs.front()->config;
-      if (!(c.policy == pol)) continue;
-      const auto med = [&](const auto& get) {
-        std::vector<double> v;
-        for (const CellRecord* r : recs)
-          if (const auto x = get(r->result)) v.push_back(*x);
-        return v.empty() ? std::optional<double>() : std::optional<double>(MedianOf(v));
-      };
-      const auto num = [&](double CellResult::*f) {
-        return *med([f](const CellResult& r) { return std::optional<double>(r.*f); });
-      };
-      const auto lat = [&](double LatencySummary::*f) -> std::string {
-        const auto ns = med([f](const CellResult& r) {
-          return r.latency ? std::optional<double>((*r.latency).*f) : std::nullopt;
-        });
-        if (!ns) return "null";
-        return *ns >= 1e6 ? fmt::format("{:.2f}ms", *ns / 1e6) : fmt::format("{:.1f}us", *ns / 1e3);
-      };
-      const double mb = num(&CellResult::mb_per_s);
-      const auto ceiling = med([](const CellResult& r) { return r.ceiling_mb_per_s; });
-      const auto db = med([](const CellResult& r) { return r.doorbells_per_pkt; });
-      const auto requeues =
-          med([](const CellResult& r) { return std::optional<double>(r.requeues); });
-      std::string vs;
-      if (show_verdicts) {
-        for (const auto& [j, base] : by_cell)
-          if (base.front()->config.policy == policies.front() &&
-              SameCellOtherPolicy(base.front()->config, c))
-            vs =
-                fmt::format("{:<13} {:<13} ", ShortVerdict(base, recs, &CellResult::mb_per_s, true),
-                            ShortVerdict(base, recs, &CellResult::cycles_per_pkt, false));
-        if (vs.empty()) vs = fmt::format("{:<13} {:<13} ", "-", "-");
-      }
-      if (row > 0 && c.procs != last_procs) fmt::print(out, "\n");
-      last_procs = c.procs;
+    unsigned row = 0, last_procs = 0, runs = 0, rx_runs = 0;
+    uint64_t rx_sent = 0;  // `sent` of the runs that have a receive side
+    for (const CellSummary& c : rows) {
+      if (!(c.config.policy == pol)) continue;
+      if (row > 0 && c.config.procs != last_procs) fmt::print(out, "\n");
+      last_procs = c.config.procs;
       std::string remarks;
-      for (const CellRecord* r : recs)
-        if (std::string x = Remarks(r->result); !x.empty() && remarks.find(x) == std::string::npos)
-          remarks += (recs.size() > 1 ? fmt::format(" round {}:", r->round) : "") + x;
-      fmt::print(out,
-                 "{:<4}{:>8} {:>6} {:>10.2f} {:>8.4f} {:>6} {:>9.2f} {:>7} {:>9.0f} "
-                 "{:>7.0f} {:>9} {:>9} {:>8.0f}  {}{}{}{}\n",
-                 ++row, c.size, c.procs, mb, num(&CellResult::mpps),
-                 ceiling ? fmt::format("{:.2f}", 100 * mb / *ceiling) : "-",
-                 num(&CellResult::avg_batch), db ? fmt::format("{:.3f}", *db) : "-",
-                 num(&CellResult::cycles_per_pkt), num(&CellResult::cpu_ns_per_pkt),
-                 lat(&LatencySummary::avg), lat(&LatencySummary::p99), *requeues, vs, c.driver,
-                 name_shape ? " [" + ShapeName(c) + "]" : "", remarks);
-      for (const CellRecord* rec : recs) {
+      for (const CellRecord* r : c.runs)
+        if (std::string x = Remarks(r->result); !x.empty())
+          remarks += (c.runs.size() > 1 ? fmt::format(" round {}:", r->round) : "") + x;
+      fmt::print(
+          out,
+          "{:<4}{:>8} {:>6} {:>10.2f} {:>8.4f} {:>6} {:>9.2f} {:>7} {:>9.0f} "
+          "{:>7.0f} {:>9} {:>9} {:>8.0f}  {}{}{}{}\n",
+          ++row, c.config.size, c.config.procs, c.mb_per_s, c.mpps,
+          c.ceiling_mb_per_s ? fmt::format("{:.2f}", 100 * c.mb_per_s / *c.ceiling_mb_per_s) : "-",
+          c.avg_batch, c.doorbells_per_pkt ? fmt::format("{:.3f}", *c.doorbells_per_pkt) : "-",
+          c.cycles_per_pkt, c.cpu_ns_per_pkt, lat(c.lat_avg_ns), lat(c.lat_p99_ns), c.requeues,
+          verdicts ? fmt::format("{:<13} {:<13} ", ShortVerdict(c.bw_vs_off, c.bw_verdict),
+                                 ShortVerdict(c.cycles_vs_off, c.cycles_verdict))
+                   : "",
+          c.config.driver, name_shape ? " [" + ShapeName(c.config) + "]" : "", remarks);
+      for (const CellRecord* rec : c.runs) {
         const Books& k = rec->result.books;
         sum.generated += k.generated;
         sum.sent += k.sent;
@@ -395,19 +328,19 @@ void PrintTables(std::FILE* out, std::vector<CellRecord>& records,
           sum.duplicated += k.duplicated;
           sum.in_flight += k.in_flight;
           rx_sent += k.sent;
-          ++rx_cells;
+          ++rx_runs;
         }
         sum.mbufs_in_use = std::max(sum.mbufs_in_use, k.mbufs_in_use);
         all_balanced &= k.balanced;
-        ++cells;
+        ++runs;
       }
     }
-    fmt::print(out, "books ({} cell runs): generated {} = sent {} + dropped {} + queued {}; ",
-               cells, sum.generated, sum.sent, sum.dropped, sum.queued);
-    if (rx_cells > 0)
+    fmt::print(out, "books ({} cell runs): generated {} = sent {} + dropped {} + queued {}; ", runs,
+               sum.generated, sum.sent, sum.dropped, sum.queued);
+    if (rx_runs > 0)
       fmt::print(out, "sent {} + duplicated {} = received {} + lost {} + in flight {}{}; ", rx_sent,
                  sum.duplicated, sum.received, sum.lost, sum.in_flight,
-                 rx_cells < cells ? fmt::format(" ({} runs with a receive side)", rx_cells) : "");
+                 rx_runs < runs ? fmt::format(" ({} runs with a receive side)", rx_runs) : "");
     else
       fmt::print(out, "nothing receives (counted where the driver accepts frames); ");
     fmt::print(out, "mbufs in use at end {} — {}\n", sum.mbufs_in_use,

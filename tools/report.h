@@ -45,7 +45,7 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
 // One table per policy (the lmbench bw_tcp shape), a row per cell with the medians over its
 // rounds, books under each; with two or more rounds, the cells of later policies get verdicts
 // against the first policy's same cell (MB/s and cycles/pkt).
-void PrintTables(std::FILE* out, std::vector<CellRecord>& records,
+void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
                  const std::vector<PolicySpec>& policies);
 
 }  // namespace txbatch
