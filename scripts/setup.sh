@@ -10,6 +10,7 @@ packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libpcap-dev
   libibverbs-dev
   iproute2 procps
+  libxml2-utils python3
 )
 
 missing=()

@@ -81,7 +81,7 @@ std::string YAxis(const std::string& label, double top, double step) {
 
 std::string LinePlotSvg(const std::string& title, const std::string& x_label,
                         const std::string& y_label, const std::vector<PlotSeries>& series,
-                        bool log2_x) {
+                        bool log2_x, const std::string& empty_note) {
   double xmin = INFINITY, xmax = -INFINITY, ymax = 0;
   const auto fx = [&](double x) { return log2_x ? std::log2(std::max(x, 1e-9)) : x; };
   for (const auto& s : series)
@@ -113,6 +113,9 @@ std::string LinePlotSvg(const std::string& title, const std::string& x_label,
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"black\"/>"
         "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4:g}</text>\n",
         px(x), kHeight - kBottom, kHeight - kBottom + 5, kHeight - kBottom + 18, x);
+  if (series.empty())
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", kLeft + w / 2,
+                       kTop + h / 2, Escape(empty_note));
   for (size_t i = 0; i < series.size(); ++i) {
     const auto& s = series[i];
     const char* colour = kColours[i % kColours.size()];

@@ -16,10 +16,11 @@ struct PlotSeries {
   bool dashed = false;
 };
 
-// x on a log2 axis when `log2_x` (batch sizes 1, 2, 4 …), else linear; y linear from 0.
+// x on a log2 axis when `log2_x` (batch sizes 1, 2, 4 …), else linear; y linear from 0. With no
+// series, the plot says `empty_note` in its middle instead.
 std::string LinePlotSvg(const std::string& title, const std::string& x_label,
                         const std::string& y_label, const std::vector<PlotSeries>& series,
-                        bool log2_x);
+                        bool log2_x, const std::string& empty_note = "no data");
 
 struct BarGroup {
   std::string label;           // the group's name under the axis

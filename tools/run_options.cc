@@ -158,6 +158,11 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
       plan.policies.push_back(*spec);
     }
   }
+  if (a.batching_off_first) {
+    const PolicySpec off{PolicyKind::kCount, 1};
+    std::erase(plan.policies, off);
+    plan.policies.insert(plan.policies.begin(), off);
+  }
   // Every combination of the shape lists, each checked on its own.
   for (const std::string& q : *qdiscs)
     for (const std::string& r : *runners)

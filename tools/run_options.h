@@ -22,6 +22,9 @@ struct RunArgs {
   double duration_s = 0.3;
   double warmup_s = 0.1;
   int rounds = 3;
+  // sweep: every cell is judged against batching off, so count:1 runs first in each cell (added
+  // if the policies lack it, moved to the front if it is elsewhere).
+  bool batching_off_first = false;
   std::string proto = "tcp";
   unsigned mtu = 1500;
   std::string rate = "max";

@@ -13,6 +13,9 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <set>
@@ -29,6 +32,8 @@
 #include "tools/record_reader.h"
 #include "tools/report.h"
 #include "tools/run_options.h"
+#include "tools/summary.h"
+#include "tools/sweep.h"
 #include "txbatch_config.h"
 
 namespace txbatch {
@@ -133,10 +138,43 @@ int Finish(const std::string& json_path, const nlohmann::json& doc, int status, 
   return kExitOk;
 }
 
-int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_args, RunEnv env) {
-  // A --json file that cannot be written is bad input: say so before running anything.
+// Prints the tables and returns them as text too (for --out).
+std::string PrintAndKeepTables(const std::vector<CellRecord>& records,
+                               const std::vector<PolicySpec>& policies) {
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* mem = open_memstream(&buf, &len);
+  if (mem == nullptr) {
+    PrintTables(stdout, records, policies);
+    return {};
+  }
+  PrintTables(mem, records, policies);
+  std::fclose(mem);
+  std::string text(buf, len);
+  std::free(buf);
+  std::fputs(text.c_str(), stdout);
+  return text;
+}
+
+// An --out directory that cannot be created or written is bad input, found before anything runs.
+Status CheckOutDir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    return MakeError(ec.value(),
+                     fmt::format("cannot create --out directory '{}': {}", dir, ec.message()));
+  return CheckWritable((std::filesystem::path(dir) / "results.json").string());
+}
+
+int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_args, RunEnv env,
+               const std::string& out_dir = "") {
+  // A --json file (or --out directory) that cannot be written is bad input: say so before
+  // running anything.
   if (!plan.json_path.empty()) {
     if (Status s = CheckWritable(plan.json_path); !s) return Fail(kExitBadInput, s.error());
+  }
+  if (!out_dir.empty()) {
+    if (Status s = CheckOutDir(out_dir); !s) return Fail(kExitBadInput, s.error());
   }
   int status = kExitOk;
   auto session = StartSession(plan.cells, plan.eal_memory, eal_user_args, std::move(env), &status);
@@ -160,9 +198,19 @@ int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_arg
   if (g_stop.load())
     std::printf("\ninterrupted by a signal: %zu of %zu cell runs measured\n", records.size(),
                 total);
-  PrintTables(stdout, records, plan.policies);
+  const std::string tables = PrintAndKeepTables(records, plan.policies);
   std::fflush(stdout);
   const nlohmann::json doc = ToJson(records, session->env);
+  if (!out_dir.empty() && !records.empty()) {
+    if (Status s =
+            WriteSweepOutputs(out_dir, tables, doc, Summarise(records, plan.policies.front()));
+        !s)
+      return Fail(kExitBadInput, s.error());
+    std::printf(
+        "wrote %s/{tables.txt,results.csv,results.json,throughput.svg,latency.svg,"
+        "cost.svg,calls.svg,onoff.svg}\n",
+        out_dir.c_str());
+  }
   session->pool.reset();
   return Finish(plan.json_path, doc, status, balanced);
 }
@@ -221,9 +269,12 @@ int CompareCommand(const RunPlan& plan, const std::vector<std::string>& eal_user
 }
 
 // Re-renders what a --json file holds, as the command that wrote it printed it.
-int ReportCommand(const std::string& path) {
+int ReportCommand(const std::string& path, const std::string& out_dir) {
   auto back = ReadResults(path);
   if (!back) return Fail(kExitBadInput, back.error());
+  if (!out_dir.empty()) {
+    if (Status s = CheckOutDir(out_dir); !s) return Fail(kExitBadInput, s.error());
+  }
   PrintHeader(stdout, back->cells, back->env);
   bool balanced = true;
   for (const auto& rec : back->records) balanced &= rec.result.books.balanced;
@@ -237,7 +288,15 @@ int ReportCommand(const std::string& path) {
       if (std::string c = BatchCheck(side, *cell, *results); !c.empty())
         std::printf("note: %s\n", c.c_str());
   } else {
-    PrintTables(stdout, back->records, back->policies);
+    const std::string tables = PrintAndKeepTables(back->records, back->policies);
+    if (!out_dir.empty()) {
+      std::ifstream in(path);
+      nlohmann::json doc = nlohmann::json::parse(in);
+      if (Status s = WriteSweepOutputs(out_dir, tables, std::move(doc),
+                                       Summarise(back->records, back->policies.front()));
+          !s)
+        return Fail(kExitBadInput, s.error());
+    }
   }
   return balanced ? kExitOk : kExitUnbalanced;
 }
@@ -295,6 +354,24 @@ int Main(int argc, char** argv) {
       "Re-render the tables (or a comparison) of a result file written with --json, without "
       "running anything.");
   report->add_option("file", report_path, "A result file txbatch wrote with --json")->required();
+  std::string report_out;
+  report->add_option("--out", report_out,
+                     "Also write tables.txt, results.csv, results.json and the SVG plots here");
+  RunArgs sweep_args;
+  sweep_args.batch = "1,2,4,8,16,32,64";
+  sweep_args.size = "65536";
+  sweep_args.batching_off_first = true;
+  std::string sweep_out;
+  CLI::App* sweep = app.add_subcommand(
+      "sweep",
+      "A grid (batch sizes x sizes x procs x drivers x qdisc shapes) run in interleaved rounds, "
+      "every cell judged against the same cell with batching off (count:1, added first if "
+      "missing). Writes to --out DIR: tables.txt, results.csv, results.json and SVG plots "
+      "against batch size (doc/output.md). Defaults: emu:e1000, tcp, size 65536, procs 1 and 8, "
+      "--batch 1,2,4,8,16,32,64, 3 rounds.");
+  AddRunOptions(*sweep, sweep_args);
+  sweep->add_option("--out", sweep_out, "Directory for the outputs (created if missing)")
+      ->required();
   try {
     app.parse(own_argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -308,6 +385,7 @@ int Main(int argc, char** argv) {
                  run->parsed()       ? "run "
                  : compare->parsed() ? "compare "
                  : report->parsed()  ? "report "
+                 : sweep->parsed()   ? "sweep "
                                      : "");
     return kExitBadInput;
   }
@@ -317,7 +395,12 @@ int Main(int argc, char** argv) {
     if (!plan) return Fail(kExitBadInput, plan.error());
     return RunCommand(*plan, eal_args, env);
   }
-  if (report->parsed()) return ReportCommand(report_path);
+  if (report->parsed()) return ReportCommand(report_path, report_out);
+  if (sweep->parsed()) {
+    auto plan = BuildRunPlan(sweep_args);
+    if (!plan) return Fail(kExitBadInput, plan.error());
+    return RunCommand(*plan, eal_args, env, sweep_out);
+  }
   if (compare->parsed()) {
     auto plan = BuildRunPlan(compare_args);
     if (!plan) return Fail(kExitBadInput, plan.error());
