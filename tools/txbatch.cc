@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -32,139 +33,14 @@
 #include "tools/record_reader.h"
 #include "tools/report.h"
 #include "tools/run_options.h"
+#include "tools/session.h"
 #include "tools/summary.h"
 #include "tools/sweep.h"
+#include "tools/tune.h"
 #include "txbatch_config.h"
 
 namespace txbatch {
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitInternal = 1;
-constexpr int kExitBadInput = 2;
-constexpr int kExitUnbalanced = 3;
-
-std::atomic<bool> g_stop{false};
-
-extern "C" void OnSignal(int) { g_stop.store(true); }
-
-int Fail(int code, const Error& e) {
-  std::fprintf(stderr, "txbatch: %s\n", e.message.c_str());
-  return code;
-}
-
-// What every command that measures needs: EAL, one pool sized for the largest cell, and every
-// device created once (a missing one is bad input before anything is measured).
-struct Session {
-  std::unique_ptr<Eal> eal;
-  PoolPtr pool;  // freed before EAL is torn down (declared after it)
-  RunEnv env;
-};
-
-// Starts a session for `cells`; on failure returns the exit status, the sentence printed.
-Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory memory,
-                             const std::vector<std::string>& eal_user_args, RunEnv env,
-                             int* exit_code) {
-  const auto fail = [&](int code, const Error& e) {
-    *exit_code = code;
-    return e;
-  };
-  // Size one pool for the largest cell; the EAL memory estimate follows from it.
-  const unsigned lcores = static_cast<unsigned>(AllowedCpus().size());
-  unsigned pool_size = 0;
-  for (const auto& c : cells) pool_size = std::max(pool_size, PoolSizeFor(c, lcores));
-  const unsigned mtu = cells.front().mtu;
-  auto eal_plan = PlanEal(PoolBytes(pool_size, mtu), eal_user_args, memory);
-  if (!eal_plan) return fail(kExitBadInput, eal_plan.error());
-  env.eal_args.assign(eal_plan->args.begin() + 1, eal_plan->args.end());
-  env.eal_mode = eal_plan->mode;
-  env.eal_why = eal_plan->why;
-
-  auto eal = Eal::Start(*eal_plan);
-  if (!eal) return fail(kExitBadInput, eal.error());
-  // Signals are ours from here on: EAL is up and must be torn down cleanly.
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  env.tsc_hz = (*eal)->tsc_hz();
-  env.cpus = (*eal)->cpus();
-  unsigned max_procs = 0;
-  for (const auto& c : cells) max_procs = std::max(max_procs, c.procs);
-  env.pinning = DescribePinning(max_procs, env.cpus);
-
-  auto pool = CreatePacketPool("txbatch_pool", pool_size, mtu);
-  if (!pool) return fail(kExitInternal, pool.error());
-  // Fault every page in now (pool, EAL heap) rather than on a frame's first use mid-window.
-  // Not MCL_FUTURE: it would pin every thread's 8 MiB stack as well. Best effort (RLIMIT).
-  (void)mlockall(MCL_CURRENT);
-
-  // Every device must exist and start before anything is measured: a missing one is bad input
-  // (exit 2), with nothing printed or written but the sentence.
-  std::set<std::string> checked;
-  RunWindow window;
-  RxSink sink(window, env.tsc_hz, 1);
-  for (const CellConfig& cell : cells) {
-    if (!checked.insert(cell.driver_spec.ToString()).second) continue;
-    auto d = CreateDriver(cell.driver_spec, pool->get(), cell.mtu, sink, window, env.tsc_hz);
-    if (!d) return fail(kExitBadInput, d.error());
-  }
-  return Session{std::move(*eal), std::move(*pool), std::move(env)};
-}
-
-// Runs one cell; on failure prints the sentence and sets the exit status (a device that vanished
-// mid-run is a missing device (2), a drain that did not finish a bug (1)).
-std::optional<CellResult> MeasureCell(const CellConfig& cell, Session& s, int* status) {
-  auto r = RunCell(cell, s.pool.get(), s.env.tsc_hz, s.env.cpus, g_stop);
-  if (!r) {
-    std::fprintf(stderr, "txbatch: %s\n", r.error().message.c_str());
-    *status = r.error().err == EIO ? kExitInternal : kExitBadInput;
-    return std::nullopt;
-  }
-  if (!r->books.balanced)
-    std::fprintf(stderr, "txbatch: the books do NOT balance for %s %s size %u procs %u\n",
-                 cell.driver.c_str(), cell.policy.ToString().c_str(), cell.size, cell.procs);
-  return *r;
-}
-
-// Writes the JSON document (if asked) and turns the outcome into the exit status.
-int Finish(const std::string& json_path, const nlohmann::json& doc, int status, bool balanced) {
-  if (!json_path.empty()) {
-    if (Status s = WriteJsonFile(json_path, doc); !s) return Fail(kExitBadInput, s.error());
-  }
-  if (status != kExitOk) return status;
-  if (!balanced) {
-    std::fprintf(stderr, "txbatch: the books do not balance (see above): exit 3\n");
-    return kExitUnbalanced;
-  }
-  return kExitOk;
-}
-
-// Prints the tables and returns them as text too (for --out).
-std::string PrintAndKeepTables(const std::vector<CellRecord>& records,
-                               const std::vector<PolicySpec>& policies) {
-  char* buf = nullptr;
-  size_t len = 0;
-  std::FILE* mem = open_memstream(&buf, &len);
-  if (mem == nullptr) {
-    PrintTables(stdout, records, policies);
-    return {};
-  }
-  PrintTables(mem, records, policies);
-  std::fclose(mem);
-  std::string text(buf, len);
-  std::free(buf);
-  std::fputs(text.c_str(), stdout);
-  return text;
-}
-
-// An --out directory that cannot be created or written is bad input, found before anything runs.
-Status CheckOutDir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec)
-    return MakeError(ec.value(),
-                     fmt::format("cannot create --out directory '{}': {}", dir, ec.message()));
-  return CheckWritable((std::filesystem::path(dir) / "results.json").string());
-}
 
 int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_args, RunEnv env,
                const std::string& out_dir = "") {
@@ -183,21 +59,7 @@ int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_arg
   std::fflush(stdout);
   std::vector<CellRecord> records;
   bool balanced = true;
-  const size_t total = plan.cells.size() * static_cast<size_t>(plan.rounds);
-  for (int round = 1; round <= plan.rounds && status == kExitOk; ++round)
-    for (size_t i = 0; i < plan.cells.size() && !g_stop.load(); ++i) {
-      auto r = MeasureCell(plan.cells[i], *session, &status);
-      if (!r) break;
-      balanced &= r->books.balanced;
-      records.push_back({plan.cells[i], *r, plan.rounds > 1 ? round : 0, "", static_cast<int>(i)});
-      if (isatty(fileno(stderr)))
-        std::fprintf(stderr, "\rcell %zu/%zu (round %d/%d)", records.size(), total, round,
-                     plan.rounds);
-    }
-  if (isatty(fileno(stderr))) std::fprintf(stderr, "\r%40s\r", "");
-  if (g_stop.load())
-    std::printf("\ninterrupted by a signal: %zu of %zu cell runs measured\n", records.size(),
-                total);
+  MeasureGrid(plan, *session, 0, records, &status, &balanced);
   const std::string tables = PrintAndKeepTables(records, plan.policies);
   std::fflush(stdout);
   const nlohmann::json doc = ToJson(records, session->env);
@@ -237,9 +99,9 @@ int CompareCommand(const RunPlan& plan, const std::vector<std::string>& eal_user
   std::vector<CellRecord> records;
   std::vector<CellResult> ra, rb;
   bool balanced = true;
-  for (int round = 1; round <= rounds && status == kExitOk && !g_stop.load(); ++round) {
+  for (int round = 1; round <= rounds && status == kExitOk && !StopRequested(); ++round) {
     for (const auto& [cell, side, results] : {std::tuple{&a, "A", &ra}, std::tuple{&b, "B", &rb}}) {
-      if (g_stop.load()) break;
+      if (StopRequested()) break;
       auto r = MeasureCell(*cell, *session, &status);
       if (!r) break;
       balanced &= r->books.balanced;
@@ -249,7 +111,7 @@ int CompareCommand(const RunPlan& plan, const std::vector<std::string>& eal_user
     if (isatty(fileno(stderr))) std::fprintf(stderr, "\rround %d/%d", round, rounds);
   }
   if (isatty(fileno(stderr))) std::fprintf(stderr, "\r%20s\r", "");
-  if (g_stop.load())
+  if (StopRequested())
     std::printf("\ninterrupted by a signal: %zu of %d rounds measured\n",
                 std::min(ra.size(), rb.size()), rounds);
   const auto metrics = CompareMetrics(ra, rb);
@@ -266,6 +128,114 @@ int CompareCommand(const RunPlan& plan, const std::vector<std::string>& eal_user
                                      metrics, checks);
   session->pool.reset();
   return Finish(plan.json_path, doc, status, balanced);
+}
+
+// The smallest batch limit reaching `target` of the best throughput (within a p99 budget): a
+// coarse sweep of the given limits, then the limits between the knee and the coarse one below.
+int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_max,
+                const std::vector<std::string>& eal_user_args, RunEnv env) {
+  if (!(target_pct >= 50 && target_pct <= 100))
+    return Fail(kExitBadInput, Error{ERANGE, fmt::format("--target {} is out of range; valid: "
+                                                         "50..100 (percent of the best throughput)",
+                                                         target_pct)});
+  std::optional<double> p99_max_ns;
+  if (!p99_max.empty()) {
+    auto d = ParseDurationNs(p99_max);
+    if (!d) return Fail(kExitBadInput, Error{EINVAL, "--p99-max " + d.error().message});
+    p99_max_ns = *d;
+  }
+  auto plan = BuildRunPlan(args);
+  if (!plan) return Fail(kExitBadInput, plan.error());
+  for (const auto& [axis, n] : plan->axes)
+    if (axis != "--batch/--policy" && n != 1)
+      return Fail(kExitBadInput,
+                  Error{EINVAL, fmt::format("tune searches batch limits for one configuration, "
+                                            "and {} has {} values; valid: one value for every "
+                                            "option but --batch",
+                                            axis, n)});
+  for (const PolicySpec& p : plan->policies)
+    if (p.kind != PolicyKind::kCount)
+      return Fail(kExitBadInput, Error{EINVAL, fmt::format("tune searches count:N limits, and {} "
+                                                           "is not one; valid: --batch N,N,…",
+                                                           p.ToString())});
+  if (!plan->json_path.empty()) {
+    if (Status s = CheckWritable(plan->json_path); !s) return Fail(kExitBadInput, s.error());
+  }
+  int status = kExitOk;
+  auto session =
+      StartSession(plan->cells, plan->eal_memory, eal_user_args, std::move(env), &status);
+  if (!session) return Fail(status, session.error());
+  PrintHeader(stdout, plan->cells, session->env);
+  std::fflush(stdout);
+  std::vector<CellRecord> records;
+  bool balanced = true;
+  MeasureGrid(*plan, *session, 0, records, &status, &balanced);
+  std::vector<PolicySpec> policies = plan->policies;
+  const auto points_of = [&] {
+    std::vector<TunePoint> points;
+    for (const CellSummary& r : Summarise(records, policies.front()))
+      points.push_back({r.config.policy.frames, r.mpps, r.lat_p99_ns});
+    return points;
+  };
+  TuneAdvice advice = FindKnee(points_of(), target_pct / 100, p99_max_ns);
+  std::vector<unsigned> refined;
+  if (advice.found && status == kExitOk && !StopRequested()) {
+    unsigned below = 0;
+    for (const PolicySpec& p : plan->policies)
+      if (p.frames < advice.batch) below = std::max<unsigned>(below, p.frames);
+    if (below > 0) refined = RefineBetween(below, advice.batch);
+    if (!refined.empty()) {
+      RunArgs finer = args;
+      finer.policy.clear();
+      finer.batch = fmt::format("{}", fmt::join(refined, ","));
+      finer.batching_off_first = false;
+      auto plan2 = BuildRunPlan(finer);
+      if (!plan2) return Fail(kExitBadInput, plan2.error());
+      MeasureGrid(*plan2, *session, static_cast<int>(plan->cells.size()), records, &status,
+                  &balanced);
+      policies.insert(policies.end(), plan2->policies.begin(), plan2->policies.end());
+      std::sort(policies.begin() + 1, policies.end(),
+                [](const PolicySpec& a, const PolicySpec& b) { return a.frames < b.frames; });
+      advice = FindKnee(points_of(), target_pct / 100, p99_max_ns);
+    }
+  }
+  PrintAndKeepTables(records, policies);
+  std::vector<TunePoint> points = points_of();
+  std::sort(points.begin(), points.end(),
+            [](const TunePoint& a, const TunePoint& b) { return a.batch < b.batch; });
+  double peak = 0;
+  for (const auto& p : points) peak = std::max(peak, p.mpps);
+  std::vector<unsigned> coarse;
+  for (const PolicySpec& p : plan->policies) coarse.push_back(p.frames);
+  fmt::print("\ntune: target {:.0f}% of the best throughput{}; coarse limits {}{}\n", target_pct,
+             p99_max_ns ? ", p99 within " + p99_max : "", fmt::join(coarse, ","),
+             refined.empty() ? "" : fmt::format(", refined with {}", fmt::join(refined, ",")));
+  std::printf("%8s %10s %9s %10s\n", "batch", "Mpps", "% of peak", "p99");
+  nlohmann::json jpoints = nlohmann::json::array();
+  for (const auto& p : points) {
+    const std::string p99 = p.p99_ns ? fmt::format("{:.1f}us", *p.p99_ns / 1e3) : "null";
+    std::printf("%8u %10.4f %9.1f %10s\n", p.batch, p.mpps, peak > 0 ? 100 * p.mpps / peak : 0,
+                p99.c_str());
+    jpoints.push_back({{"batch", p.batch},
+                       {"mpps", p.mpps},
+                       {"share_of_peak", peak > 0 ? p.mpps / peak : 0},
+                       {"p99_ns", p.p99_ns ? nlohmann::json(*p.p99_ns) : nlohmann::json(nullptr)}});
+  }
+  std::printf("%s: %s\n", advice.found ? "recommendation" : "no recommendation",
+              advice.reason.c_str());
+  std::fflush(stdout);
+  nlohmann::json doc = ToJson(records, session->env);
+  doc["tune"] = {{"target_share", target_pct / 100},
+                 {"p99_max_ns", p99_max_ns ? nlohmann::json(*p99_max_ns) : nlohmann::json(nullptr)},
+                 {"points", jpoints},
+                 {"refined", refined},
+                 {"recommendation",
+                  {{"found", advice.found},
+                   {"batch", advice.found ? nlohmann::json(advice.batch) : nlohmann::json(nullptr)},
+                   {"share_of_peak", advice.share_of_peak},
+                   {"reason", advice.reason}}}};
+  session->pool.reset();
+  return Finish(plan->json_path, doc, status, balanced);
 }
 
 // Re-renders what a --json file holds, as the command that wrote it printed it.
@@ -370,6 +340,23 @@ int Main(int argc, char** argv) {
       "against batch size (doc/output.md). Defaults: emu:e1000, tcp, size 65536, procs 1 and 8, "
       "--batch 1,2,4,8,16,32,64, 3 rounds.");
   AddRunOptions(*sweep, sweep_args);
+  RunArgs tune_args;
+  tune_args.batch = "1,2,4,8,16,32,64,128,256";
+  tune_args.size = "65536";
+  tune_args.procs = "1";
+  tune_args.batching_off_first = true;
+  double tune_target = kDefaultTuneTarget * 100;
+  std::string tune_p99;
+  CLI::App* tune = app.add_subcommand(
+      "tune",
+      "Recommend a batch size: the smallest limit reaching --target percent of the best "
+      "throughput measured, with p99 latency within --p99-max if given. A coarse sweep of "
+      "--batch (default powers of two to 256), then the limits between the knee and the coarse "
+      "one below it. One configuration: every other option takes one value.");
+  AddRunOptions(*tune, tune_args);
+  tune->add_option("--target", tune_target, "Percent of the best throughput (50..100)")
+      ->capture_default_str();
+  tune->add_option("--p99-max", tune_p99, "Latency budget for p99, e.g. 50us or 2ms");
   sweep->add_option("--out", sweep_out, "Directory for the outputs (created if missing)")
       ->required();
   try {
@@ -386,6 +373,7 @@ int Main(int argc, char** argv) {
                  : compare->parsed() ? "compare "
                  : report->parsed()  ? "report "
                  : sweep->parsed()   ? "sweep "
+                 : tune->parsed()    ? "tune "
                                      : "");
     return kExitBadInput;
   }
@@ -396,6 +384,7 @@ int Main(int argc, char** argv) {
     return RunCommand(*plan, eal_args, env);
   }
   if (report->parsed()) return ReportCommand(report_path, report_out);
+  if (tune->parsed()) return TuneCommand(tune_args, tune_target, tune_p99, eal_args, env);
   if (sweep->parsed()) {
     auto plan = BuildRunPlan(sweep_args);
     if (!plan) return Fail(kExitBadInput, plan.error());

@@ -1,0 +1,169 @@
+#include "tools/session.h"
+
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "dataplane/mempool.h"
+#include "drivers/factory.h"
+
+namespace txbatch {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void OnSignal(int) { g_stop.store(true); }
+
+}  // namespace
+
+bool StopRequested() { return g_stop.load(); }
+
+int Fail(int code, const Error& e) {
+  std::fprintf(stderr, "txbatch: %s\n", e.message.c_str());
+  return code;
+}
+
+// Starts a session for `cells`; on failure returns the exit status, the sentence printed.
+Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory memory,
+                             const std::vector<std::string>& eal_user_args, RunEnv env,
+                             int* exit_code) {
+  const auto fail = [&](int code, const Error& e) {
+    *exit_code = code;
+    return e;
+  };
+  // Size one pool for the largest cell; the EAL memory estimate follows from it.
+  const unsigned lcores = static_cast<unsigned>(AllowedCpus().size());
+  unsigned pool_size = 0;
+  for (const auto& c : cells) pool_size = std::max(pool_size, PoolSizeFor(c, lcores));
+  const unsigned mtu = cells.front().mtu;
+  auto eal_plan = PlanEal(PoolBytes(pool_size, mtu), eal_user_args, memory);
+  if (!eal_plan) return fail(kExitBadInput, eal_plan.error());
+  env.eal_args.assign(eal_plan->args.begin() + 1, eal_plan->args.end());
+  env.eal_mode = eal_plan->mode;
+  env.eal_why = eal_plan->why;
+
+  auto eal = Eal::Start(*eal_plan);
+  if (!eal) return fail(kExitBadInput, eal.error());
+  // Signals are ours from here on: EAL is up and must be torn down cleanly.
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  env.tsc_hz = (*eal)->tsc_hz();
+  env.cpus = (*eal)->cpus();
+  unsigned max_procs = 0;
+  for (const auto& c : cells) max_procs = std::max(max_procs, c.procs);
+  env.pinning = DescribePinning(max_procs, env.cpus);
+
+  auto pool = CreatePacketPool("txbatch_pool", pool_size, mtu);
+  if (!pool) return fail(kExitInternal, pool.error());
+  // Fault every page in now (pool, EAL heap) rather than on a frame's first use mid-window.
+  // Not MCL_FUTURE: it would pin every thread's 8 MiB stack as well. Best effort (RLIMIT).
+  (void)mlockall(MCL_CURRENT);
+
+  // Every device must exist and start before anything is measured: a missing one is bad input
+  // (exit 2), with nothing printed or written but the sentence.
+  std::set<std::string> checked;
+  RunWindow window;
+  RxSink sink(window, env.tsc_hz, 1);
+  for (const CellConfig& cell : cells) {
+    if (!checked.insert(cell.driver_spec.ToString()).second) continue;
+    auto d = CreateDriver(cell.driver_spec, pool->get(), cell.mtu, sink, window, env.tsc_hz);
+    if (!d) return fail(kExitBadInput, d.error());
+  }
+  return Session{std::move(*eal), std::move(*pool), std::move(env)};
+}
+
+// Runs one cell; on failure prints the sentence and sets the exit status (a device that vanished
+// mid-run is a missing device (2), a drain that did not finish a bug (1)).
+std::optional<CellResult> MeasureCell(const CellConfig& cell, Session& s, int* status) {
+  auto r = RunCell(cell, s.pool.get(), s.env.tsc_hz, s.env.cpus, g_stop);
+  if (!r) {
+    std::fprintf(stderr, "txbatch: %s\n", r.error().message.c_str());
+    *status = r.error().err == EIO ? kExitInternal : kExitBadInput;
+    return std::nullopt;
+  }
+  if (!r->books.balanced)
+    std::fprintf(stderr, "txbatch: the books do NOT balance for %s %s size %u procs %u\n",
+                 cell.driver.c_str(), cell.policy.ToString().c_str(), cell.size, cell.procs);
+  return *r;
+}
+
+// Writes the JSON document (if asked) and turns the outcome into the exit status.
+int Finish(const std::string& json_path, const nlohmann::json& doc, int status, bool balanced) {
+  if (!json_path.empty()) {
+    if (Status s = WriteJsonFile(json_path, doc); !s) return Fail(kExitBadInput, s.error());
+  }
+  if (status != kExitOk) return status;
+  if (!balanced) {
+    std::fprintf(stderr, "txbatch: the books do not balance (see above): exit 3\n");
+    return kExitUnbalanced;
+  }
+  return kExitOk;
+}
+
+// Prints the tables and returns them as text too (for --out).
+std::string PrintAndKeepTables(const std::vector<CellRecord>& records,
+                               const std::vector<PolicySpec>& policies) {
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* mem = open_memstream(&buf, &len);
+  if (mem == nullptr) {
+    PrintTables(stdout, records, policies);
+    return {};
+  }
+  PrintTables(mem, records, policies);
+  std::fclose(mem);
+  std::string text(buf, len);
+  std::free(buf);
+  std::fputs(text.c_str(), stdout);
+  return text;
+}
+
+// An --out directory that cannot be created or written is bad input, found before anything runs.
+Status CheckOutDir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    return MakeError(ec.value(),
+                     fmt::format("cannot create --out directory '{}': {}", dir, ec.message()));
+  return CheckWritable((std::filesystem::path(dir) / "results.json").string());
+}
+
+// Runs every cell of `plan` once per round (interleaved), appending to `records` (cells numbered
+// from `first_cell`). Stops at a signal or a failed cell (status set). A progress line with an
+// ETA goes to stderr when it is a terminal.
+void MeasureGrid(const RunPlan& plan, Session& session, int first_cell,
+                 std::vector<CellRecord>& records, int* status, bool* balanced) {
+  const size_t total = plan.cells.size() * static_cast<size_t>(plan.rounds);
+  const bool tty = isatty(fileno(stderr));
+  const auto started = std::chrono::steady_clock::now();
+  size_t done = 0;
+  for (int round = 1; round <= plan.rounds && *status == kExitOk; ++round)
+    for (size_t i = 0; i < plan.cells.size() && !StopRequested(); ++i) {
+      auto r = MeasureCell(plan.cells[i], session, status);
+      if (!r) break;
+      *balanced &= r->books.balanced;
+      records.push_back(
+          {plan.cells[i], *r, plan.rounds > 1 ? round : 0, "", first_cell + static_cast<int>(i)});
+      ++done;
+      if (tty) {
+        const double spent =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        std::fprintf(stderr, "\rcell %zu/%zu (round %d/%d), ETA %.0f s   ", done, total, round,
+                     plan.rounds, spent / static_cast<double>(done) * (total - done));
+      }
+    }
+  if (tty) std::fprintf(stderr, "\r%50s\r", "");
+  if (StopRequested())
+    std::printf("\ninterrupted by a signal: %zu of %zu cell runs measured\n", done, total);
+}
+
+}  // namespace txbatch

@@ -1,0 +1,64 @@
+#pragma once
+// What every txbatch command that measures shares: exit statuses, EAL and the pool (a Session),
+// running one cell or a whole grid in interleaved rounds, and writing the outcome. Control plane.
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dataplane/eal.h"
+#include "dataplane/experiment.h"
+#include "dataplane/mempool.h"
+#include "tools/report.h"
+#include "tools/run_options.h"
+
+namespace txbatch {
+
+// Exit status (DESIGN.md Terms).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInternal = 1;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitUnbalanced = 3;
+
+// Prints "txbatch: <sentence>" on stderr and returns `code`.
+int Fail(int code, const Error& e);
+
+// Whether SIGINT or SIGTERM arrived since the session started (they stop the run cleanly).
+bool StopRequested();
+
+// EAL, one pool sized for the largest cell, and every device created once (a missing one is bad
+// input before anything is measured).
+struct Session {
+  std::unique_ptr<Eal> eal;
+  PoolPtr pool;  // freed before EAL is torn down (declared after it)
+  RunEnv env;
+};
+
+// Starts a session for `cells` and takes over SIGINT/SIGTERM; on failure sets `*exit_code`.
+Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory memory,
+                             const std::vector<std::string>& eal_user_args, RunEnv env,
+                             int* exit_code);
+
+// Runs one cell; on failure prints the sentence and sets `*status` (a device that vanished
+// mid-run is a missing device (2), a drain that did not finish a bug (1)).
+std::optional<CellResult> MeasureCell(const CellConfig& cell, Session& s, int* status);
+
+// Runs every cell of `plan` once per round (interleaved), appending to `records` (cells numbered
+// from `first_cell`). Stops at a signal or a failed cell (status set). A progress line with an
+// ETA goes to stderr when it is a terminal.
+void MeasureGrid(const RunPlan& plan, Session& session, int first_cell,
+                 std::vector<CellRecord>& records, int* status, bool* balanced);
+
+// Writes the JSON document (if a path is given) and turns the outcome into the exit status.
+int Finish(const std::string& json_path, const nlohmann::json& doc, int status, bool balanced);
+
+// Prints the tables and returns them as text too (for --out).
+std::string PrintAndKeepTables(const std::vector<CellRecord>& records,
+                               const std::vector<PolicySpec>& policies);
+
+// An --out directory that cannot be created or written is bad input, found before anything runs.
+Status CheckOutDir(const std::string& dir);
+
+}  // namespace txbatch

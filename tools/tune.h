@@ -1,0 +1,45 @@
+#pragma once
+// `txbatch tune`: the smallest batch limit that reaches a share of the best throughput (default
+// 95 %) while p99 latency stays within an optional budget. The search is a coarse sweep over
+// powers of two, then the batch limits between the knee and the coarse point below it.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dataplane/error.h"
+
+namespace txbatch {
+
+// Share of the peak that counts as "as good as the best": 95 % leaves room for noise without
+// recommending batches that buy nothing.
+inline constexpr double kDefaultTuneTarget = 0.95;
+
+struct TunePoint {
+  unsigned batch = 1;
+  double mpps = 0;               // median over rounds
+  std::optional<double> p99_ns;  // null where nothing receives
+};
+
+struct TuneAdvice {
+  bool found = false;
+  unsigned batch = 0;
+  double share_of_peak = 0;  // this batch's Mpps / the best Mpps measured
+  std::optional<double> p99_ns;
+  std::string reason;  // the evidence, in one sentence
+};
+
+// The smallest batch whose throughput is >= `target` x the best of `points` and whose p99 is
+// within `p99_max_ns` (when given and known). `points` in any order, batches distinct.
+TuneAdvice FindKnee(std::vector<TunePoint> points, double target, std::optional<double> p99_max_ns);
+
+// "50us", "2ms", "800ns", "1s", "1.5ms" (µs also accepted) to nanoseconds; bad input gets one
+// sentence naming the valid units.
+Result<double> ParseDurationNs(std::string_view text);
+
+// The batch limits strictly between `below` and `knee` worth measuring to refine the knee: all of
+// them when there are at most `max_points`, else that many spread evenly.
+std::vector<unsigned> RefineBetween(unsigned below, unsigned knee, unsigned max_points = 4);
+
+}  // namespace txbatch
