@@ -219,6 +219,16 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   r.reschedules = b.reschedules - a.reschedules;
   r.involuntary_ctxsw = b.ctxsw - a.ctxsw;
   r.latency = sink.latency().Summary();
+  r.lat_before_driver = sink.before_driver().Summary();
+  r.lat_driver_ring = sink.driver_ring().Summary();
+  r.lat_wire = sink.wire().Summary();
+  r.before_driver_is_batch_fill = cfg.noqueue;
+  for (size_t b = 0; b < RxSink::kPositionBuckets; ++b)
+    if (const auto s = sink.by_position()[b].Summary()) {
+      const unsigned lo = b == 0 ? 0 : 1u << (b - 1), hi = b == 0 ? 0 : (1u << b) - 1;
+      r.lat_by_position.emplace_back(lo == hi ? std::to_string(lo) : fmt::format("{}-{}", lo, hi),
+                                     *s);
+    }
   r.arrival_before_tx = sc.arrival_before_tx;
   r.irq_max_late_us = static_cast<double>(qc.irq_max_late_tsc.Get()) * 1e6 / tsc_hz;
   r.wire_max_idle_us = static_cast<double>(dc.window_max_idle_tsc.Get()) * 1e6 / tsc_hz;

@@ -69,6 +69,14 @@ struct CellResult {
   std::map<std::string, uint64_t> drops;
   uint64_t drops_total = 0;
   std::optional<LatencySummary> latency;
+  // Where it goes (frames carrying stage timestamps; null where nothing receives or none do):
+  // before the driver — the qdisc wait, or under --qdisc none the producer's batch fill — the
+  // driver and its ring, and the wire (null where no wire is modelled: then driver_ring runs to
+  // receive).
+  std::optional<LatencySummary> lat_before_driver, lat_driver_ring, lat_wire;
+  bool before_driver_is_batch_fill = false;  // --qdisc none
+  // Whole latency by position in the driver call: ("0", …), ("1", …), ("2-3", …), …
+  std::vector<std::pair<std::string, LatencySummary>> lat_by_position;
   Books books;
   std::optional<double> ceiling_mpps, ceiling_mb_per_s;
   std::optional<bool> link_bound;

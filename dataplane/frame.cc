@@ -53,7 +53,8 @@ std::string_view ParseStatusName(ParseStatus s) {
   return "unknown";
 }
 
-FrameBuilder::FrameBuilder(Proto proto, uint16_t flow) : proto_(proto), flow_(flow) {}
+FrameBuilder::FrameBuilder(Proto proto, uint16_t flow)
+    : proto_(proto), flow_(flow), meta_offset_(TxMetaOffset()) {}
 
 void FrameBuilder::MakeTemplate(unsigned payload) {
   const unsigned l4 = L4HeaderBytes(proto_);
@@ -143,6 +144,12 @@ void FrameBuilder::Build(rte_mbuf* m, unsigned payload, Tsc tx_tsc) {
   h->flow_be = rte_cpu_to_be_16(flow_);
   PutSeq48(h->seq_be, seq_++);
   h->tx_tsc = tx_tsc;
+  if (meta_offset_ >= 0) {
+    TxMeta* t = MetaOf(m, meta_offset_);
+    t->stamp = tx_tsc;
+    t->to_handover = t->to_wire = 0;
+    t->position = t->flags = 0;
+  }
 }
 
 ParsedFrame ParseFrame(const uint8_t* p, size_t len) {

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "dataplane/tsc.h"
+#include "dataplane/tx_meta.h"
 
 namespace txbatch {
 
@@ -79,6 +80,7 @@ class FrameBuilder {
   uint64_t seq_ = 0;
   uint32_t tcp_seq_ = 1;  // next TCP sequence number (stream bytes sent + ISN 1)
   uint16_t ip_id_ = 0;
+  int meta_offset_;  // TxMetaOffset(): the stage timestamps' mbuf field, or -1
   void MakeTemplate(unsigned payload);
   std::array<uint8_t, 80> tmpl_{};  // Ethernet + IPv4 + L4 headers for tmpl_payload_
   unsigned tmpl_payload_ = ~0u;
@@ -89,6 +91,7 @@ class FrameBuilder {
 inline void RestampTx(rte_mbuf* m, Tsc tx_tsc) {
   auto* h = rte_pktmbuf_mtod_offset(m, TxbatchHeader*, m->l2_len + m->l3_len + m->l4_len);
   h->tx_tsc = tx_tsc;
+  if (const int off = TxMetaOffset(); off >= 0) MetaOf(m, off)->stamp = tx_tsc;
 }
 
 // L4 payload bytes of a frame built by FrameBuilder (from the lengths it set; no parsing).

@@ -1,9 +1,15 @@
 #include "dataplane/rx_sink.h"
 
+#include <algorithm>
+#include <bit>
+
 namespace txbatch {
 
 RxSink::RxSink(const RunWindow& window, double tsc_hz, unsigned flows)
-    : window_(window), ns_per_tsc_(1e9 / tsc_hz), next_seq_(flows, 0) {}
+    : window_(window),
+      ns_per_tsc_(1e9 / tsc_hz),
+      next_seq_(flows, 0),
+      meta_offset_(TxMetaOffset()) {}
 
 void RxSink::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival) {
   for (size_t i = 0; i < frames.size(); ++i) {
@@ -29,11 +35,31 @@ void RxSink::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arr
     if (window_.Contains(at)) {
       window_frames_.Add();
       window_payload_bytes_.Add(f.payload);
-      latency_.Record(static_cast<double>(at - f.tx_tsc) * ns_per_tsc_);
+      const double total = static_cast<double>(at - f.tx_tsc) * ns_per_tsc_;
+      latency_.Record(total);
+      if (meta_offset_ >= 0) {
+        const TxMeta* t = MetaOf(frames[i], meta_offset_);
+        if (t->stamp == f.tx_tsc) RecordStages(*t, at, total);
+      }
     }
   }
   rte_pktmbuf_free_bulk(const_cast<rte_mbuf**>(frames.data()),
                         static_cast<unsigned>(frames.size()));
+}
+
+void RxSink::RecordStages(const TxMeta& t, Tsc at, double total_ns) {
+  const Tsc handover = t.stamp + t.to_handover;
+  if (at < handover) return;  // the clock of another thread ran behind: leave it out
+  before_driver_.Record(static_cast<double>(t.to_handover) * ns_per_tsc_);
+  if (t.flags & kMetaWireKnown) {
+    const Tsc on_wire = std::min(at, handover + t.to_wire);
+    driver_ring_.Record(static_cast<double>(on_wire - handover) * ns_per_tsc_);
+    wire_.Record(static_cast<double>(at - on_wire) * ns_per_tsc_);
+  } else {
+    driver_ring_.Record(static_cast<double>(at - handover) * ns_per_tsc_);
+  }
+  const size_t bucket = t.position == 0 ? 0 : std::bit_width(static_cast<unsigned>(t.position));
+  position_[std::min(bucket, kPositionBuckets - 1)].Record(total_ns);
 }
 
 SinkCounts RxSink::counts() const {

@@ -41,13 +41,30 @@ class RxSink {
 
   // Latency of frames that arrived in the window.
   const LatencyHistogram& latency() const { return latency_; }
+
+  // The same frames' latency split by stage, from the stage timestamps they carry (TxMeta; frames
+  // that crossed a copying path carry none and are left out): before the driver (the qdisc
+  // wait, or the batch fill where producers batch their own frames), the driver and its ring
+  // (to the first bit on the wire; to receive where no wire is modelled), and the wire.
+  const LatencyHistogram& before_driver() const { return before_driver_; }
+  const LatencyHistogram& driver_ring() const { return driver_ring_; }
+  const LatencyHistogram& wire() const { return wire_; }
+  // Whole latency by the frame's position in its driver call: bucket b holds positions
+  // [2^(b-1), 2^b) (bucket 0: the first frame).
+  static constexpr size_t kPositionBuckets = 10;  // up to kMaxBatch = 512
+  const std::array<LatencyHistogram, kPositionBuckets>& by_position() const { return position_; }
   SinkCounts counts() const;
 
  private:
+  void RecordStages(const TxMeta& t, Tsc at, double total_ns);
+
   const RunWindow& window_;
   double ns_per_tsc_;
   std::vector<uint64_t> next_seq_;  // per flow
   LatencyHistogram latency_;
+  LatencyHistogram before_driver_, driver_ring_, wire_;
+  std::array<LatencyHistogram, kPositionBuckets> position_;
+  const int meta_offset_;
   Counter received_, foreign_, lost_, duplicated_, arrival_before_tx_;
   Counter window_frames_, window_payload_bytes_;
   std::array<Counter, 5> foreign_by_status_;

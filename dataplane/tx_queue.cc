@@ -10,6 +10,7 @@
 
 #include "dataplane/nolock_queue.h"
 #include "dataplane/rootlock_queue.h"
+#include "dataplane/tx_meta.h"
 
 namespace txbatch {
 
@@ -32,12 +33,25 @@ TxQueue::TxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfi
       // With --qdisc none every producer takes the TX lock for every batch (HARD_TX_LOCK):
       // inheritance's strict hand-over made that contention collapse (measured), so only the
       // qdisc shapes, where producers rarely take it, keep priority inheritance for the txirq.
-      tx_lock_(/*inherit=*/!config.noqueue) {}
+      tx_lock_(/*inherit=*/!config.noqueue),
+      meta_offset_(TxMetaOffset()) {}
 
 // Derived classes stop the threads in their own destructors, while their members still exist.
 TxQueue::~TxQueue() = default;
 
+void TxQueue::MarkHandover(const Batch& batch) const {
+  if (meta_offset_ < 0) return;
+  const Tsc now = Now();
+  const auto frames = batch.frames();
+  for (size_t i = 0; i < frames.size(); ++i) {
+    TxMeta* t = MetaOf(frames[i], meta_offset_);
+    t->to_handover = now > t->stamp ? Saturate32(now - t->stamp) : 0;
+    t->position = static_cast<uint16_t>(i);
+  }
+}
+
 uint16_t TxQueue::Transmit(const Batch& batch, Tsc t0) {
+  MarkHandover(batch);
   uint16_t accepted;
   {
     std::lock_guard tx(tx_lock_);
@@ -65,6 +79,7 @@ uint16_t TxQueue::SendBatch(Batch& batch) {
   const uint16_t n = batch.size();
   if (n == 0) return 0;
   const Tsc t0 = Now();
+  MarkHandover(batch);
   uint16_t accepted;
   {
     // Producers share these counters here, so they are written under the TX lock.

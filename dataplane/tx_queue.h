@@ -155,6 +155,8 @@ class TxQueue {
 
  private:
   void IrqLoop();
+  // Records in each frame's TxMeta when it was handed to the driver and at which position.
+  void MarkHandover(const Batch& batch) const;
   // One driver call; publishes whether the queue stopped and kicks the txirq if it did.
   // Called under tx_lock_.
   uint16_t XmitLocked(const Batch& batch);
@@ -170,6 +172,7 @@ class TxQueue {
   bool irq_stop_ = false;
   std::atomic<bool> irq_realtime_{false};
   std::thread irq_;
+  const int meta_offset_;  // TxMetaOffset()
 };
 
 // The queue for `config`: nolock or rootlock synchronisation (rootlock for --qdisc none, where

@@ -39,6 +39,12 @@ CellConfig ConfigFrom(const json& c) {
   return cfg;
 }
 
+std::optional<LatencySummary> SummaryFrom(const json& l) {
+  if (l.is_null()) return std::nullopt;
+  return LatencySummary{l.at("min"), l.at("avg"),  l.at("p50"), l.at("p90"),
+                        l.at("p99"), l.at("p999"), l.at("max"), l.at("count")};
+}
+
 CellResult ResultFrom(const json& r) {
   CellResult x;
   x.packets = r.at("packets");
@@ -62,9 +68,16 @@ CellResult ResultFrom(const json& r) {
   x.reschedules = r.at("reschedules");
   x.drops = r.at("drops").get<std::map<std::string, uint64_t>>();
   x.drops_total = r.at("drops_total");
-  if (const json& l = r.at("latency_ns"); !l.is_null())
-    x.latency = LatencySummary{l.at("min"), l.at("avg"),  l.at("p50"), l.at("p90"),
-                               l.at("p99"), l.at("p999"), l.at("max"), l.at("count")};
+  x.latency = SummaryFrom(r.at("latency_ns"));
+  if (const json& st = r.value("latency_stages_ns", json()); !st.is_null()) {
+    x.before_driver_is_batch_fill = !st.at("batch_fill").is_null();
+    x.lat_before_driver =
+        SummaryFrom(st.at(x.before_driver_is_batch_fill ? "batch_fill" : "qdisc"));
+    x.lat_driver_ring = SummaryFrom(st.at("driver_ring"));
+    x.lat_wire = SummaryFrom(st.at("wire"));
+  }
+  for (const json& p : r.value("latency_by_position_ns", json::array()))
+    x.lat_by_position.emplace_back(p.at("positions").get<std::string>(), *SummaryFrom(p));
   const json& a = r.at("accounting");
   Books& k = x.books;
   k.generated = a.at("generated");

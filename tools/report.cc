@@ -59,14 +59,30 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
           {"eal", env.eal_args}};
 }
 
+json Summary(const std::optional<LatencySummary>& l) {
+  if (!l) return nullptr;
+  return {{"min", l->min}, {"avg", l->avg},   {"p50", l->p50}, {"p90", l->p90},
+          {"p99", l->p99}, {"p999", l->p999}, {"max", l->max}, {"count", l->count}};
+}
+
 json ResultJson(const CellResult& r) {
   json hist = json::object();
   for (const auto& [lo, n] : r.batch_hist) hist[std::to_string(lo)] = n;
-  json latency = nullptr;
-  if (r.latency)
-    latency = {{"min", r.latency->min}, {"avg", r.latency->avg},    {"p50", r.latency->p50},
-               {"p90", r.latency->p90}, {"p99", r.latency->p99},    {"p999", r.latency->p999},
-               {"max", r.latency->max}, {"count", r.latency->count}};
+  const json latency = Summary(r.latency);
+  json stages = nullptr;
+  if (r.lat_before_driver) {
+    const bool fill = r.before_driver_is_batch_fill;
+    stages = {{"qdisc", fill ? json(nullptr) : Summary(r.lat_before_driver)},
+              {"batch_fill", fill ? Summary(r.lat_before_driver) : json(nullptr)},
+              {"driver_ring", Summary(r.lat_driver_ring)},
+              {"wire", Summary(r.lat_wire)}};
+  }
+  json by_position = json::array();
+  for (const auto& [positions, s] : r.lat_by_position) {
+    json e = Summary(s);
+    e["positions"] = positions;
+    by_position.push_back(std::move(e));
+  }
   const Books& k = r.books;
   json ceiling = nullptr;
   if (r.ceiling_mpps) ceiling = {{"mpps", *r.ceiling_mpps}, {"mb_per_s", *r.ceiling_mb_per_s}};
@@ -91,6 +107,8 @@ json ResultJson(const CellResult& r) {
           {"drops", r.drops},
           {"drops_total", r.drops_total},
           {"latency_ns", latency},
+          {"latency_stages_ns", stages},
+          {"latency_by_position_ns", by_position},
           {"accounting",
            {{"generated", k.generated},
             {"sent", k.sent},
@@ -261,6 +279,41 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
              c.warmup_s, c.duration_s);
 }
 
+namespace {
+
+// Where the latency goes, one row per cell that carried stage timestamps.
+void PrintLatencyStages(std::FILE* out, const std::vector<CellSummary>& rows) {
+  const auto t = [](const std::optional<double>& ns) -> std::string {
+    if (!ns) return "-";
+    return *ns >= 1e6 ? fmt::format("{:.2f}ms", *ns / 1e6) : fmt::format("{:.1f}us", *ns / 1e3);
+  };
+  bool header = false;
+  unsigned row = 0;
+  for (const CellSummary& c : rows) {
+    if (!c.before_driver_p50_ns) continue;
+    if (!header) {
+      fmt::print(out,
+                 "\nWhere the latency goes (p50 per stage, medians over rounds; qdisc: waiting to "
+                 "be dequeued; fill: waiting in a producer's own batch (--qdisc none); driver: "
+                 "call and ring up to the wire, or up to receive where no wire is modelled; "
+                 "first/last: whole latency of the first frame of a driver call and of the "
+                 "last positions):\n");
+      fmt::print(out, "{:<4}{:>8} {:>6} {:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n",
+                 "#", "Size", "Procs", "policy", "qdisc", "fill", "driver", "wire", "total",
+                 "first", "last", "last positions");
+      header = true;
+    }
+    const bool fill = c.before_driver_is_batch_fill;
+    fmt::print(out, "{:<4}{:>8} {:>6} {:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n",
+               ++row, c.config.size, c.config.procs, c.config.policy.ToString(),
+               fill ? "-" : t(c.before_driver_p50_ns), fill ? t(c.before_driver_p50_ns) : "-",
+               t(c.driver_ring_p50_ns), t(c.wire_p50_ns), t(c.lat_p50_ns),
+               t(c.first_in_batch_p50_ns), t(c.last_in_batch_p50_ns), c.last_positions);
+  }
+}
+
+}  // namespace
+
 void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
                  const std::vector<PolicySpec>& policies) {
   if (records.empty() || policies.empty()) return;
@@ -351,6 +404,7 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
              "db/pkt: doorbells per frame. cycles/pkt: TSC on the TX path (dequeue + xmit). "
              "CPU ns: thread CPU time of producers and txirq per frame. lat: arrival minus "
              "the frame's TX stamp (qdisc wait included).\n");
+  PrintLatencyStages(out, rows);
   size_t bound = 0;
   for (const auto& rec : records) bound += rec.result.link_bound.value_or(false) ? 1 : 0;
   if (bound > 0)

@@ -78,6 +78,29 @@ std::vector<CellSummary> Summarise(const std::vector<CellRecord>& records,
         MedianOpt(runs, [](const CellResult& r) { return Lat(r, &LatencySummary::p50); });
     s.lat_p99_ns =
         MedianOpt(runs, [](const CellResult& r) { return Lat(r, &LatencySummary::p99); });
+    const auto p50 = [](const std::optional<LatencySummary>& l) {
+      return l ? std::optional<double>(l->p50) : std::nullopt;
+    };
+    s.before_driver_p50_ns =
+        MedianOpt(runs, [&](const CellResult& r) { return p50(r.lat_before_driver); });
+    s.driver_ring_p50_ns =
+        MedianOpt(runs, [&](const CellResult& r) { return p50(r.lat_driver_ring); });
+    s.wire_p50_ns = MedianOpt(runs, [&](const CellResult& r) { return p50(r.lat_wire); });
+    s.before_driver_is_batch_fill = runs.front()->result.before_driver_is_batch_fill;
+    s.first_in_batch_p50_ns = MedianOpt(runs, [](const CellResult& r) {
+      return r.lat_by_position.empty() || r.lat_by_position.front().first != "0"
+                 ? std::nullopt
+                 : std::optional<double>(r.lat_by_position.front().second.p50);
+    });
+    for (const CellRecord* run : runs)
+      if (!run->result.lat_by_position.empty() &&
+          run->result.lat_by_position.back().first.size() >= s.last_positions.size())
+        s.last_positions = run->result.lat_by_position.back().first;
+    s.last_in_batch_p50_ns = MedianOpt(runs, [&](const CellResult& r) {
+      for (const auto& [pos, l] : r.lat_by_position)
+        if (pos == s.last_positions) return std::optional<double>(l.p50);
+      return std::optional<double>();
+    });
     s.link_bound = std::all_of(runs.begin(), runs.end(), [](const CellRecord* r) {
       return r->result.link_bound.value_or(false);
     });

@@ -20,6 +20,11 @@ struct CellSummary {
   std::optional<double> ceiling_mb_per_s, doorbells_per_pkt;
   std::optional<double> lat_avg_ns, lat_p50_ns, lat_p99_ns;
   bool link_bound = false;  // in every round
+  // Where the latency goes: stage p50s (medians over rounds); null where not measured.
+  std::optional<double> before_driver_p50_ns, driver_ring_p50_ns, wire_p50_ns;
+  bool before_driver_is_batch_fill = false;
+  std::optional<double> first_in_batch_p50_ns, last_in_batch_p50_ns;
+  std::string last_positions;  // the highest position bucket seen, e.g. "16-31"
   // Against the first policy's same cell (same driver, shape, size, procs); empty for the
   // baseline itself or with fewer than two rounds.
   std::optional<RatioEstimate> bw_vs_off, cycles_vs_off;

@@ -25,7 +25,8 @@ class EmuNic final : public TxDriver {
         tsc_per_wire_byte_(infinite_ ? 0 : 8.0 * tsc_hz / (o.rate_mbps * 1e6)),
         doorbell_tsc_(o.doorbell_ns * tsc_hz / 1e9),
         desc_tsc_(o.desc_ns * tsc_hz / 1e9),
-        ring_(o.ring) {}
+        ring_(o.ring),
+        meta_offset_(TxMetaOffset()) {}
 
   ~EmuNic() override { Purge(); }
 
@@ -56,6 +57,13 @@ class EmuNic final : public TxDriver {
       link_free_ = static_cast<double>(now);
     }
     for (unsigned i = 0; i < n; ++i) {
+      // Its first bit goes when the wire is free: the ring wait, for the latency split.
+      if (meta_offset_ >= 0) {
+        TxMeta* t = MetaOf(frames[i], meta_offset_);
+        t->to_wire =
+            Saturate32(static_cast<Tsc>(link_free_) - std::min(now, static_cast<Tsc>(link_free_)));
+        t->flags |= kMetaWireKnown;
+      }
       // departure = max(now, link_free) + bytes x 8 / rate: serialisation, lazily from the TSC.
       link_free_ += wire_.WireBytes(rte_pktmbuf_pkt_len(frames[i])) * tsc_per_wire_byte_;
       Desc& d = ring_[(head_ + count_ + i) % ring_.size()];
@@ -133,6 +141,11 @@ class EmuNic final : public TxDriver {
     for (unsigned i = 0; i < n; ++i) {
       CountDeparture(frames[i], now);
       arrival[i] = now;
+      if (meta_offset_ >= 0) {
+        TxMeta* t = MetaOf(frames[i], meta_offset_);
+        t->to_wire = 0;
+        t->flags |= kMetaWireKnown;
+      }
     }
     sink_.Receive(frames, {arrival.data(), n});
     return static_cast<uint16_t>(n);
@@ -160,6 +173,7 @@ class EmuNic final : public TxDriver {
   const double desc_tsc_;
   const WireSpec wire_{};
   std::vector<Desc> ring_;
+  const int meta_offset_;  // TxMetaOffset(): where the ring wait is recorded, or -1
   unsigned head_ = 0;
   unsigned count_ = 0;
   bool stopped_ = false;
