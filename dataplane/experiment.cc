@@ -88,6 +88,8 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   qcfg.noqueue = cfg.noqueue;
   qcfg.dedicated = cfg.dedicated;
   qcfg.nolock = cfg.nolock;
+  // Stage timestamps cost ~4 ns a frame: only where a sink will read them.
+  qcfg.track_stages = driver->counted_at() != CountedAt::kDriver;
   const std::unique_ptr<TxQueue> queue_ptr = MakeTxQueue(*driver, *policy, qcfg, window);
   TxQueue& queue = *queue_ptr;
 
@@ -100,6 +102,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   pcfg.tsc_hz = tsc_hz;
   pcfg.cpus = cpus;
   if (cfg.noqueue) pcfg.own_batches = policy.get();
+  pcfg.track_stages = qcfg.track_stages;
   if (cfg.rate.unit == RateSpec::Unit::kPps) pcfg.pps_per_producer = cfg.rate.value / cfg.procs;
   if (cfg.rate.unit == RateSpec::Unit::kBps)
     pcfg.pps_per_producer =

@@ -53,8 +53,8 @@ std::string_view ParseStatusName(ParseStatus s) {
   return "unknown";
 }
 
-FrameBuilder::FrameBuilder(Proto proto, uint16_t flow)
-    : proto_(proto), flow_(flow), meta_offset_(TxMetaOffset()) {}
+FrameBuilder::FrameBuilder(Proto proto, uint16_t flow, bool track_stages)
+    : proto_(proto), flow_(flow), meta_offset_(track_stages ? TxMetaOffset() : -1) {}
 
 void FrameBuilder::MakeTemplate(unsigned payload) {
   const unsigned l4 = L4HeaderBytes(proto_);

@@ -43,6 +43,8 @@ struct ProducerConfig {
   // `--qdisc none`: each producer batches its own frames as this policy says and hands them to
   // TxQueue::SendBatch; null: every frame goes through TxQueue::Send (the qdisc).
   const FlushPolicy* own_batches = nullptr;
+  // Carry stage timestamps (TxMeta) for the sink's latency split: only where frames come back.
+  bool track_stages = true;
 };
 
 // One producer's counters, on its own cache line (producers write them on every frame).

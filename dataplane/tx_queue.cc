@@ -34,7 +34,7 @@ TxQueue::TxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfi
       // inheritance's strict hand-over made that contention collapse (measured), so only the
       // qdisc shapes, where producers rarely take it, keep priority inheritance for the txirq.
       tx_lock_(/*inherit=*/!config.noqueue),
-      meta_offset_(TxMetaOffset()) {}
+      meta_offset_(config.track_stages ? TxMetaOffset() : -1) {}
 
 // Derived classes stop the threads in their own destructors, while their members still exist.
 TxQueue::~TxQueue() = default;

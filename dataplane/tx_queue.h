@@ -55,6 +55,7 @@ struct TxQueueConfig {
   bool noqueue = false;       // --qdisc none: producers call SendBatch, nothing is queued
   bool dedicated = false;     // --runner dedicated: one runner thread, producers only enqueue
   bool nolock = false;        // --sync nolock: lock-free bands and a run flag (TCQ_F_NOLOCK)
+  bool track_stages = true;   // record handovers in TxMeta (only where frames come back)
 };
 
 struct TxQueueCounters {
