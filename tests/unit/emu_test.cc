@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dataplane/frame.h"
+#include "dataplane/producer.h"
 #include "dataplane/run_window.h"
 #include "dataplane/rx_sink.h"
 #include "tests/unit/test_eal.h"
@@ -18,6 +19,35 @@ TEST(WireSpec, EthernetPadsTo60AndAdds24) {
   EXPECT_EQ(w.WireBytes(60), 84u);  // 64-byte frame + preamble/SFD + IFG: 84 bytes, 672 ns at 1G
   EXPECT_EQ(w.WireBytes(42), 84u);  // padded
   EXPECT_EQ(w.WireBytes(1514), 1538u);
+}
+
+TEST(WireSpec, CeilingsForEveryModelAndFraming) {
+  // The payload ceiling of a link for a frame mix, by hand: rate / 8 / wire bytes per frame x
+  // payload per frame (what RunCell reports as link_ceiling for the mix it sent).
+  struct Case {
+    const char* model;
+    Proto proto;
+    unsigned size;    // bytes per write
+    double mb_per_s;  // expected payload ceiling, MB/s
+  };
+  for (const Case& c : {
+           Case{"emu:e1000", Proto::kTcp, 65536, 1e9 / 8 * 1448 / 1538 / 1e6},   // 117.69
+           Case{"emu:ixgbe", Proto::kTcp, 65536, 1e10 / 8 * 1448 / 1538 / 1e6},  // 1176.9
+           Case{"emu:e1000", Proto::kUdp, 18, 1e9 / 8 * 18 / 84 / 1e6},          // 64 B frames
+           Case{"emu:ixgbe", Proto::kUdp, 18, 1e10 / 8 * 18 / 84 / 1e6},
+           Case{"emu:e1000", Proto::kUdp, 1472, 1e9 / 8 * 1472 / 1538 / 1e6},  // full frames
+           Case{"emu:ixgbe", Proto::kUdp, 1000, 1e10 / 8 * 1000 / 1066 / 1e6},
+       }) {
+    auto o = emu::ParseEmuSpec(c.model);
+    ASSERT_TRUE(o.ok());
+    WireSpec w;
+    w.bits_per_s = o->rate_mbps * 1e6;
+    const double wire_bytes = MeanWireBytes(c.proto, c.size, 1500, w);
+    const double payload = c.proto == Proto::kTcp ? 1448 : c.size;
+    const double ceiling = w.bits_per_s / 8 / wire_bytes * payload / 1e6;
+    EXPECT_NEAR(ceiling, c.mb_per_s, c.mb_per_s * 1e-9)
+        << c.model << " " << ProtoName(c.proto) << " " << c.size;
+  }
 }
 
 TEST(EmuSpec, ModelDefaultsAndOverrides) {
