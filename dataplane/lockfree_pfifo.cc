@@ -27,13 +27,7 @@ bool LockfreePfifo::Enqueue(rte_mbuf* m, int band, bool* was_empty) {
 }
 
 uint16_t LockfreePfifo::DequeueBulk(Batch& batch, uint16_t max_frames) {
-  uint16_t taken = 0;
-  while (requeue_count_ > 0 && taken < max_frames && !batch.full()) {
-    batch.Push(requeue_[requeue_head_]);
-    requeue_head_ = (requeue_head_ + 1) % kMaxBatch;
-    --requeue_count_;
-    ++taken;
-  }
+  uint16_t taken = requeue_.TakeInto(batch, max_frames, 0);
   for (auto& b : bands_) {
     unsigned from_band = 0;
     rte_mbuf* m;
@@ -49,11 +43,7 @@ uint16_t LockfreePfifo::DequeueBulk(Batch& batch, uint16_t max_frames) {
 }
 
 void LockfreePfifo::Requeue(std::span<rte_mbuf* const> frames) {
-  for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
-    requeue_head_ = (requeue_head_ + kMaxBatch - 1) % kMaxBatch;
-    requeue_[requeue_head_] = *it;
-    ++requeue_count_;
-  }
+  requeue_.PushFront(frames);
   backlog_.fetch_add(static_cast<unsigned>(frames.size()));
 }
 

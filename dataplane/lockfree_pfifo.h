@@ -47,7 +47,7 @@ class LockfreePfifo {
   bool empty() const { return backlog() == 0; }
   bool band_full(int band) const { return bands_[band]->count.load() >= limit_; }
   unsigned limit() const { return limit_; }
-  unsigned requeued() const { return requeue_count_; }  // run-flag holder only
+  unsigned requeued() const { return requeue_.size(); }  // run-flag holder only
 
   unsigned Purge();
 
@@ -60,9 +60,7 @@ class LockfreePfifo {
   const unsigned limit_;
   std::array<std::unique_ptr<Band>, kPfifoBands> bands_;
   std::atomic<unsigned> backlog_{0};
-  std::array<rte_mbuf*, kMaxBatch> requeue_;
-  unsigned requeue_head_ = 0;
-  unsigned requeue_count_ = 0;
+  RequeueSlot requeue_;  // the run-flag holder's
 };
 
 }  // namespace txbatch

@@ -25,13 +25,7 @@ bool PfifoFast::Enqueue(rte_mbuf* m, int band) {
 }
 
 uint16_t PfifoFast::DequeueBulk(Batch& batch, uint16_t max_frames) {
-  uint16_t taken = 0;
-  while (requeue_count_ > 0 && taken < max_frames && !batch.full()) {
-    batch.Push(requeue_[requeue_head_]);
-    requeue_head_ = (requeue_head_ + 1) % kMaxBatch;
-    --requeue_count_;
-    ++taken;
-  }
+  uint16_t taken = requeue_.TakeInto(batch, max_frames, 0);
   for (Band& b : bands_) {
     while (b.count > 0 && taken < max_frames && !batch.full()) {
       batch.Push(b.slots[b.head]);
@@ -45,12 +39,7 @@ uint16_t PfifoFast::DequeueBulk(Batch& batch, uint16_t max_frames) {
 }
 
 void PfifoFast::Requeue(std::span<rte_mbuf* const> frames) {
-  // Walk backwards so the first refused frame ends up at the very head.
-  for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
-    requeue_head_ = (requeue_head_ + kMaxBatch - 1) % kMaxBatch;
-    requeue_[requeue_head_] = *it;
-    ++requeue_count_;
-  }
+  requeue_.PushFront(frames);
   backlog_ += static_cast<unsigned>(frames.size());
 }
 

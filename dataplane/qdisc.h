@@ -24,6 +24,37 @@ inline constexpr unsigned kDefaultTxQueueLen = 1000;
 // Linux sch_generic.c prio2band: skb->priority (TC_PRIO_*) to band, band 0 served first.
 int BandForPriority(uint8_t priority);
 
+// Frames a driver refused, kept ahead of a qdisc's bands in their original order (Linux
+// dev_requeue_skb). At most kMaxBatch: one driver call's refusals. Not thread-safe.
+class RequeueSlot {
+ public:
+  // Puts `frames` (in order) back at the head. Precondition: size() + frames.size() <= kMaxBatch.
+  void PushFront(std::span<rte_mbuf* const> frames) {
+    for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+      head_ = (head_ + kMaxBatch - 1) % kMaxBatch;
+      slots_[head_] = *it;
+      ++count_;
+    }
+  }
+  // Moves frames into `batch` from the head until `max_frames` are in it (counting `taken`
+  // already there from this dequeue) or the batch is full; returns the new `taken`.
+  uint16_t TakeInto(Batch& batch, uint16_t max_frames, uint16_t taken) {
+    while (count_ > 0 && taken < max_frames && !batch.full()) {
+      batch.Push(slots_[head_]);
+      head_ = (head_ + 1) % kMaxBatch;
+      --count_;
+      ++taken;
+    }
+    return taken;
+  }
+  unsigned size() const { return count_; }
+
+ private:
+  std::array<rte_mbuf*, kMaxBatch> slots_;
+  unsigned head_ = 0;
+  unsigned count_ = 0;
+};
+
 class PfifoFast {
  public:
   // `limit` frames per band (pfifo_fast checks each band against tx_queue_len).
@@ -44,7 +75,7 @@ class PfifoFast {
   // Frames queued, requeue slot included.
   unsigned backlog() const { return backlog_; }
   unsigned band_backlog(int band) const { return bands_[band].count; }
-  unsigned requeued() const { return requeue_count_; }
+  unsigned requeued() const { return requeue_.size(); }
   unsigned limit() const { return limit_; }
   bool empty() const { return backlog_ == 0; }
   bool band_full(int band) const { return bands_[band].count >= limit_; }
@@ -61,9 +92,7 @@ class PfifoFast {
   unsigned limit_;
   uint32_t mask_;
   std::array<Band, kPfifoBands> bands_;
-  std::array<rte_mbuf*, kMaxBatch> requeue_;
-  unsigned requeue_head_ = 0;
-  unsigned requeue_count_ = 0;
+  RequeueSlot requeue_;
   unsigned backlog_ = 0;
 };
 
