@@ -1,0 +1,238 @@
+#include "dataplane/link_spec.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace txbatch {
+namespace {
+
+std::vector<std::string> Words(std::string_view text) {
+  std::vector<std::string> out;
+  std::istringstream in{std::string(text)};
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+std::optional<double> Number(const std::string& s, size_t* used = nullptr) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || !std::isfinite(v)) return std::nullopt;
+  if (used) *used = static_cast<size_t>(end - s.c_str());
+  return v;
+}
+
+// "3ms", "100us", "1s", "500ns", "2" (netem: a bare number is microseconds).
+std::optional<double> TimeNs(const std::string& s) {
+  size_t used = 0;
+  const auto v = Number(s, &used);
+  if (!v || *v < 0) return std::nullopt;
+  const std::string unit = s.substr(used);
+  if (unit.empty() || unit == "us" || unit == "usec" || unit == "usecs") return *v * 1e3;
+  if (unit == "ns" || unit == "nsec") return *v;
+  if (unit == "ms" || unit == "msec" || unit == "msecs") return *v * 1e6;
+  if (unit == "s" || unit == "sec" || unit == "secs") return *v * 1e9;
+  return std::nullopt;
+}
+
+// "1%", "0.5%", "25": a percentage as a fraction.
+std::optional<double> Percent(const std::string& s) {
+  size_t used = 0;
+  const auto v = Number(s, &used);
+  const std::string rest = s.substr(used);
+  if (!v || *v < 0 || *v > 100 || !(rest.empty() || rest == "%")) return std::nullopt;
+  return *v / 100;
+}
+
+bool IsPercent(const std::string& s) { return Percent(s).has_value(); }
+
+// "100mbit", "1gbit", "500kbit", "10mbps" (bytes), "1000bit".
+std::optional<double> RateBps(const std::string& s) {
+  size_t used = 0;
+  const auto v = Number(s, &used);
+  if (!v || *v <= 0) return std::nullopt;
+  const std::string unit = s.substr(used);
+  struct U {
+    const char* name;
+    double mult;
+  };
+  for (const U& u : {U{"bit", 1}, U{"kbit", 1e3}, U{"mbit", 1e6}, U{"gbit", 1e9}, U{"tbit", 1e12},
+                     U{"bps", 8}, U{"kbps", 8e3}, U{"mbps", 8e6}, U{"gbps", 8e9}})
+    if (unit == u.name) return *v * u.mult;
+  return std::nullopt;
+}
+
+Result<std::vector<int16_t>> LoadDist(const std::string& dir, const std::string& name) {
+  const std::string path = dir + "/" + name + ".dist";
+  std::ifstream in(path);
+  if (!in)
+    return MakeError(ENOENT, fmt::format("--link distribution {}: cannot read {} (iproute2 ships "
+                                         "it; is the iproute2 package installed?)",
+                                         name, path));
+  std::vector<int16_t> table;
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("#")) continue;
+    std::istringstream ls(line);
+    for (long v; ls >> v;) table.push_back(static_cast<int16_t>(v));
+  }
+  if (table.empty())
+    return MakeError(EINVAL, fmt::format("--link distribution {}: {} holds no table", name, path));
+  return table;
+}
+
+}  // namespace
+
+bool LinkSpec::Active() const {
+  return delay_ns > 0 || jitter_ns > 0 || loss != Loss::kNone || duplicate > 0 || reorder > 0 ||
+         corrupt > 0 || rate_bps > 0;
+}
+
+std::string LinkSpec::ToString() const {
+  std::string s = fmt::format("delay {}ns {}ns {:g}% distribution {}", delay_ns, jitter_ns,
+                              delay_corr * 100, distribution);
+  switch (loss) {
+    case Loss::kNone:
+      break;
+    case Loss::kRandom:
+      s += fmt::format(" loss random {:g}% {:g}%", loss_p * 100, loss_corr * 100);
+      break;
+    case Loss::kState:
+      s += fmt::format(" loss state {:g}% {:g}% {:g}% {:g}% {:g}%", p13 * 100, p31 * 100, p32 * 100,
+                       p23 * 100, p14 * 100);
+      break;
+    case Loss::kGemodel:
+      s += fmt::format(" loss gemodel {:g}% {:g}% {:g}% {:g}%", ge_p * 100, ge_r * 100, ge_1h * 100,
+                       ge_1k * 100);
+      break;
+  }
+  if (duplicate > 0)
+    s += fmt::format(" duplicate {:g}% {:g}%", duplicate * 100, duplicate_corr * 100);
+  if (reorder > 0 || gap > 0)
+    s += fmt::format(" reorder {:g}% {:g}% gap {}", reorder * 100, reorder_corr * 100, gap);
+  if (corrupt > 0) s += fmt::format(" corrupt {:g}% {:g}%", corrupt * 100, corrupt_corr * 100);
+  if (rate_bps > 0) s += fmt::format(" rate {:g}bit {}", rate_bps, rate_overhead);
+  return s + fmt::format(" seed {} limit {}", seed, limit);
+}
+
+Result<LinkSpec> ParseLinkSpec(std::string_view text, const std::string& dist_dir) {
+  const std::vector<std::string> w = Words(text);
+  LinkSpec l;
+  size_t i = 0;
+  const auto bad = [&](const std::string& what) {
+    return MakeError(EINVAL, fmt::format("--link: {}; valid words: delay TIME [JITTER [CORR%]] "
+                                         "[distribution uniform|normal|pareto|paretonormal], "
+                                         "loss random P% [CORR%] | loss state p13 [p31 [p32 [p23 "
+                                         "[p14]]]] | loss gemodel p [r [1-h [1-k]]], duplicate P% "
+                                         "[CORR%], reorder P% [CORR%] [gap N], corrupt P% [CORR%], "
+                                         "rate RATE [OVERHEAD], seed N, limit N",
+                                         what));
+  };
+  const auto next_is = [&](auto pred) { return i < w.size() && pred(w[i]); };
+  const auto percents = [&](std::initializer_list<double*> outs) {
+    for (double* out : outs) {
+      if (!next_is(IsPercent)) break;
+      *out = *Percent(w[i++]);
+    }
+  };
+  bool dist_named = false;
+  while (i < w.size()) {
+    const std::string word = w[i++];
+    if (word == "delay" || word == "latency") {
+      if (!next_is([](const std::string& s) { return TimeNs(s).has_value(); }))
+        return bad("delay needs a time (e.g. 3ms)");
+      l.delay_ns = *TimeNs(w[i++]);
+      if (next_is([](const std::string& s) { return TimeNs(s).has_value(); }))
+        l.jitter_ns = *TimeNs(w[i++]);
+      percents({&l.delay_corr});
+    } else if (word == "distribution") {
+      if (i >= w.size()) return bad("distribution needs a name");
+      l.distribution = w[i++];
+      dist_named = true;
+    } else if (word == "loss" || word == "drop") {
+      if (next_is([](const std::string& s) { return s == "random"; })) ++i;
+      if (next_is([](const std::string& s) { return s == "state"; })) {
+        ++i;
+        l.loss = LinkSpec::Loss::kState;
+        if (!next_is(IsPercent)) return bad("loss state needs p13");
+        l.p13 = *Percent(w[i++]);
+        l.p31 = 1 - l.p13;  // tc-netem(8): a Bernoulli model when only p13 is given
+        percents({&l.p31, &l.p32, &l.p23, &l.p14});
+      } else if (next_is([](const std::string& s) { return s == "gemodel"; })) {
+        ++i;
+        l.loss = LinkSpec::Loss::kGemodel;
+        if (!next_is(IsPercent)) return bad("loss gemodel needs p");
+        l.ge_p = *Percent(w[i++]);
+        l.ge_r = 1 - l.ge_p;  // tc-netem(8) defaults
+        percents({&l.ge_r, &l.ge_1h, &l.ge_1k});
+      } else {
+        if (!next_is(IsPercent)) return bad("loss needs a percentage (e.g. loss random 1%)");
+        l.loss = LinkSpec::Loss::kRandom;
+        l.loss_p = *Percent(w[i++]);
+        percents({&l.loss_corr});
+      }
+    } else if (word == "duplicate") {
+      if (!next_is(IsPercent)) return bad("duplicate needs a percentage");
+      l.duplicate = *Percent(w[i++]);
+      percents({&l.duplicate_corr});
+    } else if (word == "reorder") {
+      if (!next_is(IsPercent)) return bad("reorder needs a percentage");
+      l.reorder = *Percent(w[i++]);
+      percents({&l.reorder_corr});
+    } else if (word == "gap") {
+      size_t used = 0;
+      const auto n = i < w.size() ? Number(w[i], &used) : std::nullopt;
+      if (!n || used != w[i].size() || *n < 1 || *n != std::floor(*n))
+        return bad("gap needs a count");
+      l.gap = static_cast<unsigned>(*n);
+      ++i;
+    } else if (word == "corrupt") {
+      if (!next_is(IsPercent)) return bad("corrupt needs a percentage");
+      l.corrupt = *Percent(w[i++]);
+      percents({&l.corrupt_corr});
+    } else if (word == "rate") {
+      if (!next_is([](const std::string& s) { return RateBps(s).has_value(); }))
+        return bad("rate needs a rate (e.g. 100mbit)");
+      l.rate_bps = *RateBps(w[i++]);
+      size_t used = 0;
+      if (i < w.size()) {
+        const auto o = Number(w[i], &used);
+        if (o && used == w[i].size() && *o == std::floor(*o) && std::fabs(*o) < 65536) {
+          l.rate_overhead = static_cast<int>(*o);
+          ++i;
+        }
+      }
+    } else if (word == "seed") {
+      size_t used = 0;
+      const auto n = i < w.size() ? Number(w[i], &used) : std::nullopt;
+      if (!n || used != w[i].size() || *n < 0) return bad("seed needs a number");
+      l.seed = static_cast<uint64_t>(*n);
+      ++i;
+    } else if (word == "limit") {
+      size_t used = 0;
+      const auto n = i < w.size() ? Number(w[i], &used) : std::nullopt;
+      if (!n || used != w[i].size() || *n < 1 || *n > 1e6) return bad("limit needs 1..1000000");
+      l.limit = static_cast<unsigned>(*n);
+      ++i;
+    } else {
+      return bad(fmt::format("'{}' is not a netem word txbatch models", word));
+    }
+  }
+  if (l.gap > 0 && l.reorder == 0) l.reorder = 1;  // netem: a gap alone means reorder 100%
+  if (l.reorder > 0 && l.delay_ns == 0)
+    return bad("reorder needs a delay to reorder against (netem sends the others after it)");
+  if (dist_named && l.distribution != "uniform") {
+    if (l.distribution != "normal" && l.distribution != "pareto" &&
+        l.distribution != "paretonormal")
+      return bad(fmt::format("distribution '{}' is not one txbatch loads", l.distribution));
+    auto table = LoadDist(dist_dir, l.distribution);
+    if (!table) return table.error();
+    l.dist_table = std::move(*table);
+  }
+  return l;
+}
+
+}  // namespace txbatch
