@@ -9,6 +9,7 @@
 #include <bit>
 #include <thread>
 
+#include "dataplane/link_model.h"
 #include "dataplane/mempool.h"
 #include "dataplane/producer.h"
 #include "dataplane/run_window.h"
@@ -59,7 +60,7 @@ double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire) {
 bool Balanced(const Books& k) {
   return k.generated == k.sent + k.dropped + k.queued &&
          (!k.rx_side || k.sent + k.duplicated == k.received + k.lost + k.in_flight) &&
-         k.mbufs_in_use == 0;
+         (!k.link_lost || *k.link_lost == k.lost) && k.mbufs_in_use == 0;
 }
 
 unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
@@ -67,7 +68,7 @@ unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
   // of fresh mbufs and the per-lcore caches (each may hold up to 1.5x its size): queueing alone can
   // never exhaust the pool.
   const uint64_t n = uint64_t{cfg.txqueuelen} + kMaxBatch + cfg.driver_spec.ring() +
-                     uint64_t{cfg.procs} * kProducerStash +
+                     uint64_t{cfg.procs} * kProducerStash + (cfg.link ? cfg.link->limit : 0) +
                      (lcores + cfg.procs + 2) * (kPoolCache * 3 / 2) + 1024;
   return static_cast<unsigned>(std::min<uint64_t>(n, 1u << 22));
 }
@@ -76,7 +77,8 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
                            const std::vector<int>& cpus, const std::atomic<bool>& stop) {
   RunWindow window;
   RxSink sink(window, tsc_hz, cfg.procs);
-  auto created = CreateDriver(cfg.driver_spec, pool, cfg.mtu, sink, window, tsc_hz);
+  auto created = CreateDriver(cfg.driver_spec, pool, cfg.mtu, sink, window, tsc_hz,
+                              cfg.link ? &*cfg.link : nullptr);
   if (!created) return created.error();
   std::unique_ptr<TxDriver> driver = std::move(*created);
   auto policy = MakeFlushPolicy(cfg.policy, tsc_hz);
@@ -189,6 +191,10 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   // Window rates.
   const auto& dc = driver->counters();
   const auto& qc = queue.counters();
+  // Frames lost at the very end of a flow show no gap: tell the sink where each flow ended.
+  std::vector<uint64_t> next_seq;
+  for (const auto& s : stats) next_seq.push_back(s.next_seq.load());
+  sink.CloseFlows(next_seq);
   const SinkCounts sc = sink.counts();
   const double ws = static_cast<double>(window_end - window.start.load()) / tsc_hz;
   r.window_s = ws;
@@ -267,6 +273,21 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   k.lost = sc.lost;
   k.duplicated = sc.duplicated;
   k.in_flight = driver->InFlight();  // every thread has stopped: no lock needed
+  if (const LinkCounters* lc = driver->link_counters()) {
+    LinkResult& l = r.link.emplace();
+    l.offered = lc->offered.Get();
+    l.lost = lc->lost.Get();
+    l.dropped_limit = lc->dropped_limit.Get();
+    l.duplicated = lc->duplicated.Get();
+    l.corrupted = lc->corrupted.Get();
+    l.reordered = lc->reordered.Get();
+    l.dup_failed = lc->dup_failed.Get();
+    l.frames_lost = lc->frames_lost.Get();
+    l.sink_reordered = sc.reordered;
+    // On the emulated wire every frame is txbatch's: whatever the receiver rejects was corrupted.
+    l.sink_corrupt = sc.foreign;
+    k.link_lost = l.frames_lost;
+  }
   k.rx_side = driver->counted_at() != CountedAt::kDriver;
   // Ports give back what their PMD still holds (lazily freed TX mbufs, a pre-filled RX ring)
   // when they are stopped: count the pool after the driver is gone.

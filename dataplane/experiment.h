@@ -14,6 +14,7 @@
 #include "dataplane/error.h"
 #include "dataplane/frame.h"
 #include "dataplane/histogram.h"
+#include "dataplane/link_spec.h"
 #include "dataplane/producer.h"
 #include "dataplane/qdisc.h"
 #include "drivers/factory.h"
@@ -37,15 +38,27 @@ struct CellConfig {
   bool dedicated = false;  // --runner dedicated: one runner thread sends, producers enqueue
   bool nolock = false;     // --sync nolock: lock-free bands + run flag (Linux >= 4.16)
   uint64_t seed = 1;
+  std::optional<LinkSpec> link;  // --link: netem's impairments behind the emulated wire
 };
 
 struct Books {
   uint64_t generated = 0, sent = 0, dropped = 0, queued = 0;
   uint64_t received = 0, lost = 0, duplicated = 0, in_flight = 0;
   uint64_t mbufs_in_use = 0;
+  // With a link: frames of which no intact copy arrived (its own count), which must equal the
+  // receiver's sequence gaps (`lost`).
+  std::optional<uint64_t> link_lost;
   bool rx_side = true;  // frames come back to a sink (emu, loopback ports); else the second
                         // equation does not apply and received/lost/duplicated/in_flight are null
   bool balanced = false;
+};
+
+// What the link (--link) did over the whole run, and what the receiver saw of it.
+struct LinkResult {
+  uint64_t offered = 0, lost = 0, dropped_limit = 0, duplicated = 0, corrupted = 0;
+  uint64_t reordered = 0, dup_failed = 0, frames_lost = 0;
+  uint64_t sink_reordered = 0;  // late frames that filled a gap at the receiver
+  uint64_t sink_corrupt = 0;    // frames the receiver rejected (every one corrupted by the link)
 };
 
 struct CellResult {
@@ -69,6 +82,7 @@ struct CellResult {
   std::map<std::string, uint64_t> drops;
   uint64_t drops_total = 0;
   std::optional<LatencySummary> latency;
+  std::optional<LinkResult> link;
   // Where it goes (frames carrying stage timestamps; null where nothing receives or none do):
   // before the driver — the qdisc wait, or under --qdisc none the producer's batch fill — the
   // driver and its ring, and the wire (null where no wire is modelled: then driver_ring runs to

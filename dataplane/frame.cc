@@ -49,6 +49,8 @@ std::string_view ParseStatusName(ParseStatus s) {
       return "not_udp_or_tcp";
     case ParseStatus::kNotTxbatch:
       return "not_txbatch";
+    case ParseStatus::kCorrupt:
+      return "corrupt";
   }
   return "unknown";
 }
@@ -150,6 +152,20 @@ void FrameBuilder::Build(rte_mbuf* m, unsigned payload, Tsc tx_tsc) {
     t->to_handover = t->to_wire = 0;
     t->position = t->flags = 0;
   }
+}
+
+bool VerifyHeaders(const uint8_t* p, size_t len, uint16_t flow) {
+  if (len < kEthHeaderBytes + kIpv4HeaderBytes + 4) return false;
+  const auto* eth = reinterpret_cast<const rte_ether_hdr*>(p);
+  if (!rte_is_same_ether_addr(&eth->dst_addr, &kDstMac) ||
+      !rte_is_same_ether_addr(&eth->src_addr, &kSrcMac))
+    return false;
+  const auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(p + kEthHeaderBytes);
+  if (rte_ipv4_cksum(ip) != 0) return false;  // a header with a valid checksum folds to 0
+  uint16_t ports[2];
+  std::memcpy(ports, p + kEthHeaderBytes + kIpv4HeaderBytes, sizeof(ports));
+  return rte_be_to_cpu_16(ports[0]) == kSrcPortBase + flow &&
+         rte_be_to_cpu_16(ports[1]) == kDstPort;
 }
 
 ParsedFrame ParseFrame(const uint8_t* p, size_t len) {

@@ -108,8 +108,15 @@ enum class ParseStatus : uint8_t {
   kNotIpv4,      // EtherType is not IPv4
   kNotUdpOrTcp,  // IP protocol is neither
   kNotTxbatch,   // no txbatch magic at the start of the payload (a foreign frame)
+  kCorrupt,      // a txbatch frame whose headers fail their checks (VerifyHeaders)
 };
+inline constexpr size_t kParseStatuses = 6;
 std::string_view ParseStatusName(ParseStatus s);
+
+// For a frame ParseFrame found to be txbatch's: whether the headers FrameBuilder wrote are
+// intact — its MAC addresses, a valid IPv4 header checksum, and the L4 ports of its flow. A link
+// that corrupts frames flips bits there (link_model.h), so this catches every one.
+bool VerifyHeaders(const uint8_t* frame, size_t len, uint16_t flow);
 
 struct ParsedFrame {
   ParseStatus status = ParseStatus::kTruncated;

@@ -6,9 +6,9 @@
 namespace txbatch {
 namespace {
 
-// Frames get a bit flipped within the headers the sink verifies: Ethernet (MACs, type), IPv4
-// (its checksum covers every field), the L4 ports and the txbatch magic and flow.
-constexpr unsigned kCorruptSpan = 42;
+// Frames get a bit flipped within the headers the sink verifies (VerifyHeaders): Ethernet (MACs,
+// type), IPv4 (its checksum covers every field) and the L4 ports.
+constexpr unsigned kCorruptSpan = 38;
 
 uint64_t Rho(double corr) {
   return corr <= 0 ? 0 : static_cast<uint64_t>(std::min(corr, 1.0) * 4294967295.0) + 1;
@@ -94,29 +94,32 @@ double LinkModel::DelayNs() {
 
 void LinkModel::Offer(rte_mbuf* m, Tsc departure) {
   counters_.offered.Add();
-  Enqueue(m, departure, /*may_duplicate=*/true);
+  if (Enqueue(m, departure, /*may_duplicate=*/true) == 0) counters_.frames_lost.Add();
 }
 
-void LinkModel::Enqueue(rte_mbuf* m, Tsc now, bool may_duplicate) {
+unsigned LinkModel::Enqueue(rte_mbuf* m, Tsc now, bool may_duplicate) {
   int count = 1;
   if (may_duplicate && Happens(spec_.duplicate, dup_c_)) ++count;
   if (LossEvent()) --count;
   if (count == 0) {
     counters_.lost.Add();
     rte_pktmbuf_free(m);
-    return;
+    return 0;
   }
+  unsigned intact = 0;
   if (count > 1) {
     // The copy takes its own way through the link (netem re-enqueues a clone), never copied
     // again.
     if (rte_mbuf* copy = rte_pktmbuf_copy(m, m->pool, 0, UINT32_MAX)) {
       counters_.duplicated.Add();
-      Enqueue(copy, now, /*may_duplicate=*/false);
+      intact += Enqueue(copy, now, /*may_duplicate=*/false);
     } else {
       counters_.dup_failed.Add();
     }
   }
+  bool corrupted = false;
   if (Happens(spec_.corrupt, corrupt_c_)) {
+    corrupted = true;
     const unsigned span = std::min<unsigned>(kCorruptSpan, rte_pktmbuf_data_len(m));
     auto* p = rte_pktmbuf_mtod(m, uint8_t*);
     p[Random() % span] ^= static_cast<uint8_t>(1u << (Random() % 8));
@@ -125,7 +128,7 @@ void LinkModel::Enqueue(rte_mbuf* m, Tsc now, bool may_duplicate) {
   if (held_.size() >= spec_.limit) {
     counters_.dropped_limit.Add();
     rte_pktmbuf_free(m);
-    return;
+    return intact;
   }
   Tsc arrival;
   if (spec_.reorder > 0 && (spec_.gap == 0 || counter_ + 1 >= spec_.gap) &&
@@ -153,6 +156,7 @@ void LinkModel::Enqueue(rte_mbuf* m, Tsc now, bool may_duplicate) {
   }
   last_arrival_ = std::max(last_arrival_, arrival);
   held_.push({arrival, order_++, m});
+  return intact + (corrupted ? 0 : 1);
 }
 
 unsigned LinkModel::Deliver(Tsc now, std::span<rte_mbuf*> out, std::span<Tsc> at) {

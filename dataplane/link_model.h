@@ -6,8 +6,9 @@
 // Used by the emulated NIC now and as a stage of the bridge later: one implementation.
 //
 // Where it differs from Linux sch_netem.c (doc/design.md has the list): corrupt flips a bit in the
-// first 42 bytes of the frame — the headers the sink verifies — not anywhere, so every corrupted
-// frame is detected; the 4-state loss model follows its paper's transitions (Salsano et al.).
+// first 38 bytes of the frame — the Ethernet, IPv4 and port fields the sink verifies — not
+// anywhere, so every corrupted frame is detected; the 4-state loss model follows its paper's
+// transitions (Salsano et al.).
 //
 // Not thread-safe: the driver calls it under the queue's TX lock.
 
@@ -33,6 +34,9 @@ struct LinkCounters {
   Counter corrupted;      // frames with a bit flipped
   Counter reordered;      // frames sent ahead of the others (reorder)
   Counter dup_failed;     // copies the pool could not give (the frame went alone)
+  // Frames of which no intact copy will arrive (dropped, or corrupted, every copy): what the
+  // sink must count as sequence gaps.
+  Counter frames_lost;
 };
 
 class LinkModel {
@@ -70,7 +74,8 @@ class LinkModel {
     }
   };
 
-  void Enqueue(rte_mbuf* m, Tsc now, bool may_duplicate);
+  // Returns how many intact copies of the frame it holds (0, 1 or 2).
+  unsigned Enqueue(rte_mbuf* m, Tsc now, bool may_duplicate);
   uint32_t Random() { return static_cast<uint32_t>(prng_()); }
   uint32_t CorrelatedRandom(Correlated& c);
   bool Happens(double p, Correlated& c);  // netem: p >= a correlated 32-bit draw

@@ -206,6 +206,7 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
   segmenter.Flush(send);
   if (own != nullptr) flush();  // whatever is left goes (or is dropped) before the producer ends
   stash.Release();
+  stats.next_seq.store(builder.next_seq());
   if (stats.registered) rte_thread_unregister();
 }
 

@@ -52,6 +52,9 @@ struct alignas(64) ProducerStats {
   Counter generated;
   Counter alloc_failures;               // mbufs it could not get: never generated, not in the books
   std::atomic<bool> registered{false};  // got an EAL lcore id (and so a mempool cache)
+  // The sequence number its flow would have used next when it stopped: frames below it entered
+  // the stack, so a receiver missing the last of them knows they were lost.
+  std::atomic<uint64_t> next_seq{0};
 };
 
 // Runs producer `index` until `stop`, then flushes its corked TCP remainder and returns. Paced

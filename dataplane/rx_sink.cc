@@ -6,27 +6,22 @@
 namespace txbatch {
 
 RxSink::RxSink(const RunWindow& window, double tsc_hz, unsigned flows)
-    : window_(window),
-      ns_per_tsc_(1e9 / tsc_hz),
-      next_seq_(flows, 0),
-      meta_offset_(TxMetaOffset()) {}
+    : window_(window), ns_per_tsc_(1e9 / tsc_hz), flows_(flows), meta_offset_(TxMetaOffset()) {}
 
 void RxSink::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival) {
   for (size_t i = 0; i < frames.size(); ++i) {
-    const ParsedFrame f = ParseFrame(frames[i]);
-    if (f.status != ParseStatus::kOk || f.flow >= next_seq_.size()) {
+    ParsedFrame f = ParseFrame(frames[i]);
+    if (f.status == ParseStatus::kOk &&
+        (f.flow >= flows_.size() || !VerifyHeaders(rte_pktmbuf_mtod(frames[i], const uint8_t*),
+                                                   rte_pktmbuf_data_len(frames[i]), f.flow)))
+      f.status = ParseStatus::kCorrupt;
+    if (f.status != ParseStatus::kOk) {
       foreign_.Add();
       foreign_by_status_[static_cast<size_t>(f.status)].Add();
       continue;
     }
     received_.Add();
-    uint64_t& expect = next_seq_[f.flow];
-    if (f.seq >= expect) {
-      if (f.seq > expect) lost_.Add(f.seq - expect);
-      expect = f.seq + 1;
-    } else {
-      duplicated_.Add();
-    }
+    Track(flows_[f.flow], f.seq);
     const Tsc at = arrival[i];
     if (at < f.tx_tsc) {
       arrival_before_tx_.Add();
@@ -45,6 +40,32 @@ void RxSink::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arr
   }
   rte_pktmbuf_free_bulk(const_cast<rte_mbuf**>(frames.data()),
                         static_cast<unsigned>(frames.size()));
+}
+
+void RxSink::CloseFlows(std::span<const uint64_t> next_seq) {
+  for (size_t f = 0; f < std::min(next_seq.size(), flows_.size()); ++f)
+    if (next_seq[f] > flows_[f].expect) {
+      lost_.Add(next_seq[f] - flows_[f].expect);
+      flows_[f].expect = next_seq[f];
+    }
+}
+
+void RxSink::Track(Flow& flow, uint64_t seq) {
+  if (seq >= flow.expect) {
+    const uint64_t gap = seq - flow.expect;
+    lost_.Add(gap);
+    for (uint64_t s = gap > kSeqWindow ? seq - kSeqWindow : flow.expect; s < seq; ++s)
+      flow.Mark(s, false);
+    flow.Mark(seq, true);
+    flow.expect = seq + 1;
+  } else if (flow.expect - seq <= kSeqWindow && !flow.Seen(seq)) {
+    // It fills a gap counted as lost when a later frame came first: reordered, not lost.
+    flow.Mark(seq, true);
+    lost_.Add(~uint64_t{0});  // lost - 1 (one writer: a wrapping add)
+    reordered_.Add();
+  } else {
+    duplicated_.Add();
+  }
 }
 
 void RxSink::RecordStages(const TxMeta& t, Tsc at, double total_ns) {
@@ -70,6 +91,7 @@ SinkCounts RxSink::counts() const {
     c.foreign_by_status[i] = foreign_by_status_[i].Get();
   c.lost = lost_.Get();
   c.duplicated = duplicated_.Get();
+  c.reordered = reordered_.Get();
   c.arrival_before_tx = arrival_before_tx_.Get();
   c.window_frames = window_frames_.Get();
   c.window_payload_bytes = window_payload_bytes_.Get();

@@ -22,11 +22,12 @@
 namespace txbatch {
 
 struct SinkCounts {
-  uint64_t received = 0;                        // txbatch frames received
-  uint64_t foreign = 0;                         // frames without a valid txbatch header
-  std::array<uint64_t, 5> foreign_by_status{};  // indexed by ParseStatus
-  uint64_t lost = 0;                            // sequence gaps
-  uint64_t duplicated = 0;                      // sequence numbers seen again or late
+  uint64_t received = 0;  // txbatch frames received
+  uint64_t foreign = 0;   // frames without a valid txbatch header
+  std::array<uint64_t, kParseStatuses> foreign_by_status{};  // indexed by ParseStatus
+  uint64_t reordered = 0;   // arrived after a later frame of its flow (filled a gap: not lost)
+  uint64_t lost = 0;        // sequence gaps
+  uint64_t duplicated = 0;  // sequence numbers seen again or late
   uint64_t arrival_before_tx = 0;  // model sanity: a frame arriving before it was stamped
   uint64_t window_frames = 0;      // received with arrival in the run window
   uint64_t window_payload_bytes = 0;
@@ -35,6 +36,10 @@ struct SinkCounts {
 class RxSink {
  public:
   RxSink(const RunWindow& window, double tsc_hz, unsigned flows);
+
+  // Generation is over and nothing is in flight: flow f's last frame had sequence number
+  // next_seq[f] - 1, so frames missing at its end were lost too (no later frame reveals them).
+  void CloseFlows(std::span<const uint64_t> next_seq);
 
   // Takes ownership of `frames` (frees them); arrival[i] is frame i's arrival TSC.
   void Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival);
@@ -60,14 +65,28 @@ class RxSink {
 
   const RunWindow& window_;
   double ns_per_tsc_;
-  std::vector<uint64_t> next_seq_;  // per flow
+  // Per flow: the next sequence number expected and which of the kSeqWindow numbers below it
+  // arrived, so a late frame that fills a gap (reordered: not lost after all) is told apart from
+  // a duplicate.
+  static constexpr uint64_t kSeqWindow = 1 << 16;
+  struct Flow {
+    uint64_t expect = 0;
+    std::vector<uint64_t> seen = std::vector<uint64_t>(kSeqWindow / 64, 0);
+    bool Seen(uint64_t seq) const { return seen[(seq % kSeqWindow) / 64] >> (seq % 64) & 1; }
+    void Mark(uint64_t seq, bool v) {
+      uint64_t& w = seen[(seq % kSeqWindow) / 64];
+      w = v ? w | (uint64_t{1} << (seq % 64)) : w & ~(uint64_t{1} << (seq % 64));
+    }
+  };
+  void Track(Flow& flow, uint64_t seq);
+  std::vector<Flow> flows_;
   LatencyHistogram latency_;
   LatencyHistogram before_driver_, driver_ring_, wire_;
   std::array<LatencyHistogram, kPositionBuckets> position_;
   const int meta_offset_;
-  Counter received_, foreign_, lost_, duplicated_, arrival_before_tx_;
+  Counter received_, foreign_, lost_, duplicated_, reordered_, arrival_before_tx_;
   Counter window_frames_, window_payload_bytes_;
-  std::array<Counter, 5> foreign_by_status_;
+  std::array<Counter, kParseStatuses> foreign_by_status_;
 };
 
 }  // namespace txbatch

@@ -14,6 +14,8 @@
 
 namespace txbatch {
 
+struct LinkCounters;
+
 // A line-rate wire: what the throughput ceiling is computed from.
 struct WireSpec {
   double bits_per_s = 0;
@@ -85,6 +87,8 @@ class TxDriver {
   virtual bool owns_doorbell() const = 0;
   // The driver spec as the user would write it, with every parameter (for the run header).
   virtual std::string Describe() const = 0;
+  // The link behind the wire (--link), if this driver has one.
+  virtual const LinkCounters* link_counters() const { return nullptr; }
 
   const DriverCounters& counters() const { return counters_; }
 

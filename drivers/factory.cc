@@ -40,9 +40,14 @@ Result<DriverSpec> ParseDriverSpec(std::string_view text) {
 
 Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempool* pool,
                                                unsigned mtu, RxSink& sink, const RunWindow& window,
-                                               double tsc_hz) {
+                                               double tsc_hz, const LinkSpec* link) {
   if (const auto* e = std::get_if<emu::EmuOptions>(&spec.options))
-    return emu::CreateEmuDriver(*e, sink, window, tsc_hz);
+    return emu::CreateEmuDriver(*e, sink, window, tsc_hz, link);
+  if (link != nullptr && link->Active())
+    return MakeError(ENOTSUP, fmt::format("--link puts a link behind the emulated NIC's wire, and "
+                                          "{} is a DPDK port; valid: --link with emu:MODEL "
+                                          "drivers (DPDK ports get links with the bridge)",
+                                          spec.ToString()));
   return ethdev::CreateEthdevDriver(std::get<ethdev::EthdevOptions>(spec.options), pool, mtu, sink,
                                     window, tsc_hz);
 }

@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "dataplane/error.h"
+#include "dataplane/link_spec.h"
 #include "dataplane/run_window.h"
 #include "dataplane/rx_sink.h"
 #include "drivers/driver.h"
@@ -32,9 +33,11 @@ struct DriverSpec {
 // Parses "emu:…" or "ethdev:…"; anything else gets one sentence listing the valid forms.
 Result<DriverSpec> ParseDriverSpec(std::string_view text);
 
-// Creates the driver for one cell; ports get MTU `mtu`. Control plane; fails with one sentence.
+// Creates the driver for one cell; ports get MTU `mtu`; `link`, if given, is put behind the
+// emulated NIC's wire (DPDK ports get the link model with the bridge). Control plane; fails with
+// one sentence.
 Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempool* pool,
                                                unsigned mtu, RxSink& sink, const RunWindow& window,
-                                               double tsc_hz);
+                                               double tsc_hz, const LinkSpec* link = nullptr);
 
 }  // namespace txbatch

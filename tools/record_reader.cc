@@ -36,6 +36,8 @@ CellConfig ConfigFrom(const json& c) {
   cfg.dedicated = c.at("runner") == "dedicated";
   cfg.nolock = c.at("sync") == "nolock";
   cfg.seed = c.at("seed");
+  if (c.contains("link") && c["link"].is_string())
+    if (auto l = ParseLinkSpec(c["link"].get<std::string>())) cfg.link = *l;
   return cfg;
 }
 
@@ -69,6 +71,11 @@ CellResult ResultFrom(const json& r) {
   x.drops = r.at("drops").get<std::map<std::string, uint64_t>>();
   x.drops_total = r.at("drops_total");
   x.latency = SummaryFrom(r.at("latency_ns"));
+  if (const json& l = r.value("link", json()); !l.is_null())
+    x.link = LinkResult{l.at("offered"),         l.at("lost"),        l.at("dropped_limit"),
+                        l.at("duplicated"),      l.at("corrupted"),   l.at("reordered"),
+                        l.at("dup_failed"),      l.at("frames_lost"), l.at("receiver_reordered"),
+                        l.at("receiver_corrupt")};
   if (const json& st = r.value("latency_stages_ns", json()); !st.is_null()) {
     x.before_driver_is_batch_fill = !st.at("batch_fill").is_null();
     x.lat_before_driver =
@@ -92,6 +99,8 @@ CellResult ResultFrom(const json& r) {
     k.in_flight = a.at("in_flight");
   }
   k.balanced = a.at("balanced");
+  if (a.contains("link_lost") && !a["link_lost"].is_null())
+    k.link_lost = a["link_lost"].get<uint64_t>();
   k.mbufs_in_use = r.at("mbufs_in_use_at_exit");
   if (const json& c = r.at("link_ceiling"); !c.is_null()) {
     x.ceiling_mpps = c.at("mpps").get<double>();

@@ -55,7 +55,7 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
           {"duration_s", c.duration_s},
           {"warmup_s", c.warmup_s},
           {"seed", c.seed},
-          {"link", nullptr},
+          {"link", c.link ? json(c.link->ToString()) : json(nullptr)},
           {"eal", env.eal_args}};
 }
 
@@ -107,6 +107,17 @@ json ResultJson(const CellResult& r) {
           {"drops", r.drops},
           {"drops_total", r.drops_total},
           {"latency_ns", latency},
+          {"link", r.link ? json{{"offered", r.link->offered},
+                                 {"lost", r.link->lost},
+                                 {"dropped_limit", r.link->dropped_limit},
+                                 {"duplicated", r.link->duplicated},
+                                 {"corrupted", r.link->corrupted},
+                                 {"reordered", r.link->reordered},
+                                 {"dup_failed", r.link->dup_failed},
+                                 {"frames_lost", r.link->frames_lost},
+                                 {"receiver_reordered", r.link->sink_reordered},
+                                 {"receiver_corrupt", r.link->sink_corrupt}}
+                          : json(nullptr)},
           {"latency_stages_ns", stages},
           {"latency_by_position_ns", by_position},
           {"accounting",
@@ -118,6 +129,7 @@ json ResultJson(const CellResult& r) {
             {"lost", RxCount(k, k.lost)},
             {"duplicated", RxCount(k, k.duplicated)},
             {"in_flight", RxCount(k, k.in_flight)},
+            {"link_lost", k.link_lost ? json(*k.link_lost) : json(nullptr)},
             {"balanced", k.balanced}}},
           {"mbufs_in_use_at_exit", k.mbufs_in_use},
           {"link_ceiling", ceiling},
@@ -269,6 +281,9 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
     emulated |= cell.driver_spec.emulated();
   }
   for (const auto& d : drivers) fmt::print(out, "driver {}\n", d);
+  if (c.link)
+    fmt::print(out, "link behind the wire (netem's words, every value explicit): {}\n",
+               c.link->ToString());
   if (emulated)
     fmt::print(out,
                "  (emu: an emulated NIC: the doorbell and descriptor costs are injected "
@@ -296,6 +311,7 @@ void PrintLatencyStages(std::FILE* out, const std::vector<CellSummary>& rows) {
                  "\nWhere the latency goes (p50 per stage, medians over rounds; qdisc: waiting to "
                  "be dequeued; fill: waiting in a producer's own batch (--qdisc none); driver: "
                  "call and ring up to the wire, or up to receive where no wire is modelled; "
+                 "wire: on the wire and through the link (--link); "
                  "first/last: whole latency of the first frame of a driver call and of the "
                  "last positions):\n");
       fmt::print(out, "{:<4}{:>8} {:>6} {:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n",

@@ -113,6 +113,13 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                  "hands its own batches to the driver under the TX lock; refused frames are "
                  "dropped, counted as noqueue)")
       ->capture_default_str();
+  cmd.add_option("--link", a.link,
+                 "A link behind the emulated NIC's wire, in netem's words (tc-netem(8)): delay "
+                 "TIME [JITTER [CORR%]] [distribution uniform|normal|pareto|paretonormal], loss "
+                 "random P% [CORR%] | loss state p13 [p31 [p32 [p23 [p14]]]] | loss gemodel p [r "
+                 "[1-h [1-k]]], duplicate P% [CORR%], reorder P% [CORR%] [gap N], corrupt P% "
+                 "[CORR%], rate RATE [OVERHEAD], seed N, limit N (default 1000); e.g. \"delay 3ms "
+                 "1ms 25% distribution normal loss random 1%\"");
   cmd.add_option("--seed", a.seed, "Random seed recorded with the results")->capture_default_str();
   cmd.add_option("--json", a.json, "Write result records (schema_version 1) to this file");
   cmd.add_option("--eal-memory", a.eal_memory,
@@ -222,10 +229,21 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
 
   std::vector<std::string> drivers = a.drivers;
   if (drivers.empty()) drivers.push_back("emu:e1000");
+  std::optional<LinkSpec> link;
+  if (!a.link.empty()) {
+    auto l = ParseLinkSpec(a.link);
+    if (!l) return l.error();
+    if (l->Active()) link = *l;
+  }
   std::vector<DriverSpec> specs;
   for (const auto& d : drivers) {
     auto spec = ParseDriverSpec(d);
     if (!spec) return spec.error();
+    if (link && !spec->emulated())
+      return MakeError(ENOTSUP, fmt::format("--link puts a link behind the emulated NIC's wire, "
+                                            "and {} is a DPDK port; valid: --link with emu:MODEL "
+                                            "drivers (DPDK ports get links with the bridge)",
+                                            d));
     specs.push_back(*spec);
   }
   for (unsigned p : *procs)
@@ -250,6 +268,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
             c.dedicated = shape.dedicated;
             c.nolock = shape.nolock;
             c.seed = a.seed;
+            c.link = link;
             plan.cells.push_back(c);
           }
   plan.json_path = a.json;

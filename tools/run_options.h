@@ -36,6 +36,7 @@ struct RunArgs {
   uint64_t seed = 1;
   std::string json;
   std::string eal_memory = "auto";
+  std::string link;  // netem words, behind the emulated wire
 };
 
 // One qdisc shape: --qdisc, --runner and --sync together.

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "dataplane/error.h"
+#include "dataplane/link_spec.h"
 #include "dataplane/run_window.h"
 #include "dataplane/rx_sink.h"
 #include "drivers/driver.h"
@@ -35,7 +36,9 @@ std::string DescribeModels();
 
 // Creates the emulated NIC. Frames it delivers go to `sink` at their modelled arrival time;
 // departures in `window` are counted for throughput (counted_at = wire).
+// With `link`, frames leaving the wire go through the link model first (link_model.h).
 std::unique_ptr<TxDriver> CreateEmuDriver(const EmuOptions& options, RxSink& sink,
-                                          const RunWindow& window, double tsc_hz);
+                                          const RunWindow& window, double tsc_hz,
+                                          const LinkSpec* link = nullptr);
 
 }  // namespace txbatch::emu

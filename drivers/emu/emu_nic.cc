@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <vector>
 
 #include "batching/batch.h"
 #include "dataplane/frame.h"
+#include "dataplane/link_model.h"
 #include "drivers/emu/emu.h"
 
 namespace txbatch::emu {
@@ -17,7 +19,8 @@ inline constexpr unsigned kDeliverChunk = 64;
 
 class EmuNic final : public TxDriver {
  public:
-  EmuNic(const EmuOptions& o, RxSink& sink, const RunWindow& window, double tsc_hz)
+  EmuNic(const EmuOptions& o, RxSink& sink, const RunWindow& window, double tsc_hz,
+         const LinkSpec* link)
       : options_(o),
         sink_(sink),
         window_(window),
@@ -26,16 +29,19 @@ class EmuNic final : public TxDriver {
         doorbell_tsc_(o.doorbell_ns * tsc_hz / 1e9),
         desc_tsc_(o.desc_ns * tsc_hz / 1e9),
         ring_(o.ring),
-        meta_offset_(TxMetaOffset()) {}
+        meta_offset_(TxMetaOffset()) {
+    if (link != nullptr && link->Active()) link_.emplace(*link, tsc_hz);
+  }
 
   ~EmuNic() override { Purge(); }
 
   unsigned Purge() override {
-    const unsigned n = count_;
+    unsigned n = count_;
     for (; count_ > 0; --count_) {
       rte_pktmbuf_free(ring_[head_].m);
       head_ = (head_ + 1) % ring_.size();
     }
+    if (link_) n += link_->Purge();
     return n;
   }
 
@@ -100,20 +106,29 @@ class EmuNic final : public TxDriver {
         --count_;
       }
       if (k == 0) break;
-      sink_.Receive({frames.data(), k}, {arrival.data(), k});
+      if (link_) {
+        for (unsigned i = 0; i < k; ++i) link_->Offer(frames[i], arrival[i]);
+      } else {
+        sink_.Receive({frames.data(), k}, {arrival.data(), k});
+      }
       done += k;
     }
+    if (link_) DeliverFromLink(now);
     if (stopped_ && ring_.size() - count_ >= options_.free_thresh) stopped_ = false;
     return done;
   }
 
   Tsc NextCompletion() const override {
-    if (count_ == 0) return kNever;
+    const Tsc link_next = link_ ? link_->NextArrival() : kNever;
+    if (count_ == 0) return link_next;
     const unsigned k = std::min(count_, options_.free_thresh);
-    return ring_[(head_ + k - 1) % ring_.size()].departure;
+    return std::min(link_next, ring_[(head_ + k - 1) % ring_.size()].departure);
   }
 
-  unsigned InFlight() const override { return count_; }
+  unsigned InFlight() const override { return count_ + (link_ ? link_->InFlight() : 0); }
+  const LinkCounters* link_counters() const override {
+    return link_ ? &link_->counters() : nullptr;
+  }
 
   std::optional<WireSpec> Wire() const override {
     if (infinite_) return std::nullopt;
@@ -126,6 +141,14 @@ class EmuNic final : public TxDriver {
   std::string Describe() const override { return options_.ToString(); }
 
  private:
+  // Hands the frames the link has delivered by `now` to the sink, at their arrival times.
+  void DeliverFromLink(Tsc now) {
+    std::array<rte_mbuf*, kDeliverChunk> frames;
+    std::array<Tsc, kDeliverChunk> arrival;
+    while (const unsigned k = link_->Deliver(now, frames, arrival))
+      sink_.Receive({frames.data(), k}, {arrival.data(), k});
+  }
+
   struct Desc {
     rte_mbuf* m;
     Tsc departure;  // TSC at which its last bit leaves the wire
@@ -147,7 +170,12 @@ class EmuNic final : public TxDriver {
         t->flags |= kMetaWireKnown;
       }
     }
-    sink_.Receive(frames, {arrival.data(), n});
+    if (link_) {
+      for (unsigned i = 0; i < n; ++i) link_->Offer(frames[i], now);
+      DeliverFromLink(now);
+    } else {
+      sink_.Receive(frames, {arrival.data(), n});
+    }
     return static_cast<uint16_t>(n);
   }
 
@@ -177,14 +205,16 @@ class EmuNic final : public TxDriver {
   unsigned head_ = 0;
   unsigned count_ = 0;
   bool stopped_ = false;
-  double link_free_ = 0;  // TSC (fractional) at which the wire is next free
+  double link_free_ = 0;           // TSC (fractional) at which the wire is next free
+  std::optional<LinkModel> link_;  // --link: what lies between the wire and the sink
 };
 
 }  // namespace
 
 std::unique_ptr<TxDriver> CreateEmuDriver(const EmuOptions& options, RxSink& sink,
-                                          const RunWindow& window, double tsc_hz) {
-  return std::make_unique<EmuNic>(options, sink, window, tsc_hz);
+                                          const RunWindow& window, double tsc_hz,
+                                          const LinkSpec* link) {
+  return std::make_unique<EmuNic>(options, sink, window, tsc_hz, link);
 }
 
 }  // namespace txbatch::emu

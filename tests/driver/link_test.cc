@@ -1,0 +1,56 @@
+// --link end to end on the emulated e1000: netem's impairments behind the wire, and the books
+// that close with them — the link's own count of frames lost equals the receiver's sequence
+// gaps, every corrupted frame is rejected at the receiver, reordered frames are not lost.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/driver/run_helper.h"
+
+namespace txbatch::test {
+namespace {
+
+using nlohmann::json;
+
+TEST(Link, ImpairmentsAreCountedAndTheBooksClose) {
+  const auto run = RunTxbatch(
+      "run --driver emu:e1000 --proto udp --size 1000 --procs 1,8 --batch 32 --duration 0.3 "
+      "--warmup 0.05 --link \"delay 2ms 500us 25% distribution normal loss random 2% duplicate "
+      "1% reorder 5% gap 10 corrupt 0.5% seed 7 limit 100000\"");
+  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_EQ(run.doc["records"].size(), 2u);
+  for (const json& rec : run.doc["records"]) {
+    const json& r = rec["results"];
+    const json& a = r["accounting"];
+    const json& l = r["link"];
+    const std::string cell = rec["config"].dump();
+    EXPECT_NE(rec["config"]["link"].get<std::string>().find("distribution normal"),
+              std::string::npos);
+    EXPECT_TRUE(a["balanced"].get<bool>()) << cell << a.dump() << l.dump();
+    EXPECT_EQ(a["link_lost"], a["lost"]) << l.dump();  // the link's count = the receiver's gaps
+    EXPECT_GT(l["lost"].get<uint64_t>(), 0u);
+    EXPECT_GT(l["duplicated"].get<uint64_t>(), 0u);
+    EXPECT_GT(l["corrupted"].get<uint64_t>(), 0u);
+    EXPECT_EQ(l["receiver_corrupt"], l["corrupted"]);  // every corrupted frame rejected
+    EXPECT_GT(l["reordered"].get<uint64_t>(), 0u);
+    EXPECT_GT(l["receiver_reordered"].get<uint64_t>(), 0u);  // late, not lost
+    EXPECT_EQ(l["dropped_limit"], 0);
+    EXPECT_EQ(r["mbufs_in_use_at_exit"], 0);
+    // The link's delay shows in latency (2 ms +- 0.5 ms normal jitter, plus the queue before).
+    EXPECT_GT(r["latency_ns"]["p50"].get<double>(), 1.5e6);
+  }
+}
+
+TEST(Link, BadWordsAndPortsAreOneSentence) {
+  for (const char* args : {"run --link \"slot 1ms\"", "run --link \"loss 150%\"",
+                           "run --driver ethdev:net_null0 --link \"delay 1ms\""}) {
+    const auto run = RunTxbatch(args);
+    EXPECT_EQ(run.status, 2) << args << ": " << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << args << ": " << run.err;
+    EXPECT_NE(run.err.find("--link"), std::string::npos) << run.err;
+    EXPECT_TRUE(run.out.empty());
+  }
+}
+
+}  // namespace
+}  // namespace txbatch::test
