@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "dataplane/mempool.h"
@@ -22,6 +23,17 @@ namespace {
 std::atomic<bool> g_stop{false};
 
 extern "C" void OnSignal(int) { g_stop.store(true); }
+
+// MemAvailable from /proc/meminfo, in bytes; 0 if unknown.
+uint64_t AvailableMemoryBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
 
 }  // namespace
 
@@ -45,6 +57,22 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
   unsigned pool_size = 0;
   for (const auto& c : cells) pool_size = std::max(pool_size, PoolSizeFor(c, lcores));
   const unsigned mtu = cells.front().mtu;
+  // Every frame that can be queued, in a ring or held by a link has an mbuf: say so when the
+  // machine cannot hold them, rather than let EAL fail to reserve the memory.
+  if (const uint64_t need = PoolBytes(pool_size, mtu), avail = AvailableMemoryBytes();
+      avail > 0 && need > avail / 10 * 8) {
+    unsigned link_limit = 0;
+    for (const auto& c : cells) link_limit = std::max(link_limit, c.link ? c.link->limit : 0u);
+    return fail(kExitBadInput,
+                Error{ENOMEM, fmt::format("the mbuf pool needs {} MB ({} frames: the qdisc, the "
+                                          "rings{} and the producers' caches) but {} MB of memory "
+                                          "are available; valid: a smaller --txqueuelen or "
+                                          "--link limit",
+                                          need >> 20, pool_size,
+                                          link_limit ? fmt::format(", {} in the link", link_limit)
+                                                     : std::string(),
+                                          avail >> 20)});
+  }
   auto eal_plan = PlanEal(PoolBytes(pool_size, mtu), eal_user_args, memory);
   if (!eal_plan) return fail(kExitBadInput, eal_plan.error());
   env.eal_args.assign(eal_plan->args.begin() + 1, eal_plan->args.end());
