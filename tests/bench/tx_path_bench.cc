@@ -74,6 +74,14 @@ BENCHMARK(BM_EmuNullPath)->RangeMultiplier(2)->Range(1, 256);
 
 // --- Stages, per frame -----------------------------------------------------------------------
 
+// Fills `frames` from the pool, or marks the benchmark skipped.
+bool AllocOrSkip(benchmark::State& state, std::vector<rte_mbuf*>& frames) {
+  if (rte_pktmbuf_alloc_bulk(g_pool, frames.data(), static_cast<unsigned>(frames.size())) == 0)
+    return true;
+  state.SkipWithError("pool empty");
+  return false;
+}
+
 // The TSC read every frame needs for its stamp.
 void BM_Stage_Tsc(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(Now());
@@ -98,10 +106,7 @@ BENCHMARK(BM_Stage_AllocFreeBulk32);
 // Headers from the template, IP id and checksum, txbatch header (sequence + stamp), on hot mbufs.
 void BM_Stage_Build(benchmark::State& state) {
   std::vector<rte_mbuf*> frames(32);
-  if (rte_pktmbuf_alloc_bulk(g_pool, frames.data(), 32) != 0) {
-    state.SkipWithError("pool empty");
-    return;
-  }
+  if (!AllocOrSkip(state, frames)) return;
   FrameBuilder builder(Proto::kUdp, 0);
   Tsc t = 0;
   for (auto _ : state)
@@ -127,10 +132,7 @@ void BM_Stage_RootlockQdisc(benchmark::State& state) {
   PfifoFast q(1024);
   std::mutex root;
   std::vector<rte_mbuf*> frames(32);
-  if (rte_pktmbuf_alloc_bulk(g_pool, frames.data(), 32) != 0) {
-    state.SkipWithError("pool empty");
-    return;
-  }
+  if (!AllocOrSkip(state, frames)) return;
   Batch b;
   for (auto _ : state) {
     for (rte_mbuf* m : frames) {
@@ -152,10 +154,7 @@ void BM_Stage_NolockQdisc(benchmark::State& state) {
   LockfreePfifo q(1024);
   std::atomic<bool> running{false};
   std::vector<rte_mbuf*> frames(32);
-  if (rte_pktmbuf_alloc_bulk(g_pool, frames.data(), 32) != 0) {
-    state.SkipWithError("pool empty");
-    return;
-  }
+  if (!AllocOrSkip(state, frames)) return;
   Batch b;
   for (auto _ : state) {
     for (rte_mbuf* m : frames) (void)q.Enqueue(m, 1);
