@@ -1,11 +1,12 @@
 #pragma once
-// Flush policies: how many of the frames already queued one dequeue takes into a batch.
-// A named, testable object (STYLE.md); drivers never decide batch sizes.
+// Flush policies: how many of the frames already queued one dequeue takes into a batch, and
+// when an accumulating batch goes. A named, testable object (STYLE.md); drivers never decide
+// batch sizes.
 //
-// Only `count:N` exists so far (DESIGN.md Terms: take at most N frames already queued, never
-// wait; N = 1 is batching off). Byte budgets (BQL), accumulate-with-timeout (`buffer:N:T`) and
-// the kernel's run quota arrive through the same seam: a policy answers "how much may the next
-// dequeue take" and may learn from what the driver completed.
+// `count:N` (take at most N frames already queued, never wait; N = 1 is batching off) and
+// `buffer:N[:T]` (accumulate N frames or until the first has waited T µs) exist; byte budgets
+// (BQL) and the kernel's run-quota rules arrive through the same seam: a policy answers "how
+// much may the next dequeue take" and may learn from what the driver completed.
 
 #include <cstdint>
 #include <memory>
@@ -25,6 +26,17 @@ struct DequeueBudget {
 };
 
 enum class PolicyKind : uint8_t { kCount, kBuffer };
+
+// Why an accumulating batch went to the driver (counted per run: which trigger a buffer:N:T
+// policy actually hits).
+enum class FlushTrigger : uint8_t {
+  kNone,       // not yet
+  kFull,       // N frames
+  kTimer,      // the first frame waited T
+  kWriteDone,  // count:N: the application write that produced them is complete
+  kEnd,        // generation stopped (the producer's last batch, a dedicated runner's drain)
+};
+inline constexpr size_t kFlushTriggers = 5;
 
 // A parsed --policy / --batch value.
 struct PolicySpec {
@@ -48,7 +60,10 @@ class FlushPolicy {
   // Producer-side accumulation (`--qdisc none`): whether a batch of `size` frames, the first
   // of them buffered at `first`, goes to the driver now. `write_done`: the application write
   // that produced them is complete (count:N takes only what is there; buffer:N waits for more).
-  virtual bool FlushNow(uint16_t size, Tsc first, Tsc now, bool write_done) const = 0;
+  virtual FlushTrigger Trigger(uint16_t size, Tsc first, Tsc now, bool write_done) const = 0;
+  bool FlushNow(uint16_t size, Tsc first, Tsc now, bool write_done) const {
+    return Trigger(size, first, now, write_done) != FlushTrigger::kNone;
+  }
   // When a batch whose first frame was buffered at `first` must go at the latest (kNever: no
   // drain timer).
   virtual Tsc FlushBy(Tsc first) const = 0;
@@ -60,8 +75,9 @@ class CountPolicy final : public FlushPolicy {
  public:
   explicit CountPolicy(PolicySpec spec) : spec_(spec) {}
   DequeueBudget Budget() const override { return {spec_.frames, UINT32_MAX}; }
-  bool FlushNow(uint16_t size, Tsc, Tsc, bool write_done) const override {
-    return size >= spec_.frames || (write_done && size > 0);
+  FlushTrigger Trigger(uint16_t size, Tsc, Tsc, bool write_done) const override {
+    if (size >= spec_.frames) return FlushTrigger::kFull;
+    return write_done && size > 0 ? FlushTrigger::kWriteDone : FlushTrigger::kNone;
   }
   Tsc FlushBy(Tsc) const override { return kNever; }
   const PolicySpec& spec() const override { return spec_; }
@@ -79,8 +95,9 @@ class BufferPolicy final : public FlushPolicy {
         timeout_tsc_(spec.timeout_us > 0 ? static_cast<Tsc>(spec.timeout_us * tsc_hz / 1e6)
                                          : kNever) {}
   DequeueBudget Budget() const override { return {spec_.frames, UINT32_MAX}; }
-  bool FlushNow(uint16_t size, Tsc first, Tsc now, bool) const override {
-    return size >= spec_.frames || (size > 0 && now >= FlushBy(first));
+  FlushTrigger Trigger(uint16_t size, Tsc first, Tsc now, bool) const override {
+    if (size >= spec_.frames) return FlushTrigger::kFull;
+    return size > 0 && now >= FlushBy(first) ? FlushTrigger::kTimer : FlushTrigger::kNone;
   }
   Tsc FlushBy(Tsc first) const override {
     return timeout_tsc_ == kNever ? kNever : first + timeout_tsc_;

@@ -262,6 +262,10 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   Books& k = r.books;
   for (const auto& s : stats) k.generated += s.generated.Get();
   for (const auto& s : stats) r.alloc_failures += s.alloc_failures.Get();
+  for (size_t t = 0; t < kFlushTriggers; ++t) {
+    r.flush_triggers[t] = qc.flush_triggers[t].Get();
+    for (const auto& s : stats) r.flush_triggers[t] += s.flush_triggers[t].Get();
+  }
   for (const auto& s : stats) r.unregistered_threads += s.registered ? 0 : 1;
   r.drops["qdisc_full"] = qc.dropped_qdisc_full.Get();
   if (cfg.noqueue) r.drops["noqueue"] = qc.dropped_noqueue.Get();

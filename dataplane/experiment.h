@@ -83,6 +83,9 @@ struct CellResult {
   uint64_t drops_total = 0;
   std::optional<LatencySummary> latency;
   std::optional<LinkResult> link;
+  // Over the whole run: why batches went (producers' own batches under --qdisc none, a dedicated
+  // runner's runs), indexed by FlushTrigger.
+  std::array<uint64_t, kFlushTriggers> flush_triggers{};
   // Where it goes (frames carrying stage timestamps; null where nothing receives or none do):
   // before the driver — the qdisc wait, or under --qdisc none the producer's batch fill — the
   // driver and its ring, and the wire (null where no wire is modelled: then driver_ring runs to

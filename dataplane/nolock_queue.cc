@@ -127,24 +127,25 @@ void NolockTxQueue::WakeRunner() {
   runner_cv_.notify_one();
 }
 
-bool NolockTxQueue::RunnerReady(Tsc now) const {
+FlushTrigger NolockTxQueue::RunnerReady(Tsc now) const {
   const unsigned backlog = qdisc_.backlog();
-  if (backlog == 0 || tx_stopped_.load(std::memory_order_acquire)) return false;
-  if (draining_.load()) return true;
+  if (backlog == 0 || tx_stopped_.load(std::memory_order_acquire)) return FlushTrigger::kNone;
+  if (draining_.load()) return FlushTrigger::kEnd;
   const auto n = static_cast<uint16_t>(std::min<unsigned>(backlog, UINT16_MAX));
-  return policy_.FlushNow(n, first_enqueued_.load(), now, /*write_done=*/true);
+  return policy_.Trigger(n, first_enqueued_.load(), now, /*write_done=*/true);
 }
 
 void NolockTxQueue::RunnerLoop() {
   const bool registered = EnterServiceThread();
   while (!runner_stop_.load()) {
     const Tsc now = Now();
-    if (!RunnerReady(now)) {
+    const FlushTrigger why = RunnerReady(now);
+    if (why == FlushTrigger::kNone) {
       // Announce the sleep, then look once more: an enqueue that missed the announcement was
       // seen by this second look (see the note at the top).
       std::unique_lock lk(runner_mu_);
       runner_idle_.store(true);
-      if (!runner_stop_.load() && !RunnerReady(Now())) {
+      if (!runner_stop_.load() && RunnerReady(Now()) == FlushTrigger::kNone) {
         const Tsc by = qdisc_.empty() ? kNever : policy_.FlushBy(first_enqueued_.load());
         runner_cv_.wait_for(lk, RunnerSleep(by, now));
       }
@@ -153,6 +154,7 @@ void NolockTxQueue::RunnerLoop() {
     }
     running_.store(true);  // only this thread runs the qdisc with a dedicated runner
     counters_.runs.Add();
+    counters_.flush_triggers[static_cast<size_t>(why)].Add();
     Run(kDevTxWeight);
     running_.store(false);
     if (!qdisc_.empty()) first_enqueued_.store(Now());  // what is left starts a new wait

@@ -38,7 +38,8 @@ class NolockTxQueue final : public TxQueue {
   // Dequeues and transmits until the qdisc is empty, the queue stops or `quota` frames went;
   // returns the quota left. Run-flag holder only.
   int Run(int quota);
-  bool RunnerReady(Tsc now) const;
+  // Why the dedicated runner should run the qdisc now (kNone: not yet).
+  FlushTrigger RunnerReady(Tsc now) const;
   // A stream producer's wait for room in `band` (or Abort).
   void WaitForSpace(int band);
 

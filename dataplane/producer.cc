@@ -160,8 +160,15 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
     rte_pktmbuf_free_bulk(batch.frames().data(), batch.size());
     batch.Clear();
   };
+  const auto flush_for = [&](FlushTrigger why) {
+    stats.flush_triggers[static_cast<size_t>(why)].Add();
+    flush();
+  };
   const auto maybe_flush = [&](bool write_done, Tsc now) {
-    if (own != nullptr && own->FlushNow(batch.size(), first, now, write_done)) flush();
+    if (own == nullptr) return;
+    if (const FlushTrigger why = own->Trigger(batch.size(), first, now, write_done);
+        why != FlushTrigger::kNone)
+      flush_for(why);
   };
   MbufStash stash(pool);
   Tsc last_now = 0;  // the stamp of the frame built last
@@ -170,7 +177,8 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
     if (interval > 0) {
       while (!stop.load(std::memory_order_relaxed)) {
         const Tsc now = Now();
-        if (!batch.empty() && now >= own->FlushBy(first)) flush();  // the drain timer
+        if (!batch.empty() && now >= own->FlushBy(first))
+          flush_for(FlushTrigger::kTimer);  // the drain timer
         double until = next;
         if (!batch.empty()) until = std::min(until, static_cast<double>(own->FlushBy(first)));
         const double ahead = (until - static_cast<double>(now)) * 1e9 / cfg.tsc_hz;
@@ -204,7 +212,8 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
     if (own != nullptr) maybe_flush(true, last_now);
   }
   segmenter.Flush(send);
-  if (own != nullptr) flush();  // whatever is left goes (or is dropped) before the producer ends
+  // Whatever is left goes (or is dropped) before the producer ends.
+  if (own != nullptr && !batch.empty()) flush_for(FlushTrigger::kEnd);
   stash.Release();
   stats.next_seq.store(builder.next_seq());
   if (stats.registered) rte_thread_unregister();

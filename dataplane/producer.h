@@ -55,6 +55,8 @@ struct alignas(64) ProducerStats {
   // The sequence number its flow would have used next when it stopped: frames below it entered
   // the stack, so a receiver missing the last of them knows they were lost.
   std::atomic<uint64_t> next_seq{0};
+  // --qdisc none: why its batches went to the driver, by FlushTrigger.
+  std::array<Counter, kFlushTriggers> flush_triggers;
 };
 
 // Runs producer `index` until `stop`, then flushes its corked TCP remainder and returns. Paced

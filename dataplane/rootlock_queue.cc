@@ -119,12 +119,12 @@ void RootlockTxQueue::WakeRunner() {
   runner_cv_.notify_one();
 }
 
-bool RootlockTxQueue::RunnerReady(Tsc now) const {
-  if (qdisc_.empty() || tx_stopped_.load(std::memory_order_acquire)) return false;
-  if (draining_) return true;
+FlushTrigger RootlockTxQueue::RunnerReady(Tsc now) const {
+  if (qdisc_.empty() || tx_stopped_.load(std::memory_order_acquire)) return FlushTrigger::kNone;
+  if (draining_) return FlushTrigger::kEnd;
   const auto n = static_cast<uint16_t>(std::min<unsigned>(qdisc_.backlog(), UINT16_MAX));
   // count:N takes what is queued; buffer:N[:T] waits for N frames or the drain timer.
-  return policy_.FlushNow(n, first_enqueued_, now, /*write_done=*/true);
+  return policy_.Trigger(n, first_enqueued_, now, /*write_done=*/true);
 }
 
 void RootlockTxQueue::RunnerLoop() {
@@ -132,7 +132,8 @@ void RootlockTxQueue::RunnerLoop() {
   std::unique_lock root(root_lock_);
   while (!runner_stop_.load()) {
     const Tsc now = Now();
-    if (!RunnerReady(now)) {
+    const FlushTrigger why = RunnerReady(now);
+    if (why == FlushTrigger::kNone) {
       // Sleep until an enqueue, a restarted queue, the drain or the buffer's timer; at most
       // kIrqIdlePoll, so nothing is ever left waiting on a missed signal.
       const Tsc by = qdisc_.empty() ? kNever : policy_.FlushBy(first_enqueued_);
@@ -143,6 +144,7 @@ void RootlockTxQueue::RunnerLoop() {
     }
     running_ = true;
     counters_.runs.Add();
+    counters_.flush_triggers[static_cast<size_t>(why)].Add();
     Run(root);
     if (!qdisc_.empty()) first_enqueued_ = Now();  // what is left starts a new wait
   }

@@ -31,8 +31,8 @@ class RootlockTxQueue final : public TxQueue {
   void WakeRunner() override;
   // __qdisc_run. Called with root held and running_ set by the caller; clears running_.
   void Run(std::unique_lock<std::mutex>& root);
-  // Whether the dedicated runner should run the qdisc now. Called under root_lock_.
-  bool RunnerReady(Tsc now) const;
+  // Why the dedicated runner should run the qdisc now (kNone: not yet). Under root_lock_.
+  FlushTrigger RunnerReady(Tsc now) const;
 
   std::mutex root_lock_;
   std::condition_variable space_cv_;

@@ -74,6 +74,9 @@ struct TxQueueCounters {
   // explain an idle wire.
   Counter irq_max_late_tsc;
   std::array<Counter, kMaxBatch + 1> batch_hist;  // frames offered per Xmit call
+  // A dedicated runner's runs, by why it ran (buffer:N's N, its timer, the drain; count:N runs
+  // on whatever is there: kWriteDone).
+  std::array<Counter, kFlushTriggers> flush_triggers;
 };
 
 class TxQueue {

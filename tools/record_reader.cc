@@ -71,6 +71,12 @@ CellResult ResultFrom(const json& r) {
   x.drops = r.at("drops").get<std::map<std::string, uint64_t>>();
   x.drops_total = r.at("drops_total");
   x.latency = SummaryFrom(r.at("latency_ns"));
+  if (const json& t = r.value("flush_triggers", json()); t.is_object()) {
+    x.flush_triggers[static_cast<size_t>(FlushTrigger::kFull)] = t.at("full");
+    x.flush_triggers[static_cast<size_t>(FlushTrigger::kTimer)] = t.at("timer");
+    x.flush_triggers[static_cast<size_t>(FlushTrigger::kWriteDone)] = t.at("write_done");
+    x.flush_triggers[static_cast<size_t>(FlushTrigger::kEnd)] = t.at("end");
+  }
   if (const json& l = r.value("link", json()); !l.is_null())
     x.link = LinkResult{l.at("offered"),         l.at("lost"),        l.at("dropped_limit"),
                         l.at("duplicated"),      l.at("corrupted"),   l.at("reordered"),

@@ -42,6 +42,10 @@ TEST(Noqueue, BufferPolicyFormsFullBatchesOfSmallDatagrams) {
   const json& on = run.doc["records"][1]["results"];
   EXPECT_DOUBLE_EQ(off["avg_batch"].get<double>(), 1.0);
   EXPECT_GE(on["avg_batch"].get<double>(), 31.0);  // every call but a final partial one
+  // Unpaced, buffer:32 fills before any timer could fire (it has none): full, then one end.
+  EXPECT_GT(on["flush_triggers"]["full"].get<uint64_t>(), 0u);
+  EXPECT_EQ(on["flush_triggers"]["timer"], 0);
+  EXPECT_LE(on["flush_triggers"]["end"].get<uint64_t>(), 1u);
   for (const json* r : {&off, &on}) {
     EXPECT_TRUE((*r)["accounting"]["balanced"].get<bool>());
     EXPECT_EQ((*r)["drops_total"], 0);

@@ -96,6 +96,9 @@ TEST(BufferPolicy, ParsesAndFlushesOnCountOrTimeout) {
   EXPECT_FALSE(policy->FlushNow(31, 0, 99'000, true));  // a finished write does not flush it
   EXPECT_TRUE(policy->FlushNow(32, 0, 0, false));       // N frames do
   EXPECT_TRUE(policy->FlushNow(1, 0, 100'000, false));  // so does the drain timer
+  EXPECT_EQ(policy->Trigger(32, 0, 0, false), FlushTrigger::kFull);
+  EXPECT_EQ(policy->Trigger(1, 0, 100'000, false), FlushTrigger::kTimer);
+  EXPECT_EQ(policy->Trigger(31, 0, 99'000, true), FlushTrigger::kNone);
   EXPECT_EQ(policy->FlushBy(5), 100'005u);
   auto untimed = MakeFlushPolicy(*ParsePolicySpec("buffer:8"), hz);
   EXPECT_EQ(untimed->FlushBy(0), kNever);
@@ -106,6 +109,8 @@ TEST(CountPolicy, FlushesWhatAWriteProducedOrNFrames) {
   auto policy = MakeFlushPolicy(*ParsePolicySpec("count:4"), 1e9);
   EXPECT_FALSE(policy->FlushNow(3, 0, 0, false));
   EXPECT_TRUE(policy->FlushNow(3, 0, 0, true));  // never waits beyond what is there
+  EXPECT_EQ(policy->Trigger(3, 0, 0, true), FlushTrigger::kWriteDone);
+  EXPECT_EQ(policy->Trigger(4, 0, 0, true), FlushTrigger::kFull);
   EXPECT_TRUE(policy->FlushNow(4, 0, 0, false));
   EXPECT_FALSE(policy->FlushNow(0, 0, 0, true));
   EXPECT_EQ(policy->FlushBy(0), kNever);
