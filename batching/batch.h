@@ -30,12 +30,16 @@ class Batch {
   }
   // Drops the first `n` frames from the batch after a driver accepted them, keeping the rest
   // (the ones the caller still owns) at the front, in order.
+  // Drops the first `n` frames (a driver took them; they may already be freed, so only the
+  // frames that stay are read).
   void ConsumeFront(uint16_t n) {
-    uint32_t gone = 0;
-    for (uint16_t i = 0; i < n; ++i) gone += rte_pktmbuf_pkt_len(frames_[i]);
-    for (uint16_t i = n; i < count_; ++i) frames_[i - n] = frames_[i];
+    uint32_t kept = 0;
+    for (uint16_t i = n; i < count_; ++i) {
+      frames_[i - n] = frames_[i];
+      kept += rte_pktmbuf_pkt_len(frames_[i]);
+    }
     count_ = static_cast<uint16_t>(count_ - n);
-    bytes_ -= gone;
+    bytes_ = kept;
   }
 
   std::span<rte_mbuf*> frames() { return {frames_.data(), count_}; }

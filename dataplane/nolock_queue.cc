@@ -67,6 +67,10 @@ void NolockTxQueue::TryRun(Counter& runs) {
       continue;
     }
     missed_.store(false);
+    // Frames pushed by a producer that lost the flag, and a restart the txirq published, must be
+    // seen by this run: order them before its first look at the queue (C++'s model, not only
+    // x86's, guarantees it with the fence).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
     if (!counted) runs.Add();
     counted = true;
     quota = Run(quota);
@@ -162,6 +166,12 @@ void NolockTxQueue::RunnerLoop() {
   if (registered) rte_thread_unregister();
 }
 
-bool NolockTxQueue::QdiscIdle() { return !running_.load() && qdisc_.empty(); }
+bool NolockTxQueue::QdiscIdle() {
+  // Backlog, then the flag, then the backlog again: a holder sets the flag before it dequeues
+  // and clears it only after transmitting and requeueing, so frames it took are seen either in
+  // the backlog or through the flag.
+  if (!qdisc_.empty() || running_.load()) return false;
+  return qdisc_.empty();
+}
 
 }  // namespace txbatch

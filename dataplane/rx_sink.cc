@@ -5,8 +5,12 @@
 
 namespace txbatch {
 
-RxSink::RxSink(const RunWindow& window, double tsc_hz, unsigned flows)
-    : window_(window), ns_per_tsc_(1e9 / tsc_hz), flows_(flows), meta_offset_(TxMetaOffset()) {}
+RxSink::RxSink(const RunWindow& window, double tsc_hz, unsigned flows, uint64_t seq_window)
+    : window_(window),
+      ns_per_tsc_(1e9 / tsc_hz),
+      seq_window_(std::bit_ceil(std::max<uint64_t>(seq_window, uint64_t{1} << 16))),
+      flows_(flows, Flow{0, std::vector<uint64_t>(seq_window_ / 64, 0)}),
+      meta_offset_(TxMetaOffset()) {}
 
 void RxSink::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival) {
   for (size_t i = 0; i < frames.size(); ++i) {
@@ -54,13 +58,16 @@ void RxSink::Track(Flow& flow, uint64_t seq) {
   if (seq >= flow.expect) {
     const uint64_t gap = seq - flow.expect;
     lost_.Add(gap);
-    for (uint64_t s = gap > kSeqWindow ? seq - kSeqWindow : flow.expect; s < seq; ++s)
-      flow.Mark(s, false);
-    flow.Mark(seq, true);
+    for (uint64_t s = gap > seq_window_ ? seq - seq_window_ : flow.expect; s < seq; ++s)
+      Mark(flow, s, false);
+    Mark(flow, seq, true);
     flow.expect = seq + 1;
-  } else if (flow.expect - seq <= kSeqWindow && !flow.Seen(seq)) {
+  } else if (flow.expect - seq > seq_window_) {
+    late_.Add();  // too late to tell a gap it fills from a duplicate
+    duplicated_.Add();
+  } else if (!Seen(flow, seq)) {
     // It fills a gap counted as lost when a later frame came first: reordered, not lost.
-    flow.Mark(seq, true);
+    Mark(flow, seq, true);
     lost_.Add(~uint64_t{0});  // lost - 1 (one writer: a wrapping add)
     reordered_.Add();
   } else {
@@ -92,6 +99,7 @@ SinkCounts RxSink::counts() const {
   c.lost = lost_.Get();
   c.duplicated = duplicated_.Get();
   c.reordered = reordered_.Get();
+  c.late_beyond_window = late_.Get();
   c.arrival_before_tx = arrival_before_tx_.Get();
   c.window_frames = window_frames_.Get();
   c.window_payload_bytes = window_payload_bytes_.Get();

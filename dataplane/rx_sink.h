@@ -25,17 +25,21 @@ struct SinkCounts {
   uint64_t received = 0;  // txbatch frames received
   uint64_t foreign = 0;   // frames without a valid txbatch header
   std::array<uint64_t, kParseStatuses> foreign_by_status{};  // indexed by ParseStatus
-  uint64_t reordered = 0;   // arrived after a later frame of its flow (filled a gap: not lost)
-  uint64_t lost = 0;        // sequence gaps
-  uint64_t duplicated = 0;  // sequence numbers seen again or late
-  uint64_t arrival_before_tx = 0;  // model sanity: a frame arriving before it was stamped
-  uint64_t window_frames = 0;      // received with arrival in the run window
+  uint64_t reordered = 0;  // arrived after a later frame of its flow (filled a gap: not lost)
+  uint64_t late_beyond_window = 0;  // arrived too late to tell (counted as duplicated)
+  uint64_t lost = 0;                // sequence gaps
+  uint64_t duplicated = 0;          // sequence numbers seen again or late
+  uint64_t arrival_before_tx = 0;   // model sanity: a frame arriving before it was stamped
+  uint64_t window_frames = 0;       // received with arrival in the run window
   uint64_t window_payload_bytes = 0;
 };
 
 class RxSink {
  public:
-  RxSink(const RunWindow& window, double tsc_hz, unsigned flows);
+  // `seq_window`: how far behind the newest frame of its flow a late frame may arrive and still be
+  // told apart as reordered (filling a gap) or duplicated; rounded up to a power of two, at least
+  // 65536. A link that holds many frames needs a wider one (RunCell: 4 x its limit).
+  RxSink(const RunWindow& window, double tsc_hz, unsigned flows, uint64_t seq_window = 0);
 
   // Generation is over and nothing is in flight: flow f's last frame had sequence number
   // next_seq[f] - 1, so frames missing at its end were lost too (no later frame reveals them).
@@ -65,26 +69,28 @@ class RxSink {
 
   const RunWindow& window_;
   double ns_per_tsc_;
-  // Per flow: the next sequence number expected and which of the kSeqWindow numbers below it
+  // Per flow: the next sequence number expected and which of the seq_window_ numbers below it
   // arrived, so a late frame that fills a gap (reordered: not lost after all) is told apart from
   // a duplicate.
-  static constexpr uint64_t kSeqWindow = 1 << 16;
   struct Flow {
     uint64_t expect = 0;
-    std::vector<uint64_t> seen = std::vector<uint64_t>(kSeqWindow / 64, 0);
-    bool Seen(uint64_t seq) const { return seen[(seq % kSeqWindow) / 64] >> (seq % 64) & 1; }
-    void Mark(uint64_t seq, bool v) {
-      uint64_t& w = seen[(seq % kSeqWindow) / 64];
-      w = v ? w | (uint64_t{1} << (seq % 64)) : w & ~(uint64_t{1} << (seq % 64));
-    }
+    std::vector<uint64_t> seen;  // a bit per sequence number, modulo the window
   };
+  bool Seen(const Flow& f, uint64_t seq) const {
+    return f.seen[(seq & (seq_window_ - 1)) / 64] >> (seq % 64) & 1;
+  }
+  void Mark(Flow& f, uint64_t seq, bool v) {
+    uint64_t& w = f.seen[(seq & (seq_window_ - 1)) / 64];
+    w = v ? w | (uint64_t{1} << (seq % 64)) : w & ~(uint64_t{1} << (seq % 64));
+  }
+  const uint64_t seq_window_;
   void Track(Flow& flow, uint64_t seq);
   std::vector<Flow> flows_;
   LatencyHistogram latency_;
   LatencyHistogram before_driver_, driver_ring_, wire_;
   std::array<LatencyHistogram, kPositionBuckets> position_;
   const int meta_offset_;
-  Counter received_, foreign_, lost_, duplicated_, reordered_, arrival_before_tx_;
+  Counter received_, foreign_, lost_, duplicated_, reordered_, late_, arrival_before_tx_;
   Counter window_frames_, window_payload_bytes_;
   std::array<Counter, kParseStatuses> foreign_by_status_;
 };

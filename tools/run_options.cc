@@ -189,6 +189,14 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                                          "--qdisc none or --runner dedicated (an inline runner "
                                          "never waits); valid with this shape: count:N",
                                          p.ToString()));
+        for (const PolicySpec& p : plan.policies)
+          if (p.kind == PolicyKind::kBuffer && r == "dedicated" && p.timeout_us == 0 &&
+              p.frames > a.txqueuelen)
+            return MakeError(EINVAL,
+                             fmt::format("policy {} waits for {} frames, more than a band of "
+                                         "--txqueuelen {} can hold, and has no drain timer: it "
+                                         "would never send; valid: buffer:N:T, or N <= {}",
+                                         p.ToString(), p.frames, a.txqueuelen, a.txqueuelen));
         QdiscShape shape;
         shape.noqueue = q == "none";
         shape.dedicated = r == "dedicated";

@@ -29,7 +29,8 @@ class EmuNic final : public TxDriver {
         doorbell_tsc_(o.doorbell_ns * tsc_hz / 1e9),
         desc_tsc_(o.desc_ns * tsc_hz / 1e9),
         ring_(o.ring),
-        meta_offset_(TxMetaOffset()) {
+        meta_offset_(TxMetaOffset()),
+        idle_poll_tsc_(static_cast<Tsc>(125e-6 * tsc_hz)) {
     if (link != nullptr && link->Active()) link_.emplace(*link, tsc_hz);
   }
 
@@ -120,7 +121,11 @@ class EmuNic final : public TxDriver {
 
   Tsc NextCompletion() const override {
     const Tsc link_next = link_ ? link_->NextArrival() : kNever;
-    if (count_ == 0) return link_next;
+    // An empty ring with frames still in the link: wake by the link's next arrival, but no later
+    // than an idle ring would (the txirq's idle poll), so frames sent meanwhile are reclaimed as
+    // they would be without a link.
+    if (count_ == 0)
+      return link_next == kNever ? kNever : std::min(link_next, Now() + idle_poll_tsc_);
     const unsigned k = std::min(count_, options_.free_thresh);
     return std::min(link_next, ring_[(head_ + k - 1) % ring_.size()].departure);
   }
@@ -202,6 +207,7 @@ class EmuNic final : public TxDriver {
   const WireSpec wire_{};
   std::vector<Desc> ring_;
   const int meta_offset_;  // TxMetaOffset(): where the ring wait is recorded, or -1
+  const Tsc idle_poll_tsc_;  // the txirq's idle poll (kIrqIdlePoll, 125 us) in TSC
   unsigned head_ = 0;
   unsigned count_ = 0;
   bool stopped_ = false;

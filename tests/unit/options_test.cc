@@ -90,6 +90,14 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
   add(
       "sync", [](RunArgs& a) { a.sync = "seqlock"; }, "valid: rootlock, nolock");
   add(
+      "buffer deeper than the band, no timer",
+      [](RunArgs& a) {
+        a.runner = "dedicated";
+        a.policy = "buffer:64";
+        a.txqueuelen = 32;
+      },
+      "would never send");
+  add(
       "sync without a qdisc",
       [](RunArgs& a) {
         a.sync = "nolock";
