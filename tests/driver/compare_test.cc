@@ -33,9 +33,9 @@ void ExpectRoundsInterleavedAndBalanced(const json& doc, int rounds) {
 TEST(Compare, SmallFramesOnIxgbeWithADoorbellCostAreBetterBatched) {
   const auto run = RunTxbatch(
       "compare --driver emu:ixgbe,doorbell_ns=150 --proto udp --size 18 --procs 2 "
-      "--runner dedicated --batch 1,32 --rounds 4 --duration 0.3 --warmup 0.1");
+      "--runner dedicated --batch 1,32 --rounds 8 --duration 0.2 --warmup 0.05");
   ASSERT_EQ(run.status, 0) << run.err;
-  ExpectRoundsInterleavedAndBalanced(run.doc, 4);
+  ExpectRoundsInterleavedAndBalanced(run.doc, 8);
   const json& c = run.doc["comparison"];
   EXPECT_EQ(c["axis"], "--batch/--policy");
   EXPECT_EQ(c["a"], "count:1");
@@ -48,9 +48,9 @@ TEST(Compare, SmallFramesOnIxgbeWithADoorbellCostAreBetterBatched) {
 }
 
 TEST(Compare, FullFramesOnE1000AreLinkBoundSoOnlyTheCostPerFrameMoves) {
-  const auto run = RunTxbatch("compare --rounds 6 --duration 0.3 --warmup 0.1");  // defaults
+  const auto run = RunTxbatch("compare --rounds 8 --duration 0.25 --warmup 0.05");  // defaults
   ASSERT_EQ(run.status, 0) << run.err;
-  ExpectRoundsInterleavedAndBalanced(run.doc, 6);
+  ExpectRoundsInterleavedAndBalanced(run.doc, 8);
   for (const json& rec : run.doc["records"])
     EXPECT_TRUE(rec["results"]["link_bound"].get<bool>()) << rec["results"].dump();
   auto m = MetricsByName(run.doc);
