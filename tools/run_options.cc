@@ -103,10 +103,12 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                  "Runner style: inline (a producer that finds the qdisc idle runs it, Linux) or "
                  "dedicated (one runner thread per queue sends, producers only enqueue, DPDK)")
       ->capture_default_str();
-  cmd.add_option("--sync", a.sync,
-                 "Qdisc locking: rootlock (one lock around enqueue and dequeue, Linux before "
-                 "4.16) or nolock (lock-free bands, an exclusive run flag and a private requeue "
-                 "slot, Linux 4.16 on: TCQ_F_NOLOCK)")
+  cmd.add_option(
+         "--sync", a.sync,
+         "Qdisc locking: rootlock (one lock around enqueue and dequeue, Linux before "
+         "4.16) or nolock (lock-free bands, an exclusive run flag and a private requeue "
+         "slot, Linux 4.16 on: TCQ_F_NOLOCK). --runner, --sync and --qdisc take comma-separated "
+         "lists too: a grid axis")
       ->capture_default_str();
   cmd.add_option("--qdisc", a.qdisc,
                  "Qdisc: pfifo_fast (3 bands, drop-tail), or none (Linux noqueue: each producer "

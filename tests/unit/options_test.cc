@@ -200,10 +200,24 @@ TEST(Cli, UnwritableJsonPathIsBadInputBeforeAnythingRuns) {
 TEST(Cli, HelpExplainsEveryOptionWithItsDefault) {
   const Outcome o = RunTxbatch("run --help");
   EXPECT_EQ(o.status, 0);
-  for (const char* opt : {"--driver", "--batch", "--policy", "--size", "--procs", "--duration",
-                          "--warmup", "--proto", "--mtu", "--rate", "--producer", "--txqueuelen",
-                          "--runner", "--sync", "--qdisc", "--json", "--eal-memory"})
+  for (const char* opt : {"--driver",     "--batch",
+                          "--policy",     "--size",
+                          "--procs",      "--duration",
+                          "--warmup",     "--proto",
+                          "--mtu",        "--rate",
+                          "--producer",   "--txqueuelen",
+                          "--runner",     "--sync",
+                          "--qdisc",      "--json",
+                          "--eal-memory", "--rounds",
+                          "--link",       "or nolock",
+                          "grid axis",    "distribution uniform|normal"})
     EXPECT_NE(o.out.find(opt), std::string::npos) << opt;
+  // Every command documents itself.
+  for (const char* cmd : {"compare --help", "sweep --help", "tune --help", "report --help"}) {
+    const Outcome h = RunTxbatch(cmd);
+    EXPECT_EQ(h.status, 0) << cmd;
+    EXPECT_NE(h.out.find("--"), std::string::npos) << cmd;
+  }
   EXPECT_NE(o.out.find("4096,16384,65536,131072,262144"), std::string::npos);
   EXPECT_NE(o.out.find("default: emu:e1000"), std::string::npos);
 }
