@@ -13,6 +13,9 @@ class Counter {
   void Add(uint64_t n = 1) {
     v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
+  void Sub(uint64_t n = 1) {
+    v_.store(v_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+  }
   // Raises the value to `v` if larger (same single-writer rule).
   void Max(uint64_t v) {
     if (v > Get()) v_.store(v, std::memory_order_relaxed);

@@ -77,7 +77,8 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
                            const std::vector<int>& cpus, const std::atomic<bool>& stop) {
   RunWindow window;
   // A link holds up to `limit` frames: a late frame may trail that many and more.
-  RxSink sink(window, tsc_hz, cfg.procs, cfg.link ? uint64_t{4} * cfg.link->limit : 0);
+  RxSink sink(window, tsc_hz, cfg.procs, cfg.link ? uint64_t{4} * cfg.link->limit : 0,
+              /*verify_headers=*/cfg.link && cfg.link->corrupt > 0);
   auto created = CreateDriver(cfg.driver_spec, pool, cfg.mtu, sink, window, tsc_hz,
                               cfg.link ? &*cfg.link : nullptr);
   if (!created) return created.error();

@@ -39,7 +39,11 @@ class RxSink {
   // `seq_window`: how far behind the newest frame of its flow a late frame may arrive and still be
   // told apart as reordered (filling a gap) or duplicated; rounded up to a power of two, at least
   // 65536. A link that holds many frames needs a wider one (RunCell: 4 x its limit).
-  RxSink(const RunWindow& window, double tsc_hz, unsigned flows, uint64_t seq_window = 0);
+  // `verify_headers`: check every txbatch frame's headers (VerifyHeaders) and count failures as
+  // corrupt — needed only behind a link that corrupts; it costs an IPv4 checksum per frame, and
+  // the null emu model runs the sink inside its Xmit, where that would count as TX cycles.
+  RxSink(const RunWindow& window, double tsc_hz, unsigned flows, uint64_t seq_window = 0,
+         bool verify_headers = false);
 
   // Generation is over and nothing is in flight: flow f's last frame had sequence number
   // next_seq[f] - 1, so frames missing at its end were lost too (no later frame reveals them).
@@ -84,6 +88,7 @@ class RxSink {
     w = v ? w | (uint64_t{1} << (seq % 64)) : w & ~(uint64_t{1} << (seq % 64));
   }
   const uint64_t seq_window_;
+  const bool verify_headers_;
   void Track(Flow& flow, uint64_t seq);
   std::vector<Flow> flows_;
   LatencyHistogram latency_;

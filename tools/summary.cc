@@ -8,20 +8,13 @@
 namespace txbatch {
 namespace {
 
-double MedianOf(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // The median over rounds of a value that may be null; null if it is null in every round.
 template <class Get>
 std::optional<double> MedianOpt(const std::vector<const CellRecord*>& runs, Get get) {
   std::vector<double> v;
   for (const CellRecord* r : runs)
     if (const std::optional<double> x = get(r->result)) v.push_back(*x);
-  return v.empty() ? std::nullopt : std::optional<double>(MedianOf(v));
+  return v.empty() ? std::nullopt : std::optional<double>(txbatch::Median(v));
 }
 
 double Median(const std::vector<const CellRecord*>& runs, double CellResult::*f) {

@@ -4,31 +4,22 @@
 // 1 internal error. SIGINT/SIGTERM stop the run, print and write what was measured, clean up.
 
 #include <fmt/format.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
-#include "dataplane/eal.h"
 #include "dataplane/experiment.h"
-#include "dataplane/mempool.h"
 #include "drivers/emu/emu.h"
-#include "drivers/factory.h"
 #include "tools/compare.h"
 #include "tools/record_reader.h"
 #include "tools/report.h"

@@ -8,15 +8,14 @@
 #include <vector>
 
 namespace txbatch {
-namespace {
+namespace {}  // namespace
 
 double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
-
-}  // namespace
 
 std::optional<RatioEstimate> EstimateRatio(std::span<const double> a, std::span<const double> b) {
   std::vector<double> as, bs, d;
