@@ -4,7 +4,7 @@
 // driver completed (Completed); the limit grows when the queue ran dry while it was over the
 // limit (starvation: the limit was too small for the completion latency) and shrinks by the
 // smallest slack seen once slack has persisted for the hold time. The `bql` policy will bound
-// each bulk dequeue by Avail() (issue 5; not wired into the runner yet).
+// each bulk dequeue by Avail() (TxQueue keeps one per queue, under its TX lock).
 //
 // Where it differs from the kernel: time is the TSC, not jiffies; the limit is 32-bit bytes; the
 // stall-detection statistics added in Linux 6.x are not kept. Not thread-safe: the caller's TX
@@ -18,6 +18,15 @@ namespace txbatch {
 
 // DQL_MAX_LIMIT: UINT_MAX / 2 - DQL_MAX_OBJECT (UINT_MAX / 16), as the kernel bounds it.
 inline constexpr uint32_t kDqlMaxLimit = UINT32_MAX / 2 - UINT32_MAX / 16;
+
+// The limit's bounds and hold time, as sysfs byte_queue_limits/limit_min, limit_max and
+// hold_time set them (--bql-limit-min, --bql-limit-max, --bql-hold-time).
+struct BqlBounds {
+  uint32_t limit_min = 0;
+  uint32_t limit_max = kDqlMaxLimit;
+  double hold_s = 1.0;  // the kernel's default: HZ jiffies
+  bool operator==(const BqlBounds&) const = default;
+};
 
 class DynamicQueueLimits {
  public:

@@ -2,23 +2,92 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 namespace txbatch {
 
+namespace {
+
+// The policies without parameters, by name.
+struct NamedPolicy {
+  std::string_view name;
+  PolicyKind kind;
+};
+constexpr NamedPolicy kNamed[] = {{"bql", PolicyKind::kBql},
+                                  {"linux-2014", PolicyKind::kLinux2014},
+                                  {"linux-2025", PolicyKind::kLinux2025},
+                                  {"blist-2007", PolicyKind::kBlist2007}};
+
+// The byte budget BQL gives a bulk: dql_avail, or 0 (the first frame alone) without BQL.
+int64_t BqlBytes(const DequeueContext& ctx) { return ctx.has_bql ? ctx.bql_avail : 0; }
+
+}  // namespace
+
+std::string_view HandoverName(Handover h) {
+  switch (h) {
+    case Handover::kBurst: return "burst";
+    case Handover::kXmitMore: return "xmit_more";
+    case Handover::kList: return "list";
+  }
+  return "?";
+}
+
 std::string PolicySpec::ToString() const {
   if (kind == PolicyKind::kCount) return fmt::format("count:{}", frames);
-  return timeout_us > 0 ? fmt::format("buffer:{}:{:g}", frames, timeout_us)
-                        : fmt::format("buffer:{}", frames);
+  if (kind == PolicyKind::kBuffer)
+    return timeout_us > 0 ? fmt::format("buffer:{}:{:g}", frames, timeout_us)
+                          : fmt::format("buffer:{}", frames);
+  for (const NamedPolicy& p : kNamed)
+    if (p.kind == kind) return std::string(p.name);
+  return "?";
+}
+
+FlushTrigger FlushPolicy::Trigger(uint16_t size, Tsc, Tsc, bool write_done) const {
+  if (size >= spec_.frames) return FlushTrigger::kFull;
+  return write_done && size > 0 ? FlushTrigger::kWriteDone : FlushTrigger::kNone;
+}
+
+DequeueBudget BqlPolicy::Budget(const DequeueContext& ctx) const {
+  return {kMaxBatch, BqlBytes(ctx), Handover::kBurst};
+}
+
+DequeueBudget LinuxBulkPolicy::Budget(const DequeueContext& ctx) const {
+  if (ctx.requeued > 0) {
+    // 2014: dev_requeue_skb kept the refused remainder as one list (q->gso_skb), which the next
+    // dequeue returns as it was. 2025: requeued frames sit in a queue and come back one by one,
+    // without bulking (dequeue_skb returns a gso_skb alone).
+    const auto n = cap_by_quota_ ? uint16_t{1}
+                                 : static_cast<uint16_t>(std::min<unsigned>(ctx.requeued, kMaxBatch));
+    return {n, INT64_MAX, Handover::kXmitMore};
+  }
+  // try_bulk_dequeue_skb_slow: the first frame and up to 8 more, no byte limit.
+  if (!ctx.may_bulk) return {kSlowPathExtra + 1, INT64_MAX, Handover::kXmitMore};
+  const uint16_t frames =
+      cap_by_quota_ ? static_cast<uint16_t>(std::clamp(ctx.quota_left, 1, int{kMaxBatch}))
+                    : kMaxBatch;
+  return {frames, BqlBytes(ctx), Handover::kXmitMore};
+}
+
+DequeueBudget BlistPolicy::Budget(const DequeueContext& ctx) const {
+  return {static_cast<uint16_t>(std::clamp<unsigned>(ctx.free_slots, 1, kMaxBatch)), INT64_MAX,
+          Handover::kList};
 }
 
 Result<PolicySpec> ParsePolicySpec(std::string_view text) {
   const auto bad = [&](std::string_view why) {
     return MakeError(EINVAL, fmt::format("policy '{}' {}; valid: count:N or buffer:N[:T] with N "
-                                         "in 1..{} and T in 1..1000000 microseconds",
+                                         "in 1..{} and T in 1..1000000 microseconds, bql, "
+                                         "linux-2014, linux-2025 or blist-2007",
                                          text, why, kMaxBatch));
   };
   PolicySpec spec;
+  for (const NamedPolicy& p : kNamed)
+    if (text == p.name) {
+      spec.kind = p.kind;
+      spec.frames = kMaxBatch;
+      return spec;
+    }
   std::string_view rest;
   if (text.starts_with("count:")) {
     spec.kind = PolicyKind::kCount;
@@ -49,7 +118,14 @@ Result<PolicySpec> ParsePolicySpec(std::string_view text) {
 }
 
 std::unique_ptr<FlushPolicy> MakeFlushPolicy(const PolicySpec& spec, double tsc_hz) {
-  if (spec.kind == PolicyKind::kBuffer) return std::make_unique<BufferPolicy>(spec, tsc_hz);
+  switch (spec.kind) {
+    case PolicyKind::kCount: return std::make_unique<CountPolicy>(spec);
+    case PolicyKind::kBuffer: return std::make_unique<BufferPolicy>(spec, tsc_hz);
+    case PolicyKind::kBql: return std::make_unique<BqlPolicy>(spec);
+    case PolicyKind::kLinux2014:
+    case PolicyKind::kLinux2025: return std::make_unique<LinuxBulkPolicy>(spec);
+    case PolicyKind::kBlist2007: return std::make_unique<BlistPolicy>(spec);
+  }
   return std::make_unique<CountPolicy>(spec);
 }
 

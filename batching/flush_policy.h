@@ -1,12 +1,23 @@
 #pragma once
-// Flush policies: how many of the frames already queued one dequeue takes into a batch, and
-// when an accumulating batch goes. A named, testable object (STYLE.md); drivers never decide
-// batch sizes.
+// Batching policies: how many of the frames already queued one bulk dequeue takes, how they go
+// to the driver, and when an accumulating batch goes. Named, testable objects (STYLE.md); drivers
+// never decide batch sizes.
 //
-// `count:N` (take at most N frames already queued, never wait; N = 1 is batching off) and
-// `buffer:N[:T]` (accumulate N frames or until the first has waited T µs) exist; byte budgets
-// (BQL) and the kernel's run-quota rules arrive through the same seam: a policy answers "how
-// much may the next dequeue take" and may learn from what the driver completed.
+// * `count:N` — take at most N frames already queued, never wait (N = 1 is batching off);
+// * `buffer:N[:T]` — accumulate N frames or until the first has waited T µs (rte_eth_tx_buffer);
+// * `bql` — take frames while their bytes fit what Linux's dynamic queue limits allow
+//   (dql_avail), handed over in one driver call;
+// * `linux-2014` — Linux 3.18's bulk dequeue: bounded only by BQL, each frame its own driver
+//   call with xmit_more on all but the last (one doorbell per bulk); a qdisc that is not the
+//   device's default pfifo_fast takes the slow path (8 frames after the first); a refused remainder comes
+//   back as the bulk it was;
+// * `linux-2025` — as 2014, but each bulk is also capped by what is left of the run's quota
+//   (upstream 0345552a653c), and a requeued frame comes back alone, without bulking or xmit_more;
+// * `blist-2007` — the batching skb API: the frames go on a per-device list the driver drains in
+//   one call (hard_start_xmit_batch), bounded by the driver's free slots.
+//
+// A policy answers "what may the next dequeue take, and how does it go" from what the runner
+// knows (DequeueContext); the runner, the qdisc and BQL (batching/dql.h) do the rest.
 
 #include <cstdint>
 #include <memory>
@@ -19,13 +30,41 @@
 
 namespace txbatch {
 
-// What the next bulk dequeue may take.
-struct DequeueBudget {
-  uint16_t frames = 1;
-  uint32_t bytes = UINT32_MAX;
+// Linux dev_tx_weight: frames one qdisc run may send before it must yield and reschedule.
+inline constexpr int kDevTxWeight = 64;
+// Linux try_bulk_dequeue_skb_slow: a qdisc that may not bulk adds at most this many frames to
+// the first one (`do { ... } while (++cnt < 8)`: 9 in all).
+inline constexpr uint16_t kSlowPathExtra = 8;
+
+// How a bulk goes to the driver.
+enum class Handover : uint8_t {
+  kBurst,     // one Xmit call with the whole batch (DPDK rte_eth_tx_burst): count, buffer, bql
+  kXmitMore,  // one call per frame, xmit_more on all but the last (Linux 3.18+ bulk dequeue)
+  kList,      // a per-device list the driver drains in one call (2007 hard_start_xmit_batch)
+};
+std::string_view HandoverName(Handover h);
+
+// What the runner knows when it plans a bulk dequeue.
+struct DequeueContext {
+  int quota_left = kDevTxWeight;  // of this qdisc run
+  bool has_bql = false;           // the driver reports completions, so dql_avail means something
+  int64_t bql_avail = 0;          // bytes BQL lets the stack queue (dql_avail; may be negative)
+  bool may_bulk = true;           // the qdisc is the device's default (TCQ_F_ONETXQUEUE)
+  unsigned requeued = 0;          // frames waiting at the head after a driver refused them
+  unsigned free_slots = kMaxBatch;  // descriptors the driver has free (blist-2007)
 };
 
-enum class PolicyKind : uint8_t { kCount, kBuffer };
+// What the next bulk dequeue may take and how it goes. The first frame is always taken (a
+// dequeue that is allowed to run sends at least one); after it, frames are taken while fewer
+// than `frames` were and `bytes` is still positive (Linux try_bulk_dequeue_skb: bytelimit
+// = dql_avail - first frame's length, then `while (bytelimit > 0)` take one and subtract).
+struct DequeueBudget {
+  uint16_t frames = 1;
+  int64_t bytes = INT64_MAX;  // the byte budget, first frame included
+  Handover handover = Handover::kBurst;
+};
+
+enum class PolicyKind : uint8_t { kCount, kBuffer, kBql, kLinux2014, kLinux2025, kBlist2007 };
 
 // Why an accumulating batch went to the driver (counted per run: which trigger a buffer:N:T
 // policy actually hits).
@@ -41,49 +80,54 @@ inline constexpr size_t kFlushTriggers = 5;
 // A parsed --policy / --batch value.
 struct PolicySpec {
   PolicyKind kind = PolicyKind::kCount;
-  uint16_t frames = 1;           // N of count:N / buffer:N
+  uint16_t frames = 1;           // N of count:N / buffer:N (the kernel policies: kMaxBatch)
   double timeout_us = 0;         // T of buffer:N:T; 0 = no drain timer
-  std::string ToString() const;  // "count:32", "buffer:32:100"
+  std::string ToString() const;  // "count:32", "buffer:32:100", "linux-2014"
+  // Whether frames may be sent more than one per dequeue (false: batching off, count:1).
   bool batching() const { return frames > 1; }
+  // Whether the policy reads BQL's limit (the driver must report completions).
+  bool uses_bql() const {
+    return kind == PolicyKind::kBql || kind == PolicyKind::kLinux2014 ||
+           kind == PolicyKind::kLinux2025;
+  }
+  // The kernel's qdisc-run policies: they bulk-dequeue from a qdisc, so need one.
+  bool needs_qdisc() const { return uses_bql() || kind == PolicyKind::kBlist2007; }
   bool operator==(const PolicySpec&) const = default;
 };
 
-// Parses "count:N" or "buffer:N[:T]" (N in 1..kMaxBatch, T in µs, 1..1000000). Bad input gets
-// one sentence naming the valid forms.
+// Parses "count:N", "buffer:N[:T]" (N in 1..kMaxBatch, T in µs, 1..1000000), "bql",
+// "linux-2014", "linux-2025" or "blist-2007". Bad input gets one sentence naming the valid forms.
 Result<PolicySpec> ParsePolicySpec(std::string_view text);
 
 class FlushPolicy {
  public:
   virtual ~FlushPolicy() = default;
-  // Budget of the next bulk dequeue from a qdisc. Called under its root lock, once per batch.
-  virtual DequeueBudget Budget() const = 0;
-  // Producer-side accumulation (`--qdisc none`): whether a batch of `size` frames, the first
-  // of them buffered at `first`, goes to the driver now. `write_done`: the application write
-  // that produced them is complete (count:N takes only what is there; buffer:N waits for more).
-  virtual FlushTrigger Trigger(uint16_t size, Tsc first, Tsc now, bool write_done) const = 0;
+  // What the next bulk dequeue from a qdisc may take, and how it goes to the driver. Called by
+  // the qdisc's runner, once per bulk.
+  virtual DequeueBudget Budget(const DequeueContext& ctx) const = 0;
+  // Producer-side accumulation (`--qdisc none`) and the dedicated runner: whether a batch of
+  // `size` frames, the first of them buffered at `first`, goes now. `write_done`: the
+  // application write that produced them is complete (count:N takes only what is there;
+  // buffer:N waits for more).
+  virtual FlushTrigger Trigger(uint16_t size, Tsc first, Tsc now, bool write_done) const;
   bool FlushNow(uint16_t size, Tsc first, Tsc now, bool write_done) const {
     return Trigger(size, first, now, write_done) != FlushTrigger::kNone;
   }
   // When a batch whose first frame was buffered at `first` must go at the latest (kNever: no
   // drain timer).
-  virtual Tsc FlushBy(Tsc first) const = 0;
-  virtual const PolicySpec& spec() const = 0;
+  virtual Tsc FlushBy(Tsc) const { return kNever; }
+  const PolicySpec& spec() const { return spec_; }
+
+ protected:
+  explicit FlushPolicy(PolicySpec spec) : spec_(spec) {}
+  PolicySpec spec_;
 };
 
-// count:N — Linux bulk dequeue: at most N frames already queued, never waits for more.
+// count:N — at most N frames already queued, never waits for more.
 class CountPolicy final : public FlushPolicy {
  public:
-  explicit CountPolicy(PolicySpec spec) : spec_(spec) {}
-  DequeueBudget Budget() const override { return {spec_.frames, UINT32_MAX}; }
-  FlushTrigger Trigger(uint16_t size, Tsc, Tsc, bool write_done) const override {
-    if (size >= spec_.frames) return FlushTrigger::kFull;
-    return write_done && size > 0 ? FlushTrigger::kWriteDone : FlushTrigger::kNone;
-  }
-  Tsc FlushBy(Tsc) const override { return kNever; }
-  const PolicySpec& spec() const override { return spec_; }
-
- private:
-  PolicySpec spec_;
+  explicit CountPolicy(PolicySpec spec) : FlushPolicy(spec) {}
+  DequeueBudget Budget(const DequeueContext&) const override { return {spec_.frames}; }
 };
 
 // buffer:N[:T] — DPDK rte_eth_tx_buffer + drain timer: accumulate until N frames, or until the
@@ -91,10 +135,10 @@ class CountPolicy final : public FlushPolicy {
 class BufferPolicy final : public FlushPolicy {
  public:
   BufferPolicy(PolicySpec spec, double tsc_hz)
-      : spec_(spec),
+      : FlushPolicy(spec),
         timeout_tsc_(spec.timeout_us > 0 ? static_cast<Tsc>(spec.timeout_us * tsc_hz / 1e6)
                                          : kNever) {}
-  DequeueBudget Budget() const override { return {spec_.frames, UINT32_MAX}; }
+  DequeueBudget Budget(const DequeueContext&) const override { return {spec_.frames}; }
   FlushTrigger Trigger(uint16_t size, Tsc first, Tsc now, bool) const override {
     if (size >= spec_.frames) return FlushTrigger::kFull;
     return size > 0 && now >= FlushBy(first) ? FlushTrigger::kTimer : FlushTrigger::kNone;
@@ -102,11 +146,35 @@ class BufferPolicy final : public FlushPolicy {
   Tsc FlushBy(Tsc first) const override {
     return timeout_tsc_ == kNever ? kNever : first + timeout_tsc_;
   }
-  const PolicySpec& spec() const override { return spec_; }
 
  private:
-  PolicySpec spec_;
   Tsc timeout_tsc_;
+};
+
+// bql — frames while their bytes fit dql_avail, in one driver call. A driver without BQL
+// (nothing reports completions) gets one frame per dequeue, as Linux's bytelimit of 0 gives.
+class BqlPolicy final : public FlushPolicy {
+ public:
+  explicit BqlPolicy(PolicySpec spec) : FlushPolicy(spec) {}
+  DequeueBudget Budget(const DequeueContext& ctx) const override;
+};
+
+// linux-2014 and linux-2025 (`cap_by_quota`): see the top of this file.
+class LinuxBulkPolicy final : public FlushPolicy {
+ public:
+  explicit LinuxBulkPolicy(PolicySpec spec)
+      : FlushPolicy(spec), cap_by_quota_(spec.kind == PolicyKind::kLinux2025) {}
+  DequeueBudget Budget(const DequeueContext& ctx) const override;
+
+ private:
+  bool cap_by_quota_;
+};
+
+// blist-2007 — as many frames as the driver has free slots, on a list drained in one call.
+class BlistPolicy final : public FlushPolicy {
+ public:
+  explicit BlistPolicy(PolicySpec spec) : FlushPolicy(spec) {}
+  DequeueBudget Budget(const DequeueContext& ctx) const override;
 };
 
 std::unique_ptr<FlushPolicy> MakeFlushPolicy(const PolicySpec& spec, double tsc_hz);

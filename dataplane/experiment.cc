@@ -39,7 +39,7 @@ uint64_t InvoluntaryCtxsw() {
 
 struct Snapshot {
   uint64_t xmit_calls, offered, accepted, doorbells, tx_cycles, requeues, reschedules, ctxsw;
-  uint64_t requeued_frames, stops, waits, missed;
+  uint64_t requeued_frames, stops, waits, missed, bql_stops;
   std::array<uint64_t, kMaxBatch + 1> hist;
   double cpu_ns;
 };
@@ -92,6 +92,8 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   qcfg.noqueue = cfg.noqueue;
   qcfg.dedicated = cfg.dedicated;
   qcfg.nolock = cfg.nolock;
+  qcfg.pfifo = cfg.pfifo;
+  qcfg.bql = cfg.bql;
   // Stage timestamps cost ~4 ns a frame: only where a sink will read them.
   qcfg.track_stages = driver->counted_at() != CountedAt::kDriver;
   const std::unique_ptr<TxQueue> queue_ptr = MakeTxQueue(*driver, *policy, qcfg, window);
@@ -138,6 +140,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
     s.requeues = q.requeues.Get();
     s.requeued_frames = q.requeued_frames.Get();
     s.missed = q.missed.Get();
+    s.bql_stops = q.bql_stops.Get();
     s.stops = d.stops.Get();
     s.waits = q.waits.Get();
     s.reschedules = q.reschedules.Get();
@@ -206,13 +209,17 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   r.mb_per_s = static_cast<double>(dc.window_payload_bytes.Get()) / ws / 1e6;
   r.wire_gbps = static_cast<double>(dc.window_wire_bytes.Get()) * 8 / ws / 1e9;
   const uint64_t calls = b.xmit_calls - a.xmit_calls;
-  const uint64_t offered = b.offered - a.offered;
   const uint64_t accepted = b.accepted - a.accepted;
-  r.avg_batch = calls ? static_cast<double>(offered) / static_cast<double>(calls) : 0;
+  // Frames per handover (the queue's view: with xmit_more the driver sees one frame per call,
+  // but the bulk is what shares a doorbell).
+  uint64_t handovers = 0, handed = 0;
   for (size_t i = 1; i < a.hist.size(); ++i) {
     const uint64_t n = b.hist[i] - a.hist[i];
+    handovers += n;
+    handed += n * i;
     if (n) r.batch_hist[std::bit_floor(static_cast<unsigned>(i))] += n;
   }
+  r.avg_batch = handovers ? static_cast<double>(handed) / static_cast<double>(handovers) : 0;
   if (accepted > 0) {
     r.xmit_calls_per_pkt = static_cast<double>(calls) / static_cast<double>(accepted);
     if (driver->owns_doorbell())
@@ -227,6 +234,8 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   r.qdisc_missed = b.missed - a.missed;
   r.queue_stops = b.stops - a.stops;
   r.producer_waits = b.waits - a.waits;
+  if (const auto limit = queue.bql_limit())
+    r.bql = BqlResult{*limit, qc.bql_limit_max.Get(), b.bql_stops - a.bql_stops};
   r.reschedules = b.reschedules - a.reschedules;
   r.involuntary_ctxsw = b.ctxsw - a.ctxsw;
   r.latency = sink.latency().Summary();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "batching/dql.h"
 #include "batching/flush_policy.h"
 #include "dataplane/error.h"
 #include "dataplane/frame.h"
@@ -37,6 +38,8 @@ struct CellConfig {
   bool noqueue = false;    // --qdisc none: producers batch their own frames (Linux noqueue)
   bool dedicated = false;  // --runner dedicated: one runner thread sends, producers enqueue
   bool nolock = false;     // --sync nolock: lock-free bands + run flag (Linux >= 4.16)
+  bool pfifo = false;      // --qdisc pfifo: one band, installed by tc (kernel policies: slow path)
+  BqlBounds bql;           // --bql-limit-min/max, --bql-hold-time
   uint64_t seed = 1;
   std::optional<LinkSpec> link;  // --link: netem's impairments behind the emulated wire
 };
@@ -61,13 +64,20 @@ struct LinkResult {
   uint64_t sink_corrupt = 0;    // frames the receiver rejected (every one corrupted by the link)
 };
 
+// BQL over the run (policies that read it, on drivers that report completions).
+struct BqlResult {
+  uint64_t limit = 0;      // bytes, at the end of the run
+  uint64_t limit_max = 0;  // the largest it reached
+  uint64_t stops = 0;      // times it stopped the queue in the window (__QUEUE_STATE_STACK_XOFF)
+};
+
 struct CellResult {
   // Measured window
   double window_s = 0;
   uint64_t packets = 0;
   double mpps = 0, mb_per_s = 0, wire_gbps = 0;
   std::string counted_at;
-  double avg_batch = 0;
+  double avg_batch = 0;  // frames per handover to the driver (one call, or one xmit_more chain)
   std::map<unsigned, uint64_t> batch_hist;  // power-of-two bucket lower bound -> xmit calls
   double xmit_calls_per_pkt = 0;
   std::optional<double> doorbells_per_pkt;
@@ -83,6 +93,7 @@ struct CellResult {
   uint64_t drops_total = 0;
   std::optional<LatencySummary> latency;
   std::optional<LinkResult> link;
+  std::optional<BqlResult> bql;
   // Over the whole run: why batches went (producers' own batches under --qdisc none, a dedicated
   // runner's runs), indexed by FlushTrigger.
   std::array<uint64_t, kFlushTriggers> flush_triggers{};

@@ -26,12 +26,14 @@ bool LockfreePfifo::Enqueue(rte_mbuf* m, int band, bool* was_empty) {
   return true;
 }
 
-uint16_t LockfreePfifo::DequeueBulk(Batch& batch, uint16_t max_frames) {
-  uint16_t taken = requeue_.TakeInto(batch, max_frames, 0);
+uint16_t LockfreePfifo::DequeueBulk(Batch& batch, const DequeueBudget& budget) {
+  BulkLimit limit(budget);
+  uint16_t taken = requeue_.TakeInto(batch, limit, 0);
   for (auto& b : bands_) {
     unsigned from_band = 0;
     rte_mbuf* m;
-    while (taken < max_frames && !batch.full() && b->fifo.pop(m)) {
+    while (limit.Allows(taken) && !batch.full() && b->fifo.pop(m)) {
+      limit.Took(m);
       batch.Push(m);
       ++from_band;
       ++taken;

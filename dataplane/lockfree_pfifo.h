@@ -37,7 +37,10 @@ class LockfreePfifo {
   [[nodiscard]] bool Enqueue(rte_mbuf* m, int band, bool* was_empty = nullptr);
 
   // As PfifoFast::DequeueBulk: requeued frames first, then band 0, 1, 2. Run-flag holder only.
-  uint16_t DequeueBulk(Batch& batch, uint16_t max_frames);
+  uint16_t DequeueBulk(Batch& batch, const DequeueBudget& budget);
+  uint16_t DequeueBulk(Batch& batch, uint16_t max_frames) {
+    return DequeueBulk(batch, DequeueBudget{max_frames});
+  }
   // Puts refused `frames` (in order) back ahead of everything. Run-flag holder only.
   void Requeue(std::span<rte_mbuf* const> frames);
 

@@ -90,13 +90,14 @@ int NolockTxQueue::Run(int quota) {
   while (quota > 0 && !tx_stopped_.load(std::memory_order_acquire)) {
     batch_.Clear();
     const Tsc t0 = Now();
-    const uint16_t n = qdisc_.DequeueBulk(batch_, policy_.Budget().frames);
+    const DequeueBudget budget = Plan(quota, qdisc_.requeued());
+    const uint16_t n = qdisc_.DequeueBulk(batch_, budget);
     if (n == 0) break;
     if (waiters_.load() > 0 && qdisc_.backlog() <= wake_level_) {
       std::lock_guard lk(space_mu_);
       space_cv_.notify_all();
     }
-    const uint16_t accepted = Transmit(batch_, t0);
+    const uint16_t accepted = Transmit(batch_, t0, budget.handover);
     if (accepted < n) {
       qdisc_.Requeue(batch_.frames().subspan(accepted));
       counters_.requeues.Add();

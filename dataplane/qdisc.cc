@@ -10,13 +10,13 @@ int BandForPriority(uint8_t priority) {
   return kPrio2Band[priority & 15];
 }
 
-PfifoFast::PfifoFast(unsigned limit)
-    : limit_(limit), mask_(std::bit_ceil(std::max(limit, 1u)) - 1) {
-  for (auto& b : bands_) b.slots.resize(mask_ + 1);
+PfifoFast::PfifoFast(unsigned limit, int bands)
+    : limit_(limit), single_(bands == 1), mask_(std::bit_ceil(std::max(limit, 1u)) - 1) {
+  for (int i = 0; i < (single_ ? 1 : kPfifoBands); ++i) bands_[i].slots.resize(mask_ + 1);
 }
 
 bool PfifoFast::Enqueue(rte_mbuf* m, int band) {
-  Band& b = bands_[band];
+  Fifo& b = bands_[Band(band)];
   if (b.count >= limit_) return false;
   b.slots[(b.head + b.count) & mask_] = m;
   ++b.count;
@@ -24,10 +24,12 @@ bool PfifoFast::Enqueue(rte_mbuf* m, int band) {
   return true;
 }
 
-uint16_t PfifoFast::DequeueBulk(Batch& batch, uint16_t max_frames) {
-  uint16_t taken = requeue_.TakeInto(batch, max_frames, 0);
-  for (Band& b : bands_) {
-    while (b.count > 0 && taken < max_frames && !batch.full()) {
+uint16_t PfifoFast::DequeueBulk(Batch& batch, const DequeueBudget& budget) {
+  BulkLimit limit(budget);
+  uint16_t taken = requeue_.TakeInto(batch, limit, 0);
+  for (Fifo& b : bands_) {
+    while (b.count > 0 && limit.Allows(taken) && !batch.full()) {
+      limit.Took(b.slots[b.head]);
       batch.Push(b.slots[b.head]);
       b.head = (b.head + 1) & mask_;
       --b.count;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "batching/batch.h"
+#include "batching/flush_policy.h"
 
 namespace txbatch {
 
@@ -23,6 +24,16 @@ inline constexpr unsigned kDefaultTxQueueLen = 1000;
 
 // Linux sch_generic.c prio2band: skb->priority (TC_PRIO_*) to band, band 0 served first.
 int BandForPriority(uint8_t priority);
+
+// A bulk dequeue's running limit (DequeueBudget): the first frame always, then while fewer than
+// `frames` were taken and bytes remain (the last frame taken may overshoot, as in Linux).
+struct BulkLimit {
+  explicit BulkLimit(const DequeueBudget& b) : frames(b.frames), bytes(b.bytes) {}
+  bool Allows(uint16_t taken) const { return taken < frames && (taken == 0 || bytes > 0); }
+  void Took(const rte_mbuf* m) { bytes -= rte_pktmbuf_pkt_len(m); }
+  uint16_t frames;
+  int64_t bytes;
+};
 
 // Frames a driver refused, kept ahead of a qdisc's bands in their original order (Linux
 // dev_requeue_skb). At most kMaxBatch: one driver call's refusals. Not thread-safe.
@@ -36,10 +47,11 @@ class RequeueSlot {
       ++count_;
     }
   }
-  // Moves frames into `batch` from the head until `max_frames` are in it (counting `taken`
-  // already there from this dequeue) or the batch is full; returns the new `taken`.
-  uint16_t TakeInto(Batch& batch, uint16_t max_frames, uint16_t taken) {
-    while (count_ > 0 && taken < max_frames && !batch.full()) {
+  // Moves frames into `batch` from the head while `limit` allows (counting `taken` already there
+  // from this dequeue) and the batch has room; returns the new `taken`.
+  uint16_t TakeInto(Batch& batch, BulkLimit& limit, uint16_t taken) {
+    while (count_ > 0 && limit.Allows(taken) && !batch.full()) {
+      limit.Took(slots_[head_]);
       batch.Push(slots_[head_]);
       head_ = (head_ + 1) % kMaxBatch;
       --count_;
@@ -55,18 +67,23 @@ class RequeueSlot {
   unsigned count_ = 0;
 };
 
+// With `bands` = 1 it is Linux's pfifo: one drop-tail FIFO of `limit` frames, priorities ignored
+// (--qdisc pfifo, a qdisc installed by tc rather than the device's default).
 class PfifoFast {
  public:
   // `limit` frames per band (pfifo_fast checks each band against tx_queue_len).
-  explicit PfifoFast(unsigned limit = kDefaultTxQueueLen);
+  explicit PfifoFast(unsigned limit = kDefaultTxQueueLen, int bands = kPfifoBands);
 
   // Appends `m` to `band`. Returns false, leaving `m` with the caller to drop and count, when the
   // band already holds `limit` frames.
   [[nodiscard]] bool Enqueue(rte_mbuf* m, int band);
 
-  // Moves frames into `batch`, requeued ones first, then band 0, 1, 2, until `max_frames`
-  // frames were taken, the batch is full or the qdisc is empty. Returns how many it moved.
-  uint16_t DequeueBulk(Batch& batch, uint16_t max_frames);
+  // Moves frames into `batch`, requeued ones first, then band 0, 1, 2, while `budget` allows
+  // (BulkLimit), the batch has room and the qdisc has frames. Returns how many it moved.
+  uint16_t DequeueBulk(Batch& batch, const DequeueBudget& budget);
+  uint16_t DequeueBulk(Batch& batch, uint16_t max_frames) {
+    return DequeueBulk(batch, DequeueBudget{max_frames});
+  }
 
   // Puts `frames` (refused by the driver, in their original order) back at the head.
   // Precondition: frames.size() <= kMaxBatch - requeued().
@@ -74,24 +91,26 @@ class PfifoFast {
 
   // Frames queued, requeue slot included.
   unsigned backlog() const { return backlog_; }
-  unsigned band_backlog(int band) const { return bands_[band].count; }
+  unsigned band_backlog(int band) const { return bands_[Band(band)].count; }
   unsigned requeued() const { return requeue_.size(); }
   unsigned limit() const { return limit_; }
   bool empty() const { return backlog_ == 0; }
-  bool band_full(int band) const { return bands_[band].count >= limit_; }
+  bool band_full(int band) const { return bands_[Band(band)].count >= limit_; }
 
   // Frees every queued frame (teardown after an aborted run); returns how many.
   unsigned Purge();
 
  private:
-  struct Band {
+  struct Fifo {
     std::vector<rte_mbuf*> slots;  // power-of-two ring
     uint32_t head = 0;
     uint32_t count = 0;
   };
+  int Band(int band) const { return single_ ? 0 : band; }
   unsigned limit_;
+  bool single_;  // pfifo: every frame in band 0
   uint32_t mask_;
-  std::array<Band, kPfifoBands> bands_;
+  std::array<Fifo, kPfifoBands> bands_;
   RequeueSlot requeue_;
   unsigned backlog_ = 0;
 };

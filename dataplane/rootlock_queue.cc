@@ -10,7 +10,8 @@ namespace txbatch {
 
 RootlockTxQueue::RootlockTxQueue(TxDriver& driver, const FlushPolicy& policy,
                                  const TxQueueConfig& config, const RunWindow& window)
-    : TxQueue(driver, policy, config, window), qdisc_(config.txqueuelen) {}
+    : TxQueue(driver, policy, config, window),
+      qdisc_(config.txqueuelen, config.pfifo ? 1 : kPfifoBands) {}
 
 RootlockTxQueue::~RootlockTxQueue() { StopIrq(); }
 
@@ -67,11 +68,12 @@ void RootlockTxQueue::Run(std::unique_lock<std::mutex>& root) {
     }
     batch_.Clear();
     const Tsc t0 = Now();
-    const uint16_t n = qdisc_.DequeueBulk(batch_, policy_.Budget().frames);
+    const DequeueBudget budget = Plan(quota, qdisc_.requeued());
+    const uint16_t n = qdisc_.DequeueBulk(batch_, budget);
     if (n == 0) break;
     if (waiters_ > 0 && qdisc_.backlog() <= wake_level_) space_cv_.notify_all();
     root.unlock();
-    const uint16_t accepted = Transmit(batch_, t0);
+    const uint16_t accepted = Transmit(batch_, t0, budget.handover);
     root.lock();
     if (accepted < n) {
       qdisc_.Requeue(batch_.frames().subspan(accepted));

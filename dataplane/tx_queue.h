@@ -27,10 +27,12 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "batching/batch.h"
+#include "batching/dql.h"
 #include "batching/flush_policy.h"
 #include "dataplane/counters.h"
 #include "dataplane/pi_mutex.h"
@@ -41,8 +43,6 @@
 
 namespace txbatch {
 
-// Linux dev_tx_weight: frames one qdisc run may send before it must yield and reschedule.
-inline constexpr int kDevTxWeight = 64;
 // Longest the txirq sleeps while the ring is idle: an interrupt-coalescing bound (e1000's
 // default ITR allows ~8000 interrupts/s), so a frame sent alone is delivered within ~125 us.
 inline constexpr std::chrono::microseconds kIrqIdlePoll{125};
@@ -56,6 +56,10 @@ struct TxQueueConfig {
   bool dedicated = false;     // --runner dedicated: one runner thread, producers only enqueue
   bool nolock = false;        // --sync nolock: lock-free bands and a run flag (TCQ_F_NOLOCK)
   bool track_stages = true;   // record handovers in TxMeta (only where frames come back)
+  bool pfifo = false;  // --qdisc pfifo: one band, installed by tc (no TCQ_F_ONETXQUEUE: the
+                       // kernel policies take the slow path)
+  // Used when the policy reads BQL and the driver reports completions.
+  BqlBounds bql;
 };
 
 struct TxQueueCounters {
@@ -77,6 +81,11 @@ struct TxQueueCounters {
   // A dedicated runner's runs, by why it ran (buffer:N's N, its timer, the drain; count:N runs
   // on whatever is there: kWriteDone).
   std::array<Counter, kFlushTriggers> flush_triggers;
+  // BQL (policies that read it, on drivers that report completions): times the stack stopped
+  // the queue because the bytes in the driver reached the limit (__QUEUE_STATE_STACK_XOFF),
+  // and the largest limit it reached.
+  Counter bql_stops;
+  Counter bql_limit_max;
 };
 
 class TxQueue {
@@ -117,6 +126,15 @@ class TxQueue {
   // how many.
   virtual unsigned Purge() = 0;
 
+  // The completion role's work at `now` (what the txirq does each time it wakes): reclaims what
+  // the driver completed, reports the bytes to BQL, and runs the qdisc again when that restarted
+  // a stopped queue or `resched` (a runner ran out of quota) asks for it. Public so that scripted
+  // tests can play the txirq on a virtual clock (with StartIrq never called).
+  void Completion(Tsc now, bool resched);
+
+  // BQL's limit now, when the queue uses BQL. Thread-safe.
+  std::optional<uint32_t> bql_limit();
+
   const TxQueueCounters& counters() const { return counters_; }
   std::thread::native_handle_type irq_thread() { return irq_.native_handle(); }
   // Whether the txirq thread got SCHED_FIFO (it preempts producers like a hard IRQ; needs root).
@@ -135,9 +153,14 @@ class TxQueue {
   // Wakes a sleeping dedicated runner (to see runner_stop_, a drain, an enqueue).
   virtual void WakeRunner() = 0;
 
-  // One driver call under the TX lock, timed from `t0` (taken before the dequeue) into
-  // tx_cycles and counted in batch_hist. Returns how many frames the driver accepted.
-  uint16_t Transmit(const Batch& batch, Tsc t0);
+  // What a runner that has `quota_left` of its run and finds `requeued` frames at the head may
+  // dequeue next, as the policy says.
+  DequeueBudget Plan(int quota_left, unsigned requeued) const;
+
+  // Hands `batch` to the driver under the TX lock, as `handover` says (one call; one call per
+  // frame with xmit_more), timed from `t0` (taken before the dequeue) into tx_cycles and counted
+  // in batch_hist. Returns how many frames the driver accepted.
+  uint16_t Transmit(const Batch& batch, Tsc t0, Handover handover = Handover::kBurst);
   void Kick(bool resched);
   // How long a dedicated runner may sleep: kIrqIdlePoll, or less to meet `flush_by`.
   std::chrono::microseconds RunnerSleep(Tsc flush_by, Tsc now) const;
@@ -161,13 +184,25 @@ class TxQueue {
   void IrqLoop();
   // Records in each frame's TxMeta when it was handed to the driver and at which position.
   void MarkHandover(const Batch& batch) const;
-  // One driver call; publishes whether the queue stopped and kicks the txirq if it did.
+  // One handover; publishes whether the queue stopped and kicks the txirq if it did.
   // Called under tx_lock_.
-  uint16_t XmitLocked(const Batch& batch);
+  uint16_t XmitLocked(const Batch& batch, Handover handover);
+  // The queue is stopped: the driver's ring is full or BQL stopped it. Under tx_lock_.
+  bool StoppedLocked() const { return driver_.Stopped() || bql_xoff_; }
+  // netdev_tx_sent_queue: `bytes` went to the driver; stops the queue at the limit. Under tx_lock_.
+  void BqlSent(uint32_t bytes);
+  // Publishes what runners read without tx_lock_ (stopped, BQL's room, free slots).
+  void PublishLocked();
 
   // Priority-inheriting: the SCHED_FIFO txirq takes it to reclaim (see pi_mutex.h).
   PiMutex tx_lock_;
   std::thread runner_;
+  // BQL, under tx_lock_ (netdev_tx_sent_queue runs in the driver's xmit, under HARD_TX_LOCK).
+  std::optional<DynamicQueueLimits> dql_;
+  bool bql_xoff_ = false;  // __QUEUE_STATE_STACK_XOFF
+  // Published under tx_lock_ for runners, which plan a dequeue before taking it.
+  std::atomic<int64_t> bql_avail_{0};
+  std::atomic<unsigned> free_slots_{kMaxBatch};
 
   PiMutex irq_mu_;  // producers take it to kick the txirq: priority-inheriting too
   std::condition_variable_any irq_cv_;

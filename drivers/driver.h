@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 
+#include "batching/batch.h"
 #include "dataplane/counters.h"
 #include "dataplane/tsc.h"
 
@@ -37,6 +38,7 @@ struct DriverCounters {
   Counter offered;     // frames offered to Xmit
   Counter accepted;    // frames Xmit accepted (sent, in the books)
   Counter doorbells;   // tail-register writes (drivers that own one)
+  Counter completed_bytes;  // bytes Complete reclaimed (drivers with BQL, has_bql())
   Counter stops;       // times the queue stopped because the ring filled
   // Departures in the run window (counted_at == wire): frames, payload and wire bytes, and the
   // wire's busy time in TSC cycles.
@@ -55,6 +57,24 @@ class TxDriver {
   // Stopped(), so the completion role is what restarts it. Rings the doorbell at most once per
   // call. Never blocks, never throws. Called under the queue's TX lock.
   [[nodiscard]] virtual uint16_t Xmit(std::span<rte_mbuf* const> frames) = 0;
+
+  // Linux ndo_start_xmit with xmit_more: offers one frame; `more` says another follows at once,
+  // so a driver that honours it may leave the doorbell for the last one (it must ring anyway
+  // when its queue stops). Returns whether the frame was accepted (ownership passes, as for
+  // Xmit). The default is a driver without xmit_more: every frame its own Xmit, its own doorbell.
+  [[nodiscard]] virtual bool XmitOne(rte_mbuf* m, bool more) {
+    (void)more;
+    return Xmit({&m, 1}) == 1;
+  }
+
+  // Descriptors free for Xmit now (blist-2007's xmit_win); kMaxBatch where the driver cannot
+  // tell (a PMD's ring). Under the TX lock.
+  virtual unsigned FreeSlots() const { return kMaxBatch; }
+
+  // Whether Complete reports the bytes it reclaimed in counters().completed_bytes, as a BQL
+  // driver calls netdev_tx_completed_queue. Without it BQL's limit means nothing: the kernel
+  // policies get no bulking and `bql` is refused.
+  virtual bool has_bql() const { return false; }
 
   // True when the ring cannot take another frame (netif_tx_queue_stopped). Under the TX lock.
   virtual bool Stopped() const = 0;

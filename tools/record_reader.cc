@@ -35,6 +35,10 @@ CellConfig ConfigFrom(const json& c) {
   cfg.noqueue = c.at("qdisc") == "none";
   cfg.dedicated = c.at("runner") == "dedicated";
   cfg.nolock = c.at("sync") == "nolock";
+  cfg.pfifo = c.at("qdisc") == "pfifo";
+  if (const json& b = c.value("bql", json()); b.is_object())
+    cfg.bql = BqlBounds{b.at("limit_min"), b.at("limit_max"),
+                        b.at("hold_time_ms").get<double>() / 1e3};
   cfg.seed = c.at("seed");
   if (c.contains("link") && c["link"].is_string())
     if (auto l = ParseLinkSpec(c["link"].get<std::string>())) cfg.link = *l;
@@ -82,6 +86,8 @@ CellResult ResultFrom(const json& r) {
                         l.at("duplicated"),      l.at("corrupted"),   l.at("reordered"),
                         l.at("dup_failed"),      l.at("frames_lost"), l.at("receiver_reordered"),
                         l.at("receiver_corrupt")};
+  if (const json& b = r.value("bql", json()); !b.is_null())
+    x.bql = BqlResult{b.at("limit"), b.at("limit_max"), b.at("stops")};
   if (const json& st = r.value("latency_stages_ns", json()); !st.is_null()) {
     x.before_driver_is_batch_fill = !st.at("batch_fill").is_null();
     x.lat_before_driver =

@@ -47,7 +47,11 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
           {"sync", c.noqueue  ? "none"
                    : c.nolock ? "nolock"
                               : "rootlock"},
-          {"qdisc", c.noqueue ? "none" : "pfifo_fast"},
+          {"qdisc", c.noqueue ? "none" : c.pfifo ? "pfifo" : "pfifo_fast"},
+          {"bql",
+           {{"limit_min", c.bql.limit_min},
+            {"limit_max", c.bql.limit_max},
+            {"hold_time_ms", c.bql.hold_s * 1e3}}},
           {"txqueuelen", c.txqueuelen},
           {"producer", c.stream ? "stream" : "datagram"},
           {"rate", c.rate.ToString()},
@@ -123,6 +127,10 @@ json ResultJson(const CellResult& r) {
                                  {"receiver_reordered", r.link->sink_reordered},
                                  {"receiver_corrupt", r.link->sink_corrupt}}
                           : json(nullptr)},
+          {"bql", r.bql ? json{{"limit", r.bql->limit},
+                               {"limit_max", r.bql->limit_max},
+                               {"stops", r.bql->stops}}
+                        : json(nullptr)},
           {"latency_stages_ns", stages},
           {"latency_by_position_ns", by_position},
           {"accounting",
@@ -244,7 +252,7 @@ Status WriteJsonFile(const std::string& path, const json& doc) {
 
 std::string ShapeName(const CellConfig& c) {
   if (c.noqueue) return "qdisc none";
-  return fmt::format("{} {}", c.nolock ? "nolock" : "rootlock",
+  return fmt::format("{}{} {}", c.pfifo ? "pfifo " : "", c.nolock ? "nolock" : "rootlock",
                      c.dedicated ? "dedicated" : "inline");
 }
 
@@ -265,14 +273,16 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
       if (std::find(names.begin(), names.end(), ShapeName(cell)) == names.end())
         names.push_back(ShapeName(cell));
     shape =
-        fmt::format("qdisc shapes {} (pfifo_fast: 3 bands x {}; named on each row), producers {}",
+        fmt::format("qdisc shapes {} (pfifo_fast: 3 bands x {}, pfifo: 1; named on each row), "
+                    "producers {}",
                     fmt::join(names, ", "), c.txqueuelen, producers);
   } else if (c.noqueue) {
     shape = "qdisc none (each producer batches its own frames; refused ones are dropped)";
   } else {
-    shape = fmt::format("pfifo_fast (3 bands x {}), runner {}, sync {}, producers {}", c.txqueuelen,
-                        c.dedicated ? "dedicated" : "inline", c.nolock ? "nolock" : "rootlock",
-                        producers);
+    shape = fmt::format("{} ({} x {}), runner {}, sync {}, producers {}",
+                        c.pfifo ? "pfifo" : "pfifo_fast", c.pfifo ? "1 band" : "3 bands",
+                        c.txqueuelen, c.dedicated ? "dedicated" : "inline",
+                        c.nolock ? "nolock" : "rootlock", producers);
   }
   fmt::print(out, "txbatch {} — batched TX, {} framing, MTU {}, {}, rate {}\n", TXBATCH_VERSION,
              ProtoName(c.proto), c.mtu, shape, c.rate.ToString());

@@ -66,9 +66,16 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                  "Batch limits, comma-separated; N means --policy count:N, 1 is batching off "
                  "[default: 1,32]");
   cmd.add_option("--policy", a.policy,
-                 "Flush policies, comma-separated: count:N (take at most N frames already queued, "
-                 "never wait) or buffer:N[:T] (accumulate N frames or T microseconds, DPDK "
-                 "rte_eth_tx_buffer; --qdisc none). Not together with --batch");
+                 "Batching policies, comma-separated: count:N (take at most N frames already "
+                 "queued, never wait); buffer:N[:T] (accumulate N frames or T microseconds, DPDK "
+                 "rte_eth_tx_buffer; --qdisc none or --runner dedicated); bql (frames while their "
+                 "bytes fit Linux's dynamic queue limit, one driver call; emu drivers); "
+                 "linux-2014 (bulk bounded by BQL only, one call per frame with xmit_more so the "
+                 "doorbell rings once per bulk, 9 frames at most from a qdisc other than "
+                 "pfifo_fast, a 64-frame run quota); linux-2025 (as 2014, each bulk also capped "
+                 "by the quota left, requeued frames sent alone); blist-2007 (a list drained in "
+                 "one driver call, as many frames as the driver has free slots). Not together "
+                 "with --batch");
   cmd.add_option("--size", a.size, "Bytes per application write, comma-separated (18..1048576)")
       ->capture_default_str();
   cmd.add_option("--procs", a.procs,
@@ -111,9 +118,20 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
          "lists too: a grid axis")
       ->capture_default_str();
   cmd.add_option("--qdisc", a.qdisc,
-                 "Qdisc: pfifo_fast (3 bands, drop-tail), or none (Linux noqueue: each producer "
-                 "hands its own batches to the driver under the TX lock; refused frames are "
-                 "dropped, counted as noqueue)")
+                 "Qdisc: pfifo_fast (3 bands, drop-tail, the device's default), pfifo (one "
+                 "band, as installed by tc: the kernel policies take the slow path; rootlock "
+                 "only), or none (Linux noqueue: each producer hands its own batches to the "
+                 "driver under the TX lock; refused frames are dropped, counted as noqueue)")
+      ->capture_default_str();
+  cmd.add_option("--bql-limit-min", a.bql_limit_min,
+                 "BQL's lowest limit in bytes (sysfs byte_queue_limits/limit_min)")
+      ->capture_default_str();
+  cmd.add_option("--bql-limit-max", a.bql_limit_max,
+                 "BQL's highest limit in bytes (limit_max); set min = max for a fixed limit")
+      ->capture_default_str();
+  cmd.add_option("--bql-hold-time", a.bql_hold_ms,
+                 "How long slack must persist before BQL shrinks its limit, ms (hold_time, "
+                 "0..60000)")
       ->capture_default_str();
   cmd.add_option("--link", a.link,
                  "A link behind the emulated NIC's wire, in netem's words (tc-netem(8)): delay "
@@ -145,7 +163,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
   if (!runners) return runners.error();
   auto syncs = ParseChoiceList("--sync", a.sync, {"rootlock", "nolock"});
   if (!syncs) return syncs.error();
-  auto qdiscs = ParseChoiceList("--qdisc", a.qdisc, {"pfifo_fast", "none"});
+  auto qdiscs = ParseChoiceList("--qdisc", a.qdisc, {"pfifo_fast", "pfifo", "none"});
   if (!qdiscs) return qdiscs.error();
   if (Status s = choice("--eal-memory", a.eal_memory, {"auto", "no-huge", "in-memory"}); !s)
     return s.error();
@@ -184,6 +202,18 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
           return MakeError(EINVAL,
                            "--sync nolock chooses how a qdisc is locked, and --qdisc none has "
                            "none; valid: --sync nolock or rootlock with --qdisc pfifo_fast");
+        if (y == "nolock" && q == "pfifo")
+          return MakeError(EINVAL,
+                           "--sync nolock is the lock-free pfifo_fast (TCQ_F_NOLOCK), and Linux "
+                           "runs pfifo under its root lock; valid: --qdisc pfifo with --sync "
+                           "rootlock, or --qdisc pfifo_fast with either");
+        for (const PolicySpec& p : plan.policies)
+          if (p.needs_qdisc() && q == "none")
+            return MakeError(EINVAL,
+                             fmt::format("policy {} bulk-dequeues from a qdisc, and --qdisc none "
+                                         "has none; valid with --qdisc none: count:N or "
+                                         "buffer:N[:T]",
+                                         p.ToString()));
         for (const PolicySpec& p : plan.policies)
           if (p.kind == PolicyKind::kBuffer && q != "none" && r != "dedicated")
             return MakeError(EINVAL,
@@ -203,6 +233,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
         shape.noqueue = q == "none";
         shape.dedicated = r == "dedicated";
         shape.nolock = y == "nolock";
+        shape.pfifo = q == "pfifo";
         // --qdisc none has no runner or sync: one shape, however many of those were listed.
         if (std::find(plan.shapes.begin(), plan.shapes.end(), shape) == plan.shapes.end())
           plan.shapes.push_back(shape);
@@ -245,10 +276,28 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
     if (!l) return l.error();
     if (l->Active()) link = *l;
   }
+  if (a.bql_limit_max > kDqlMaxLimit || a.bql_limit_min > a.bql_limit_max)
+    return MakeError(ERANGE, fmt::format("--bql-limit-min {} and --bql-limit-max {} are out of "
+                                         "range; valid: 0 <= min <= max <= {} bytes",
+                                         a.bql_limit_min, a.bql_limit_max, kDqlMaxLimit));
+  if (!(a.bql_hold_ms >= 0 && a.bql_hold_ms <= 60000))
+    return MakeError(ERANGE, fmt::format("--bql-hold-time {} is out of range; valid: 0..60000 ms",
+                                         a.bql_hold_ms));
+  const BqlBounds bql{static_cast<uint32_t>(a.bql_limit_min),
+                      static_cast<uint32_t>(a.bql_limit_max), a.bql_hold_ms / 1e3};
   std::vector<DriverSpec> specs;
   for (const auto& d : drivers) {
     auto spec = ParseDriverSpec(d);
     if (!spec) return spec.error();
+    for (const PolicySpec& p : plan.policies)
+      if (p.kind == PolicyKind::kBql && !spec->emulated())
+        return MakeError(ENOTSUP,
+                         fmt::format("policy bql needs a driver that reports completed bytes "
+                                     "(BQL), and {} is a DPDK port whose PMD frees frames "
+                                     "without telling; valid: bql with emu:MODEL drivers, or "
+                                     "linux-2014/linux-2025 (no bulking without BQL, as in "
+                                     "Linux)",
+                                     d));
     if (link && !spec->emulated())
       return MakeError(ENOTSUP, fmt::format("--link puts a link behind the emulated NIC's wire, "
                                             "and {} is a DPDK port; valid: --link with emu:MODEL "
@@ -277,6 +326,8 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
             c.noqueue = shape.noqueue;
             c.dedicated = shape.dedicated;
             c.nolock = shape.nolock;
+            c.pfifo = shape.pfifo;
+            c.bql = bql;
             c.seed = a.seed;
             c.link = link;
             plan.cells.push_back(c);

@@ -37,6 +37,10 @@ struct RunArgs {
   std::string json;
   std::string eal_memory = "auto";
   std::string link;  // netem words, behind the emulated wire
+  // BQL's bounds (policies bql, linux-2014, linux-2025), as sysfs byte_queue_limits names them.
+  uint64_t bql_limit_min = 0;
+  uint64_t bql_limit_max = kDqlMaxLimit;
+  double bql_hold_ms = 1000;
 };
 
 // One qdisc shape: --qdisc, --runner and --sync together.
@@ -44,6 +48,7 @@ struct QdiscShape {
   bool noqueue = false;
   bool dedicated = false;
   bool nolock = false;
+  bool pfifo = false;  // --qdisc pfifo
   bool operator==(const QdiscShape&) const = default;
 };
 

@@ -37,8 +37,8 @@ class EmuNic final : public TxDriver {
   ~EmuNic() override { Purge(); }
 
   unsigned Purge() override {
-    unsigned n = count_;
-    for (; count_ > 0; --count_) {
+    unsigned n = count_ + unrung_;
+    for (count_ += unrung_, unrung_ = 0; count_ > 0; --count_) {
       rte_pktmbuf_free(ring_[head_].m);
       head_ = (head_ + 1) % ring_.size();
     }
@@ -46,48 +46,12 @@ class EmuNic final : public TxDriver {
     return n;
   }
 
-  uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
-    if (frames.empty()) return 0;
-    const Tsc now = Now();
-    counters_.xmit_calls.Add();
-    counters_.offered.Add(frames.size());
-    if (infinite_) return XmitInfinite(frames, now);
-    const unsigned n = std::min<unsigned>(static_cast<unsigned>(frames.size()),
-                                          static_cast<unsigned>(ring_.size()) - count_);
-    if (n == 0) return 0;
-    if (link_free_ < static_cast<double>(now)) {
-      // The wire sat idle: the ring ran dry (or the load is below line rate). Before the first
-      // frame it was not idle, just unused.
-      if (link_free_ > 0 && window_.Contains(now))
-        counters_.window_max_idle_tsc.Max(
-            static_cast<uint64_t>(static_cast<double>(now) - link_free_));
-      link_free_ = static_cast<double>(now);
-    }
-    for (unsigned i = 0; i < n; ++i) {
-      // Its first bit goes when the wire is free: the ring wait, for the latency split.
-      if (meta_offset_ >= 0) {
-        TxMeta* t = MetaOf(frames[i], meta_offset_);
-        t->to_wire =
-            Saturate32(static_cast<Tsc>(link_free_) - std::min(now, static_cast<Tsc>(link_free_)));
-        t->flags |= kMetaWireKnown;
-      }
-      // departure = max(now, link_free) + bytes x 8 / rate: serialisation, lazily from the TSC.
-      link_free_ += wire_.WireBytes(rte_pktmbuf_pkt_len(frames[i])) * tsc_per_wire_byte_;
-      Desc& d = ring_[(head_ + count_ + i) % ring_.size()];
-      d.m = frames[i];
-      d.departure = static_cast<Tsc>(link_free_);
-    }
-    count_ += n;
-    counters_.accepted.Add(n);
-    counters_.doorbells.Add();
-    // The CPU time the descriptor writes and the MMIO tail write would take.
-    BusyWaitUntil(now + static_cast<Tsc>(desc_tsc_ * n + doorbell_tsc_));
-    if (count_ == ring_.size()) {
-      stopped_ = true;
-      counters_.stops.Add();
-    }
-    return static_cast<uint16_t>(n);
+  uint16_t Xmit(std::span<rte_mbuf* const> frames) override { return Post(frames, false); }
+  bool XmitOne(rte_mbuf* m, bool more) override { return Post({&m, 1}, more) == 1; }
+  unsigned FreeSlots() const override {
+    return infinite_ ? kMaxBatch : static_cast<unsigned>(ring_.size()) - count_ - unrung_;
   }
+  bool has_bql() const override { return true; }
 
   bool Stopped() const override { return stopped_; }
 
@@ -99,6 +63,7 @@ class EmuNic final : public TxDriver {
       unsigned k = 0;
       while (count_ > 0 && k < kDeliverChunk && ring_[head_].departure <= now) {
         const Desc& d = ring_[head_];
+        counters_.completed_bytes.Add(rte_pktmbuf_pkt_len(d.m));
         CountDeparture(d.m, d.departure);
         frames[k] = d.m;
         arrival[k] = d.departure;  // no propagation delay yet: arrival = departure
@@ -130,7 +95,9 @@ class EmuNic final : public TxDriver {
     return std::min(link_next, ring_[(head_ + k - 1) % ring_.size()].departure);
   }
 
-  unsigned InFlight() const override { return count_ + (link_ ? link_->InFlight() : 0); }
+  unsigned InFlight() const override {
+    return count_ + unrung_ + (link_ ? link_->InFlight() : 0);
+  }
   const LinkCounters* link_counters() const override {
     return link_ ? &link_->counters() : nullptr;
   }
@@ -146,6 +113,68 @@ class EmuNic final : public TxDriver {
   std::string Describe() const override { return options_.ToString(); }
 
  private:
+  // Writes descriptors for `frames` (as many as the ring has room for) and rings the doorbell
+  // unless `more` says another frame follows at once (xmit_more); a ring that fills is rung
+  // anyway, as Linux drivers do when their queue stops.
+  uint16_t Post(std::span<rte_mbuf* const> frames, bool more) {
+    if (frames.empty()) return 0;
+    const Tsc now = Now();
+    counters_.xmit_calls.Add();
+    counters_.offered.Add(frames.size());
+    if (infinite_) return XmitInfinite(frames, now, more);
+    const unsigned n = std::min<unsigned>(static_cast<unsigned>(frames.size()), FreeSlots());
+    if (n == 0) {
+      if (unrung_ > 0) RingDoorbell(now);  // whatever was written must not wait for a doorbell
+      return 0;
+    }
+    for (unsigned i = 0; i < n; ++i) {
+      Desc& d = ring_[(head_ + count_ + unrung_ + i) % ring_.size()];
+      d.m = frames[i];
+      d.departure = kNever;  // the NIC has not seen it yet
+    }
+    unrung_ += n;
+    counters_.accepted.Add(n);
+    const bool full = count_ + unrung_ == ring_.size();
+    double cost = desc_tsc_ * n;  // the CPU time the descriptor writes take
+    if (!more || full) {
+      RingDoorbell(now);
+      cost += doorbell_tsc_;  // and the MMIO tail write
+    }
+    BusyWaitUntil(now + static_cast<Tsc>(cost));
+    if (full) {
+      stopped_ = true;
+      counters_.stops.Add();
+    }
+    return static_cast<uint16_t>(n);
+  }
+
+  // The tail write at `now`: the NIC sees every descriptor written since the last one, and their
+  // frames go on the wire in order.
+  void RingDoorbell(Tsc now) {
+    counters_.doorbells.Add();
+    if (link_free_ < static_cast<double>(now)) {
+      // The wire sat idle: the ring ran dry (or the load is below line rate). Before the first
+      // frame it was not idle, just unused.
+      if (link_free_ > 0 && window_.Contains(now))
+        counters_.window_max_idle_tsc.Max(
+            static_cast<uint64_t>(static_cast<double>(now) - link_free_));
+      link_free_ = static_cast<double>(now);
+    }
+    for (; unrung_ > 0; --unrung_, ++count_) {
+      Desc& d = ring_[(head_ + count_) % ring_.size()];
+      // Its first bit goes when the wire is free: the ring wait, for the latency split.
+      if (meta_offset_ >= 0) {
+        TxMeta* t = MetaOf(d.m, meta_offset_);
+        t->to_wire =
+            Saturate32(static_cast<Tsc>(link_free_) - std::min(now, static_cast<Tsc>(link_free_)));
+        t->flags |= kMetaWireKnown;
+      }
+      // departure = max(now, link_free) + bytes x 8 / rate: serialisation, lazily from the TSC.
+      link_free_ += wire_.WireBytes(rte_pktmbuf_pkt_len(d.m)) * tsc_per_wire_byte_;
+      d.departure = static_cast<Tsc>(link_free_);
+    }
+  }
+
   // Hands the frames the link has delivered by `now` to the sink, at their arrival times.
   void DeliverFromLink(Tsc now) {
     std::array<rte_mbuf*, kDeliverChunk> frames;
@@ -159,14 +188,19 @@ class EmuNic final : public TxDriver {
     Tsc departure;  // TSC at which its last bit leaves the wire
   };
 
-  uint16_t XmitInfinite(std::span<rte_mbuf* const> frames, Tsc now) {
+  uint16_t XmitInfinite(std::span<rte_mbuf* const> frames, Tsc now, bool more) {
     // Accepts everything at once and completes it at once: only software cost remains.
     const unsigned n = static_cast<unsigned>(frames.size());
     counters_.accepted.Add(n);
-    counters_.doorbells.Add();
-    BusyWaitUntil(now + static_cast<Tsc>(desc_tsc_ * n + doorbell_tsc_));
+    double cost = desc_tsc_ * n;
+    if (!more) {
+      counters_.doorbells.Add();
+      cost += doorbell_tsc_;
+    }
+    BusyWaitUntil(now + static_cast<Tsc>(cost));
     std::array<Tsc, kMaxBatch> arrival;
     for (unsigned i = 0; i < n; ++i) {
+      counters_.completed_bytes.Add(rte_pktmbuf_pkt_len(frames[i]));
       CountDeparture(frames[i], now);
       arrival[i] = now;
       if (meta_offset_ >= 0) {
@@ -209,7 +243,8 @@ class EmuNic final : public TxDriver {
   const int meta_offset_;  // TxMetaOffset(): where the ring wait is recorded, or -1
   const Tsc idle_poll_tsc_;  // the txirq's idle poll (kIrqIdlePoll, 125 us) in TSC
   unsigned head_ = 0;
-  unsigned count_ = 0;
+  unsigned count_ = 0;   // descriptors the NIC has seen (rung), from head_
+  unsigned unrung_ = 0;  // written after them under xmit_more, waiting for the doorbell
   bool stopped_ = false;
   double link_free_ = 0;           // TSC (fractional) at which the wire is next free
   std::optional<LinkModel> link_;  // --link: what lies between the wire and the sink

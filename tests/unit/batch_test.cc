@@ -66,12 +66,12 @@ TEST(CountPolicy, ParsesValidSpecs) {
   ASSERT_TRUE(off.ok());
   EXPECT_FALSE(off->batching());
   auto policy = MakeFlushPolicy(*p, 2e9);
-  EXPECT_EQ(policy->Budget().frames, 32);
+  EXPECT_EQ(policy->Budget({}).frames, 32);
 }
 
 TEST(CountPolicy, RejectsBadSpecsWithTheValidForm) {
   for (const char* bad :
-       {"count:0", "count:513", "count:", "count:x", "count:3x", "bql", "", "32"}) {
+       {"count:0", "count:513", "count:", "count:x", "count:3x", "bql:3", "linux", "", "32"}) {
     auto p = ParsePolicySpec(bad);
     ASSERT_FALSE(p.ok()) << bad;
     EXPECT_NE(p.error().message.find("valid: count:N or buffer:N[:T] with N in 1..512"),

@@ -54,7 +54,33 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
   add(
       "batch list junk", [](RunArgs& a) { a.batch = "1,,32"; }, "1..512");
   add(
-      "policy", [](RunArgs& a) { a.policy = "bql"; }, "valid: count:N");
+      "policy", [](RunArgs& a) { a.policy = "bql:4"; }, "valid: count:N");
+  add(
+      "kernel policy without a qdisc",
+      [](RunArgs& a) {
+        a.policy = "linux-2014";
+        a.qdisc = "none";
+      },
+      "--qdisc none has none");
+  add(
+      "bql on a DPDK port",
+      [](RunArgs& a) {
+        a.policy = "bql";
+        a.drivers = {"ethdev:net_null0"};
+      },
+      "valid: bql with emu:MODEL");
+  add(
+      "pfifo is not lockless",
+      [](RunArgs& a) {
+        a.qdisc = "pfifo";
+        a.sync = "nolock";
+      },
+      "--qdisc pfifo with --sync rootlock");
+  add(
+      "bql bounds", [](RunArgs& a) { a.bql_limit_min = 5000, a.bql_limit_max = 4000; },
+      "0 <= min <= max");
+  add(
+      "bql hold time", [](RunArgs& a) { a.bql_hold_ms = -1; }, "0..60000 ms");
   add(
       "buffer needs no qdisc", [](RunArgs& a) { a.policy = "buffer:32"; },
       "needs --qdisc none or --runner dedicated");
@@ -105,7 +131,7 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
       },
       "--qdisc none has none");
   add(
-      "qdisc", [](RunArgs& a) { a.qdisc = "fq"; }, "valid: pfifo_fast, none");
+      "qdisc", [](RunArgs& a) { a.qdisc = "fq"; }, "valid: pfifo_fast, pfifo, none");
   add(
       "txqueuelen", [](RunArgs& a) { a.txqueuelen = 0; }, "1..100000");
   add(
