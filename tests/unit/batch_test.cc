@@ -124,3 +124,46 @@ TEST(BufferPolicy, RejectsBadForms) {
 
 }  // namespace
 }  // namespace txbatch
+
+namespace txbatch {
+namespace {
+
+TEST(KernelPolicies, ParseByNameAndSayWhatTheyRead) {
+  for (const char* name : {"bql", "linux-2014", "linux-2025", "blist-2007"}) {
+    auto p = ParsePolicySpec(name);
+    ASSERT_TRUE(p.ok()) << name;
+    EXPECT_EQ(p->ToString(), name);
+    EXPECT_TRUE(p->batching());
+    EXPECT_TRUE(p->needs_qdisc());
+    EXPECT_EQ(p->uses_bql(), std::string_view(name) != "blist-2007") << name;
+  }
+  EXPECT_FALSE(ParsePolicySpec("count:8")->needs_qdisc());
+  EXPECT_FALSE(ParsePolicySpec("buffer:8:100")->uses_bql());
+}
+
+TEST(KernelPolicies, BudgetsFromWhatTheRunnerKnows) {
+  DequeueContext ctx;
+  ctx.has_bql = true;
+  ctx.bql_avail = 4500;
+  ctx.free_slots = 7;
+  const auto bql = MakeFlushPolicy(*ParsePolicySpec("bql"), 1e9);
+  EXPECT_EQ(bql->Budget(ctx).bytes, 4500);
+  EXPECT_EQ(bql->Budget(ctx).handover, Handover::kBurst);
+  ctx.has_bql = false;  // a driver without BQL: the first frame alone
+  EXPECT_EQ(bql->Budget(ctx).bytes, 0);
+  const auto blist = MakeFlushPolicy(*ParsePolicySpec("blist-2007"), 1e9);
+  EXPECT_EQ(blist->Budget(ctx).frames, 7);
+  EXPECT_EQ(blist->Budget(ctx).handover, Handover::kList);
+  ctx.may_bulk = false;  // the slow path: the first frame and 8 more, bytes unbounded
+  const auto l2014 = MakeFlushPolicy(*ParsePolicySpec("linux-2014"), 1e9);
+  EXPECT_EQ(l2014->Budget(ctx).frames, 9);
+  EXPECT_EQ(l2014->Budget(ctx).bytes, INT64_MAX);
+  ctx.may_bulk = true;
+  ctx.requeued = 5;
+  EXPECT_EQ(l2014->Budget(ctx).frames, 5);  // the requeued list, as it was
+  const auto l2025 = MakeFlushPolicy(*ParsePolicySpec("linux-2025"), 1e9);
+  EXPECT_EQ(l2025->Budget(ctx).frames, 1);  // alone
+}
+
+}  // namespace
+}  // namespace txbatch

@@ -126,6 +126,42 @@ TEST_F(EmuNicTest, DeparturesAreSpacedBySerialisationTime) {
   EXPECT_EQ(nic_->counters().doorbells.Get(), 1u);
 }
 
+TEST_F(EmuNicTest, XmitMoreDefersTheDoorbellAndTheWireUntilTheLastFrame) {
+  Make("emu:e1000,free_thresh=1,doorbell_ns=0,desc_ns=0");
+  auto f = Frames(3, 1000);
+  ASSERT_TRUE(nic_->XmitOne(f[0], /*more=*/true));
+  ASSERT_TRUE(nic_->XmitOne(f[1], /*more=*/true));
+  // Written but not rung: the NIC has not seen them, nothing departs, nothing is reclaimed.
+  EXPECT_EQ(nic_->counters().doorbells.Get(), 0u);
+  EXPECT_EQ(nic_->InFlight(), 2u);
+  EXPECT_EQ(nic_->NextCompletion(), kNever);
+  EXPECT_EQ(nic_->FreeSlots(), 256u - 2);
+  ASSERT_TRUE(nic_->XmitOne(f[2], /*more=*/false));
+  EXPECT_EQ(nic_->counters().doorbells.Get(), 1u);  // one tail write for the chain
+  EXPECT_EQ(nic_->counters().xmit_calls.Get(), 3u);
+  EXPECT_NE(nic_->NextCompletion(), kNever);
+  const Tsc end = Now() + static_cast<Tsc>(test::TscHz() * 1e-3);
+  while (Now() < end) {
+  }
+  EXPECT_EQ(nic_->Complete(end), 3u);
+  EXPECT_EQ(nic_->counters().completed_bytes.Get(), 3u * rte_pktmbuf_pkt_len(f[0]));
+  EXPECT_EQ(sink_.counts().received, 3u);
+}
+
+TEST_F(EmuNicTest, AChainThatFillsTheRingRingsTheDoorbellThere) {
+  Make("emu:e1000,ring=8,free_thresh=1,doorbell_ns=0,desc_ns=0");
+  auto f = Frames(9, 1000);
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(nic_->XmitOne(f[i], /*more=*/true));
+  EXPECT_TRUE(nic_->Stopped());
+  EXPECT_EQ(nic_->counters().doorbells.Get(), 1u);  // stopped: the driver rings anyway
+  EXPECT_FALSE(nic_->XmitOne(f[8], true));
+  const Tsc end = Now() + static_cast<Tsc>(test::TscHz() * 1e-3);
+  while (Now() < end) {
+  }
+  EXPECT_EQ(nic_->Complete(end), 8u);
+  rte_pktmbuf_free(f[8]);
+}
+
 TEST_F(EmuNicTest, RingStopsWhenFullAndWakesAtTheFreeThreshold) {
   Make("emu:e1000,ring=16,free_thresh=4");
   auto f = Frames(20, 1000);
