@@ -141,12 +141,15 @@ void TxQueue::Completion(Tsc now, bool resched) {
   {
     std::lock_guard tx(tx_lock_);
     const bool was_stopped = StoppedLocked();
-    const uint64_t before = driver_.counters().completed_bytes.Get();
     driver_.Complete(now);
     if (dql_) {
       // netdev_tx_completed_queue: adapt the limit, and let the stack send again once the bytes
-      // in flight are back under it.
-      if (const uint64_t done = driver_.counters().completed_bytes.Get() - before; done > 0) {
+      // in flight are back under it. Bytes count from the driver's total, not from this call:
+      // a wire-less NIC completes inside Xmit.
+      const uint64_t total = driver_.counters().completed_bytes.Get();
+      const uint64_t done = total - bql_reported_;
+      bql_reported_ = total;
+      if (done > 0) {
         dql_->Completed(static_cast<uint32_t>(std::min<uint64_t>(done, UINT32_MAX)), now);
         counters_.bql_limit_max.Max(dql_->limit());
       }

@@ -199,7 +199,8 @@ class TxQueue {
   std::thread runner_;
   // BQL, under tx_lock_ (netdev_tx_sent_queue runs in the driver's xmit, under HARD_TX_LOCK).
   std::optional<DynamicQueueLimits> dql_;
-  bool bql_xoff_ = false;  // __QUEUE_STATE_STACK_XOFF
+  bool bql_xoff_ = false;       // __QUEUE_STATE_STACK_XOFF
+  uint64_t bql_reported_ = 0;  // the driver's completed_bytes already reported to dql_
   // Published under tx_lock_ for runners, which plan a dequeue before taking it.
   std::atomic<int64_t> bql_avail_{0};
   std::atomic<unsigned> free_slots_{kMaxBatch};
