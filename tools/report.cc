@@ -377,6 +377,8 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
                verdicts ? fmt::format("{:<13} {:<13} ", "BW vs off", "cycles vs off") : "",
                "driver");
     Books sum;  // receive-side terms summed over the runs that have one
+    std::optional<BqlResult> bql;  // end limits' range in `limit`/`limit_max`, stops summed
+    uint64_t bql_low = UINT64_MAX;
     bool all_balanced = true;
     unsigned row = 0, last_procs = 0, runs = 0, rx_runs = 0;
     uint64_t rx_sent = 0;  // `sent` of the runs that have a receive side
@@ -415,6 +417,13 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
           ++rx_runs;
         }
         sum.mbufs_in_use = std::max(sum.mbufs_in_use, k.mbufs_in_use);
+        if (const auto& b = rec->result.bql) {
+          if (!bql) bql.emplace();
+          bql_low = std::min(bql_low, b->limit);
+          bql->limit = std::max(bql->limit, b->limit);
+          bql->limit_max = std::max(bql->limit_max, b->limit_max);
+          bql->stops += b->stops;
+        }
         all_balanced &= k.balanced;
         ++runs;
       }
@@ -429,6 +438,11 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
       fmt::print(out, "nothing receives (counted where the driver accepts frames); ");
     fmt::print(out, "mbufs in use at end {} — {}\n", sum.mbufs_in_use,
                all_balanced ? "balanced" : "NOT BALANCED");
+    if (bql)
+      fmt::print(out,
+                 "BQL: limit at the end of a run {}..{} bytes, at most {}; it stopped the queue "
+                 "{} times in the measured windows\n",
+                 bql_low, bql->limit, bql->limit_max, bql->stops);
   }
   fmt::print(out,
              "\n%ceil: BW as a percentage of the wire ceiling for the frame mix actually sent. "

@@ -319,8 +319,7 @@ int Main(int argc, char** argv) {
   std::string report_out;
   report->add_option("--out", report_out,
                      "Also write tables.txt, results.csv, results.json and the SVG plots here");
-  RunArgs sweep_args;
-  sweep_args.batch = "1,2,4,8,16,32,64";
+  RunArgs sweep_args;  // --batch 1,2,4,8,16,32,64 unless --batch or --policy is given
   sweep_args.size = "65536";
   sweep_args.batching_off_first = true;
   std::string sweep_out;
@@ -378,8 +377,16 @@ int Main(int argc, char** argv) {
   if (report->parsed()) return ReportCommand(report_path, report_out);
   if (tune->parsed()) return TuneCommand(tune_args, tune_target, tune_p99, eal_args, env);
   if (sweep->parsed()) {
+    if (sweep_args.batch.empty() && sweep_args.policy.empty()) sweep_args.batch = "1,2,4,8,16,32,64";
     auto plan = BuildRunPlan(sweep_args);
     if (!plan) return Fail(kExitBadInput, plan.error());
+    for (const PolicySpec& p : plan->policies)
+      if (p.needs_qdisc())
+        return Fail(kExitBadInput,
+                    Error{EINVAL, fmt::format("sweep plots against a batch limit N, and {} has "
+                                              "none; valid: count:N or buffer:N[:T] here, and "
+                                              "txbatch run or compare for the kernel policies",
+                                              p.ToString())});
     return RunCommand(*plan, eal_args, env, sweep_out);
   }
   if (compare->parsed()) {

@@ -203,6 +203,11 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
       "run --rate 3parsecs",
       "run --duration abc",
       "run --no-such-option",
+      "run --policy linux-2014 --qdisc none",
+      "run --policy bql --driver ethdev:net_null0",
+      "run --qdisc pfifo --sync nolock",
+      "run --bql-limit-min 10 --bql-limit-max 5",
+      "sweep --policy blist-2007",
       "frobnicate",
       "",
   };
@@ -236,7 +241,12 @@ TEST(Cli, HelpExplainsEveryOptionWithItsDefault) {
                           "--qdisc",      "--json",
                           "--eal-memory", "--rounds",
                           "--link",       "or nolock",
-                          "grid axis",    "distribution uniform|normal"})
+                          "grid axis",    "distribution uniform|normal",
+                          "linux-2014",   "linux-2025",
+                          "blist-2007",   "bql",
+                          "xmit_more",    "--bql-limit-min",
+                          "--bql-limit-max", "--bql-hold-time",
+                          "pfifo (one"})
     EXPECT_NE(o.out.find(opt), std::string::npos) << opt;
   // Every command documents itself.
   for (const char* cmd : {"compare --help", "sweep --help", "tune --help", "report --help"}) {
