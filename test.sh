@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds txbatch if needed and runs the whole test suite (unit, then driver; driver suites
-# busy-poll and measure time, so they never run in parallel with each other).
+# Builds txbatch if needed and runs the whole test suite (unit, driver, then system; driver and
+# system suites busy-poll and measure time, so they never run in parallel with each other).
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup.sh
 bash scripts/build.sh
 meson test -C build --suite unit --print-errorlogs --logbase unit
 meson test -C build --suite driver --num-processes 1 --print-errorlogs --logbase driver
+meson test -C build --suite system --num-processes 1 --print-errorlogs --logbase system

@@ -18,7 +18,7 @@ NolockTxQueue::NolockTxQueue(TxDriver& driver, const FlushPolicy& policy,
 
 NolockTxQueue::~NolockTxQueue() { StopIrq(); }
 
-bool NolockTxQueue::Send(rte_mbuf* m, int band) {
+bool NolockTxQueue::Send(rte_mbuf* m, int band, bool run) {
   while (true) {
     if (aborted_.load()) {
       counters_.dropped_aborted.Add();
@@ -42,10 +42,18 @@ bool NolockTxQueue::Send(rte_mbuf* m, int band) {
   }
   if (config_.dedicated) {
     if (runner_idle_.load()) WakeRunner();  // producers only enqueue; the runner sends
-  } else {
+  } else if (run) {
     TryRun(counters_.runs);  // as __dev_xmit_skb: run the qdisc after the enqueue
   }
   return true;
+}
+
+void NolockTxQueue::RunQdisc() {
+  if (config_.dedicated) {
+    WakeRunner();
+  } else if (!qdisc_.empty()) {
+    TryRun(counters_.runs);
+  }
 }
 
 void NolockTxQueue::WaitForSpace(int band) {

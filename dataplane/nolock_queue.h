@@ -21,7 +21,8 @@ class NolockTxQueue final : public TxQueue {
                 const RunWindow& window);
   ~NolockTxQueue() override;
 
-  bool Send(rte_mbuf* m, int band) override;
+  bool Send(rte_mbuf* m, int band, bool run) override;
+  void RunQdisc() override;
   void Drain() override;
   void Abort() override;
   unsigned backlog() override { return qdisc_.backlog(); }

@@ -15,7 +15,7 @@ RootlockTxQueue::RootlockTxQueue(TxDriver& driver, const FlushPolicy& policy,
 
 RootlockTxQueue::~RootlockTxQueue() { StopIrq(); }
 
-bool RootlockTxQueue::Send(rte_mbuf* m, int band) {
+bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
   std::unique_lock root(root_lock_);
   bool queued = true;
   bool waited = false;
@@ -46,7 +46,7 @@ bool RootlockTxQueue::Send(rte_mbuf* m, int band) {
   if (config_.dedicated) {
     // Producers only enqueue; the runner thread sends.
     if (runner_idle_) runner_cv_.notify_one();
-  } else if (!running_ && !qdisc_.empty()) {
+  } else if (run && !running_ && !qdisc_.empty()) {
     // As __dev_xmit_skb: run the qdisc after the enqueue whatever it returned.
     running_ = true;
     counters_.runs.Add();
@@ -89,6 +89,17 @@ void RootlockTxQueue::Run(std::unique_lock<std::mutex>& root) {
   }
   resched_pending_ = false;
   running_ = false;
+}
+
+void RootlockTxQueue::RunQdisc() {
+  std::unique_lock root(root_lock_);
+  if (config_.dedicated) {
+    if (runner_idle_) runner_cv_.notify_one();
+  } else if (!running_ && !qdisc_.empty()) {
+    running_ = true;
+    counters_.runs.Add();
+    Run(root);
+  }
 }
 
 void RootlockTxQueue::Restart(bool /*resched*/) {

@@ -18,7 +18,8 @@ class RootlockTxQueue final : public TxQueue {
                   const RunWindow& window);
   ~RootlockTxQueue() override;
 
-  bool Send(rte_mbuf* m, int band) override;
+  bool Send(rte_mbuf* m, int band, bool run) override;
+  void RunQdisc() override;
   void Drain() override;
   void Abort() override;
   unsigned backlog() override;

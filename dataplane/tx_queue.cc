@@ -40,13 +40,24 @@ TxQueue::TxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfi
                  config.bql.limit_max);
     counters_.bql_limit_max.Max(dql_->limit());
   }
+  if (config.time_handover && meta_offset_ >= 0)
+    handover_latency_ = std::make_unique<LatencyHistogram>();
   PublishLocked();  // nothing runs yet
+}
+
+LatencyHistogram TxQueue::TakeHandoverLatency() {
+  LatencyHistogram taken;
+  if (handover_latency_) {
+    std::lock_guard lk(handover_mu_);
+    std::swap(taken, *handover_latency_);
+  }
+  return taken;
 }
 
 // Derived classes stop the threads in their own destructors, while their members still exist.
 TxQueue::~TxQueue() = default;
 
-void TxQueue::MarkHandover(const Batch& batch) const {
+void TxQueue::MarkHandover(const Batch& batch) {
   if (meta_offset_ < 0) return;
   const Tsc now = Now();
   const auto frames = batch.frames();
@@ -54,6 +65,14 @@ void TxQueue::MarkHandover(const Batch& batch) const {
     TxMeta* t = MetaOf(frames[i], meta_offset_);
     t->to_handover = now > t->stamp ? Saturate32(now - t->stamp) : 0;
     t->position = static_cast<uint16_t>(i);
+  }
+  if (handover_latency_) {
+    std::lock_guard lk(handover_mu_);
+    for (rte_mbuf* m : frames) {
+      const Tsc stamp = MetaOf(m, meta_offset_)->stamp;
+      handover_latency_->Record(static_cast<double>(now > stamp ? now - stamp : 0) * 1e9 /
+                                config_.tsc_hz);
+    }
   }
 }
 

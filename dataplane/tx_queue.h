@@ -35,6 +35,7 @@
 #include "batching/dql.h"
 #include "batching/flush_policy.h"
 #include "dataplane/counters.h"
+#include "dataplane/histogram.h"
 #include "dataplane/pi_mutex.h"
 #include "dataplane/qdisc.h"
 #include "dataplane/run_window.h"
@@ -56,6 +57,9 @@ struct TxQueueConfig {
   bool dedicated = false;     // --runner dedicated: one runner thread, producers only enqueue
   bool nolock = false;        // --sync nolock: lock-free bands and a run flag (TCQ_F_NOLOCK)
   bool track_stages = true;   // record handovers in TxMeta (only where frames come back)
+  // With track_stages: keep every frame's time from its stamp to the driver call that took it
+  // (the bridge: time through it), for TakeHandoverLatency.
+  bool time_handover = false;
   bool pfifo = false;  // --qdisc pfifo: one band, installed by tc (no TCQ_F_ONETXQUEUE: the
                        // kernel policies take the slow path)
   // Used when the policy reads BQL and the driver reports completions.
@@ -98,8 +102,11 @@ class TxQueue {
   // and, if nobody is running the qdisc, runs it. When the band is full a stream producer blocks
   // on a condition variable until the runner frees room; a datagram producer's frame is freed and
   // counted as dropped (returns false). A frame that waited is restamped when it gets in.
-  // Thread-safe.
-  virtual bool Send(rte_mbuf* m, int band) = 0;
+  // Thread-safe. `run` false: another enqueue follows at once (a bridge enqueueing one RX
+  // burst), so the qdisc is not run now; the caller runs it with RunQdisc after the last.
+  virtual bool Send(rte_mbuf* m, int band, bool run = true) = 0;
+  // Runs the qdisc if frames are queued and nobody runs it (with a dedicated runner: wakes it).
+  virtual void RunQdisc() = 0;
 
   // The producer path of `--qdisc none` (Linux noqueue): hands `batch` to the driver under the
   // TX lock (HARD_TX_LOCK) and returns how many it accepted. Those leave `batch`; the refused
@@ -131,6 +138,9 @@ class TxQueue {
   // a stopped queue or `resched` (a runner ran out of quota) asks for it. Public so that scripted
   // tests can play the txirq on a virtual clock (with StartIrq never called).
   void Completion(Tsc now, bool resched);
+
+  // The handover times (ns) recorded since the last call (config.time_handover). Thread-safe.
+  LatencyHistogram TakeHandoverLatency();
 
   // BQL's limit now, when the queue uses BQL. Thread-safe.
   std::optional<uint32_t> bql_limit();
@@ -183,7 +193,7 @@ class TxQueue {
  private:
   void IrqLoop();
   // Records in each frame's TxMeta when it was handed to the driver and at which position.
-  void MarkHandover(const Batch& batch) const;
+  void MarkHandover(const Batch& batch);
   // One handover; publishes whether the queue stopped and kicks the txirq if it did.
   // Called under tx_lock_.
   uint16_t XmitLocked(const Batch& batch, Handover handover);
@@ -197,6 +207,8 @@ class TxQueue {
   // Priority-inheriting: the SCHED_FIFO txirq takes it to reclaim (see pi_mutex.h).
   PiMutex tx_lock_;
   std::thread runner_;
+  std::mutex handover_mu_;  // guards handover_latency_ (runners write, a reader takes)
+  std::unique_ptr<LatencyHistogram> handover_latency_;
   // BQL, under tx_lock_ (netdev_tx_sent_queue runs in the driver's xmit, under HARD_TX_LOCK).
   std::optional<DynamicQueueLimits> dql_;
   bool bql_xoff_ = false;       // __QUEUE_STATE_STACK_XOFF

@@ -9,7 +9,7 @@ packages=(
   libboost-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libpcap-dev
   libibverbs-dev
-  iproute2 procps
+  iproute2 procps ethtool iputils-ping iperf3
   libxml2-utils python3
 )
 

@@ -55,16 +55,10 @@ Result<std::vector<std::string>> ParseChoiceList(std::string_view option, std::s
 
 }  // namespace
 
-void AddRunOptions(CLI::App& cmd, RunArgs& a) {
-  cmd.add_option(
-      "--driver", a.drivers,
-      "Driver spec; repeat for several (devargs contain commas). "
-      "emu:MODEL[,key=value...] with MODEL e1000, ixgbe or null; ethdev:DEVARGS for a DPDK "
-      "vdev (ethdev:net_null0, ethdev:net_ring0, ethdev:net_pcap0,tx_pcap=FILE) or "
-      "ethdev:port=N for a port probed by EAL [default: emu:e1000]");
+void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) {
   cmd.add_option("--batch", a.batch,
                  "Batch limits, comma-separated; N means --policy count:N, 1 is batching off "
-                 "[default: 1,32]");
+                 "[default: " + std::string(batch_default) + "]");
   cmd.add_option("--policy", a.policy,
                  "Batching policies, comma-separated: count:N (take at most N frames already "
                  "queued, never wait); buffer:N[:T] (accumulate N frames or T microseconds, DPDK "
@@ -76,34 +70,7 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                  "by the quota left, requeued frames sent alone); blist-2007 (a list drained in "
                  "one driver call, as many frames as the driver has free slots). Not together "
                  "with --batch");
-  cmd.add_option("--size", a.size, "Bytes per application write, comma-separated (18..1048576)")
-      ->capture_default_str();
-  cmd.add_option("--procs", a.procs,
-                 "Producer threads sharing the TX queue, comma-separated "
-                 "(1..64)")
-      ->capture_default_str();
-  cmd.add_option("--duration", a.duration_s, "Measured window per cell, seconds (0.01..3600)")
-      ->capture_default_str();
-  cmd.add_option("--warmup", a.warmup_s, "Warm-up before each window, seconds (0..60)")
-      ->capture_default_str();
-  cmd.add_option("--rounds", a.rounds,
-                 "Interleaved rounds: the whole grid runs this many times, each cell once per "
-                 "round; tables show medians and, with two or more rounds, verdicts against "
-                 "batching off (1..1000; compare: rounds of A then B, 2..1000)")
-      ->capture_default_str();
-  cmd.add_option("--proto", a.proto,
-                 "Framing: tcp (one byte stream in full-MSS segments) or udp (a datagram per "
-                 "write, split at MTU-28)")
-      ->capture_default_str();
   cmd.add_option("--mtu", a.mtu, "IP MTU (68..9000); TCP MSS = MTU-52")->capture_default_str();
-  cmd.add_option("--rate", a.rate,
-                 "Offered load: max, or frames/s (40000pps, 40kpps, 1mpps) or wire bit/s with "
-                 "Ethernet overhead (500mbit, 1gbit), split evenly over producers")
-      ->capture_default_str();
-  cmd.add_option("--producer", a.producer,
-                 "When the qdisc band is full: stream blocks (socket send buffer), datagram "
-                 "drops and counts")
-      ->capture_default_str();
   cmd.add_option("--txqueuelen", a.txqueuelen, "Frames per pfifo_fast band (1..100000)")
       ->capture_default_str();
   cmd.add_option("--runner", a.runner,
@@ -133,6 +100,47 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                  "How long slack must persist before BQL shrinks its limit, ms (hold_time, "
                  "0..60000)")
       ->capture_default_str();
+  cmd.add_option("--eal-memory", a.eal_memory,
+                 "EAL memory without EAL args: auto (hugepages via --in-memory only if enough "
+                 "are free, else --no-huge), no-huge or in-memory")
+      ->capture_default_str();
+}
+
+void AddRunOptions(CLI::App& cmd, RunArgs& a) {
+  cmd.add_option(
+      "--driver", a.drivers,
+      "Driver spec; repeat for several (devargs contain commas). "
+      "emu:MODEL[,key=value...] with MODEL e1000, ixgbe or null; ethdev:DEVARGS for a DPDK "
+      "vdev (ethdev:net_null0, ethdev:net_ring0, ethdev:net_pcap0,tx_pcap=FILE) or "
+      "ethdev:port=N for a port probed by EAL [default: emu:e1000]");
+  AddQueueOptions(cmd, a, "1,32");
+  cmd.add_option("--size", a.size, "Bytes per application write, comma-separated (18..1048576)")
+      ->capture_default_str();
+  cmd.add_option("--procs", a.procs,
+                 "Producer threads sharing the TX queue, comma-separated "
+                 "(1..64)")
+      ->capture_default_str();
+  cmd.add_option("--duration", a.duration_s, "Measured window per cell, seconds (0.01..3600)")
+      ->capture_default_str();
+  cmd.add_option("--warmup", a.warmup_s, "Warm-up before each window, seconds (0..60)")
+      ->capture_default_str();
+  cmd.add_option("--rounds", a.rounds,
+                 "Interleaved rounds: the whole grid runs this many times, each cell once per "
+                 "round; tables show medians and, with two or more rounds, verdicts against "
+                 "batching off (1..1000; compare: rounds of A then B, 2..1000)")
+      ->capture_default_str();
+  cmd.add_option("--proto", a.proto,
+                 "Framing: tcp (one byte stream in full-MSS segments) or udp (a datagram per "
+                 "write, split at MTU-28)")
+      ->capture_default_str();
+  cmd.add_option("--rate", a.rate,
+                 "Offered load: max, or frames/s (40000pps, 40kpps, 1mpps) or wire bit/s with "
+                 "Ethernet overhead (500mbit, 1gbit), split evenly over producers")
+      ->capture_default_str();
+  cmd.add_option("--producer", a.producer,
+                 "When the qdisc band is full: stream blocks (socket send buffer), datagram "
+                 "drops and counts")
+      ->capture_default_str();
   cmd.add_option("--link", a.link,
                  "A link behind the emulated NIC's wire, in netem's words (tc-netem(8)): delay "
                  "TIME [JITTER [CORR%]] [distribution uniform|normal|pareto|paretonormal], loss "
@@ -142,10 +150,6 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                  "1ms 25% distribution normal loss random 1%\"");
   cmd.add_option("--seed", a.seed, "Random seed recorded with the results")->capture_default_str();
   cmd.add_option("--json", a.json, "Write result records (schema_version 1) to this file");
-  cmd.add_option("--eal-memory", a.eal_memory,
-                 "EAL memory without EAL args: auto (hugepages via --in-memory only if enough "
-                 "are free, else --no-huge), no-huge or in-memory")
-      ->capture_default_str();
 }
 
 Result<RunPlan> BuildRunPlan(const RunArgs& a) {

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dataplane/eal.h"
@@ -68,6 +69,9 @@ struct RunPlan {
 
 // Registers the run options on `cmd`, with their defaults in --help.
 void AddRunOptions(CLI::App& cmd, RunArgs& args);
+// The options of the TX path alone (--batch/--policy, --mtu, the qdisc shape, BQL, EAL memory),
+// shared with the bridge; `batch_default` is what --help says --batch defaults to.
+void AddQueueOptions(CLI::App& cmd, RunArgs& args, std::string_view batch_default);
 
 // Validates everything; bad input gets one sentence naming the problem and the valid choices.
 Result<RunPlan> BuildRunPlan(const RunArgs& args);

@@ -39,6 +39,11 @@ uint64_t AvailableMemoryBytes() {
 
 bool StopRequested() { return g_stop.load(); }
 
+void CatchStopSignals() {
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+}
+
 int Fail(int code, const Error& e) {
   std::fprintf(stderr, "txbatch: %s\n", e.message.c_str());
   return code;
@@ -82,8 +87,7 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
   auto eal = Eal::Start(*eal_plan);
   if (!eal) return fail(kExitBadInput, eal.error());
   // Signals are ours from here on: EAL is up and must be torn down cleanly.
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
+  CatchStopSignals();
   env.tsc_hz = (*eal)->tsc_hz();
   env.cpus = (*eal)->cpus();
   unsigned max_procs = 0;

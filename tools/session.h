@@ -27,6 +27,8 @@ int Fail(int code, const Error& e);
 
 // Whether SIGINT or SIGTERM arrived since the session started (they stop the run cleanly).
 bool StopRequested();
+// Takes over SIGINT and SIGTERM (StopRequested); StartSession does it for the measuring commands.
+void CatchStopSignals();
 
 // EAL, one pool sized for the largest cell, and every device created once (a missing one is bad
 // input before anything is measured).

@@ -26,6 +26,8 @@
 #include "tools/run_options.h"
 #include "tools/session.h"
 #include "tools/summary.h"
+#include "tools/bridge_cmd.h"
+#include "tools/lab.h"
 #include "tools/sweep.h"
 #include "tools/tune.h"
 #include "txbatch_config.h"
@@ -319,6 +321,32 @@ int Main(int argc, char** argv) {
   std::string report_out;
   report->add_option("--out", report_out,
                      "Also write tables.txt, results.csv, results.json and the SVG plots here");
+  BridgeArgs bridge_args;
+  CLI::App* bridge = app.add_subcommand(
+      "bridge",
+      "Forward between two DPDK ports, both ways: RX burst, the link model (--link), a qdisc and "
+      "the batched TX path with any policy. L2-transparent (every EtherType passes, ports "
+      "promiscuous). Prints per-direction statistics every --stats seconds and, at SIGINT, "
+      "SIGTERM or --duration, each direction's books.");
+  AddBridgeOptions(*bridge, bridge_args);
+  LabArgs lab_args;
+  std::string lab_down_prefix = "txb";
+  CLI::App* lab = app.add_subcommand(
+      "lab", "Two network namespaces joined through the bridge (root): lab up, lab down");
+  lab->require_subcommand(1);
+  CLI::App* lab_up = lab->add_subcommand(
+      "up",
+      "Creates namespaces PREFIX-a (10.77.0.1) and PREFIX-b (10.77.0.2), a veth pair into each "
+      "(TX checksum offload off inside), and starts `txbatch bridge` between the host ends in "
+      "the background (pid file and log under /run/txbatch-lab/PREFIX). Every other option "
+      "(--link, --link-ab, --link-ba, --batch, --policy, --qdisc, …) goes to the bridge.");
+  lab_up->add_option("--prefix", lab_args.prefix, "Names: PREFIX-a, PREFIX-a0, … (1-8 of a-z0-9)")
+      ->capture_default_str();
+  lab_up->allow_extras();
+  CLI::App* lab_down = lab->add_subcommand(
+      "down", "Stops the lab's bridge (printing its books) and removes its namespaces, links and "
+              "files; also after a crash");
+  lab_down->add_option("--prefix", lab_down_prefix, "The lab's prefix")->capture_default_str();
   RunArgs sweep_args;  // --batch 1,2,4,8,16,32,64 unless --batch or --policy is given
   sweep_args.size = "65536";
   sweep_args.batching_off_first = true;
@@ -365,6 +393,9 @@ int Main(int argc, char** argv) {
                  : report->parsed()  ? "report "
                  : sweep->parsed()   ? "sweep "
                  : tune->parsed()    ? "tune "
+                 : bridge->parsed()  ? "bridge "
+                 : lab_up->parsed()  ? "lab up "
+                 : lab->parsed()     ? "lab "
                                      : "");
     return kExitBadInput;
   }
@@ -375,6 +406,26 @@ int Main(int argc, char** argv) {
     return RunCommand(*plan, eal_args, env);
   }
   if (report->parsed()) return ReportCommand(report_path, report_out);
+  if (bridge->parsed()) return BridgeCommand(bridge_args, eal_args);
+  if (lab_up->parsed()) {
+    lab_args.bridge_args = lab_up->remaining();
+    // The bridge's options are checked here, before anything is created.
+    CLI::App check;
+    BridgeArgs unused;
+    AddBridgeOptions(check, unused);
+    std::vector<std::string> args = {"--port-a", "x", "--port-b", "y"};
+    args.insert(args.end(), lab_args.bridge_args.begin(), lab_args.bridge_args.end());
+    std::reverse(args.begin(), args.end());
+    try {
+      check.parse(args);
+    } catch (const CLI::ParseError& e) {
+      return Fail(kExitBadInput, Error{EINVAL, fmt::format("{}; valid: the options of txbatch "
+                                                           "bridge --help (but --port-a/-b)",
+                                                           e.what())});
+    }
+    return LabUp(lab_args, eal_args);
+  }
+  if (lab_down->parsed()) return LabDown(lab_down_prefix);
   if (tune->parsed()) return TuneCommand(tune_args, tune_target, tune_p99, eal_args, env);
   if (sweep->parsed()) {
     if (sweep_args.batch.empty() && sweep_args.policy.empty()) sweep_args.batch = "1,2,4,8,16,32,64";

@@ -42,4 +42,17 @@ Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& option
                                                      rte_mempool* pool, unsigned mtu, RxSink& sink,
                                                      const RunWindow& window, double tsc_hz);
 
+// A port the caller polls itself (the bridge): created or attached as for CreateEthdevDriver, one
+// RX and one TX queue, promiscuous (every frame, not only those for its MAC), started, link up.
+// `tx` transmits on it and owns it (destroying `tx` stops, closes and removes the port); frames
+// are received from port `id` with rte_eth_rx_burst on queue 0. Refuses pairs and net_ring (a
+// port that sends to itself would loop). Control plane: failures are one sentence.
+struct ForwardingPort {
+  uint16_t id = 0;
+  std::string name;  // "port 0 (net_af_packet0)", for messages
+  std::unique_ptr<TxDriver> tx;
+};
+Result<ForwardingPort> OpenForwardingPort(const EthdevOptions& options, rte_mempool* pool,
+                                          unsigned mtu, double tsc_hz);
+
 }  // namespace txbatch::ethdev

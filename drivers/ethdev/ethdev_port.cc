@@ -58,7 +58,7 @@ class EthdevPort final : public TxDriver {
   // Transmits on `tx_port`; frames come back on `rx_port` (the same port for a loopback, the
   // other end for a pair), or nowhere.
   EthdevPort(uint16_t tx_port, std::optional<uint16_t> rx_port, bool virtual_dev, Owned owned,
-             std::string spec, RxSink& sink, const RunWindow& window, double tsc_hz)
+             std::string spec, RxSink* sink, const RunWindow& window, double tsc_hz)
       : port_(tx_port),
         rx_port_(rx_port),
         loopback_(rx_port.has_value()),
@@ -133,7 +133,7 @@ class EthdevPort final : public TxDriver {
           }
         }
         in_flight_ -= std::min<unsigned>(in_flight_, k);
-        sink_.Receive({rx.data(), k}, {at.data(), k});
+        sink_->Receive({rx.data(), k}, {at.data(), k});
         done += k;
       }
       stopped_ = false;  // the ring we send into is the one just emptied
@@ -189,7 +189,7 @@ class EthdevPort final : public TxDriver {
   const bool virtual_;
   Owned owned_;
   const std::string spec_;
-  RxSink& sink_;
+  RxSink* const sink_;  // where a loopback's frames go (null when nothing comes back)
   const RunWindow& window_;
   const Tsc poll_tsc_;
   bool stopped_ = false;
@@ -351,7 +351,7 @@ Result<std::unique_ptr<TxDriver>> CreateRingPorts(unsigned cables, std::string s
       tx_port, rx_port, /*virtual_dev=*/true, std::move(owned),
       cables == 1 ? fmt::format("{} (port {}, a loopback on one ring)", spec, tx_port)
                   : fmt::format("{} (port {} -> port {}, crossed rings)", spec, tx_port, rx_port),
-      sink, window, tsc_hz);
+      &sink, window, tsc_hz);
   return d;
 }
 
@@ -402,11 +402,98 @@ Result<std::unique_ptr<TxDriver>> CreateMemifPair(std::string spec, rte_mempool*
   std::unique_ptr<TxDriver> d = std::make_unique<EthdevPort>(
       tx_port, rx_port, /*virtual_dev=*/true, std::move(owned),
       fmt::format("{} (port {} memif client -> port {} memif server)", spec, tx_port, rx_port),
-      sink, window, tsc_hz);
+      &sink, window, tsc_hz);
   return d;
 }
 
+// A port created from devargs or borrowed from EAL, queried but not yet configured.
+struct Attached {
+  uint16_t port = 0;
+  Owned owned;
+  std::string what;         // "port 0 (net_tap0)", for messages
+  std::string driver_name;  // the PMD's
+  bool virtual_dev = false;
+};
+
+Result<Attached> Attach(const EthdevOptions& o) {
+  Attached a;
+  if (o.port >= 0) {
+    const uint16_t avail = rte_eth_dev_count_avail();
+    if (!rte_eth_dev_is_valid_port(static_cast<uint16_t>(o.port)))
+      return MakeError(ENODEV, fmt::format("port {} does not exist: {} port(s) were probed; give "
+                                           "the device to EAL after -- (e.g. -a <pci address>) "
+                                           "or use ethdev:DEVARGS",
+                                           o.port, avail));
+    a.port = static_cast<uint16_t>(o.port);
+    a.owned.borrowed_ports.push_back(a.port);
+    a.what = fmt::format("port {}", a.port);
+  } else {
+    const std::string name = DeviceName(o.devargs);
+    if (int rc = rte_dev_probe(o.devargs.c_str()); rc != 0)
+      return MakeError(-rc, fmt::format("cannot create device '{}' ({}); check the driver name "
+                                        "and its arguments (e.g. net_null0, net_ring0, "
+                                        "net_pcap0,tx_pcap=FILE)",
+                                        o.devargs, rte_strerror(-rc)));
+    if (rte_eth_dev_get_port_by_name(name.c_str(), &a.port) != 0) {
+      (void)rte_eal_hotplug_remove("vdev", name.c_str());
+      return MakeError(ENODEV,
+                       fmt::format("device '{}' was created but is not an ethdev port", name));
+    }
+    a.owned.ports.push_back(a.port);
+    a.what = fmt::format("port {} ({})", a.port, name);
+  }
+  rte_eth_dev_info info{};
+  if (int rc = rte_eth_dev_info_get(a.port, &info); rc != 0) {
+    if (o.port < 0) (void)rte_eal_hotplug_remove("vdev", DeviceName(o.devargs).c_str());
+    return MakeError(-rc, fmt::format("cannot query {}: {}", a.what, rte_strerror(-rc)));
+  }
+  if (o.port < 0 && info.device != nullptr) a.owned.devices.push_back(info.device);
+  a.driver_name = info.driver_name ? info.driver_name : "";
+  a.virtual_dev =
+      info.device != nullptr && std::string_view(rte_bus_name(rte_dev_bus(info.device))) == "vdev";
+  return a;
+}
+
+// Nothing ever falls in it: ports the bridge drives count nothing themselves.
+const RunWindow kNoWindow;
+
 }  // namespace
+
+Result<ForwardingPort> OpenForwardingPort(const EthdevOptions& o, rte_mempool* pool, unsigned mtu,
+                                          double tsc_hz) {
+  if (o.pair != EthdevOptions::Pair::kNone)
+    return MakeError(EINVAL, fmt::format("{} is two ports; valid here: one port, ethdev:DEVARGS "
+                                         "or ethdev:port=N",
+                                         o.ToString()));
+  auto a = Attach(o);
+  if (!a) return a.error();
+  if (a->driver_name == "net_ring") {
+    a->owned.Release();
+    return MakeError(EINVAL, fmt::format("{} sends every frame back to itself, which would loop "
+                                         "through a bridge; valid: a port with a peer "
+                                         "(net_af_packet, net_tap, net_memif, a NIC)",
+                                         o.ToString()));
+  }
+  if (Status s = ConfigurePort(a->port, pool, mtu, a->what); !s) {
+    a->owned.Release();
+    return s.error();
+  }
+  // Every frame on the wire, not only those for the port's own MAC: the bridge is transparent.
+  // PMDs without the notion (af_packet, memif) say ENOTSUP; they pass everything anyway.
+  (void)rte_eth_promiscuous_enable(a->port);
+  if (Status s = WaitLinkUp(a->port, a->what); !s) {
+    a->owned.Release();
+    return s.error();
+  }
+  ForwardingPort f;
+  f.id = a->port;
+  f.name = a->what;
+  f.tx = std::make_unique<EthdevPort>(a->port, std::nullopt, a->virtual_dev, std::move(a->owned),
+                                      o.ToString() + fmt::format(" ({}, {})", a->what,
+                                                                 a->driver_name),
+                                      nullptr, kNoWindow, tsc_hz);
+  return f;
+}
 
 Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& o, rte_mempool* pool,
                                                      unsigned mtu, RxSink& sink,
@@ -418,53 +505,20 @@ Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& o, rte
   // net_ring from devargs: its TX ring is its RX ring, a loopback; built from a ring we own.
   if (o.port < 0 && o.devargs == DeviceName(o.devargs) && o.devargs.starts_with("net_ring"))
     return CreateRingPorts(1, o.ToString(), pool, mtu, sink, window, tsc_hz);
-  uint16_t port = 0;
-  Owned owned;
-  std::string what;
-  if (o.port >= 0) {
-    const uint16_t avail = rte_eth_dev_count_avail();
-    if (!rte_eth_dev_is_valid_port(static_cast<uint16_t>(o.port)))
-      return MakeError(ENODEV, fmt::format("port {} does not exist: {} port(s) were probed; give "
-                                           "the device to EAL after -- (e.g. -a <pci address>) "
-                                           "or use ethdev:DEVARGS",
-                                           o.port, avail));
-    port = static_cast<uint16_t>(o.port);
-    owned.borrowed_ports.push_back(port);
-    what = fmt::format("port {}", port);
-  } else {
-    const std::string name = DeviceName(o.devargs);
-    if (int rc = rte_dev_probe(o.devargs.c_str()); rc != 0)
-      return MakeError(-rc, fmt::format("cannot create device '{}' ({}); check the driver name "
-                                        "and its arguments (e.g. net_null0, net_ring0, "
-                                        "net_pcap0,tx_pcap=FILE)",
-                                        o.devargs, rte_strerror(-rc)));
-    if (rte_eth_dev_get_port_by_name(name.c_str(), &port) != 0) {
-      (void)rte_eal_hotplug_remove("vdev", name.c_str());
-      return MakeError(ENODEV,
-                       fmt::format("device '{}' was created but is not an ethdev port", name));
-    }
-    owned.ports.push_back(port);
-    what = fmt::format("port {} ({})", port, name);
-  }
-  rte_eth_dev_info info{};
-  if (int rc = rte_eth_dev_info_get(port, &info); rc != 0) {
-    if (o.port < 0) (void)rte_eal_hotplug_remove("vdev", DeviceName(o.devargs).c_str());
-    return MakeError(-rc, fmt::format("cannot query {}: {}", what, rte_strerror(-rc)));
-  }
-  if (o.port < 0 && info.device != nullptr) owned.devices.push_back(info.device);
-  const std::string driver_name = info.driver_name ? info.driver_name : "";
+  auto a = Attach(o);
+  if (!a) return a.error();
+  const uint16_t port = a->port;
   // A net_ring attached by other devargs (nodeaction=…) still loops its TX ring to its RX ring.
   const std::optional<uint16_t> rx_port =
-      driver_name == "net_ring" ? std::optional<uint16_t>(port) : std::nullopt;
-  const bool virtual_dev =
-      info.device != nullptr && std::string_view(rte_bus_name(rte_dev_bus(info.device))) == "vdev";
-  if (Status s = StartPort(port, pool, mtu, what); !s) {
+      a->driver_name == "net_ring" ? std::optional<uint16_t>(port) : std::nullopt;
+  Owned owned = std::move(a->owned);
+  if (Status s = StartPort(port, pool, mtu, a->what); !s) {
     owned.Release();
     return s.error();
   }
   std::unique_ptr<TxDriver> d = std::make_unique<EthdevPort>(
-      port, rx_port, virtual_dev, std::move(owned),
-      o.ToString() + fmt::format(" (port {}, {})", port, driver_name), sink, window, tsc_hz);
+      port, rx_port, a->virtual_dev, std::move(owned),
+      o.ToString() + fmt::format(" (port {}, {})", port, a->driver_name), &sink, window, tsc_hz);
   return d;
 }
 

@@ -1,0 +1,139 @@
+#include "dataplane/bridge.h"
+
+#include <rte_ethdev.h>
+
+#include <array>
+
+#include "dataplane/qdisc.h"
+#include "dataplane/tx_meta.h"
+
+namespace txbatch {
+namespace {
+
+// Frames per rte_eth_rx_burst (DPDK's customary 32).
+constexpr uint16_t kBridgeBurst = 32;
+// The band forwarded frames use (best effort, as the producers').
+constexpr int kBridgeBand = 1;
+
+}  // namespace
+
+BridgeDirection::BridgeDirection(std::string name, uint16_t in_port, TxDriver& out,
+                                 const PolicySpec& policy, TxQueueConfig config,
+                                 const LinkSpec* link, double tsc_hz)
+    : name_(std::move(name)),
+      in_port_(in_port),
+      out_(out),
+      policy_(MakeFlushPolicy(policy, tsc_hz)),
+      meta_offset_(TxMetaOffset()),
+      noqueue_(config.noqueue) {
+  config.tsc_hz = tsc_hz;
+  config.block_when_full = false;  // a bridge never blocks its RX: a full band drops
+  config.track_stages = true;      // the RX TSC rides in TxMeta
+  config.time_handover = true;
+  queue_ = MakeTxQueue(out_, *policy_, config, window_);
+  if (link != nullptr && link->Active()) link_.emplace(*link, tsc_hz);
+}
+
+BridgeDirection::~BridgeDirection() {
+  queue_->StopIrq();
+  Purge();
+}
+
+unsigned BridgeDirection::Poll(Tsc now, bool receive) {
+  std::array<rte_mbuf*, kBridgeBurst> rx;
+  uint16_t k = 0;
+  if (receive) {
+    k = rte_eth_rx_burst(in_port_, 0, rx.data(), kBridgeBurst);
+    for (uint16_t i = 0; i < k; ++i) {
+      // The frame's time through the bridge starts now (its own stamp: nothing of the frame
+      // itself is read or written).
+      TxMeta* t = MetaOf(rx[i], meta_offset_);
+      *t = TxMeta{};
+      t->stamp = now;
+      rx_bytes_ += rte_pktmbuf_pkt_len(rx[i]);
+    }
+    rx_ += k;
+  }
+  unsigned moved = k;
+  if (link_) {
+    for (uint16_t i = 0; i < k; ++i) link_->Offer(rx[i], now);
+    std::array<rte_mbuf*, kBridgeBurst> out;
+    std::array<Tsc, kBridgeBurst> at;
+    while (const unsigned n = link_->Deliver(now, out, at)) {
+      Forward({out.data(), n}, now);
+      moved += n;
+    }
+  } else if (k > 0) {
+    Forward({rx.data(), k}, now);
+  }
+  if (noqueue_ && !pending_.empty() &&
+      policy_->Trigger(pending_.size(), pending_first_, now, /*write_done=*/true) !=
+          FlushTrigger::kNone)
+    SendPending();
+  return moved;
+}
+
+void BridgeDirection::Forward(std::span<rte_mbuf*> frames, Tsc now) {
+  if (frames.empty()) return;
+  if (!noqueue_) {
+    // The whole burst in, then one qdisc run: frames that arrive together can leave together.
+    for (rte_mbuf* m : frames) (void)queue_->Send(m, kBridgeBand, /*run=*/false);
+    queue_->RunQdisc();
+    return;
+  }
+  for (rte_mbuf* m : frames) {
+    if (pending_.empty()) pending_first_ = now;
+    pending_.Push(m);
+    if (pending_.size() >= policy_->spec().frames) SendPending();
+  }
+}
+
+void BridgeDirection::SendPending() {
+  (void)queue_->SendBatch(pending_);
+  // Refused frames are dropped (Linux noqueue), counted by the queue as dropped_noqueue.
+  rte_pktmbuf_free_bulk(pending_.frames().data(), pending_.size());
+  pending_.Clear();
+}
+
+bool BridgeDirection::Idle() {
+  if (noqueue_ && !pending_.empty()) SendPending();  // draining: nothing more will join it
+  return (!link_ || link_->InFlight() == 0) && queue_->Idle();
+}
+
+unsigned BridgeDirection::Purge() {
+  unsigned n = pending_.size();
+  rte_pktmbuf_free_bulk(pending_.frames().data(), pending_.size());
+  pending_.Clear();
+  n += queue_->Purge();
+  if (link_) n += link_->Purge();
+  return n;
+}
+
+DirectionCounts BridgeDirection::Counts() {
+  DirectionCounts c;
+  c.rx = rx_;
+  c.rx_bytes = rx_bytes_;
+  const DriverCounters& d = out_.counters();
+  const TxQueueCounters& q = queue_->counters();
+  c.sent = d.accepted.Get();
+  c.xmit_calls = d.xmit_calls.Get();
+  c.qdisc_full = q.dropped_qdisc_full.Get();
+  c.noqueue = q.dropped_noqueue.Get();
+  for (size_t i = 1; i < q.batch_hist.size(); ++i) {
+    const uint64_t n = q.batch_hist[i].Get();
+    c.handovers += n;
+    c.handed += n * i;
+  }
+  c.queued = queue_->backlog() + pending_.size();
+  if (link_) {
+    const LinkCounters& l = link_->counters();
+    c.duplicated = l.duplicated.Get();
+    c.link_lost = l.lost.Get();
+    c.link_limit = l.dropped_limit.Get();
+    c.corrupted = l.corrupted.Get();
+    c.in_link = link_->InFlight();
+  }
+  return c;
+}
+
+}  // namespace txbatch

@@ -1,0 +1,96 @@
+#pragma once
+// One direction of the bump in the wire (`txbatch bridge`): frames received on one port go
+// through the link model (--link, the same LinkModel the emulated wire uses), into a qdisc and,
+// in batches as the policy says, out of the other port. Frames are not touched: every EtherType
+// passes. Each RX burst is enqueued whole before the qdisc runs (so a burst can become a batch);
+// with --qdisc none the burst is handed over in policy-sized batches (count:N) or accumulated
+// (buffer:N[:T]).
+//
+// Poll() is called by one forwarding thread; the queue's txirq restarts a port that stopped.
+// Time through the bridge is measured from the RX TSC, carried in the frame's TxMeta, to the
+// driver call that took the frame.
+
+#include <rte_mbuf.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "batching/batch.h"
+#include "batching/flush_policy.h"
+#include "dataplane/histogram.h"
+#include "dataplane/link_model.h"
+#include "dataplane/run_window.h"
+#include "dataplane/tx_queue.h"
+#include "drivers/driver.h"
+
+namespace txbatch {
+
+// What one direction did since it started. The books: rx + duplicated = sent + dropped (every
+// reason) + queued + in_link.
+struct DirectionCounts {
+  uint64_t rx = 0, rx_bytes = 0;
+  uint64_t sent = 0;          // accepted by the out-port
+  uint64_t duplicated = 0;    // copies the link made
+  uint64_t link_lost = 0;     // dropped by the link's loss model
+  uint64_t link_limit = 0;    // dropped because the link held `limit` frames
+  uint64_t qdisc_full = 0;    // dropped on a full qdisc band
+  uint64_t noqueue = 0;       // refused by the out-port with --qdisc none
+  uint64_t corrupted = 0;     // forwarded with a bit the link flipped
+  uint64_t queued = 0;        // in the qdisc (or a --qdisc none batch being filled)
+  uint64_t in_link = 0;       // held by the link
+  uint64_t handovers = 0;     // driver handovers (calls, or xmit_more chains)
+  uint64_t handed = 0;        // frames in them
+  uint64_t xmit_calls = 0;    // the out-port's Xmit calls
+  uint64_t dropped() const { return link_lost + link_limit + qdisc_full + noqueue; }
+  bool Balanced() const { return rx + duplicated == sent + dropped() + queued + in_link; }
+};
+
+class BridgeDirection {
+ public:
+  // `out` is the other port's TX side; `link` may be null (no impairment this way).
+  BridgeDirection(std::string name, uint16_t in_port, TxDriver& out, const PolicySpec& policy,
+                  TxQueueConfig config, const LinkSpec* link, double tsc_hz);
+  ~BridgeDirection();
+  BridgeDirection(const BridgeDirection&) = delete;
+  BridgeDirection& operator=(const BridgeDirection&) = delete;
+
+  // One RX burst into the link (or straight on), whatever the link has delivered by `now` into
+  // the qdisc, and the qdisc run. `receive` false: only the link and the qdisc (draining).
+  // Returns the frames received and delivered.
+  unsigned Poll(Tsc now, bool receive = true);
+  // When the link delivers next (kNever: it holds nothing).
+  Tsc NextArrival() const { return link_ ? link_->NextArrival() : kNever; }
+  // Nothing in the link, the qdisc, a batch being filled or the port's hands.
+  bool Idle();
+  // Frees what is still held (at exit after an unfinished drain); returns how many.
+  unsigned Purge();
+
+  void Start() { queue_->StartIrq(); }
+  void Stop() { queue_->StopIrq(); }
+
+  DirectionCounts Counts();
+  // Time through the bridge since the last call (ns), and nothing when no frame went.
+  LatencyHistogram TakeLatency() { return queue_->TakeHandoverLatency(); }
+  const std::string& name() const { return name_; }
+
+ private:
+  // Hands what the link delivered (or RX gave) to the qdisc, or under --qdisc none to the port.
+  void Forward(std::span<rte_mbuf*> frames, Tsc now);
+  void SendPending();
+
+  const std::string name_;
+  const uint16_t in_port_;
+  TxDriver& out_;
+  std::unique_ptr<FlushPolicy> policy_;
+  RunWindow window_;  // never opened: the bridge counts for itself
+  std::unique_ptr<TxQueue> queue_;
+  std::optional<LinkModel> link_;
+  const int meta_offset_;
+  const bool noqueue_;
+  uint64_t rx_ = 0, rx_bytes_ = 0;
+  Batch pending_;      // --qdisc none: the batch being filled
+  Tsc pending_first_ = 0;
+};
+
+}  // namespace txbatch

@@ -1,0 +1,245 @@
+// The bridge between real hosts: `txbatch lab up` (two namespaces, two veth pairs, the bridge on
+// net_af_packet), then unmodified ping and iperf3 through it, with and without impairments; the
+// bridge's own books read from `lab down`. Every test removes its lab, and any iperf3 it started,
+// even when it fails. Needs root (CI runs as root).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <boost/math/distributions/binomial.hpp>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+
+namespace txbatch {
+namespace {
+
+struct Ran {
+  int status;
+  std::string out;
+};
+
+// Runs `cmd` through the shell; stdout and stderr together.
+Ran Sh(const std::string& cmd) {
+  Ran r{-1, {}};
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string Txbatch() {
+  const char* bin = std::getenv("TXBATCH_BIN");
+  return bin ? bin : "txbatch";
+}
+
+// A lab for one test: up in the constructor, down (and its iperf3 server gone) in the destructor.
+class Lab {
+ public:
+  Lab(std::string prefix, const std::string& bridge_args) : prefix_(std::move(prefix)) {
+    up_ = Sh(Txbatch() + " lab up --prefix " + prefix_ + " " + bridge_args);
+  }
+  ~Lab() {
+    if (!down_) Down();
+    if (!server_pid_file_.empty()) {
+      std::ifstream in(server_pid_file_);
+      pid_t pid = 0;
+      if (in >> pid && pid > 1) kill(pid, SIGTERM);
+      std::filesystem::remove(server_pid_file_);
+    }
+  }
+  bool up() const { return up_.status == 0; }
+  const std::string& up_output() const { return up_.out; }
+  // Runs `cmd` in namespace a (the client side) or b.
+  Ran InA(const std::string& cmd) const { return Sh("ip netns exec " + prefix_ + "-a " + cmd); }
+  Ran InB(const std::string& cmd) const { return Sh("ip netns exec " + prefix_ + "-b " + cmd); }
+  // An iperf3 server in namespace b for one test, stopped by its pid whatever happens.
+  bool StartIperfServer() {
+    server_pid_file_ = ::testing::TempDir() + "/iperf3-" + prefix_ + ".pid";
+    const Ran r = InB("iperf3 -s -1 -D --pidfile " + server_pid_file_);
+    for (int i = 0; i < 50 && !std::filesystem::exists(server_pid_file_); ++i) usleep(20000);
+    usleep(100000);
+    return r.status == 0;
+  }
+  // Stops the bridge; returns what `lab down` printed (the bridge's books).
+  std::string Down() {
+    down_ = true;
+    return Sh(Txbatch() + " lab down --prefix " + prefix_).out;
+  }
+  const std::string& prefix() const { return prefix_; }
+
+ private:
+  std::string prefix_;
+  Ran up_;
+  bool down_ = false;
+  std::string server_pid_file_;
+};
+
+// Nothing of the lab is left: namespaces, links, state, the bridge.
+void ExpectGone(const std::string& prefix) {
+  for (const char* ns : {"-a", "-b"})
+    EXPECT_FALSE(std::filesystem::exists("/run/netns/" + prefix + ns)) << prefix << ns;
+  for (const char* dev : {"-a1", "-b1"})
+    EXPECT_FALSE(std::filesystem::exists("/sys/class/net/" + prefix + dev)) << prefix << dev;
+  EXPECT_FALSE(std::filesystem::exists("/run/txbatch-lab/" + prefix));
+  EXPECT_NE(Sh("pgrep -f '[t]xbatch bridge --port-a net_af_packet0,iface=" + prefix + "-a1'").status,
+            0);
+}
+
+int Occurrences(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The bridge's books as `lab down` prints them: both directions balanced, no mbuf left.
+void ExpectBooks(const std::string& down) {
+  EXPECT_EQ(Occurrences(down, "— balanced"), 2) << down;
+  EXPECT_EQ(down.find("NOT BALANCED"), std::string::npos) << down;
+  EXPECT_NE(down.find("mbufs in use at exit: 0"), std::string::npos) << down;
+}
+
+struct PingStats {
+  int sent = -1, received = -1;
+  double min = -1, avg = -1, max = -1;
+};
+
+PingStats ParsePing(const std::string& out) {
+  PingStats p;
+  std::smatch m;
+  if (std::regex_search(out, m, std::regex(R"((\d+) packets transmitted, (\d+) received)"))) {
+    p.sent = std::stoi(m[1]);
+    p.received = std::stoi(m[2]);
+  }
+  if (std::regex_search(out, m, std::regex(R"(= ([\d.]+)/([\d.]+)/([\d.]+)/)"))) {
+    p.min = std::stod(m[1]);
+    p.avg = std::stod(m[2]);
+    p.max = std::stod(m[3]);
+  }
+  return p;
+}
+
+// "avg batch X, xmit calls per frame Y" for direction `dir` ("a>b") in the bridge's summary.
+std::pair<double, double> Batching(const std::string& down, const std::string& dir) {
+  std::smatch m;
+  const std::regex re(dir + R"(: received .*avg batch ([\d.]+), xmit calls per frame ([\d.]+))");
+  if (!std::regex_search(down, m, re)) return {-1, -1};
+  return {std::stod(m[1]), std::stod(m[2])};
+}
+
+TEST(Lab, PingCrossesTheBridgeWithoutLossAndEverythingIsRemovedAfter) {
+  {
+    Lab lab("tsys1", "");
+    ASSERT_TRUE(lab.up()) << lab.up_output();
+    EXPECT_NE(lab.up_output().find("TX checksum offload is off"), std::string::npos);
+    const PingStats p = ParsePing(lab.InA("ping -c 50 -i 0.01 -q 10.77.0.2").out);
+    EXPECT_EQ(p.sent, 50);
+    EXPECT_EQ(p.received, 50);
+    ExpectBooks(lab.Down());
+  }
+  ExpectGone("tsys1");
+}
+
+TEST(Lab, ADelayEachWayBoundsTheRoundTrip) {
+  {
+    Lab lab("tsys2", "--link 'delay 5ms'");
+    ASSERT_TRUE(lab.up()) << lab.up_output();
+    (void)lab.InA("ping -c 1 -W 2 10.77.0.2");  // ARP resolved first: its own 2 x 5 ms
+    const std::string out = lab.InA("ping -c 20 -i 0.05 -q 10.77.0.2").out;
+    const PingStats p = ParsePing(out);
+    EXPECT_EQ(p.received, 20) << out;
+    EXPECT_GE(p.min, 10.0) << out;
+    EXPECT_LE(p.avg, 11.0) << out;
+    ExpectBooks(lab.Down());
+  }
+  ExpectGone("tsys2");
+}
+
+TEST(Lab, LossEachWayLandsInsideTheBinomialBounds) {
+  // 5 % each way: a ping survives both with 0.95^2; 1000 of them lose a binomial count.
+  const double p = 1 - 0.95 * 0.95;
+  const boost::math::binomial_distribution<> dist(1000, p);
+  const double lo = boost::math::quantile(dist, 0.0005);
+  const double hi = boost::math::quantile(boost::math::complement(dist, 0.0005));
+  {
+    Lab lab("tsys3", "--link 'loss random 5% seed 11'");
+    ASSERT_TRUE(lab.up()) << lab.up_output();
+    (void)lab.InA("ping -c 3 -i 0.05 -W 1 10.77.0.2");  // ARP
+    const std::string out = lab.InA("ping -f -c 1000 -q 10.77.0.2").out;
+    const PingStats s = ParsePing(out);
+    ASSERT_EQ(s.sent, 1000) << out;
+    const int lost = s.sent - s.received;
+    EXPECT_GE(lost, lo) << out;
+    EXPECT_LE(lost, hi) << out;
+    const std::string down = lab.Down();
+    ExpectBooks(down);
+    EXPECT_NE(down.find("lost on the link"), std::string::npos);
+  }
+  ExpectGone("tsys3");
+}
+
+TEST(Lab, IperfTcpThroughA100MbitLinkGetsTheRateTheHeadersLeave) {
+  // 1514-byte frames (no FCS, as netem counts skb->len) carry 1448 bytes of TCP payload.
+  const double expected = 100e6 * 1448 / 1514;
+  {
+    Lab lab("tsys4", "--link 'rate 100mbit'");
+    ASSERT_TRUE(lab.up()) << lab.up_output();
+    ASSERT_TRUE(lab.StartIperfServer());
+    const Ran r = lab.InA("iperf3 -c 10.77.0.2 -t 4 -O 1 -J");
+    ASSERT_EQ(r.status, 0) << r.out;
+    const auto doc = nlohmann::json::parse(r.out);
+    const double got = doc["end"]["sum_received"]["bits_per_second"].get<double>();
+    EXPECT_NEAR(got, expected, expected * 0.05) << "goodput " << got / 1e6 << " Mbit/s";
+    ExpectBooks(lab.Down());
+  }
+  ExpectGone("tsys4");
+}
+
+TEST(Lab, IperfUdpAtHalfTheLinkRateLosesUnderOnePercent) {
+  {
+    Lab lab("tsys5", "--link 'rate 100mbit'");
+    ASSERT_TRUE(lab.up()) << lab.up_output();
+    ASSERT_TRUE(lab.StartIperfServer());
+    const Ran r = lab.InA("iperf3 -c 10.77.0.2 -u -b 50M -t 3 -J");
+    ASSERT_EQ(r.status, 0) << r.out;
+    const auto doc = nlohmann::json::parse(r.out);
+    EXPECT_LT(doc["end"]["sum"]["lost_percent"].get<double>(), 1.0) << doc["end"]["sum"].dump();
+    ExpectBooks(lab.Down());
+  }
+  ExpectGone("tsys5");
+}
+
+TEST(Lab, BatchOneAndThirtyTwoBothForwardEverythingAndBatchAsTheyShould) {
+  for (const char* batch : {"1", "32"}) {
+    Lab lab(std::string("tsys6") + batch, std::string("--batch ") + batch);
+    ASSERT_TRUE(lab.up()) << lab.up_output();
+    ASSERT_TRUE(lab.StartIperfServer());
+    const Ran r = lab.InA("iperf3 -c 10.77.0.2 -t 2 -J");
+    ASSERT_EQ(r.status, 0) << r.out;
+    const std::string down = lab.Down();
+    ExpectBooks(down);
+    EXPECT_NE(down.find("a>b: received"), std::string::npos) << down;
+    EXPECT_NE(down.find("dropped 0 (qdisc full 0"), std::string::npos) << down;
+    const auto [avg, calls] = Batching(down, "a>b");
+    if (std::string(batch) == "1") {
+      EXPECT_DOUBLE_EQ(avg, 1.0) << down;
+      EXPECT_DOUBLE_EQ(calls, 1.0) << down;
+    } else {
+      EXPECT_GT(avg, 1.5) << down;  // a burst of TCP segments leaves as one batch
+      EXPECT_LT(calls, 1.0) << down;
+    }
+  }
+  ExpectGone("tsys61");
+  ExpectGone("tsys632");
+}
+
+}  // namespace
+}  // namespace txbatch

@@ -1,0 +1,27 @@
+#pragma once
+// `txbatch bridge`: two DPDK ports, forwarding both ways through the link model, a qdisc and the
+// batched TX path (dataplane/bridge.h), until SIGINT/SIGTERM or --duration. Control plane.
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "tools/run_options.h"
+
+namespace txbatch {
+
+struct BridgeArgs {
+  std::string port_a, port_b;
+  std::string link, link_ab, link_ba;  // netem words: both ways, or one way
+  RunArgs queue;   // --batch/--policy, --qdisc, --sync, --runner, --txqueuelen, --bql-*, --mtu
+  double duration_s = 0;  // 0: until a signal
+  double stats_s = 1;     // a line per direction this often; 0: only the summary
+};
+
+void AddBridgeOptions(CLI::App& cmd, BridgeArgs& args);
+
+// Runs the bridge; returns the exit status (0, 2 bad input or missing device, 3 books that do not
+// balance or mbufs not returned).
+int BridgeCommand(BridgeArgs args, const std::vector<std::string>& eal_args);
+
+}  // namespace txbatch
