@@ -19,13 +19,14 @@ constexpr int kBridgeBand = 1;
 
 BridgeDirection::BridgeDirection(std::string name, uint16_t in_port, TxDriver& out,
                                  const PolicySpec& policy, TxQueueConfig config,
-                                 const LinkSpec* link, double tsc_hz)
+                                 const LinkSpec* link, double tsc_hz, FrameFilter* filter)
     : name_(std::move(name)),
       in_port_(in_port),
       out_(out),
       policy_(MakeFlushPolicy(policy, tsc_hz)),
       meta_offset_(TxMetaOffset()),
-      noqueue_(config.noqueue) {
+      noqueue_(config.noqueue),
+      filter_(filter) {
   config.tsc_hz = tsc_hz;
   config.block_when_full = false;  // a bridge never blocks its RX: a full band drops
   config.track_stages = true;      // the RX TSC rides in TxMeta
@@ -53,6 +54,18 @@ unsigned BridgeDirection::Poll(Tsc now, bool receive) {
       rx_bytes_ += rte_pktmbuf_pkt_len(rx[i]);
     }
     rx_ += k;
+    if (filter_ != nullptr) {
+      uint16_t kept = 0;
+      for (uint16_t i = 0; i < k; ++i) {
+        if (filter_->Keep(rx[i])) {
+          rx[kept++] = rx[i];
+        } else {
+          rte_pktmbuf_free(rx[i]);
+          ++filtered_;
+        }
+      }
+      k = kept;
+    }
   }
   unsigned moved = k;
   if (link_) {
@@ -113,6 +126,7 @@ DirectionCounts BridgeDirection::Counts() {
   DirectionCounts c;
   c.rx = rx_;
   c.rx_bytes = rx_bytes_;
+  c.filtered = filtered_;
   const DriverCounters& d = out_.counters();
   const TxQueueCounters& q = queue_->counters();
   c.sent = d.accepted.Get();

@@ -1,6 +1,7 @@
 #include "tools/bridge_cmd.h"
 
 #include <fmt/format.h>
+#include <rte_ethdev.h>
 #include <rte_mempool.h>
 #include <sys/prctl.h>
 
@@ -13,6 +14,7 @@
 #include "dataplane/eal.h"
 #include "dataplane/link_spec.h"
 #include "dataplane/mempool.h"
+#include "dataplane/responder.h"
 #include "drivers/ethdev/ethdev.h"
 #include "drivers/ethdev/ring_size.h"
 #include "tools/session.h"
@@ -72,6 +74,22 @@ void PrintInterval(double t, BridgeDirection& d, const DirectionCounts& now,
              Lat(s, &LatencySummary::p99));
 }
 
+std::string ShapeText(const CellConfig& cell) {
+  const char* qdisc = cell.noqueue ? "qdisc none" : cell.pfifo ? "pfifo" : "pfifo_fast";
+  return fmt::format("{} ({} {} runner, txqueuelen {}), MTU {}", qdisc,
+                     cell.nolock ? "nolock" : "rootlock", cell.dedicated ? "dedicated" : "inline",
+                     cell.txqueuelen, cell.mtu);
+}
+
+// The last lines before forwarding starts: `lab up` waits for "forwarding".
+void PrintEalAndReady(const EalPlan& plan, double duration_s) {
+  fmt::print("EAL {} ({}): {}\n", plan.mode, plan.why,
+             fmt::join(plan.args.begin() + 1, plan.args.end(), " "));
+  fmt::print("forwarding; SIGINT or SIGTERM stops it{}\n",
+             duration_s > 0 ? fmt::format(", or {:g} s", duration_s) : std::string());
+  std::fflush(stdout);
+}
+
 void PrintSummary(BridgeDirection& d, const DirectionCounts& c, const LatencyHistogram& lat) {
   const auto s = lat.Summary();
   fmt::print("{}: received {} ({} bytes), sent {}, dropped {} (qdisc full {}, noqueue {}, lost on "
@@ -83,10 +101,11 @@ void PrintSummary(BridgeDirection& d, const DirectionCounts& c, const LatencyHis
              c.sent ? static_cast<double>(c.xmit_calls) / c.sent : 0.0,
              Lat(s, &LatencySummary::p50), Lat(s, &LatencySummary::p99),
              Lat(s, &LatencySummary::max));
-  fmt::print("{} books: received {} + duplicated {} = sent {} + dropped {} + queued {} + in the "
-             "link {} — {}\n",
-             d.name(), c.rx, c.duplicated, c.sent, c.dropped(), c.queued, c.in_link,
-             c.Balanced() ? "balanced" : "NOT BALANCED");
+  fmt::print("{} books: received {} + duplicated {} = sent {} + dropped {}{} + queued {} + in "
+             "the link {} — {}\n",
+             d.name(), c.rx, c.duplicated, c.sent, c.dropped(),
+             c.filtered ? fmt::format(" + not answered {}", c.filtered) : std::string(), c.queued,
+             c.in_link, c.Balanced() ? "balanced" : "NOT BALANCED");
 }
 
 }  // namespace
@@ -111,19 +130,148 @@ void AddBridgeOptions(CLI::App& cmd, BridgeArgs& a) {
       ->capture_default_str();
 }
 
-int BridgeCommand(BridgeArgs a, const std::vector<std::string>& eal_args) {
-  // The queue options, validated as `run` validates them: one policy and one qdisc shape.
-  if (a.queue.batch.empty() && a.queue.policy.empty()) a.queue.batch = "32";
-  a.queue.drivers = {"emu:null"};  // stands in for the ports, which are checked below
-  a.queue.size = "1000";
-  a.queue.procs = "1";
-  auto plan = BuildRunPlan(a.queue);
-  if (!plan) return Fail(kExitBadInput, plan.error());
+namespace {
+
+// The TX path's options (--batch/--policy, --qdisc, …), validated as `run` validates them: one
+// policy and one qdisc shape. `what` names the command in the sentence.
+Result<CellConfig> QueuePlan(RunArgs q, std::string_view what, EalMemory* memory) {
+  if (q.batch.empty() && q.policy.empty()) q.batch = "32";
+  q.drivers = {"emu:null"};  // stands in for the ports, which are checked when opened
+  q.size = "1000";
+  q.procs = "1";
+  auto plan = BuildRunPlan(q);
+  if (!plan) return plan.error();
   if (plan->policies.size() != 1 || plan->shapes.size() != 1)
-    return Fail(kExitBadInput, Error{EINVAL, "the bridge runs one policy and one qdisc shape; "
-                                             "valid: one value each for --batch/--policy, "
-                                             "--qdisc, --sync and --runner"});
-  const CellConfig& cell = plan->cells.front();
+    return MakeError(EINVAL, fmt::format("{} runs one policy and one qdisc shape; valid: one "
+                                         "value each for --batch/--policy, --qdisc, --sync and "
+                                         "--runner",
+                                         what));
+  *memory = plan->eal_memory;
+  return plan->cells.front();
+}
+
+TxQueueConfig QueueConfig(const CellConfig& cell, const std::vector<int>& cpus) {
+  TxQueueConfig q;
+  q.txqueuelen = cell.txqueuelen;
+  q.irq_cpus = cpus;
+  q.noqueue = cell.noqueue;
+  q.dedicated = cell.dedicated;
+  q.nolock = cell.nolock;
+  q.pfifo = cell.pfifo;
+  q.bql = cell.bql;
+  return q;
+}
+
+// Mbufs one direction may hold: the RX ring, the TX ring, the qdisc, the link's limit, a burst
+// or batch in hand.
+uint64_t DirectionFrames(const CellConfig& cell, const std::optional<LinkSpec>& link) {
+  return 2ull * ethdev::kRingSize + cell.txqueuelen + kMaxBatch + 64 + (link ? link->limit : 0);
+}
+
+// EAL (memory for `frames` mbufs) and the pool: the start of every forwarding command.
+struct Forwarding {
+  std::unique_ptr<Eal> eal;
+  PoolPtr pool;  // freed before EAL (declared after it)
+  EalPlan plan;
+};
+
+Result<Forwarding> StartForwarding(uint64_t frames, unsigned mtu, EalMemory memory,
+                                   const std::vector<std::string>& eal_args, int* status) {
+  const unsigned pool_size = static_cast<unsigned>(std::min<uint64_t>(frames + 4096, 1u << 22));
+  auto eal_plan = PlanEal(PoolBytes(pool_size, mtu), eal_args, memory);
+  *status = kExitBadInput;
+  if (!eal_plan) return eal_plan.error();
+  auto eal = Eal::Start(*eal_plan);
+  if (!eal) return eal.error();
+  CatchStopSignals();
+  auto pool = CreatePacketPool("txbatch_fwd", pool_size, mtu);
+  *status = kExitInternal;
+  if (!pool) return pool.error();
+  return Forwarding{std::move(*eal), std::move(*pool), std::move(*eal_plan)};
+}
+
+// Polls `dirs` until a signal or `duration_s`, a line per direction every `stats_s`; then drains
+// (nothing more received; links deliver within `longest_s` and a second), stops them, prints
+// each one's summary and books, frees what is left. Returns whether every book balanced.
+bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats_s,
+             double longest_s, double tsc_hz) {
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  for (auto* d : dirs) d->Start();
+  const Tsc start = Now();
+  const Tsc end = duration_s > 0 ? start + static_cast<Tsc>(duration_s * tsc_hz) : kNever;
+  const Tsc every = stats_s > 0 ? static_cast<Tsc>(stats_s * tsc_hz) : kNever;
+  Tsc next_stats = every == kNever ? kNever : start + every;
+  std::vector<DirectionCounts> last(dirs.size());
+  std::vector<LatencyHistogram> total(dirs.size());
+  const auto sleep_idle = [&](Tsc now) {
+    Tsc due = kNever;
+    for (auto* d : dirs) due = std::min(due, d->NextArrival());
+    double ns = kIdleSleepNs;
+    if (due != kNever) ns = std::min(ns, due > now ? (due - now) * 1e9 / tsc_hz : 0.0);
+    if (ns > 0) SleepNs(ns);
+  };
+  unsigned idle = 0;
+  while (!StopRequested()) {
+    const Tsc now = Now();
+    if (now >= end) break;
+    unsigned moved = 0;
+    for (auto* d : dirs) moved += d->Poll(now);
+    if (now >= next_stats) {
+      for (size_t i = 0; i < dirs.size(); ++i) {
+        const DirectionCounts c = dirs[i]->Counts();
+        const LatencyHistogram lat = dirs[i]->TakeLatency();
+        PrintInterval(static_cast<double>(now - start) / tsc_hz, *dirs[i], c, last[i], lat);
+        total[i].Merge(lat);
+        last[i] = c;
+      }
+      std::fflush(stdout);
+      next_stats += every;
+    }
+    idle = moved ? 0 : idle + 1;
+    if (idle > kSpinPolls) sleep_idle(now);
+  }
+  const Tsc drain_end = Now() + static_cast<Tsc>((longest_s + kDrainS) * tsc_hz);
+  const auto all_idle = [&] {
+    return std::all_of(dirs.begin(), dirs.end(), [](BridgeDirection* d) { return d->Idle(); });
+  };
+  while (Now() < drain_end && !all_idle()) {
+    const Tsc now = Now();
+    unsigned moved = 0;
+    for (auto* d : dirs) moved += d->Poll(now, /*receive=*/false);
+    if (!moved) sleep_idle(now);
+  }
+  for (auto* d : dirs) d->Stop();
+  fmt::print("\nstopped after {:.1f} s\n", static_cast<double>(Now() - start) / tsc_hz);
+  bool balanced = true;
+  unsigned freed = 0;
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    const DirectionCounts c = dirs[i]->Counts();
+    total[i].Merge(dirs[i]->TakeLatency());
+    PrintSummary(*dirs[i], c, total[i]);
+    balanced &= c.Balanced();
+    freed += dirs[i]->Purge();
+  }
+  if (freed) fmt::print("{} frames still queued or in a link at exit were freed\n", freed);
+  return balanced;
+}
+
+// The end of every forwarding command: the ports are closed (what their PMDs hold comes home)
+// and the pool counted.
+int Finish(bool balanced, rte_mempool* pool) {
+  const unsigned in_use = rte_mempool_in_use_count(pool);
+  fmt::print("mbufs in use at exit: {}\n", in_use);
+  if (balanced && in_use == 0) return kExitOk;
+  std::fprintf(stderr, "txbatch: the books do not balance or mbufs were not returned (see "
+                       "above): exit 3\n");
+  return kExitUnbalanced;
+}
+
+}  // namespace
+
+int BridgeCommand(BridgeArgs a, const std::vector<std::string>& eal_args) {
+  EalMemory memory{};
+  auto cell = QueuePlan(a.queue, "the bridge", &memory);
+  if (!cell) return Fail(kExitBadInput, cell.error());
   if (!a.link.empty() && (!a.link_ab.empty() || !a.link_ba.empty()))
     return Fail(kExitBadInput,
                 Error{EINVAL, "--link sets both directions and --link-ab/--link-ba one each; "
@@ -143,132 +291,130 @@ int BridgeCommand(BridgeArgs a, const std::vector<std::string>& eal_args) {
   auto port_b = ParsePort("--port-b", a.port_b);
   if (!port_b) return Fail(kExitBadInput, port_b.error());
 
-  // Mbufs: per direction the RX ring, the TX ring, the qdisc, the link's limit, a burst or batch
-  // in hand; and the per-lcore caches.
-  uint64_t frames = 4096;
-  for (const auto* l : {&*link_ab, &*link_ba})
-    frames += 2ull * ethdev::kRingSize + cell.txqueuelen + kMaxBatch + 64 +
-              (l->has_value() ? (*l)->limit : 0);
-  const unsigned pool_size = static_cast<unsigned>(std::min<uint64_t>(frames, 1u << 22));
-  auto eal_plan = PlanEal(PoolBytes(pool_size, cell.mtu), eal_args, plan->eal_memory);
-  if (!eal_plan) return Fail(kExitBadInput, eal_plan.error());
-  auto eal = Eal::Start(*eal_plan);
-  if (!eal) return Fail(kExitBadInput, eal.error());
-  CatchStopSignals();
-  const double tsc_hz = (*eal)->tsc_hz();
   int status = kExitOk;
+  auto fwd = StartForwarding(DirectionFrames(*cell, *link_ab) + DirectionFrames(*cell, *link_ba),
+                             cell->mtu, memory, eal_args, &status);
+  if (!fwd) return Fail(status, fwd.error());
+  const double tsc_hz = fwd->eal->tsc_hz();
+  auto pa = ethdev::OpenForwardingPort(*port_a, fwd->pool.get(), cell->mtu, tsc_hz);
+  if (!pa) return Fail(kExitBadInput, pa.error());
+  auto pb = ethdev::OpenForwardingPort(*port_b, fwd->pool.get(), cell->mtu, tsc_hz);
+  if (!pb) return Fail(kExitBadInput, pb.error());
+  const TxQueueConfig qcfg = QueueConfig(*cell, fwd->eal->cpus());
+  bool balanced;
   {
-    auto pool = CreatePacketPool("txbatch_bridge", pool_size, cell.mtu);
-    if (!pool) return Fail(kExitInternal, pool.error());
-    auto pa = ethdev::OpenForwardingPort(*port_a, pool->get(), cell.mtu, tsc_hz);
-    if (!pa) return Fail(kExitBadInput, pa.error());
-    auto pb = ethdev::OpenForwardingPort(*port_b, pool->get(), cell.mtu, tsc_hz);
-    if (!pb) return Fail(kExitBadInput, pb.error());
-
-    TxQueueConfig qcfg;
-    qcfg.txqueuelen = cell.txqueuelen;
-    qcfg.irq_cpus = (*eal)->cpus();
-    qcfg.noqueue = cell.noqueue;
-    qcfg.dedicated = cell.dedicated;
-    qcfg.nolock = cell.nolock;
-    qcfg.pfifo = cell.pfifo;
-    qcfg.bql = cell.bql;
-    std::array<std::unique_ptr<BridgeDirection>, 2> dirs = {
-        std::make_unique<BridgeDirection>("a>b", pa->id, *pb->tx, cell.policy, qcfg,
-                                          link_ab->has_value() ? &**link_ab : nullptr, tsc_hz),
-        std::make_unique<BridgeDirection>("b>a", pb->id, *pa->tx, cell.policy, qcfg,
-                                          link_ba->has_value() ? &**link_ba : nullptr, tsc_hz)};
-    const char* shape = cell.noqueue ? "qdisc none"
-                        : cell.pfifo ? "pfifo"
-                                     : "pfifo_fast";
-    fmt::print("txbatch bridge: A = {}, B = {}; policy {}, {} ({} {} runner, txqueuelen {}), "
-               "MTU {}\n",
-               pa->tx->Describe(), pb->tx->Describe(), cell.policy.ToString(), shape,
-               cell.nolock ? "nolock" : "rootlock", cell.dedicated ? "dedicated" : "inline",
-               cell.txqueuelen, cell.mtu);
+    BridgeDirection ab("a>b", pa->id, *pb->tx, cell->policy, qcfg,
+                       link_ab->has_value() ? &**link_ab : nullptr, tsc_hz);
+    BridgeDirection ba("b>a", pb->id, *pa->tx, cell->policy, qcfg,
+                       link_ba->has_value() ? &**link_ba : nullptr, tsc_hz);
+    fmt::print("txbatch bridge: A = {}, B = {}; policy {}, {}\n", pa->tx->Describe(),
+               pb->tx->Describe(), cell->policy.ToString(), ShapeText(*cell));
     fmt::print("link a>b: {}; link b>a: {}\n",
                link_ab->has_value() ? (*link_ab)->ToString() : "none",
                link_ba->has_value() ? (*link_ba)->ToString() : "none");
-    fmt::print("EAL {} ({}): {}\n", eal_plan->mode, eal_plan->why,
-               fmt::join(eal_plan->args.begin() + 1, eal_plan->args.end(), " "));
-    fmt::print("forwarding; SIGINT or SIGTERM stops it{}\n",
-               a.duration_s > 0 ? fmt::format(", or {:g} s", a.duration_s) : std::string());
-    std::fflush(stdout);
-
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-    for (auto& d : dirs) d->Start();
-    const Tsc start = Now();
-    const Tsc end = a.duration_s > 0 ? start + static_cast<Tsc>(a.duration_s * tsc_hz) : kNever;
-    const Tsc every = a.stats_s > 0 ? static_cast<Tsc>(a.stats_s * tsc_hz) : kNever;
-    Tsc next_stats = every == kNever ? kNever : start + every;
-    std::array<DirectionCounts, 2> last{};
-    std::array<LatencyHistogram, 2> total;
-    unsigned idle = 0;
-    const auto next_arrival = [&] {
-      return std::min(dirs[0]->NextArrival(), dirs[1]->NextArrival());
-    };
-    const auto sleep_idle = [&](Tsc now) {
-      const Tsc due = next_arrival();
-      double ns = kIdleSleepNs;
-      if (due != kNever) ns = std::min(ns, due > now ? (due - now) * 1e9 / tsc_hz : 0.0);
-      if (ns > 0) SleepNs(ns);
-    };
-    while (!StopRequested()) {
-      const Tsc now = Now();
-      if (now >= end) break;
-      unsigned moved = 0;
-      for (auto& d : dirs) moved += d->Poll(now);
-      if (now >= next_stats) {
-        for (size_t i = 0; i < dirs.size(); ++i) {
-          const DirectionCounts c = dirs[i]->Counts();
-          const LatencyHistogram lat = dirs[i]->TakeLatency();
-          PrintInterval(static_cast<double>(now - start) / tsc_hz, *dirs[i], c, last[i], lat);
-          total[i].Merge(lat);
-          last[i] = c;
-        }
-        std::fflush(stdout);
-        next_stats += every;
-      }
-      idle = moved ? 0 : idle + 1;
-      if (idle > kSpinPolls) sleep_idle(now);
-    }
-
-    // Drain: nothing more is received; what the links hold arrives and the qdiscs empty out,
-    // within the links' longest delay and a second.
+    PrintEalAndReady(fwd->plan, a.duration_s);
     double longest_s = 0;
     for (const auto* l : {&*link_ab, &*link_ba})
       if (l->has_value()) longest_s = std::max(longest_s, LongestStayS(**l));
-    const Tsc drain_end = Now() + static_cast<Tsc>((longest_s + kDrainS) * tsc_hz);
-    while (Now() < drain_end && !(dirs[0]->Idle() && dirs[1]->Idle())) {
-      const Tsc now = Now();
-      unsigned moved = 0;
-      for (auto& d : dirs) moved += d->Poll(now, /*receive=*/false);
-      if (!moved) sleep_idle(now);
-    }
-    for (auto& d : dirs) d->Stop();
-    fmt::print("\nstopped after {:.1f} s\n", static_cast<double>(Now() - start) / tsc_hz);
-    bool balanced = true;
-    for (size_t i = 0; i < dirs.size(); ++i) {
-      const DirectionCounts c = dirs[i]->Counts();
-      total[i].Merge(dirs[i]->TakeLatency());
-      PrintSummary(*dirs[i], c, total[i]);
-      balanced &= c.Balanced();
-    }
-    unsigned freed = 0;
-    for (auto& d : dirs) freed += d->Purge();
-    if (freed) fmt::print("{} frames still queued or in a link at exit were freed\n", freed);
-    dirs = {};
-    pa->tx.reset();  // stops and closes the ports: what their PMDs hold comes home
-    pb->tx.reset();
-    const unsigned in_use = rte_mempool_in_use_count(pool->get());
-    fmt::print("mbufs in use at exit: {}\n", in_use);
-    if (!balanced || in_use != 0) {
-      std::fprintf(stderr, "txbatch: the bridge's books do not balance or mbufs were not "
-                           "returned (see above): exit 3\n");
-      status = kExitUnbalanced;
-    }
+    balanced = Forward({&ab, &ba}, a.duration_s, a.stats_s, longest_s, tsc_hz);
   }
-  return status;
+  pa->tx.reset();
+  pb->tx.reset();
+  return Finish(balanced, fwd->pool.get());
+}
+
+namespace {
+
+// The responder as a direction's filter: answered frames go on, the rest are counted by why.
+class ResponderFilter final : public FrameFilter {
+ public:
+  ResponderFilter(rte_ether_addr mac, uint32_t ip, uint16_t udp_port)
+      : responder_(mac, ip, udp_port) {}
+  bool Keep(rte_mbuf* m) override {
+    Ignored why{};
+    if (responder_.Answer(m, &why)) return true;
+    ++ignored_[static_cast<size_t>(why)];
+    return false;
+  }
+  const Responder& responder() const { return responder_; }
+  uint64_t ignored(Ignored why) const { return ignored_[static_cast<size_t>(why)]; }
+
+ private:
+  Responder responder_;
+  std::array<uint64_t, kIgnoredReasons> ignored_{};
+};
+
+}  // namespace
+
+void AddRespondOptions(CLI::App& cmd, RespondArgs& a) {
+  cmd.add_option("--port", a.port,
+                 "The port: ethdev:DEVARGS or bare devargs (net_af_packet0,iface=veth1, "
+                 "net_tap0,iface=tap0, …) or ethdev:port=N")
+      ->required();
+  cmd.add_option("--ip", a.ip, "The IPv4 address it answers for (ARP, ICMP echo)")->required();
+  cmd.add_option("--udp-echo", a.udp_echo, "Also echo UDP datagrams to this port (0: none)")
+      ->capture_default_str();
+  cmd.add_option("--link", a.link,
+                 "A link in netem's words the replies go through (as txbatch run --link)");
+  AddQueueOptions(cmd, a.queue, "32");
+  cmd.add_option("--duration", a.duration_s,
+                 "Stop after this many seconds (0: at SIGINT or SIGTERM)")
+      ->capture_default_str();
+  cmd.add_option("--stats", a.stats_s,
+                 "Seconds between statistics lines (0: only the final summary)")
+      ->capture_default_str();
+}
+
+int RespondCommand(RespondArgs a, const std::vector<std::string>& eal_args) {
+  EalMemory memory{};
+  auto cell = QueuePlan(a.queue, "the responder", &memory);
+  if (!cell) return Fail(kExitBadInput, cell.error());
+  auto ip = ParseIpv4(a.ip);
+  if (!ip) return Fail(kExitBadInput, Error{EINVAL, "--ip " + ip.error().message});
+  if (a.udp_echo > 65535)
+    return Fail(kExitBadInput, Error{ERANGE, fmt::format("--udp-echo {} is out of range; valid: "
+                                                         "0 (none) or 1..65535",
+                                                         a.udp_echo)});
+  auto link = ParseOneLink(a.link);
+  if (!link) return Fail(kExitBadInput, link.error());
+  if (!(a.duration_s >= 0) || !(a.stats_s >= 0))
+    return Fail(kExitBadInput, Error{ERANGE, "--duration and --stats are seconds >= 0"});
+  auto port = ParsePort("--port", a.port);
+  if (!port) return Fail(kExitBadInput, port.error());
+
+  int status = kExitOk;
+  auto fwd = StartForwarding(DirectionFrames(*cell, *link), cell->mtu, memory, eal_args, &status);
+  if (!fwd) return Fail(status, fwd.error());
+  const double tsc_hz = fwd->eal->tsc_hz();
+  auto p = ethdev::OpenForwardingPort(*port, fwd->pool.get(), cell->mtu, tsc_hz);
+  if (!p) return Fail(kExitBadInput, p.error());
+  rte_ether_addr mac{};
+  (void)rte_eth_macaddr_get(p->id, &mac);
+  bool balanced;
+  {
+    ResponderFilter filter(mac, *ip, static_cast<uint16_t>(a.udp_echo));
+    BridgeDirection dir("replies", p->id, *p->tx, cell->policy,
+                        QueueConfig(*cell, fwd->eal->cpus()),
+                        link->has_value() ? &**link : nullptr, tsc_hz, &filter);
+    char mac_text[RTE_ETHER_ADDR_FMT_SIZE];
+    rte_ether_format_addr(mac_text, sizeof mac_text, &mac);
+    fmt::print("txbatch respond: {} answers for {} at {} (ARP, ICMP echo{}); replies: policy {}, "
+               "{}; link {}\n",
+               p->tx->Describe(), a.ip, mac_text,
+               a.udp_echo ? fmt::format(", UDP echo on port {}", a.udp_echo) : std::string(),
+               cell->policy.ToString(), ShapeText(*cell),
+               link->has_value() ? (*link)->ToString() : "none");
+    PrintEalAndReady(fwd->plan, a.duration_s);
+    balanced = Forward({&dir}, a.duration_s, a.stats_s,
+                       link->has_value() ? LongestStayS(**link) : 0, tsc_hz);
+    const Responder& r = filter.responder();
+    fmt::print("answered: ARP {}, ICMP echo {}, UDP echo {}; not answered: malformed {}, not for "
+               "us {}, nothing to answer {}\n",
+               r.arp(), r.icmp(), r.udp(), filter.ignored(Ignored::kMalformed),
+               filter.ignored(Ignored::kNotForUs), filter.ignored(Ignored::kUnanswered));
+  }
+  p->tx.reset();
+  return Finish(balanced, fwd->pool.get());
 }
 
 }  // namespace txbatch

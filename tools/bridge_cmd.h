@@ -1,6 +1,8 @@
 #pragma once
-// `txbatch bridge`: two DPDK ports, forwarding both ways through the link model, a qdisc and the
-// batched TX path (dataplane/bridge.h), until SIGINT/SIGTERM or --duration. Control plane.
+// The forwarding commands. `txbatch bridge`: two DPDK ports, forwarding both ways through the
+// link model, a qdisc and the batched TX path (dataplane/bridge.h). `txbatch respond`: one port
+// answering ARP, ICMP echo and UDP echo (dataplane/responder.h) through the same path. Both run
+// until SIGINT/SIGTERM or --duration, then print their books. Control plane.
 
 #include <CLI/CLI.hpp>
 #include <string>
@@ -19,6 +21,17 @@ struct BridgeArgs {
 };
 
 void AddBridgeOptions(CLI::App& cmd, BridgeArgs& args);
+
+struct RespondArgs {
+  std::string port, ip, link;
+  unsigned udp_echo = 0;  // 0: no UDP echo
+  RunArgs queue;
+  double duration_s = 0;
+  double stats_s = 1;
+};
+
+void AddRespondOptions(CLI::App& cmd, RespondArgs& args);
+int RespondCommand(RespondArgs args, const std::vector<std::string>& eal_args);
 
 // Runs the bridge; returns the exit status (0, 2 bad input or missing device, 3 books that do not
 // balance or mbufs not returned).

@@ -329,6 +329,14 @@ int Main(int argc, char** argv) {
       "promiscuous). Prints per-direction statistics every --stats seconds and, at SIGINT, "
       "SIGTERM or --duration, each direction's books.");
   AddBridgeOptions(*bridge, bridge_args);
+  RespondArgs respond_args;
+  CLI::App* respond = app.add_subcommand(
+      "respond",
+      "Answer ARP and ICMP echo for --ip (and UDP echo on --udp-echo) on one DPDK port, the "
+      "replies going through the link model (--link), a qdisc and the batched TX path, so ping "
+      "-f measures a DPDK endpoint directly. Prints statistics every --stats seconds and its "
+      "books at SIGINT, SIGTERM or --duration.");
+  AddRespondOptions(*respond, respond_args);
   LabArgs lab_args;
   std::string lab_down_prefix = "txb";
   CLI::App* lab = app.add_subcommand(
@@ -394,6 +402,7 @@ int Main(int argc, char** argv) {
                  : sweep->parsed()   ? "sweep "
                  : tune->parsed()    ? "tune "
                  : bridge->parsed()  ? "bridge "
+                 : respond->parsed() ? "respond "
                  : lab_up->parsed()  ? "lab up "
                  : lab->parsed()     ? "lab "
                                      : "");
@@ -407,6 +416,7 @@ int Main(int argc, char** argv) {
   }
   if (report->parsed()) return ReportCommand(report_path, report_out);
   if (bridge->parsed()) return BridgeCommand(bridge_args, eal_args);
+  if (respond->parsed()) return RespondCommand(respond_args, eal_args);
   if (lab_up->parsed()) {
     lab_args.bridge_args = lab_up->remaining();
     // The bridge's options are checked here, before anything is created.

@@ -214,6 +214,10 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
       "bridge --port-a net_null0 --port-b net_null1 --link 'delay 1ms' --link-ab 'loss 1%'",
       "bridge --port-a net_null0 --port-b net_null1 --batch 1,32",
       "lab up --prefix WayTooLongPrefix",
+      "respond --port net_null0",
+      "respond --port net_null0 --ip 10.0.0.256",
+      "respond --port net_null0 --ip 10.0.0.2 --udp-echo 70000",
+      "respond --port ethdev-pair: --ip 10.0.0.2",
       "lab up --no-such-bridge-option",
       "lab",
       "frobnicate",
@@ -222,7 +226,8 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
   for (const char* args : bad) {
     // bridge and lab write no JSON: --json would be an unknown option and hide the case.
     const std::string a(args);
-    const bool writes_json = !a.starts_with("bridge") && !a.starts_with("lab");
+    const bool writes_json =
+        !a.starts_with("bridge") && !a.starts_with("lab") && !a.starts_with("respond");
     const Outcome o = RunTxbatch(a + (writes_json ? " --json " + json : ""));
     EXPECT_EQ(o.status, 2) << args << ": " << o.err;
     EXPECT_FALSE(o.err.empty()) << args;
