@@ -15,6 +15,7 @@
 #include "dataplane/link_spec.h"
 #include "dataplane/mempool.h"
 #include "dataplane/responder.h"
+#include "dataplane/rx_sink.h"
 #include "drivers/ethdev/ethdev.h"
 #include "drivers/ethdev/ring_size.h"
 #include "tools/session.h"
@@ -26,6 +27,8 @@ namespace {
 // or until the link's next arrival): a bridge at rest leaves the CPUs to the hosts around it.
 constexpr unsigned kSpinPolls = 256;
 constexpr double kIdleSleepNs = 20e3;
+// How long a sink waits for its port's link (its sender may start later).
+constexpr double kSinkLinkWaitS = 60;
 // How long the drain after a stop may take beyond the links' longest delay.
 constexpr double kDrainS = 1.0;
 
@@ -81,11 +84,12 @@ std::string ShapeText(const CellConfig& cell) {
                      cell.txqueuelen, cell.mtu);
 }
 
-// The last lines before forwarding starts: `lab up` waits for "forwarding".
-void PrintEalAndReady(const EalPlan& plan, double duration_s) {
+// The last lines before the loop starts: `lab up` and the tests wait for "forwarding" (the
+// bridge, the responder) or "receiving" (the sink).
+void PrintEalAndReady(const EalPlan& plan, double duration_s, const char* doing = "forwarding") {
   fmt::print("EAL {} ({}): {}\n", plan.mode, plan.why,
              fmt::join(plan.args.begin() + 1, plan.args.end(), " "));
-  fmt::print("forwarding; SIGINT or SIGTERM stops it{}\n",
+  fmt::print("{}; SIGINT or SIGTERM stops it{}\n", doing,
              duration_s > 0 ? fmt::format(", or {:g} s", duration_s) : std::string());
   std::fflush(stdout);
 }
@@ -415,6 +419,185 @@ int RespondCommand(RespondArgs a, const std::vector<std::string>& eal_args) {
   }
   p->tx.reset();
   return Finish(balanced, fwd->pool.get());
+}
+
+void AddSinkOptions(CLI::App& cmd, SinkArgs& a) {
+  cmd.add_option("--port", a.port,
+                 "The port: ethdev:DEVARGS or bare devargs (net_memif0,role=client,socket=…, "
+                 "net_af_packet0,iface=eth1, …) or ethdev:port=N")
+      ->required();
+  cmd.add_option("--flows", a.flows,
+                 "Flow ids to keep sequence state for: the sender's producers (1..1024)")
+      ->capture_default_str();
+  cmd.add_option("--link", a.link,
+                 "A link in netem's words frames cross before they are counted (its losses "
+                 "show as sequence gaps)");
+  cmd.add_flag("--clocks-synchronised", a.clocks_synchronised,
+               "The sender's TSC and this one's agree (the same host, or PTP-disciplined): report "
+               "one-way latency from each frame's TX stamp");
+  cmd.add_option("--json", a.json, "Write the receive side's record to this file");
+  cmd.add_option("--mtu", a.mtu, "IP MTU of the port (68..9000)")->capture_default_str();
+  cmd.add_option("--eal-memory", a.eal_memory, "EAL memory: auto, no-huge or in-memory")
+      ->capture_default_str();
+  cmd.add_option("--duration", a.duration_s,
+                 "Stop after this many seconds (0: at SIGINT or SIGTERM)")
+      ->capture_default_str();
+  cmd.add_option("--stats", a.stats_s, "Seconds between statistics lines (0: only the summary)")
+      ->capture_default_str();
+}
+
+int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
+  if (a.flows < 1 || a.flows > 1024)
+    return Fail(kExitBadInput, Error{ERANGE, fmt::format("--flows {} is out of range; valid: "
+                                                         "1..1024",
+                                                         a.flows)});
+  if (a.mtu < kMinMtu || a.mtu > kMaxMtu)
+    return Fail(kExitBadInput, Error{ERANGE, fmt::format("--mtu {} is out of range; valid: {}..{}",
+                                                         a.mtu, kMinMtu, kMaxMtu)});
+  if (a.eal_memory != "auto" && a.eal_memory != "no-huge" && a.eal_memory != "in-memory")
+    return Fail(kExitBadInput, Error{EINVAL, fmt::format("--eal-memory '{}' is not valid; valid: "
+                                                         "auto, no-huge, in-memory",
+                                                         a.eal_memory)});
+  const EalMemory memory = a.eal_memory == "auto"      ? EalMemory::kAuto
+                           : a.eal_memory == "no-huge" ? EalMemory::kNoHuge
+                                                       : EalMemory::kInMemory;
+  auto link = ParseOneLink(a.link);
+  if (!link) return Fail(kExitBadInput, link.error());
+  if (!(a.duration_s >= 0) || !(a.stats_s >= 0))
+    return Fail(kExitBadInput, Error{ERANGE, "--duration and --stats are seconds >= 0"});
+  auto port = ParsePort("--port", a.port);
+  if (!port) return Fail(kExitBadInput, port.error());
+  if (!a.json.empty())
+    if (Status s = CheckWritable(a.json); !s) return Fail(kExitBadInput, s.error());
+
+  int status = kExitOk;
+  const uint64_t frames = 2ull * ethdev::kRingSize + 64 + (*link ? (*link)->limit : 0);
+  auto fwd = StartForwarding(frames, a.mtu, memory, eal_args, &status);
+  if (!fwd) return Fail(status, fwd.error());
+  const double tsc_hz = fwd->eal->tsc_hz();
+  // A sink waits for its sender: a memif peer, a cable being plugged.
+  fmt::print("waiting up to {:g} s for the link of {}\n", kSinkLinkWaitS, port->ToString());
+  std::fflush(stdout);
+  auto p = ethdev::OpenForwardingPort(*port, fwd->pool.get(), a.mtu, tsc_hz, kSinkLinkWaitS);
+  if (!p) return Fail(kExitBadInput, p.error());
+  SinkCounts c;
+  Tsc first = kNever, last = 0;
+  std::optional<LatencySummary> latency;
+  uint64_t link_lost = 0, link_in_flight = 0;
+  {
+    RunWindow window;
+    window.start.store(0);  // every frame counts
+    RxSink sink(window, tsc_hz, a.flows, *link ? uint64_t{4} * (*link)->limit : 0,
+                /*verify_headers=*/true);
+    std::optional<LinkModel> model;
+    if (*link) model.emplace(**link, tsc_hz);
+    fmt::print("txbatch sink: {} counts txbatch frames of flows 0..{}{}; link {}\n",
+               p->tx->Describe(), a.flows - 1,
+               a.clocks_synchronised ? ", one-way latency from their TX stamps" : "",
+               *link ? (*link)->ToString() : "none");
+    PrintEalAndReady(fwd->plan, a.duration_s, "receiving");
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    const Tsc start = Now();
+    const Tsc end = a.duration_s > 0 ? start + static_cast<Tsc>(a.duration_s * tsc_hz) : kNever;
+    const Tsc every = a.stats_s > 0 ? static_cast<Tsc>(a.stats_s * tsc_hz) : kNever;
+    Tsc next_stats = every == kNever ? kNever : start + every;
+    uint64_t last_received = 0;
+    unsigned idle = 0;
+    std::array<rte_mbuf*, 32> rx;
+    std::array<Tsc, 32> at;
+    const auto receive = [&](std::span<rte_mbuf*> frames, std::span<Tsc> times) {
+      if (frames.empty()) return;
+      first = std::min(first, times.front());
+      last = std::max(last, times.back());
+      sink.Receive(frames, times);
+    };
+    while (!StopRequested()) {
+      const Tsc now = Now();
+      if (now >= end) break;
+      const uint16_t k = rte_eth_rx_burst(p->id, 0, rx.data(), rx.size());
+      for (uint16_t i = 0; i < k; ++i) at[i] = now;
+      unsigned moved = k;
+      if (model) {
+        for (uint16_t i = 0; i < k; ++i) model->Offer(rx[i], now);
+        while (const unsigned n = model->Deliver(now, rx, at)) {
+          receive({rx.data(), n}, {at.data(), n});
+          moved += n;
+        }
+      } else {
+        receive({rx.data(), k}, {at.data(), k});
+      }
+      if (now >= next_stats) {
+        const SinkCounts s = sink.counts();
+        fmt::print("{:7.1f}s received {} lost {} duplicated {} reordered {} foreign {}\n",
+                   static_cast<double>(now - start) / tsc_hz, s.received - last_received, s.lost,
+                   s.duplicated, s.reordered, s.foreign);
+        std::fflush(stdout);
+        last_received = s.received;
+        next_stats += every;
+      }
+      idle = moved ? 0 : idle + 1;
+      if (idle > kSpinPolls) SleepNs(kIdleSleepNs);
+    }
+    if (model) {
+      // What the link still holds arrives (it was sent); then nothing is left in it.
+      const Tsc drain_end = Now() + static_cast<Tsc>((LongestStayS(**link) + kDrainS) * tsc_hz);
+      while (model->InFlight() > 0 && Now() < drain_end) {
+        const unsigned n = model->Deliver(Now(), rx, at);
+        receive({rx.data(), n}, {at.data(), n});
+        if (n == 0) SleepNs(kIdleSleepNs);
+      }
+      link_in_flight = model->Purge();
+      link_lost = model->counters().frames_lost.Get();
+    }
+    c = sink.counts();
+    if (a.clocks_synchronised) latency = sink.latency().Summary();
+  }
+  p->tx.reset();
+  const double active_s = last > first ? static_cast<double>(last - first) / tsc_hz : 0;
+  fmt::print("\nreceived {} txbatch frames ({:.4f} Mpps, {:.2f} MB/s of payload over the {:.3f} s "
+             "from the first to the last); lost {} (sequence gaps; frames lost after a flow's "
+             "last arrival show no gap), duplicated {}, reordered {}; foreign {} (not txbatch's, "
+             "or failing their header checks)\n",
+             c.received, active_s > 0 ? c.received / active_s / 1e6 : 0.0,
+             active_s > 0 ? c.window_payload_bytes / active_s / 1e6 : 0.0, active_s, c.lost,
+             c.duplicated, c.reordered, c.foreign);
+  if (link_lost || link_in_flight)
+    fmt::print("the link lost {} frames (the gaps above include them); {} still in it at exit "
+               "were freed\n",
+               link_lost, link_in_flight);
+  fmt::print("one-way latency: {}\n",
+             !a.clocks_synchronised ? "not reported (the clocks were not stated synchronised: "
+                                      "--clocks-synchronised; txbatch respond gives round trips)"
+             : latency ? fmt::format("p50 {} p99 {} max {}", Lat(latency, &LatencySummary::p50),
+                                     Lat(latency, &LatencySummary::p99),
+                                     Lat(latency, &LatencySummary::max))
+                       : std::string("none received"));
+  if (!a.json.empty()) {
+    nlohmann::json doc = {
+        {"schema_version", 1},
+        {"kind", "sink"},
+        {"port", port->ToString()},
+        {"flows", a.flows},
+        {"link", *link ? nlohmann::json((*link)->ToString()) : nlohmann::json(nullptr)},
+        {"results",
+         {{"received", c.received},
+          {"lost", c.lost},
+          {"duplicated", c.duplicated},
+          {"reordered", c.reordered},
+          {"foreign", c.foreign},
+          {"link_lost", *link ? nlohmann::json(link_lost) : nlohmann::json(nullptr)},
+          {"active_s", active_s},
+          {"mpps", active_s > 0 ? c.received / active_s / 1e6 : 0.0},
+          {"payload_bytes", c.window_payload_bytes},
+          {"latency_ns",
+           latency ? nlohmann::json{{"p50", latency->p50}, {"p99", latency->p99},
+                                    {"max", latency->max}, {"count", latency->count}}
+                   : nlohmann::json(nullptr)}}}};
+    if (Status s = WriteJsonFile(a.json, doc); !s) return Fail(kExitBadInput, s.error());
+  }
+  const unsigned in_use = rte_mempool_in_use_count(fwd->pool.get());
+  fmt::print("mbufs in use at exit: {}\n", in_use);
+  return in_use == 0 ? kExitOk : kExitUnbalanced;
 }
 
 }  // namespace txbatch

@@ -33,6 +33,20 @@ struct RespondArgs {
 void AddRespondOptions(CLI::App& cmd, RespondArgs& args);
 int RespondCommand(RespondArgs args, const std::vector<std::string>& eal_args);
 
+// `txbatch sink`: the receive end of a two-host run (dataplane/rx_sink.h on one port).
+struct SinkArgs {
+  std::string port, link, json;
+  unsigned flows = 64;  // flow ids (the sender's producers) it keeps sequence state for
+  unsigned mtu = 1500;
+  std::string eal_memory = "auto";
+  bool clocks_synchronised = false;
+  double duration_s = 0;
+  double stats_s = 1;
+};
+
+void AddSinkOptions(CLI::App& cmd, SinkArgs& args);
+int SinkCommand(const SinkArgs& args, const std::vector<std::string>& eal_args);
+
 // Runs the bridge; returns the exit status (0, 2 bad input or missing device, 3 books that do not
 // balance or mbufs not returned).
 int BridgeCommand(BridgeArgs args, const std::vector<std::string>& eal_args);

@@ -337,6 +337,13 @@ int Main(int argc, char** argv) {
       "-f measures a DPDK endpoint directly. Prints statistics every --stats seconds and its "
       "books at SIGINT, SIGTERM or --duration.");
   AddRespondOptions(*respond, respond_args);
+  SinkArgs sink_args;
+  CLI::App* sink = app.add_subcommand(
+      "sink",
+      "The receive end of a two-host run: counts txbatch frames on one DPDK port per flow, "
+      "with sequence gaps (loss), duplicates and reordering, optionally behind a link model; "
+      "txbatch run on the other host sends them.");
+  AddSinkOptions(*sink, sink_args);
   LabArgs lab_args;
   std::string lab_down_prefix = "txb";
   CLI::App* lab = app.add_subcommand(
@@ -403,6 +410,7 @@ int Main(int argc, char** argv) {
                  : tune->parsed()    ? "tune "
                  : bridge->parsed()  ? "bridge "
                  : respond->parsed() ? "respond "
+                 : sink->parsed()    ? "sink "
                  : lab_up->parsed()  ? "lab up "
                  : lab->parsed()     ? "lab "
                                      : "");
@@ -417,6 +425,7 @@ int Main(int argc, char** argv) {
   if (report->parsed()) return ReportCommand(report_path, report_out);
   if (bridge->parsed()) return BridgeCommand(bridge_args, eal_args);
   if (respond->parsed()) return RespondCommand(respond_args, eal_args);
+  if (sink->parsed()) return SinkCommand(sink_args, eal_args);
   if (lab_up->parsed()) {
     lab_args.bridge_args = lab_up->remaining();
     // The bridge's options are checked here, before anything is created.

@@ -52,7 +52,8 @@ struct ForwardingPort {
   std::string name;  // "port 0 (net_af_packet0)", for messages
   std::unique_ptr<TxDriver> tx;
 };
+// `link_wait_s`: how long to wait for the link (0: the default, a few seconds).
 Result<ForwardingPort> OpenForwardingPort(const EthdevOptions& options, rte_mempool* pool,
-                                          unsigned mtu, double tsc_hz);
+                                          unsigned mtu, double tsc_hz, double link_wait_s = 0);
 
 }  // namespace txbatch::ethdev

@@ -25,6 +25,8 @@ namespace {
 constexpr uint16_t kRxBurst = 64;
 // How long a port may take to report link up before the run gives up on it.
 constexpr double kLinkWaitS = 3.0;
+// How long a memif port waits for its peer to read the shared rings before it closes.
+constexpr double kMemifLingerS = 0.2;
 // How often the completion role polls RX (and retries a full TX ring): ports have no
 // completion interrupt here, so the txirq thread polls at this interval while frames are out.
 constexpr double kPollNs = 20e3;
@@ -71,8 +73,14 @@ class EthdevPort final : public TxDriver {
 
   ~EthdevPort() override {
     Purge();
+    // A memif peer in another process reads the shared rings on its own time: what was accepted
+    // is still there when the run ends, and closing the port tears the rings down with it. Give
+    // the peer a moment (kMemifLingerS) to read them, as a socket's linger does.
+    if (linger_ && counters_.accepted.Get() > 0) rte_delay_us_sleep(kMemifLingerS * 1e6);
     owned_.Release();
   }
+  // Frames leave through a peer process's reads (net_memif): wait before closing.
+  void SetLinger() { linger_ = true; }
 
   uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
     if (frames.empty()) return 0;
@@ -193,6 +201,7 @@ class EthdevPort final : public TxDriver {
   const RunWindow& window_;
   const Tsc poll_tsc_;
   bool stopped_ = false;
+  bool linger_ = false;
   Tsc retry_at_ = 0;   // when a stopped non-loopback port is tried again
   Tsc next_poll_ = 0;  // when a loopback's RX is polled next
   unsigned in_flight_ = 0;
@@ -230,9 +239,9 @@ Status ConfigurePort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::
 }
 
 // Waits up to kLinkWaitS for the port's link; stops the port if it never comes up.
-Status WaitLinkUp(uint16_t port, const std::string& what) {
+Status WaitLinkUp(uint16_t port, const std::string& what, double wait_s = kLinkWaitS) {
   const uint64_t deadline =
-      rte_get_tsc_cycles() + static_cast<uint64_t>(kLinkWaitS * rte_get_tsc_hz());
+      rte_get_tsc_cycles() + static_cast<uint64_t>(wait_s * rte_get_tsc_hz());
   rte_eth_link link{};
   while (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == RTE_ETH_LINK_DOWN &&
          rte_get_tsc_cycles() < deadline)
@@ -241,7 +250,7 @@ Status WaitLinkUp(uint16_t port, const std::string& what) {
     (void)rte_eth_dev_stop(port);
     return MakeError(ENETDOWN, fmt::format("the link of {} did not come up within {:g} s; check "
                                            "the cable, the peer or the interface it attaches to",
-                                           what, kLinkWaitS));
+                                           what, wait_s));
   }
   return {};
 }
@@ -460,7 +469,7 @@ const RunWindow kNoWindow;
 }  // namespace
 
 Result<ForwardingPort> OpenForwardingPort(const EthdevOptions& o, rte_mempool* pool, unsigned mtu,
-                                          double tsc_hz) {
+                                          double tsc_hz, double link_wait_s) {
   if (o.pair != EthdevOptions::Pair::kNone)
     return MakeError(EINVAL, fmt::format("{} is two ports; valid here: one port, ethdev:DEVARGS "
                                          "or ethdev:port=N",
@@ -481,7 +490,7 @@ Result<ForwardingPort> OpenForwardingPort(const EthdevOptions& o, rte_mempool* p
   // Every frame on the wire, not only those for the port's own MAC: the bridge is transparent.
   // PMDs without the notion (af_packet, memif) say ENOTSUP; they pass everything anyway.
   (void)rte_eth_promiscuous_enable(a->port);
-  if (Status s = WaitLinkUp(a->port, a->what); !s) {
+  if (Status s = WaitLinkUp(a->port, a->what, link_wait_s > 0 ? link_wait_s : kLinkWaitS); !s) {
     a->owned.Release();
     return s.error();
   }
@@ -516,10 +525,11 @@ Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& o, rte
     owned.Release();
     return s.error();
   }
-  std::unique_ptr<TxDriver> d = std::make_unique<EthdevPort>(
+  auto d = std::make_unique<EthdevPort>(
       port, rx_port, a->virtual_dev, std::move(owned),
       o.ToString() + fmt::format(" (port {}, {})", port, a->driver_name), &sink, window, tsc_hz);
-  return d;
+  if (a->driver_name == "net_memif") d->SetLinger();
+  return std::unique_ptr<TxDriver>(std::move(d));
 }
 
 }  // namespace txbatch::ethdev

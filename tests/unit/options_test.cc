@@ -215,6 +215,9 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
       "bridge --port-a net_null0 --port-b net_null1 --batch 1,32",
       "lab up --prefix WayTooLongPrefix",
       "respond --port net_null0",
+      "sink --port net_null0 --flows 0",
+      "sink --port net_null0 --link 'loss 200%'",
+      "sink",
       "respond --port net_null0 --ip 10.0.0.256",
       "respond --port net_null0 --ip 10.0.0.2 --udp-echo 70000",
       "respond --port ethdev-pair: --ip 10.0.0.2",
@@ -227,7 +230,8 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
     // bridge and lab write no JSON: --json would be an unknown option and hide the case.
     const std::string a(args);
     const bool writes_json =
-        !a.starts_with("bridge") && !a.starts_with("lab") && !a.starts_with("respond");
+        !a.starts_with("bridge") && !a.starts_with("lab") && !a.starts_with("respond") &&
+        !a.starts_with("sink");
     const Outcome o = RunTxbatch(a + (writes_json ? " --json " + json : ""));
     EXPECT_EQ(o.status, 2) << args << ": " << o.err;
     EXPECT_FALSE(o.err.empty()) << args;
@@ -265,7 +269,9 @@ TEST(Cli, HelpExplainsEveryOptionWithItsDefault) {
                           "pfifo (one"})
     EXPECT_NE(o.out.find(opt), std::string::npos) << opt;
   // Every command documents itself.
-  for (const char* cmd : {"compare --help", "sweep --help", "tune --help", "report --help"}) {
+  for (const char* cmd : {"compare --help", "sweep --help", "tune --help", "report --help",
+                          "bridge --help", "respond --help", "sink --help", "lab up --help",
+                          "lab down --help"}) {
     const Outcome h = RunTxbatch(cmd);
     EXPECT_EQ(h.status, 0) << cmd;
     EXPECT_NE(h.out.find("--"), std::string::npos) << cmd;
