@@ -259,6 +259,16 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
   return balanced;
 }
 
+// What the port itself counted: frames it could not take in (its RX ring full, no mbuf, bad)
+// never reach the books above; frames it failed to send are in `sent` (it took them).
+void PrintPortStats(const ethdev::ForwardingPort& p) {
+  rte_eth_stats st{};
+  if (rte_eth_stats_get(p.id, &st) != 0) return;
+  fmt::print("{} (the PMD's own counters): received {}, missed {}, RX errors {}, no mbuf {}; "
+             "sent {}, TX errors {}\n",
+             p.name, st.ipackets, st.imissed, st.ierrors, st.rx_nombuf, st.opackets, st.oerrors);
+}
+
 // The end of every forwarding command: the ports are closed (what their PMDs hold comes home)
 // and the pool counted.
 int Finish(bool balanced, rte_mempool* pool) {
@@ -322,6 +332,8 @@ int BridgeCommand(BridgeArgs a, const std::vector<std::string>& eal_args) {
       if (l->has_value()) longest_s = std::max(longest_s, LongestStayS(**l));
     balanced = Forward({&ab, &ba}, a.duration_s, a.stats_s, longest_s, tsc_hz);
   }
+  PrintPortStats(*pa);
+  PrintPortStats(*pb);
   pa->tx.reset();
   pb->tx.reset();
   return Finish(balanced, fwd->pool.get());
@@ -411,6 +423,7 @@ int RespondCommand(RespondArgs a, const std::vector<std::string>& eal_args) {
     PrintEalAndReady(fwd->plan, a.duration_s);
     balanced = Forward({&dir}, a.duration_s, a.stats_s,
                        link->has_value() ? LongestStayS(**link) : 0, tsc_hz);
+    PrintPortStats(*p);
     const Responder& r = filter.responder();
     fmt::print("answered: ARP {}, ICMP echo {}, UDP echo {}; not answered: malformed {}, not for "
                "us {}, nothing to answer {}\n",

@@ -217,6 +217,54 @@ TEST(Lab, IperfUdpAtHalfTheLinkRateLosesUnderOnePercent) {
   ExpectGone("tsys5");
 }
 
+TEST(Lab, HostileFramesAreForwardedOrCountedAndTheBridgeCarriesOn) {
+  // From namespace a, on a raw socket: runts, random bytes of every length up to the MTU,
+  // truncated IPv4/ARP headers and frames larger than the other side's MTU (a0/a1 at 9000).
+  const std::string py = R"PY(
+import os, random, socket, struct
+random.seed(3)
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((os.environ['DEV'], 0))
+dst, src = bytes.fromhex('ffffffffffff'), bytes.fromhex('020000000009')
+IP4, ARP = bytes.fromhex('0800'), bytes.fromhex('0806')
+sent = 0
+def send(frame):
+    global sent
+    try:
+        s.send(frame); sent += 1
+    except OSError:
+        pass
+for i in range(3000):
+    kind = i % 5
+    if kind == 0: frame = dst + src + IP4 + os.urandom(random.randrange(0, 8))
+    elif kind == 1: frame = dst + src + os.urandom(random.randrange(2, 1500))
+    elif kind == 2: frame = dst + src + IP4 + bytes.fromhex('45') + os.urandom(random.randrange(0, 19))
+    elif kind == 3: frame = dst + src + ARP + os.urandom(random.randrange(0, 27))
+    else: frame = dst + src + IP4 + os.urandom(random.randrange(1600, 8000))
+    send(frame)
+print('sent', sent)
+)PY";
+  {
+    Lab lab("tsys7", "");
+    ASSERT_TRUE(lab.up()) << lab.up_output();
+    ASSERT_EQ(Sh("ip -n tsys7-a link set tsys7-a0 mtu 9000 && ip link set tsys7-a1 mtu 9000")
+                  .status,
+              0);
+    const std::string script = ::testing::TempDir() + "/hostile.py";
+    std::ofstream(script) << py;
+    const Ran r = lab.InA("env DEV=tsys7-a0 python3 " + script);
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_NE(r.out.find("sent "), std::string::npos) << r.out;
+    const PingStats p = ParsePing(lab.InA("ping -c 10 -i 0.05 -q 10.77.0.2").out);
+    EXPECT_EQ(p.received, 10) << "the bridge still forwards";
+    const std::string down = lab.Down();
+    EXPECT_NE(down.find("bridge pid"), std::string::npos) << "it was still running: " << down;
+    ExpectBooks(down);
+    std::filesystem::remove(script);
+  }
+  ExpectGone("tsys7");
+}
+
 TEST(Lab, BatchOneAndThirtyTwoBothForwardEverythingAndBatchAsTheyShould) {
   for (const char* batch : {"1", "32"}) {
     Lab lab(std::string("tsys6") + batch, std::string("--batch ") + batch);
