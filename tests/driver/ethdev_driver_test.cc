@@ -147,13 +147,15 @@ namespace {
 // The qdisc is visible in latency: on a loopback port (latency = the frame's own RX TSC minus
 // its TX stamp), frames that waited behind a full txqueuelen take far longer than frames sent
 // at 10 % of that load, which find the qdisc empty. A long txqueuelen makes the queueing
-// delay (backlog / throughput, milliseconds) dominate the light-load delay, which is the
-// completion role's RX poll (<= 125 us), by a wide margin.
+// delay (backlog / throughput, ~20 ms) dominate the light-load delay by a wide margin: that is
+// the completion role's RX poll (<= 125 us) plus, with 8 paced producers on 2 CPUs, their
+// contention — 0.15-0.55 ms at 10 % load here, which a 30000-frame qdisc (~5 ms) did not
+// always clear by 10x.
 class LoopbackLatency : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(LoopbackLatency, AFullQdiscShowsInLatency) {
   const std::string common = "run --driver " + GetParam() +
-                             " --proto udp --size 200 --procs 8 --batch 32 --txqueuelen 30000 "
+                             " --proto udp --size 200 --procs 8 --batch 32 --txqueuelen 100000 "
                              "--duration 0.5 --warmup 0.2";
   const auto full = RunTxbatch(common);
   ASSERT_EQ(full.status, 0) << full.err;
