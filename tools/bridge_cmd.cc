@@ -112,6 +112,22 @@ void PrintSummary(BridgeDirection& d, const DirectionCounts& c, const LatencyHis
              c.in_link, c.Balanced() ? "balanced" : "NOT BALANCED");
 }
 
+// --duration and --stats, which every forwarding command takes.
+void AddStopOptions(CLI::App& cmd, double& duration_s, double& stats_s) {
+  cmd.add_option("--duration", duration_s, "Stop after this many seconds (0: at SIGINT or SIGTERM)")
+      ->capture_default_str();
+  cmd.add_option("--stats", stats_s,
+                 "Seconds between statistics lines (0: only the final summary)")
+      ->capture_default_str();
+}
+
+Status CheckStopOptions(double duration_s, double stats_s) {
+  if (duration_s >= 0 && stats_s >= 0) return {};
+  return MakeError(ERANGE, fmt::format("--duration {:g} and --stats {:g} must be seconds >= 0; "
+                                       "valid: 0 (until a signal; no lines) or more",
+                                       duration_s, stats_s));
+}
+
 }  // namespace
 
 void AddBridgeOptions(CLI::App& cmd, BridgeArgs& a) {
@@ -126,12 +142,7 @@ void AddBridgeOptions(CLI::App& cmd, BridgeArgs& a) {
   cmd.add_option("--link-ab", a.link_ab, "A link from A to B only (not with --link)");
   cmd.add_option("--link-ba", a.link_ba, "A link from B to A only (not with --link)");
   AddQueueOptions(cmd, a.queue, "32");
-  cmd.add_option("--duration", a.duration_s,
-                 "Stop after this many seconds (0: at SIGINT or SIGTERM)")
-      ->capture_default_str();
-  cmd.add_option("--stats", a.stats_s,
-                 "Seconds between per-direction statistics lines (0: only the final summary)")
-      ->capture_default_str();
+  AddStopOptions(cmd, a.duration_s, a.stats_s);
 }
 
 namespace {
@@ -298,8 +309,8 @@ int BridgeCommand(BridgeArgs a, const std::vector<std::string>& eal_args) {
     // The same words both ways, but not the same fates: B to A draws from the next seed.
     (*link_ba)->seed += 1;
   }
-  if (!(a.duration_s >= 0) || !(a.stats_s >= 0))
-    return Fail(kExitBadInput, Error{ERANGE, "--duration and --stats are seconds >= 0"});
+  if (Status st = CheckStopOptions(a.duration_s, a.stats_s); !st)
+    return Fail(kExitBadInput, st.error());
   auto port_a = ParsePort("--port-a", a.port_a);
   if (!port_a) return Fail(kExitBadInput, port_a.error());
   auto port_b = ParsePort("--port-b", a.port_b);
@@ -373,12 +384,7 @@ void AddRespondOptions(CLI::App& cmd, RespondArgs& a) {
   cmd.add_option("--link", a.link,
                  "A link in netem's words the replies go through (as txbatch run --link)");
   AddQueueOptions(cmd, a.queue, "32");
-  cmd.add_option("--duration", a.duration_s,
-                 "Stop after this many seconds (0: at SIGINT or SIGTERM)")
-      ->capture_default_str();
-  cmd.add_option("--stats", a.stats_s,
-                 "Seconds between statistics lines (0: only the final summary)")
-      ->capture_default_str();
+  AddStopOptions(cmd, a.duration_s, a.stats_s);
 }
 
 int RespondCommand(RespondArgs a, const std::vector<std::string>& eal_args) {
@@ -393,8 +399,8 @@ int RespondCommand(RespondArgs a, const std::vector<std::string>& eal_args) {
                                                          a.udp_echo)});
   auto link = ParseOneLink(a.link);
   if (!link) return Fail(kExitBadInput, link.error());
-  if (!(a.duration_s >= 0) || !(a.stats_s >= 0))
-    return Fail(kExitBadInput, Error{ERANGE, "--duration and --stats are seconds >= 0"});
+  if (Status st = CheckStopOptions(a.duration_s, a.stats_s); !st)
+    return Fail(kExitBadInput, st.error());
   auto port = ParsePort("--port", a.port);
   if (!port) return Fail(kExitBadInput, port.error());
 
@@ -452,11 +458,7 @@ void AddSinkOptions(CLI::App& cmd, SinkArgs& a) {
   cmd.add_option("--mtu", a.mtu, "IP MTU of the port (68..9000)")->capture_default_str();
   cmd.add_option("--eal-memory", a.eal_memory, "EAL memory: auto, no-huge or in-memory")
       ->capture_default_str();
-  cmd.add_option("--duration", a.duration_s,
-                 "Stop after this many seconds (0: at SIGINT or SIGTERM)")
-      ->capture_default_str();
-  cmd.add_option("--stats", a.stats_s, "Seconds between statistics lines (0: only the summary)")
-      ->capture_default_str();
+  AddStopOptions(cmd, a.duration_s, a.stats_s);
 }
 
 int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
@@ -476,8 +478,8 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
                                                        : EalMemory::kInMemory;
   auto link = ParseOneLink(a.link);
   if (!link) return Fail(kExitBadInput, link.error());
-  if (!(a.duration_s >= 0) || !(a.stats_s >= 0))
-    return Fail(kExitBadInput, Error{ERANGE, "--duration and --stats are seconds >= 0"});
+  if (Status st = CheckStopOptions(a.duration_s, a.stats_s); !st)
+    return Fail(kExitBadInput, st.error());
   auto port = ParsePort("--port", a.port);
   if (!port) return Fail(kExitBadInput, port.error());
   if (!a.json.empty())
