@@ -63,6 +63,19 @@ bool Balanced(const Books& k) {
          (!k.link_lost || *k.link_lost == k.lost) && k.mbufs_in_use == 0;
 }
 
+TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::vector<int>& cpus) {
+  TxQueueConfig q;
+  q.txqueuelen = cfg.txqueuelen;
+  q.tsc_hz = tsc_hz;
+  q.irq_cpus = cpus;
+  q.noqueue = cfg.noqueue;
+  q.dedicated = cfg.dedicated;
+  q.nolock = cfg.nolock;
+  q.pfifo = cfg.pfifo;
+  q.bql = cfg.bql;
+  return q;
+}
+
 unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
   // The band producers use (kProducerBand), the requeue slot, the ring, each producer's stash
   // of fresh mbufs and the per-lcore caches (each may hold up to 1.5x its size): queueing alone can
@@ -84,16 +97,8 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   if (!created) return created.error();
   std::unique_ptr<TxDriver> driver = std::move(*created);
   auto policy = MakeFlushPolicy(cfg.policy, tsc_hz);
-  TxQueueConfig qcfg;
-  qcfg.txqueuelen = cfg.txqueuelen;
+  TxQueueConfig qcfg = QueueConfigFor(cfg, tsc_hz, cpus);
   qcfg.block_when_full = cfg.stream;
-  qcfg.tsc_hz = tsc_hz;
-  qcfg.irq_cpus = cpus;
-  qcfg.noqueue = cfg.noqueue;
-  qcfg.dedicated = cfg.dedicated;
-  qcfg.nolock = cfg.nolock;
-  qcfg.pfifo = cfg.pfifo;
-  qcfg.bql = cfg.bql;
   // Stage timestamps cost ~4 ns a frame: only where a sink will read them.
   qcfg.track_stages = driver->counted_at() != CountedAt::kDriver;
   const std::unique_ptr<TxQueue> queue_ptr = MakeTxQueue(*driver, *policy, qcfg, window);

@@ -18,6 +18,7 @@
 #include "dataplane/link_spec.h"
 #include "dataplane/producer.h"
 #include "dataplane/qdisc.h"
+#include "dataplane/tx_queue.h"
 #include "drivers/factory.h"
 
 namespace txbatch {
@@ -127,6 +128,10 @@ struct CellResult {
 // The books close (DESIGN.md Terms): generated = sent + dropped + queued, sent + duplicated =
 // received + lost + in flight (where frames come back), and every mbuf is back in its pool.
 bool Balanced(const Books& books);
+
+// The TX queue's configuration for `cfg`'s shape (txqueuelen, qdisc, runner, sync, BQL), its
+// txirq allowed on `cpus`. Stage tracking and the producers' blocking are the caller's.
+TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::vector<int>& cpus);
 
 // Mbufs a pool must hold for `cfg` (qdisc bands + ring + frames in producers' hands + caches).
 unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores);

@@ -165,18 +165,6 @@ Result<CellConfig> QueuePlan(RunArgs q, std::string_view what, EalMemory* memory
   return plan->cells.front();
 }
 
-TxQueueConfig QueueConfig(const CellConfig& cell, const std::vector<int>& cpus) {
-  TxQueueConfig q;
-  q.txqueuelen = cell.txqueuelen;
-  q.irq_cpus = cpus;
-  q.noqueue = cell.noqueue;
-  q.dedicated = cell.dedicated;
-  q.nolock = cell.nolock;
-  q.pfifo = cell.pfifo;
-  q.bql = cell.bql;
-  return q;
-}
-
 // Mbufs one direction may hold: the RX ring, the TX ring, the qdisc, the link's limit, a burst
 // or batch in hand.
 uint64_t DirectionFrames(const CellConfig& cell, const std::optional<LinkSpec>& link) {
@@ -325,7 +313,7 @@ int BridgeCommand(BridgeArgs a, const std::vector<std::string>& eal_args) {
   if (!pa) return Fail(kExitBadInput, pa.error());
   auto pb = ethdev::OpenForwardingPort(*port_b, fwd->pool.get(), cell->mtu, tsc_hz);
   if (!pb) return Fail(kExitBadInput, pb.error());
-  const TxQueueConfig qcfg = QueueConfig(*cell, fwd->eal->cpus());
+  const TxQueueConfig qcfg = QueueConfigFor(*cell, tsc_hz, fwd->eal->cpus());
   bool balanced;
   {
     BridgeDirection ab("a>b", pa->id, *pb->tx, cell->policy, qcfg,
@@ -416,7 +404,7 @@ int RespondCommand(RespondArgs a, const std::vector<std::string>& eal_args) {
   {
     ResponderFilter filter(mac, *ip, static_cast<uint16_t>(a.udp_echo));
     BridgeDirection dir("replies", p->id, *p->tx, cell->policy,
-                        QueueConfig(*cell, fwd->eal->cpus()),
+                        QueueConfigFor(*cell, tsc_hz, fwd->eal->cpus()),
                         link->has_value() ? &**link : nullptr, tsc_hz, &filter);
     char mac_text[RTE_ETHER_ADDR_FMT_SIZE];
     rte_ether_format_addr(mac_text, sizeof mac_text, &mac);
@@ -469,13 +457,8 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
   if (a.mtu < kMinMtu || a.mtu > kMaxMtu)
     return Fail(kExitBadInput, Error{ERANGE, fmt::format("--mtu {} is out of range; valid: {}..{}",
                                                          a.mtu, kMinMtu, kMaxMtu)});
-  if (a.eal_memory != "auto" && a.eal_memory != "no-huge" && a.eal_memory != "in-memory")
-    return Fail(kExitBadInput, Error{EINVAL, fmt::format("--eal-memory '{}' is not valid; valid: "
-                                                         "auto, no-huge, in-memory",
-                                                         a.eal_memory)});
-  const EalMemory memory = a.eal_memory == "auto"      ? EalMemory::kAuto
-                           : a.eal_memory == "no-huge" ? EalMemory::kNoHuge
-                                                       : EalMemory::kInMemory;
+  auto memory = ParseEalMemory(a.eal_memory);
+  if (!memory) return Fail(kExitBadInput, memory.error());
   auto link = ParseOneLink(a.link);
   if (!link) return Fail(kExitBadInput, link.error());
   if (Status st = CheckStopOptions(a.duration_s, a.stats_s); !st)
@@ -487,7 +470,7 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
 
   int status = kExitOk;
   const uint64_t frames = 2ull * ethdev::kRingSize + 64 + (*link ? (*link)->limit : 0);
-  auto fwd = StartForwarding(frames, a.mtu, memory, eal_args, &status);
+  auto fwd = StartForwarding(frames, a.mtu, *memory, eal_args, &status);
   if (!fwd) return Fail(status, fwd.error());
   const double tsc_hz = fwd->eal->tsc_hz();
   // A sink waits for its sender: a memif peer, a cable being plugged.

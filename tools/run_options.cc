@@ -55,6 +55,15 @@ Result<std::vector<std::string>> ParseChoiceList(std::string_view option, std::s
 
 }  // namespace
 
+Result<EalMemory> ParseEalMemory(std::string_view text) {
+  if (text == "auto") return EalMemory::kAuto;
+  if (text == "no-huge") return EalMemory::kNoHuge;
+  if (text == "in-memory") return EalMemory::kInMemory;
+  return MakeError(EINVAL, fmt::format("--eal-memory '{}' is not valid; valid: auto, no-huge, "
+                                       "in-memory",
+                                       text));
+}
+
 void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) {
   cmd.add_option("--batch", a.batch,
                  "Batch limits, comma-separated; N means --policy count:N, 1 is batching off "
@@ -169,11 +178,9 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
   if (!syncs) return syncs.error();
   auto qdiscs = ParseChoiceList("--qdisc", a.qdisc, {"pfifo_fast", "pfifo", "none"});
   if (!qdiscs) return qdiscs.error();
-  if (Status s = choice("--eal-memory", a.eal_memory, {"auto", "no-huge", "in-memory"}); !s)
-    return s.error();
-  plan.eal_memory = a.eal_memory == "auto"      ? EalMemory::kAuto
-                    : a.eal_memory == "no-huge" ? EalMemory::kNoHuge
-                                                : EalMemory::kInMemory;
+  auto memory = ParseEalMemory(a.eal_memory);
+  if (!memory) return memory.error();
+  plan.eal_memory = *memory;
   if (!a.batch.empty() && !a.policy.empty())
     return MakeError(EINVAL,
                      "--batch and --policy were both given; --batch N means --policy "

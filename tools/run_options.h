@@ -73,6 +73,9 @@ void AddRunOptions(CLI::App& cmd, RunArgs& args);
 // shared with the bridge; `batch_default` is what --help says --batch defaults to.
 void AddQueueOptions(CLI::App& cmd, RunArgs& args, std::string_view batch_default);
 
+// --eal-memory's value; one sentence for anything but auto, no-huge, in-memory.
+Result<EalMemory> ParseEalMemory(std::string_view text);
+
 // Validates everything; bad input gets one sentence naming the problem and the valid choices.
 Result<RunPlan> BuildRunPlan(const RunArgs& args);
 
