@@ -87,11 +87,17 @@ unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
 }
 
 Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_hz,
-                           const std::vector<int>& cpus, const std::atomic<bool>& stop) {
+                           const std::vector<int>& cpus, const std::atomic<bool>& stop,
+                           std::vector<uint64_t>* flow_seq) {
   RunWindow window;
+  std::vector<uint64_t> first_seq(cfg.procs, 0);
+  if (flow_seq != nullptr)
+    for (size_t f = 0; f < std::min(first_seq.size(), flow_seq->size()); ++f)
+      first_seq[f] = (*flow_seq)[f];
   // A link holds up to `limit` frames: a late frame may trail that many and more.
   RxSink sink(window, tsc_hz, cfg.procs, cfg.link ? uint64_t{4} * cfg.link->limit : 0,
               /*verify_headers=*/cfg.link && cfg.link->corrupt > 0);
+  sink.StartFlows(first_seq);
   auto created = CreateDriver(cfg.driver_spec, pool, cfg.mtu, sink, window, tsc_hz,
                               cfg.link ? &*cfg.link : nullptr);
   if (!created) return created.error();
@@ -114,6 +120,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   pcfg.cpus = cpus;
   if (cfg.noqueue) pcfg.own_batches = policy.get();
   pcfg.track_stages = qcfg.track_stages;
+  pcfg.first_seq = first_seq;
   if (cfg.rate.unit == RateSpec::Unit::kPps) pcfg.pps_per_producer = cfg.rate.value / cfg.procs;
   if (cfg.rate.unit == RateSpec::Unit::kBps)
     pcfg.pps_per_producer =
@@ -205,6 +212,10 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   std::vector<uint64_t> next_seq;
   for (const auto& s : stats) next_seq.push_back(s.next_seq.load());
   sink.CloseFlows(next_seq);
+  if (flow_seq != nullptr) {
+    if (flow_seq->size() < next_seq.size()) flow_seq->resize(next_seq.size(), 0);
+    std::copy(next_seq.begin(), next_seq.end(), flow_seq->begin());
+  }
   const SinkCounts sc = sink.counts();
   const double ws = static_cast<double>(window_end - window.start.load()) / tsc_hz;
   r.window_s = ws;

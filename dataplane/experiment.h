@@ -138,8 +138,10 @@ unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores);
 
 // Runs one cell on `pool`. `stop` (SIGINT/SIGTERM) cuts the measured window short; what was
 // measured is still returned with `interrupted` set. Fails when the driver cannot be created
-// (with its errno) or a drain does not finish (EIO: a bug).
+// (with its errno) or a drain does not finish (EIO: a bug). `flow_seq` (may be null: every flow
+// starts at 0): flow f's first sequence number (missing entries: 0), updated to where it ended.
 Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_hz,
-                           const std::vector<int>& cpus, const std::atomic<bool>& stop);
+                           const std::vector<int>& cpus, const std::atomic<bool>& stop,
+                           std::vector<uint64_t>* flow_seq = nullptr);
 
 }  // namespace txbatch

@@ -55,7 +55,8 @@ class FrameBuilder {
  public:
   // `track_stages`: write the frame's stage timestamps (TxMeta) for a sink to split its latency;
   // pointless where nothing receives, and ~2 ns a frame.
-  FrameBuilder(Proto proto, uint16_t flow, bool track_stages = true);
+  // `first_seq`: the sequence number of its first frame (a flow continued from an earlier cell).
+  FrameBuilder(Proto proto, uint16_t flow, bool track_stages = true, uint64_t first_seq = 0);
 
   // Writes a complete frame with `payload` L4 payload bytes (>= kTxbatchHeaderBytes, <= the
   // MaxPayload of the MTU the pool was sized for) into `m`, stamping the next sequence number

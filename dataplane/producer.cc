@@ -140,7 +140,9 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
   // Paced sleeps end at their deadline, not up to 50 us later (the default timer slack).
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   stats.registered = rte_thread_register() == 0;
-  FrameBuilder builder(cfg.proto, static_cast<uint16_t>(index), cfg.track_stages);
+  FrameBuilder builder(cfg.proto, static_cast<uint16_t>(index), cfg.track_stages,
+                       index < cfg.first_seq.size() ? cfg.first_seq[index] : 0);
+  stats.next_seq.store(builder.next_seq());
   Segmenter segmenter(cfg.proto, cfg.size, cfg.mtu);
   const double interval = cfg.pps_per_producer > 0 ? cfg.tsc_hz / cfg.pps_per_producer : 0;
   // Producers start evenly staggered within one interval.

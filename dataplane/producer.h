@@ -45,6 +45,8 @@ struct ProducerConfig {
   const FlushPolicy* own_batches = nullptr;
   // Carry stage timestamps (TxMeta) for the sink's latency split: only where frames come back.
   bool track_stages = true;
+  // Producer i's first sequence number (missing: 0); a session's cells continue each flow.
+  std::vector<uint64_t> first_seq;
 };
 
 // One producer's counters, on its own cache line (producers write them on every frame).
@@ -54,7 +56,7 @@ struct alignas(64) ProducerStats {
   std::atomic<bool> registered{false};  // got an EAL lcore id (and so a mempool cache)
   // The sequence number its flow would have used next when it stopped: frames below it entered
   // the stack, so a receiver missing the last of them knows they were lost.
-  std::atomic<uint64_t> next_seq{0};
+  std::atomic<uint64_t> next_seq{0};  // (its first, if it never built a frame)
   // --qdisc none: why its batches went to the driver, by FlushTrigger.
   std::array<Counter, kFlushTriggers> flush_triggers;
 };

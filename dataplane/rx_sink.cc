@@ -49,6 +49,10 @@ void RxSink::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arr
                         static_cast<unsigned>(frames.size()));
 }
 
+void RxSink::StartFlows(std::span<const uint64_t> first) {
+  for (size_t f = 0; f < std::min(first.size(), flows_.size()); ++f) flows_[f].expect = first[f];
+}
+
 void RxSink::CloseFlows(std::span<const uint64_t> next_seq) {
   for (size_t f = 0; f < std::min(next_seq.size(), flows_.size()); ++f)
     if (next_seq[f] > flows_[f].expect) {

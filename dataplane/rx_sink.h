@@ -45,6 +45,10 @@ class RxSink {
   RxSink(const RunWindow& window, double tsc_hz, unsigned flows, uint64_t seq_window = 0,
          bool verify_headers = false);
 
+  // Flow f's first sequence number is first[f] (a flow continued from an earlier cell); before
+  // any frame arrives.
+  void StartFlows(std::span<const uint64_t> first);
+
   // Generation is over and nothing is in flight: flow f's last frame had sequence number
   // next_seq[f] - 1, so frames missing at its end were lost too (no later frame reveals them).
   void CloseFlows(std::span<const uint64_t> next_seq);

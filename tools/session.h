@@ -36,6 +36,10 @@ struct Session {
   std::unique_ptr<Eal> eal;
   PoolPtr pool;  // freed before EAL is torn down (declared after it)
   RunEnv env;
+  // Each flow's next sequence number: a cell's flows go on where the previous cell's left off,
+  // so a receiver in another process (`txbatch sink`) sees one sequence per flow, not a restart
+  // (read as duplicates) at every cell and round.
+  std::vector<uint64_t> flow_seq;
 };
 
 // Starts a session for `cells` and takes over SIGINT/SIGTERM; on failure sets `*exit_code`.
