@@ -26,11 +26,12 @@ BridgeDirection::BridgeDirection(std::string name, uint16_t in_port, TxDriver& o
       policy_(MakeFlushPolicy(policy, tsc_hz)),
       meta_offset_(TxMetaOffset()),
       noqueue_(config.noqueue),
+      timing_(config.time_handover),
       filter_(filter) {
   config.tsc_hz = tsc_hz;
   config.block_when_full = false;  // a bridge never blocks its RX: a full band drops
-  config.track_stages = true;      // the RX TSC rides in TxMeta
-  config.time_handover = true;
+  // The RX TSC rides in TxMeta, where the queue reads it at the handover.
+  config.track_stages = config.time_handover;
   queue_ = MakeTxQueue(out_, *policy_, config, window_);
   if (link != nullptr && link->Active()) link_.emplace(*link, tsc_hz);
 }
@@ -48,9 +49,11 @@ unsigned BridgeDirection::Poll(Tsc now, bool receive) {
     for (uint16_t i = 0; i < k; ++i) {
       // The frame's time through the bridge starts now (its own stamp: nothing of the frame
       // itself is read or written).
-      TxMeta* t = MetaOf(rx[i], meta_offset_);
-      *t = TxMeta{};
-      t->stamp = now;
+      if (timing_) {
+        TxMeta* t = MetaOf(rx[i], meta_offset_);
+        *t = TxMeta{};
+        t->stamp = now;
+      }
       rx_bytes_ += rte_pktmbuf_pkt_len(rx[i]);
     }
     rx_ += k;

@@ -38,19 +38,19 @@ class FrameFilter {
 // reason) + filtered + queued + in_link.
 struct DirectionCounts {
   uint64_t rx = 0, rx_bytes = 0;
-  uint64_t sent = 0;          // accepted by the out-port
-  uint64_t duplicated = 0;    // copies the link made
-  uint64_t link_lost = 0;     // dropped by the link's loss model
-  uint64_t link_limit = 0;    // dropped because the link held `limit` frames
-  uint64_t qdisc_full = 0;    // dropped on a full qdisc band
-  uint64_t noqueue = 0;       // refused by the out-port with --qdisc none
-  uint64_t corrupted = 0;     // forwarded with a bit the link flipped
-  uint64_t filtered = 0;      // kept out by the FrameFilter (the responder: not answered)
-  uint64_t queued = 0;        // in the qdisc (or a --qdisc none batch being filled)
-  uint64_t in_link = 0;       // held by the link
-  uint64_t handovers = 0;     // driver handovers (calls, or xmit_more chains)
-  uint64_t handed = 0;        // frames in them
-  uint64_t xmit_calls = 0;    // the out-port's Xmit calls
+  uint64_t sent = 0;        // accepted by the out-port
+  uint64_t duplicated = 0;  // copies the link made
+  uint64_t link_lost = 0;   // dropped by the link's loss model
+  uint64_t link_limit = 0;  // dropped because the link held `limit` frames
+  uint64_t qdisc_full = 0;  // dropped on a full qdisc band
+  uint64_t noqueue = 0;     // refused by the out-port with --qdisc none
+  uint64_t corrupted = 0;   // forwarded with a bit the link flipped
+  uint64_t filtered = 0;    // kept out by the FrameFilter (the responder: not answered)
+  uint64_t queued = 0;      // in the qdisc (or a --qdisc none batch being filled)
+  uint64_t in_link = 0;     // held by the link
+  uint64_t handovers = 0;   // driver handovers (calls, or xmit_more chains)
+  uint64_t handed = 0;      // frames in them
+  uint64_t xmit_calls = 0;  // the out-port's Xmit calls
   uint64_t dropped() const { return link_lost + link_limit + qdisc_full + noqueue; }
   bool Balanced() const {
     return rx + duplicated == sent + dropped() + filtered + queued + in_link;
@@ -59,7 +59,8 @@ struct DirectionCounts {
 
 class BridgeDirection {
  public:
-  // `out` is the other port's TX side (the responder: its own); `link` may be null (no
+  // `out` is the other port's TX side (the responder: its own); `config.time_handover`: stamp
+  // each frame at RX and time it to the handover (TakeLatency); `link` may be null (no
   // impairment this way); `filter` may be null (every frame goes on), else it outlives this.
   BridgeDirection(std::string name, uint16_t in_port, TxDriver& out, const PolicySpec& policy,
                   TxQueueConfig config, const LinkSpec* link, double tsc_hz,
@@ -101,9 +102,10 @@ class BridgeDirection {
   std::optional<LinkModel> link_;
   const int meta_offset_;
   const bool noqueue_;
+  const bool timing_;
   FrameFilter* const filter_;
   uint64_t rx_ = 0, rx_bytes_ = 0, filtered_ = 0;
-  Batch pending_;      // --qdisc none: the batch being filled
+  Batch pending_;  // --qdisc none: the batch being filled
   Tsc pending_first_ = 0;
 };
 

@@ -56,7 +56,10 @@ std::string_view ParseStatusName(ParseStatus s) {
 }
 
 FrameBuilder::FrameBuilder(Proto proto, uint16_t flow, bool track_stages, uint64_t first_seq)
-    : proto_(proto), flow_(flow), seq_(first_seq), meta_offset_(track_stages ? TxMetaOffset() : -1) {}
+    : proto_(proto),
+      flow_(flow),
+      seq_(first_seq),
+      meta_offset_(track_stages ? TxMetaOffset() : -1) {}
 
 void FrameBuilder::MakeTemplate(unsigned payload) {
   const unsigned l4 = L4HeaderBytes(proto_);

@@ -18,13 +18,15 @@ struct LatencySummary {
 class LatencyHistogram {
  public:
   LatencyHistogram();
-  // Records one latency in ns. Not thread-safe.
-  void Record(double ns) {
-    hist_(ns);
-    sum_ += ns;
+  // Records one latency in ns, `n` times (frames that share one stamp: one bin lookup, one
+  // logarithm). Not thread-safe.
+  void Record(double ns, uint64_t n = 1) {
+    if (n == 0) return;
+    hist_(boost::histogram::weight(n), ns);
+    sum_ += ns * static_cast<double>(n);
     if (count_ == 0 || ns < min_) min_ = ns;
     if (count_ == 0 || ns > max_) max_ = ns;
-    ++count_;
+    count_ += n;
   }
   uint64_t count() const { return count_; }
   // Value below which a fraction `q` (0..1) of the samples fall.

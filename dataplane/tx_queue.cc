@@ -67,11 +67,15 @@ void TxQueue::MarkHandover(const Batch& batch) {
     t->position = static_cast<uint16_t>(i);
   }
   if (handover_latency_) {
+    // Frames received in one burst share their stamp: one record per run of equal stamps.
     std::lock_guard lk(handover_mu_);
-    for (rte_mbuf* m : frames) {
-      const Tsc stamp = MetaOf(m, meta_offset_)->stamp;
-      handover_latency_->Record(static_cast<double>(now > stamp ? now - stamp : 0) * 1e9 /
-                                config_.tsc_hz);
+    for (size_t i = 0; i < frames.size();) {
+      const Tsc stamp = MetaOf(frames[i], meta_offset_)->stamp;
+      size_t j = i + 1;
+      while (j < frames.size() && MetaOf(frames[j], meta_offset_)->stamp == stamp) ++j;
+      handover_latency_->Record(
+          static_cast<double>(now > stamp ? now - stamp : 0) * 1e9 / config_.tsc_hz, j - i);
+      i = j;
     }
   }
 }

@@ -27,8 +27,8 @@ namespace {
 // or until the link's next arrival): a bridge at rest leaves the CPUs to the hosts around it.
 constexpr unsigned kSpinPolls = 256;
 constexpr double kIdleSleepNs = 20e3;
-// How long a sink waits for its port's link (its sender may start later).
-constexpr double kSinkLinkWaitS = 60;
+// How long the bridge and the sink wait for their ports' links (peers may start later).
+constexpr double kPeerLinkWaitS = 60;
 // How long the drain after a stop may take beyond the links' longest delay.
 constexpr double kDrainS = 1.0;
 
@@ -69,12 +69,13 @@ void PrintInterval(double t, BridgeDirection& d, const DirectionCounts& now,
   const uint64_t sent = now.sent - before.sent, calls = now.xmit_calls - before.xmit_calls;
   const uint64_t handovers = now.handovers - before.handovers;
   const auto s = lat.Summary();
-  fmt::print("{:7.1f}s {} rx {} tx {} drop {} avg batch {:.2f} calls/pkt {:.3f} bridge p50 {} p99 "
-             "{}\n",
-             t, d.name(), now.rx - before.rx, sent, now.dropped() - before.dropped(),
-             handovers ? static_cast<double>(now.handed - before.handed) / handovers : 0.0,
-             sent ? static_cast<double>(calls) / sent : 0.0, Lat(s, &LatencySummary::p50),
-             Lat(s, &LatencySummary::p99));
+  fmt::print(
+      "{:7.1f}s {} rx {} tx {} drop {} avg batch {:.2f} calls/pkt {:.3f} bridge p50 {} p99 "
+      "{}\n",
+      t, d.name(), now.rx - before.rx, sent, now.dropped() - before.dropped(),
+      handovers ? static_cast<double>(now.handed - before.handed) / handovers : 0.0,
+      sent ? static_cast<double>(calls) / sent : 0.0, Lat(s, &LatencySummary::p50),
+      Lat(s, &LatencySummary::p99));
 }
 
 std::string ShapeText(const CellConfig& cell) {
@@ -96,28 +97,28 @@ void PrintEalAndReady(const EalPlan& plan, double duration_s, const char* doing 
 
 void PrintSummary(BridgeDirection& d, const DirectionCounts& c, const LatencyHistogram& lat) {
   const auto s = lat.Summary();
-  fmt::print("{}: received {} ({} bytes), sent {}, dropped {} (qdisc full {}, noqueue {}, lost on "
-             "the link {}, link limit {}), duplicated {}, corrupted {}; avg batch {:.2f}, xmit "
-             "calls per frame {:.3f}; time through the bridge p50 {} p99 {} max {}\n",
-             d.name(), c.rx, c.rx_bytes, c.sent, c.dropped(), c.qdisc_full, c.noqueue, c.link_lost,
-             c.link_limit, c.duplicated, c.corrupted,
-             c.handovers ? static_cast<double>(c.handed) / c.handovers : 0.0,
-             c.sent ? static_cast<double>(c.xmit_calls) / c.sent : 0.0,
-             Lat(s, &LatencySummary::p50), Lat(s, &LatencySummary::p99),
-             Lat(s, &LatencySummary::max));
-  fmt::print("{} books: received {} + duplicated {} = sent {} + dropped {}{} + queued {} + in "
-             "the link {} — {}\n",
-             d.name(), c.rx, c.duplicated, c.sent, c.dropped(),
-             c.filtered ? fmt::format(" + not answered {}", c.filtered) : std::string(), c.queued,
-             c.in_link, c.Balanced() ? "balanced" : "NOT BALANCED");
+  fmt::print(
+      "{}: received {} ({} bytes), sent {}, dropped {} (qdisc full {}, noqueue {}, lost on "
+      "the link {}, link limit {}), duplicated {}, corrupted {}; avg batch {:.2f}, xmit "
+      "calls per frame {:.3f}; time through the bridge p50 {} p99 {} max {}\n",
+      d.name(), c.rx, c.rx_bytes, c.sent, c.dropped(), c.qdisc_full, c.noqueue, c.link_lost,
+      c.link_limit, c.duplicated, c.corrupted,
+      c.handovers ? static_cast<double>(c.handed) / c.handovers : 0.0,
+      c.sent ? static_cast<double>(c.xmit_calls) / c.sent : 0.0, Lat(s, &LatencySummary::p50),
+      Lat(s, &LatencySummary::p99), Lat(s, &LatencySummary::max));
+  fmt::print(
+      "{} books: received {} + duplicated {} = sent {} + dropped {}{} + queued {} + in "
+      "the link {} — {}\n",
+      d.name(), c.rx, c.duplicated, c.sent, c.dropped(),
+      c.filtered ? fmt::format(" + not answered {}", c.filtered) : std::string(), c.queued,
+      c.in_link, c.Balanced() ? "balanced" : "NOT BALANCED");
 }
 
 // --duration and --stats, which every forwarding command takes.
 void AddStopOptions(CLI::App& cmd, double& duration_s, double& stats_s) {
   cmd.add_option("--duration", duration_s, "Stop after this many seconds (0: at SIGINT or SIGTERM)")
       ->capture_default_str();
-  cmd.add_option("--stats", stats_s,
-                 "Seconds between statistics lines (0: only the final summary)")
+  cmd.add_option("--stats", stats_s, "Seconds between statistics lines (0: only the final summary)")
       ->capture_default_str();
 }
 
@@ -143,6 +144,9 @@ void AddBridgeOptions(CLI::App& cmd, BridgeArgs& a) {
   cmd.add_option("--link-ba", a.link_ba, "A link from B to A only (not with --link)");
   AddQueueOptions(cmd, a.queue, "32");
   AddStopOptions(cmd, a.duration_s, a.stats_s);
+  cmd.add_flag("--no-timing", a.no_timing,
+               "Do not stamp frames at RX or time them through the bridge (p50/p99 then read "
+               "'-'): the forwarding as fast as it goes; doc/perf.md has what timing costs");
 }
 
 namespace {
@@ -263,9 +267,10 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
 void PrintPortStats(const ethdev::ForwardingPort& p) {
   rte_eth_stats st{};
   if (rte_eth_stats_get(p.id, &st) != 0) return;
-  fmt::print("{} (the PMD's own counters): received {}, missed {}, RX errors {}, no mbuf {}; "
-             "sent {}, TX errors {}\n",
-             p.name, st.ipackets, st.imissed, st.ierrors, st.rx_nombuf, st.opackets, st.oerrors);
+  fmt::print(
+      "{} (the PMD's own counters): received {}, missed {}, RX errors {}, no mbuf {}; "
+      "sent {}, TX errors {}\n",
+      p.name, st.ipackets, st.imissed, st.ierrors, st.rx_nombuf, st.opackets, st.oerrors);
 }
 
 // The end of every forwarding command: the ports are closed (what their PMDs hold comes home)
@@ -274,8 +279,9 @@ int Finish(bool balanced, rte_mempool* pool) {
   const unsigned in_use = rte_mempool_in_use_count(pool);
   fmt::print("mbufs in use at exit: {}\n", in_use);
   if (balanced && in_use == 0) return kExitOk;
-  std::fprintf(stderr, "txbatch: the books do not balance or mbufs were not returned (see "
-                       "above): exit 3\n");
+  std::fprintf(stderr,
+               "txbatch: the books do not balance or mbufs were not returned (see "
+               "above): exit 3\n");
   return kExitUnbalanced;
 }
 
@@ -287,8 +293,9 @@ int BridgeCommand(BridgeArgs a, const std::vector<std::string>& eal_args) {
   if (!cell) return Fail(kExitBadInput, cell.error());
   if (!a.link.empty() && (!a.link_ab.empty() || !a.link_ba.empty()))
     return Fail(kExitBadInput,
-                Error{EINVAL, "--link sets both directions and --link-ab/--link-ba one each; "
-                              "valid: --link alone, or --link-ab and/or --link-ba"});
+                Error{EINVAL,
+                      "--link sets both directions and --link-ab/--link-ba one each; "
+                      "valid: --link alone, or --link-ab and/or --link-ba"});
   auto link_ab = ParseOneLink(a.link.empty() ? a.link_ab : a.link);
   if (!link_ab) return Fail(kExitBadInput, link_ab.error());
   auto link_ba = ParseOneLink(a.link.empty() ? a.link_ba : a.link);
@@ -313,7 +320,16 @@ int BridgeCommand(BridgeArgs a, const std::vector<std::string>& eal_args) {
   if (!pa) return Fail(kExitBadInput, pa.error());
   auto pb = ethdev::OpenForwardingPort(*port_b, fwd->pool.get(), cell->mtu, tsc_hz);
   if (!pb) return Fail(kExitBadInput, pb.error());
-  const TxQueueConfig qcfg = QueueConfigFor(*cell, tsc_hz, fwd->eal->cpus());
+  // Peers may connect after the bridge (memif clients, a cable being plugged): both ports are
+  // there before the wait.
+  fmt::print("waiting up to {:g} s for the links of {} and {}\n", kPeerLinkWaitS, pa->name,
+             pb->name);
+  std::fflush(stdout);
+  for (const auto* p : {&*pa, &*pb})
+    if (Status st = ethdev::AwaitLink(*p, kPeerLinkWaitS); !st)
+      return Fail(kExitBadInput, st.error());
+  TxQueueConfig qcfg = QueueConfigFor(*cell, tsc_hz, fwd->eal->cpus());
+  qcfg.time_handover = !a.no_timing;
   bool balanced;
   {
     BridgeDirection ab("a>b", pa->id, *pb->tx, cell->policy, qcfg,
@@ -398,31 +414,35 @@ int RespondCommand(RespondArgs a, const std::vector<std::string>& eal_args) {
   const double tsc_hz = fwd->eal->tsc_hz();
   auto p = ethdev::OpenForwardingPort(*port, fwd->pool.get(), cell->mtu, tsc_hz);
   if (!p) return Fail(kExitBadInput, p.error());
+  if (Status st = ethdev::AwaitLink(*p); !st) return Fail(kExitBadInput, st.error());
   rte_ether_addr mac{};
   (void)rte_eth_macaddr_get(p->id, &mac);
   bool balanced;
   {
     ResponderFilter filter(mac, *ip, static_cast<uint16_t>(a.udp_echo));
-    BridgeDirection dir("replies", p->id, *p->tx, cell->policy,
-                        QueueConfigFor(*cell, tsc_hz, fwd->eal->cpus()),
+    TxQueueConfig qcfg = QueueConfigFor(*cell, tsc_hz, fwd->eal->cpus());
+    qcfg.time_handover = true;
+    BridgeDirection dir("replies", p->id, *p->tx, cell->policy, qcfg,
                         link->has_value() ? &**link : nullptr, tsc_hz, &filter);
     char mac_text[RTE_ETHER_ADDR_FMT_SIZE];
     rte_ether_format_addr(mac_text, sizeof mac_text, &mac);
-    fmt::print("txbatch respond: {} answers for {} at {} (ARP, ICMP echo{}); replies: policy {}, "
-               "{}; link {}\n",
-               p->tx->Describe(), a.ip, mac_text,
-               a.udp_echo ? fmt::format(", UDP echo on port {}", a.udp_echo) : std::string(),
-               cell->policy.ToString(), ShapeText(*cell),
-               link->has_value() ? (*link)->ToString() : "none");
+    fmt::print(
+        "txbatch respond: {} answers for {} at {} (ARP, ICMP echo{}); replies: policy {}, "
+        "{}; link {}\n",
+        p->tx->Describe(), a.ip, mac_text,
+        a.udp_echo ? fmt::format(", UDP echo on port {}", a.udp_echo) : std::string(),
+        cell->policy.ToString(), ShapeText(*cell),
+        link->has_value() ? (*link)->ToString() : "none");
     PrintEalAndReady(fwd->plan, a.duration_s);
     balanced = Forward({&dir}, a.duration_s, a.stats_s,
                        link->has_value() ? LongestStayS(**link) : 0, tsc_hz);
     PrintPortStats(*p);
     const Responder& r = filter.responder();
-    fmt::print("answered: ARP {}, ICMP echo {}, UDP echo {}; not answered: malformed {}, not for "
-               "us {}, nothing to answer {}\n",
-               r.arp(), r.icmp(), r.udp(), filter.ignored(Ignored::kMalformed),
-               filter.ignored(Ignored::kNotForUs), filter.ignored(Ignored::kUnanswered));
+    fmt::print(
+        "answered: ARP {}, ICMP echo {}, UDP echo {}; not answered: malformed {}, not for "
+        "us {}, nothing to answer {}\n",
+        r.arp(), r.icmp(), r.udp(), filter.ignored(Ignored::kMalformed),
+        filter.ignored(Ignored::kNotForUs), filter.ignored(Ignored::kUnanswered));
   }
   p->tx.reset();
   return Finish(balanced, fwd->pool.get());
@@ -474,10 +494,12 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
   if (!fwd) return Fail(status, fwd.error());
   const double tsc_hz = fwd->eal->tsc_hz();
   // A sink waits for its sender: a memif peer, a cable being plugged.
-  fmt::print("waiting up to {:g} s for the link of {}\n", kSinkLinkWaitS, port->ToString());
+  fmt::print("waiting up to {:g} s for the link of {}\n", kPeerLinkWaitS, port->ToString());
   std::fflush(stdout);
-  auto p = ethdev::OpenForwardingPort(*port, fwd->pool.get(), a.mtu, tsc_hz, kSinkLinkWaitS);
+  auto p = ethdev::OpenForwardingPort(*port, fwd->pool.get(), a.mtu, tsc_hz);
   if (!p) return Fail(kExitBadInput, p.error());
+  if (Status st = ethdev::AwaitLink(*p, kPeerLinkWaitS); !st)
+    return Fail(kExitBadInput, st.error());
   SinkCounts c;
   Tsc first = kNever, last = 0;
   std::optional<LatencySummary> latency;
@@ -552,17 +574,19 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
   }
   p->tx.reset();
   const double active_s = last > first ? static_cast<double>(last - first) / tsc_hz : 0;
-  fmt::print("\nreceived {} txbatch frames ({:.4f} Mpps, {:.2f} MB/s of payload over the {:.3f} s "
-             "from the first to the last); lost {} (sequence gaps; frames lost after a flow's "
-             "last arrival show no gap), duplicated {}, reordered {}; foreign {} (not txbatch's, "
-             "or failing their header checks)\n",
-             c.received, active_s > 0 ? c.received / active_s / 1e6 : 0.0,
-             active_s > 0 ? c.window_payload_bytes / active_s / 1e6 : 0.0, active_s, c.lost,
-             c.duplicated, c.reordered, c.foreign);
+  fmt::print(
+      "\nreceived {} txbatch frames ({:.4f} Mpps, {:.2f} MB/s of payload over the {:.3f} s "
+      "from the first to the last); lost {} (sequence gaps; frames lost after a flow's "
+      "last arrival show no gap), duplicated {}, reordered {}; foreign {} (not txbatch's, "
+      "or failing their header checks)\n",
+      c.received, active_s > 0 ? c.received / active_s / 1e6 : 0.0,
+      active_s > 0 ? c.window_payload_bytes / active_s / 1e6 : 0.0, active_s, c.lost, c.duplicated,
+      c.reordered, c.foreign);
   if (link_lost || link_in_flight)
-    fmt::print("the link lost {} frames (the gaps above include them); {} still in it at exit "
-               "were freed\n",
-               link_lost, link_in_flight);
+    fmt::print(
+        "the link lost {} frames (the gaps above include them); {} still in it at exit "
+        "were freed\n",
+        link_lost, link_in_flight);
   fmt::print("one-way latency: {}\n",
              !a.clocks_synchronised ? "not reported (the clocks were not stated synchronised: "
                                       "--clocks-synchronised; txbatch respond gives round trips)"
@@ -587,10 +611,11 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
           {"active_s", active_s},
           {"mpps", active_s > 0 ? c.received / active_s / 1e6 : 0.0},
           {"payload_bytes", c.window_payload_bytes},
-          {"latency_ns",
-           latency ? nlohmann::json{{"p50", latency->p50}, {"p99", latency->p99},
-                                    {"max", latency->max}, {"count", latency->count}}
-                   : nlohmann::json(nullptr)}}}};
+          {"latency_ns", latency ? nlohmann::json{{"p50", latency->p50},
+                                                  {"p99", latency->p99},
+                                                  {"max", latency->max},
+                                                  {"count", latency->count}}
+                                 : nlohmann::json(nullptr)}}}};
     if (Status s = WriteJsonFile(a.json, doc); !s) return Fail(kExitBadInput, s.error());
   }
   const unsigned in_use = rte_mempool_in_use_count(fwd->pool.get());

@@ -15,9 +15,10 @@ namespace txbatch {
 struct BridgeArgs {
   std::string port_a, port_b;
   std::string link, link_ab, link_ba;  // netem words: both ways, or one way
-  RunArgs queue;   // --batch/--policy, --qdisc, --sync, --runner, --txqueuelen, --bql-*, --mtu
-  double duration_s = 0;  // 0: until a signal
-  double stats_s = 1;     // a line per direction this often; 0: only the summary
+  RunArgs queue;  // --batch/--policy, --qdisc, --sync, --runner, --txqueuelen, --bql-*, --mtu
+  double duration_s = 0;   // 0: until a signal
+  double stats_s = 1;      // a line per direction this often; 0: only the summary
+  bool no_timing = false;  // no RX stamp, no time through the bridge (the fastest forwarding)
 };
 
 void AddBridgeOptions(CLI::App& cmd, BridgeArgs& args);

@@ -43,7 +43,8 @@ Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& option
                                                      const RunWindow& window, double tsc_hz);
 
 // A port the caller polls itself (the bridge): created or attached as for CreateEthdevDriver, one
-// RX and one TX queue, promiscuous (every frame, not only those for its MAC), started, link up.
+// RX and one TX queue, promiscuous (every frame, not only those for its MAC), started; its link
+// may still be down (AwaitLink).
 // `tx` transmits on it and owns it (destroying `tx` stops, closes and removes the port); frames
 // are received from port `id` with rte_eth_rx_burst on queue 0. Refuses pairs and net_ring (a
 // port that sends to itself would loop). Control plane: failures are one sentence.
@@ -52,8 +53,11 @@ struct ForwardingPort {
   std::string name;  // "port 0 (net_af_packet0)", for messages
   std::unique_ptr<TxDriver> tx;
 };
-// `link_wait_s`: how long to wait for the link (0: the default, a few seconds).
 Result<ForwardingPort> OpenForwardingPort(const EthdevOptions& options, rte_mempool* pool,
-                                          unsigned mtu, double tsc_hz, double link_wait_s = 0);
+                                          unsigned mtu, double tsc_hz);
+// Waits up to `wait_s` (0: the default, a few seconds) for the port's link; a sentence if it
+// stays down (the port is then stopped; destroying its `tx` closes it). A command with two ports
+// opens both before waiting, so peers that connect to either (memif) find it there.
+Status AwaitLink(const ForwardingPort& port, double wait_s = 0);
 
 }  // namespace txbatch::ethdev

@@ -240,8 +240,7 @@ Status ConfigurePort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::
 
 // Waits up to kLinkWaitS for the port's link; stops the port if it never comes up.
 Status WaitLinkUp(uint16_t port, const std::string& what, double wait_s = kLinkWaitS) {
-  const uint64_t deadline =
-      rte_get_tsc_cycles() + static_cast<uint64_t>(wait_s * rte_get_tsc_hz());
+  const uint64_t deadline = rte_get_tsc_cycles() + static_cast<uint64_t>(wait_s * rte_get_tsc_hz());
   rte_eth_link link{};
   while (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == RTE_ETH_LINK_DOWN &&
          rte_get_tsc_cycles() < deadline)
@@ -469,7 +468,7 @@ const RunWindow kNoWindow;
 }  // namespace
 
 Result<ForwardingPort> OpenForwardingPort(const EthdevOptions& o, rte_mempool* pool, unsigned mtu,
-                                          double tsc_hz, double link_wait_s) {
+                                          double tsc_hz) {
   if (o.pair != EthdevOptions::Pair::kNone)
     return MakeError(EINVAL, fmt::format("{} is two ports; valid here: one port, ethdev:DEVARGS "
                                          "or ethdev:port=N",
@@ -490,18 +489,17 @@ Result<ForwardingPort> OpenForwardingPort(const EthdevOptions& o, rte_mempool* p
   // Every frame on the wire, not only those for the port's own MAC: the bridge is transparent.
   // PMDs without the notion (af_packet, memif) say ENOTSUP; they pass everything anyway.
   (void)rte_eth_promiscuous_enable(a->port);
-  if (Status s = WaitLinkUp(a->port, a->what, link_wait_s > 0 ? link_wait_s : kLinkWaitS); !s) {
-    a->owned.Release();
-    return s.error();
-  }
   ForwardingPort f;
   f.id = a->port;
   f.name = a->what;
-  f.tx = std::make_unique<EthdevPort>(a->port, std::nullopt, a->virtual_dev, std::move(a->owned),
-                                      o.ToString() + fmt::format(" ({}, {})", a->what,
-                                                                 a->driver_name),
-                                      nullptr, kNoWindow, tsc_hz);
+  f.tx = std::make_unique<EthdevPort>(
+      a->port, std::nullopt, a->virtual_dev, std::move(a->owned),
+      o.ToString() + fmt::format(" ({}, {})", a->what, a->driver_name), nullptr, kNoWindow, tsc_hz);
   return f;
+}
+
+Status AwaitLink(const ForwardingPort& port, double wait_s) {
+  return WaitLinkUp(port.id, port.name, wait_s > 0 ? wait_s : kLinkWaitS);
 }
 
 Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& o, rte_mempool* pool,

@@ -59,6 +59,23 @@ TEST(LatencyHistogram, QuantilesWithinOnePercentFromTenNanosecondsToTenSeconds) 
   EXPECT_EQ(one.Summary()->p99, 12345.0);
 }
 
+TEST(LatencyHistogram, AWeightedRecordIsThatManyRecords) {
+  LatencyHistogram weighted, single;
+  const std::pair<double, uint64_t> samples[] = {{500.0, 32}, {2e4, 1}, {7e5, 7}, {3e3, 0}};
+  for (auto [ns, n] : samples) {
+    weighted.Record(ns, n);
+    for (uint64_t i = 0; i < n; ++i) single.Record(ns);
+  }
+  const auto w = weighted.Summary(), s = single.Summary();
+  ASSERT_TRUE(w && s);
+  EXPECT_EQ(w->count, 40u);
+  EXPECT_EQ(w->count, s->count);
+  EXPECT_EQ(w->min, s->min);
+  EXPECT_EQ(w->max, s->max);
+  EXPECT_DOUBLE_EQ(w->avg, s->avg);
+  for (double q : {0.1, 0.5, 0.8, 0.9, 0.99}) EXPECT_EQ(weighted.Quantile(q), single.Quantile(q));
+}
+
 TEST(LatencyHistogram, EmptyHasNoSummary) {
   LatencyHistogram h;
   EXPECT_FALSE(h.Summary().has_value());
