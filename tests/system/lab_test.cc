@@ -15,31 +15,12 @@
 #include <regex>
 #include <string>
 
+#include "system_util.h"
+
 namespace txbatch {
 namespace {
 
-struct Ran {
-  int status;
-  std::string out;
-};
-
-// Runs `cmd` through the shell; stdout and stderr together.
-Ran Sh(const std::string& cmd) {
-  Ran r{-1, {}};
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
-std::string Txbatch() {
-  const char* bin = std::getenv("TXBATCH_BIN");
-  return bin ? bin : "txbatch";
-}
+using namespace system_test;
 
 // A lab for one test: up in the constructor, down (and its iperf3 server gone) in the destructor.
 class Lab {
@@ -90,8 +71,8 @@ void ExpectGone(const std::string& prefix) {
   for (const char* dev : {"-a1", "-b1"})
     EXPECT_FALSE(std::filesystem::exists("/sys/class/net/" + prefix + dev)) << prefix << dev;
   EXPECT_FALSE(std::filesystem::exists("/run/txbatch-lab/" + prefix));
-  EXPECT_NE(Sh("pgrep -f '[t]xbatch bridge --port-a net_af_packet0,iface=" + prefix + "-a1'").status,
-            0);
+  EXPECT_NE(
+      Sh("pgrep -f '[t]xbatch bridge --port-a net_af_packet0,iface=" + prefix + "-a1'").status, 0);
 }
 
 int Occurrences(const std::string& text, const std::string& what) {
@@ -247,9 +228,8 @@ print('sent', sent)
   {
     Lab lab("tsys7", "");
     ASSERT_TRUE(lab.up()) << lab.up_output();
-    ASSERT_EQ(Sh("ip -n tsys7-a link set tsys7-a0 mtu 9000 && ip link set tsys7-a1 mtu 9000")
-                  .status,
-              0);
+    ASSERT_EQ(
+        Sh("ip -n tsys7-a link set tsys7-a0 mtu 9000 && ip link set tsys7-a1 mtu 9000").status, 0);
     const std::string script = ::testing::TempDir() + "/hostile.py";
     std::ofstream(script) << py;
     const Ran r = lab.InA("env DEV=tsys7-a0 python3 " + script);

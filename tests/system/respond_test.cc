@@ -3,40 +3,17 @@
 // responder prints balanced books with every mbuf home. The namespace and the responder are
 // removed (by the pid the test started) even when a check fails.
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <optional>
 #include <string>
-#include <thread>
+
+#include "system_util.h"
 
 namespace txbatch {
 namespace {
 
-int Sh(const std::string& cmd, std::string* out = nullptr) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  std::string text;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
-  const int st = pclose(p);
-  if (out) *out = text;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using namespace system_test;
 
 // A namespace `rspt` with 10.78.0.1 on rspt0, its peer rspt1 on the host, and the responder on
 // rspt1 answering for 10.78.0.2.
@@ -44,28 +21,21 @@ class RespondRig {
  public:
   RespondRig() {
     Sh("ip netns del rspt; ip link del rspt1");  // a crashed run's leftovers
-    ok_ = Sh("ip netns add rspt") == 0 &&
-          Sh("ip link add rspt1 type veth peer name rspt0 netns rspt") == 0 &&
-          Sh("ip -n rspt addr add 10.78.0.1/24 dev rspt0") == 0 &&
-          Sh("ip -n rspt link set rspt0 up") == 0 && Sh("ip -n rspt link set lo up") == 0 &&
+    ok_ = Sh("ip netns add rspt").status == 0 &&
+          Sh("ip link add rspt1 type veth peer name rspt0 netns rspt").status == 0 &&
+          Sh("ip -n rspt addr add 10.78.0.1/24 dev rspt0").status == 0 &&
+          Sh("ip -n rspt link set rspt0 up").status == 0 &&
+          Sh("ip -n rspt link set lo up").status == 0 &&
           // UDP leaves a veth with only its pseudo-header summed (CHECKSUM_PARTIAL); an echo
           // would bring it back unfinished (doc/bridge.md).
-          Sh("ip netns exec rspt ethtool -K rspt0 tx off") == 0 &&
-          Sh("ip link set rspt1 up") == 0;
+          Sh("ip netns exec rspt ethtool -K rspt0 tx off").status == 0 &&
+          Sh("ip link set rspt1 up").status == 0;
     if (!ok_) return;
-    const char* bin = std::getenv("TXBATCH_BIN");
-    pid_ = fork();
-    if (pid_ == 0) {
-      const int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      execl(bin ? bin : "txbatch", "txbatch", "respond", "--port", "net_af_packet0,iface=rspt1",
-            "--ip", "10.78.0.2", "--udp-echo", "7", "--stats", "0", nullptr);
-      _exit(127);
-    }
-    for (int i = 0; i < 300 && Slurp(log_).find("\nforwarding") == std::string::npos; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    ok_ = Slurp(log_).find("\nforwarding") != std::string::npos;
+    responder_.emplace(Txbatch() +
+                           " respond --port net_af_packet0,iface=rspt1 --ip 10.78.0.2 "
+                           "--udp-echo 7 --stats 0",
+                       log_);
+    ok_ = responder_->WaitFor("\nforwarding", 15);
   }
   ~RespondRig() {
     Stop();
@@ -76,12 +46,10 @@ class RespondRig {
   // SIGTERM to the responder; its exit status, and its output in `out`.
   int Stop(std::string* out = nullptr) {
     int status = -1;
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      int st = 0;
-      waitpid(pid_, &st, 0);
-      status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-      pid_ = -1;
+    if (responder_) {
+      responder_->Signal(SIGTERM);
+      status = responder_->Wait();
+      responder_.reset();
     }
     if (out) *out = Slurp(log_);
     return status;
@@ -91,25 +59,26 @@ class RespondRig {
 
  private:
   bool ok_ = false;
-  pid_t pid_ = -1;
   std::string log_ = ::testing::TempDir() + "/respond.log";
+  std::optional<Process> responder_;
 };
 
 TEST(Respond, AFloodPingToADpdkEndpointGetsEveryReply) {
   RespondRig rig;
   ASSERT_TRUE(rig.ok()) << rig.log();
-  std::string out;
   Sh("ip netns exec rspt ping -c 3 -i 0.05 -W 1 -q 10.78.0.2");  // ARP, answered by txbatch
-  ASSERT_EQ(Sh("ip netns exec rspt ping -f -c 1000 -q 10.78.0.2", &out), 0) << out;
-  EXPECT_NE(out.find("1000 packets transmitted, 1000 received, 0% packet loss"),
+  Ran ping = Sh("ip netns exec rspt ping -f -c 1000 -q 10.78.0.2");
+  ASSERT_EQ(ping.status, 0) << ping.out;
+  EXPECT_NE(ping.out.find("1000 packets transmitted, 1000 received, 0% packet loss"),
             std::string::npos)
-      << out;
+      << ping.out;
   // UDP echo: a datagram to port 7 comes back with the same bytes.
   const std::string py =
       "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2); "
       "s.sendto(b'txbatch-echo', ('10.78.0.2', 7)); print(s.recvfrom(100)[0].decode())";
-  ASSERT_EQ(Sh("ip netns exec rspt python3 -c \"" + py + "\"", &out), 0) << out;
-  EXPECT_NE(out.find("txbatch-echo"), std::string::npos) << out;
+  const Ran echo = Sh("ip netns exec rspt python3 -c \"" + py + "\"");
+  ASSERT_EQ(echo.status, 0) << echo.out;
+  EXPECT_NE(echo.out.find("txbatch-echo"), std::string::npos) << echo.out;
   std::string log;
   EXPECT_EQ(rig.Stop(&log), 0) << log;
   EXPECT_NE(log.find("— balanced"), std::string::npos) << log;

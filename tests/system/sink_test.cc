@@ -2,37 +2,19 @@
 // run` (memif client) in another. Without a link the sink counts exactly what run sent, in order;
 // with a lossy link on the sink's side, what was sent is exactly what arrived plus what the link
 // lost, and the losses show as sequence gaps. The sink is started and stopped by its pid.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
-#include <thread>
+
+#include "system_util.h"
 
 namespace txbatch {
 namespace {
 
+using namespace system_test;
 using nlohmann::json;
-
-std::string Bin() {
-  const char* bin = std::getenv("TXBATCH_BIN");
-  return bin ? bin : "txbatch";
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 struct Exchange {
   int run_status = -1, sink_status = -1;
@@ -45,34 +27,24 @@ Exchange RunThroughMemif(const std::string& sink_extra, const std::string& run_e
   const std::string dir = ::testing::TempDir();
   const std::string sock = "/tmp/txbatch-sink-test.sock";
   const std::string sink_log = dir + "/sink.log", sink_json = dir + "/sink.json";
-  const std::string run_json = dir + "/run.json", run_log = dir + "/run.log";
+  const std::string run_json = dir + "/run.json";
   std::filesystem::remove(sink_json);
   std::filesystem::remove(run_json);
   Exchange x;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = open(sink_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    const std::string cmd = Bin() + " sink --port net_memif0,role=server,socket=" + sock +
-                            " --stats 0 --json " + sink_json + " " + sink_extra;
-    execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
-    _exit(127);
-  }
-  for (int i = 0; i < 500 && Slurp(sink_log).find("waiting up to") == std::string::npos; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  const std::string run = Bin() + " run --driver ethdev:net_memif0,role=client,socket=" + sock +
+  Process sink(Txbatch() + " sink --port net_memif0,role=server,socket=" + sock +
+                   " --stats 0 --json " + sink_json + " " + sink_extra,
+               sink_log);
+  sink.WaitFor("waiting up to", 10);
+  const std::string run = Txbatch() + " run --driver ethdev:net_memif0,role=client,socket=" + sock +
                           " --proto udp --size 1000 --procs 2 --duration 0.3 --warmup 0.05 " +
-                          run_extra + " --json " + run_json + " >" + run_log + " 2>&1";
-  const int st = std::system(run.c_str());
-  x.run_status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  x.run_out = Slurp(run_log);
+                          run_extra + " --json " + run_json;
+  const Ran ran = Sh(run);
+  x.run_status = ran.status;
+  x.run_out = ran.out;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the last frames cross
-  kill(pid, SIGTERM);
-  int sst = 0;
-  waitpid(pid, &sst, 0);
-  x.sink_status = WIFEXITED(sst) ? WEXITSTATUS(sst) : -1;
-  x.sink_out = Slurp(sink_log);
+  sink.Signal(SIGTERM);
+  x.sink_status = sink.Wait();
+  x.sink_out = sink.Log();
   if (std::filesystem::exists(run_json)) x.run_doc = json::parse(Slurp(run_json));
   if (std::filesystem::exists(sink_json)) x.sink_doc = json::parse(Slurp(sink_json));
   std::filesystem::remove(sock);
@@ -81,7 +53,8 @@ Exchange RunThroughMemif(const std::string& sink_extra, const std::string& run_e
 
 uint64_t Sent(const json& run_doc) {
   uint64_t sent = 0;
-  for (const json& r : run_doc["records"]) sent += r["results"]["accounting"]["sent"].get<uint64_t>();
+  for (const json& r : run_doc["records"])
+    sent += r["results"]["accounting"]["sent"].get<uint64_t>();
   return sent;
 }
 

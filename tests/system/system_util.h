@@ -1,0 +1,106 @@
+#pragma once
+// What the system tests share: the txbatch under test, shell commands, and processes the test
+// starts itself (each with its own log), signals by their pid and always reaps.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace txbatch::system_test {
+
+// The binary under test: $TXBATCH_BIN (meson sets it), else txbatch on PATH.
+inline std::string Txbatch() {
+  const char* bin = std::getenv("TXBATCH_BIN");
+  return bin ? bin : "txbatch";
+}
+
+inline std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Ran {
+  int status = -1;  // the exit status; -1 when killed by a signal or not started
+  std::string out;  // stdout and stderr together
+};
+
+// Runs `cmd` through the shell.
+inline Ran Sh(const std::string& cmd) {
+  Ran r;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+// A command (through /bin/sh, exec'd: the pid is the command's) writing to its own log. The
+// destructor kills it (SIGKILL) if it still runs and reaps it.
+class Process {
+ public:
+  Process(const std::string& cmd, std::string log) : log_(std::move(log)) {
+    // Emptied before the fork: a WaitFor right after must not read an earlier run's log.
+    ::close(::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    pid_ = fork();
+    if (pid_ == 0) {
+      const int fd = ::open(log_.c_str(), O_WRONLY | O_APPEND);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
+      _exit(127);
+    }
+  }
+  ~Process() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      Wait();
+    }
+  }
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  // Waits up to `timeout_s` for `text` in the log; whether it appeared.
+  bool WaitFor(const std::string& text, double timeout_s) const {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (Log().find(text) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > end) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+  }
+  void Signal(int sig) const {
+    if (pid_ > 0) kill(pid_, sig);
+  }
+  // Reaps it: its exit status, -(signal) if a signal ended it.
+  int Wait() {
+    if (pid_ <= 0) return status_;
+    int st = 0;
+    waitpid(pid_, &st, 0);
+    pid_ = -1;
+    status_ = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? -WTERMSIG(st) : -1;
+    return status_;
+  }
+  std::string Log() const { return Slurp(log_); }
+  pid_t pid() const { return pid_; }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+  int status_ = -1;
+};
+
+}  // namespace txbatch::system_test
