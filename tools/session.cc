@@ -110,7 +110,7 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
     auto d = CreateDriver(cell.driver_spec, pool->get(), cell.mtu, sink, window, env.tsc_hz);
     if (!d) return fail(kExitBadInput, d.error());
   }
-  return Session{std::move(*eal), std::move(*pool), std::move(env)};
+  return Session{std::move(*eal), std::move(*pool), std::move(env), {}};
 }
 
 // Runs one cell; on failure prints the sentence and sets the exit status (a device that vanished
