@@ -163,12 +163,6 @@ json ResultJson(const CellResult& r) {
           {"interrupted", r.interrupted}};
 }
 
-std::string Lat(const CellResult& r, double LatencySummary::*field) {
-  if (!r.latency) return "null";
-  const double ns = (*r.latency).*field;
-  return ns >= 1e6 ? fmt::format("{:.2f}ms", ns / 1e6) : fmt::format("{:.1f}us", ns / 1e3);
-}
-
 // What a reader must know to trust a row: an interrupted window, or an idle wire explained by
 // an interrupt the machine served late (a host stall, not the model).
 std::string Remarks(const CellResult& r) {

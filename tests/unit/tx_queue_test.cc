@@ -91,8 +91,9 @@ TEST_P(TxQueueShape, StreamProducersDeliverEverythingInOrderThroughAStoppingRing
   EXPECT_EQ(c.lost, 0u);  // per-flow order kept through requeues
   EXPECT_EQ(c.duplicated, 0u);
   EXPECT_GT(rig.nic->counters().stops.Get(), 0u);  // the ring did stop ...
-  if (!GetParam().dedicated)  // ... and the txirq restarted it (or woke the dedicated runner)
+  if (!GetParam().dedicated) {  // ... and the txirq restarted it (or woke the dedicated runner)
     EXPECT_GT(rig.queue->counters().reschedules.Get(), 0u);
+  }
   EXPECT_GT(rig.queue->counters().waits.Get(), 0u);  // producers blocked on the full band
   EXPECT_EQ(rig.queue->counters().dropped_qdisc_full.Get(), 0u);
   EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
@@ -139,7 +140,8 @@ TEST(Books, BalanceOnlyWhenEveryFrameAndMbufIsAccountedFor) {
           .lost = 0,
           .duplicated = 0,
           .in_flight = 1,
-          .mbufs_in_use = 0};
+          .mbufs_in_use = 0,
+          .link_lost = std::nullopt};
   EXPECT_TRUE(Balanced(k));
   Books lost_one = k;
   lost_one.received = 5;
