@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds txbatch if needed and runs the whole test suite (unit, driver, then system; driver and
+# Builds txbatch if needed and runs the whole test suite (unit, driver, system, then hw; driver and
 # system suites busy-poll and measure time, so they never run in parallel with each other).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -8,3 +8,8 @@ bash scripts/build.sh
 meson test -C build --suite unit --print-errorlogs --logbase unit
 meson test -C build --suite driver --num-processes 1 --print-errorlogs --logbase driver
 meson test -C build --suite system --num-processes 1 --print-errorlogs --logbase system
+# Real RDMA hardware where there is some; skipped with the reason elsewhere (and not built
+# without libibverbs).
+if meson test -C build --list 2>/dev/null | grep -q ':hw /'; then
+  meson test -C build --suite hw --print-errorlogs --logbase hw
+fi

@@ -11,10 +11,9 @@
 namespace txbatch {
 namespace {
 
-// RFC 2544 benchmarking addresses and locally administered MACs: frames that leak anywhere are
-// recognisably test traffic.
-constexpr rte_ether_addr kSrcMac = {{0x02, 0x74, 0x78, 0x62, 0x00, 0x01}};
-constexpr rte_ether_addr kDstMac = {{0x02, 0x74, 0x78, 0x62, 0x00, 0x02}};
+// RFC 2544 benchmarking addresses: frames that leak anywhere are recognisably test traffic.
+constexpr rte_ether_addr kSrcMac = kTxbatchSrcMac;
+constexpr rte_ether_addr kDstMac = kTxbatchDstMac;
 constexpr uint32_t kSrcIp = RTE_IPV4(198, 18, 0, 1);
 constexpr uint32_t kDstIp = RTE_IPV4(198, 18, 0, 2);
 constexpr uint16_t kSrcPortBase = 49152;

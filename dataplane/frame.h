@@ -2,6 +2,7 @@
 // Frames: Ethernet + IPv4 + UDP or TCP, with the 18-byte txbatch header at the start of the L4
 // payload (DESIGN.md Terms). Building writes headers only; payload bytes are never copied.
 
+#include <rte_ether.h>
 #include <rte_mbuf.h>
 
 #include <array>
@@ -25,6 +26,10 @@ inline constexpr unsigned kUdpHeaderBytes = 8;
 inline constexpr unsigned kTcpHeaderBytes = 32;
 inline constexpr unsigned kMinMtu = 68;    // IPv4 minimum (RFC 791)
 inline constexpr unsigned kMaxMtu = 9000;  // jumbo frames; pools are sized to fit
+// The MAC addresses of every frame txbatch builds (locally administered): a receiver of a link
+// without MACs (IPoIB) gives its frames these back.
+inline constexpr rte_ether_addr kTxbatchSrcMac = {{0x02, 0x74, 0x78, 0x62, 0x00, 0x01}};
+inline constexpr rte_ether_addr kTxbatchDstMac = {{0x02, 0x74, 0x78, 0x62, 0x00, 0x02}};
 
 // On the wire: magic 2, flow 2, sequence 6 (big-endian), TX TSC 8 (host order: only this host's
 // clock reads it back).

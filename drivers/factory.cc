@@ -12,6 +12,8 @@ std::string DriverSpec::ToString() const {
 
 unsigned DriverSpec::ring() const {
   if (const auto* e = std::get_if<emu::EmuOptions>(&options)) return e->ring;
+  // The send queue, and the receive buffers the driver keeps posted.
+  if (const auto* v = std::get_if<verbs::VerbsOptions>(&options)) return v->sq_depth + 256;
   return 2u * ethdev::kRingSize;  // TX ring, and the RX ring a loopback fills
 }
 
@@ -31,10 +33,16 @@ Result<DriverSpec> ParseDriverSpec(std::string_view text) {
     if (!o) return o.error();
     return DriverSpec{*o};
   }
+  if (text.starts_with("verbs:")) {
+    auto o = verbs::ParseVerbsSpec(text);
+    if (!o) return o.error();
+    return DriverSpec{*o};
+  }
   return MakeError(
       EINVAL, fmt::format("driver '{}' is unknown; valid: emu:MODEL[,key=value...] "
-                          "with MODEL one of e1000, ixgbe, null, or ethdev:DEVARGS "
-                          "(a DPDK vdev such as net_null0), ethdev:port=N or ethdev-pair:[memif]",
+                          "with MODEL one of e1000, ixgbe, null, ethdev:DEVARGS "
+                          "(a DPDK vdev such as net_null0), ethdev:port=N, ethdev-pair:[memif] "
+                          "or verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N (IPoIB on an HCA)",
                           text));
 }
 
@@ -45,9 +53,11 @@ Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempo
     return emu::CreateEmuDriver(*e, sink, window, tsc_hz, link);
   if (link != nullptr && link->Active())
     return MakeError(ENOTSUP, fmt::format("--link puts a link behind the emulated NIC's wire, and "
-                                          "{} is a DPDK port; valid: --link with emu:MODEL "
+                                          "{} is not an emulated NIC; valid: --link with emu:MODEL "
                                           "drivers (DPDK ports get links with the bridge)",
                                           spec.ToString()));
+  if (const auto* v = std::get_if<verbs::VerbsOptions>(&spec.options))
+    return verbs::CreateVerbsDriver(*v, pool, mtu, sink, window, tsc_hz);
   return ethdev::CreateEthdevDriver(std::get<ethdev::EthdevOptions>(spec.options), pool, mtu, sink,
                                     window, tsc_hz);
 }

@@ -16,11 +16,12 @@
 #include "drivers/driver.h"
 #include "drivers/emu/emu.h"
 #include "drivers/ethdev/ethdev.h"
+#include "drivers/verbs/verbs.h"
 
 namespace txbatch {
 
 struct DriverSpec {
-  std::variant<emu::EmuOptions, ethdev::EthdevOptions> options;
+  std::variant<emu::EmuOptions, ethdev::EthdevOptions, verbs::VerbsOptions> options;
 
   std::string ToString() const;  // canonical, every parameter spelled out
   bool emulated() const { return std::holds_alternative<emu::EmuOptions>(options); }
@@ -30,7 +31,7 @@ struct DriverSpec {
   double modelled_cost_ns() const;
 };
 
-// Parses "emu:…" or "ethdev:…"; anything else gets one sentence listing the valid forms.
+// Parses "emu:…", "ethdev:…" or "verbs:…"; anything else gets one sentence listing the valid forms.
 Result<DriverSpec> ParseDriverSpec(std::string_view text);
 
 // Creates the driver for one cell; ports get MTU `mtu`; `link`, if given, is put behind the

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -18,6 +19,7 @@
 #include "dataplane/rx_sink.h"
 #include "drivers/ethdev/ethdev.h"
 #include "drivers/ethdev/ring_size.h"
+#include "drivers/verbs/verbs.h"
 #include "tools/session.h"
 
 namespace txbatch {
@@ -483,8 +485,22 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
   if (!link) return Fail(kExitBadInput, link.error());
   if (Status st = CheckStopOptions(a.duration_s, a.stats_s); !st)
     return Fail(kExitBadInput, st.error());
-  auto port = ParsePort("--port", a.port);
-  if (!port) return Fail(kExitBadInput, port.error());
+  // The port: a DPDK port, or an InfiniBand queue pair (IPoIB datagrams, two-host runs).
+  const bool over_verbs = a.port.starts_with("verbs:");
+  std::optional<ethdev::EthdevOptions> port;
+  std::optional<verbs::VerbsOptions> vport;
+  if (over_verbs) {
+    auto v = verbs::ParseVerbsSpec(a.port, /*peer_required=*/false);
+    if (!v) return Fail(kExitBadInput, Error{v.error().err, "--port: " + v.error().message});
+    if (!verbs::Available())
+      return Fail(kExitBadInput, Error{ENOTSUP, fmt::format("--port {} cannot open: {}", a.port,
+                                                            verbs::UnavailableReason())});
+    vport = *v;
+  } else {
+    auto e = ParsePort("--port", a.port);
+    if (!e) return Fail(kExitBadInput, e.error());
+    port = *e;
+  }
   if (!a.json.empty())
     if (Status s = CheckWritable(a.json); !s) return Fail(kExitBadInput, s.error());
 
@@ -493,13 +509,31 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
   auto fwd = StartForwarding(frames, a.mtu, *memory, eal_args, &status);
   if (!fwd) return Fail(status, fwd.error());
   const double tsc_hz = fwd->eal->tsc_hz();
-  // A sink waits for its sender: a memif peer, a cable being plugged.
-  fmt::print("waiting up to {:g} s for the link of {}\n", kPeerLinkWaitS, port->ToString());
-  std::fflush(stdout);
-  auto p = ethdev::OpenForwardingPort(*port, fwd->pool.get(), a.mtu, tsc_hz);
-  if (!p) return Fail(kExitBadInput, p.error());
-  if (Status st = ethdev::AwaitLink(*p, kPeerLinkWaitS); !st)
-    return Fail(kExitBadInput, st.error());
+  std::optional<ethdev::ForwardingPort> p;
+  std::unique_ptr<verbs::VerbsReceiver> receiver;
+  std::function<uint16_t(std::span<rte_mbuf*>)> burst;
+  std::string describe;
+  if (over_verbs) {
+    // Connectionless: no link to wait for; senders name this QP (printed below).
+    auto r = verbs::OpenVerbsReceiver(*vport, fwd->pool.get(), a.mtu, tsc_hz);
+    if (!r) return Fail(kExitBadInput, r.error());
+    receiver = std::move(*r);
+    describe = receiver->Describe();
+    burst = [&receiver](std::span<rte_mbuf*> out) { return receiver->Receive(out); };
+  } else {
+    // A sink waits for its sender: a memif peer, a cable being plugged.
+    fmt::print("waiting up to {:g} s for the link of {}\n", kPeerLinkWaitS, port->ToString());
+    std::fflush(stdout);
+    auto e = ethdev::OpenForwardingPort(*port, fwd->pool.get(), a.mtu, tsc_hz);
+    if (!e) return Fail(kExitBadInput, e.error());
+    if (Status st = ethdev::AwaitLink(*e, kPeerLinkWaitS); !st)
+      return Fail(kExitBadInput, st.error());
+    p = std::move(*e);
+    describe = p->tx->Describe();
+    burst = [id = p->id](std::span<rte_mbuf*> out) {
+      return rte_eth_rx_burst(id, 0, out.data(), static_cast<uint16_t>(out.size()));
+    };
+  }
   SinkCounts c;
   Tsc first = kNever, last = 0;
   std::optional<LatencySummary> latency;
@@ -511,8 +545,8 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
                 /*verify_headers=*/true);
     std::optional<LinkModel> model;
     if (*link) model.emplace(**link, tsc_hz);
-    fmt::print("txbatch sink: {} counts txbatch frames of flows 0..{}{}; link {}\n",
-               p->tx->Describe(), a.flows - 1,
+    fmt::print("txbatch sink: {} counts txbatch frames of flows 0..{}{}; link {}\n", describe,
+               a.flows - 1,
                a.clocks_synchronised ? ", one-way latency from their TX stamps" : "",
                *link ? (*link)->ToString() : "none");
     PrintEalAndReady(fwd->plan, a.duration_s, "receiving");
@@ -534,7 +568,7 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
     while (!StopRequested()) {
       const Tsc now = Now();
       if (now >= end) break;
-      const uint16_t k = rte_eth_rx_burst(p->id, 0, rx.data(), rx.size());
+      const uint16_t k = burst(rx);
       for (uint16_t i = 0; i < k; ++i) at[i] = now;
       unsigned moved = k;
       if (model) {
@@ -572,7 +606,8 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
     c = sink.counts();
     if (a.clocks_synchronised) latency = sink.latency().Summary();
   }
-  p->tx.reset();
+  p.reset();
+  receiver.reset();
   const double active_s = last > first ? static_cast<double>(last - first) / tsc_hz : 0;
   fmt::print(
       "\nreceived {} txbatch frames ({:.4f} Mpps, {:.2f} MB/s of payload over the {:.3f} s "

@@ -304,14 +304,14 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
       if (p.kind == PolicyKind::kBql && !spec->emulated())
         return MakeError(ENOTSUP,
                          fmt::format("policy bql needs a driver that reports completed bytes "
-                                     "(BQL), and {} is a DPDK port whose PMD frees frames "
-                                     "without telling; valid: bql with emu:MODEL drivers, or "
+                                     "(BQL), and {} frees frames without telling (a DPDK PMD, "
+                                     "an HCA's completions); valid: bql with emu:MODEL drivers, or "
                                      "linux-2014/linux-2025 (no bulking without BQL, as in "
                                      "Linux)",
                                      d));
     if (link && !spec->emulated())
       return MakeError(ENOTSUP, fmt::format("--link puts a link behind the emulated NIC's wire, "
-                                            "and {} is a DPDK port; valid: --link with emu:MODEL "
+                                            "and {} is not an emulated NIC; valid: --link with emu:MODEL "
                                             "drivers (DPDK ports get links with the bridge)",
                                             d));
     specs.push_back(*spec);

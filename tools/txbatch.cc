@@ -290,7 +290,9 @@ int Main(int argc, char** argv) {
       "net_pcap0,tx_pcap=FILE, net_tap0,iface=NAME, net_af_packet0,iface=NAME, …)\n"
       "  ethdev:port=N  a port EAL probed (a NIC given after --, e.g. -a 0000:01:00.0)\n"
       "  ethdev-pair:   two ports on crossed rings, a cable: send on one, receive on the other\n"
-      "  ethdev-pair:memif  a memif server and client in this process, the same kind of cable\n");
+      "  ethdev-pair:memif  a memif server and client in this process, the same kind of cable\n"
+      "  verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N  IPoIB datagrams on an InfiniBand HCA, one "
+      "ibv_post_send per batch (doc/drivers/verbs.md)\n");
   RunArgs run_args;
   CLI::App* run = app.add_subcommand(
       "run",

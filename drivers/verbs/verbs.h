@@ -1,0 +1,82 @@
+#pragma once
+// The verbs driver: IPoIB datagram mode over an InfiniBand UD queue pair (libibverbs). Each Xmit
+// builds one chain of send work requests and posts it with one ibv_post_send: one doorbell per
+// batch, the batched form of what Linux's ipoib_send does one packet at a time. Public surface:
+// the options and their parser (built with or without libibverbs, so a spec is always checked)
+// and the factory (only where libibverbs was found: TXBATCH_HAVE_VERBS).
+
+#include <rte_mempool.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dataplane/error.h"
+#include "dataplane/run_window.h"
+#include "dataplane/rx_sink.h"
+#include "drivers/driver.h"
+
+namespace txbatch::verbs {
+
+// IPoIB's encapsulation header: EtherType (big-endian) and 2 reserved bytes (RFC 4391).
+inline constexpr unsigned kIpoibHeaderBytes = 4;
+// A UD receive buffer starts with the 40-byte Global Routing Header slot (filled or not).
+inline constexpr unsigned kGrhBytes = 40;
+
+struct VerbsOptions {
+  std::string device;  // "mlx5_0"
+  unsigned port = 1;   // the HCA's port number (1-based)
+  // The peer: its QP number and Q_Key, and a local route (LID) or a global one (GID).
+  uint32_t qpn = 0;
+  uint32_t qkey = 0;
+  std::optional<uint16_t> lid;
+  std::optional<std::array<uint8_t, 16>> gid;
+  unsigned sgid_index = 0;
+  unsigned hop_limit = 64;
+  unsigned sl = 0;             // service level, 0..15
+  unsigned pkey_index = 0;     // index into the port's P_Key table
+  unsigned sq_depth = 512;     // send work requests outstanding at most
+  unsigned signal_every = 16;  // a signalled request at least every this many
+  unsigned inline_max = 0;     // frames up to this many bytes (IPoIB header + packet) go inline
+  // "verbs:mlx5_0:1,qpn=0x48,qkey=0x80010000,lid=3,sl=0,pkey_index=0,sq_depth=512,…"
+  std::string ToString() const;
+};
+
+// Parses "verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N" or "…,gid=GID,sgid_index=N,hop_limit=N", plus
+// sl, pkey_index, sq_depth, signal_every, inline_max. Numbers in decimal or 0x hex; the GID as
+// an IPv6 address. Syntax and ranges only: whether the device exists is known when it opens.
+// Every problem is one sentence naming the valid choices. A receiver (`peer_required` false)
+// needs only the Q_Key the senders use: qpn and the route may be left out.
+Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required = true);
+
+// Whether this txbatch was built with libibverbs, and if not, why (for the one sentence).
+bool Available();
+std::string_view UnavailableReason();
+
+// Opens the device and port (an InfiniBand port: RoCE is refused), creates the UD queue pair
+// and the peer's address handle, registers `pool`'s memory, and checks that `mtu` (IP MTU) fits
+// the port's IPoIB MTU (active MTU - 4). Frames that come in go to `sink` (IPoIB datagrams,
+// given an Ethernet header for it). No RDMA device: exit-2 sentence naming what to check.
+Result<std::unique_ptr<TxDriver>> CreateVerbsDriver(const VerbsOptions& options, rte_mempool* pool,
+                                                    unsigned mtu, RxSink& sink,
+                                                    const RunWindow& window, double tsc_hz);
+
+// The receive end of a two-host run over InfiniBand (`txbatch sink --port verbs:…`): the same
+// queue pair, polled by its owner. Datagrams come out as Ethernet frames (txbatch's MACs, the
+// IPoIB header's EtherType), so the sink reads them as it reads any port's.
+class VerbsReceiver {
+ public:
+  virtual ~VerbsReceiver() = default;
+  // Up to out.size() received frames (the caller frees them); the buffers are posted again.
+  virtual uint16_t Receive(std::span<rte_mbuf*> out) = 0;
+  // "verbs:… (mlx5_0 port 1 (LID 3, active MTU 2048), QP 0x48)": what a sender names.
+  virtual std::string Describe() const = 0;
+};
+Result<std::unique_ptr<VerbsReceiver>> OpenVerbsReceiver(const VerbsOptions& options,
+                                                         rte_mempool* pool, unsigned mtu,
+                                                         double tsc_hz);
+
+}  // namespace txbatch::verbs

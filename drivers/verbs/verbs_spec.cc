@@ -1,0 +1,202 @@
+// Parsing of verbs driver specs: "verbs:mlx5_0:1,qpn=0x48,qkey=0x80010000,lid=3". Built with or
+// without libibverbs: a spec is checked either way, and only opening it needs the library.
+#include <arpa/inet.h>
+#include <fmt/format.h>
+
+#include <charconv>
+#include <vector>
+
+#include "drivers/verbs/verbs.h"
+#include "txbatch_config.h"
+
+namespace txbatch::verbs {
+namespace {
+
+constexpr std::string_view kForm =
+    "verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N (or gid=GID,sgid_index=N,hop_limit=N instead of lid) "
+    "[,sl=N,pkey_index=N,sq_depth=N,signal_every=N,inline_max=N]";
+constexpr std::string_view kKeys =
+    "qpn, qkey, lid, gid, sgid_index, hop_limit, sl, pkey_index, sq_depth, signal_every, "
+    "inline_max";
+
+// Decimal or 0x-prefixed hex, all of `text`.
+bool ParseNumber(std::string_view text, uint64_t& out) {
+  int base = 10;
+  if (text.starts_with("0x") || text.starts_with("0X")) {
+    text.remove_prefix(2);
+    base = 16;
+  }
+  if (text.empty()) return false;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out, base);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  while (true) {
+    const size_t at = s.find(sep);
+    parts.push_back(s.substr(0, at));
+    if (at == std::string_view::npos) return parts;
+    s.remove_prefix(at + 1);
+  }
+}
+
+}  // namespace
+
+std::string VerbsOptions::ToString() const {
+  std::string route;
+  if (gid) {
+    char text[INET6_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET6, gid->data(), text, sizeof text);
+    route = fmt::format("gid={},sgid_index={},hop_limit={}", text, sgid_index, hop_limit);
+  } else {
+    route = fmt::format("lid={}", lid.value_or(0));
+  }
+  return fmt::format(
+      "verbs:{}:{},qpn={:#x},qkey={:#x},{},sl={},pkey_index={},sq_depth={},signal_every={},"
+      "inline_max={}",
+      device, port, qpn, qkey, route, sl, pkey_index, sq_depth, signal_every, inline_max);
+}
+
+Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required) {
+  std::string_view rest = spec;
+  if (!rest.starts_with("verbs:"))
+    return MakeError(EINVAL,
+                     fmt::format("driver '{}' is not a verbs spec; valid: {}", spec, kForm));
+  rest.remove_prefix(6);
+  const std::vector<std::string_view> parts = Split(rest, ',');
+  const std::vector<std::string_view> head = Split(parts[0], ':');
+  VerbsOptions o;
+  uint64_t port = 0;
+  if (head.size() != 2 || head[0].empty() || !ParseNumber(head[1], port) || port < 1 || port > 255)
+    return MakeError(EINVAL, fmt::format("'{}' in driver '{}' is not DEVICE:PORT (e.g. mlx5_0:1, "
+                                         "the port 1..255; ibv_devinfo lists both); valid: {}",
+                                         parts[0], spec, kForm));
+  o.device = std::string(head[0]);
+  o.port = static_cast<unsigned>(port);
+  bool have_qpn = false, have_qkey = false, have_global_args = false;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string_view kv = parts[i];
+    const size_t eq = kv.find('=');
+    const std::string_view key = kv.substr(0, eq);
+    const std::string_view text = eq == std::string_view::npos ? "" : kv.substr(eq + 1);
+    if (eq == std::string_view::npos || text.empty())
+      return MakeError(EINVAL, fmt::format("'{}' in driver '{}' is not key=value; valid keys: {}",
+                                           kv, spec, kKeys));
+    if (key == "gid") {
+      std::array<uint8_t, 16> g{};
+      if (inet_pton(AF_INET6, std::string(text).c_str(), g.data()) != 1)
+        return MakeError(EINVAL, fmt::format("gid={} in driver '{}' is not a GID; valid: 16 bytes "
+                                             "written as an IPv6 address (e.g. "
+                                             "fe80::2:c903:1:1b2c, as ibv_devinfo -v shows it)",
+                                             text, spec));
+      o.gid = g;
+      continue;
+    }
+    uint64_t v = 0;
+    if (!ParseNumber(text, v))
+      return MakeError(EINVAL, fmt::format("{}={} in driver '{}' is not a number; valid: decimal "
+                                           "or 0x hex",
+                                           key, text, spec));
+    const auto range = [&](uint64_t lo, uint64_t hi) -> Status {
+      if (v < lo || v > hi)
+        return MakeError(ERANGE, fmt::format("{}={} in driver '{}' is out of range; valid: {}..{}",
+                                             key, text, spec, lo, hi));
+      return {};
+    };
+    Status st;
+    if (key == "qpn") {
+      st = range(1, 0xffffff);  // 24 bits; QP 0 is the SMI's
+      o.qpn = static_cast<uint32_t>(v);
+      have_qpn = true;
+    } else if (key == "qkey") {
+      st = range(0, 0xffffffff);
+      o.qkey = static_cast<uint32_t>(v);
+      have_qkey = true;
+    } else if (key == "lid") {
+      st = range(1, 0xbfff);  // unicast LIDs
+      o.lid = static_cast<uint16_t>(v);
+    } else if (key == "sgid_index") {
+      st = range(0, 255);
+      o.sgid_index = static_cast<unsigned>(v);
+      have_global_args = true;
+    } else if (key == "hop_limit") {
+      st = range(1, 255);
+      o.hop_limit = static_cast<unsigned>(v);
+      have_global_args = true;
+    } else if (key == "sl") {
+      st = range(0, 15);
+      o.sl = static_cast<unsigned>(v);
+    } else if (key == "pkey_index") {
+      st = range(0, 0xffff);
+      o.pkey_index = static_cast<unsigned>(v);
+    } else if (key == "sq_depth") {
+      st = range(16, 32768);
+      o.sq_depth = static_cast<unsigned>(v);
+    } else if (key == "signal_every") {
+      st = range(1, 32768);
+      o.signal_every = static_cast<unsigned>(v);
+    } else if (key == "inline_max") {
+      st = range(0, 1024);
+      o.inline_max = static_cast<unsigned>(v);
+    } else {
+      return MakeError(EINVAL, fmt::format("key '{}' in driver '{}' is unknown; valid keys: {}",
+                                           key, spec, kKeys));
+    }
+    if (!st) return st.error();
+  }
+  if (!peer_required) {
+    if (!have_qkey)
+      return MakeError(EINVAL, fmt::format("driver '{}' has no qkey=: a receiver takes the "
+                                           "datagrams sent with its Q_Key; valid: "
+                                           "verbs:DEVICE:PORT,qkey=N",
+                                           spec));
+    if (!have_qpn) o.qpn = 1;  // nothing is sent: a placeholder peer for the address handle
+    have_qpn = true;
+    if (!o.lid && !o.gid) o.lid = 1;
+  }
+  if (!have_qpn || !have_qkey)
+    return MakeError(EINVAL, fmt::format("driver '{}' names no peer: qpn= and qkey= are required "
+                                         "(the peer's QP number and Q_Key; a second txbatch prints "
+                                         "its own); valid: {}",
+                                         spec, kForm));
+  if (o.lid.has_value() == o.gid.has_value())
+    return MakeError(EINVAL, fmt::format("driver '{}' needs exactly one route to the peer: lid=N "
+                                         "(same subnet) or gid=GID (routed, with sgid_index and "
+                                         "hop_limit); valid: {}",
+                                         spec, kForm));
+  if (have_global_args && !o.gid)
+    return MakeError(EINVAL, fmt::format("sgid_index and hop_limit in driver '{}' belong to a "
+                                         "global route; valid: with gid=GID, or lid=N alone",
+                                         spec));
+  if (o.signal_every > o.sq_depth)
+    return MakeError(ERANGE, fmt::format("signal_every={} in driver '{}' exceeds sq_depth={}: the "
+                                         "send queue would fill with nothing to reclaim it; valid: "
+                                         "1..sq_depth",
+                                         o.signal_every, spec, o.sq_depth));
+  return o;
+}
+
+bool Available() { return TXBATCH_HAVE_VERBS; }
+
+std::string_view UnavailableReason() {
+  return "this txbatch was built without libibverbs (install libibverbs-dev and rebuild, or "
+         "build with -Dverbs=enabled to make it required)";
+}
+
+#if !TXBATCH_HAVE_VERBS
+// Without libibverbs the factories say why (verbs_device.cc has the real ones).
+Result<std::unique_ptr<TxDriver>> CreateVerbsDriver(const VerbsOptions& options, rte_mempool*,
+                                                    unsigned, RxSink&, const RunWindow&, double) {
+  return MakeError(ENOTSUP,
+                   fmt::format("{} cannot run: {}", options.ToString(), UnavailableReason()));
+}
+
+Result<std::unique_ptr<VerbsReceiver>> OpenVerbsReceiver(const VerbsOptions& options, rte_mempool*,
+                                                         unsigned, double) {
+  return MakeError(ENOTSUP,
+                   fmt::format("{} cannot open: {}", options.ToString(), UnavailableReason()));
+}
+#endif
+
+}  // namespace txbatch::verbs

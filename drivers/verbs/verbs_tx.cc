@@ -1,0 +1,348 @@
+// The verbs driver's data path over a UdQueuePair (see verbs_tx.h for what it does and why).
+#include "drivers/verbs/verbs_tx.h"
+
+#include <fmt/format.h>
+#include <rte_byteorder.h>
+#include <rte_ether.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "dataplane/frame.h"
+
+namespace txbatch::verbs {
+namespace {
+
+// What IB adds to every UD datagram on the wire: LRH 8, BTH 12, DETH 8, ICRC 4, VCRC 2.
+constexpr unsigned kIbTransportBytes = 34;
+// The Ethernet header a received datagram is given ends where its IP packet starts.
+constexpr unsigned kRxEthOffset = kGrhBytes + kIpoibHeaderBytes - kEthHeaderBytes;
+
+}  // namespace
+
+VerbsTx::VerbsTx(const VerbsOptions& options, std::unique_ptr<UdQueuePair> qp, RxSink* sink,
+                 const RunWindow& window, double tsc_hz)
+    : options_(options),
+      qp_(std::move(qp)),
+      info_(qp_->info()),
+      sink_(sink),
+      window_(window),
+      tsc_hz_(tsc_hz),
+      poll_interval_(static_cast<Tsc>(tsc_hz * 5e-6)),
+      headers_(info_.sq_depth),
+      slots_(info_.sq_depth, nullptr),
+      wake_threshold_(std::max(1u, std::min(32u, info_.sq_depth / 4))),
+      wrs_(kMaxBatch),
+      sges_(kMaxBatch),
+      recv_slots_(info_.rq_depth, nullptr) {}
+
+VerbsTx::~VerbsTx() { (void)Purge(); }
+
+Status VerbsTx::Init(rte_mempool* pool, unsigned mtu) {
+  pool_ = pool;
+  if (mtu > info_.ipoib_mtu)
+    return MakeError(EMSGSIZE, fmt::format("--mtu {} does not fit {}: IPoIB datagram mode carries "
+                                           "at most {} bytes of IP packet (the port's active MTU "
+                                           "less the 4-byte IPoIB header); valid: --mtu 68..{}",
+                                           mtu, info_.describe, info_.ipoib_mtu, info_.ipoib_mtu));
+  // Every chunk of the pool, so any mbuf's data is posted where it lies.
+  struct Walk {
+    UdQueuePair* qp;
+    std::vector<Region>* regions;
+    Status status;
+  } walk{qp_.get(), &regions_, {}};
+  rte_mempool_mem_iter(
+      pool,
+      [](rte_mempool*, void* arg, rte_mempool_memhdr* hdr, unsigned) {
+        auto* w = static_cast<Walk*>(arg);
+        if (!w->status) return;
+        auto lkey = w->qp->Register(hdr->addr, hdr->len);
+        if (!lkey) {
+          w->status = lkey.error();
+          return;
+        }
+        const auto start = reinterpret_cast<uintptr_t>(hdr->addr);
+        w->regions->push_back({start, start + hdr->len, *lkey});
+      },
+      &walk);
+  if (!walk.status) return walk.status;
+  std::sort(regions_.begin(), regions_.end(),
+            [](const Region& a, const Region& b) { return a.start < b.start; });
+  auto lkey = qp_->Register(headers_.data(), headers_.size() * kIpoibHeaderBytes);
+  if (!lkey) return lkey.error();
+  header_lkey_ = *lkey;
+  PostRecvBuffers();
+  return {};
+}
+
+std::optional<uint32_t> VerbsTx::LkeyOf(const void* addr) const {
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  auto it = std::upper_bound(regions_.begin(), regions_.end(), a,
+                             [](uintptr_t v, const Region& r) { return v < r.start; });
+  if (it == regions_.begin()) return std::nullopt;
+  --it;
+  if (a >= it->end) return std::nullopt;
+  return it->lkey;
+}
+
+uint16_t VerbsTx::Xmit(std::span<rte_mbuf* const> frames) {
+  if (frames.empty()) return 0;
+  counters_.xmit_calls.Add();
+  counters_.offered.Add(frames.size());
+  // Counted where the driver accepts them (counted_at driver), on the fabric with IB's headers.
+  const Tsc now = Now();
+  const bool count_here = window_.Contains(now);
+  uint64_t window_frames = 0, window_payload = 0, window_wire = 0;
+  size_t done = 0;  // frames taken (posted, or dropped as unpostable)
+  while (done < frames.size()) {
+    const unsigned n = static_cast<unsigned>(std::min<size_t>(frames.size() - done, FreeSlots()));
+    if (n == 0) break;
+    // Build the chain: request i for frame done + i in send slot head_ + i.
+    unsigned built = 0;
+    size_t skipped = 0;  // frames dropped before posting (outside registered memory)
+    for (size_t f = done; built < n && f < frames.size(); ++f) {
+      rte_mbuf* m = frames[f];
+      const auto* data = rte_pktmbuf_mtod(m, const uint8_t*);
+      const unsigned len = rte_pktmbuf_data_len(m);
+      const auto lkey = LkeyOf(data);
+      if (!lkey || len < kEthHeaderBytes) {
+        // Only a frame from outside the registered pool (or no Ethernet header at all): a
+        // provider would fail it with a protection error. Dropped here, counted.
+        if (built == 0) {
+          rte_pktmbuf_free(m);
+          vc_.unregistered.Add();
+          ++skipped;
+          continue;
+        }
+        break;  // post what is built first; this frame starts the next round
+      }
+      const uint64_t id = head_ + built;
+      auto& hdr = headers_[id % info_.sq_depth];
+      hdr = {data[12], data[13], 0, 0};  // the frame's EtherType, then the reserved bytes
+      const unsigned packet = len - kEthHeaderBytes;
+      auto& sge = sges_[built];
+      sge[0] = {reinterpret_cast<uintptr_t>(hdr.data()), kIpoibHeaderBytes, header_lkey_};
+      sge[1] = {reinterpret_cast<uintptr_t>(data + kEthHeaderBytes), packet, *lkey};
+      ibv_send_wr& wr = wrs_[built];
+      wr = {};
+      wr.wr_id = id;
+      wr.sg_list = sge.data();
+      wr.num_sge = 2;
+      wr.opcode = IBV_WR_SEND;
+      wr.wr.ud.ah = info_.ah;
+      wr.wr.ud.remote_qpn = info_.remote_qpn;
+      wr.wr.ud.remote_qkey = info_.remote_qkey;
+      if (kIpoibHeaderBytes + packet <= std::min(options_.inline_max, info_.max_inline))
+        wr.send_flags |= IBV_SEND_INLINE;
+      if (built > 0) wrs_[built - 1].next = &wr;
+      ++built;
+    }
+    done += skipped;
+    if (built == 0) continue;
+    // Signals: every signal_every-th request, and the chain's last.
+    unsigned since = since_signal_;
+    for (unsigned i = 0; i < built; ++i) {
+      if (++since >= options_.signal_every || i + 1 == built) {
+        wrs_[i].send_flags |= IBV_SEND_SIGNALED;
+        since = 0;
+      }
+    }
+    ibv_send_wr* bad = nullptr;
+    const int rc = qp_->PostSend(wrs_.data(), &bad);
+    const unsigned posted = rc == 0 ? built : static_cast<unsigned>(bad - wrs_.data());
+    if (posted > 0) {
+      vc_.posts.Add();
+      counters_.doorbells.Add();
+      vc_.work_requests.Add(posted);
+    }
+    for (unsigned i = 0; i < posted; ++i) {
+      rte_mbuf* m = frames[done + i];
+      if (count_here) {
+        ++window_frames;
+        window_payload += PayloadBytes(m);
+        window_wire += kIpoibHeaderBytes + rte_pktmbuf_data_len(m) - kEthHeaderBytes +
+                       kIbTransportBytes + (options_.gid ? kGrhBytes : 0);
+      }
+      if (wrs_[i].send_flags & IBV_SEND_SIGNALED) {
+        vc_.signalled.Add();
+        since_signal_ = 0;
+      } else {
+        ++since_signal_;
+      }
+      if (wrs_[i].send_flags & IBV_SEND_INLINE) {
+        rte_pktmbuf_free(m);  // the provider copied it at post time
+        vc_.inline_sends.Add();
+        m = nullptr;
+      }
+      slots_[(head_ + i) % info_.sq_depth] = m;
+    }
+    head_ += posted;
+    done += posted;
+    if (rc == 0) continue;
+    if (rc == ENOMEM) break;  // the send queue is full after all: wait for completions
+    // The provider rejected this request itself: drop its frame, go on after it.
+    rte_pktmbuf_free(frames[done]);
+    vc_.post_errors.Add();
+    ++done;
+  }
+  counters_.accepted.Add(done);
+  if (done > 0) counters_.last_departure.Max(now);
+  if (window_frames > 0) {
+    counters_.window_frames.Add(window_frames);
+    counters_.window_payload_bytes.Add(window_payload);
+    counters_.window_wire_bytes.Add(window_wire);
+  }
+  if (done < frames.size()) {
+    stopped_ = true;
+    counters_.stops.Add();
+  }
+  return static_cast<uint16_t>(done);
+}
+
+unsigned VerbsTx::ReleaseThrough(uint64_t upto) {
+  std::array<rte_mbuf*, kMaxBatch> freed;
+  unsigned n = 0, total = 0;
+  while (tail_ <= upto) {
+    rte_mbuf*& slot = slots_[tail_ % info_.sq_depth];
+    if (slot != nullptr) freed[n++] = slot;
+    slot = nullptr;
+    ++tail_;
+    ++total;
+    if (n == freed.size()) {
+      rte_pktmbuf_free_bulk(freed.data(), n);
+      n = 0;
+    }
+  }
+  if (n > 0) rte_pktmbuf_free_bulk(freed.data(), n);
+  return total;
+}
+
+unsigned VerbsTx::ReapSend() {
+  unsigned released = 0;
+  std::array<ibv_wc, kPollBatch> wc;
+  while (true) {
+    const int got = qp_->PollSend(kPollBatch, wc.data());
+    if (got <= 0) break;
+    for (int i = 0; i < got; ++i) {
+      vc_.send_completions.Add();
+      if (wc[i].status != IBV_WC_SUCCESS)
+        vc_.wc_errors[std::min<size_t>(wc[i].status, kWcStatuses - 1)].Add();
+      // In order: everything up to a completed request has completed (an error is reported for
+      // the request itself even when it was unsignalled).
+      if (wc[i].wr_id >= tail_ && wc[i].wr_id < head_) released += ReleaseThrough(wc[i].wr_id);
+    }
+    if (got < static_cast<int>(kPollBatch)) break;
+  }
+  return released;
+}
+
+void VerbsTx::PostRecvBuffers() {
+  if (pool_ == nullptr) return;
+  for (size_t i = 0; i < recv_slots_.size(); ++i) {
+    if (recv_slots_[i] != nullptr) continue;
+    rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+    if (m == nullptr) {
+      vc_.recv_refill_failures.Add();
+      return;
+    }
+    const auto lkey = LkeyOf(m->buf_addr);
+    if (!lkey) {
+      rte_pktmbuf_free(m);
+      return;
+    }
+    ibv_sge sge{reinterpret_cast<uintptr_t>(rte_pktmbuf_mtod(m, void*)),
+                static_cast<uint32_t>(rte_pktmbuf_tailroom(m)), *lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = i;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    if (qp_->PostRecv(&wr, &bad) != 0) {
+      rte_pktmbuf_free(m);
+      return;
+    }
+    recv_slots_[i] = m;
+  }
+}
+
+uint16_t VerbsTx::Receive(std::span<rte_mbuf*> out) {
+  std::array<ibv_wc, kPollBatch> wc;
+  const int got =
+      qp_->PollRecv(static_cast<int>(std::min<size_t>(out.size(), kPollBatch)), wc.data());
+  uint16_t k = 0;
+  for (int i = 0; i < got; ++i) {
+    if (wc[i].wr_id >= recv_slots_.size() || recv_slots_[wc[i].wr_id] == nullptr) continue;
+    rte_mbuf* m = recv_slots_[wc[i].wr_id];
+    recv_slots_[wc[i].wr_id] = nullptr;
+    if (wc[i].status != IBV_WC_SUCCESS || wc[i].byte_len < kGrhBytes + kIpoibHeaderBytes) {
+      vc_.recv_errors.Add();
+      rte_pktmbuf_free(m);
+      continue;
+    }
+    vc_.recv_completions.Add();
+    // [GRH 40][EtherType 2][reserved 2][IP packet]: the Ethernet header takes the 14 bytes
+    // before the packet, its EtherType where the reserved bytes were.
+    auto* b = rte_pktmbuf_mtod(m, uint8_t*);
+    const uint8_t et[2] = {b[kGrhBytes], b[kGrhBytes + 1]};
+    auto* eth = reinterpret_cast<rte_ether_hdr*>(b + kRxEthOffset);
+    eth->dst_addr = kTxbatchDstMac;
+    eth->src_addr = kTxbatchSrcMac;
+    std::memcpy(&eth->ether_type, et, 2);
+    m->data_off += kRxEthOffset;
+    m->data_len = static_cast<uint16_t>(wc[i].byte_len - kRxEthOffset);
+    m->pkt_len = m->data_len;
+    out[k++] = m;
+  }
+  if (got > 0) PostRecvBuffers();
+  return k;
+}
+
+unsigned VerbsTx::Complete(Tsc now) {
+  const unsigned released = ReapSend();
+  if (stopped_ && FreeSlots() >= wake_threshold_) stopped_ = false;
+  if (sink_ != nullptr) {
+    std::array<rte_mbuf*, kPollBatch> frames;
+    std::array<Tsc, kPollBatch> arrival;
+    arrival.fill(now);
+    while (const uint16_t k = Receive(frames)) {
+      sink_->Receive({frames.data(), k}, {arrival.data(), k});
+      if (k < frames.size()) break;
+    }
+  }
+  return released;
+}
+
+Tsc VerbsTx::NextCompletion() const {
+  // An HCA completes on its own time: poll soon while anything is in flight.
+  return Outstanding() > 0 ? Now() + poll_interval_ : kNever;
+}
+
+void VerbsTx::FreeRecvBuffers() {
+  for (rte_mbuf*& m : recv_slots_) {
+    if (m != nullptr) rte_pktmbuf_free(m);
+    m = nullptr;
+  }
+}
+
+unsigned VerbsTx::Purge() {
+  const unsigned held = Outstanding();
+  if (held == 0 && std::none_of(recv_slots_.begin(), recv_slots_.end(),
+                                [](rte_mbuf* m) { return m != nullptr; }))
+    return 0;
+  // The HCA lets go of every buffer first: the error state flushes what is outstanding.
+  qp_->Flush();
+  (void)ReapSend();
+  std::array<ibv_wc, kPollBatch> wc;
+  while (qp_->PollRecv(kPollBatch, wc.data()) > 0) {
+  }
+  if (head_ > tail_) (void)ReleaseThrough(head_ - 1);
+  FreeRecvBuffers();
+  stopped_ = false;
+  return held;
+}
+
+std::string VerbsTx::Describe() const {
+  return fmt::format("{} ({})", options_.ToString(), info_.describe);
+}
+
+}  // namespace txbatch::verbs

@@ -1,0 +1,121 @@
+#pragma once
+// The verbs driver over a UdQueuePair (ud_qp.h). Xmit: one chain of send work requests per call,
+// one ibv_post_send (one doorbell). Each request has two SGEs: the 4-byte IPoIB header from a
+// registered per-slot array (the frame itself is never rewritten, so a frame requeued after a
+// partial post is posted again unchanged) and the IP packet in place in its mbuf (the pool's
+// memory is registered chunk by chunk: no payload copy). Small frames may go inline
+// (inline_max): the provider copies them at post time and the mbuf is freed at once.
+//
+// Signalling (sq_sig_all = 0): a request is signalled when signal_every requests have gone
+// unsignalled, and the last request of every post is signalled, so a queue that goes idle is
+// always reclaimed (at batch 1 every request is signalled, as Linux's ipoib_send does). The send
+// queue completes in order: a signalled completion frees its slot and every unsignalled slot
+// before it. Completions are reaped 64 at a time; errors are counted by ibv_wc_status and their
+// frames freed (counted sent: the HCA took them). A post the provider refuses part of returns
+// the accepted prefix (the queue requeues the rest and stops until completions free slots);
+// a request it rejects as malformed (EINVAL and the like) is dropped and counted, and posting
+// goes on after it. (When the rejected request was a chain's signalled last, the requests
+// before it are reclaimed by the next post's signal, or flushed at teardown.)
+//
+// Receive: UD datagrams land with the 40-byte GRH slot in front; each is given an Ethernet header
+// (txbatch's MACs, the IPoIB header's EtherType) in the bytes the GRH slot leaves free and goes to
+// the RxSink, so `run` and `sink` read IPoIB traffic as they read Ethernet.
+
+#include <rte_mempool.h>
+
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "drivers/verbs/ud_qp.h"
+
+namespace txbatch::verbs {
+
+// ibv_wc_status values counted one by one; larger ones in the last slot.
+inline constexpr size_t kWcStatuses = 24;
+
+struct VerbsCounters {
+  Counter posts;                 // ibv_post_send calls that posted at least one request
+  Counter work_requests;         // send requests posted
+  Counter signalled;             // signalled send requests posted
+  Counter send_completions;      // send completions reaped (signalled ones and errors)
+  Counter inline_sends;          // requests sent inline (their mbufs freed at post)
+  Counter post_errors;           // requests the provider refused as malformed (dropped)
+  Counter unregistered;          // frames outside registered memory (dropped)
+  Counter recv_completions;      // datagrams received (successful receive completions)
+  Counter recv_errors;           // receive completions with an error status
+  Counter recv_refill_failures;  // receive buffers the pool could not give
+  std::array<Counter, kWcStatuses> wc_errors;  // send completions by error status
+};
+
+class VerbsTx final : public TxDriver, public VerbsReceiver {
+ public:
+  // `sink` may be null: received frames are then only taken with Receive().
+  VerbsTx(const VerbsOptions& options, std::unique_ptr<UdQueuePair> qp, RxSink* sink,
+          const RunWindow& window, double tsc_hz);
+  ~VerbsTx() override;
+  VerbsTx(const VerbsTx&) = delete;
+  VerbsTx& operator=(const VerbsTx&) = delete;
+
+  // Registers `pool`'s memory and the header array, checks `mtu` against the port's IPoIB MTU,
+  // posts the receive buffers. Control plane: one sentence on failure.
+  Status Init(rte_mempool* pool, unsigned mtu);
+
+  [[nodiscard]] uint16_t Xmit(std::span<rte_mbuf* const> frames) override;
+  unsigned FreeSlots() const override { return info_.sq_depth - Outstanding(); }
+  bool Stopped() const override { return stopped_; }
+  unsigned Complete(Tsc now) override;
+  Tsc NextCompletion() const override;
+  unsigned InFlight() const override { return Outstanding(); }
+  unsigned Purge() override;
+  std::optional<WireSpec> Wire() const override { return std::nullopt; }
+  CountedAt counted_at() const override { return CountedAt::kDriver; }
+  bool owns_doorbell() const override { return true; }
+  std::string Describe() const override;
+  uint16_t Receive(std::span<rte_mbuf*> out) override;
+
+  const VerbsCounters& verbs_counters() const { return vc_; }
+
+ private:
+  static constexpr unsigned kPollBatch = 64;  // completions reaped per ibv_poll_cq
+  unsigned Outstanding() const { return static_cast<unsigned>(head_ - tail_); }
+  // lkey of the registered chunk holding `addr`, or nullopt.
+  std::optional<uint32_t> LkeyOf(const void* addr) const;
+  // Frees slots from the tail through the one with counter `upto` (inclusive).
+  unsigned ReleaseThrough(uint64_t upto);
+  unsigned ReapSend();
+
+  void PostRecvBuffers();
+  void FreeRecvBuffers();
+
+  VerbsOptions options_;
+  std::unique_ptr<UdQueuePair> qp_;
+  UdQueueInfo info_;
+  RxSink* sink_;
+  const RunWindow& window_;
+  double tsc_hz_;
+  Tsc poll_interval_;
+  rte_mempool* pool_ = nullptr;
+
+  struct Region {
+    uintptr_t start, end;
+    uint32_t lkey;
+  };
+  std::vector<Region> regions_;                                  // sorted by start
+  std::vector<std::array<uint8_t, kIpoibHeaderBytes>> headers_;  // one per send slot
+  uint32_t header_lkey_ = 0;
+
+  std::vector<rte_mbuf*> slots_;  // send slot -> its mbuf (null: inline, already freed)
+  uint64_t head_ = 0, tail_ = 0;  // counters of the next slot to post and the oldest in flight
+  unsigned since_signal_ = 0;     // requests posted since the last signalled one
+  unsigned wake_threshold_;
+  bool stopped_ = false;
+
+  std::vector<ibv_send_wr> wrs_;
+  std::vector<std::array<ibv_sge, 2>> sges_;
+
+  std::vector<rte_mbuf*> recv_slots_;  // receive slot -> its posted mbuf (null: not posted)
+  VerbsCounters vc_;
+};
+
+}  // namespace txbatch::verbs

@@ -1,0 +1,230 @@
+#pragma once
+// A UD queue pair without an HCA, behind the driver's seam (drivers/verbs/ud_qp.h). It checks
+// what a provider checks and records what was posted:
+//  - a post beyond the send queue's depth fails with ENOMEM at the first request that does not
+//    fit (*bad points at it), as mlx5 does;
+//  - more SGEs than the QP has, an inline request over max_inline, a wrong opcode or peer: EINVAL
+//    at that request;
+//  - an SGE whose lkey is not registered or that reaches outside its region completes with
+//    IBV_WC_LOC_PROT_ERR; a datagram longer than the MTU with IBV_WC_LOC_LEN_ERR (reported even
+//    when unsignalled, as errors are);
+//  - the send queue filling up with no signalled request outstanding is a violation: a real
+//    queue pair would never complete anything again.
+// The test drives the hardware's side: Finish(k) completes the k oldest requests, Deliver()
+// fills the oldest receive buffer.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <deque>
+#include <vector>
+
+#include "drivers/verbs/ud_qp.h"
+
+namespace txbatch::verbs::test {
+
+class FakeUdQueuePair final : public UdQueuePair {
+ public:
+  struct Posted {
+    uint64_t wr_id;
+    unsigned flags;
+    std::vector<ibv_sge> sges;
+    std::vector<uint8_t> bytes;  // the datagram as the HCA would read it (header + packet)
+    bool last_in_chain;
+  };
+
+  FakeUdQueuePair(unsigned sq_depth, unsigned rq_depth, unsigned max_inline = 0,
+                  unsigned ipoib_mtu = 2044) {
+    info_.qpn = 0x1234;
+    info_.lid = 7;
+    info_.sq_depth = sq_depth;
+    info_.rq_depth = rq_depth;
+    info_.max_inline = max_inline;
+    info_.ipoib_mtu = ipoib_mtu;
+    info_.ah = reinterpret_cast<ibv_ah*>(&ah_storage_);
+    info_.remote_qpn = 0x48;
+    info_.remote_qkey = 0x11111111;
+    info_.describe = "fake0 port 1 (LID 7, active MTU 2048), QP 0x1234";
+  }
+
+  const UdQueueInfo& info() const override { return info_; }
+
+  int PostSend(ibv_send_wr* wr, ibv_send_wr** bad) override {
+    ++post_calls;
+    unsigned index = 0;
+    for (; wr != nullptr; wr = wr->next, ++index) {
+      if (fail_post_at && *fail_post_at == index) {
+        fail_post_at.reset();
+        *bad = wr;
+        return fail_errno;
+      }
+      if (sq_.size() >= info_.sq_depth) {
+        *bad = wr;
+        return ENOMEM;
+      }
+      const bool inl = wr->send_flags & IBV_SEND_INLINE;
+      unsigned total = 0;
+      for (int s = 0; s < wr->num_sge; ++s) total += wr->sg_list[s].length;
+      if (wr->num_sge < 1 || wr->num_sge > 2 || wr->opcode != IBV_WR_SEND ||
+          wr->wr.ud.ah != info_.ah || wr->wr.ud.remote_qpn != info_.remote_qpn ||
+          wr->wr.ud.remote_qkey != info_.remote_qkey || (inl && total > info_.max_inline)) {
+        *bad = wr;
+        return EINVAL;
+      }
+      Posted p{wr->wr_id, wr->send_flags, {}, {}, wr->next == nullptr};
+      ibv_wc_status status = IBV_WC_SUCCESS;
+      for (int s = 0; s < wr->num_sge; ++s) {
+        const ibv_sge& g = wr->sg_list[s];
+        p.sges.push_back(g);
+        if (!inl && !Covered(g)) status = IBV_WC_LOC_PROT_ERR;
+        const auto* from = reinterpret_cast<const uint8_t*>(g.addr);
+        p.bytes.insert(p.bytes.end(), from, from + g.length);  // what the HCA reads now
+      }
+      if (status == IBV_WC_SUCCESS && total > info_.ipoib_mtu + kIpoibHeaderBytes)
+        status = IBV_WC_LOC_LEN_ERR;
+      if (status == IBV_WC_SUCCESS && error_next) {
+        status = *error_next;
+        error_next.reset();
+      }
+      posted.push_back(p);
+      sq_.push_back({wr->wr_id, (wr->send_flags & IBV_SEND_SIGNALED) != 0, status});
+      if (sq_.size() == info_.sq_depth && !AnySignalled()) ++violations;
+    }
+    return 0;
+  }
+
+  int PollSend(int n, ibv_wc* wc) override {
+    int k = 0;
+    while (k < n && !cq_.empty()) {
+      wc[k++] = cq_.front();
+      cq_.pop_front();
+    }
+    return k;
+  }
+
+  int PostRecv(ibv_recv_wr* wr, ibv_recv_wr** bad) override {
+    for (; wr != nullptr; wr = wr->next) {
+      if (rq_.size() >= info_.rq_depth || wr->num_sge != 1 || !Covered(wr->sg_list[0])) {
+        *bad = wr;
+        return wr->num_sge != 1 ? EINVAL : ENOMEM;
+      }
+      rq_.push_back({wr->wr_id, wr->sg_list[0]});
+    }
+    return 0;
+  }
+
+  int PollRecv(int n, ibv_wc* wc) override {
+    int k = 0;
+    while (k < n && !rcq_.empty()) {
+      wc[k++] = rcq_.front();
+      rcq_.pop_front();
+    }
+    return k;
+  }
+
+  Result<uint32_t> Register(void* addr, size_t len) override {
+    regions_.push_back({reinterpret_cast<uintptr_t>(addr), len, next_lkey_});
+    return next_lkey_++;
+  }
+
+  void Flush() override {
+    while (!sq_.empty()) {
+      cq_.push_back(Wc(sq_.front().wr_id, IBV_WC_WR_FLUSH_ERR));
+      sq_.pop_front();
+    }
+    while (!rq_.empty()) {
+      ibv_wc w = Wc(rq_.front().wr_id, IBV_WC_WR_FLUSH_ERR);
+      rcq_.push_back(w);
+      rq_.pop_front();
+    }
+  }
+
+  // The HCA finishes the `k` oldest send requests (all of them by default): a completion for
+  // each signalled one and each that failed.
+  void Finish(size_t k = ~size_t{0}) {
+    while (k-- > 0 && !sq_.empty()) {
+      const Req r = sq_.front();
+      sq_.pop_front();
+      if (r.signalled || r.status != IBV_WC_SUCCESS) cq_.push_back(Wc(r.wr_id, r.status));
+    }
+  }
+
+  // A datagram arrives: written to the oldest posted receive buffer after the 40-byte GRH slot.
+  bool Deliver(const std::vector<uint8_t>& datagram) {
+    if (rq_.empty()) return false;
+    const Recv r = rq_.front();
+    rq_.pop_front();
+    ibv_wc w = Wc(r.wr_id, IBV_WC_SUCCESS);
+    w.byte_len = static_cast<uint32_t>(kGrhBytes + datagram.size());
+    if (w.byte_len > r.sge.length) {
+      w.status = IBV_WC_LOC_LEN_ERR;
+    } else {
+      std::memcpy(reinterpret_cast<uint8_t*>(r.sge.addr) + kGrhBytes, datagram.data(),
+                  datagram.size());
+    }
+    rcq_.push_back(w);
+    return true;
+  }
+
+  size_t outstanding() const { return sq_.size(); }
+  size_t recv_posted() const { return rq_.size(); }
+  uint32_t LkeyFor(const void* addr) const {
+    for (const auto& r : regions_)
+      if (reinterpret_cast<uintptr_t>(addr) >= r.start &&
+          reinterpret_cast<uintptr_t>(addr) < r.start + r.len)
+        return r.lkey;
+    return 0;
+  }
+
+  // Test knobs.
+  std::optional<unsigned> fail_post_at;  // the next post fails at this index of its chain
+  int fail_errno = ENOMEM;
+  std::optional<ibv_wc_status> error_next;  // the next request posted completes with this
+  // What was seen.
+  std::vector<Posted> posted;
+  unsigned post_calls = 0;
+  unsigned violations = 0;  // the queue filled with nothing signalled in it
+
+ private:
+  struct Req {
+    uint64_t wr_id;
+    bool signalled;
+    ibv_wc_status status;
+  };
+  struct Recv {
+    uint64_t wr_id;
+    ibv_sge sge;
+  };
+  struct Region {
+    uintptr_t start;
+    size_t len;
+    uint32_t lkey;
+  };
+  static ibv_wc Wc(uint64_t id, ibv_wc_status status) {
+    ibv_wc w{};
+    w.wr_id = id;
+    w.status = status;
+    w.opcode = IBV_WC_SEND;
+    return w;
+  }
+  bool AnySignalled() const {
+    for (const Req& r : sq_)
+      if (r.signalled) return true;
+    return false;
+  }
+  bool Covered(const ibv_sge& g) const {
+    for (const auto& r : regions_)
+      if (r.lkey == g.lkey && g.addr >= r.start && g.addr + g.length <= r.start + r.len)
+        return true;
+    return false;
+  }
+  UdQueueInfo info_;
+  int ah_storage_ = 0;
+  std::deque<Req> sq_;
+  std::deque<ibv_wc> cq_;
+  std::deque<Recv> rq_;
+  std::deque<ibv_wc> rcq_;
+  std::vector<Region> regions_;
+  uint32_t next_lkey_ = 0x100;
+};
+
+}  // namespace txbatch::verbs::test

@@ -1,0 +1,93 @@
+// Verbs driver specs: built with or without libibverbs, so a spec is checked either way.
+#include <gtest/gtest.h>
+
+#include "drivers/factory.h"
+#include "drivers/verbs/verbs.h"
+
+namespace txbatch::verbs {
+namespace {
+
+TEST(VerbsSpec, ALocalRouteWithEveryDefaultSpelledOut) {
+  auto o = ParseVerbsSpec("verbs:mlx5_0:1,qpn=0x48,qkey=0x80010000,lid=3");
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(o->device, "mlx5_0");
+  EXPECT_EQ(o->port, 1u);
+  EXPECT_EQ(o->qpn, 0x48u);
+  EXPECT_EQ(o->qkey, 0x80010000u);
+  EXPECT_EQ(o->lid, 3);
+  EXPECT_FALSE(o->gid);
+  EXPECT_EQ(o->ToString(),
+            "verbs:mlx5_0:1,qpn=0x48,qkey=0x80010000,lid=3,sl=0,pkey_index=0,sq_depth=512,"
+            "signal_every=16,inline_max=0");
+  // The canonical form parses back to itself.
+  auto again = ParseVerbsSpec(o->ToString());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->ToString(), o->ToString());
+  // And through the driver factory.
+  auto d = ParseDriverSpec("verbs:mlx5_0:1,qpn=72,qkey=1,lid=3");
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(d->emulated());
+  EXPECT_EQ(d->ring(), 512u + 256u);
+}
+
+TEST(VerbsSpec, AGlobalRoute) {
+  auto o = ParseVerbsSpec(
+      "verbs:mlx4_0:2,qpn=0x1a2b,qkey=7,gid=fe80::2:c903:1:1b2c,sgid_index=1,hop_limit=2,sl=3,"
+      "pkey_index=1,sq_depth=1024,signal_every=64,inline_max=128");
+  ASSERT_TRUE(o) << o.error().message;
+  ASSERT_TRUE(o->gid);
+  EXPECT_EQ((*o->gid)[0], 0xfe);
+  EXPECT_EQ((*o->gid)[15], 0x2c);
+  EXPECT_EQ(o->sgid_index, 1u);
+  EXPECT_EQ(o->hop_limit, 2u);
+  EXPECT_EQ(o->sl, 3u);
+  EXPECT_EQ(o->sq_depth, 1024u);
+  EXPECT_EQ(o->signal_every, 64u);
+  EXPECT_EQ(o->inline_max, 128u);
+  EXPECT_EQ(o->port, 2u);
+  auto again = ParseVerbsSpec(o->ToString());
+  ASSERT_TRUE(again) << o->ToString();
+  EXPECT_EQ(again->ToString(), o->ToString());
+}
+
+TEST(VerbsSpec, AReceiverNeedsOnlyItsQKey) {
+  auto o = ParseVerbsSpec("verbs:mlx5_0:1,qkey=0x11", /*peer_required=*/false);
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(o->qkey, 0x11u);
+  EXPECT_FALSE(ParseVerbsSpec("verbs:mlx5_0:1,qkey=0x11"));  // a sender names its peer
+  auto none = ParseVerbsSpec("verbs:mlx5_0:1", false);
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find("has no qkey="), std::string::npos);
+}
+
+TEST(VerbsSpec, BadInputGetsOneSentenceNamingTheValidChoices) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"verbs:mlx5_0", "not DEVICE:PORT"},
+      {"verbs::1,qpn=1,qkey=1,lid=1", "not DEVICE:PORT"},
+      {"verbs:mlx5_0:0,qpn=1,qkey=1,lid=1", "the port 1..255"},
+      {"verbs:mlx5_0:1,qkey=1,lid=1", "qpn= and qkey= are required"},
+      {"verbs:mlx5_0:1,qpn=1,lid=1", "qpn= and qkey= are required"},
+      {"verbs:mlx5_0:1,qpn=1,qkey=1", "exactly one route"},
+      {"verbs:mlx5_0:1,qpn=1,qkey=1,lid=1,gid=fe80::1", "exactly one route"},
+      {"verbs:mlx5_0:1,qpn=1,qkey=1,lid=1,hop_limit=3", "belong to a global route"},
+      {"verbs:mlx5_0:1,qpn=0x1000000,qkey=1,lid=1", "valid: 1..16777215"},
+      {"verbs:mlx5_0:1,qpn=1,qkey=1,lid=0xc000", "valid: 1..49151"},
+      {"verbs:mlx5_0:1,qpn=1,qkey=1,gid=fe80::zz", "not a GID"},
+      {"verbs:mlx5_0:1,qpn=1,qkey=1,lid=1,sl=16", "valid: 0..15"},
+      {"verbs:mlx5_0:1,qpn=1,qkey=1,lid=1,sq_depth=8", "valid: 16..32768"},
+      {"verbs:mlx5_0:1,qpn=1,qkey=1,lid=1,sq_depth=64,signal_every=65", "valid: 1..sq_depth"},
+      {"verbs:mlx5_0:1,qpn=1,qkey=1,lid=1,inline_max=4096", "valid: 0..1024"},
+      {"verbs:mlx5_0:1,qpn=1,qkey=1,lid=1,mtu=4096", "valid keys:"},
+      {"verbs:mlx5_0:1,qpn=one,qkey=1,lid=1", "not a number"},
+      {"verbs:mlx5_0:1,qpn,qkey=1,lid=1", "not key=value"},
+  };
+  for (const auto& [spec, why] : bad) {
+    auto o = ParseVerbsSpec(spec);
+    ASSERT_FALSE(o) << spec;
+    EXPECT_NE(o.error().message.find(why), std::string::npos) << spec << ": " << o.error().message;
+    EXPECT_EQ(o.error().message.find('\n'), std::string::npos) << spec;
+  }
+}
+
+}  // namespace
+}  // namespace txbatch::verbs

@@ -1,0 +1,317 @@
+// The verbs driver's data path against a fake UD queue pair (fake_ud_qp.h): the work-request
+// chain for every batch size, where signals go, reclaim across the send queue's wrap-around,
+// a partial post at every position, completion errors, the MTU, inline sends, receive, and the
+// pool full again after each test. Plus the real device path here, where there is no HCA.
+#include <gtest/gtest.h>
+#include <rte_ether.h>
+
+#include <random>
+#include <vector>
+
+#include "dataplane/frame.h"
+#include "dataplane/rx_sink.h"
+#include "drivers/verbs/verbs_tx.h"
+#include "tests/unit/fake_ud_qp.h"
+#include "tests/unit/test_eal.h"
+
+namespace txbatch::verbs::test {
+namespace {
+
+using txbatch::test::Pool;
+using txbatch::test::TscHz;
+
+VerbsOptions Options(unsigned sq_depth, unsigned signal_every, unsigned inline_max = 0) {
+  VerbsOptions o;
+  o.device = "fake0";
+  o.qpn = 0x48;
+  o.qkey = 0x11111111;
+  o.lid = 3;
+  o.sq_depth = sq_depth;
+  o.signal_every = signal_every;
+  o.inline_max = inline_max;
+  return o;
+}
+
+// A driver over a fake QP, and what it needs around it.
+struct Rig {
+  Rig(unsigned sq_depth, unsigned signal_every, unsigned inline_max = 0, unsigned mtu = 1500,
+      unsigned ipoib_mtu = 2044, unsigned rq_depth = 16)
+      : avail_before(rte_mempool_avail_count(Pool())), sink(window, TscHz(), 4) {
+    auto q = std::make_unique<FakeUdQueuePair>(sq_depth, rq_depth, inline_max, ipoib_mtu);
+    qp = q.get();
+    tx = std::make_unique<VerbsTx>(Options(sq_depth, signal_every, inline_max), std::move(q), &sink,
+                                   window, TscHz());
+    init = tx->Init(Pool(), mtu);
+  }
+  ~Rig() {
+    tx.reset();  // frees what it holds (flushing the fake first)
+    EXPECT_EQ(rte_mempool_avail_count(Pool()), avail_before) << "mbufs did not all come home";
+  }
+  std::vector<rte_mbuf*> Frames(size_t n, unsigned payload = 64, uint16_t flow = 0) {
+    std::vector<rte_mbuf*> v(n);
+    FrameBuilder b(Proto::kUdp, flow, false, next_seq);
+    for (auto& m : v) {
+      m = rte_pktmbuf_alloc(Pool());
+      b.Build(m, payload, Now());
+    }
+    next_seq = b.next_seq();
+    return v;
+  }
+  unsigned avail_before;
+  RunWindow window;
+  RxSink sink;
+  FakeUdQueuePair* qp;
+  std::unique_ptr<VerbsTx> tx;
+  Status init;
+  uint64_t next_seq = 0;
+};
+
+void FreeAll(std::span<rte_mbuf* const> frames) {
+  for (rte_mbuf* m : frames) rte_pktmbuf_free(m);
+}
+
+TEST(VerbsTx, OneChainOnePostPerBatchForEveryBatchSize) {
+  Rig rig(512, 16);
+  ASSERT_TRUE(rig.init) << rig.init.error().message;
+  unsigned since = 0;  // the rule, kept by the test: signal_every unsignalled, or a chain's last
+  for (size_t n = 1; n <= 512; ++n) {
+    auto frames = rig.Frames(n, 64 + n % 7);
+    rig.qp->posted.clear();
+    const unsigned posts = rig.qp->post_calls;
+    ASSERT_EQ(rig.tx->Xmit(frames), n);
+    ASSERT_EQ(rig.qp->post_calls, posts + 1) << "one ibv_post_send per batch, n " << n;
+    ASSERT_EQ(rig.qp->posted.size(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const auto& p = rig.qp->posted[i];
+      ASSERT_EQ(p.last_in_chain, i + 1 == n) << "the chain is linked through next, n " << n;
+      ASSERT_EQ(p.sges.size(), 2u);
+      // The IPoIB header from the registered array: the frame's EtherType, 2 reserved bytes.
+      EXPECT_EQ(p.sges[0].length, kIpoibHeaderBytes);
+      EXPECT_EQ(p.sges[0].lkey, rig.qp->LkeyFor(reinterpret_cast<void*>(p.sges[0].addr)));
+      EXPECT_EQ(std::vector<uint8_t>(p.bytes.begin(), p.bytes.begin() + 4),
+                (std::vector<uint8_t>{0x08, 0x00, 0x00, 0x00}));
+      // The IP packet in place in its mbuf: no copy.
+      const auto* data = rte_pktmbuf_mtod(frames[i], const uint8_t*);
+      EXPECT_EQ(p.sges[1].addr, reinterpret_cast<uintptr_t>(data + kEthHeaderBytes));
+      EXPECT_EQ(p.sges[1].length, rte_pktmbuf_data_len(frames[i]) - kEthHeaderBytes);
+      EXPECT_EQ(p.sges[1].lkey, rig.qp->LkeyFor(data));
+      EXPECT_NE(p.sges[1].lkey, 0u);
+      const bool signal = ++since >= 16 || i + 1 == n;
+      if (signal) since = 0;
+      ASSERT_EQ((p.flags & IBV_SEND_SIGNALED) != 0, signal) << "n " << n << " request " << i;
+    }
+    rig.qp->Finish();
+    EXPECT_EQ(rig.tx->Complete(Now()), n);
+    EXPECT_EQ(rig.tx->InFlight(), 0u);
+  }
+  EXPECT_EQ(rig.qp->violations, 0u);
+  EXPECT_EQ(rig.tx->counters().doorbells.Get(), 512u);
+}
+
+// Streams frames in random batches while the "HCA" completes random amounts: the send queue
+// never fills without a signalled request in it, every frame is reclaimed exactly once.
+class SignalPlacement : public ::testing::TestWithParam<std::pair<unsigned, unsigned>> {};
+
+TEST_P(SignalPlacement, TheQueueNeverFillsWithNothingToReclaimIt) {
+  const auto [sq_depth, signal_every] = GetParam();
+  Rig rig(sq_depth, signal_every);
+  ASSERT_TRUE(rig.init);
+  std::mt19937 rng(sq_depth * 31 + signal_every);
+  uint64_t sent = 0;
+  for (int round = 0; round < 400; ++round) {
+    auto frames = rig.Frames(1 + rng() % std::min(64u, sq_depth));
+    const uint16_t took = rig.tx->Xmit(frames);
+    sent += took;
+    if (took < frames.size()) {
+      EXPECT_TRUE(rig.tx->Stopped());
+      FreeAll(std::span(frames).subspan(took));  // the caller's: a qdisc would requeue them
+    }
+    rig.qp->Finish(rng() % (sq_depth + 1));
+    (void)rig.tx->Complete(Now());
+    // Outstanding unsignalled requests never exceed what a later signal will cover.
+    EXPECT_LE(rig.qp->outstanding(), sq_depth);
+  }
+  rig.qp->Finish();
+  (void)rig.tx->Complete(Now());
+  EXPECT_EQ(rig.tx->InFlight(), 0u);
+  EXPECT_EQ(rig.qp->violations, 0u);
+  EXPECT_EQ(rig.tx->counters().accepted.Get(), sent);
+  EXPECT_EQ(rig.tx->verbs_counters().work_requests.Get(), sent);
+  EXPECT_GE(rig.tx->verbs_counters().signalled.Get(), sent / signal_every);
+}
+
+INSTANTIATE_TEST_SUITE_P(DepthsAndIntervals, SignalPlacement,
+                         ::testing::Values(std::pair{16u, 1u}, std::pair{16u, 16u},
+                                           std::pair{64u, 16u}, std::pair{100u, 7u},
+                                           std::pair{512u, 64u}));
+
+TEST(VerbsTx, ReclaimAcrossTheSendQueuesWrapAround) {
+  Rig rig(16, 4);
+  ASSERT_TRUE(rig.init);
+  for (int round = 0; round < 200; ++round) {
+    auto frames = rig.Frames(5);
+    const uint16_t took = rig.tx->Xmit(frames);
+    FreeAll(std::span(frames).subspan(took));
+    EXPECT_EQ(rig.tx->FreeSlots() + rig.tx->InFlight(), 16u);
+    rig.qp->Finish(3);  // the HCA lags: slots wrap with requests in flight
+    (void)rig.tx->Complete(Now());
+    // Requests the HCA finished after the last signalled one are still the driver's until a
+    // later signal comes: fewer than signal_every of them.
+    EXPECT_GE(rig.tx->InFlight(), rig.qp->outstanding()) << "round " << round;
+    EXPECT_LT(rig.tx->InFlight() - rig.qp->outstanding(), 4u) << "round " << round;
+  }
+  rig.qp->Finish();
+  (void)rig.tx->Complete(Now());
+  EXPECT_EQ(rig.tx->InFlight(), 0u);
+  EXPECT_FALSE(rig.tx->Stopped());
+}
+
+TEST(VerbsTx, APartialPostReturnsTheAcceptedPrefixAtEveryPosition) {
+  for (unsigned pos = 0; pos < 8; ++pos) {
+    Rig rig(64, 16);
+    ASSERT_TRUE(rig.init);
+    auto frames = rig.Frames(8);
+    rig.qp->fail_post_at = pos;
+    rig.qp->fail_errno = ENOMEM;
+    const uint16_t took = rig.tx->Xmit(frames);
+    EXPECT_EQ(took, pos);
+    EXPECT_TRUE(rig.tx->Stopped()) << "fewer accepted than offered: stopped until completions";
+    EXPECT_EQ(rig.tx->InFlight(), pos);
+    // The rest is the caller's, untouched: posted again later, unchanged.
+    auto rest = std::vector<rte_mbuf*>(frames.begin() + took, frames.end());
+    rig.qp->Finish();
+    (void)rig.tx->Complete(Now());
+    EXPECT_FALSE(rig.tx->Stopped());
+    EXPECT_EQ(rig.tx->Xmit(rest), rest.size());
+    const auto& last = rig.qp->posted.back();
+    EXPECT_EQ(std::vector<uint8_t>(last.bytes.begin(), last.bytes.begin() + 4),
+              (std::vector<uint8_t>{0x08, 0x00, 0x00, 0x00}));
+    rig.qp->Finish();
+    (void)rig.tx->Complete(Now());
+    EXPECT_EQ(rig.tx->InFlight(), 0u) << "position " << pos;
+    EXPECT_EQ(rig.qp->violations, 0u);
+  }
+}
+
+TEST(VerbsTx, ARequestTheProviderRejectsIsDroppedAndTheRestPosted) {
+  for (unsigned pos = 0; pos < 8; ++pos) {
+    Rig rig(64, 16);
+    ASSERT_TRUE(rig.init);
+    auto frames = rig.Frames(8);
+    rig.qp->fail_post_at = pos;
+    rig.qp->fail_errno = EINVAL;
+    EXPECT_EQ(rig.tx->Xmit(frames), 8u);
+    EXPECT_FALSE(rig.tx->Stopped());
+    EXPECT_EQ(rig.tx->verbs_counters().post_errors.Get(), 1u);
+    EXPECT_EQ(rig.tx->InFlight(), 7u);
+    EXPECT_EQ(rig.tx->verbs_counters().posts.Get(), pos > 0 && pos < 7 ? 2u : 1u);
+    rig.qp->Finish();
+    (void)rig.tx->Complete(Now());
+    // The rejected request was the chain's signalled last (pos 7): what went before it stays
+    // unreclaimed until the next post's signal covers it.
+    EXPECT_EQ(rig.tx->InFlight(), pos == 7 ? 7u : 0u);
+    auto one = rig.Frames(1);
+    ASSERT_EQ(rig.tx->Xmit(one), 1u);
+    rig.qp->Finish();
+    (void)rig.tx->Complete(Now());
+    EXPECT_EQ(rig.tx->InFlight(), 0u) << "position " << pos;
+  }
+}
+
+TEST(VerbsTx, CompletionErrorsAreCountedByStatusAndTheirFramesFreed) {
+  Rig rig(64, 16);
+  ASSERT_TRUE(rig.init);
+  auto frames = rig.Frames(10);
+  std::vector<rte_mbuf*> first(frames.begin(), frames.begin() + 4);
+  std::vector<rte_mbuf*> second(frames.begin() + 4, frames.end());
+  ASSERT_EQ(rig.tx->Xmit(first), 4u);
+  rig.qp->error_next = IBV_WC_REM_ACCESS_ERR;  // the first of the second batch (unsignalled)
+  ASSERT_EQ(rig.tx->Xmit(second), 6u);
+  rig.qp->Finish();
+  (void)rig.tx->Complete(Now());
+  EXPECT_EQ(rig.tx->verbs_counters().wc_errors[IBV_WC_REM_ACCESS_ERR].Get(), 1u);
+  EXPECT_EQ(rig.tx->InFlight(), 0u);
+}
+
+TEST(VerbsTx, AnMtuOverThePortsIsRefusedAndAnOversizeFrameCompletesWithALengthError) {
+  {
+    Rig rig(64, 16, 0, 2045);  // IPoIB MTU 2044 on a 2048 port
+    ASSERT_FALSE(rig.init);
+    EXPECT_NE(rig.init.error().message.find("--mtu 2045"), std::string::npos);
+    EXPECT_NE(rig.init.error().message.find("valid: --mtu 68..2044"), std::string::npos)
+        << rig.init.error().message;
+  }
+  // A port whose IPoIB MTU is exactly --mtu, and a frame over it (producers never build one).
+  Rig rig(64, 16, 0, 1500, /*ipoib_mtu=*/1500);
+  ASSERT_TRUE(rig.init);
+  auto frames = rig.Frames(1, 1480);  // IP packet 1508 > 1500
+  ASSERT_EQ(rig.tx->Xmit(frames), 1u);
+  rig.qp->Finish();
+  (void)rig.tx->Complete(Now());
+  EXPECT_EQ(rig.tx->verbs_counters().wc_errors[IBV_WC_LOC_LEN_ERR].Get(), 1u);
+}
+
+TEST(VerbsTx, SmallFramesGoInlineAndTheirMbufsAreFreedAtPost) {
+  Rig rig(64, 16, /*inline_max=*/128);
+  ASSERT_TRUE(rig.init);
+  const unsigned avail = rte_mempool_avail_count(Pool());
+  auto frames = rig.Frames(8, 40);  // 14 + 20 + 8 + 40 = 82 bytes; 4 + 68 inline
+  auto big = rig.Frames(2, 400);
+  ASSERT_EQ(rte_mempool_avail_count(Pool()), avail - 10);
+  ASSERT_EQ(rig.tx->Xmit(frames), 8u);
+  ASSERT_EQ(rig.tx->Xmit(big), 2u);
+  EXPECT_EQ(rig.tx->verbs_counters().inline_sends.Get(), 8u);
+  EXPECT_EQ(rte_mempool_avail_count(Pool()), avail - 2) << "inline frames freed at post";
+  EXPECT_EQ(rig.tx->InFlight(), 10u) << "their send-queue slots stay taken until completion";
+  rig.qp->Finish();
+  (void)rig.tx->Complete(Now());
+  EXPECT_EQ(rig.tx->InFlight(), 0u);
+}
+
+TEST(VerbsTx, AReceivedDatagramReachesTheSinkAsTheFrameItWas) {
+  Rig rig(64, 16);
+  ASSERT_TRUE(rig.init);
+  EXPECT_EQ(rig.qp->recv_posted(), 16u);
+  // What a peer's driver posts: IPoIB header + IP packet of a txbatch frame.
+  auto frames = rig.Frames(3, 100, /*flow=*/2);
+  for (rte_mbuf* m : frames) {
+    const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+    std::vector<uint8_t> dgram = {d[12], d[13], 0, 0};
+    dgram.insert(dgram.end(), d + kEthHeaderBytes, d + rte_pktmbuf_data_len(m));
+    ASSERT_TRUE(rig.qp->Deliver(dgram));
+  }
+  FreeAll(frames);
+  (void)rig.tx->Complete(Now());
+  const SinkCounts c = rig.sink.counts();
+  EXPECT_EQ(c.received, 3u);
+  EXPECT_EQ(c.foreign, 0u);
+  EXPECT_EQ(c.lost, 0u);
+  EXPECT_EQ(rig.tx->verbs_counters().recv_completions.Get(), 3u);
+  EXPECT_EQ(rig.qp->recv_posted(), 16u) << "receive buffers posted again";
+}
+
+TEST(VerbsTx, PurgeFlushesTheQueuePairAndFreesEverything) {
+  Rig rig(64, 16);
+  ASSERT_TRUE(rig.init);
+  auto frames = rig.Frames(20);
+  ASSERT_EQ(rig.tx->Xmit(frames), 20u);
+  EXPECT_EQ(rig.tx->Purge(), 20u);
+  EXPECT_EQ(rig.tx->InFlight(), 0u);
+  EXPECT_EQ(rig.tx->verbs_counters().wc_errors[IBV_WC_WR_FLUSH_ERR].Get(), 20u);
+}
+
+TEST(VerbsDevice, WithoutAnHcaOpeningSaysSoInOneSentence) {
+  VerbsOptions o = Options(512, 16);
+  o.device = "txbatch_no_such_hca";
+  auto qp = OpenUdQueuePair(o);
+  ASSERT_FALSE(qp);
+  EXPECT_EQ(qp.error().err, ENODEV);
+  // Here (no RDMA in the kernel) there is no device at all; on a machine with HCAs, not this one.
+  const std::string& m = qp.error().message;
+  EXPECT_TRUE(m.find("no RDMA device found") != std::string::npos ||
+              m.find("'txbatch_no_such_hca' was not found") != std::string::npos)
+      << m;
+}
+
+}  // namespace
+}  // namespace txbatch::verbs::test
