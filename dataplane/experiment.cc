@@ -253,6 +253,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   if (const auto limit = queue.bql_limit())
     r.bql = BqlResult{*limit, qc.bql_limit_max.Get(), b.bql_stops - a.bql_stops};
   r.reschedules = b.reschedules - a.reschedules;
+  r.driver_counters = driver->ExtraCounters();  // over the whole cell (warm-up and drain too)
   r.involuntary_ctxsw = b.ctxsw - a.ctxsw;
   r.latency = sink.latency().Summary();
   r.lat_before_driver = sink.before_driver().Summary();

@@ -95,6 +95,7 @@ struct CellResult {
   std::optional<LatencySummary> latency;
   std::optional<LinkResult> link;
   std::optional<BqlResult> bql;
+  std::map<std::string, uint64_t> driver_counters;  // TxDriver::ExtraCounters (verbs)
   // Over the whole run: why batches went (producers' own batches under --qdisc none, a dedicated
   // runner's runs), indexed by FlushTrigger.
   std::array<uint64_t, kFlushTriggers> flush_triggers{};

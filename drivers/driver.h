@@ -5,6 +5,7 @@
 #include <rte_mbuf.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -109,6 +110,9 @@ class TxDriver {
   virtual std::string Describe() const = 0;
   // The link behind the wire (--link), if this driver has one.
   virtual const LinkCounters* link_counters() const { return nullptr; }
+  // The driver's own counters beyond DriverCounters, by name (verbs: posts, work requests,
+  // signalled, completion errors by status …), for results.driver_counters. Control plane.
+  virtual std::map<std::string, uint64_t> ExtraCounters() const { return {}; }
 
   const DriverCounters& counters() const { return counters_; }
 

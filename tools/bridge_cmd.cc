@@ -515,7 +515,8 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
   std::string describe;
   if (over_verbs) {
     // Connectionless: no link to wait for; senders name this QP (printed below).
-    auto r = verbs::OpenVerbsReceiver(*vport, fwd->pool.get(), a.mtu, tsc_hz);
+    auto r = verbs::OpenVerbsReceiver(*vport, fwd->pool.get(), a.mtu, tsc_hz,
+                                      *link ? (*link)->limit : 0);
     if (!r) return Fail(kExitBadInput, r.error());
     receiver = std::move(*r);
     describe = receiver->Describe();

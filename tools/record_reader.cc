@@ -88,6 +88,8 @@ CellResult ResultFrom(const json& r) {
                         l.at("receiver_corrupt")};
   if (const json& b = r.value("bql", json()); !b.is_null())
     x.bql = BqlResult{b.at("limit"), b.at("limit_max"), b.at("stops")};
+  x.driver_counters =
+      r.value("driver_counters", json::object()).get<std::map<std::string, uint64_t>>();
   if (const json& st = r.value("latency_stages_ns", json()); !st.is_null()) {
     x.before_driver_is_batch_fill = !st.at("batch_fill").is_null();
     x.lat_before_driver =

@@ -131,6 +131,7 @@ json ResultJson(const CellResult& r) {
                                {"limit_max", r.bql->limit_max},
                                {"stops", r.bql->stops}}
                         : json(nullptr)},
+          {"driver_counters", r.driver_counters},
           {"latency_stages_ns", stages},
           {"latency_by_position_ns", by_position},
           {"accounting",

@@ -45,6 +45,9 @@ class UdQueuePair {
   // Moves the QP to the error state: every outstanding request completes with
   // IBV_WC_WR_FLUSH_ERR (teardown: the HCA lets go of the buffers before they are freed).
   virtual void Flush() = 0;
+  // A UD send that fails puts the QP in the Send Queue Error state (the requests after it flush);
+  // once they are reaped, SQE -> RTS makes it send again.
+  virtual Status Recover() = 0;
 };
 
 // The real queue pair: device, PD, CQs, a UD QP taken INIT -> RTR -> RTS, the peer's AH.

@@ -29,7 +29,8 @@ inline constexpr unsigned kGrhBytes = 40;
 struct VerbsOptions {
   std::string device;  // "mlx5_0"
   unsigned port = 1;   // the HCA's port number (1-based)
-  // The peer: its QP number and Q_Key, and a local route (LID) or a global one (GID).
+  // The peer: its QP number and Q_Key, the LID packets are switched to (the peer's, or a
+  // router's), and for a routed peer its GID (a GRH on every packet).
   uint32_t qpn = 0;
   uint32_t qkey = 0;
   std::optional<uint16_t> lid;
@@ -41,15 +42,15 @@ struct VerbsOptions {
   unsigned sq_depth = 512;     // send work requests outstanding at most
   unsigned signal_every = 16;  // a signalled request at least every this many
   unsigned inline_max = 0;     // frames up to this many bytes (IPoIB header + packet) go inline
-  // "verbs:mlx5_0:1,qpn=0x48,qkey=0x80010000,lid=3,sl=0,pkey_index=0,sq_depth=512,…"
+  // "verbs:mlx5_0:1,qpn=0x48,qkey=0x11111111,lid=3,sl=0,pkey_index=0,sq_depth=512,…"
   std::string ToString() const;
 };
 
-// Parses "verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N" or "…,gid=GID,sgid_index=N,hop_limit=N", plus
-// sl, pkey_index, sq_depth, signal_every, inline_max. Numbers in decimal or 0x hex; the GID as
-// an IPv6 address. Syntax and ranges only: whether the device exists is known when it opens.
-// Every problem is one sentence naming the valid choices. A receiver (`peer_required` false)
-// needs only the Q_Key the senders use: qpn and the route may be left out.
+// Parses "verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N" with, for a routed peer, gid=GID,sgid_index=N,
+// hop_limit=N, plus sl, pkey_index, sq_depth, signal_every, inline_max. Numbers in decimal or 0x
+// hex; the GID as an IPv6 address. Syntax and ranges only: whether the device exists is known when
+// it opens. Every problem is one sentence naming the valid choices. A receiver (`peer_required`
+// false) needs only the Q_Key the senders use: qpn and the route may be left out.
 Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required = true);
 
 // Whether this txbatch was built with libibverbs, and if not, why (for the one sentence).
@@ -75,8 +76,9 @@ class VerbsReceiver {
   // "verbs:… (mlx5_0 port 1 (LID 3, active MTU 2048), QP 0x48)": what a sender names.
   virtual std::string Describe() const = 0;
 };
+// `held`: received frames the caller may hold at once (a link it puts them through).
 Result<std::unique_ptr<VerbsReceiver>> OpenVerbsReceiver(const VerbsOptions& options,
                                                          rte_mempool* pool, unsigned mtu,
-                                                         double tsc_hz);
+                                                         double tsc_hz, unsigned held = 0);
 
 }  // namespace txbatch::verbs

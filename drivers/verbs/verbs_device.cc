@@ -102,7 +102,8 @@ class RealUdQueuePair final : public UdQueuePair {
     qa.cap.max_recv_sge = 1;
     qa.cap.max_inline_data = o.inline_max;
     if ((qp_ = ibv_create_qp(pd_, &qa)) == nullptr) return Fail("create a UD queue pair on");
-    info_.sq_depth = qa.cap.max_send_wr;  // what the provider granted
+    // Never more than the CQ was sized for (a provider may grant more than asked).
+    info_.sq_depth = std::min<unsigned>(qa.cap.max_send_wr, depth);
     info_.rq_depth = qa.cap.max_recv_wr;
     info_.max_inline = qa.cap.max_inline_data;
     info_.qpn = qp_->qp_num;
@@ -125,13 +126,12 @@ class RealUdQueuePair final : public UdQueuePair {
     ibv_ah_attr ah{};
     ah.sl = static_cast<uint8_t>(o.sl);
     ah.port_num = static_cast<uint8_t>(o.port);
+    ah.dlid = *o.lid;  // the LRH's destination, routed or not
     if (o.gid) {
       ah.is_global = 1;
       std::memcpy(ah.grh.dgid.raw, o.gid->data(), 16);
       ah.grh.sgid_index = static_cast<uint8_t>(o.sgid_index);
       ah.grh.hop_limit = static_cast<uint8_t>(o.hop_limit);
-    } else {
-      ah.dlid = *o.lid;
     }
     if ((info_.ah = ibv_create_ah(pd_, &ah)) == nullptr)
       return Fail("create the peer's address handle (lid/gid, sl, sgid_index) on");
@@ -161,6 +161,14 @@ class RealUdQueuePair final : public UdQueuePair {
     ibv_qp_attr at{};
     at.qp_state = IBV_QPS_ERR;
     (void)ibv_modify_qp(qp_, &at, IBV_QP_STATE);
+  }
+  Status Recover() override {
+    ibv_qp_attr at{};
+    at.qp_state = IBV_QPS_RTS;
+    at.cur_qp_state = IBV_QPS_SQE;
+    if (ibv_modify_qp(qp_, &at, IBV_QP_STATE | IBV_QP_CUR_STATE) != 0)
+      return Fail("move the QP from SQE back to RTS on");
+    return {};
   }
 
  private:
@@ -198,12 +206,12 @@ Result<std::unique_ptr<TxDriver>> CreateVerbsTx(const VerbsOptions& options,
 
 Result<std::unique_ptr<VerbsReceiver>> OpenVerbsReceiver(const VerbsOptions& options,
                                                          rte_mempool* pool, unsigned mtu,
-                                                         double tsc_hz) {
+                                                         double tsc_hz, unsigned held) {
   static const RunWindow kNoWindow;  // it sends nothing
   auto qp = OpenUdQueuePair(options);
   if (!qp) return qp.error();
   auto d = std::make_unique<VerbsTx>(options, std::move(*qp), nullptr, kNoWindow, tsc_hz);
-  if (Status s = d->Init(pool, mtu); !s) return s.error();
+  if (Status s = d->Init(pool, mtu, held); !s) return s.error();
   return std::unique_ptr<VerbsReceiver>(std::move(d));
 }
 

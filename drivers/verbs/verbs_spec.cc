@@ -1,4 +1,4 @@
-// Parsing of verbs driver specs: "verbs:mlx5_0:1,qpn=0x48,qkey=0x80010000,lid=3". Built with or
+// Parsing of verbs driver specs: "verbs:mlx5_0:1,qpn=0x48,qkey=0x11111111,lid=3". Built with or
 // without libibverbs: a spec is checked either way, and only opening it needs the library.
 #include <arpa/inet.h>
 #include <fmt/format.h>
@@ -13,7 +13,7 @@ namespace txbatch::verbs {
 namespace {
 
 constexpr std::string_view kForm =
-    "verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N (or gid=GID,sgid_index=N,hop_limit=N instead of lid) "
+    "verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N [,gid=GID,sgid_index=N,hop_limit=N for a routed peer] "
     "[,sl=N,pkey_index=N,sq_depth=N,signal_every=N,inline_max=N]";
 constexpr std::string_view kKeys =
     "qpn, qkey, lid, gid, sgid_index, hop_limit, sl, pkey_index, sq_depth, signal_every, "
@@ -44,13 +44,11 @@ std::vector<std::string_view> Split(std::string_view s, char sep) {
 }  // namespace
 
 std::string VerbsOptions::ToString() const {
-  std::string route;
+  std::string route = fmt::format("lid={}", lid.value_or(0));
   if (gid) {
     char text[INET6_ADDRSTRLEN] = {};
     inet_ntop(AF_INET6, gid->data(), text, sizeof text);
-    route = fmt::format("gid={},sgid_index={},hop_limit={}", text, sgid_index, hop_limit);
-  } else {
-    route = fmt::format("lid={}", lid.value_or(0));
+    route += fmt::format(",gid={},sgid_index={},hop_limit={}", text, sgid_index, hop_limit);
   }
   return fmt::format(
       "verbs:{}:{},qpn={:#x},qkey={:#x},{},sl={},pkey_index={},sq_depth={},signal_every={},"
@@ -153,17 +151,18 @@ Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required) {
                                            spec));
     if (!have_qpn) o.qpn = 1;  // nothing is sent: a placeholder peer for the address handle
     have_qpn = true;
-    if (!o.lid && !o.gid) o.lid = 1;
+    if (!o.lid) o.lid = 1;
   }
   if (!have_qpn || !have_qkey)
     return MakeError(EINVAL, fmt::format("driver '{}' names no peer: qpn= and qkey= are required "
                                          "(the peer's QP number and Q_Key; a second txbatch prints "
                                          "its own); valid: {}",
                                          spec, kForm));
-  if (o.lid.has_value() == o.gid.has_value())
-    return MakeError(EINVAL, fmt::format("driver '{}' needs exactly one route to the peer: lid=N "
-                                         "(same subnet) or gid=GID (routed, with sgid_index and "
-                                         "hop_limit); valid: {}",
+  if (!o.lid)
+    return MakeError(EINVAL, fmt::format("driver '{}' has no lid=: every InfiniBand packet is "
+                                         "switched by its destination LID (the peer's, or for a "
+                                         "routed peer its router's; gid= adds the global route); "
+                                         "valid: {}",
                                          spec, kForm));
   if (have_global_args && !o.gid)
     return MakeError(EINVAL, fmt::format("sgid_index and hop_limit in driver '{}' belong to a "
@@ -193,7 +192,7 @@ Result<std::unique_ptr<TxDriver>> CreateVerbsDriver(const VerbsOptions& options,
 }
 
 Result<std::unique_ptr<VerbsReceiver>> OpenVerbsReceiver(const VerbsOptions& options, rte_mempool*,
-                                                         unsigned, double) {
+                                                         unsigned, double, unsigned) {
   return MakeError(ENOTSUP,
                    fmt::format("{} cannot open: {}", options.ToString(), UnavailableReason()));
 }

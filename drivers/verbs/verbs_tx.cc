@@ -17,6 +17,8 @@ namespace {
 constexpr unsigned kIbTransportBytes = 34;
 // The Ethernet header a received datagram is given ends where its IP packet starts.
 constexpr unsigned kRxEthOffset = kGrhBytes + kIpoibHeaderBytes - kEthHeaderBytes;
+// How long a teardown waits for the flushed requests to come back before freeing anyway.
+constexpr double kPurgeWaitS = 1.0;
 
 }  // namespace
 
@@ -36,16 +38,12 @@ VerbsTx::VerbsTx(const VerbsOptions& options, std::unique_ptr<UdQueuePair> qp, R
       sges_(kMaxBatch),
       recv_slots_(info_.rq_depth, nullptr) {}
 
-VerbsTx::~VerbsTx() { (void)Purge(); }
+VerbsTx::~VerbsTx() {
+  (void)Purge();
+  qp_.reset();  // its memory registrations go before the memory they cover
+}
 
-Status VerbsTx::Init(rte_mempool* pool, unsigned mtu) {
-  pool_ = pool;
-  if (mtu > info_.ipoib_mtu)
-    return MakeError(EMSGSIZE, fmt::format("--mtu {} does not fit {}: IPoIB datagram mode carries "
-                                           "at most {} bytes of IP packet (the port's active MTU "
-                                           "less the 4-byte IPoIB header); valid: --mtu 68..{}",
-                                           mtu, info_.describe, info_.ipoib_mtu, info_.ipoib_mtu));
-  // Every chunk of the pool, so any mbuf's data is posted where it lies.
+Status VerbsTx::RegisterPool(rte_mempool* pool) {
   struct Walk {
     UdQueuePair* qp;
     std::vector<Region>* regions;
@@ -65,12 +63,30 @@ Status VerbsTx::Init(rte_mempool* pool, unsigned mtu) {
         w->regions->push_back({start, start + hdr->len, *lkey});
       },
       &walk);
-  if (!walk.status) return walk.status;
   std::sort(regions_.begin(), regions_.end(),
             [](const Region& a, const Region& b) { return a.start < b.start; });
+  return walk.status;
+}
+
+Status VerbsTx::Init(rte_mempool* pool, unsigned mtu, unsigned rx_extra) {
+  if (mtu > info_.ipoib_mtu)
+    return MakeError(EMSGSIZE, fmt::format("--mtu {} does not fit {}: IPoIB datagram mode carries "
+                                           "at most {} bytes of IP packet (the port's active MTU "
+                                           "less the 4-byte IPoIB header); valid: --mtu 68..{}",
+                                           mtu, info_.describe, info_.ipoib_mtu, info_.ipoib_mtu));
+  // Every chunk of the pool, so any mbuf's data is posted where it lies.
+  if (Status s = RegisterPool(pool); !s) return s;
   auto lkey = qp_->Register(headers_.data(), headers_.size() * kIpoibHeaderBytes);
   if (!lkey) return lkey.error();
   header_lkey_ = *lkey;
+  // Receive buffers hold the GRH slot, the IPoIB header and a full datagram of the port's MTU,
+  // whatever --mtu the sender's frames were built for (CreatePacketPool's room is MTU + 18).
+  auto rx = CreatePacketPool(fmt::format("vrx{:x}", reinterpret_cast<uintptr_t>(this) & 0xffffff),
+                             info_.rq_depth + 2 * kPollBatch + rx_extra,
+                             info_.ipoib_mtu + kGrhBytes + kIpoibHeaderBytes - 18);
+  if (!rx) return rx.error();
+  rx_pool_ = std::move(*rx);
+  if (Status s = RegisterPool(rx_pool_.get()); !s) return s;
   PostRecvBuffers();
   return {};
 }
@@ -85,108 +101,120 @@ std::optional<uint32_t> VerbsTx::LkeyOf(const void* addr) const {
   return it->lkey;
 }
 
+void VerbsTx::Break() {
+  broken_ = true;
+  qp_->Flush();  // what is outstanding completes flushed; Complete reaps it
+}
+
 uint16_t VerbsTx::Xmit(std::span<rte_mbuf* const> frames) {
   if (frames.empty()) return 0;
   counters_.xmit_calls.Add();
   counters_.offered.Add(frames.size());
+  if (broken_) {
+    // Nothing can be sent any more: drop, counted, so the run drains and its books close.
+    for (rte_mbuf* m : frames) rte_pktmbuf_free(m);
+    vc_.dropped_broken.Add(frames.size());
+    counters_.accepted.Add(frames.size());
+    return static_cast<uint16_t>(frames.size());
+  }
+  if (recovering_) {
+    stopped_ = true;  // until the QP is back in RTS (Complete)
+    counters_.stops.Add();
+    return 0;
+  }
   // Counted where the driver accepts them (counted_at driver), on the fabric with IB's headers.
   const Tsc now = Now();
   const bool count_here = window_.Contains(now);
-  uint64_t window_frames = 0, window_payload = 0, window_wire = 0;
-  size_t done = 0;  // frames taken (posted, or dropped as unpostable)
-  while (done < frames.size()) {
-    const unsigned n = static_cast<unsigned>(std::min<size_t>(frames.size() - done, FreeSlots()));
-    if (n == 0) break;
-    // Build the chain: request i for frame done + i in send slot head_ + i.
-    unsigned built = 0;
-    size_t skipped = 0;  // frames dropped before posting (outside registered memory)
-    for (size_t f = done; built < n && f < frames.size(); ++f) {
-      rte_mbuf* m = frames[f];
-      const auto* data = rte_pktmbuf_mtod(m, const uint8_t*);
-      const unsigned len = rte_pktmbuf_data_len(m);
-      const auto lkey = LkeyOf(data);
-      if (!lkey || len < kEthHeaderBytes) {
-        // Only a frame from outside the registered pool (or no Ethernet header at all): a
-        // provider would fail it with a protection error. Dropped here, counted.
-        if (built == 0) {
-          rte_pktmbuf_free(m);
-          vc_.unregistered.Add();
-          ++skipped;
-          continue;
-        }
-        break;  // post what is built first; this frame starts the next round
-      }
-      const uint64_t id = head_ + built;
-      auto& hdr = headers_[id % info_.sq_depth];
-      hdr = {data[12], data[13], 0, 0};  // the frame's EtherType, then the reserved bytes
-      const unsigned packet = len - kEthHeaderBytes;
-      auto& sge = sges_[built];
-      sge[0] = {reinterpret_cast<uintptr_t>(hdr.data()), kIpoibHeaderBytes, header_lkey_};
-      sge[1] = {reinterpret_cast<uintptr_t>(data + kEthHeaderBytes), packet, *lkey};
-      ibv_send_wr& wr = wrs_[built];
-      wr = {};
-      wr.wr_id = id;
-      wr.sg_list = sge.data();
-      wr.num_sge = 2;
-      wr.opcode = IBV_WR_SEND;
-      wr.wr.ud.ah = info_.ah;
-      wr.wr.ud.remote_qpn = info_.remote_qpn;
-      wr.wr.ud.remote_qkey = info_.remote_qkey;
-      if (kIpoibHeaderBytes + packet <= std::min(options_.inline_max, info_.max_inline))
-        wr.send_flags |= IBV_SEND_INLINE;
-      if (built > 0) wrs_[built - 1].next = &wr;
-      ++built;
+
+  // Frames outside registered memory lead the batch only (never in txbatch's own runs): drop
+  // them, counted; one met after the chain has started ends the chain, so one post per call.
+  size_t skipped = 0;
+  while (skipped < frames.size()) {
+    const auto* data = rte_pktmbuf_mtod(frames[skipped], const uint8_t*);
+    if (LkeyOf(data) && rte_pktmbuf_data_len(frames[skipped]) >= kEthHeaderBytes) break;
+    rte_pktmbuf_free(frames[skipped++]);
+    vc_.unregistered.Add();
+  }
+  const unsigned room = FreeSlots();
+  unsigned built = 0;
+  for (size_t f = skipped; f < frames.size() && built < room; ++f) {
+    rte_mbuf* m = frames[f];
+    const auto* data = rte_pktmbuf_mtod(m, const uint8_t*);
+    const unsigned len = rte_pktmbuf_data_len(m);
+    const auto lkey = LkeyOf(data);
+    if (!lkey || len < kEthHeaderBytes) break;
+    const uint64_t id = head_ + built;
+    auto& hdr = headers_[id % info_.sq_depth];
+    hdr = {data[12], data[13], 0, 0};  // the frame's EtherType, then the reserved bytes
+    const unsigned packet = len - kEthHeaderBytes;
+    auto& sge = sges_[built];
+    sge[0] = {reinterpret_cast<uintptr_t>(hdr.data()), kIpoibHeaderBytes, header_lkey_};
+    sge[1] = {reinterpret_cast<uintptr_t>(data + kEthHeaderBytes), packet, *lkey};
+    ibv_send_wr& wr = wrs_[built];
+    wr = {};
+    wr.wr_id = id;
+    wr.sg_list = sge.data();
+    wr.num_sge = 2;
+    wr.opcode = IBV_WR_SEND;
+    wr.wr.ud.ah = info_.ah;
+    wr.wr.ud.remote_qpn = info_.remote_qpn;
+    wr.wr.ud.remote_qkey = info_.remote_qkey;
+    if (kIpoibHeaderBytes + packet <= std::min(options_.inline_max, info_.max_inline))
+      wr.send_flags |= IBV_SEND_INLINE;
+    if (built > 0) wrs_[built - 1].next = &wr;
+    ++built;
+  }
+  // Signals: every signal_every-th request, and the chain's last.
+  for (unsigned i = 0, since = since_signal_; i < built; ++i)
+    if (++since >= options_.signal_every || i + 1 == built) {
+      wrs_[i].send_flags |= IBV_SEND_SIGNALED;
+      since = 0;
     }
-    done += skipped;
-    if (built == 0) continue;
-    // Signals: every signal_every-th request, and the chain's last.
-    unsigned since = since_signal_;
-    for (unsigned i = 0; i < built; ++i) {
-      if (++since >= options_.signal_every || i + 1 == built) {
-        wrs_[i].send_flags |= IBV_SEND_SIGNALED;
-        since = 0;
-      }
-    }
+  unsigned posted = 0;
+  int rc = 0;
+  if (built > 0) {
     ibv_send_wr* bad = nullptr;
-    const int rc = qp_->PostSend(wrs_.data(), &bad);
-    const unsigned posted = rc == 0 ? built : static_cast<unsigned>(bad - wrs_.data());
-    if (posted > 0) {
-      vc_.posts.Add();
-      counters_.doorbells.Add();
-      vc_.work_requests.Add(posted);
+    rc = qp_->PostSend(wrs_.data(), &bad);
+    posted = rc == 0 ? built : bad != nullptr ? static_cast<unsigned>(bad - wrs_.data()) : 0;
+  }
+  uint64_t window_frames = 0, window_payload = 0, window_wire = 0;
+  if (posted > 0) {
+    vc_.posts.Add();
+    counters_.doorbells.Add();
+    vc_.work_requests.Add(posted);
+  }
+  for (unsigned i = 0; i < posted; ++i) {
+    rte_mbuf* m = frames[skipped + i];
+    if (count_here) {
+      ++window_frames;
+      window_payload += PayloadBytes(m);
+      window_wire += kIpoibHeaderBytes + rte_pktmbuf_data_len(m) - kEthHeaderBytes +
+                     kIbTransportBytes + (options_.gid ? kGrhBytes : 0);
     }
-    for (unsigned i = 0; i < posted; ++i) {
-      rte_mbuf* m = frames[done + i];
-      if (count_here) {
-        ++window_frames;
-        window_payload += PayloadBytes(m);
-        window_wire += kIpoibHeaderBytes + rte_pktmbuf_data_len(m) - kEthHeaderBytes +
-                       kIbTransportBytes + (options_.gid ? kGrhBytes : 0);
-      }
-      if (wrs_[i].send_flags & IBV_SEND_SIGNALED) {
-        vc_.signalled.Add();
-        since_signal_ = 0;
-      } else {
-        ++since_signal_;
-      }
-      if (wrs_[i].send_flags & IBV_SEND_INLINE) {
-        rte_pktmbuf_free(m);  // the provider copied it at post time
-        vc_.inline_sends.Add();
-        m = nullptr;
-      }
-      slots_[(head_ + i) % info_.sq_depth] = m;
+    if (wrs_[i].send_flags & IBV_SEND_SIGNALED) {
+      vc_.signalled.Add();
+      since_signal_ = 0;
+    } else {
+      ++since_signal_;
     }
-    head_ += posted;
-    done += posted;
-    if (rc == 0) continue;
-    if (rc == ENOMEM) break;  // the send queue is full after all: wait for completions
-    // The provider rejected this request itself: drop its frame, go on after it.
-    rte_pktmbuf_free(frames[done]);
-    vc_.post_errors.Add();
-    ++done;
+    if (wrs_[i].send_flags & IBV_SEND_INLINE) {
+      rte_pktmbuf_free(m);  // the provider copied it at post time
+      vc_.inline_sends.Add();
+      m = nullptr;
+    }
+    slots_[(head_ + i) % info_.sq_depth] = m;
+  }
+  head_ += posted;
+  size_t done = skipped + posted;
+  if (rc != 0 && rc != ENOMEM) {
+    // The requests were built within the QP's limits: a refusal means the QP is broken.
+    for (unsigned i = posted; i < built; ++i) rte_pktmbuf_free(frames[skipped + i]);
+    vc_.post_errors.Add(built - posted);
+    done = skipped + built;
+    Break();
   }
   counters_.accepted.Add(done);
-  if (done > 0) counters_.last_departure.Max(now);
+  if (posted > 0) counters_.last_departure.Max(now);
   if (window_frames > 0) {
     counters_.window_frames.Add(window_frames);
     counters_.window_payload_bytes.Add(window_payload);
@@ -225,30 +253,38 @@ unsigned VerbsTx::ReapSend() {
     if (got <= 0) break;
     for (int i = 0; i < got; ++i) {
       vc_.send_completions.Add();
-      if (wc[i].status != IBV_WC_SUCCESS)
+      if (wc[i].status != IBV_WC_SUCCESS) {
         vc_.wc_errors[std::min<size_t>(wc[i].status, kWcStatuses - 1)].Add();
+        // A failed send puts the QP in SQE; the requests behind it come back flushed.
+        if (wc[i].status != IBV_WC_WR_FLUSH_ERR && !broken_) recovering_ = true;
+      }
       // In order: everything up to a completed request has completed (an error is reported for
       // the request itself even when it was unsignalled).
       if (wc[i].wr_id >= tail_ && wc[i].wr_id < head_) released += ReleaseThrough(wc[i].wr_id);
     }
     if (got < static_cast<int>(kPollBatch)) break;
   }
+  if (recovering_ && Outstanding() == 0) {
+    recovering_ = false;
+    if (Status s = qp_->Recover(); s) {
+      vc_.recoveries.Add();
+    } else {
+      Break();
+    }
+  }
   return released;
 }
 
 void VerbsTx::PostRecvBuffers() {
-  if (pool_ == nullptr) return;
-  for (size_t i = 0; i < recv_slots_.size(); ++i) {
+  if (!rx_pool_ || broken_) return;
+  for (size_t i = 0; i < recv_slots_.size() && recv_posted_ < recv_slots_.size(); ++i) {
     if (recv_slots_[i] != nullptr) continue;
-    rte_mbuf* m = rte_pktmbuf_alloc(pool_);
-    if (m == nullptr) {
-      vc_.recv_refill_failures.Add();
-      return;
-    }
-    const auto lkey = LkeyOf(m->buf_addr);
+    rte_mbuf* m = rte_pktmbuf_alloc(rx_pool_.get());
+    const auto lkey = m != nullptr ? LkeyOf(m->buf_addr) : std::nullopt;
     if (!lkey) {
-      rte_pktmbuf_free(m);
-      return;
+      if (m != nullptr) rte_pktmbuf_free(m);
+      vc_.recv_refill_failures.Add();
+      return;  // tried again at the next Receive
     }
     ibv_sge sge{reinterpret_cast<uintptr_t>(rte_pktmbuf_mtod(m, void*)),
                 static_cast<uint32_t>(rte_pktmbuf_tailroom(m)), *lkey};
@@ -259,9 +295,11 @@ void VerbsTx::PostRecvBuffers() {
     ibv_recv_wr* bad = nullptr;
     if (qp_->PostRecv(&wr, &bad) != 0) {
       rte_pktmbuf_free(m);
+      vc_.recv_refill_failures.Add();
       return;
     }
     recv_slots_[i] = m;
+    ++recv_posted_;
   }
 }
 
@@ -274,6 +312,7 @@ uint16_t VerbsTx::Receive(std::span<rte_mbuf*> out) {
     if (wc[i].wr_id >= recv_slots_.size() || recv_slots_[wc[i].wr_id] == nullptr) continue;
     rte_mbuf* m = recv_slots_[wc[i].wr_id];
     recv_slots_[wc[i].wr_id] = nullptr;
+    --recv_posted_;
     if (wc[i].status != IBV_WC_SUCCESS || wc[i].byte_len < kGrhBytes + kIpoibHeaderBytes) {
       vc_.recv_errors.Add();
       rte_pktmbuf_free(m);
@@ -293,13 +332,14 @@ uint16_t VerbsTx::Receive(std::span<rte_mbuf*> out) {
     m->pkt_len = m->data_len;
     out[k++] = m;
   }
-  if (got > 0) PostRecvBuffers();
+  // Whatever is not posted (taken now, or a refill that failed before): posted again.
+  if (recv_posted_ < recv_slots_.size()) PostRecvBuffers();
   return k;
 }
 
 unsigned VerbsTx::Complete(Tsc now) {
   const unsigned released = ReapSend();
-  if (stopped_ && FreeSlots() >= wake_threshold_) stopped_ = false;
+  if (stopped_ && !recovering_ && FreeSlots() >= wake_threshold_) stopped_ = false;
   if (sink_ != nullptr) {
     std::array<rte_mbuf*, kPollBatch> frames;
     std::array<Tsc, kPollBatch> arrival;
@@ -317,28 +357,59 @@ Tsc VerbsTx::NextCompletion() const {
   return Outstanding() > 0 ? Now() + poll_interval_ : kNever;
 }
 
-void VerbsTx::FreeRecvBuffers() {
+unsigned VerbsTx::Purge() {
+  const unsigned held = Outstanding();
+  if (held == 0 && recv_posted_ == 0) return 0;
+  // The HCA lets go of every buffer first: the error state flushes what is outstanding, and
+  // the flushes come back (asynchronously) before anything is freed.
+  qp_->Flush();
+  broken_ = true;
+  const Tsc deadline = Now() + static_cast<Tsc>(kPurgeWaitS * tsc_hz_);
+  std::array<ibv_wc, kPollBatch> wc;
+  while ((Outstanding() > 0 || recv_posted_ > 0) && Now() < deadline) {
+    (void)ReapSend();
+    const int got = qp_->PollRecv(kPollBatch, wc.data());
+    for (int i = 0; i < got; ++i)
+      if (wc[i].wr_id < recv_slots_.size() && recv_slots_[wc[i].wr_id] != nullptr) {
+        rte_pktmbuf_free(recv_slots_[wc[i].wr_id]);
+        recv_slots_[wc[i].wr_id] = nullptr;
+        --recv_posted_;
+      }
+  }
+  if (Outstanding() > 0 || recv_posted_ > 0) vc_.purge_timeouts.Add();
+  if (head_ > tail_) (void)ReleaseThrough(head_ - 1);
   for (rte_mbuf*& m : recv_slots_) {
     if (m != nullptr) rte_pktmbuf_free(m);
     m = nullptr;
   }
-}
-
-unsigned VerbsTx::Purge() {
-  const unsigned held = Outstanding();
-  if (held == 0 && std::none_of(recv_slots_.begin(), recv_slots_.end(),
-                                [](rte_mbuf* m) { return m != nullptr; }))
-    return 0;
-  // The HCA lets go of every buffer first: the error state flushes what is outstanding.
-  qp_->Flush();
-  (void)ReapSend();
-  std::array<ibv_wc, kPollBatch> wc;
-  while (qp_->PollRecv(kPollBatch, wc.data()) > 0) {
-  }
-  if (head_ > tail_) (void)ReleaseThrough(head_ - 1);
-  FreeRecvBuffers();
+  recv_posted_ = 0;
   stopped_ = false;
   return held;
+}
+
+std::map<std::string, uint64_t> VerbsTx::ExtraCounters() const {
+  std::map<std::string, uint64_t> c = {
+      {"posts", vc_.posts.Get()},
+      {"work_requests", vc_.work_requests.Get()},
+      {"signalled", vc_.signalled.Get()},
+      {"send_completions", vc_.send_completions.Get()},
+      {"inline_sends", vc_.inline_sends.Get()},
+      {"post_errors", vc_.post_errors.Get()},
+      {"dropped_broken", vc_.dropped_broken.Get()},
+      {"unregistered", vc_.unregistered.Get()},
+      {"recoveries", vc_.recoveries.Get()},
+      {"recv_completions", vc_.recv_completions.Get()},
+      {"recv_errors", vc_.recv_errors.Get()},
+      {"recv_refill_failures", vc_.recv_refill_failures.Get()},
+      {"purge_timeouts", vc_.purge_timeouts.Get()},
+  };
+  for (size_t s = 0; s < kWcStatuses; ++s)
+    if (const uint64_t n = vc_.wc_errors[s].Get()) {
+      std::string name = std::string("wc_") + ibv_wc_status_str(static_cast<ibv_wc_status>(s));
+      std::replace(name.begin(), name.end(), ' ', '_');
+      c[name] = n;  // "wc_local_protection_error"
+    }
+  return c;
 }
 
 std::string VerbsTx::Describe() const {

@@ -9,17 +9,21 @@
 // Signalling (sq_sig_all = 0): a request is signalled when signal_every requests have gone
 // unsignalled, and the last request of every post is signalled, so a queue that goes idle is
 // always reclaimed (at batch 1 every request is signalled, as Linux's ipoib_send does). The send
-// queue completes in order: a signalled completion frees its slot and every unsignalled slot
-// before it. Completions are reaped 64 at a time; errors are counted by ibv_wc_status and their
-// frames freed (counted sent: the HCA took them). A post the provider refuses part of returns
-// the accepted prefix (the queue requeues the rest and stops until completions free slots);
-// a request it rejects as malformed (EINVAL and the like) is dropped and counted, and posting
-// goes on after it. (When the rejected request was a chain's signalled last, the requests
-// before it are reclaimed by the next post's signal, or flushed at teardown.)
+// queue completes in order: a completion frees its slot and every unsignalled slot before it.
+// Completions are reaped 64 at a time and counted by ibv_wc_status; their frames are freed
+// (counted sent: the HCA took them).
 //
-// Receive: UD datagrams land with the 40-byte GRH slot in front; each is given an Ethernet header
-// (txbatch's MACs, the IPoIB header's EtherType) in the bytes the GRH slot leaves free and goes to
-// the RxSink, so `run` and `sink` read IPoIB traffic as they read Ethernet.
+// Failures: ENOMEM from the post (the send queue fuller than counted) returns the accepted
+// prefix, stopped until completions free slots. Any other refusal of requests built within the
+// QP's limits means the QP is broken: what was refused is dropped and counted, the QP flushed,
+// and from then on every frame is dropped and counted (the run goes on and its books close). A
+// send completion with an error puts a UD QP in SQE: the driver stops posting, reaps the
+// flushed requests behind it, and takes the QP back to RTS.
+//
+// Receive: UD datagrams land, behind the 40-byte GRH slot, in buffers from the driver's own pool
+// (sized for the port's MTU, registered too); each is given an Ethernet header (txbatch's MACs,
+// the IPoIB header's EtherType) in the bytes the GRH slot leaves free and goes to the RxSink or
+// to Receive()'s caller, so `run` and `sink` read IPoIB traffic as they read Ethernet.
 
 #include <rte_mempool.h>
 
@@ -27,6 +31,7 @@
 #include <memory>
 #include <vector>
 
+#include "dataplane/mempool.h"
 #include "drivers/verbs/ud_qp.h"
 
 namespace txbatch::verbs {
@@ -40,11 +45,14 @@ struct VerbsCounters {
   Counter signalled;             // signalled send requests posted
   Counter send_completions;      // send completions reaped (signalled ones and errors)
   Counter inline_sends;          // requests sent inline (their mbufs freed at post)
-  Counter post_errors;           // requests the provider refused as malformed (dropped)
+  Counter post_errors;           // requests a broken QP refused (dropped)
+  Counter dropped_broken;        // frames dropped because the QP had broken
   Counter unregistered;          // frames outside registered memory (dropped)
+  Counter recoveries;            // SQE -> RTS after a send error
   Counter recv_completions;      // datagrams received (successful receive completions)
   Counter recv_errors;           // receive completions with an error status
-  Counter recv_refill_failures;  // receive buffers the pool could not give
+  Counter recv_refill_failures;  // receive buffers that could not be posted
+  Counter purge_timeouts;        // teardowns that gave up waiting for the flush
   std::array<Counter, kWcStatuses> wc_errors;  // send completions by error status
 };
 
@@ -57,9 +65,11 @@ class VerbsTx final : public TxDriver, public VerbsReceiver {
   VerbsTx(const VerbsTx&) = delete;
   VerbsTx& operator=(const VerbsTx&) = delete;
 
-  // Registers `pool`'s memory and the header array, checks `mtu` against the port's IPoIB MTU,
-  // posts the receive buffers. Control plane: one sentence on failure.
-  Status Init(rte_mempool* pool, unsigned mtu);
+  // Checks `mtu` against the port's IPoIB MTU, registers `pool`'s memory and the header array,
+  // creates the receive pool (receive buffers for the port's MTU, and `rx_extra` frames more for
+  // a caller that holds received frames, e.g. behind a link) and posts the receive buffers.
+  // Control plane: one sentence on failure.
+  Status Init(rte_mempool* pool, unsigned mtu, unsigned rx_extra = 0);
 
   [[nodiscard]] uint16_t Xmit(std::span<rte_mbuf* const> frames) override;
   unsigned FreeSlots() const override { return info_.sq_depth - Outstanding(); }
@@ -73,20 +83,22 @@ class VerbsTx final : public TxDriver, public VerbsReceiver {
   bool owns_doorbell() const override { return true; }
   std::string Describe() const override;
   uint16_t Receive(std::span<rte_mbuf*> out) override;
+  std::map<std::string, uint64_t> ExtraCounters() const override;
 
   const VerbsCounters& verbs_counters() const { return vc_; }
+  bool broken() const { return broken_; }
 
  private:
   static constexpr unsigned kPollBatch = 64;  // completions reaped per ibv_poll_cq
   unsigned Outstanding() const { return static_cast<unsigned>(head_ - tail_); }
+  Status RegisterPool(rte_mempool* pool);
   // lkey of the registered chunk holding `addr`, or nullopt.
   std::optional<uint32_t> LkeyOf(const void* addr) const;
   // Frees slots from the tail through the one with counter `upto` (inclusive).
   unsigned ReleaseThrough(uint64_t upto);
   unsigned ReapSend();
-
+  void Break();  // the QP refused what it must take: flush it, drop from now on
   void PostRecvBuffers();
-  void FreeRecvBuffers();
 
   VerbsOptions options_;
   std::unique_ptr<UdQueuePair> qp_;
@@ -95,7 +107,6 @@ class VerbsTx final : public TxDriver, public VerbsReceiver {
   const RunWindow& window_;
   double tsc_hz_;
   Tsc poll_interval_;
-  rte_mempool* pool_ = nullptr;
 
   struct Region {
     uintptr_t start, end;
@@ -110,11 +121,15 @@ class VerbsTx final : public TxDriver, public VerbsReceiver {
   unsigned since_signal_ = 0;     // requests posted since the last signalled one
   unsigned wake_threshold_;
   bool stopped_ = false;
+  bool recovering_ = false;  // a send error put the QP in SQE: no posting until RTS again
+  bool broken_ = false;
 
   std::vector<ibv_send_wr> wrs_;
   std::vector<std::array<ibv_sge, 2>> sges_;
 
+  PoolPtr rx_pool_;
   std::vector<rte_mbuf*> recv_slots_;  // receive slot -> its posted mbuf (null: not posted)
+  unsigned recv_posted_ = 0;
   VerbsCounters vc_;
 };
 

@@ -9,7 +9,12 @@
 //    IBV_WC_LOC_PROT_ERR; a datagram longer than the MTU with IBV_WC_LOC_LEN_ERR (reported even
 //    when unsignalled, as errors are);
 //  - the send queue filling up with no signalled request outstanding is a violation: a real
-//    queue pair would never complete anything again.
+//    queue pair would never complete anything again;
+//  - a send that fails puts the QP in SQE: the requests behind it complete flushed, a post in
+//    SQE is a violation (a real QP flushes it), and Recover() takes it back to RTS only once
+//    nothing is outstanding.
+// The datagram bytes are read when the request completes, not when it is posted (inline ones:
+// at post), as an HCA reads them: a header slot reused or an mbuf freed too early shows.
 // The test drives the hardware's side: Finish(k) completes the k oldest requests, Deliver()
 // fills the oldest receive buffer.
 #include <gtest/gtest.h>
@@ -50,6 +55,7 @@ class FakeUdQueuePair final : public UdQueuePair {
 
   int PostSend(ibv_send_wr* wr, ibv_send_wr** bad) override {
     ++post_calls;
+    if (state_ != State::kRts) ++violations;
     unsigned index = 0;
     for (; wr != nullptr; wr = wr->next, ++index) {
       if (fail_post_at && *fail_post_at == index) {
@@ -76,9 +82,8 @@ class FakeUdQueuePair final : public UdQueuePair {
         const ibv_sge& g = wr->sg_list[s];
         p.sges.push_back(g);
         if (!inl && !Covered(g)) status = IBV_WC_LOC_PROT_ERR;
-        const auto* from = reinterpret_cast<const uint8_t*>(g.addr);
-        p.bytes.insert(p.bytes.end(), from, from + g.length);  // what the HCA reads now
       }
+      if (inl) p.bytes = Read(p.sges);  // copied by the provider now
       if (status == IBV_WC_SUCCESS && total > info_.ipoib_mtu + kIpoibHeaderBytes)
         status = IBV_WC_LOC_LEN_ERR;
       if (status == IBV_WC_SUCCESS && error_next) {
@@ -86,7 +91,8 @@ class FakeUdQueuePair final : public UdQueuePair {
         error_next.reset();
       }
       posted.push_back(p);
-      sq_.push_back({wr->wr_id, (wr->send_flags & IBV_SEND_SIGNALED) != 0, status});
+      sq_.push_back(
+          {wr->wr_id, (wr->send_flags & IBV_SEND_SIGNALED) != 0, status, posted.size() - 1});
       if (sq_.size() == info_.sq_depth && !AnySignalled()) ++violations;
     }
     return 0;
@@ -126,7 +132,17 @@ class FakeUdQueuePair final : public UdQueuePair {
     return next_lkey_++;
   }
 
+  Status Recover() override {
+    if (state_ != State::kSqe || !sq_.empty()) {
+      ++violations;
+      return MakeError(EINVAL, "fake: Recover outside SQE or with requests outstanding");
+    }
+    state_ = State::kRts;
+    return {};
+  }
+
   void Flush() override {
+    state_ = State::kErr;
     while (!sq_.empty()) {
       cq_.push_back(Wc(sq_.front().wr_id, IBV_WC_WR_FLUSH_ERR));
       sq_.pop_front();
@@ -144,7 +160,17 @@ class FakeUdQueuePair final : public UdQueuePair {
     while (k-- > 0 && !sq_.empty()) {
       const Req r = sq_.front();
       sq_.pop_front();
+      Posted& p = posted[r.posted_index];
+      if (!(p.flags & IBV_SEND_INLINE)) p.bytes = Read(p.sges);  // the HCA reads it now
       if (r.signalled || r.status != IBV_WC_SUCCESS) cq_.push_back(Wc(r.wr_id, r.status));
+      if (r.status != IBV_WC_SUCCESS) {
+        // SQE: everything behind the failed request is flushed, each with its own completion.
+        state_ = State::kSqe;
+        while (!sq_.empty()) {
+          cq_.push_back(Wc(sq_.front().wr_id, IBV_WC_WR_FLUSH_ERR));
+          sq_.pop_front();
+        }
+      }
     }
   }
 
@@ -185,11 +211,21 @@ class FakeUdQueuePair final : public UdQueuePair {
   unsigned violations = 0;  // the queue filled with nothing signalled in it
 
  private:
+  enum class State { kRts, kSqe, kErr };
   struct Req {
     uint64_t wr_id;
     bool signalled;
     ibv_wc_status status;
+    size_t posted_index;
   };
+  static std::vector<uint8_t> Read(const std::vector<ibv_sge>& sges) {
+    std::vector<uint8_t> bytes;
+    for (const ibv_sge& g : sges) {
+      const auto* from = reinterpret_cast<const uint8_t*>(g.addr);
+      bytes.insert(bytes.end(), from, from + g.length);
+    }
+    return bytes;
+  }
   struct Recv {
     uint64_t wr_id;
     ibv_sge sge;
@@ -218,6 +254,7 @@ class FakeUdQueuePair final : public UdQueuePair {
     return false;
   }
   UdQueueInfo info_;
+  State state_ = State::kRts;
   int ah_storage_ = 0;
   std::deque<Req> sq_;
   std::deque<ibv_wc> cq_;

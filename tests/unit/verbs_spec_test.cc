@@ -8,16 +8,16 @@ namespace txbatch::verbs {
 namespace {
 
 TEST(VerbsSpec, ALocalRouteWithEveryDefaultSpelledOut) {
-  auto o = ParseVerbsSpec("verbs:mlx5_0:1,qpn=0x48,qkey=0x80010000,lid=3");
+  auto o = ParseVerbsSpec("verbs:mlx5_0:1,qpn=0x48,qkey=0x11111111,lid=3");
   ASSERT_TRUE(o) << o.error().message;
   EXPECT_EQ(o->device, "mlx5_0");
   EXPECT_EQ(o->port, 1u);
   EXPECT_EQ(o->qpn, 0x48u);
-  EXPECT_EQ(o->qkey, 0x80010000u);
+  EXPECT_EQ(o->qkey, 0x11111111u);
   EXPECT_EQ(o->lid, 3);
   EXPECT_FALSE(o->gid);
   EXPECT_EQ(o->ToString(),
-            "verbs:mlx5_0:1,qpn=0x48,qkey=0x80010000,lid=3,sl=0,pkey_index=0,sq_depth=512,"
+            "verbs:mlx5_0:1,qpn=0x48,qkey=0x11111111,lid=3,sl=0,pkey_index=0,sq_depth=512,"
             "signal_every=16,inline_max=0");
   // The canonical form parses back to itself.
   auto again = ParseVerbsSpec(o->ToString());
@@ -32,7 +32,8 @@ TEST(VerbsSpec, ALocalRouteWithEveryDefaultSpelledOut) {
 
 TEST(VerbsSpec, AGlobalRoute) {
   auto o = ParseVerbsSpec(
-      "verbs:mlx4_0:2,qpn=0x1a2b,qkey=7,gid=fe80::2:c903:1:1b2c,sgid_index=1,hop_limit=2,sl=3,"
+      "verbs:mlx4_0:2,qpn=0x1a2b,qkey=7,lid=9,gid=fe80::2:c903:1:1b2c,sgid_index=1,hop_limit=2,"
+      "sl=3,"
       "pkey_index=1,sq_depth=1024,signal_every=64,inline_max=128");
   ASSERT_TRUE(o) << o.error().message;
   ASSERT_TRUE(o->gid);
@@ -67,8 +68,8 @@ TEST(VerbsSpec, BadInputGetsOneSentenceNamingTheValidChoices) {
       {"verbs:mlx5_0:0,qpn=1,qkey=1,lid=1", "the port 1..255"},
       {"verbs:mlx5_0:1,qkey=1,lid=1", "qpn= and qkey= are required"},
       {"verbs:mlx5_0:1,qpn=1,lid=1", "qpn= and qkey= are required"},
-      {"verbs:mlx5_0:1,qpn=1,qkey=1", "exactly one route"},
-      {"verbs:mlx5_0:1,qpn=1,qkey=1,lid=1,gid=fe80::1", "exactly one route"},
+      {"verbs:mlx5_0:1,qpn=1,qkey=1", "has no lid="},
+      {"verbs:mlx5_0:1,qpn=1,qkey=1,gid=fe80::1", "has no lid="},
       {"verbs:mlx5_0:1,qpn=1,qkey=1,lid=1,hop_limit=3", "belong to a global route"},
       {"verbs:mlx5_0:1,qpn=0x1000000,qkey=1,lid=1", "valid: 1..16777215"},
       {"verbs:mlx5_0:1,qpn=1,qkey=1,lid=0xc000", "valid: 1..49151"},

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <rte_ether.h>
 
+#include <algorithm>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -85,11 +87,9 @@ TEST(VerbsTx, OneChainOnePostPerBatchForEveryBatchSize) {
       const auto& p = rig.qp->posted[i];
       ASSERT_EQ(p.last_in_chain, i + 1 == n) << "the chain is linked through next, n " << n;
       ASSERT_EQ(p.sges.size(), 2u);
-      // The IPoIB header from the registered array: the frame's EtherType, 2 reserved bytes.
+      // The IPoIB header from the registered array (its bytes checked as the HCA reads them).
       EXPECT_EQ(p.sges[0].length, kIpoibHeaderBytes);
       EXPECT_EQ(p.sges[0].lkey, rig.qp->LkeyFor(reinterpret_cast<void*>(p.sges[0].addr)));
-      EXPECT_EQ(std::vector<uint8_t>(p.bytes.begin(), p.bytes.begin() + 4),
-                (std::vector<uint8_t>{0x08, 0x00, 0x00, 0x00}));
       // The IP packet in place in its mbuf: no copy.
       const auto* data = rte_pktmbuf_mtod(frames[i], const uint8_t*);
       EXPECT_EQ(p.sges[1].addr, reinterpret_cast<uintptr_t>(data + kEthHeaderBytes));
@@ -101,6 +101,15 @@ TEST(VerbsTx, OneChainOnePostPerBatchForEveryBatchSize) {
       ASSERT_EQ((p.flags & IBV_SEND_SIGNALED) != 0, signal) << "n " << n << " request " << i;
     }
     rig.qp->Finish();
+    // What the HCA read: the frame's EtherType and 2 reserved bytes, then the IP packet.
+    for (size_t i = 0; i < n; ++i) {
+      const auto& bytes = rig.qp->posted[i].bytes;
+      const auto* data = rte_pktmbuf_mtod(frames[i], const uint8_t*);
+      ASSERT_EQ(bytes.size(), kIpoibHeaderBytes + rte_pktmbuf_data_len(frames[i]) - 14u);
+      EXPECT_EQ(std::vector<uint8_t>(bytes.begin(), bytes.begin() + 4),
+                (std::vector<uint8_t>{0x08, 0x00, 0x00, 0x00}));
+      EXPECT_EQ(std::memcmp(bytes.data() + 4, data + kEthHeaderBytes, bytes.size() - 4), 0);
+    }
     EXPECT_EQ(rig.tx->Complete(Now()), n);
     EXPECT_EQ(rig.tx->InFlight(), 0u);
   }
@@ -128,8 +137,6 @@ TEST_P(SignalPlacement, TheQueueNeverFillsWithNothingToReclaimIt) {
     }
     rig.qp->Finish(rng() % (sq_depth + 1));
     (void)rig.tx->Complete(Now());
-    // Outstanding unsignalled requests never exceed what a later signal will cover.
-    EXPECT_LE(rig.qp->outstanding(), sq_depth);
   }
   rig.qp->Finish();
   (void)rig.tx->Complete(Now());
@@ -183,17 +190,20 @@ TEST(VerbsTx, APartialPostReturnsTheAcceptedPrefixAtEveryPosition) {
     (void)rig.tx->Complete(Now());
     EXPECT_FALSE(rig.tx->Stopped());
     EXPECT_EQ(rig.tx->Xmit(rest), rest.size());
+    rig.qp->Finish();
     const auto& last = rig.qp->posted.back();
     EXPECT_EQ(std::vector<uint8_t>(last.bytes.begin(), last.bytes.begin() + 4),
               (std::vector<uint8_t>{0x08, 0x00, 0x00, 0x00}));
-    rig.qp->Finish();
     (void)rig.tx->Complete(Now());
     EXPECT_EQ(rig.tx->InFlight(), 0u) << "position " << pos;
     EXPECT_EQ(rig.qp->violations, 0u);
   }
 }
 
-TEST(VerbsTx, ARequestTheProviderRejectsIsDroppedAndTheRestPosted) {
+// A refusal of requests built within the QP's limits means a broken QP: what it refused is
+// dropped and counted, the QP flushed, and from then on frames are dropped, counted, never
+// stuck (the run drains and its books close). One post per call throughout.
+TEST(VerbsTx, AQueuePairThatRefusesAPostIsBrokenAndEverythingAfterIsDroppedCounted) {
   for (unsigned pos = 0; pos < 8; ++pos) {
     Rig rig(64, 16);
     ASSERT_TRUE(rig.init);
@@ -202,19 +212,16 @@ TEST(VerbsTx, ARequestTheProviderRejectsIsDroppedAndTheRestPosted) {
     rig.qp->fail_errno = EINVAL;
     EXPECT_EQ(rig.tx->Xmit(frames), 8u);
     EXPECT_FALSE(rig.tx->Stopped());
-    EXPECT_EQ(rig.tx->verbs_counters().post_errors.Get(), 1u);
-    EXPECT_EQ(rig.tx->InFlight(), 7u);
-    EXPECT_EQ(rig.tx->verbs_counters().posts.Get(), pos > 0 && pos < 7 ? 2u : 1u);
-    rig.qp->Finish();
-    (void)rig.tx->Complete(Now());
-    // The rejected request was the chain's signalled last (pos 7): what went before it stays
-    // unreclaimed until the next post's signal covers it.
-    EXPECT_EQ(rig.tx->InFlight(), pos == 7 ? 7u : 0u);
-    auto one = rig.Frames(1);
-    ASSERT_EQ(rig.tx->Xmit(one), 1u);
-    rig.qp->Finish();
-    (void)rig.tx->Complete(Now());
+    EXPECT_TRUE(rig.tx->broken());
+    EXPECT_EQ(rig.qp->post_calls, 1u);
+    EXPECT_EQ(rig.tx->verbs_counters().post_errors.Get(), 8u - pos);
+    auto more = rig.Frames(5);
+    EXPECT_EQ(rig.tx->Xmit(more), 5u);
+    EXPECT_EQ(rig.tx->verbs_counters().dropped_broken.Get(), 5u);
+    EXPECT_EQ(rig.qp->post_calls, 1u) << "nothing posted to a broken QP";
+    (void)rig.tx->Complete(Now());  // the flushed requests come back
     EXPECT_EQ(rig.tx->InFlight(), 0u) << "position " << pos;
+    EXPECT_EQ(rig.tx->verbs_counters().wc_errors[IBV_WC_WR_FLUSH_ERR].Get(), pos);
   }
 }
 
@@ -225,12 +232,29 @@ TEST(VerbsTx, CompletionErrorsAreCountedByStatusAndTheirFramesFreed) {
   std::vector<rte_mbuf*> first(frames.begin(), frames.begin() + 4);
   std::vector<rte_mbuf*> second(frames.begin() + 4, frames.end());
   ASSERT_EQ(rig.tx->Xmit(first), 4u);
-  rig.qp->error_next = IBV_WC_REM_ACCESS_ERR;  // the first of the second batch (unsignalled)
+  rig.qp->error_next = IBV_WC_LOC_QP_OP_ERR;  // the first of the second batch (unsignalled)
   ASSERT_EQ(rig.tx->Xmit(second), 6u);
   rig.qp->Finish();
   (void)rig.tx->Complete(Now());
-  EXPECT_EQ(rig.tx->verbs_counters().wc_errors[IBV_WC_REM_ACCESS_ERR].Get(), 1u);
+  // The failed one, and the 5 behind it flushed by the QP's Send Queue Error state.
+  EXPECT_EQ(rig.tx->verbs_counters().wc_errors[IBV_WC_LOC_QP_OP_ERR].Get(), 1u);
+  EXPECT_EQ(rig.tx->verbs_counters().wc_errors[IBV_WC_WR_FLUSH_ERR].Get(), 5u);
   EXPECT_EQ(rig.tx->InFlight(), 0u);
+  EXPECT_EQ(rig.tx->verbs_counters().recoveries.Get(), 1u) << "SQE -> RTS once all came back";
+  // And it sends again.
+  auto again = rig.Frames(3);
+  ASSERT_EQ(rig.tx->Xmit(again), 3u);
+  rig.qp->Finish();
+  (void)rig.tx->Complete(Now());
+  EXPECT_EQ(rig.tx->InFlight(), 0u);
+  EXPECT_EQ(rig.qp->violations, 0u) << "nothing posted while in SQE";
+  // As the results record them (results.driver_counters).
+  const auto c = rig.tx->ExtraCounters();
+  std::string key = std::string("wc_") + ibv_wc_status_str(IBV_WC_LOC_QP_OP_ERR);
+  std::replace(key.begin(), key.end(), ' ', '_');
+  EXPECT_EQ(c.at(key), 1u);
+  EXPECT_EQ(c.at("work_requests"), 13u);
+  EXPECT_EQ(c.at("posts"), 3u);
 }
 
 TEST(VerbsTx, AnMtuOverThePortsIsRefusedAndAnOversizeFrameCompletesWithALengthError) {
@@ -288,6 +312,18 @@ TEST(VerbsTx, AReceivedDatagramReachesTheSinkAsTheFrameItWas) {
   EXPECT_EQ(c.lost, 0u);
   EXPECT_EQ(rig.tx->verbs_counters().recv_completions.Get(), 3u);
   EXPECT_EQ(rig.qp->recv_posted(), 16u) << "receive buffers posted again";
+}
+
+TEST(VerbsTx, ReceiveBuffersHoldAFullDatagramOfThePortsMtuWhateverTheSendersMtu) {
+  Rig rig(64, 16, 0, /*mtu=*/1500, /*ipoib_mtu=*/4092);
+  ASSERT_TRUE(rig.init);
+  std::vector<uint8_t> dgram(kIpoibHeaderBytes + 4092, 0);
+  dgram[0] = 0x08;
+  ASSERT_TRUE(rig.qp->Deliver(dgram));
+  (void)rig.tx->Complete(Now());
+  EXPECT_EQ(rig.tx->verbs_counters().recv_completions.Get(), 1u);
+  EXPECT_EQ(rig.tx->verbs_counters().recv_errors.Get(), 0u);
+  EXPECT_EQ(rig.sink.counts().foreign, 1u);  // not a txbatch frame: counted, not crashed on
 }
 
 TEST(VerbsTx, PurgeFlushesTheQueuePairAndFreesEverything) {
