@@ -228,6 +228,11 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
       "respond --port net_null0 --ip 10.0.0.2 --udp-echo 70000",
       "respond --port ethdev-pair: --ip 10.0.0.2",
       "lab up --no-such-bridge-option",
+      "report /nonexistent/records.json",
+      "sweep --out /proc/no/such/dir",
+      "bridge --port-a net_null0 --port-b net_null1 --stats -1",
+      "run --link 'delay 1ms' --driver ethdev:net_null0",
+      "sink --port verbs:mlx5_0:1,qkey=0x11 --mtu 10",
       "lab",
       "frobnicate",
       "",
@@ -237,7 +242,7 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
     const std::string a(args);
     const bool writes_json =
         !a.starts_with("bridge") && !a.starts_with("lab") && !a.starts_with("respond") &&
-        !a.starts_with("sink");
+        !a.starts_with("sink") && !a.starts_with("report");
     const Outcome o = RunTxbatch(a + (writes_json ? " --json " + json : ""));
     EXPECT_EQ(o.status, 2) << args << ": " << o.err;
     EXPECT_FALSE(o.err.empty()) << args;
