@@ -52,11 +52,12 @@ TEST(PolicyRun, EveryPolicyRunsWithOneAndEightProducersOnEmuIxgbe) {
       EXPECT_GT(r["bql"]["limit"].get<uint64_t>(), 0u) << "it grew from 0: " << cell;
       EXPECT_GE(r["bql"]["limit_max"], r["bql"]["limit"]) << cell;
     }
-    // xmit_more: the driver sees one frame per call, and at most one doorbell per call (the two
-    // counters are read one after the other at the window's edges: a call caught between its
-    // count and its doorbell shifts one of them by one).
-    if (kernel) EXPECT_DOUBLE_EQ(r["xmit_calls_per_pkt"].get<double>(), 1.0) << cell;
+    // xmit_more: the driver sees one frame per call, and at most one doorbell per call (calls
+    // are counted when made and frames when they leave the wire, and the counters are read one
+    // after the other at the window's edges: a frame or call on either side of an edge shifts
+    // a count by one).
     const double edge = 2.0 / r["packets"].get<double>();
+    if (kernel) EXPECT_NEAR(r["xmit_calls_per_pkt"].get<double>(), 1.0, edge) << cell;
     EXPECT_LE(r["doorbells_per_pkt"].get<double>(), r["xmit_calls_per_pkt"].get<double>() + edge)
         << cell;
     if (policy == "count:1") EXPECT_DOUBLE_EQ(r["avg_batch"].get<double>(), 1.0) << cell;
