@@ -23,10 +23,15 @@ struct WireSpec {
   double bits_per_s = 0;
   unsigned min_frame_bytes = 60;  // frames shorter than this are padded (Ethernet: 60 + FCS)
   unsigned overhead_bytes = 24;   // per frame on the wire beyond the frame (Ethernet: FCS 4,
-                                  // preamble+SFD 8, IFG 12)
-  // Bytes one frame of `frame_len` (L2 header .. payload, no FCS) occupies on the wire.
+                                  // preamble+SFD 8, IFG 12; IPoIB on IB: LRH 8, BTH 12, DETH 8,
+                                  // ICRC 4, VCRC 2 = 34, + a GRH 40 when routed globally)
+  // What the link puts in place of the frame's 14-byte Ethernet header, less 14 (IPoIB: its
+  // 4-byte header, -10).
+  int l2_delta = 0;
+  // Bytes one frame of `frame_len` (Ethernet header .. payload, no FCS) occupies on the wire.
   unsigned WireBytes(unsigned frame_len) const {
-    return (frame_len < min_frame_bytes ? min_frame_bytes : frame_len) + overhead_bytes;
+    const unsigned on_link = static_cast<unsigned>(static_cast<int>(frame_len) + l2_delta);
+    return (on_link < min_frame_bytes ? min_frame_bytes : on_link) + overhead_bytes;
   }
 };
 
@@ -35,12 +40,12 @@ enum class CountedAt : uint8_t { kWire, kRx, kDriver };
 std::string_view CountedAtName(CountedAt c);
 
 struct DriverCounters {
-  Counter xmit_calls;  // Xmit calls that offered at least one frame
-  Counter offered;     // frames offered to Xmit
-  Counter accepted;    // frames Xmit accepted (sent, in the books)
-  Counter doorbells;   // tail-register writes (drivers that own one)
+  Counter xmit_calls;       // Xmit calls that offered at least one frame
+  Counter offered;          // frames offered to Xmit
+  Counter accepted;         // frames Xmit accepted (sent, in the books)
+  Counter doorbells;        // tail-register writes (drivers that own one)
   Counter completed_bytes;  // bytes Complete reclaimed (drivers with BQL, has_bql())
-  Counter stops;       // times the queue stopped because the ring filled
+  Counter stops;            // times the queue stopped because the ring filled
   // Departures in the run window (counted_at == wire): frames, payload and wire bytes, and the
   // wire's busy time in TSC cycles.
   Counter window_frames, window_payload_bytes, window_wire_bytes, window_busy_tsc;

@@ -67,7 +67,8 @@ Result<EalMemory> ParseEalMemory(std::string_view text) {
 void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) {
   cmd.add_option("--batch", a.batch,
                  "Batch limits, comma-separated; N means --policy count:N, 1 is batching off "
-                 "[default: " + std::string(batch_default) + "]");
+                 "[default: " +
+                     std::string(batch_default) + "]");
   cmd.add_option("--policy", a.policy,
                  "Batching policies, comma-separated: count:N (take at most N frames already "
                  "queued, never wait); buffer:N[:T] (accumulate N frames or T microseconds, DPDK "
@@ -309,11 +310,19 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                                      "linux-2014/linux-2025 (no bulking without BQL, as in "
                                      "Linux)",
                                      d));
+    if (const auto* e = std::get_if<emu::EmuOptions>(&spec->options);
+        e && a.mtu > emu::EmuMaxMtu(*e))
+      return MakeError(ERANGE, fmt::format("--mtu {} does not fit {}: IPoIB carries at most {} "
+                                           "bytes of IP packet on a {}-byte IB link MTU; valid: "
+                                           "--mtu {}..{}, or link_mtu=4096 (IPoIB MTU 4092)",
+                                           a.mtu, e->model, emu::EmuMaxMtu(*e), e->link_mtu,
+                                           kMinMtu, emu::EmuMaxMtu(*e)));
     if (link && !spec->emulated())
-      return MakeError(ENOTSUP, fmt::format("--link puts a link behind the emulated NIC's wire, "
-                                            "and {} is not an emulated NIC; valid: --link with emu:MODEL "
-                                            "drivers (DPDK ports get links with the bridge)",
-                                            d));
+      return MakeError(ENOTSUP,
+                       fmt::format("--link puts a link behind the emulated NIC's wire, "
+                                   "and {} is not an emulated NIC; valid: --link with emu:MODEL "
+                                   "drivers (DPDK ports get links with the bridge)",
+                                   d));
     specs.push_back(*spec);
   }
   for (unsigned p : *procs)

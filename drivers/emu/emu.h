@@ -17,14 +17,25 @@
 namespace txbatch::emu {
 
 struct EmuOptions {
-  std::string model = "e1000";   // e1000 | ixgbe | null
-  double rate_mbps = 1000;       // line rate; 0 = infinitely fast (no wire)
-  unsigned ring = 256;           // TX descriptors
-  unsigned free_thresh = 32;     // reclaim / queue-wake threshold (descriptors)
-  double doorbell_ns = 0;        // cost of one tail-register write
-  double desc_ns = 0;            // cost of writing one descriptor
+  std::string model = "e1000";  // e1000 | ixgbe | null | ipoib-sdr | -ddr | -qdr | -fdr
+  double rate_mbps = 1000;      // line rate; 0 = infinitely fast (no wire)
+  unsigned ring = 256;          // TX descriptors
+  unsigned free_thresh = 32;    // reclaim / queue-wake threshold (descriptors)
+  double doorbell_ns = 0;       // cost of one tail-register write
+  double desc_ns = 0;           // cost of writing one descriptor
+  // IPoIB models: the IB link MTU (2048 or 4096; IPoIB MTU 4 less) and a GRH on every packet
+  // (a globally routed peer). link_mtu 0: an Ethernet model.
+  unsigned link_mtu = 0;
+  bool grh = false;
   std::string ToString() const;  // "emu:e1000,rate_mbps=1000,ring=256,..."
 };
+
+// The wire a model sends on: Ethernet (preamble, IFG, padding to 60 bytes, FCS) or IPoIB on IB
+// (a 4-byte IPoIB header for the Ethernet one, 34 bytes of IB headers and CRCs, +40 with a GRH,
+// no padding). Rate 0: none.
+WireSpec EmuWire(const EmuOptions& options);
+// The largest IP MTU the model carries: the IPoIB MTU (link MTU - 4), else kMaxMtu.
+unsigned EmuMaxMtu(const EmuOptions& options);
 
 // Parses "emu:MODEL[,key=value...]" (the "emu:" prefix optional). Keys: rate_mbps, ring,
 // free_thresh, doorbell_ns, desc_ns. Unknown models or keys and out-of-range values get one

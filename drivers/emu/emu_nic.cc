@@ -28,6 +28,7 @@ class EmuNic final : public TxDriver {
         tsc_per_wire_byte_(infinite_ ? 0 : 8.0 * tsc_hz / (o.rate_mbps * 1e6)),
         doorbell_tsc_(o.doorbell_ns * tsc_hz / 1e9),
         desc_tsc_(o.desc_ns * tsc_hz / 1e9),
+        wire_(EmuWire(o)),
         ring_(o.ring),
         meta_offset_(TxMetaOffset()),
         idle_poll_tsc_(static_cast<Tsc>(125e-6 * tsc_hz)) {
@@ -95,18 +96,14 @@ class EmuNic final : public TxDriver {
     return std::min(link_next, ring_[(head_ + k - 1) % ring_.size()].departure);
   }
 
-  unsigned InFlight() const override {
-    return count_ + unrung_ + (link_ ? link_->InFlight() : 0);
-  }
+  unsigned InFlight() const override { return count_ + unrung_ + (link_ ? link_->InFlight() : 0); }
   const LinkCounters* link_counters() const override {
     return link_ ? &link_->counters() : nullptr;
   }
 
   std::optional<WireSpec> Wire() const override {
     if (infinite_) return std::nullopt;
-    WireSpec w = wire_;
-    w.bits_per_s = options_.rate_mbps * 1e6;
-    return w;
+    return wire_;
   }
   CountedAt counted_at() const override { return CountedAt::kWire; }
   bool owns_doorbell() const override { return true; }
@@ -238,9 +235,9 @@ class EmuNic final : public TxDriver {
   const double tsc_per_wire_byte_;
   const double doorbell_tsc_;
   const double desc_tsc_;
-  const WireSpec wire_{};
+  const WireSpec wire_;
   std::vector<Desc> ring_;
-  const int meta_offset_;  // TxMetaOffset(): where the ring wait is recorded, or -1
+  const int meta_offset_;    // TxMetaOffset(): where the ring wait is recorded, or -1
   const Tsc idle_poll_tsc_;  // the txirq's idle poll (kIrqIdlePoll, 125 us) in TSC
   unsigned head_ = 0;
   unsigned count_ = 0;   // descriptors the NIC has seen (rung), from head_

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/frame.h"
 #include "drivers/emu/emu.h"
 #include "drivers/emu/models.h"
 
@@ -14,7 +15,10 @@ namespace {
 
 // Device costs are busy-waits on the sending CPU; 100 us is already a hundred times any MMIO.
 constexpr double kMaxCostNs = 100e3;
-constexpr std::string_view kKeys = "rate_mbps, ring, free_thresh, doorbell_ns, desc_ns";
+constexpr std::string_view kKeys =
+    "rate_mbps, ring, free_thresh, doorbell_ns, desc_ns (and for ipoib models link_mtu, grh)";
+// IB transport per UD packet: LRH 8, BTH 12, DETH 8, ICRC 4, VCRC 2; a GRH adds 40.
+constexpr unsigned kIbHeaderBytes = 34, kIbGrhBytes = 40, kIpoibHeader = 4;
 
 std::string ModelNames() {
   std::string s;
@@ -34,17 +38,36 @@ bool ParseDouble(std::string_view text, double& out) {
 }  // namespace
 
 std::string EmuOptions::ToString() const {
-  return fmt::format("emu:{},rate_mbps={:g},ring={},free_thresh={},doorbell_ns={:g},desc_ns={:g}",
-                     model, rate_mbps, ring, free_thresh, doorbell_ns, desc_ns);
+  std::string s =
+      fmt::format("emu:{},rate_mbps={:.10g},ring={},free_thresh={},doorbell_ns={:g},desc_ns={:g}",
+                  model, rate_mbps, ring, free_thresh, doorbell_ns, desc_ns);
+  if (link_mtu > 0) s += fmt::format(",link_mtu={},grh={}", link_mtu, grh ? 1 : 0);
+  return s;
+}
+
+WireSpec EmuWire(const EmuOptions& o) {
+  WireSpec w;
+  w.bits_per_s = o.rate_mbps * 1e6;
+  if (o.link_mtu > 0) {
+    w.min_frame_bytes = 0;  // no padding on IB
+    w.l2_delta = static_cast<int>(kIpoibHeader) - static_cast<int>(kEthHeaderBytes);
+    w.overhead_bytes = kIbHeaderBytes + (o.grh ? kIbGrhBytes : 0);
+  }
+  return w;
+}
+
+unsigned EmuMaxMtu(const EmuOptions& o) {
+  return o.link_mtu > 0 ? o.link_mtu - kIpoibHeader : kMaxMtu;
 }
 
 std::string DescribeModels() {
   std::string s;
   for (const auto& m : kModels)
     s += fmt::format(
-        "  emu:{:<6} {} (rate_mbps={:g} ring={} free_thresh={} doorbell_ns={:g} "
-        "desc_ns={:g})\n",
-        m.name, m.about, m.rate_mbps, m.ring, m.free_thresh, m.doorbell_ns, m.desc_ns);
+        "  emu:{:<6} {} (rate_mbps={:.10g} ring={} free_thresh={} doorbell_ns={:g} "
+        "desc_ns={:g}{})\n",
+        m.name, m.about, m.rate_mbps, m.ring, m.free_thresh, m.doorbell_ns, m.desc_ns,
+        m.link_mtu > 0 ? fmt::format(" link_mtu={} grh=0", m.link_mtu) : std::string());
   return s;
 }
 
@@ -72,6 +95,7 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
   o.free_thresh = traits->free_thresh;
   o.doorbell_ns = traits->doorbell_ns;
   o.desc_ns = traits->desc_ns;
+  o.link_mtu = traits->link_mtu;
   for (size_t i = 1; i < parts.size(); ++i) {
     const std::string_view kv = parts[i];
     const size_t eq = kv.find('=');
@@ -109,6 +133,20 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
     } else if (key == "desc_ns") {
       st = range(0, kMaxCostNs, false);
       o.desc_ns = v;
+    } else if ((key == "link_mtu" || key == "grh") && traits->link_mtu == 0) {
+      return MakeError(EINVAL, fmt::format("key '{}' in driver '{}' belongs to the ipoib models "
+                                           "(an InfiniBand link); valid keys: {}",
+                                           key, spec, kKeys));
+    } else if (key == "link_mtu") {
+      if (v != 2048 && v != 4096)
+        return MakeError(ERANGE, fmt::format("link_mtu={} in driver '{}' is not an IB link MTU "
+                                             "IPoIB uses; valid: 2048 (IPoIB MTU 2044) or 4096 "
+                                             "(4092)",
+                                             kv.substr(eq + 1), spec));
+      o.link_mtu = static_cast<unsigned>(v);
+    } else if (key == "grh") {
+      st = range(0, 1, true);
+      o.grh = v == 1;
     } else {
       return MakeError(EINVAL, fmt::format("key '{}' in driver '{}' is unknown; valid keys: {}",
                                            key, spec, kKeys));

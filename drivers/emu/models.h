@@ -11,14 +11,21 @@ namespace txbatch::emu {
 struct ModelTraits {
   std::string_view name;
   double rate_mbps;      // line rate; 0 = infinitely fast
-  unsigned ring;         // default TX ring size
-  unsigned free_thresh;  // reclaim / wake threshold
-  double doorbell_ns;    // one MMIO tail write
-  double desc_ns;        // one descriptor write
+  unsigned ring;         // default TX ring size (IPoIB: the send queue's depth)
+  unsigned free_thresh;  // reclaim / wake threshold (IPoIB: a signalled request every this many)
+  double doorbell_ns;    // one MMIO tail write (IPoIB: one ibv_post_send's doorbell)
+  double desc_ns;        // one descriptor write (IPoIB: one work request)
   std::string_view about;
+  unsigned link_mtu = 0;  // InfiniBand (IPoIB datagram mode): the link MTU; 0 = Ethernet
 };
 
-inline constexpr std::array<ModelTraits, 3> kModels = {{
+// IB 4x data rates after line encoding: SDR, DDR, QDR 2.5/5/10 Gbaud x 4 lanes with 8b/10b; FDR
+// 14.0625 Gbaud x 4 with 64b/66b = 54545.4545… Mb/s, kept to 2 decimals so the spec a run
+// records reads back exactly (8e-8 off).
+inline constexpr double kIbSdrMbps = 8000, kIbDdrMbps = 16000, kIbQdrMbps = 32000,
+                        kIbFdrMbps = 54545.45;
+
+inline constexpr std::array<ModelTraits, 7> kModels = {{
     // 82540EM-class GbE: 256 descriptors (e1000 default TxDescriptors), wake at 32 free
     // (TX_WAKE_THRESHOLD); an uncached PCI MMIO write of the tail register ~ 0.5 us.
     {"e1000", 1000, 256, 32, 500, 20, "1 Gb/s GbE, ring 256"},
@@ -27,6 +34,14 @@ inline constexpr std::array<ModelTraits, 3> kModels = {{
     {"ixgbe", 10000, 512, 32, 150, 10, "10 Gb/s, ring 512"},
     // No wire, no device cost: what is left is the software path alone.
     {"null", 0, 4096, 32, 0, 0, "infinitely fast, accepts everything at once"},
+    // IPoIB datagram mode on a UD QP (the verbs driver's shape): a 512-deep send queue, a
+    // signalled request every 16 (slots come back 16 at a time), ~30 ns to write a work request
+    // and ~150 ns for the doorbell of a post (a posted MMIO, as ixgbe's; doorbell batching is the
+    // point of Kalia et al., ATC '16). Link MTU 2048: IPoIB MTU 2044.
+    {"ipoib-sdr", kIbSdrMbps, 512, 16, 150, 30, "IB 4x SDR, 8 Gb/s, IPoIB UD", 2048},
+    {"ipoib-ddr", kIbDdrMbps, 512, 16, 150, 30, "IB 4x DDR, 16 Gb/s, IPoIB UD", 2048},
+    {"ipoib-qdr", kIbQdrMbps, 512, 16, 150, 30, "IB 4x QDR, 32 Gb/s, IPoIB UD", 2048},
+    {"ipoib-fdr", kIbFdrMbps, 512, 16, 150, 30, "IB 4x FDR, 54.55 Gb/s, IPoIB UD", 2048},
 }};
 
 }  // namespace txbatch::emu

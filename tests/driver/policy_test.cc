@@ -57,12 +57,20 @@ TEST(PolicyRun, EveryPolicyRunsWithOneAndEightProducersOnEmuIxgbe) {
     // after the other at the window's edges: a frame or call on either side of an edge shifts
     // a count by one).
     const double edge = 2.0 / r["packets"].get<double>();
-    if (kernel) EXPECT_NEAR(r["xmit_calls_per_pkt"].get<double>(), 1.0, edge) << cell;
+    if (kernel) {
+      EXPECT_NEAR(r["xmit_calls_per_pkt"].get<double>(), 1.0, edge) << cell;
+    }
     EXPECT_LE(r["doorbells_per_pkt"].get<double>(), r["xmit_calls_per_pkt"].get<double>() + edge)
         << cell;
-    if (policy == "count:1") EXPECT_DOUBLE_EQ(r["avg_batch"].get<double>(), 1.0) << cell;
-    if (policy == "count:32") EXPECT_LE(LargestBucket(r["batch_hist"]), 32u) << cell;
-    if (policy == "blist-2007") EXPECT_LE(LargestBucket(r["batch_hist"]), 512u) << cell;
+    if (policy == "count:1") {
+      EXPECT_DOUBLE_EQ(r["avg_batch"].get<double>(), 1.0) << cell;
+    }
+    if (policy == "count:32") {
+      EXPECT_LE(LargestBucket(r["batch_hist"]), 32u) << cell;
+    }
+    if (policy == "blist-2007") {
+      EXPECT_LE(LargestBucket(r["batch_hist"]), 512u) << cell;
+    }
   }
 }
 

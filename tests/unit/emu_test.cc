@@ -2,7 +2,10 @@
 #include "drivers/emu/emu.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "dataplane/frame.h"
@@ -50,6 +53,49 @@ TEST(WireSpec, CeilingsForEveryModelAndFraming) {
   }
 }
 
+// IPoIB on IB: the 14-byte Ethernet header becomes the 4-byte IPoIB header, IB adds LRH 8 + BTH
+// 12 + DETH 8 + ICRC 4 + VCRC 2 = 34 bytes (and a 40-byte GRH when routed), nothing is padded.
+TEST(WireSpec, IpoibReplacesTheEthernetHeaderAndAddsIbHeaders) {
+  auto o = emu::ParseEmuSpec("emu:ipoib-qdr");
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  const WireSpec w = emu::EmuWire(*o);
+  EXPECT_EQ(w.WireBytes(106), 106u - 14 + 4 + 34);  // a 64-byte UDP payload: 130 bytes
+  EXPECT_EQ(w.WireBytes(42), 42u - 14 + 4 + 34);    // no padding to 60
+  EXPECT_EQ(w.WireBytes(2044 + 14), 2044u + 4 + 34);
+  auto g = emu::ParseEmuSpec("emu:ipoib-qdr,grh=1,link_mtu=4096");
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(emu::EmuWire(*g).WireBytes(106), 130u + 40);
+  EXPECT_EQ(emu::EmuMaxMtu(*o), 2044u);
+  EXPECT_EQ(emu::EmuMaxMtu(*g), 4092u);
+  EXPECT_EQ(emu::EmuMaxMtu(*emu::ParseEmuSpec("emu:ixgbe")), kMaxMtu);
+}
+
+// Every IB rate's ceiling from the header arithmetic alone, to 0.1 %: frames per second =
+// rate / 8 / (IP packet + 4 + 34), for small and full datagrams and for TCP at MTU 2044.
+TEST(WireSpec, IpoibCeilingsFromTheHeaderArithmetic) {
+  struct Case {
+    const char* model;
+    double gbps;
+  };
+  for (const Case& c : {Case{"emu:ipoib-sdr", 8}, Case{"emu:ipoib-ddr", 16},
+                        Case{"emu:ipoib-qdr", 32}, Case{"emu:ipoib-fdr", 54.5454545}}) {
+    auto o = emu::ParseEmuSpec(c.model);
+    ASSERT_TRUE(o.ok()) << c.model;
+    const WireSpec w = emu::EmuWire(*o);
+    EXPECT_NEAR(w.bits_per_s, c.gbps * 1e9, c.gbps * 1e9 * 1e-3) << c.model;
+    for (unsigned payload : {18u, 64u, 1000u, 2016u}) {  // UDP: IP packet = payload + 28
+      const double by_hand = c.gbps * 1e9 / 8 / (payload + 28 + 4 + 34) / 1e6;  // Mpps
+      const double model = w.bits_per_s / 8 / MeanWireBytes(Proto::kUdp, payload, 2044, w) / 1e6;
+      EXPECT_NEAR(model, by_hand, by_hand * 1e-3) << c.model << " udp " << payload;
+    }
+    // TCP at MTU 2044: MSS 1992 (2044 - 52), IP packet 2044.
+    const double tcp_by_hand = c.gbps * 1e9 / 8 / (2044 + 4 + 34) * 1992 / 1e6;  // MB/s
+    const double tcp_model =
+        w.bits_per_s / 8 / MeanWireBytes(Proto::kTcp, 65536, 2044, w) * 1992 / 1e6;
+    EXPECT_NEAR(tcp_model, tcp_by_hand, tcp_by_hand * 1e-3) << c.model;
+  }
+}
+
 TEST(EmuSpec, ModelDefaultsAndOverrides) {
   auto o = emu::ParseEmuSpec("emu:ixgbe,doorbell_ns=150,ring=1024");
   ASSERT_TRUE(o.ok()) << o.error().message;
@@ -78,6 +124,30 @@ TEST(EmuSpec, RejectsWithTheValidChoices) {
   EXPECT_FALSE(emu::ParseEmuSpec("emu:e1000,ring=").ok());
   EXPECT_FALSE(emu::ParseEmuSpec("emu:e1000,ring=64,free_thresh=65").ok());
   EXPECT_FALSE(emu::ParseEmuSpec("emu:e1000,doorbell_ns=-1").ok());
+  // IB keys belong to the ipoib models, and only IB link MTUs IPoIB uses.
+  auto ib_key = emu::ParseEmuSpec("emu:e1000,link_mtu=2048");
+  ASSERT_FALSE(ib_key.ok());
+  EXPECT_NE(ib_key.error().message.find("belongs to the ipoib models"), std::string::npos);
+  auto ib_mtu = emu::ParseEmuSpec("emu:ipoib-sdr,link_mtu=1500");
+  ASSERT_FALSE(ib_mtu.ok());
+  EXPECT_NE(ib_mtu.error().message.find("valid: 2048 (IPoIB MTU 2044) or 4096"), std::string::npos);
+  EXPECT_FALSE(emu::ParseEmuSpec("emu:ipoib-sdr,grh=2").ok());
+  // The canonical form parses back to itself (FDR's fractional rate too).
+  auto fdr = emu::ParseEmuSpec("emu:ipoib-fdr,grh=1");
+  ASSERT_TRUE(fdr.ok());
+  auto again = emu::ParseEmuSpec(fdr->ToString());
+  ASSERT_TRUE(again.ok()) << fdr->ToString();
+  EXPECT_EQ(again->ToString(), fdr->ToString());
+  EXPECT_EQ(again->rate_mbps, fdr->rate_mbps);
+}
+
+TEST(EmuSpec, AnMtuOverTheIpoibMtuIsRefused) {
+  // Checked where the run's options meet the driver (run_options.cc), through the binary.
+  const char* bin = std::getenv("TXBATCH_BIN");
+  const std::string cmd =
+      std::string(bin ? bin : "txbatch") + " run --driver emu:ipoib-qdr --mtu 2045 >/dev/null 2>&1";
+  const int rc = std::system(cmd.c_str());
+  EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 2);
 }
 
 class EmuNicTest : public ::testing::Test {
@@ -124,6 +194,29 @@ TEST_F(EmuNicTest, DeparturesAreSpacedBySerialisationTime) {
   EXPECT_NEAR((departures[2] - departures[1]) / hz * 1e9, 672, 2);
   EXPECT_EQ(sink_.counts().received, 3u);
   EXPECT_EQ(nic_->counters().doorbells.Get(), 1u);
+}
+
+TEST_F(EmuNicTest, IpoibDeparturesAreSpacedByTheIbWireBytes) {
+  Make("emu:ipoib-sdr,free_thresh=1,doorbell_ns=0,desc_ns=0");
+  // 1000-byte UDP payload: IP packet 1028, on IB 1028 + 4 + 34 = 1066 bytes = 1066 ns at 8 Gb/s;
+  // 18-byte payload: 46 + 38 = 84 bytes = 84 ns (no padding).
+  auto big = Frames(2, 1000);
+  auto small = Frames(1, 18);
+  std::vector<rte_mbuf*> all = {big[0], big[1], small[0]};
+  ASSERT_EQ(nic_->Xmit(all), 3);
+  const double hz = test::TscHz();
+  std::vector<Tsc> departures;
+  while (nic_->InFlight() > 0) {
+    const Tsc d = nic_->NextCompletion();
+    departures.push_back(d);
+    while (Now() < d) {
+    }
+    EXPECT_EQ(nic_->Complete(d), 1u);
+  }
+  ASSERT_EQ(departures.size(), 3u);
+  EXPECT_NEAR((departures[1] - departures[0]) / hz * 1e9, 1066, 2);
+  EXPECT_NEAR((departures[2] - departures[1]) / hz * 1e9, 84, 2);
+  EXPECT_EQ(sink_.counts().received, 3u);
 }
 
 TEST_F(EmuNicTest, XmitMoreDefersTheDoorbellAndTheWireUntilTheLastFrame) {
