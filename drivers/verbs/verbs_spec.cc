@@ -149,7 +149,7 @@ Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required) {
                                            "datagrams sent with its Q_Key; valid: "
                                            "verbs:DEVICE:PORT,qkey=N",
                                            spec));
-    if (!have_qpn) o.qpn = 1;  // nothing is sent: a placeholder peer for the address handle
+    if (!have_qpn) o.qpn = 1;  // the address handle needs a peer; a receiver never sends to it
     have_qpn = true;
     if (!o.lid) o.lid = 1;
   }

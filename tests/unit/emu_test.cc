@@ -165,6 +165,29 @@ class EmuNicTest : public ::testing::Test {
     return v;
   }
   void TearDown() override { EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0); }
+  // Two frames with `big` bytes of UDP payload and one with 18 sent in one call on `spec` (with
+  // free_thresh=1: one frame a completion): consecutive departures are big_ns, then small_ns
+  // apart, each frame's time on the wire.
+  void ExpectSpacing(const char* spec, unsigned big, double big_ns, double small_ns) {
+    Make(spec);
+    auto b = Frames(2, big);
+    auto s = Frames(1, 18);
+    std::vector<rte_mbuf*> all = {b[0], b[1], s[0]};
+    ASSERT_EQ(nic_->Xmit(all), 3);
+    std::vector<Tsc> departures;
+    while (nic_->InFlight() > 0) {
+      const Tsc d = nic_->NextCompletion();
+      departures.push_back(d);
+      while (Now() < d) {
+      }
+      EXPECT_EQ(nic_->Complete(d), 1u);
+    }
+    ASSERT_EQ(departures.size(), 3u);
+    const double hz = test::TscHz();
+    EXPECT_NEAR((departures[1] - departures[0]) / hz * 1e9, big_ns, 2) << spec;
+    EXPECT_NEAR((departures[2] - departures[1]) / hz * 1e9, small_ns, 2) << spec;
+    EXPECT_EQ(sink_.counts().received, 3u);
+  }
 
   RunWindow window_;
   RxSink sink_{window_, test::TscHz(), 1};
@@ -173,50 +196,16 @@ class EmuNicTest : public ::testing::Test {
 };
 
 TEST_F(EmuNicTest, DeparturesAreSpacedBySerialisationTime) {
-  Make("emu:e1000,free_thresh=1,doorbell_ns=0,desc_ns=0");
   // 1472-byte payload: 1514-byte frame, 1538 bytes on the wire = 12.304 us at 1 Gb/s;
   // 18-byte payload: 60-byte frame = 84 bytes on the wire = 0.672 us.
-  auto big = Frames(2, 1472);
-  auto small = Frames(1, 18);
-  std::vector<rte_mbuf*> all = {big[0], big[1], small[0]};
-  ASSERT_EQ(nic_->Xmit(all), 3);
-  const double hz = test::TscHz();
-  std::vector<Tsc> departures;
-  while (nic_->InFlight() > 0) {
-    const Tsc d = nic_->NextCompletion();
-    departures.push_back(d);
-    while (Now() < d) {
-    }
-    EXPECT_EQ(nic_->Complete(d), 1u);
-  }
-  ASSERT_EQ(departures.size(), 3u);
-  EXPECT_NEAR((departures[1] - departures[0]) / hz * 1e9, 12304, 2);
-  EXPECT_NEAR((departures[2] - departures[1]) / hz * 1e9, 672, 2);
-  EXPECT_EQ(sink_.counts().received, 3u);
+  ExpectSpacing("emu:e1000,free_thresh=1,doorbell_ns=0,desc_ns=0", 1472, 12304, 672);
   EXPECT_EQ(nic_->counters().doorbells.Get(), 1u);
 }
 
 TEST_F(EmuNicTest, IpoibDeparturesAreSpacedByTheIbWireBytes) {
-  Make("emu:ipoib-sdr,free_thresh=1,doorbell_ns=0,desc_ns=0");
   // 1000-byte UDP payload: IP packet 1028, on IB 1028 + 4 + 34 = 1066 bytes = 1066 ns at 8 Gb/s;
   // 18-byte payload: 46 + 38 = 84 bytes = 84 ns (no padding).
-  auto big = Frames(2, 1000);
-  auto small = Frames(1, 18);
-  std::vector<rte_mbuf*> all = {big[0], big[1], small[0]};
-  ASSERT_EQ(nic_->Xmit(all), 3);
-  const double hz = test::TscHz();
-  std::vector<Tsc> departures;
-  while (nic_->InFlight() > 0) {
-    const Tsc d = nic_->NextCompletion();
-    departures.push_back(d);
-    while (Now() < d) {
-    }
-    EXPECT_EQ(nic_->Complete(d), 1u);
-  }
-  ASSERT_EQ(departures.size(), 3u);
-  EXPECT_NEAR((departures[1] - departures[0]) / hz * 1e9, 1066, 2);
-  EXPECT_NEAR((departures[2] - departures[1]) / hz * 1e9, 84, 2);
-  EXPECT_EQ(sink_.counts().received, 3u);
+  ExpectSpacing("emu:ipoib-sdr,free_thresh=1,doorbell_ns=0,desc_ns=0", 1000, 1066, 84);
 }
 
 TEST_F(EmuNicTest, XmitMoreDefersTheDoorbellAndTheWireUntilTheLastFrame) {
