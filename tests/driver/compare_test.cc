@@ -26,7 +26,9 @@ void ExpectRoundsInterleavedAndBalanced(const json& doc, int rounds) {
     EXPECT_EQ(rec["side"], i % 2 == 0 ? "A" : "B");  // A then B in every round
     EXPECT_EQ(rec["round"], static_cast<int>(i / 2) + 1);
     EXPECT_TRUE(rec["results"]["accounting"]["balanced"].get<bool>());
-    if (rec["side"] == "B") EXPECT_GE(rec["results"]["avg_batch"].get<double>(), 16);
+    if (rec["side"] == "B") {
+      EXPECT_GE(rec["results"]["avg_batch"].get<double>(), 16);
+    }
   }
 }
 

@@ -66,4 +66,13 @@ std::vector<uint64_t> SentByDriverCountedRecords(const nlohmann::json& doc) {
 
 bool HugepagesAvailable() { return FreeHugepageBytes() >= (256ull << 20); }
 
+void ExpectBooksClosed(const nlohmann::json& rec) {
+  const nlohmann::json& r = rec["results"];
+  const nlohmann::json& a = r["accounting"];
+  const std::string cell = rec["config"].dump();
+  EXPECT_TRUE(a["balanced"].get<bool>()) << cell << a.dump();
+  EXPECT_EQ(r["mbufs_in_use_at_exit"], 0) << cell;
+  EXPECT_EQ(a["queued"], 0) << cell;  // the drain completed
+}
+
 }  // namespace txbatch::test

@@ -23,6 +23,9 @@ TxbatchRun RunTxbatch(const std::string& args);
 // it counted where the driver accepts frames; returns each record's `sent`, in order.
 std::vector<uint64_t> SentByDriverCountedRecords(const nlohmann::json& doc);
 
+// One record's books closed: balanced, every mbuf home, nothing left queued (the drain ended).
+void ExpectBooksClosed(const nlohmann::json& rec);
+
 // Free hugepages can hold an in-memory EAL run of the test size.
 bool HugepagesAvailable();
 
