@@ -34,12 +34,8 @@ TxQueue::TxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfi
       // inheritance's strict hand-over made that contention collapse (measured), so only the
       // qdisc shapes, where producers rarely take it, keep priority inheritance for the txirq.
       tx_lock_(/*inherit=*/!config.noqueue),
+      dev_(driver, policy, config.bql, config.tsc_hz, counters_),
       meta_offset_(config.track_stages ? TxMetaOffset() : -1) {
-  if (policy.spec().uses_bql() && driver.has_bql()) {
-    dql_.emplace(static_cast<Tsc>(config.bql.hold_s * config.tsc_hz), config.bql.limit_min,
-                 config.bql.limit_max);
-    counters_.bql_limit_max.Max(dql_->limit());
-  }
   if (config.time_handover && meta_offset_ >= 0)
     handover_latency_ = std::make_unique<LatencyHistogram>();
   PublishLocked();  // nothing runs yet
@@ -83,7 +79,7 @@ void TxQueue::MarkHandover(const Batch& batch) {
 DequeueBudget TxQueue::Plan(int quota_left, unsigned requeued) const {
   DequeueContext ctx;
   ctx.quota_left = quota_left;
-  ctx.has_bql = dql_.has_value();
+  ctx.has_bql = dev_.has_bql();
   ctx.bql_avail = bql_avail_.load(std::memory_order_acquire);
   ctx.may_bulk = !config_.pfifo;
   ctx.requeued = requeued;
@@ -104,81 +100,33 @@ uint16_t TxQueue::Transmit(const Batch& batch, Tsc t0, Handover handover) {
 }
 
 uint16_t TxQueue::XmitLocked(const Batch& batch, Handover handover) {
-  const bool was_stopped = StoppedLocked();
-  const auto frames = batch.frames();
-  const auto n = static_cast<uint16_t>(frames.size());
-  uint16_t accepted = 0;
-  if (handover == Handover::kXmitMore) {
-    // dev_hard_start_xmit: one call per frame, xmit_more on all but the last; a queue that
-    // stops (ring full, or BQL) before the last ends the chain and the rest is requeued. A
-    // driver accounts a frame to BQL before deciding on the doorbell, so a frame that will stop
-    // the queue goes without xmit_more (`netif_xmit_stopped(txq) || !netdev_xmit_more()`).
-    while (accepted < n) {
-      const uint32_t len = rte_pktmbuf_pkt_len(frames[accepted]);  // before the driver owns it
-      const bool bql_stops = dql_ && dql_->Avail() - static_cast<int64_t>(len) < 0;
-      if (!driver_.XmitOne(frames[accepted], accepted + 1 < n && !bql_stops)) break;
-      ++accepted;
-      if (dql_) BqlSent(len);
-      if (accepted < n && StoppedLocked()) break;
-    }
-  } else {
-    std::array<uint32_t, kMaxBatch> len;
-    if (dql_)
-      for (uint16_t i = 0; i < n; ++i) len[i] = rte_pktmbuf_pkt_len(frames[i]);
-    accepted = driver_.Xmit(frames);
-    if (dql_)
-      for (uint16_t i = 0; i < accepted; ++i) BqlSent(len[i]);
-  }
-  const bool stopped = StoppedLocked();
+  bool stopped_now = false;
+  const uint16_t accepted = dev_.Xmit(batch.frames(), handover, &stopped_now);
   PublishLocked();
   // netif_tx_stop_queue: only the completion role can restart it, at its next deadline. Told
   // once, when the queue stops: with --qdisc none producers keep offering to a stopped queue,
   // and a kick per refused batch had them and the SCHED_FIFO txirq ping-pong (~12 us a frame).
   // Kick takes irq_mu_, never tx_lock_, so calling it here keeps the lock order.
-  if (stopped && !was_stopped) Kick(false);
+  if (stopped_now) Kick(false);
   return accepted;
 }
 
-void TxQueue::BqlSent(uint32_t bytes) {
-  dql_->Queued(bytes);
-  if (dql_->Avail() < 0 && !bql_xoff_) {
-    bql_xoff_ = true;
-    counters_.bql_stops.Add();
-  }
-}
-
 void TxQueue::PublishLocked() {
-  tx_stopped_.store(StoppedLocked(), std::memory_order_release);
-  if (dql_) bql_avail_.store(dql_->Avail(), std::memory_order_release);
+  tx_stopped_.store(dev_.Stopped(), std::memory_order_release);
+  if (dev_.has_bql()) bql_avail_.store(dev_.bql_avail(), std::memory_order_release);
   free_slots_.store(driver_.FreeSlots(), std::memory_order_release);
 }
 
 std::optional<uint32_t> TxQueue::bql_limit() {
   std::lock_guard tx(tx_lock_);
-  if (!dql_) return std::nullopt;
-  return dql_->limit();
+  return dev_.bql_limit();
 }
 
 void TxQueue::Completion(Tsc now, bool resched) {
   bool woke;
   {
     std::lock_guard tx(tx_lock_);
-    const bool was_stopped = StoppedLocked();
-    driver_.Complete(now);
-    if (dql_) {
-      // netdev_tx_completed_queue: adapt the limit, and let the stack send again once the bytes
-      // in flight are back under it. Bytes count from the driver's total, not from this call:
-      // a wire-less NIC completes inside Xmit.
-      const uint64_t total = driver_.counters().completed_bytes.Get();
-      const uint64_t done = total - bql_reported_;
-      bql_reported_ = total;
-      if (done > 0) {
-        dql_->Completed(static_cast<uint32_t>(std::min<uint64_t>(done, UINT32_MAX)), now);
-        counters_.bql_limit_max.Max(dql_->limit());
-      }
-      if (bql_xoff_ && dql_->Avail() >= 0) bql_xoff_ = false;
-    }
-    woke = was_stopped && !StoppedLocked();
+    woke = dev_.Complete(now);
     PublishLocked();
   }
   if (woke || resched) Restart(resched);

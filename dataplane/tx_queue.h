@@ -36,6 +36,7 @@
 #include "batching/flush_policy.h"
 #include "dataplane/counters.h"
 #include "dataplane/histogram.h"
+#include "dataplane/netdev_queue.h"
 #include "dataplane/pi_mutex.h"
 #include "dataplane/qdisc.h"
 #include "dataplane/run_window.h"
@@ -197,10 +198,6 @@ class TxQueue {
   // One handover; publishes whether the queue stopped and kicks the txirq if it did.
   // Called under tx_lock_.
   uint16_t XmitLocked(const Batch& batch, Handover handover);
-  // The queue is stopped: the driver's ring is full or BQL stopped it. Under tx_lock_.
-  bool StoppedLocked() const { return driver_.Stopped() || bql_xoff_; }
-  // netdev_tx_sent_queue: `bytes` went to the driver; stops the queue at the limit. Under tx_lock_.
-  void BqlSent(uint32_t bytes);
   // Publishes what runners read without tx_lock_ (stopped, BQL's room, free slots).
   void PublishLocked();
 
@@ -209,10 +206,9 @@ class TxQueue {
   std::thread runner_;
   std::mutex handover_mu_;  // guards handover_latency_ (runners write, a reader takes)
   std::unique_ptr<LatencyHistogram> handover_latency_;
-  // BQL, under tx_lock_ (netdev_tx_sent_queue runs in the driver's xmit, under HARD_TX_LOCK).
-  std::optional<DynamicQueueLimits> dql_;
-  bool bql_xoff_ = false;       // __QUEUE_STATE_STACK_XOFF
-  uint64_t bql_reported_ = 0;  // the driver's completed_bytes already reported to dql_
+  // The driver and BQL, under tx_lock_ (netdev_tx_sent_queue runs in the driver's xmit, under
+  // HARD_TX_LOCK).
+  NetdevQueue dev_;
   // Published under tx_lock_ for runners, which plan a dequeue before taking it.
   std::atomic<int64_t> bql_avail_{0};
   std::atomic<unsigned> free_slots_{kMaxBatch};

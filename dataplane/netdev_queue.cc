@@ -1,0 +1,76 @@
+#include "dataplane/netdev_queue.h"
+
+#include <algorithm>
+#include <array>
+
+#include "dataplane/tx_queue.h"
+
+namespace txbatch {
+
+NetdevQueue::NetdevQueue(TxDriver& driver, const FlushPolicy& policy, const BqlBounds& bql,
+                         double tsc_hz, TxQueueCounters& counters)
+    : driver_(driver), counters_(counters) {
+  if (policy.spec().uses_bql() && driver.has_bql()) {
+    dql_.emplace(static_cast<Tsc>(bql.hold_s * tsc_hz), bql.limit_min, bql.limit_max);
+    counters_.bql_limit_max.Max(dql_->limit());
+  }
+}
+
+uint16_t NetdevQueue::Xmit(std::span<rte_mbuf* const> frames, Handover handover,
+                           bool* stopped_now) {
+  const bool was_stopped = Stopped();
+  const auto n = static_cast<uint16_t>(frames.size());
+  uint16_t accepted = 0;
+  if (handover == Handover::kXmitMore) {
+    // dev_hard_start_xmit: one call per frame, xmit_more on all but the last; a queue that
+    // stops (ring full, or BQL) before the last ends the chain and the rest is requeued. A
+    // driver accounts a frame to BQL before deciding on the doorbell, so a frame that will stop
+    // the queue goes without xmit_more (`netif_xmit_stopped(txq) || !netdev_xmit_more()`).
+    while (accepted < n) {
+      const uint32_t len = rte_pktmbuf_pkt_len(frames[accepted]);  // before the driver owns it
+      const bool bql_stops = dql_ && dql_->Avail() - static_cast<int64_t>(len) < 0;
+      if (!driver_.XmitOne(frames[accepted], accepted + 1 < n && !bql_stops)) break;
+      ++accepted;
+      if (dql_) BqlSent(len);
+      if (accepted < n && Stopped()) break;
+    }
+  } else {
+    std::array<uint32_t, kMaxBatch> len;
+    if (dql_)
+      for (uint16_t i = 0; i < n; ++i) len[i] = rte_pktmbuf_pkt_len(frames[i]);
+    accepted = driver_.Xmit(frames);
+    if (dql_)
+      for (uint16_t i = 0; i < accepted; ++i) BqlSent(len[i]);
+  }
+  *stopped_now = Stopped() && !was_stopped;
+  return accepted;
+}
+
+void NetdevQueue::BqlSent(uint32_t bytes) {
+  dql_->Queued(bytes);
+  if (dql_->Avail() < 0 && !bql_xoff_) {
+    bql_xoff_ = true;
+    counters_.bql_stops.Add();
+  }
+}
+
+bool NetdevQueue::Complete(Tsc now) {
+  const bool was_stopped = Stopped();
+  driver_.Complete(now);
+  if (dql_) {
+    // netdev_tx_completed_queue: adapt the limit, and let the stack send again once the bytes
+    // in flight are back under it. Bytes count from the driver's total, not from this call:
+    // a wire-less NIC completes inside Xmit.
+    const uint64_t total = driver_.counters().completed_bytes.Get();
+    const uint64_t done = total - bql_reported_;
+    bql_reported_ = total;
+    if (done > 0) {
+      dql_->Completed(static_cast<uint32_t>(std::min<uint64_t>(done, UINT32_MAX)), now);
+      counters_.bql_limit_max.Max(dql_->limit());
+    }
+    if (bql_xoff_ && dql_->Avail() >= 0) bql_xoff_ = false;
+  }
+  return was_stopped && !Stopped();
+}
+
+}  // namespace txbatch
