@@ -37,15 +37,16 @@ uint64_t InvoluntaryCtxsw() {
   return static_cast<uint64_t>(ru.ru_nivcsw);
 }
 
-struct Snapshot {
-  uint64_t xmit_calls, offered, accepted, doorbells, tx_cycles, requeues, reschedules, ctxsw;
-  uint64_t requeued_frames, stops, waits, missed, bql_stops;
-  std::array<uint64_t, kMaxBatch + 1> hist;
-  double cpu_ns;
-};
+}  // namespace
 
-// Seconds the drain may take: the wire time and device costs of everything that can be queued,
-// plus slack.
+std::string_view EngineName(Engine e) { return e == Engine::kSim ? "sim" : "real"; }
+
+bool Balanced(const Books& k) {
+  return k.generated == k.sent + k.dropped + k.queued &&
+         (!k.rx_side || k.sent + k.duplicated == k.received + k.lost + k.in_flight) &&
+         (!k.link_lost || *k.link_lost == k.lost) && k.mbufs_in_use == 0;
+}
+
 double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire) {
   const double frames =
       static_cast<double>(cfg.txqueuelen) + kMaxBatch + cfg.driver_spec.ring() + cfg.procs;
@@ -55,12 +56,11 @@ double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire) {
   return s;
 }
 
-}  // namespace
-
-bool Balanced(const Books& k) {
-  return k.generated == k.sent + k.dropped + k.queued &&
-         (!k.rx_side || k.sent + k.duplicated == k.received + k.lost + k.in_flight) &&
-         (!k.link_lost || *k.link_lost == k.lost) && k.mbufs_in_use == 0;
+double PpsPerProducer(const CellConfig& cfg, const WireSpec& wire) {
+  if (cfg.rate.unit == RateSpec::Unit::kPps) return cfg.rate.value / cfg.procs;
+  if (cfg.rate.unit == RateSpec::Unit::kBps)
+    return cfg.rate.value / 8 / MeanWireBytes(cfg.proto, cfg.size, cfg.mtu, wire) / cfg.procs;
+  return 0;
 }
 
 TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::vector<int>& cpus) {
@@ -84,6 +84,155 @@ unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
                      uint64_t{cfg.procs} * kProducerStash + (cfg.link ? cfg.link->limit : 0) +
                      (lcores + cfg.procs + 2) * (kPoolCache * 3 / 2) + 1024;
   return static_cast<unsigned>(std::min<uint64_t>(n, 1u << 22));
+}
+
+CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, double cpu_ns,
+                             uint64_t ctxsw) {
+  CounterSnapshot s{};
+  s.xmit_calls = d.xmit_calls.Get();
+  s.offered = d.offered.Get();
+  s.accepted = d.accepted.Get();
+  s.doorbells = d.doorbells.Get();
+  s.tx_cycles = q.tx_cycles.Get();
+  s.requeues = q.requeues.Get();
+  s.requeued_frames = q.requeued_frames.Get();
+  s.missed = q.missed.Get();
+  s.bql_stops = q.bql_stops.Get();
+  s.stops = d.stops.Get();
+  s.waits = q.waits.Get();
+  s.reschedules = q.reschedules.Get();
+  s.ctxsw = ctxsw;
+  for (size_t i = 0; i < s.hist.size(); ++i) s.hist[i] = q.batch_hist[i].Get();
+  s.cpu_ns = cpu_ns;
+  return s;
+}
+
+CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
+  // Window rates.
+  const CellConfig& cfg = run.cfg;
+  const TxDriver& driver = run.driver;
+  const TxQueueCounters& qc = run.qc;
+  const RxSink& sink = run.sink;
+  const auto& stats = run.stats;
+  const CounterSnapshot& a = run.a;
+  const CounterSnapshot& b = run.b;
+  const double tsc_hz = run.tsc_hz;
+  const auto& dc = driver.counters();
+  CellResult r;
+  // Frames lost at the very end of a flow show no gap: tell the sink where each flow ended.
+  std::vector<uint64_t> next_seq;
+  for (const auto& s : stats) next_seq.push_back(s.next_seq.load());
+  run.sink.CloseFlows(next_seq);
+  if (flow_seq != nullptr) {
+    if (flow_seq->size() < next_seq.size()) flow_seq->resize(next_seq.size(), 0);
+    std::copy(next_seq.begin(), next_seq.end(), flow_seq->begin());
+  }
+  const SinkCounts sc = sink.counts();
+  const double ws = static_cast<double>(run.window_end - run.window_start) / tsc_hz;
+  r.window_s = ws;
+  r.counted_at = CountedAtName(driver.counted_at());
+  r.packets = dc.window_frames.Get();
+  r.mpps = static_cast<double>(r.packets) / ws / 1e6;
+  r.mb_per_s = static_cast<double>(dc.window_payload_bytes.Get()) / ws / 1e6;
+  r.wire_gbps = static_cast<double>(dc.window_wire_bytes.Get()) * 8 / ws / 1e9;
+  const uint64_t calls = b.xmit_calls - a.xmit_calls;
+  const uint64_t accepted = b.accepted - a.accepted;
+  // Frames per handover (the queue's view: with xmit_more the driver sees one frame per call,
+  // but the bulk is what shares a doorbell).
+  uint64_t handovers = 0, handed = 0;
+  for (size_t i = 1; i < a.hist.size(); ++i) {
+    const uint64_t n = b.hist[i] - a.hist[i];
+    handovers += n;
+    handed += n * i;
+    if (n) r.batch_hist[std::bit_floor(static_cast<unsigned>(i))] += n;
+  }
+  r.avg_batch = handovers ? static_cast<double>(handed) / static_cast<double>(handovers) : 0;
+  if (accepted > 0) {
+    r.xmit_calls_per_pkt = static_cast<double>(calls) / static_cast<double>(accepted);
+    if (driver.owns_doorbell())
+      r.doorbells_per_pkt =
+          static_cast<double>(b.doorbells - a.doorbells) / static_cast<double>(accepted);
+    r.cycles_per_pkt =
+        static_cast<double>(b.tx_cycles - a.tx_cycles) / static_cast<double>(accepted);
+  }
+  if (r.packets > 0) r.cpu_ns_per_pkt = (b.cpu_ns - a.cpu_ns) / static_cast<double>(r.packets);
+  r.requeues = b.requeues - a.requeues;
+  r.requeued_frames = b.requeued_frames - a.requeued_frames;
+  r.qdisc_missed = b.missed - a.missed;
+  r.queue_stops = b.stops - a.stops;
+  r.producer_waits = b.waits - a.waits;
+  if (const auto limit = run.bql_limit)
+    r.bql = BqlResult{*limit, qc.bql_limit_max.Get(), b.bql_stops - a.bql_stops};
+  r.reschedules = b.reschedules - a.reschedules;
+  r.driver_counters = driver.ExtraCounters();  // over the whole cell (warm-up and drain too)
+  r.involuntary_ctxsw = b.ctxsw - a.ctxsw;
+  r.latency = sink.latency().Summary();
+  r.lat_before_driver = sink.before_driver().Summary();
+  r.lat_driver_ring = sink.driver_ring().Summary();
+  r.lat_wire = sink.wire().Summary();
+  r.before_driver_is_batch_fill = cfg.noqueue;
+  for (size_t b = 0; b < RxSink::kPositionBuckets; ++b)
+    if (const auto s = sink.by_position()[b].Summary()) {
+      const unsigned lo = b == 0 ? 0 : 1u << (b - 1), hi = b == 0 ? 0 : (1u << b) - 1;
+      r.lat_by_position.emplace_back(lo == hi ? std::to_string(lo) : fmt::format("{}-{}", lo, hi),
+                                     *s);
+    }
+  r.arrival_before_tx = sc.arrival_before_tx;
+  r.irq_max_late_us = static_cast<double>(qc.irq_max_late_tsc.Get()) * 1e6 / tsc_hz;
+  r.wire_max_idle_us = static_cast<double>(dc.window_max_idle_tsc.Get()) * 1e6 / tsc_hz;
+  r.foreign = sc.foreign;
+
+  // Ceiling for the frame mix actually sent.
+  if (const auto w = driver.Wire(); w && r.packets > 0) {
+    const double wire_bytes = static_cast<double>(dc.window_wire_bytes.Get()) / r.packets;
+    const double payload = static_cast<double>(dc.window_payload_bytes.Get()) / r.packets;
+    r.ceiling_mpps = w->bits_per_s / 8 / wire_bytes / 1e6;
+    r.ceiling_mb_per_s = *r.ceiling_mpps * payload;
+    r.link_bound = r.mb_per_s >= 0.97 * *r.ceiling_mb_per_s;
+    if (driver.counted_at() == CountedAt::kWire)
+      r.link_utilisation = static_cast<double>(dc.window_busy_tsc.Get()) / (ws * tsc_hz);
+  }
+  r.last_departure_s =
+      static_cast<double>(std::max(dc.last_departure.Get(), run.run_start) - run.run_start) / tsc_hz;
+  r.drained_at_s = static_cast<double>(run.drained_at - run.run_start) / tsc_hz;
+  r.stopped_at_s = static_cast<double>(run.stopped_at - run.run_start) / tsc_hz;
+
+  // The books, over the whole run.
+  Books& k = r.books;
+  for (const auto& s : stats) k.generated += s.generated.Get();
+  for (const auto& s : stats) r.alloc_failures += s.alloc_failures.Get();
+  for (size_t t = 0; t < kFlushTriggers; ++t) {
+    r.flush_triggers[t] = qc.flush_triggers[t].Get();
+    for (const auto& s : stats) r.flush_triggers[t] += s.flush_triggers[t].Get();
+  }
+  for (const auto& s : stats) r.unregistered_threads += s.registered ? 0 : 1;
+  r.drops["qdisc_full"] = qc.dropped_qdisc_full.Get();
+  if (cfg.noqueue) r.drops["noqueue"] = qc.dropped_noqueue.Get();
+  k.dropped = qc.dropped_qdisc_full.Get() + qc.dropped_noqueue.Get();
+  r.drops_total = k.dropped;
+  k.sent = dc.accepted.Get();
+  k.queued = run.backlog;
+  k.received = sc.received;
+  k.lost = sc.lost;
+  k.duplicated = sc.duplicated;
+  k.in_flight = driver.InFlight();  // every thread has stopped: no lock needed
+  if (const LinkCounters* lc = driver.link_counters()) {
+    LinkResult& l = r.link.emplace();
+    l.offered = lc->offered.Get();
+    l.lost = lc->lost.Get();
+    l.dropped_limit = lc->dropped_limit.Get();
+    l.duplicated = lc->duplicated.Get();
+    l.corrupted = lc->corrupted.Get();
+    l.reordered = lc->reordered.Get();
+    l.dup_failed = lc->dup_failed.Get();
+    l.frames_lost = lc->frames_lost.Get();
+    l.sink_reordered = sc.reordered;
+    // On the emulated wire every frame is txbatch's: whatever the receiver rejects was corrupted.
+    l.sink_corrupt = sc.foreign;
+    k.link_lost = l.frames_lost;
+  }
+  k.rx_side = driver.counted_at() != CountedAt::kDriver;
+  return r;
 }
 
 Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_hz,
@@ -121,10 +270,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   if (cfg.noqueue) pcfg.own_batches = policy.get();
   pcfg.track_stages = qcfg.track_stages;
   pcfg.first_seq = first_seq;
-  if (cfg.rate.unit == RateSpec::Unit::kPps) pcfg.pps_per_producer = cfg.rate.value / cfg.procs;
-  if (cfg.rate.unit == RateSpec::Unit::kBps)
-    pcfg.pps_per_producer =
-        cfg.rate.value / 8 / MeanWireBytes(cfg.proto, cfg.size, cfg.mtu, wire) / cfg.procs;
+  pcfg.pps_per_producer = PpsPerProducer(cfg, wire);
 
   std::atomic<bool> stop_producers{false};
   std::atomic<unsigned> producers_done{0};
@@ -141,26 +287,9 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
     });
 
   const auto snapshot = [&] {
-    Snapshot s{};
-    const auto& d = driver->counters();
-    const auto& q = queue.counters();
-    s.xmit_calls = d.xmit_calls.Get();
-    s.offered = d.offered.Get();
-    s.accepted = d.accepted.Get();
-    s.doorbells = d.doorbells.Get();
-    s.tx_cycles = q.tx_cycles.Get();
-    s.requeues = q.requeues.Get();
-    s.requeued_frames = q.requeued_frames.Get();
-    s.missed = q.missed.Get();
-    s.bql_stops = q.bql_stops.Get();
-    s.stops = d.stops.Get();
-    s.waits = q.waits.Get();
-    s.reschedules = q.reschedules.Get();
-    s.ctxsw = InvoluntaryCtxsw();
-    for (size_t i = 0; i < s.hist.size(); ++i) s.hist[i] = q.batch_hist[i].Get();
-    s.cpu_ns = ThreadCpuNs(queue.irq_thread());
-    for (auto& t : producers) s.cpu_ns += ThreadCpuNs(t.native_handle());
-    return s;
+    double cpu_ns = ThreadCpuNs(queue.irq_thread());
+    for (auto& t : producers) cpu_ns += ThreadCpuNs(t.native_handle());
+    return TakeSnapshot(driver->counters(), queue.counters(), cpu_ns, InvoluntaryCtxsw());
   };
   // Sleeps for `seconds` unless a signal asks to stop; returns false if it did.
   const auto sleep_for = [&](double seconds) {
@@ -172,17 +301,14 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
     return true;
   };
 
-  CellResult r;
   bool completed = sleep_for(cfg.warmup_s);
-  const Snapshot a = snapshot();
+  const CounterSnapshot a = snapshot();
   window.start.store(Now());
   window.end.store(kNever);
   if (completed) completed = sleep_for(cfg.duration_s);
   const Tsc window_end = Now();
   window.end.store(window_end);
-  const Snapshot b = snapshot();
-  r.interrupted = !completed;
-  r.txirq_realtime = queue.irq_realtime();
+  const CounterSnapshot b = snapshot();
 
   // Drain: generation stops; producers finish the frame in hand; qdisc, ring and wire empty
   // out at the wire's pace. All of it under one deadline, so a wedged queue cannot hang the run.
@@ -205,122 +331,17 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
                                       drain_budget_s, purged));
   }
 
-  // Window rates.
-  const auto& dc = driver->counters();
-  const auto& qc = queue.counters();
-  // Frames lost at the very end of a flow show no gap: tell the sink where each flow ended.
-  std::vector<uint64_t> next_seq;
-  for (const auto& s : stats) next_seq.push_back(s.next_seq.load());
-  sink.CloseFlows(next_seq);
-  if (flow_seq != nullptr) {
-    if (flow_seq->size() < next_seq.size()) flow_seq->resize(next_seq.size(), 0);
-    std::copy(next_seq.begin(), next_seq.end(), flow_seq->begin());
-  }
-  const SinkCounts sc = sink.counts();
-  const double ws = static_cast<double>(window_end - window.start.load()) / tsc_hz;
-  r.window_s = ws;
-  r.counted_at = CountedAtName(driver->counted_at());
-  r.packets = dc.window_frames.Get();
-  r.mpps = static_cast<double>(r.packets) / ws / 1e6;
-  r.mb_per_s = static_cast<double>(dc.window_payload_bytes.Get()) / ws / 1e6;
-  r.wire_gbps = static_cast<double>(dc.window_wire_bytes.Get()) * 8 / ws / 1e9;
-  const uint64_t calls = b.xmit_calls - a.xmit_calls;
-  const uint64_t accepted = b.accepted - a.accepted;
-  // Frames per handover (the queue's view: with xmit_more the driver sees one frame per call,
-  // but the bulk is what shares a doorbell).
-  uint64_t handovers = 0, handed = 0;
-  for (size_t i = 1; i < a.hist.size(); ++i) {
-    const uint64_t n = b.hist[i] - a.hist[i];
-    handovers += n;
-    handed += n * i;
-    if (n) r.batch_hist[std::bit_floor(static_cast<unsigned>(i))] += n;
-  }
-  r.avg_batch = handovers ? static_cast<double>(handed) / static_cast<double>(handovers) : 0;
-  if (accepted > 0) {
-    r.xmit_calls_per_pkt = static_cast<double>(calls) / static_cast<double>(accepted);
-    if (driver->owns_doorbell())
-      r.doorbells_per_pkt =
-          static_cast<double>(b.doorbells - a.doorbells) / static_cast<double>(accepted);
-    r.cycles_per_pkt =
-        static_cast<double>(b.tx_cycles - a.tx_cycles) / static_cast<double>(accepted);
-  }
-  if (r.packets > 0) r.cpu_ns_per_pkt = (b.cpu_ns - a.cpu_ns) / static_cast<double>(r.packets);
-  r.requeues = b.requeues - a.requeues;
-  r.requeued_frames = b.requeued_frames - a.requeued_frames;
-  r.qdisc_missed = b.missed - a.missed;
-  r.queue_stops = b.stops - a.stops;
-  r.producer_waits = b.waits - a.waits;
-  if (const auto limit = queue.bql_limit())
-    r.bql = BqlResult{*limit, qc.bql_limit_max.Get(), b.bql_stops - a.bql_stops};
-  r.reschedules = b.reschedules - a.reschedules;
-  r.driver_counters = driver->ExtraCounters();  // over the whole cell (warm-up and drain too)
-  r.involuntary_ctxsw = b.ctxsw - a.ctxsw;
-  r.latency = sink.latency().Summary();
-  r.lat_before_driver = sink.before_driver().Summary();
-  r.lat_driver_ring = sink.driver_ring().Summary();
-  r.lat_wire = sink.wire().Summary();
-  r.before_driver_is_batch_fill = cfg.noqueue;
-  for (size_t b = 0; b < RxSink::kPositionBuckets; ++b)
-    if (const auto s = sink.by_position()[b].Summary()) {
-      const unsigned lo = b == 0 ? 0 : 1u << (b - 1), hi = b == 0 ? 0 : (1u << b) - 1;
-      r.lat_by_position.emplace_back(lo == hi ? std::to_string(lo) : fmt::format("{}-{}", lo, hi),
-                                     *s);
-    }
-  r.arrival_before_tx = sc.arrival_before_tx;
-  r.irq_max_late_us = static_cast<double>(qc.irq_max_late_tsc.Get()) * 1e6 / tsc_hz;
-  r.wire_max_idle_us = static_cast<double>(dc.window_max_idle_tsc.Get()) * 1e6 / tsc_hz;
-  r.foreign = sc.foreign;
-
-  // Ceiling for the frame mix actually sent.
-  if (const auto w = driver->Wire(); w && r.packets > 0) {
-    const double wire_bytes = static_cast<double>(dc.window_wire_bytes.Get()) / r.packets;
-    const double payload = static_cast<double>(dc.window_payload_bytes.Get()) / r.packets;
-    r.ceiling_mpps = w->bits_per_s / 8 / wire_bytes / 1e6;
-    r.ceiling_mb_per_s = *r.ceiling_mpps * payload;
-    r.link_bound = r.mb_per_s >= 0.97 * *r.ceiling_mb_per_s;
-    if (driver->counted_at() == CountedAt::kWire)
-      r.link_utilisation = static_cast<double>(dc.window_busy_tsc.Get()) / (ws * tsc_hz);
-  }
-  r.last_departure_s =
-      static_cast<double>(std::max(dc.last_departure.Get(), run_start) - run_start) / tsc_hz;
-  r.drained_at_s = static_cast<double>(drained_at - run_start) / tsc_hz;
-  r.stopped_at_s = static_cast<double>(stopped_at - run_start) / tsc_hz;
-
-  // The books, over the whole run.
+  CellRun run{cfg, *driver, queue.counters(), queue.bql_limit(), queue.backlog(), sink, stats, a, b};
+  run.tsc_hz = tsc_hz;
+  run.run_start = run_start;
+  run.window_start = window.start.load();
+  run.window_end = window_end;
+  run.stopped_at = stopped_at;
+  run.drained_at = drained_at;
+  CellResult r = ResultOf(run, flow_seq);
+  r.interrupted = !completed;
+  r.txirq_realtime = queue.irq_realtime();
   Books& k = r.books;
-  for (const auto& s : stats) k.generated += s.generated.Get();
-  for (const auto& s : stats) r.alloc_failures += s.alloc_failures.Get();
-  for (size_t t = 0; t < kFlushTriggers; ++t) {
-    r.flush_triggers[t] = qc.flush_triggers[t].Get();
-    for (const auto& s : stats) r.flush_triggers[t] += s.flush_triggers[t].Get();
-  }
-  for (const auto& s : stats) r.unregistered_threads += s.registered ? 0 : 1;
-  r.drops["qdisc_full"] = qc.dropped_qdisc_full.Get();
-  if (cfg.noqueue) r.drops["noqueue"] = qc.dropped_noqueue.Get();
-  k.dropped = qc.dropped_qdisc_full.Get() + qc.dropped_noqueue.Get();
-  r.drops_total = k.dropped;
-  k.sent = dc.accepted.Get();
-  k.queued = queue.backlog();
-  k.received = sc.received;
-  k.lost = sc.lost;
-  k.duplicated = sc.duplicated;
-  k.in_flight = driver->InFlight();  // every thread has stopped: no lock needed
-  if (const LinkCounters* lc = driver->link_counters()) {
-    LinkResult& l = r.link.emplace();
-    l.offered = lc->offered.Get();
-    l.lost = lc->lost.Get();
-    l.dropped_limit = lc->dropped_limit.Get();
-    l.duplicated = lc->duplicated.Get();
-    l.corrupted = lc->corrupted.Get();
-    l.reordered = lc->reordered.Get();
-    l.dup_failed = lc->dup_failed.Get();
-    l.frames_lost = lc->frames_lost.Get();
-    l.sink_reordered = sc.reordered;
-    // On the emulated wire every frame is txbatch's: whatever the receiver rejects was corrupted.
-    l.sink_corrupt = sc.foreign;
-    k.link_lost = l.frames_lost;
-  }
-  k.rx_side = driver->counted_at() != CountedAt::kDriver;
   // Ports give back what their PMD still holds (lazily freed TX mbufs, a pre-filled RX ring)
   // when they are stopped: count the pool after the driver is gone.
   driver.reset();

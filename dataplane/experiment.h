@@ -12,6 +12,7 @@
 
 #include "batching/dql.h"
 #include "batching/flush_policy.h"
+#include "dataplane/cost_model.h"
 #include "dataplane/error.h"
 #include "dataplane/frame.h"
 #include "dataplane/histogram.h"
@@ -22,6 +23,11 @@
 #include "drivers/factory.h"
 
 namespace txbatch {
+
+// Where a cell runs: threads on the real clock, or the simulation engine's virtual clock
+// (sim_engine.h).
+enum class Engine : uint8_t { kReal, kSim };
+std::string_view EngineName(Engine e);
 
 struct CellConfig {
   std::string driver;  // as given, e.g. "emu:e1000"
@@ -43,6 +49,8 @@ struct CellConfig {
   BqlBounds bql;           // --bql-limit-min/max, --bql-hold-time
   uint64_t seed = 1;
   std::optional<LinkSpec> link;  // --link: netem's impairments behind the emulated wire
+  Engine engine = Engine::kReal;  // --engine
+  CostModel cost;                 // the simulation engine's CPU costs (--cost-model)
 };
 
 struct Books {
@@ -134,8 +142,45 @@ bool Balanced(const Books& books);
 // txirq allowed on `cpus`. Stage tracking and the producers' blocking are the caller's.
 TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::vector<int>& cpus);
 
+// Seconds a drain may take: the wire time and device costs of everything that can be queued,
+// plus slack. Longer is a bug.
+double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire);
+
+// Frames per second each producer offers under --rate (0: as fast as it can).
+double PpsPerProducer(const CellConfig& cfg, const WireSpec& wire);
+
 // Mbufs a pool must hold for `cfg` (qdisc bands + ring + frames in producers' hands + caches).
 unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores);
+
+// The counters a cell's result is computed from, read at one moment (the window's start or end).
+struct CounterSnapshot {
+  uint64_t xmit_calls, offered, accepted, doorbells, tx_cycles, requeues, reschedules, ctxsw;
+  uint64_t requeued_frames, stops, waits, missed, bql_stops;
+  std::array<uint64_t, kMaxBatch + 1> hist;
+  double cpu_ns;
+};
+CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, double cpu_ns,
+                             uint64_t ctxsw);
+
+// What a finished cell leaves behind, on either engine (every thread stopped, drained): the
+// result is computed from it alone.
+struct CellRun {
+  const CellConfig& cfg;
+  const TxDriver& driver;
+  const TxQueueCounters& qc;
+  std::optional<uint32_t> bql_limit;
+  unsigned backlog;
+  RxSink& sink;
+  const std::vector<ProducerStats>& stats;
+  CounterSnapshot a, b;  // at the window's start and end
+  double tsc_hz = 0;
+  Tsc run_start = 0, window_start = 0, window_end = 0, stopped_at = 0, drained_at = 0;
+};
+
+// The cell's result and books from `run`, except what needs the driver gone (mbufs_in_use,
+// balanced): the caller frees the driver, then counts the pool. Closes the sink's flows; updates
+// `flow_seq` (may be null) to where each flow ended.
+CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq);
 
 // Runs one cell on `pool`. `stop` (SIGINT/SIGTERM) cuts the measured window short; what was
 // measured is still returned with `interrupted` set. Fails when the driver cannot be created

@@ -54,9 +54,10 @@ void NetdevQueue::BqlSent(uint32_t bytes) {
   }
 }
 
-bool NetdevQueue::Complete(Tsc now) {
+bool NetdevQueue::Complete(Tsc now, unsigned* reclaimed) {
   const bool was_stopped = Stopped();
-  driver_.Complete(now);
+  const unsigned n = driver_.Complete(now);
+  if (reclaimed != nullptr) *reclaimed = n;
   if (dql_) {
     // netdev_tx_completed_queue: adapt the limit, and let the stack send again once the bytes
     // in flight are back under it. Bytes count from the driver's total, not from this call:

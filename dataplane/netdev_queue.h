@@ -31,8 +31,9 @@ class NetdevQueue {
   uint16_t Xmit(std::span<rte_mbuf* const> frames, Handover handover, bool* stopped_now);
 
   // The completion role at `now`: the driver reclaims, BQL learns the bytes completed. Returns
-  // whether that restarted a stopped queue (netif_tx_wake_queue).
-  bool Complete(Tsc now);
+  // whether that restarted a stopped queue (netif_tx_wake_queue); `reclaimed` (if given) gets
+  // the frames the driver reclaimed.
+  bool Complete(Tsc now, unsigned* reclaimed = nullptr);
 
   // The driver's ring is full or BQL stopped the queue.
   bool Stopped() const { return driver_.Stopped() || bql_xoff_; }

@@ -19,6 +19,12 @@ inline void BusyWaitUntil(Tsc until) {
   while (rte_rdtsc() < until) rte_pause();
 }
 
+// The simulation engine's clock (sim_engine.h): what a device model reads instead of the TSC,
+// and what it advances instead of busy-waiting when it spends a modelled cost. One thread owns it.
+struct VirtualClock {
+  Tsc now = 0;
+};
+
 struct TscClock {
   double hz = 0;  // TSC ticks per second
   double ToNs(double cycles) const { return cycles * 1e9 / hz; }

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 
 #include "dataplane/tsc.h"
 
@@ -33,5 +34,15 @@ inline TxMeta* MetaOf(rte_mbuf* m, int offset) { return RTE_MBUF_DYNFIELD(m, off
 
 // TSC differences kept in 32 bits: 1.6 s at 2.6 GHz; longer waits saturate.
 inline uint32_t Saturate32(Tsc d) { return static_cast<uint32_t>(std::min<Tsc>(d, UINT32_MAX)); }
+
+// Records in each frame's TxMeta that it was handed to the driver at `now`, and at which position
+// of the batch.
+inline void MarkHandover(std::span<rte_mbuf* const> frames, Tsc now, int offset) {
+  for (size_t i = 0; i < frames.size(); ++i) {
+    TxMeta* t = MetaOf(frames[i], offset);
+    t->to_handover = now > t->stamp ? Saturate32(now - t->stamp) : 0;
+    t->position = static_cast<uint16_t>(i);
+  }
+}
 
 }  // namespace txbatch

@@ -57,11 +57,7 @@ void TxQueue::MarkHandover(const Batch& batch) {
   if (meta_offset_ < 0) return;
   const Tsc now = Now();
   const auto frames = batch.frames();
-  for (size_t i = 0; i < frames.size(); ++i) {
-    TxMeta* t = MetaOf(frames[i], meta_offset_);
-    t->to_handover = now > t->stamp ? Saturate32(now - t->stamp) : 0;
-    t->position = static_cast<uint16_t>(i);
-  }
+  txbatch::MarkHandover(frames, now, meta_offset_);
   if (handover_latency_) {
     // Frames received in one burst share their stamp: one record per run of equal stamps.
     std::lock_guard lk(handover_mu_);

@@ -1,5 +1,7 @@
 #include "tools/record_reader.h"
 
+#include "tools/cost_model_file.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -42,6 +44,9 @@ CellConfig ConfigFrom(const json& c) {
   cfg.seed = c.at("seed");
   if (c.contains("link") && c["link"].is_string())
     if (auto l = ParseLinkSpec(c["link"].get<std::string>())) cfg.link = *l;
+  cfg.engine = c.value("engine", "real") == "sim" ? Engine::kSim : Engine::kReal;
+  if (const json& m = c.value("cost_model", json()); m.is_object())
+    if (auto cost = CostModelFromJson(m, "in the record")) cfg.cost = *cost;
   return cfg;
 }
 

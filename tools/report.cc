@@ -1,5 +1,7 @@
 #include "tools/report.h"
 
+#include "tools/cost_model_file.h"
+
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <rte_version.h>
@@ -60,6 +62,8 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
           {"warmup_s", c.warmup_s},
           {"seed", c.seed},
           {"link", c.link ? json(c.link->ToString()) : json(nullptr)},
+          {"engine", EngineName(c.engine)},
+          {"cost_model", c.engine == Engine::kSim ? CostModelJson(c.cost) : json(nullptr)},
           {"eal", env.eal_args}};
 }
 
@@ -246,9 +250,11 @@ Status WriteJsonFile(const std::string& path, const json& doc) {
 }
 
 std::string ShapeName(const CellConfig& c) {
-  if (c.noqueue) return "qdisc none";
-  return fmt::format("{}{} {}", c.pfifo ? "pfifo " : "", c.nolock ? "nolock" : "rootlock",
-                     c.dedicated ? "dedicated" : "inline");
+  // The engine is part of the shape: a simulated cell is never compared with a real one.
+  const char* sim = c.engine == Engine::kSim ? " sim" : "";
+  if (c.noqueue) return fmt::format("qdisc none{}", sim);
+  return fmt::format("{}{} {}{}", c.pfifo ? "pfifo " : "", c.nolock ? "nolock" : "rootlock",
+                     c.dedicated ? "dedicated" : "inline", sim);
 }
 
 bool ShapesVary(const std::vector<CellConfig>& cells) {
@@ -291,6 +297,15 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
     emulated |= cell.driver_spec.emulated();
   }
   for (const auto& d : drivers) fmt::print(out, "driver {}\n", d);
+  for (const auto& cell : cells)
+    if (cell.engine == Engine::kSim) {
+      fmt::print(out,
+                 "engine sim (rows marked sim): one thread steps producers, runner and txirq on "
+                 "a virtual clock of {:.3f} GHz; CPU costs from the cost model ({}); cycles, CPU "
+                 "ns and latency are the model's, not measured\n",
+                 cell.cost.tsc_hz / 1e9, cell.cost.source);
+      break;
+    }
   if (c.link)
     fmt::print(out, "link behind the wire (netem's words, every value explicit): {}\n",
                c.link->ToString());

@@ -1,5 +1,8 @@
 #include "tools/run_options.h"
 
+#include "dataplane/sim_engine.h"
+#include "tools/cost_model_file.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -159,6 +162,14 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                  "[CORR%], rate RATE [OVERHEAD], seed N, limit N (default 1000); e.g. \"delay 3ms "
                  "1ms 25% distribution normal loss random 1%\"");
   cmd.add_option("--seed", a.seed, "Random seed recorded with the results")->capture_default_str();
+  cmd.add_option("--engine", a.engine,
+                 "real (threads on the TSC) or sim (the same qdisc, policy and NIC code on a "
+                 "virtual clock with a CPU cost model: deterministic, emu drivers, --sync "
+                 "rootlock); comma-separated for both")
+      ->capture_default_str();
+  cmd.add_option("--cost-model", a.cost_model,
+                 "The simulation engine's CPU costs, a JSON file as `txbatch calibrate` writes "
+                 "(default: built in, see doc/design.md)");
   cmd.add_option("--json", a.json, "Write result records (schema_version 1) to this file");
 }
 
@@ -179,6 +190,14 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
   if (!syncs) return syncs.error();
   auto qdiscs = ParseChoiceList("--qdisc", a.qdisc, {"pfifo_fast", "pfifo", "none"});
   if (!qdiscs) return qdiscs.error();
+  auto engines = ParseChoiceList("--engine", a.engine, {"real", "sim"});
+  if (!engines) return engines.error();
+  CostModel cost;
+  if (!a.cost_model.empty()) {
+    auto loaded = LoadCostModel(a.cost_model);
+    if (!loaded) return loaded.error();
+    cost = *loaded;
+  }
   auto memory = ParseEalMemory(a.eal_memory);
   if (!memory) return memory.error();
   plan.eal_memory = *memory;
@@ -329,6 +348,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
     for (unsigned s : *sizes)
       for (size_t d = 0; d < drivers.size(); ++d)
         for (const QdiscShape& shape : plan.shapes)
+          for (const std::string& engine : *engines)
           for (const PolicySpec& pol : plan.policies) {
             CellConfig c;
             c.driver = drivers[d];
@@ -350,6 +370,10 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
             c.bql = bql;
             c.seed = a.seed;
             c.link = link;
+            c.engine = engine == "sim" ? Engine::kSim : Engine::kReal;
+            c.cost = cost;
+            if (c.engine == Engine::kSim)
+              if (auto why = SimUnsupported(c)) return MakeError(ENOTSUP, *why);
             plan.cells.push_back(c);
           }
   plan.json_path = a.json;
@@ -358,7 +382,8 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                {"--size", sizes->size()},
                {"--driver", drivers.size()},
                {"--qdisc/--runner/--sync", plan.shapes.size()},
-               {"--batch/--policy", plan.policies.size()}};
+               {"--batch/--policy", plan.policies.size()},
+               {"--engine", engines->size()}};
   return plan;
 }
 

@@ -42,6 +42,8 @@ struct RunArgs {
   uint64_t bql_limit_min = 0;
   uint64_t bql_limit_max = kDqlMaxLimit;
   double bql_hold_ms = 1000;
+  std::string engine = "real";  // real, sim, or both (a grid axis)
+  std::string cost_model;       // the simulation engine's cost file; empty = built-in defaults
 };
 
 // One qdisc shape: --qdisc, --runner and --sync together.

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "dataplane/mempool.h"
+#include "dataplane/sim_engine.h"
 #include "drivers/factory.h"
 
 namespace txbatch {
@@ -116,7 +117,9 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
 // Runs one cell; on failure prints the sentence and sets the exit status (a device that vanished
 // mid-run is a missing device (2), a drain that did not finish a bug (1)).
 std::optional<CellResult> MeasureCell(const CellConfig& cell, Session& s, int* status) {
-  auto r = RunCell(cell, s.pool.get(), s.env.tsc_hz, s.env.cpus, g_stop, &s.flow_seq);
+  auto r = cell.engine == Engine::kSim
+               ? SimulateCell(cell, s.pool.get(), &s.flow_seq)
+               : RunCell(cell, s.pool.get(), s.env.tsc_hz, s.env.cpus, g_stop, &s.flow_seq);
   if (!r) {
     std::fprintf(stderr, "txbatch: %s\n", r.error().message.c_str());
     *status = r.error().err == EIO ? kExitInternal : kExitBadInput;

@@ -48,8 +48,11 @@ std::string DescribeModels();
 // Creates the emulated NIC. Frames it delivers go to `sink` at their modelled arrival time;
 // departures in `window` are counted for throughput (counted_at = wire).
 // With `link`, frames leaving the wire go through the link model first (link_model.h).
+// With `clock` (the simulation engine) the NIC reads time from it, and its doorbell and
+// descriptor costs advance it instead of being spent as busy-waits.
 std::unique_ptr<TxDriver> CreateEmuDriver(const EmuOptions& options, RxSink& sink,
                                           const RunWindow& window, double tsc_hz,
-                                          const LinkSpec* link = nullptr);
+                                          const LinkSpec* link = nullptr,
+                                          VirtualClock* clock = nullptr);
 
 }  // namespace txbatch::emu

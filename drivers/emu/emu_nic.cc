@@ -20,8 +20,9 @@ inline constexpr unsigned kDeliverChunk = 64;
 class EmuNic final : public TxDriver {
  public:
   EmuNic(const EmuOptions& o, RxSink& sink, const RunWindow& window, double tsc_hz,
-         const LinkSpec* link)
-      : options_(o),
+         const LinkSpec* link, VirtualClock* clock)
+      : clock_(clock),
+        options_(o),
         sink_(sink),
         window_(window),
         infinite_(o.rate_mbps <= 0),
@@ -91,7 +92,7 @@ class EmuNic final : public TxDriver {
     // than an idle ring would (the txirq's idle poll), so frames sent meanwhile are reclaimed as
     // they would be without a link.
     if (count_ == 0)
-      return link_next == kNever ? kNever : std::min(link_next, Now() + idle_poll_tsc_);
+      return link_next == kNever ? kNever : std::min(link_next, Clock() + idle_poll_tsc_);
     const unsigned k = std::min(count_, options_.free_thresh);
     return std::min(link_next, ring_[(head_ + k - 1) % ring_.size()].departure);
   }
@@ -115,7 +116,7 @@ class EmuNic final : public TxDriver {
   // anyway, as Linux drivers do when their queue stops.
   uint16_t Post(std::span<rte_mbuf* const> frames, bool more) {
     if (frames.empty()) return 0;
-    const Tsc now = Now();
+    const Tsc now = Clock();
     counters_.xmit_calls.Add();
     counters_.offered.Add(frames.size());
     if (infinite_) return XmitInfinite(frames, now, more);
@@ -137,7 +138,7 @@ class EmuNic final : public TxDriver {
       RingDoorbell(now);
       cost += doorbell_tsc_;  // and the MMIO tail write
     }
-    BusyWaitUntil(now + static_cast<Tsc>(cost));
+    Spend(now + static_cast<Tsc>(cost));
     if (full) {
       stopped_ = true;
       counters_.stops.Add();
@@ -194,7 +195,7 @@ class EmuNic final : public TxDriver {
       counters_.doorbells.Add();
       cost += doorbell_tsc_;
     }
-    BusyWaitUntil(now + static_cast<Tsc>(cost));
+    Spend(now + static_cast<Tsc>(cost));
     std::array<Tsc, kMaxBatch> arrival;
     for (unsigned i = 0; i < n; ++i) {
       counters_.completed_bytes.Add(rte_pktmbuf_pkt_len(frames[i]));
@@ -228,6 +229,17 @@ class EmuNic final : public TxDriver {
     counters_.window_busy_tsc.Add(static_cast<uint64_t>(departure - std::max(began, start)));
   }
 
+  // Time, once per call (a branch per batch, not per frame): the TSC, or the simulation's clock.
+  Tsc Clock() const { return clock_ != nullptr ? clock_->now : Now(); }
+  // The CPU spends the modelled cost until `until`: a busy-wait, or the simulated CPU's time.
+  void Spend(Tsc until) {
+    if (clock_ != nullptr)
+      clock_->now = std::max(clock_->now, until);
+    else
+      BusyWaitUntil(until);
+  }
+
+  VirtualClock* const clock_;
   EmuOptions options_;
   RxSink& sink_;
   const RunWindow& window_;
@@ -251,8 +263,8 @@ class EmuNic final : public TxDriver {
 
 std::unique_ptr<TxDriver> CreateEmuDriver(const EmuOptions& options, RxSink& sink,
                                           const RunWindow& window, double tsc_hz,
-                                          const LinkSpec* link) {
-  return std::make_unique<EmuNic>(options, sink, window, tsc_hz, link);
+                                          const LinkSpec* link, VirtualClock* clock) {
+  return std::make_unique<EmuNic>(options, sink, window, tsc_hz, link, clock);
 }
 
 }  // namespace txbatch::emu

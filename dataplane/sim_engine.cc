@@ -1,0 +1,601 @@
+#include "dataplane/sim_engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "batching/batch.h"
+#include "dataplane/frame.h"
+#include "dataplane/netdev_queue.h"
+#include "dataplane/producer.h"
+#include "dataplane/qdisc.h"
+#include "dataplane/run_window.h"
+#include "dataplane/rx_sink.h"
+#include "dataplane/tx_meta.h"
+#include "dataplane/tx_queue.h"
+#include "dataplane/workload.h"
+#include "drivers/emu/emu.h"
+
+namespace txbatch {
+namespace {
+
+// The virtual TSC at the cell's start: any origin but 0 (the NIC reads 0 as "never sent").
+constexpr double kOriginS = 1.0;
+
+// The cost model in whole cycles (rounded once, at setup: the virtual clock is an integer TSC).
+struct Cycles {
+  explicit Cycles(const CostModel& c)
+      : write(Round(c.write)),
+        frame(Round(c.frame)),
+        lock(Round(c.lock)),
+        lock_contended(Round(c.lock_contended)),
+        enqueue(Round(c.enqueue)),
+        dequeue(Round(c.dequeue)),
+        dequeue_frame(Round(c.dequeue_frame)),
+        xmit_call(Round(c.xmit_call)),
+        xmit_frame(Round(c.xmit_frame)),
+        completion(Round(c.completion)),
+        completion_frame(Round(c.completion_frame)) {}
+  static Tsc Round(double x) { return static_cast<Tsc>(std::llround(std::max(0.0, x))); }
+  Tsc write, frame, lock, lock_contended, enqueue, dequeue, dequeue_frame, xmit_call, xmit_frame,
+      completion, completion_frame;
+};
+
+enum class Role : uint8_t { kProducer, kRunner, kIrq };
+
+// What an actor does at its next step.
+enum class Step : uint8_t {
+  kBuild,      // producer: build the next frame (starting a write when the last one is done)
+  kEnqueue,    // producer: put the frame built into the qdisc (or its own batch)
+  kBlocked,    // producer: its band was full; woken when the runner frees room
+  kDequeue,    // runner (any role): a bulk dequeue under the root lock
+  kXmit,       // runner: hand the bulk to the driver under the TX lock
+  kRequeue,    // runner: put what the driver refused back at the head
+  kPoll,       // dedicated runner: is there something to send?
+  kIrq,        // txirq: reclaim completions
+  kDone,
+};
+
+struct Actor {
+  Role role;
+  unsigned index;  // producer index (flow); ties in time go to the lower actor number
+  Step step;
+  Tsc t = kNever;   // when its next step happens (kNever: asleep until woken)
+  Tsc busy = 0;     // cycles of CPU it used inside the window
+  Step home;        // where it goes back to when a qdisc run ends
+  // Producer.
+  std::vector<unsigned> write;  // payloads of the current write's frames
+  size_t next_frame = 0;
+  bool finishing = false;  // generation stopped: these are the corked remainder
+  rte_mbuf* held = nullptr;
+  unsigned held_payload = 0;
+  bool held_waited = false;
+  double next_pace = 0;
+  Batch own;  // --qdisc none: its own batch
+  Tsc own_first = 0;
+  // A qdisc run.
+  int quota = 0;
+  Batch batch;
+  Tsc run_t0 = 0;
+  Handover handover = Handover::kBurst;
+  uint16_t accepted = 0;
+};
+
+class Simulation {
+ public:
+  Simulation(const CellConfig& cfg, rte_mempool* pool)
+      : cfg_(cfg),
+        c_(cfg.cost),
+        tsc_hz_(cfg.cost.tsc_hz),
+        pool_(pool),
+        sink_(window_, tsc_hz_, cfg.procs, cfg.link ? uint64_t{4} * cfg.link->limit : 0,
+              /*verify_headers=*/cfg.link && cfg.link->corrupt > 0),
+        stats_(cfg.procs),
+        policy_(MakeFlushPolicy(cfg.policy, tsc_hz_)),
+        qdisc_(cfg.txqueuelen, cfg.pfifo ? 1 : kPfifoBands),
+        wake_level_(cfg.txqueuelen - std::max(1u, cfg.txqueuelen / 4)),
+        meta_offset_(TxMetaOffset()),
+        idle_poll_(static_cast<Tsc>(
+            std::chrono::duration<double>(kIrqIdlePoll).count() * tsc_hz_)) {}
+
+  Result<CellResult> Run(std::vector<uint64_t>* flow_seq);
+
+ private:
+  // Scheduling.
+  Actor* Earliest();
+  void StepActor(Actor& a);
+  // Spin lock free from `free_at`: `a` spins until then (CPU time), pays the acquisition, and
+  // more when it had to wait (the lock's line comes from the last holder's core).
+  void Acquire(Actor& a, Tsc free_at) {
+    if (free_at > a.t) Work(a, free_at - a.t + c_.lock_contended);
+    Work(a, c_.lock);
+  }
+  void Work(Actor& a, Tsc cycles) {
+    if (window_.Contains(a.t)) a.busy += cycles;
+    a.t += cycles;
+  }
+  void Wake(Actor& a, Tsc at) {
+    if (a.t == kNever || a.t > at) a.t = at;
+  }
+
+  // Producers.
+  void Build(Actor& p);
+  void Enqueue(Actor& p);
+  void Finish(Actor& p);
+  void FlushOwn(Actor& p, FlushTrigger why);
+  // The qdisc run (RootlockTxQueue::Run, one bulk per step).
+  void BeginRun(Actor& a, bool resched);
+  void Dequeue(Actor& a);
+  void Xmit(Actor& a);
+  void Requeue(Actor& a);
+  void AfterXmit(Actor& a);
+  void EndRun(Actor& a);
+  // The dedicated runner and the txirq.
+  void Poll(Actor& r);
+  void Irq(Actor& q);
+  void IrqSleep(Actor& q);
+  void Kick(Tsc at, bool resched);
+  void Restart(Tsc at, bool resched, Actor& irq);
+  bool Generating() const { return producers_left_ > 0; }
+  CounterSnapshot Snapshot() const;
+
+  const CellConfig& cfg_;
+  const Cycles c_;
+  const double tsc_hz_;
+  rte_mempool* pool_;
+  VirtualClock clock_;
+  RunWindow window_;
+  RxSink sink_;
+  std::vector<ProducerStats> stats_;
+  std::vector<FrameBuilder> builders_;
+  std::vector<Segmenter> segmenters_;
+  std::unique_ptr<TxDriver> driver_;
+  std::unique_ptr<FlushPolicy> policy_;
+  TxQueueCounters qc_;
+  std::unique_ptr<NetdevQueue> dev_;
+  PfifoFast qdisc_;
+  const unsigned wake_level_;
+  const int meta_offset_;
+  const Tsc idle_poll_;
+  std::vector<Actor> actors_;  // producers, then the dedicated runner (if any), then the txirq
+  Actor* irq_ = nullptr;
+  Actor* runner_ = nullptr;
+  std::vector<Actor*> waiters_;  // blocked producers, in the order they blocked
+  Tsc root_free_ = 0, tx_free_ = 0;
+  Tsc first_enqueued_ = 0;
+  bool running_ = false, resched_pending_ = false, draining_ = false;
+  bool irq_kicked_ = false, irq_resched_ = false;
+  unsigned producers_left_ = 0;
+  double interval_ = 0;  // --rate: TSC between a producer's frames
+  Tsc stop_at_ = kNever;
+};
+
+Actor* Simulation::Earliest() {
+  Actor* best = nullptr;
+  for (Actor& a : actors_)
+    if (a.t != kNever && (best == nullptr || a.t < best->t)) best = &a;
+  return best;
+}
+
+void Simulation::StepActor(Actor& a) {
+  switch (a.step) {
+    case Step::kBuild:
+      return Build(a);
+    case Step::kEnqueue:
+    case Step::kBlocked:
+      return Enqueue(a);
+    case Step::kDequeue:
+      return Dequeue(a);
+    case Step::kXmit:
+      return Xmit(a);
+    case Step::kRequeue:
+      return Requeue(a);
+    case Step::kPoll:
+      return Poll(a);
+    case Step::kIrq:
+      return Irq(a);
+    case Step::kDone:
+      a.t = kNever;
+      return;
+  }
+}
+
+void Simulation::Build(Actor& p) {
+  if (p.next_frame == p.write.size()) {
+    if (p.finishing) return Finish(p);
+    p.write.clear();
+    p.next_frame = 0;
+    if (p.t >= stop_at_) {
+      // As RunProducer: the corked TCP remainder goes, then the producer ends.
+      p.finishing = true;
+      segmenters_[p.index].Flush([&](unsigned payload) { p.write.push_back(payload); });
+      if (p.write.empty()) return Finish(p);
+    } else {
+      Work(p, c_.write);
+      segmenters_[p.index].Write([&](unsigned payload) { p.write.push_back(payload); });
+      if (p.write.empty()) return;  // corked: the next write completes a segment
+    }
+  }
+  if (interval_ > 0 && !p.finishing) {
+    // Paced: sleep to the next frame's time, or to the own batch's drain timer if sooner.
+    const Tsc next = static_cast<Tsc>(p.next_pace);
+    const Tsc by = p.own.empty() ? kNever : policy_->FlushBy(p.own_first);
+    if (by <= p.t) return FlushOwn(p, FlushTrigger::kTimer);
+    if (next > p.t) {
+      p.t = std::min(next, by);
+      return;
+    }
+    p.next_pace += interval_;
+  }
+  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+  const unsigned payload = p.write[p.next_frame++];
+  if (m == nullptr) {
+    stats_[p.index].alloc_failures.Add();
+    return;
+  }
+  Work(p, c_.frame);
+  builders_[p.index].Build(m, payload, p.t);
+  stats_[p.index].generated.Add();
+  p.held = m;
+  p.held_payload = payload;
+  p.held_waited = false;
+  p.step = Step::kEnqueue;
+}
+
+void Simulation::Enqueue(Actor& p) {
+  rte_mbuf* m = p.held;
+  const bool write_done = p.next_frame == p.write.size();
+  if (cfg_.noqueue) {
+    p.held = nullptr;
+    p.step = Step::kBuild;
+    if (p.own.empty()) p.own_first = p.t;
+    p.own.Push(m);
+    const FlushTrigger why = policy_->Trigger(p.own.size(), p.own_first, p.t, write_done);
+    if (why != FlushTrigger::kNone) FlushOwn(p, why);
+    return;
+  }
+  Acquire(p, root_free_);
+  if (qdisc_.band_full(kProducerBand)) {
+    if (!cfg_.stream) {
+      qc_.dropped_qdisc_full.Add();
+      rte_pktmbuf_free(m);
+      builders_[p.index].Unbuild(p.held_payload);
+      p.held = nullptr;
+      p.step = Step::kBuild;
+    } else {
+      qc_.waits.Add();
+      p.held_waited = true;
+      p.step = Step::kBlocked;
+      waiters_.push_back(&p);
+    }
+    root_free_ = p.t;
+    if (p.step == Step::kBlocked) p.t = kNever;
+    return;
+  }
+  // A frame that waited enters the stack now (RootlockTxQueue::Send).
+  if (p.held_waited) RestampTx(m, p.t);
+  if (qdisc_.empty()) first_enqueued_ = p.t;
+  Work(p, c_.enqueue);
+  (void)qdisc_.Enqueue(m, kProducerBand);  // cannot fail: the band has room
+  root_free_ = p.t;
+  p.held = nullptr;
+  p.step = Step::kBuild;
+  if (cfg_.dedicated) {
+    if (runner_->step == Step::kPoll) Wake(*runner_, p.t);
+  } else if (!running_) {
+    BeginRun(p, false);
+  }
+}
+
+void Simulation::Finish(Actor& p) {
+  if (!p.own.empty()) FlushOwn(p, FlushTrigger::kEnd);
+  stats_[p.index].next_seq.store(builders_[p.index].next_seq());
+  p.step = Step::kDone;
+  p.t = kNever;
+  --producers_left_;
+}
+
+void Simulation::FlushOwn(Actor& p, FlushTrigger why) {
+  stats_[p.index].flush_triggers[static_cast<size_t>(why)].Add();
+  const Tsc t0 = p.t;
+  const auto n = p.own.size();
+  Acquire(p, tx_free_);
+  clock_.now = p.t;
+  if (meta_offset_ >= 0) MarkHandover(p.own.frames(), p.t, meta_offset_);
+  bool stopped_now = false;
+  const uint16_t accepted = dev_->Xmit(p.own.frames(), Handover::kBurst, &stopped_now);
+  p.t = std::max(p.t, clock_.now);
+  Work(p, c_.xmit_call + c_.xmit_frame * n);
+  tx_free_ = p.t;
+  qc_.batch_hist[n].Add();
+  qc_.dropped_noqueue.Add(n - accepted);
+  qc_.tx_cycles.Add(p.t - t0);
+  if (stopped_now) Kick(p.t, false);
+  p.own.ConsumeFront(accepted);
+  // Refused (Linux drops what a device without a queue refuses): their numbers go back.
+  for (auto it = p.own.frames().rbegin(); it != p.own.frames().rend(); ++it)
+    builders_[p.index].Unbuild(PayloadBytes(*it));
+  if (!p.own.empty()) rte_pktmbuf_free_bulk(p.own.frames().data(), p.own.size());
+  p.own.Clear();
+}
+
+void Simulation::BeginRun(Actor& a, bool resched) {
+  running_ = true;
+  (resched ? qc_.reschedules : qc_.runs).Add();
+  a.quota = kDevTxWeight;
+  a.step = Step::kDequeue;
+}
+
+void Simulation::Dequeue(Actor& a) {
+  if (dev_->Stopped()) {
+    // The txirq restarts the queue; if it already did during this run, go on.
+    if (!resched_pending_) return EndRun(a);
+    resched_pending_ = false;
+  }
+  a.run_t0 = a.t;
+  Acquire(a, root_free_);
+  DequeueContext ctx;
+  ctx.quota_left = a.quota;
+  ctx.has_bql = dev_->has_bql();
+  ctx.bql_avail = dev_->bql_avail();
+  ctx.may_bulk = !cfg_.pfifo;
+  ctx.requeued = qdisc_.requeued();
+  ctx.free_slots = driver_->FreeSlots();
+  const DequeueBudget budget = policy_->Budget(ctx);
+  a.batch.Clear();
+  const uint16_t n = qdisc_.DequeueBulk(a.batch, budget);
+  Work(a, c_.dequeue + c_.dequeue_frame * n);
+  root_free_ = a.t;
+  if (n == 0) return EndRun(a);
+  if (!waiters_.empty() && qdisc_.backlog() <= wake_level_) {
+    for (Actor* w : waiters_) Wake(*w, a.t);
+    waiters_.clear();
+  }
+  a.handover = budget.handover;
+  a.step = Step::kXmit;
+}
+
+void Simulation::Xmit(Actor& a) {
+  Acquire(a, tx_free_);
+  if (meta_offset_ >= 0) MarkHandover(a.batch.frames(), a.t, meta_offset_);
+  const uint64_t calls = driver_->counters().xmit_calls.Get();
+  clock_.now = a.t;
+  bool stopped_now = false;
+  a.accepted = dev_->Xmit(a.batch.frames(), a.handover, &stopped_now);
+  a.t = std::max(a.t, clock_.now);
+  Work(a, c_.xmit_call * (driver_->counters().xmit_calls.Get() - calls) +
+              c_.xmit_frame * a.batch.size());
+  tx_free_ = a.t;
+  qc_.batch_hist[a.batch.size()].Add();
+  qc_.tx_cycles.Add(a.t - a.run_t0);
+  if (stopped_now) Kick(a.t, false);
+  if (a.accepted < a.batch.size()) {
+    a.step = Step::kRequeue;
+    return;
+  }
+  AfterXmit(a);
+}
+
+void Simulation::Requeue(Actor& a) {
+  Acquire(a, root_free_);
+  qdisc_.Requeue(a.batch.frames().subspan(a.accepted));
+  qc_.requeues.Add();
+  qc_.requeued_frames.Add(a.batch.size() - a.accepted);
+  root_free_ = a.t;
+  AfterXmit(a);
+}
+
+void Simulation::AfterXmit(Actor& a) {
+  a.quota -= a.batch.size();
+  a.batch.Clear();
+  a.step = Step::kDequeue;
+  if (a.quota > 0) return;
+  // __netif_schedule: the softirq role continues (a dedicated runner just goes on).
+  if (!cfg_.dedicated && !qdisc_.empty()) Kick(a.t, true);
+  EndRun(a);
+}
+
+void Simulation::EndRun(Actor& a) {
+  resched_pending_ = false;
+  running_ = false;
+  a.step = a.home;
+  if (a.role == Role::kRunner && !qdisc_.empty()) first_enqueued_ = a.t;
+  if (a.role == Role::kIrq) IrqSleep(a);
+}
+
+void Simulation::Poll(Actor& r) {
+  FlushTrigger why = FlushTrigger::kNone;
+  if (!qdisc_.empty() && !dev_->Stopped()) {
+    const auto n = static_cast<uint16_t>(std::min<unsigned>(qdisc_.backlog(), UINT16_MAX));
+    why = draining_ ? FlushTrigger::kEnd : policy_->Trigger(n, first_enqueued_, r.t, true);
+  }
+  if (why == FlushTrigger::kNone) {
+    // Asleep until an enqueue, a restart, the drain or the buffer's timer.
+    const Tsc by = qdisc_.empty() || dev_->Stopped() ? kNever : policy_->FlushBy(first_enqueued_);
+    r.t = by > r.t ? by : kNever;
+    return;
+  }
+  qc_.flush_triggers[static_cast<size_t>(why)].Add();
+  BeginRun(r, false);
+}
+
+void Simulation::Kick(Tsc at, bool resched) {
+  irq_kicked_ = true;
+  irq_resched_ |= resched;
+  if (irq_->step == Step::kIrq) Wake(*irq_, at);
+}
+
+void Simulation::Restart(Tsc at, bool resched, Actor& irq) {
+  (void)resched;
+  if (cfg_.dedicated) {
+    if (runner_->step == Step::kPoll) Wake(*runner_, at);  // netif_wake_queue
+  } else if (running_) {
+    resched_pending_ = true;
+  } else if (!qdisc_.empty()) {
+    BeginRun(irq, true);
+  }
+}
+
+void Simulation::Irq(Actor& q) {
+  Acquire(q, tx_free_);
+  clock_.now = q.t;
+  unsigned reclaimed = 0;
+  const bool woke = dev_->Complete(q.t, &reclaimed);
+  Work(q, c_.completion + c_.completion_frame * reclaimed);
+  tx_free_ = q.t;
+  const bool resched = irq_resched_;
+  irq_kicked_ = irq_resched_ = false;
+  if (woke || resched) Restart(q.t, resched, q);
+  if (q.step == Step::kIrq) IrqSleep(q);
+}
+
+void Simulation::IrqSleep(Actor& q) {
+  q.step = Step::kIrq;
+  if (irq_kicked_ || irq_resched_) return;  // told while it ran: go again at once
+  clock_.now = q.t;
+  const Tsc deadline = driver_->NextCompletion();
+  if (deadline != kNever) {
+    q.t = std::max(deadline, q.t);
+  } else if (Generating() || driver_->InFlight() > 0 || !qdisc_.empty()) {
+    q.t += idle_poll_;  // the idle ring's coalescing bound (kIrqIdlePoll)
+  } else {
+    q.t = kNever;  // nothing will ever need it again
+  }
+}
+
+CounterSnapshot Simulation::Snapshot() const {
+  Tsc busy = 0;
+  for (const Actor& a : actors_) busy += a.busy;
+  return TakeSnapshot(driver_->counters(), qc_, static_cast<double>(busy) * 1e9 / tsc_hz_, 0);
+}
+
+Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
+  const auto& emu_options = std::get<emu::EmuOptions>(cfg_.driver_spec.options);
+  const Tsc origin = static_cast<Tsc>(kOriginS * tsc_hz_);
+  const Tsc window_start = origin + static_cast<Tsc>(cfg_.warmup_s * tsc_hz_);
+  const Tsc window_end = window_start + static_cast<Tsc>(cfg_.duration_s * tsc_hz_);
+  window_.start = window_start;
+  window_.end = window_end;
+  stop_at_ = window_end;
+  clock_.now = origin;
+
+  std::vector<uint64_t> first_seq(cfg_.procs, 0);
+  if (flow_seq != nullptr)
+    for (size_t f = 0; f < std::min(first_seq.size(), flow_seq->size()); ++f)
+      first_seq[f] = (*flow_seq)[f];
+  sink_.StartFlows(first_seq);
+  driver_ = emu::CreateEmuDriver(emu_options, sink_, window_, tsc_hz_,
+                                 cfg_.link ? &*cfg_.link : nullptr, &clock_);
+  dev_ = std::make_unique<NetdevQueue>(*driver_, *policy_, cfg_.bql, tsc_hz_, qc_);
+  const WireSpec wire = driver_->Wire().value_or(WireSpec{});
+  const double pps = PpsPerProducer(cfg_, wire);
+  interval_ = pps > 0 ? tsc_hz_ / pps : 0;
+
+  actors_.reserve(cfg_.procs + 2);
+  for (unsigned i = 0; i < cfg_.procs; ++i) {
+    builders_.emplace_back(cfg_.proto, static_cast<uint16_t>(i), /*track_stages=*/true,
+                           first_seq[i]);
+    segmenters_.emplace_back(cfg_.proto, cfg_.size, cfg_.mtu);
+    stats_[i].registered = true;
+    stats_[i].next_seq.store(first_seq[i]);
+    Actor& p = actors_.emplace_back();
+    p.role = Role::kProducer;
+    p.index = i;
+    p.step = p.home = Step::kBuild;
+    // Paced producers start evenly staggered within one interval.
+    p.next_pace = static_cast<double>(origin) + interval_ * i / cfg_.procs;
+    p.t = origin;
+  }
+  producers_left_ = cfg_.procs;
+  if (cfg_.dedicated) {
+    Actor& r = actors_.emplace_back();
+    r.role = Role::kRunner;
+    r.step = r.home = Step::kPoll;
+    r.t = kNever;
+    runner_ = &r;
+  }
+  Actor& irq = actors_.emplace_back();
+  irq.role = Role::kIrq;
+  irq.step = irq.home = Step::kIrq;
+  irq.t = origin + idle_poll_;
+  irq_ = &irq;
+
+  const double budget_s = DrainBudgetS(cfg_, wire);
+  const Tsc deadline = window_end + static_cast<Tsc>(budget_s * tsc_hz_);
+  CounterSnapshot a{}, b{};
+  bool in_window = false, ended = false;
+  Tsc last = origin;
+  while (Actor* next = Earliest()) {
+    if (!in_window && next->t >= window_start) {
+      a = Snapshot();
+      in_window = true;
+    }
+    if (!ended && next->t >= window_end) {
+      b = Snapshot();
+      ended = true;
+      draining_ = true;  // generation stops; a dedicated runner sends what buffer:N holds
+      if (runner_ != nullptr && runner_->step == Step::kPoll) Wake(*runner_, window_end);
+    }
+    if (next->t > deadline) break;
+    last = next->t;
+    StepActor(*next);
+  }
+  if (!in_window) a = Snapshot();
+  if (!ended) b = Snapshot();
+  const bool drained = producers_left_ == 0 && qdisc_.empty() && !running_ &&
+                       driver_->InFlight() == 0 && waiters_.empty();
+  if (!drained) {
+    unsigned purged = qdisc_.Purge() + driver_->Purge();
+    for (Actor& x : actors_) {
+      if (x.held != nullptr) rte_pktmbuf_free(x.held), ++purged;
+      if (!x.own.empty()) rte_pktmbuf_free_bulk(x.own.frames().data(), x.own.size());
+      if (!x.batch.empty()) rte_pktmbuf_free_bulk(x.batch.frames().data(), x.batch.size());
+    }
+    return MakeError(EIO, fmt::format("the simulated drain did not finish within {:.1f} s of "
+                                      "virtual time ({} frames freed); this is a txbatch bug",
+                                      budget_s, purged));
+  }
+
+  CellRun run{cfg_, *driver_, qc_, dev_->bql_limit(), qdisc_.backlog(), sink_, stats_, a, b};
+  run.tsc_hz = tsc_hz_;
+  run.run_start = origin;
+  run.window_start = window_start;
+  run.window_end = window_end;
+  run.stopped_at = window_end;
+  run.drained_at = last;
+  CellResult r = ResultOf(run, flow_seq);
+  dev_.reset();
+  driver_.reset();
+  r.books.mbufs_in_use = static_cast<uint64_t>(rte_mempool_in_use_count(pool_));
+  r.books.balanced = Balanced(r.books);
+  return r;
+}
+
+}  // namespace
+
+std::optional<std::string> SimUnsupported(const CellConfig& cfg) {
+  if (!cfg.driver_spec.emulated())
+    return fmt::format("--engine sim runs the emulated NIC only, not '{}'; valid: an emu: driver "
+                       "(emu:e1000, emu:ixgbe, emu:null, emu:ipoib-*), or --engine real",
+                       cfg.driver);
+  if (cfg.nolock)
+    return std::string("--engine sim models the root-locked qdisc only; valid: --sync rootlock "
+                       "with --engine sim, or --engine real for --sync nolock");
+  if (!(cfg.cost.tsc_hz > 0))
+    return std::string("the cost model's tsc_hz must be positive");
+  if (std::llround(cfg.cost.frame) < 1)
+    return std::string("the cost model's frame cost must be at least 1 cycle (a producer that "
+                       "takes no time would never let the clock move)");
+  return std::nullopt;
+}
+
+Result<CellResult> SimulateCell(const CellConfig& cfg, rte_mempool* pool,
+                                std::vector<uint64_t>* flow_seq) {
+  if (auto why = SimUnsupported(cfg)) return MakeError(EINVAL, *why);
+  Simulation sim(cfg, pool);
+  return sim.Run(flow_seq);
+}
+
+}  // namespace txbatch

@@ -1,0 +1,44 @@
+#pragma once
+// The simulation engine (`--engine sim`, DESIGN.md "Deterministic mode"): one cell on a virtual
+// clock, with the real qdisc (PfifoFast), flush policies, BQL and driver handover (NetdevQueue),
+// the emulated NIC, wire and link, frame builder and sink — every frame a real mbuf — but no
+// threads. Producers, the qdisc's runner and the TX-completion role are actors, each on its own
+// simulated CPU; the engine always steps the actor whose clock is earliest (ties by index), one
+// frame or one bulk per step, so the interleaving is per frame, never a batch as one event.
+//
+// CPU time comes from a cost model (cost_model.h): per write, per frame built, per lock taken
+// (more when it was held by another CPU), per frame enqueued, per bulk and per frame dequeued,
+// per driver call and per frame in it, per completion wake and per frame reclaimed. The NIC's own
+// costs (doorbell, descriptors) are the emu model's, as on the real engine. The root lock and the
+// TX lock are spin locks granted in time order. The txirq sleeps until the NIC's next modelled
+// completion or a kick, exactly as the real one (tx_queue.h), so rings, stops and restarts
+// behave as on the real engine; what is not modelled: CPUs shared by several threads, caches,
+// the scheduler.
+//
+// Same config and seed, same result, byte for byte (the `env` block aside). Supports the emu
+// drivers, every policy, --qdisc pfifo_fast|pfifo|none, --runner inline|dedicated, --sync
+// rootlock, --rate and --link.
+
+#include <rte_mempool.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dataplane/error.h"
+#include "dataplane/experiment.h"
+
+namespace txbatch {
+
+// Why `cfg` cannot run on the simulation engine (one sentence naming the valid choices), or
+// nothing when it can.
+std::optional<std::string> SimUnsupported(const CellConfig& cfg);
+
+// Simulates one cell with cfg.cost on `pool` (frames are real mbufs; the pool is full again when
+// it returns). `flow_seq` as RunCell. Fails when the cell is unsupported (EINVAL) or the drain
+// does not finish within DrainBudgetS of virtual time (EIO: a bug).
+Result<CellResult> SimulateCell(const CellConfig& cfg, rte_mempool* pool,
+                                std::vector<uint64_t>* flow_seq = nullptr);
+
+}  // namespace txbatch

@@ -1,0 +1,87 @@
+#include "tools/cost_model_file.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <utility>
+
+namespace txbatch {
+namespace {
+
+// Every cost by its name in the file.
+constexpr std::pair<const char*, double CostModel::*> kCosts[] = {
+    {"write", &CostModel::write},
+    {"frame", &CostModel::frame},
+    {"lock", &CostModel::lock},
+    {"lock_contended", &CostModel::lock_contended},
+    {"enqueue", &CostModel::enqueue},
+    {"dequeue", &CostModel::dequeue},
+    {"dequeue_frame", &CostModel::dequeue_frame},
+    {"xmit_call", &CostModel::xmit_call},
+    {"xmit_frame", &CostModel::xmit_frame},
+    {"completion", &CostModel::completion},
+    {"completion_frame", &CostModel::completion_frame},
+};
+
+std::string CostNames() {
+  std::string s;
+  for (const auto& [name, member] : kCosts) s += fmt::format("{}{}", s.empty() ? "" : ", ", name);
+  return s;
+}
+
+}  // namespace
+
+nlohmann::json CostModelJson(const CostModel& model) {
+  nlohmann::json cycles = nlohmann::json::object();
+  for (const auto& [name, member] : kCosts) cycles[name] = model.*member;
+  return {{"tsc_hz", model.tsc_hz}, {"source", model.source}, {"cycles", cycles}};
+}
+
+Result<CostModel> CostModelFromJson(const nlohmann::json& doc, const std::string& where) {
+  const auto bad = [&](const std::string& what) {
+    return MakeError(EINVAL, fmt::format("cost model {}: {}; valid: {{\"tsc_hz\": HZ, \"source\": "
+                                         "TEXT, \"cycles\": {{{}: cycles >= 0}}}}",
+                                         where, what, CostNames()));
+  };
+  if (!doc.is_object()) return bad("not a JSON object");
+  CostModel m;
+  for (const auto& [key, value] : doc.items()) {
+    if (key == "tsc_hz") {
+      if (!value.is_number() || !(value.get<double>() > 0)) return bad("tsc_hz must be > 0");
+      m.tsc_hz = value.get<double>();
+    } else if (key == "source") {
+      if (!value.is_string()) return bad("source must be text");
+      m.source = value.get<std::string>();
+    } else if (key == "cycles") {
+      if (!value.is_object()) return bad("cycles must be an object");
+      for (const auto& [name, v] : value.items()) {
+        double CostModel::*member = nullptr;
+        for (const auto& [n, mp] : kCosts)
+          if (name == n) member = mp;
+        if (member == nullptr) return bad(fmt::format("unknown cost '{}'", name));
+        if (!v.is_number() || !(v.get<double>() >= 0) || !std::isfinite(v.get<double>()))
+          return bad(fmt::format("cost '{}' must be a number >= 0", name));
+        m.*member = v.get<double>();
+      }
+    } else if (key != "fit") {  // calibrate's report of the fit travels with the model
+      return bad(fmt::format("unknown key '{}'", key));
+    }
+  }
+  return m;
+}
+
+Result<CostModel> LoadCostModel(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    return MakeError(ENOENT, fmt::format("cannot read --cost-model '{}': no such file or not "
+                                         "readable; valid: a JSON file as txbatch calibrate "
+                                         "writes",
+                                         path));
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded())
+    return MakeError(EINVAL, fmt::format("--cost-model '{}' is not valid JSON", path));
+  return CostModelFromJson(doc, "'" + path + "'");
+}
+
+}  // namespace txbatch
