@@ -234,6 +234,11 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
       "run --link 'delay 1ms' --driver ethdev:net_null0",
       "sink --port verbs:mlx5_0:1,qkey=0x11 --mtu 10",
       "lab",
+      "run --engine warp",
+      "run --engine sim --driver ethdev:net_null0",
+      "run --engine real,sim --sync nolock",
+      "run --engine sim --cost-model /nonexistent/cost.json",
+      "run --engine sim --cost-model /proc/self/status",
       "frobnicate",
       "",
   };
