@@ -3,33 +3,39 @@
 // frame, per driver call, per lock and per completion, at the TSC rate of the machine they came
 // from. A device's own costs (doorbell, descriptor) stay with its model (emu's doorbell_ns,
 // desc_ns), as on the real engine. `txbatch calibrate` fits these from real runs; the defaults
-// below come from this project's tx_path_bench stage table (doc/perf.md).
+// below are its fit on this project's machine (doc/cost-model.json, doc/experiments.md), with
+// the costs it cannot separate estimated from tx_path_bench's stage table (doc/perf.md).
 
 #include <string>
 
 namespace txbatch {
 
 struct CostModel {
-  double tsc_hz = 2.596e9;  // the clock the cycles were counted in (the virtual TSC's rate)
+  double tsc_hz = 2.6e9;  // the clock the cycles were counted in (the virtual TSC's rate)
   // Producer side.
-  double write = 20;   // per application write (the syscall's fixed part, segmentation)
-  double frame = 50;   // per frame built: mbuf, headers, the TX stamp (tx_path_bench: ~19 ns)
+  double write = 20;    // per application write (the syscall's fixed part, segmentation)
+  double frame = 69.5;  // per frame built: mbuf, headers, the TX stamp
   // The qdisc (root lock, pfifo_fast).
   double lock = 16;             // one uncontended acquisition + release (6.3 ns, spin lock)
-  double lock_contended = 200;  // more when it was held: the cache line comes from another core
-  double enqueue = 12;          // per frame enqueued (11.2 ns with the lock, less the lock)
-  double dequeue = 10;          // per bulk dequeue
+  double lock_contended = 200;  // more when it was held: the line comes from another core
+  double enqueue = 28.1;        // per frame enqueued
+  double dequeue = 122.9;       // per bulk dequeue that finds frames
   double dequeue_frame = 3;     // per frame dequeued
   // The driver (its software side; the emu model adds its doorbell and descriptor costs).
-  double xmit_call = 60;   // per driver call: TX lock taken, the call (the path's ~23 ns fixed part)
-  double xmit_frame = 10;  // per frame in a call
+  double xmit_call = 29.1;  // per driver call (an xmit_more chain: per frame)
+  double xmit_frame = 25;   // per frame in a call
   // The completion role (TX interrupt + clean).
-  double completion = 200;      // per wake
+  double completion = 200;       // per wake
   double completion_frame = 15;  // per frame reclaimed
-  // Where the numbers came from: "default: …" or the file and machine `calibrate` wrote.
+  // Per frame handed to the receiver (txbatch's sink: parse, sequence, latency histograms), where
+  // the NIC model delivers: in the completion role, or inside the call on a wire-less NIC.
+  double deliver = 215.9;
+  // Where the numbers came from (doc/cost-model.json is this model, with calibrate's fit).
   std::string source =
-      "default: estimated from doc/perf.md's tx_path_bench stage table (2 vCPU EPYC, TSC "
-      "2596 MHz, 2026-11-30), not fitted";
+      "txbatch calibrate --rounds 5 (real engine), 2026-11-30, on the project's machine: 2 vCPU "
+      "AMD EPYC under KVM, TSC 2600 MHz, Debian 12, DPDK 22.11; fitted: frame, xmit_call, "
+      "xmit_frame (net_null's), deliver, enqueue, dequeue; kept (estimates from tx_path_bench): "
+      "write, lock, lock_contended, dequeue_frame, completion, completion_frame";
   bool operator==(const CostModel&) const = default;
 };
 

@@ -51,7 +51,7 @@ class NetdevQueue {
   TxDriver& driver_;
   TxQueueCounters& counters_;
   std::optional<DynamicQueueLimits> dql_;
-  bool bql_xoff_ = false;       // __QUEUE_STATE_STACK_XOFF
+  bool bql_xoff_ = false;      // __QUEUE_STATE_STACK_XOFF
   uint64_t bql_reported_ = 0;  // the driver's completed_bytes already reported to dql_
 };
 

@@ -71,6 +71,8 @@ class RxSink {
   static constexpr size_t kPositionBuckets = 10;  // up to kMaxBatch = 512
   const std::array<LatencyHistogram, kPositionBuckets>& by_position() const { return position_; }
   SinkCounts counts() const;
+  // Frames handed to Receive so far, whatever they were (the simulation charges their handling).
+  uint64_t handled() const { return received_.Get() + foreign_.Get(); }
 
  private:
   void RecordStages(const TxMeta& t, Tsc at, double total_ns);

@@ -37,24 +37,25 @@ struct Cycles {
         xmit_call(Round(c.xmit_call)),
         xmit_frame(Round(c.xmit_frame)),
         completion(Round(c.completion)),
-        completion_frame(Round(c.completion_frame)) {}
+        completion_frame(Round(c.completion_frame)),
+        deliver(Round(c.deliver)) {}
   static Tsc Round(double x) { return static_cast<Tsc>(std::llround(std::max(0.0, x))); }
   Tsc write, frame, lock, lock_contended, enqueue, dequeue, dequeue_frame, xmit_call, xmit_frame,
-      completion, completion_frame;
+      completion, completion_frame, deliver;
 };
 
 enum class Role : uint8_t { kProducer, kRunner, kIrq };
 
 // What an actor does at its next step.
 enum class Step : uint8_t {
-  kBuild,      // producer: build the next frame (starting a write when the last one is done)
-  kEnqueue,    // producer: put the frame built into the qdisc (or its own batch)
-  kBlocked,    // producer: its band was full; woken when the runner frees room
-  kDequeue,    // runner (any role): a bulk dequeue under the root lock
-  kXmit,       // runner: hand the bulk to the driver under the TX lock
-  kRequeue,    // runner: put what the driver refused back at the head
-  kPoll,       // dedicated runner: is there something to send?
-  kIrq,        // txirq: reclaim completions
+  kBuild,    // producer: build the next frame (starting a write when the last one is done)
+  kEnqueue,  // producer: put the frame built into the qdisc (or its own batch)
+  kBlocked,  // producer: its band was full; woken when the runner frees room
+  kDequeue,  // runner (any role): a bulk dequeue under the root lock
+  kXmit,     // runner: hand the bulk to the driver under the TX lock
+  kRequeue,  // runner: put what the driver refused back at the head
+  kPoll,     // dedicated runner: is there something to send?
+  kIrq,      // txirq: reclaim completions
   kDone,
 };
 
@@ -62,9 +63,9 @@ struct Actor {
   Role role;
   unsigned index;  // producer index (flow); ties in time go to the lower actor number
   Step step;
-  Tsc t = kNever;   // when its next step happens (kNever: asleep until woken)
-  Tsc busy = 0;     // cycles of CPU it used inside the window
-  Step home;        // where it goes back to when a qdisc run ends
+  Tsc t = kNever;  // when its next step happens (kNever: asleep until woken)
+  Tsc busy = 0;    // cycles of CPU it used inside the window
+  Step home;       // where it goes back to when a qdisc run ends
   // Producer.
   std::vector<unsigned> write;  // payloads of the current write's frames
   size_t next_frame = 0;
@@ -97,8 +98,8 @@ class Simulation {
         qdisc_(cfg.txqueuelen, cfg.pfifo ? 1 : kPfifoBands),
         wake_level_(cfg.txqueuelen - std::max(1u, cfg.txqueuelen / 4)),
         meta_offset_(TxMetaOffset()),
-        idle_poll_(static_cast<Tsc>(
-            std::chrono::duration<double>(kIrqIdlePoll).count() * tsc_hz_)) {}
+        idle_poll_(
+            static_cast<Tsc>(std::chrono::duration<double>(kIrqIdlePoll).count() * tsc_hz_)) {}
 
   Result<CellResult> Run(std::vector<uint64_t>* flow_seq);
 
@@ -305,9 +306,10 @@ void Simulation::FlushOwn(Actor& p, FlushTrigger why) {
   clock_.now = p.t;
   if (meta_offset_ >= 0) MarkHandover(p.own.frames(), p.t, meta_offset_);
   bool stopped_now = false;
+  const uint64_t handled = sink_.handled();
   const uint16_t accepted = dev_->Xmit(p.own.frames(), Handover::kBurst, &stopped_now);
   p.t = std::max(p.t, clock_.now);
-  Work(p, c_.xmit_call + c_.xmit_frame * n);
+  Work(p, c_.xmit_call + c_.xmit_frame * n + c_.deliver * (sink_.handled() - handled));
   tx_free_ = p.t;
   qc_.batch_hist[n].Add();
   qc_.dropped_noqueue.Add(n - accepted);
@@ -346,7 +348,8 @@ void Simulation::Dequeue(Actor& a) {
   const DequeueBudget budget = policy_->Budget(ctx);
   a.batch.Clear();
   const uint16_t n = qdisc_.DequeueBulk(a.batch, budget);
-  Work(a, c_.dequeue + c_.dequeue_frame * n);
+  // A dequeue that finds nothing (the one ending every run) costs only its lock.
+  if (n > 0) Work(a, c_.dequeue + c_.dequeue_frame * n);
   root_free_ = a.t;
   if (n == 0) return EndRun(a);
   if (!waiters_.empty() && qdisc_.backlog() <= wake_level_) {
@@ -361,12 +364,13 @@ void Simulation::Xmit(Actor& a) {
   Acquire(a, tx_free_);
   if (meta_offset_ >= 0) MarkHandover(a.batch.frames(), a.t, meta_offset_);
   const uint64_t calls = driver_->counters().xmit_calls.Get();
+  const uint64_t handled = sink_.handled();
   clock_.now = a.t;
   bool stopped_now = false;
   a.accepted = dev_->Xmit(a.batch.frames(), a.handover, &stopped_now);
   a.t = std::max(a.t, clock_.now);
   Work(a, c_.xmit_call * (driver_->counters().xmit_calls.Get() - calls) +
-              c_.xmit_frame * a.batch.size());
+              c_.xmit_frame * a.batch.size() + c_.deliver * (sink_.handled() - handled));
   tx_free_ = a.t;
   qc_.batch_hist[a.batch.size()].Add();
   qc_.tx_cycles.Add(a.t - a.run_t0);
@@ -442,8 +446,10 @@ void Simulation::Irq(Actor& q) {
   Acquire(q, tx_free_);
   clock_.now = q.t;
   unsigned reclaimed = 0;
+  const uint64_t handled = sink_.handled();
   const bool woke = dev_->Complete(q.t, &reclaimed);
-  Work(q, c_.completion + c_.completion_frame * reclaimed);
+  Work(q,
+       c_.completion + c_.completion_frame * reclaimed + c_.deliver * (sink_.handled() - handled));
   tx_free_ = q.t;
   const bool resched = irq_resched_;
   irq_kicked_ = irq_resched_ = false;
@@ -577,17 +583,19 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
 
 std::optional<std::string> SimUnsupported(const CellConfig& cfg) {
   if (!cfg.driver_spec.emulated())
-    return fmt::format("--engine sim runs the emulated NIC only, not '{}'; valid: an emu: driver "
-                       "(emu:e1000, emu:ixgbe, emu:null, emu:ipoib-*), or --engine real",
-                       cfg.driver);
+    return fmt::format(
+        "--engine sim runs the emulated NIC only, not '{}'; valid: an emu: driver "
+        "(emu:e1000, emu:ixgbe, emu:null, emu:ipoib-*), or --engine real",
+        cfg.driver);
   if (cfg.nolock)
-    return std::string("--engine sim models the root-locked qdisc only; valid: --sync rootlock "
-                       "with --engine sim, or --engine real for --sync nolock");
-  if (!(cfg.cost.tsc_hz > 0))
-    return std::string("the cost model's tsc_hz must be positive");
+    return std::string(
+        "--engine sim models the root-locked qdisc only; valid: --sync rootlock "
+        "with --engine sim, or --engine real for --sync nolock");
+  if (!(cfg.cost.tsc_hz > 0)) return std::string("the cost model's tsc_hz must be positive");
   if (std::llround(cfg.cost.frame) < 1)
-    return std::string("the cost model's frame cost must be at least 1 cycle (a producer that "
-                       "takes no time would never let the clock move)");
+    return std::string(
+        "the cost model's frame cost must be at least 1 cycle (a producer that "
+        "takes no time would never let the clock move)");
   return std::nullopt;
 }
 

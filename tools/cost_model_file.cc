@@ -22,6 +22,7 @@ constexpr std::pair<const char*, double CostModel::*> kCosts[] = {
     {"xmit_frame", &CostModel::xmit_frame},
     {"completion", &CostModel::completion},
     {"completion_frame", &CostModel::completion_frame},
+    {"deliver", &CostModel::deliver},
 };
 
 std::string CostNames() {

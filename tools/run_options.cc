@@ -27,21 +27,6 @@ std::vector<std::string_view> SplitList(std::string_view text) {
   }
 }
 
-Result<std::vector<unsigned>> ParseUnsignedList(std::string_view option, std::string_view text,
-                                                unsigned lo, unsigned hi) {
-  std::vector<unsigned> out;
-  for (std::string_view item : SplitList(text)) {
-    unsigned v = 0;
-    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || v < lo || v > hi)
-      return MakeError(EINVAL, fmt::format("{} value '{}' is not valid; valid: a comma-separated "
-                                           "list of integers in {}..{}",
-                                           option, item, lo, hi));
-    out.push_back(v);
-  }
-  return out;
-}
-
 // A comma-separated list of choices, each one of `valid`.
 Result<std::vector<std::string>> ParseChoiceList(std::string_view option, std::string_view text,
                                                  std::initializer_list<std::string_view> valid) {
@@ -57,6 +42,21 @@ Result<std::vector<std::string>> ParseChoiceList(std::string_view option, std::s
 }
 
 }  // namespace
+
+Result<std::vector<unsigned>> ParseUnsignedList(std::string_view option, std::string_view text,
+                                                unsigned lo, unsigned hi) {
+  std::vector<unsigned> out;
+  for (std::string_view item : SplitList(text)) {
+    unsigned v = 0;
+    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || v < lo || v > hi)
+      return MakeError(EINVAL, fmt::format("{} value '{}' is not valid; valid: a comma-separated "
+                                           "list of integers in {}..{}",
+                                           option, item, lo, hi));
+    out.push_back(v);
+  }
+  return out;
+}
 
 Result<EalMemory> ParseEalMemory(std::string_view text) {
   if (text == "auto") return EalMemory::kAuto;

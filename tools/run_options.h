@@ -75,6 +75,10 @@ void AddRunOptions(CLI::App& cmd, RunArgs& args);
 // shared with the bridge; `batch_default` is what --help says --batch defaults to.
 void AddQueueOptions(CLI::App& cmd, RunArgs& args, std::string_view batch_default);
 
+// A comma-separated list of integers in lo..hi; one sentence naming `option` otherwise.
+Result<std::vector<unsigned>> ParseUnsignedList(std::string_view option, std::string_view text,
+                                                unsigned lo, unsigned hi);
+
 // --eal-memory's value; one sentence for anything but auto, no-huge, in-memory.
 Result<EalMemory> ParseEalMemory(std::string_view text);
 

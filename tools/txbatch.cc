@@ -29,6 +29,7 @@
 #include "tools/bridge_cmd.h"
 #include "tools/lab.h"
 #include "tools/sweep.h"
+#include "tools/calibrate.h"
 #include "tools/tune.h"
 #include "txbatch_config.h"
 
@@ -393,6 +394,30 @@ int Main(int argc, char** argv) {
   tune->add_option("--target", tune_target, "Percent of the best throughput (50..100)")
       ->capture_default_str();
   tune->add_option("--p99-max", tune_p99, "Latency budget for p99, e.g. 50us or 2ms");
+  CalibrateArgs cal_args;
+  CLI::App* calibrate = app.add_subcommand(
+      "calibrate",
+      "Measure this machine's TX path (one producer of 60-byte frames on emu:null: --qdisc none "
+      "and a dedicated runner at each --batch limit, an inline check, and net_null for "
+      "comparison), fit cycles per driver call = fixed + per-frame x n with R² and residuals, "
+      "and write the simulation engine's cost model (--engine sim --cost-model FILE).");
+  calibrate->add_option("--out", cal_args.out, "The cost-model file to write")
+      ->capture_default_str();
+  calibrate->add_option("--batch", cal_args.batch, "Batch limits, comma-separated (two or more)")
+      ->capture_default_str();
+  calibrate->add_option("--duration", cal_args.duration_s, "Measured window per cell, seconds")
+      ->capture_default_str();
+  calibrate->add_option("--rounds", cal_args.rounds, "Interleaved rounds (medians are fitted)")
+      ->capture_default_str();
+  calibrate->add_option("--engine", cal_args.engine,
+                        "real, or sim: calibrate the simulation of --cost-model (a check that "
+                        "the fit recovers the model's costs)")
+      ->capture_default_str();
+  calibrate->add_option("--cost-model", cal_args.cost_model,
+                        "The base model: costs calibrate cannot separate are kept from it");
+  calibrate->add_option("--json", cal_args.json, "Also write the measured records here");
+  calibrate->add_option("--eal-memory", cal_args.eal_memory, "auto, no-huge or in-memory")
+      ->capture_default_str();
   sweep->add_option("--out", sweep_out, "Directory for the outputs (created if missing)")
       ->required();
   try {
@@ -410,6 +435,7 @@ int Main(int argc, char** argv) {
                  : report->parsed()  ? "report "
                  : sweep->parsed()   ? "sweep "
                  : tune->parsed()    ? "tune "
+                 : calibrate->parsed() ? "calibrate "
                  : bridge->parsed()  ? "bridge "
                  : respond->parsed() ? "respond "
                  : sink->parsed()    ? "sink "
@@ -448,6 +474,7 @@ int Main(int argc, char** argv) {
   }
   if (lab_down->parsed()) return LabDown(lab_down_prefix);
   if (tune->parsed()) return TuneCommand(tune_args, tune_target, tune_p99, eal_args, env);
+  if (calibrate->parsed()) return CalibrateCommand(cal_args, eal_args, env);
   if (sweep->parsed()) {
     if (sweep_args.batch.empty() && sweep_args.policy.empty()) sweep_args.batch = "1,2,4,8,16,32,64";
     auto plan = BuildRunPlan(sweep_args);

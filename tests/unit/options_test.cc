@@ -239,6 +239,11 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
       "run --engine real,sim --sync nolock",
       "run --engine sim --cost-model /nonexistent/cost.json",
       "run --engine sim --cost-model /proc/self/status",
+      "calibrate --batch 8",
+      "calibrate --engine warp",
+      "calibrate --rounds 0",
+      "calibrate --out /proc/no/such/dir/cost.json",
+      "calibrate --cost-model /nonexistent/cost.json",
       "frobnicate",
       "",
   };

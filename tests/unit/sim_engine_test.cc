@@ -37,11 +37,11 @@ CellResult Simulate(const CellConfig& c) {
   auto r = SimulateCell(c, test::Pool());
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
   if (!r.ok()) return {};
-  EXPECT_TRUE(r->books.balanced)
-      << "generated " << r->books.generated << " sent " << r->books.sent << " dropped "
-      << r->books.dropped << " queued " << r->books.queued << " received " << r->books.received
-      << " lost " << r->books.lost << " in flight " << r->books.in_flight << " mbufs "
-      << r->books.mbufs_in_use;
+  EXPECT_TRUE(r->books.balanced) << "generated " << r->books.generated << " sent " << r->books.sent
+                                 << " dropped " << r->books.dropped << " queued " << r->books.queued
+                                 << " received " << r->books.received << " lost " << r->books.lost
+                                 << " in flight " << r->books.in_flight << " mbufs "
+                                 << r->books.mbufs_in_use;
   EXPECT_EQ(r->books.mbufs_in_use, 0u);
   return *r;
 }
@@ -71,8 +71,8 @@ TEST(SimEngine, SameConfigSameResultsByteForByte) {
 }
 
 // One producer batching its own frames (--qdisc none, buffer:N) on a wire-less NIC: every
-// frame costs write + frame + xmit_frame + desc, every batch xmit_call + doorbell, so the rate
-// is 1 / (fixed / N + per_frame) cycles.
+// frame costs write + frame + xmit_frame + deliver + desc, every batch xmit_call + doorbell, so the
+// rate is 1 / (fixed / N + per_frame) cycles.
 TEST(SimEngine, OneProducerRunsAtTheCostModelsRate) {
   for (unsigned n : {1u, 4u, 32u}) {
     CellConfig c = Cell("emu:null,doorbell_ns=100,desc_ns=5", "count:1", Proto::kUdp, 18);
@@ -81,10 +81,17 @@ TEST(SimEngine, OneProducerRunsAtTheCostModelsRate) {
     c.stream = false;
     c.cost = CostModel{};
     c.cost.tsc_hz = 1e9;  // a cycle is a nanosecond: the emu model's costs are whole cycles
+    // Whole cycles (the engine rounds each cost once).
+    c.cost.write = 20;
+    c.cost.frame = 50;
+    c.cost.xmit_call = 60;
+    c.cost.xmit_frame = 10;
+    c.cost.deliver = 100;
     // The idle txirq's polls (every 125 us) take the TX lock: free, so they never delay the
     // producer and the formula is exact.
     c.cost.completion = c.cost.completion_frame = c.cost.lock = c.cost.lock_contended = 0;
-    const double per_frame = c.cost.write + c.cost.frame + c.cost.xmit_frame + 5;
+    // emu:null hands each frame to the sink inside the call: `deliver` per frame there.
+    const double per_frame = c.cost.write + c.cost.frame + c.cost.xmit_frame + c.cost.deliver + 5;
     const double fixed = c.cost.xmit_call + 100;
     const double expect_mpps = 1e9 / (fixed / n + per_frame) / 1e6;
     const CellResult r = Simulate(c);
@@ -116,8 +123,8 @@ TEST(SimEngine, EveryShapeClosesItsBooks) {
   };
   for (const Shape s : {Shape{false, false, false}, Shape{false, true, false},
                         Shape{false, false, true}, Shape{true, false, false}})
-    for (const char* policy :
-         {"count:1", "count:32", "buffer:32:100", "bql", "linux-2014", "linux-2025", "blist-2007"}) {
+    for (const char* policy : {"count:1", "count:32", "buffer:32:100", "bql", "linux-2014",
+                               "linux-2025", "blist-2007"}) {
       if (s.noqueue && PolicySpec{*ParsePolicySpec(policy)}.needs_qdisc()) continue;
       CellConfig c = Cell("emu:ixgbe,doorbell_ns=150", policy, Proto::kUdp, 64, 4);
       c.noqueue = s.noqueue;

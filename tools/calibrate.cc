@@ -1,0 +1,294 @@
+#include "tools/calibrate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "drivers/factory.h"
+#include "tools/cost_model_file.h"
+#include "tools/run_options.h"
+#include "tools/session.h"
+#include "tools/verdict.h"
+
+namespace txbatch {
+namespace {
+
+// A wire-less NIC with no injected costs: only software is measured.
+constexpr const char* kNullNic = "emu:null,doorbell_ns=0,desc_ns=0";
+constexpr const char* kNullPort = "ethdev:net_null0";
+
+CellConfig BaseCell(const char* driver, Engine engine, const CostModel& cost, double duration_s,
+                    double warmup_s) {
+  CellConfig c;
+  c.driver = driver;
+  c.driver_spec = *ParseDriverSpec(driver);  // constant specs: they parse
+  c.proto = Proto::kUdp;
+  c.size = kTxbatchHeaderBytes;  // 60-byte frames: the per-frame work, not bytes
+  c.procs = 1;
+  c.duration_s = duration_s;
+  c.warmup_s = warmup_s;
+  c.engine = engine;
+  c.cost = cost;
+  return c;
+}
+
+std::string SeriesOf(const CellConfig& c) {
+  if (!c.driver_spec.emulated()) return "net_null";
+  if (c.noqueue) return "none";
+  return c.dedicated ? "dedicated" : "inline";
+}
+
+}  // namespace
+
+LinearFit FitLine(std::span<const double> x, std::span<const double> y) {
+  LinearFit f;
+  const size_t n = std::min(x.size(), y.size());
+  if (n == 0) return f;
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < n; ++i) mx += x[i], my += y[i];
+  mx /= n;
+  my /= n;
+  double sxx = 0, sxy = 0, syy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sxx += (x[i] - mx) * (x[i] - mx);
+    sxy += (x[i] - mx) * (y[i] - my);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  f.slope = sxx > 0 ? sxy / sxx : 0;
+  f.intercept = my - f.slope * mx;
+  double sse = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double r = y[i] - (f.intercept + f.slope * x[i]);
+    f.residuals.push_back(r);
+    sse += r * r;
+  }
+  f.r2 = syy > 0 ? 1 - sse / syy : 1;
+  return f;
+}
+
+std::vector<CellConfig> CalibrationCells(const std::vector<unsigned>& batches, Engine engine,
+                                         const CostModel& base, double duration_s,
+                                         double warmup_s) {
+  std::vector<CellConfig> cells;
+  for (unsigned n : batches) {
+    CellConfig none = BaseCell(kNullNic, engine, base, duration_s, warmup_s);
+    none.noqueue = true;
+    none.stream = false;
+    none.policy = {PolicyKind::kBuffer, static_cast<uint16_t>(n)};
+    cells.push_back(none);
+    CellConfig dedicated = BaseCell(kNullNic, engine, base, duration_s, warmup_s);
+    dedicated.dedicated = true;
+    dedicated.policy = {PolicyKind::kBuffer, static_cast<uint16_t>(n)};
+    cells.push_back(dedicated);
+    if (engine == Engine::kReal) {
+      CellConfig port = none;
+      port.driver = kNullPort;
+      port.driver_spec = *ParseDriverSpec(kNullPort);
+      cells.push_back(port);
+    }
+  }
+  CellConfig inline_cell = BaseCell(kNullNic, engine, base, duration_s, warmup_s);
+  inline_cell.policy = {PolicyKind::kCount, 1};
+  cells.push_back(inline_cell);
+  return cells;
+}
+
+Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double tsc_hz,
+                                 const CostModel& base) {
+  Calibration cal;
+  // Medians over rounds, per cell.
+  std::map<int, std::vector<const CellRecord*>> by_cell;
+  for (const auto& r : records) by_cell[r.cell].push_back(&r);
+  for (const auto& [index, runs] : by_cell) {
+    std::vector<double> avg, per_call, per_frame;
+    for (const CellRecord* r : runs) {
+      if (r->result.packets == 0) continue;
+      avg.push_back(r->result.avg_batch);
+      per_call.push_back(r->result.cycles_per_pkt * r->result.avg_batch);
+      per_frame.push_back(tsc_hz / (r->result.mpps * 1e6));
+    }
+    if (avg.empty()) continue;
+    const CellConfig& c = runs.front()->config;
+    cal.points.push_back(
+        {SeriesOf(c), c.policy.frames, Median(avg), Median(per_call), Median(per_frame)});
+  }
+  const auto series = [&](const std::string& name) {
+    std::vector<const CalibrationPoint*> out;
+    for (const auto& p : cal.points)
+      if (p.series == name) out.push_back(&p);
+    return out;
+  };
+  const auto fit = [&](const std::string& name, LinearFit* f) -> Status {
+    const auto pts = series(name);
+    if (pts.size() < 2)
+      return MakeError(EINVAL, fmt::format("calibrate needs at least two batch limits to fit the "
+                                           "{} series, and {} measured; valid: --batch with two "
+                                           "or more values",
+                                           name, pts.size()));
+    std::vector<double> x, y;
+    for (const auto* p : pts) x.push_back(p->avg_batch), y.push_back(p->cycles_per_call);
+    *f = FitLine(x, y);
+    return {};
+  };
+  if (Status s = fit("none", &cal.none); !s) return s.error();
+  if (Status s = fit("dedicated", &cal.dedicated); !s) return s.error();
+  if (!series("net_null").empty())
+    if (Status s = fit("net_null", &cal.net_null); !s) return s.error();
+
+  CostModel& m = cal.model;
+  m = base;
+  m.tsc_hz = tsc_hz;
+  const auto floor0 = [](double v) { return std::max(0.0, v); };
+  // The driver: fixed = TX lock + call (the lock alone is not separable here: the base's value
+  // stays); per frame = the call's own work + handing the frame to the sink, which emu:null does
+  // inside the call. A PMD's per-frame work (net_null's slope) is the driver's share.
+  m.xmit_call = floor0(cal.none.intercept - m.lock);
+  if (!cal.net_null.residuals.empty()) m.xmit_frame = floor0(cal.net_null.slope);
+  m.deliver = floor0(cal.none.slope - m.xmit_frame);
+  // The producer: what each frame costs beyond its share of the driver call (one write per
+  // 60-byte datagram, so write + frame together; the base's write stays).
+  std::vector<double> producer;
+  for (const auto* p : series("none"))
+    producer.push_back(p->cycles_per_frame - p->cycles_per_call / p->avg_batch);
+  cal.producer_cycles = Median(producer);
+  m.frame = std::max(1.0, cal.producer_cycles - m.write);
+  // The qdisc, from one producer running it inline at count:1: each frame alone goes through the
+  // root lock + enqueue, one run of one frame (root lock + dequeue + the driver's call: its TX
+  // path), and the dequeue that finds the qdisc empty and ends the run (its root lock).
+  // The dequeue's split into per bulk and per frame is not separable here: the base's per-frame
+  // share stays.
+  const auto in = series("inline");
+  if (in.empty())
+    return MakeError(EINVAL, "calibrate needs the inline series to fit the qdisc's costs");
+  cal.inline_frame = in.front()->cycles_per_frame;
+  cal.inline_call = in.front()->cycles_per_call;
+  const double driver_one = cal.none.intercept + cal.none.slope;  // TX lock + a call of 1
+  m.dequeue = floor0(cal.inline_call - driver_one - m.lock - m.dequeue_frame);
+  m.enqueue = floor0(cal.inline_frame - cal.producer_cycles - cal.inline_call - 2 * m.lock);
+  return cal;
+}
+
+nlohmann::json Calibration::Json() const {
+  const auto line = [](const LinearFit& f) {
+    return nlohmann::json{{"fixed_cycles", f.intercept},
+                          {"per_frame_cycles", f.slope},
+                          {"r2", f.r2},
+                          {"residuals", f.residuals}};
+  };
+  nlohmann::json pts = nlohmann::json::array();
+  for (const auto& p : points)
+    pts.push_back({{"series", p.series},
+                   {"batch", p.batch},
+                   {"avg_batch", p.avg_batch},
+                   {"cycles_per_call", p.cycles_per_call},
+                   {"cycles_per_frame", p.cycles_per_frame}});
+  return {{"none", line(none)},
+          {"dedicated", line(dedicated)},
+          {"net_null", net_null.residuals.empty() ? nlohmann::json(nullptr) : line(net_null)},
+          {"producer_cycles", producer_cycles},
+          {"inline", {{"cycles_per_frame", inline_frame}, {"cycles_per_call", inline_call}}},
+          {"not_fitted",
+           {"write", "lock", "lock_contended", "dequeue_frame", "completion", "completion_frame"}},
+          {"points", pts}};
+}
+
+int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_user_args,
+                     RunEnv env) {
+  auto batches = ParseUnsignedList("--batch", args.batch, 1, kMaxBatch);
+  if (!batches) return Fail(kExitBadInput, batches.error());
+  if (batches->size() < 2)
+    return Fail(kExitBadInput, Error{EINVAL,
+                                     "calibrate fits a line through the batch limits, "
+                                     "and one was given; valid: --batch with two or more "
+                                     "values, e.g. 1,8,32,256"});
+  if (args.engine != "real" && args.engine != "sim")
+    return Fail(kExitBadInput, Error{EINVAL, fmt::format("--engine '{}' is not valid; valid: "
+                                                         "real, sim",
+                                                         args.engine)});
+  if (!(args.duration_s >= 0.01 && args.duration_s <= 60))
+    return Fail(kExitBadInput, Error{ERANGE, fmt::format("--duration {} is out of range; valid: "
+                                                         "0.01..60 seconds",
+                                                         args.duration_s)});
+  if (args.rounds < 1 || args.rounds > 100)
+    return Fail(kExitBadInput, Error{ERANGE, fmt::format("--rounds {} is out of range; valid: "
+                                                         "1..100",
+                                                         args.rounds)});
+  auto memory = ParseEalMemory(args.eal_memory);
+  if (!memory) return Fail(kExitBadInput, memory.error());
+  CostModel base;
+  if (!args.cost_model.empty()) {
+    auto loaded = LoadCostModel(args.cost_model);
+    if (!loaded) return Fail(kExitBadInput, loaded.error());
+    base = *loaded;
+  }
+  if (Status s = CheckWritable(args.out); !s) return Fail(kExitBadInput, s.error());
+  if (!args.json.empty())
+    if (Status s = CheckWritable(args.json); !s) return Fail(kExitBadInput, s.error());
+  const Engine engine = args.engine == "sim" ? Engine::kSim : Engine::kReal;
+
+  RunPlan plan;
+  plan.cells = CalibrationCells(*batches, engine, base, args.duration_s, args.warmup_s);
+  plan.rounds = args.rounds;
+  plan.policies = {PolicySpec{PolicyKind::kCount, 1}};
+  int status = kExitOk;
+  auto session = StartSession(plan.cells, *memory, eal_user_args, std::move(env), &status);
+  if (!session) return Fail(status, session.error());
+  std::vector<CellRecord> records;
+  bool balanced = true;
+  MeasureGrid(plan, *session, 0, records, &status, &balanced);
+  if (status != kExitOk) return status;
+  if (StopRequested())
+    return Fail(kExitInternal, Error{EINTR,
+                                     "calibrate was interrupted; no "
+                                     "cost model was written"});
+  const double tsc_hz = engine == Engine::kSim ? base.tsc_hz : session->env.tsc_hz;
+  auto cal = FitCostModel(records, tsc_hz, base);
+  if (!cal) return Fail(kExitBadInput, cal.error());
+  cal->model.source = fmt::format(
+      "txbatch calibrate ({} engine) on {}, TSC {:.0f} MHz, {}; fitted: frame, xmit_call, "
+      "xmit_frame (net_null's), deliver, enqueue, dequeue; kept from the base: write, lock, "
+      "lock_contended, dequeue_frame, completion, completion_frame",
+      args.engine, session->env.cpu, tsc_hz / 1e6, session->env.started_at);
+
+  fmt::print("calibrate: {} rounds of {} cells, {} engine, TSC {:.0f} MHz ({})\n", args.rounds,
+             plan.cells.size(), args.engine, tsc_hz / 1e6, session->env.cpu);
+  fmt::print("\n{:<10} {:>6} {:>9} {:>12} {:>11} {:>12}\n", "series", "limit", "avg batch",
+             "cycles/call", "residual", "cycles/frame");
+  std::map<std::string, size_t> next;
+  for (const auto& p : cal->points) {
+    const LinearFit* f = p.series == "none"        ? &cal->none
+                         : p.series == "dedicated" ? &cal->dedicated
+                         : p.series == "net_null"  ? &cal->net_null
+                                                   : nullptr;
+    const size_t i = next[p.series]++;
+    const std::string residual =
+        f != nullptr && i < f->residuals.size() ? fmt::format("{:+.1f}", f->residuals[i]) : "-";
+    fmt::print("{:<10} {:>6} {:>9.2f} {:>12.1f} {:>11} {:>12.1f}\n", p.series, p.batch, p.avg_batch,
+               p.cycles_per_call, residual, p.cycles_per_frame);
+  }
+  const auto show = [](const char* what, const LinearFit& f) {
+    fmt::print("{:<44} {:8.1f} + {:6.2f} x n cycles, R² {:.4f}\n", what, f.intercept, f.slope,
+               f.r2);
+  };
+  fmt::print("\ncycles per driver call = fixed + per-frame x n:\n");
+  show("  none (TX lock + emu:null call)", cal->none);
+  show("  dedicated (root lock + dequeue + the call)", cal->dedicated);
+  if (!cal->net_null.residuals.empty())
+    show("  net_null (TX lock + the PMD's burst)", cal->net_null);
+  fmt::print("  producer per frame (write + build): {:.1f} cycles\n", cal->producer_cycles);
+  fmt::print(
+      "  inline, count:1: {:.1f} cycles/frame, of which the TX path {:.1f}, the producer "
+      "{:.1f}; the rest is the enqueue and the empty dequeue ending each run\n",
+      cal->inline_frame, cal->inline_call, cal->producer_cycles);
+  nlohmann::json doc = CostModelJson(cal->model);
+  doc["fit"] = cal->Json();
+  fmt::print("\ncost model ({}):\n{}\n", args.out, CostModelJson(cal->model)["cycles"].dump());
+  if (Status s = WriteJsonFile(args.out, doc); !s) return Fail(kExitBadInput, s.error());
+  nlohmann::json records_doc = ToJson(records, session->env);
+  session->pool.reset();
+  return Finish(args.json, records_doc, status, balanced);
+}
+
+}  // namespace txbatch

@@ -1,0 +1,83 @@
+#pragma once
+// `txbatch calibrate`: measures the TX path on this machine and fits the simulation engine's
+// cost model (dataplane/cost_model.h) from it. Control plane.
+//
+// Series, one producer of 60-byte UDP frames on a wire-less NIC (emu:null, no injected costs),
+// each at batch limits N (default 1 … 256):
+// * `none`      — --qdisc none --policy buffer:N: cycles per driver call against frames in it
+//                 gives the driver's fixed and per-frame cost (emu:null hands each frame to the
+//                 sink inside the call: that is `deliver`); the rest of a frame's time is the
+//                 producer's;
+// * `net_null`  — the same on ethdev:net_null0: a DPDK PMD's per-frame work, taken as the
+//                 driver's share of the per-frame cost (`xmit_frame`; the rest is `deliver`);
+// * `inline`    — an inline runner at count:1, flat out: each frame alone through enqueue, a
+//                 run of one and the empty dequeue that ends it: the qdisc's costs;
+// * `dedicated` — a dedicated runner with buffer:N, flat out: fitted and reported (its fixed
+//                 part includes the root lock's contention), a check, not used.
+// Costs the series cannot separate (the lock from the driver call, the dequeue's per-frame
+// share, completions, contention) keep the base model's values, and the file says so.
+
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dataplane/cost_model.h"
+#include "dataplane/eal.h"
+#include "tools/report.h"
+
+namespace txbatch {
+
+// Least squares y = intercept + slope * x, its R² and each point's residual (y - fit).
+struct LinearFit {
+  double intercept = 0, slope = 0, r2 = 0;
+  std::vector<double> residuals;
+};
+LinearFit FitLine(std::span<const double> x, std::span<const double> y);
+
+struct CalibrateArgs {
+  std::string out = "cost-model.json";
+  std::string batch = "1,2,4,8,16,32,64,128,256";
+  double duration_s = 0.2;
+  double warmup_s = 0.05;
+  int rounds = 3;
+  std::string engine = "real";  // sim: calibrate the simulation itself (checks the fitting)
+  std::string cost_model;       // the base model: kept costs, and the sim engine's costs
+  std::string json;             // the measured records
+  std::string eal_memory = "auto";
+};
+
+// One series point, medians over the rounds.
+struct CalibrationPoint {
+  std::string series;
+  unsigned batch = 0;
+  double avg_batch = 0;
+  double cycles_per_call = 0;   // TX path (dequeue + driver call) per handover
+  double cycles_per_frame = 0;  // the whole path: TSC per frame at the measured rate
+};
+
+struct Calibration {
+  CostModel model;
+  std::vector<CalibrationPoint> points;
+  LinearFit none, dedicated, net_null;
+  double producer_cycles = 0;  // write + frame, from the none series
+  // The inline point (count:1): cycles per frame, and its TX path per call.
+  double inline_frame = 0, inline_call = 0;
+  nlohmann::json Json() const;  // the "fit" object written with the model
+};
+
+// The cells calibrate runs (every series at every limit in `batches`), on `engine`.
+std::vector<CellConfig> CalibrationCells(const std::vector<unsigned>& batches, Engine engine,
+                                         const CostModel& base, double duration_s, double warmup_s);
+
+// Fits the model from the records of CalibrationCells (any number of rounds), at `tsc_hz` (the
+// clock the records' cycles count). Costs it cannot fit keep `base`'s values. Fails with a
+// sentence when a series has too few points.
+Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double tsc_hz,
+                                 const CostModel& base);
+
+// The whole command; returns the exit status.
+int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_user_args,
+                     RunEnv env);
+
+}  // namespace txbatch
