@@ -49,7 +49,8 @@ bool Balanced(const Books& k) {
 
 double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire) {
   const double frames =
-      static_cast<double>(cfg.txqueuelen) + kMaxBatch + cfg.driver_spec.ring() + cfg.procs;
+      (static_cast<double>(cfg.txqueuelen) + kMaxBatch + cfg.driver_spec.ring()) * cfg.queues +
+      cfg.procs;
   double s = kDrainSlackS + frames * cfg.driver_spec.modelled_cost_ns() * 1e-9;
   if (wire.bits_per_s > 0)
     s += frames * wire.WireBytes(cfg.mtu + kEthHeaderBytes) * 8 / wire.bits_per_s;
@@ -80,7 +81,8 @@ unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
   // The band producers use (kProducerBand), the requeue slot, the ring, each producer's stash
   // of fresh mbufs and the per-lcore caches (each may hold up to 1.5x its size): queueing alone can
   // never exhaust the pool.
-  const uint64_t n = uint64_t{cfg.txqueuelen} + kMaxBatch + cfg.driver_spec.ring() +
+  const uint64_t n = (uint64_t{cfg.txqueuelen} + kMaxBatch + cfg.driver_spec.ring()) *
+                         std::max(1u, cfg.queues) +
                      uint64_t{cfg.procs} * kProducerStash + (cfg.link ? cfg.link->limit : 0) +
                      (lcores + cfg.procs + 2) * (kPoolCache * 3 / 2) + 1024;
   return static_cast<unsigned>(std::min<uint64_t>(n, 1u << 22));
@@ -107,6 +109,46 @@ CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, 
   return s;
 }
 
+void SumInto(DriverCounters& t, const DriverCounters& d) {
+  for (auto [to, from] :
+       {std::pair{&t.xmit_calls, &d.xmit_calls}, {&t.offered, &d.offered},
+        {&t.accepted, &d.accepted}, {&t.doorbells, &d.doorbells},
+        {&t.completed_bytes, &d.completed_bytes}, {&t.stops, &d.stops},
+        {&t.window_frames, &d.window_frames}, {&t.window_payload_bytes, &d.window_payload_bytes},
+        {&t.window_wire_bytes, &d.window_wire_bytes}, {&t.window_busy_tsc, &d.window_busy_tsc}})
+    to->Add(from->Get());
+  t.last_departure.Max(d.last_departure.Get());
+  t.window_max_idle_tsc.Max(d.window_max_idle_tsc.Get());
+}
+
+void SumInto(TxQueueCounters& t, const TxQueueCounters& q) {
+  for (auto [to, from] : {std::pair{&t.dropped_qdisc_full, &q.dropped_qdisc_full},
+                          {&t.dropped_aborted, &q.dropped_aborted}, {&t.waits, &q.waits},
+                          {&t.missed, &q.missed}})
+    to->Add(from->Get());
+  for (auto [to, from] :
+       {std::pair{&t.dropped_noqueue, &q.dropped_noqueue}, {&t.requeues, &q.requeues},
+        {&t.requeued_frames, &q.requeued_frames}, {&t.reschedules, &q.reschedules},
+        {&t.runs, &q.runs}, {&t.tx_cycles, &q.tx_cycles}, {&t.bql_stops, &q.bql_stops}})
+    to->Add(from->Get());
+  t.irq_max_late_tsc.Max(q.irq_max_late_tsc.Get());
+  t.bql_limit_max.Max(q.bql_limit_max.Get());
+  for (size_t i = 0; i < t.batch_hist.size(); ++i) t.batch_hist[i].Add(q.batch_hist[i].Get());
+  for (size_t i = 0; i < t.flush_triggers.size(); ++i)
+    t.flush_triggers[i].Add(q.flush_triggers[i].Get());
+}
+
+void CloseSinks(std::span<RxSink* const> sinks, const std::vector<ProducerStats>& stats) {
+  for (size_t q = 0; q < sinks.size(); ++q) {
+    // Frames lost at the very end of a flow show no gap: tell each queue's sink where its flows
+    // (producer i on queue i mod queues) ended; the others' stay where they started.
+    std::vector<uint64_t> next_seq(stats.size(), 0);
+    for (size_t f = q; f < stats.size(); f += sinks.size()) next_seq[f] = stats[f].next_seq.load();
+    sinks[q]->CloseFlows(next_seq);
+    if (q > 0) sinks[0]->Absorb(*sinks[q]);
+  }
+}
+
 CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   // Window rates.
   const CellConfig& cfg = run.cfg;
@@ -117,12 +159,11 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   const CounterSnapshot& a = run.a;
   const CounterSnapshot& b = run.b;
   const double tsc_hz = run.tsc_hz;
-  const auto& dc = driver.counters();
+  const DriverCounters& dc = run.dc;
   CellResult r;
   // Frames lost at the very end of a flow show no gap: tell the sink where each flow ended.
   std::vector<uint64_t> next_seq;
   for (const auto& s : stats) next_seq.push_back(s.next_seq.load());
-  run.sink.CloseFlows(next_seq);
   if (flow_seq != nullptr) {
     if (flow_seq->size() < next_seq.size()) flow_seq->resize(next_seq.size(), 0);
     std::copy(next_seq.begin(), next_seq.end(), flow_seq->begin());
@@ -215,7 +256,7 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   k.received = sc.received;
   k.lost = sc.lost;
   k.duplicated = sc.duplicated;
-  k.in_flight = driver.InFlight();  // every thread has stopped: no lock needed
+  k.in_flight = run.in_flight;
   if (const LinkCounters* lc = driver.link_counters()) {
     LinkResult& l = r.link.emplace();
     l.offered = lc->offered.Get();
@@ -243,23 +284,34 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   if (flow_seq != nullptr)
     for (size_t f = 0; f < std::min(first_seq.size(), flow_seq->size()); ++f)
       first_seq[f] = (*flow_seq)[f];
-  // A link holds up to `limit` frames: a late frame may trail that many and more.
-  RxSink sink(window, tsc_hz, cfg.procs, cfg.link ? uint64_t{4} * cfg.link->limit : 0,
-              /*verify_headers=*/cfg.link && cfg.link->corrupt > 0);
-  sink.StartFlows(first_seq);
-  auto created = CreateDriver(cfg.driver_spec, pool, cfg.mtu, sink, window, tsc_hz,
-                              cfg.link ? &*cfg.link : nullptr);
-  if (!created) return created.error();
-  std::unique_ptr<TxDriver> driver = std::move(*created);
+  // One TX queue each (--queues): a sink (its txirq delivers to it alone), a driver and the
+  // queue; on emu their rings share one wire.
+  const unsigned nq = std::max(1u, cfg.queues);
+  std::vector<std::unique_ptr<RxSink>> sinks;
+  std::vector<std::unique_ptr<TxDriver>> drivers;
+  emu::SharedWire shared_wire;
+  for (unsigned q = 0; q < nq; ++q) {
+    // A link holds up to `limit` frames: a late frame may trail that many and more.
+    sinks.push_back(std::make_unique<RxSink>(window, tsc_hz, cfg.procs,
+                                             cfg.link ? uint64_t{4} * cfg.link->limit : 0,
+                                             /*verify_headers=*/cfg.link && cfg.link->corrupt > 0));
+    sinks.back()->StartFlows(first_seq);
+    auto created = CreateDriver(cfg.driver_spec, pool, cfg.mtu, *sinks.back(), window, tsc_hz,
+                                cfg.link ? &*cfg.link : nullptr, nq > 1 ? &shared_wire : nullptr);
+    if (!created) return created.error();
+    drivers.push_back(std::move(*created));
+  }
+  TxDriver& driver = *drivers.front();
   auto policy = MakeFlushPolicy(cfg.policy, tsc_hz);
   TxQueueConfig qcfg = QueueConfigFor(cfg, tsc_hz, cpus);
   qcfg.block_when_full = cfg.stream;
   // Stage timestamps cost ~4 ns a frame: only where a sink will read them.
-  qcfg.track_stages = driver->counted_at() != CountedAt::kDriver;
-  const std::unique_ptr<TxQueue> queue_ptr = MakeTxQueue(*driver, *policy, qcfg, window);
-  TxQueue& queue = *queue_ptr;
+  qcfg.track_stages = driver.counted_at() != CountedAt::kDriver;
+  std::vector<std::unique_ptr<TxQueue>> queues;
+  for (unsigned q = 0; q < nq; ++q)
+    queues.push_back(MakeTxQueue(*drivers[q], *policy, qcfg, window));
 
-  const WireSpec wire = driver->Wire().value_or(WireSpec{});
+  const WireSpec wire = driver.Wire().value_or(WireSpec{});
   ProducerConfig pcfg;
   pcfg.proto = cfg.proto;
   pcfg.size = cfg.size;
@@ -278,18 +330,26 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   std::vector<std::thread> producers;
 
   const Tsc run_start = Now();
-  queue.StartIrq();
+  for (auto& q : queues) q->StartIrq();
   producers.reserve(cfg.procs);
   for (unsigned i = 0; i < cfg.procs; ++i)
     producers.emplace_back([&, i] {
-      RunProducer(pcfg, i, pool, queue, stop_producers, stats[i]);
+      // XPS: producer i sends on queue i mod queues.
+      RunProducer(pcfg, i, pool, *queues[i % nq], stop_producers, stats[i]);
       producers_done.fetch_add(1);
     });
 
   const auto snapshot = [&] {
-    double cpu_ns = ThreadCpuNs(queue.irq_thread());
+    double cpu_ns = 0;
+    DriverCounters dc;
+    TxQueueCounters qc;
+    for (unsigned q = 0; q < nq; ++q) {
+      cpu_ns += ThreadCpuNs(queues[q]->irq_thread());
+      SumInto(dc, drivers[q]->counters());
+      SumInto(qc, queues[q]->counters());
+    }
     for (auto& t : producers) cpu_ns += ThreadCpuNs(t.native_handle());
-    return TakeSnapshot(driver->counters(), queue.counters(), cpu_ns, InvoluntaryCtxsw());
+    return TakeSnapshot(dc, qc, cpu_ns, InvoluntaryCtxsw());
   };
   // Sleeps for `seconds` unless a signal asks to stop; returns false if it did.
   const auto sleep_for = [&](double seconds) {
@@ -298,6 +358,11 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
       if (stop.load()) return false;
       SleepNs(std::min(10e6, static_cast<double>(until - Now()) * 1e9 / tsc_hz));
     }
+    return true;
+  };
+  const auto idle = [&] {
+    for (auto& q : queues)
+      if (!q->Idle()) return false;
     return true;
   };
 
@@ -314,24 +379,39 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   // out at the wire's pace. All of it under one deadline, so a wedged queue cannot hang the run.
   stop_producers.store(true);
   const Tsc stopped_at = Now();
-  queue.Drain();
+  for (auto& q : queues) q->Drain();
   const double drain_budget_s = DrainBudgetS(cfg, wire);
   const Tsc drain_deadline = stopped_at + static_cast<Tsc>(drain_budget_s * tsc_hz);
-  while ((producers_done.load() < cfg.procs || !queue.Idle()) && Now() < drain_deadline)
-    SleepNs(20000);
+  while ((producers_done.load() < cfg.procs || !idle()) && Now() < drain_deadline) SleepNs(20000);
   const Tsc drained_at = Now();
-  const bool drained = producers_done.load() == cfg.procs && queue.Idle();
-  if (!drained) queue.Abort();  // blocked producers drop (counted "aborted") and return
+  const bool drained = producers_done.load() == cfg.procs && idle();
+  if (!drained)
+    for (auto& q : queues) q->Abort();  // blocked producers drop (counted "aborted") and return
   for (auto& t : producers) t.join();
-  queue.StopIrq();
+  for (auto& q : queues) q->StopIrq();
   if (!drained) {
-    const unsigned purged = queue.Purge() + driver->Purge();
+    unsigned purged = 0;
+    for (unsigned q = 0; q < nq; ++q) purged += queues[q]->Purge() + drivers[q]->Purge();
     return MakeError(EIO, fmt::format("the drain did not finish within {:.1f} s ({} frames still "
                                       "queued or in the ring were freed); this is a txbatch bug",
                                       drain_budget_s, purged));
   }
 
-  CellRun run{cfg, *driver, queue.counters(), queue.bql_limit(), queue.backlog(), sink, stats, a, b};
+  DriverCounters dc;
+  TxQueueCounters qc;
+  unsigned backlog = 0, in_flight = 0;
+  std::optional<uint32_t> bql_limit;
+  std::vector<RxSink*> sink_ptrs;
+  for (unsigned q = 0; q < nq; ++q) {
+    SumInto(dc, drivers[q]->counters());
+    SumInto(qc, queues[q]->counters());
+    backlog += queues[q]->backlog();
+    in_flight += drivers[q]->InFlight();  // every thread has stopped: no lock needed
+    if (const auto l = queues[q]->bql_limit()) bql_limit = std::max(bql_limit.value_or(0), *l);
+    sink_ptrs.push_back(sinks[q].get());
+  }
+  CloseSinks(sink_ptrs, stats);
+  CellRun run{cfg, driver, dc, qc, bql_limit, backlog, in_flight, *sinks.front(), stats, a, b};
   run.tsc_hz = tsc_hz;
   run.run_start = run_start;
   run.window_start = window.start.load();
@@ -340,11 +420,12 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   run.drained_at = drained_at;
   CellResult r = ResultOf(run, flow_seq);
   r.interrupted = !completed;
-  r.txirq_realtime = queue.irq_realtime();
+  r.txirq_realtime = queues.front()->irq_realtime();
   Books& k = r.books;
   // Ports give back what their PMD still holds (lazily freed TX mbufs, a pre-filled RX ring)
-  // when they are stopped: count the pool after the driver is gone.
-  driver.reset();
+  // when they are stopped: count the pool after the drivers are gone.
+  queues.clear();
+  drivers.clear();
   k.mbufs_in_use = static_cast<uint64_t>(rte_mempool_in_use_count(pool));
   k.balanced = Balanced(k);
   return r;

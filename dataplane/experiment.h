@@ -36,6 +36,9 @@ struct CellConfig {
   PolicySpec policy;
   unsigned size = 65536;
   unsigned procs = 1;
+  // TX queues (--queues), each with its own qdisc, runner and txirq; producer i sends on queue
+  // i mod queues (XPS); on emu their rings share one wire.
+  unsigned queues = 1;
   unsigned mtu = 1500;
   unsigned txqueuelen = kDefaultTxQueueLen;
   double duration_s = 1.0;
@@ -161,25 +164,34 @@ struct CounterSnapshot {
 };
 CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, double cpu_ns,
                              uint64_t ctxsw);
+// Adds one queue's counters to a cell's totals (maxima stay maxima).
+void SumInto(DriverCounters& total, const DriverCounters& d);
+void SumInto(TxQueueCounters& total, const TxQueueCounters& q);
 
 // What a finished cell leaves behind, on either engine (every thread stopped, drained): the
 // result is computed from it alone.
 struct CellRun {
   const CellConfig& cfg;
-  const TxDriver& driver;
+  const TxDriver& driver;    // the first queue's: what every queue's driver shares (wire, kind)
+  const DriverCounters& dc;  // every queue's, summed (SumInto)
   const TxQueueCounters& qc;
   std::optional<uint32_t> bql_limit;
   unsigned backlog;
-  RxSink& sink;
+  unsigned in_flight;
+  RxSink& sink;  // every queue's, absorbed into one
   const std::vector<ProducerStats>& stats;
   CounterSnapshot a, b;  // at the window's start and end
   double tsc_hz = 0;
   Tsc run_start = 0, window_start = 0, window_end = 0, stopped_at = 0, drained_at = 0;
 };
 
+// Closes each queue's sink (producer i's flow is on sink i mod sinks.size()) and absorbs them all
+// into sinks[0], which then holds the cell's receive side. Before ResultOf.
+void CloseSinks(std::span<RxSink* const> sinks, const std::vector<ProducerStats>& stats);
+
 // The cell's result and books from `run`, except what needs the driver gone (mbufs_in_use,
-// balanced): the caller frees the driver, then counts the pool. Closes the sink's flows; updates
-// `flow_seq` (may be null) to where each flow ended.
+// balanced): the caller frees the driver, then counts the pool. The sink must be closed
+// (CloseSinks); `flow_seq` (may be null) is updated to where each flow ended.
 CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq);
 
 // Runs one cell on `pool`. `stop` (SIGINT/SIGTERM) cuts the measured window short; what was

@@ -97,6 +97,23 @@ void RxSink::RecordStages(const TxMeta& t, Tsc at, double total_ns) {
   position_[std::min(bucket, kPositionBuckets - 1)].Record(total_ns);
 }
 
+void RxSink::Absorb(const RxSink& o) {
+  for (auto [to, from] : {std::pair{&received_, &o.received_}, {&foreign_, &o.foreign_},
+                          {&lost_, &o.lost_}, {&duplicated_, &o.duplicated_},
+                          {&reordered_, &o.reordered_}, {&late_, &o.late_},
+                          {&arrival_before_tx_, &o.arrival_before_tx_},
+                          {&window_frames_, &o.window_frames_},
+                          {&window_payload_bytes_, &o.window_payload_bytes_}})
+    to->Add(from->Get());
+  for (size_t i = 0; i < foreign_by_status_.size(); ++i)
+    foreign_by_status_[i].Add(o.foreign_by_status_[i].Get());
+  latency_.Merge(o.latency_);
+  before_driver_.Merge(o.before_driver_);
+  driver_ring_.Merge(o.driver_ring_);
+  wire_.Merge(o.wire_);
+  for (size_t b = 0; b < position_.size(); ++b) position_[b].Merge(o.position_[b]);
+}
+
 SinkCounts RxSink::counts() const {
   SinkCounts c;
   c.received = received_.Get();

@@ -71,6 +71,9 @@ class RxSink {
   static constexpr size_t kPositionBuckets = 10;  // up to kMaxBatch = 512
   const std::array<LatencyHistogram, kPositionBuckets>& by_position() const { return position_; }
   SinkCounts counts() const;
+  // Adds `other`'s counts and histograms to this sink's (a cell's per-queue sinks, each closed,
+  // into one). Its flows are not carried over: close both first.
+  void Absorb(const RxSink& other);
   // Frames handed to Receive so far, whatever they were (the simulation charges their handling).
   uint64_t handled() const { return received_.Get() + foreign_.Get(); }
 

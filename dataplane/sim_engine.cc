@@ -59,8 +59,11 @@ enum class Step : uint8_t {
   kDone,
 };
 
+struct SimQueue;
+
 struct Actor {
   Role role;
+  SimQueue* q = nullptr;  // the TX queue it sends on (producer i: queue i mod queues)
   unsigned index;  // producer index (flow); ties in time go to the lower actor number
   Step step;
   Tsc t = kNever;  // when its next step happens (kNever: asleep until woken)
@@ -84,6 +87,24 @@ struct Actor {
   uint16_t accepted = 0;
 };
 
+// One TX queue (--queues): its sink, driver, device side and qdisc, and the state of its locks,
+// its run and its txirq.
+struct SimQueue {
+  SimQueue(unsigned txqueuelen, bool pfifo) : qdisc(txqueuelen, pfifo ? 1 : kPfifoBands) {}
+  std::unique_ptr<RxSink> sink;
+  std::unique_ptr<TxDriver> driver;
+  TxQueueCounters qc;
+  std::unique_ptr<NetdevQueue> dev;
+  PfifoFast qdisc;
+  Actor* irq = nullptr;
+  Actor* runner = nullptr;          // --runner dedicated
+  std::vector<Actor*> waiters;      // blocked producers, in the order they blocked
+  Tsc root_free = 0, tx_free = 0;   // when its root lock and TX lock are next free
+  Tsc first_enqueued = 0;
+  bool running = false, resched_pending = false;
+  bool irq_kicked = false, irq_resched = false;
+};
+
 class Simulation {
  public:
   Simulation(const CellConfig& cfg, rte_mempool* pool)
@@ -91,11 +112,8 @@ class Simulation {
         c_(cfg.cost),
         tsc_hz_(cfg.cost.tsc_hz),
         pool_(pool),
-        sink_(window_, tsc_hz_, cfg.procs, cfg.link ? uint64_t{4} * cfg.link->limit : 0,
-              /*verify_headers=*/cfg.link && cfg.link->corrupt > 0),
         stats_(cfg.procs),
         policy_(MakeFlushPolicy(cfg.policy, tsc_hz_)),
-        qdisc_(cfg.txqueuelen, cfg.pfifo ? 1 : kPfifoBands),
         wake_level_(cfg.txqueuelen - std::max(1u, cfg.txqueuelen / 4)),
         meta_offset_(TxMetaOffset()),
         idle_poll_(
@@ -137,8 +155,8 @@ class Simulation {
   void Poll(Actor& r);
   void Irq(Actor& q);
   void IrqSleep(Actor& q);
-  void Kick(Tsc at, bool resched);
-  void Restart(Tsc at, bool resched, Actor& irq);
+  void Kick(SimQueue& q, Tsc at, bool resched);
+  void Restart(SimQueue& q, Tsc at, Actor& irq);
   bool Generating() const { return producers_left_ > 0; }
   CounterSnapshot Snapshot() const;
 
@@ -148,26 +166,18 @@ class Simulation {
   rte_mempool* pool_;
   VirtualClock clock_;
   RunWindow window_;
-  RxSink sink_;
   std::vector<ProducerStats> stats_;
   std::vector<FrameBuilder> builders_;
   std::vector<Segmenter> segmenters_;
-  std::unique_ptr<TxDriver> driver_;
   std::unique_ptr<FlushPolicy> policy_;
-  TxQueueCounters qc_;
-  std::unique_ptr<NetdevQueue> dev_;
-  PfifoFast qdisc_;
+  std::vector<std::unique_ptr<SimQueue>> queues_;
+  emu::SharedWire shared_wire_;  // --queues: the rings' one wire
   const unsigned wake_level_;
   const int meta_offset_;
   const Tsc idle_poll_;
-  std::vector<Actor> actors_;  // producers, then the dedicated runner (if any), then the txirq
-  Actor* irq_ = nullptr;
-  Actor* runner_ = nullptr;
-  std::vector<Actor*> waiters_;  // blocked producers, in the order they blocked
-  Tsc root_free_ = 0, tx_free_ = 0;
-  Tsc first_enqueued_ = 0;
-  bool running_ = false, resched_pending_ = false, draining_ = false;
-  bool irq_kicked_ = false, irq_resched_ = false;
+  // Producers, then each queue's dedicated runner (if any), then each queue's txirq.
+  std::vector<Actor> actors_;
+  bool draining_ = false;
   unsigned producers_left_ = 0;
   double interval_ = 0;  // --rate: TSC between a producer's frames
   Tsc stop_at_ = kNever;
@@ -204,6 +214,7 @@ void Simulation::StepActor(Actor& a) {
 }
 
 void Simulation::Build(Actor& p) {
+  SimQueue& q = *p.q;
   if (p.next_frame == p.write.size()) {
     if (p.finishing) return Finish(p);
     p.write.clear();
@@ -246,6 +257,7 @@ void Simulation::Build(Actor& p) {
 }
 
 void Simulation::Enqueue(Actor& p) {
+  SimQueue& q = *p.q;
   rte_mbuf* m = p.held;
   const bool write_done = p.next_frame == p.write.size();
   if (cfg_.noqueue) {
@@ -257,35 +269,35 @@ void Simulation::Enqueue(Actor& p) {
     if (why != FlushTrigger::kNone) FlushOwn(p, why);
     return;
   }
-  Acquire(p, root_free_);
-  if (qdisc_.band_full(kProducerBand)) {
+  Acquire(p, q.root_free);
+  if (q.qdisc.band_full(kProducerBand)) {
     if (!cfg_.stream) {
-      qc_.dropped_qdisc_full.Add();
+      q.qc.dropped_qdisc_full.Add();
       rte_pktmbuf_free(m);
       builders_[p.index].Unbuild(p.held_payload);
       p.held = nullptr;
       p.step = Step::kBuild;
     } else {
-      qc_.waits.Add();
+      q.qc.waits.Add();
       p.held_waited = true;
       p.step = Step::kBlocked;
-      waiters_.push_back(&p);
+      q.waiters.push_back(&p);
     }
-    root_free_ = p.t;
+    q.root_free = p.t;
     if (p.step == Step::kBlocked) p.t = kNever;
     return;
   }
   // A frame that waited enters the stack now (RootlockTxQueue::Send).
   if (p.held_waited) RestampTx(m, p.t);
-  if (qdisc_.empty()) first_enqueued_ = p.t;
+  if (q.qdisc.empty()) q.first_enqueued = p.t;
   Work(p, c_.enqueue);
-  (void)qdisc_.Enqueue(m, kProducerBand);  // cannot fail: the band has room
-  root_free_ = p.t;
+  (void)q.qdisc.Enqueue(m, kProducerBand);  // cannot fail: the band has room
+  q.root_free = p.t;
   p.held = nullptr;
   p.step = Step::kBuild;
   if (cfg_.dedicated) {
-    if (runner_->step == Step::kPoll) Wake(*runner_, p.t);
-  } else if (!running_) {
+    if (q.runner->step == Step::kPoll) Wake(*q.runner, p.t);
+  } else if (!q.running) {
     BeginRun(p, false);
   }
 }
@@ -299,22 +311,23 @@ void Simulation::Finish(Actor& p) {
 }
 
 void Simulation::FlushOwn(Actor& p, FlushTrigger why) {
+  SimQueue& q = *p.q;
   stats_[p.index].flush_triggers[static_cast<size_t>(why)].Add();
   const Tsc t0 = p.t;
   const auto n = p.own.size();
-  Acquire(p, tx_free_);
+  Acquire(p, q.tx_free);
   clock_.now = p.t;
   if (meta_offset_ >= 0) MarkHandover(p.own.frames(), p.t, meta_offset_);
   bool stopped_now = false;
-  const uint64_t handled = sink_.handled();
-  const uint16_t accepted = dev_->Xmit(p.own.frames(), Handover::kBurst, &stopped_now);
+  const uint64_t handled = q.sink->handled();
+  const uint16_t accepted = q.dev->Xmit(p.own.frames(), Handover::kBurst, &stopped_now);
   p.t = std::max(p.t, clock_.now);
-  Work(p, c_.xmit_call + c_.xmit_frame * n + c_.deliver * (sink_.handled() - handled));
-  tx_free_ = p.t;
-  qc_.batch_hist[n].Add();
-  qc_.dropped_noqueue.Add(n - accepted);
-  qc_.tx_cycles.Add(p.t - t0);
-  if (stopped_now) Kick(p.t, false);
+  Work(p, c_.xmit_call + c_.xmit_frame * n + c_.deliver * (q.sink->handled() - handled));
+  q.tx_free = p.t;
+  q.qc.batch_hist[n].Add();
+  q.qc.dropped_noqueue.Add(n - accepted);
+  q.qc.tx_cycles.Add(p.t - t0);
+  if (stopped_now) Kick(q, p.t, false);
   p.own.ConsumeFront(accepted);
   // Refused (Linux drops what a device without a queue refuses): their numbers go back.
   for (auto it = p.own.frames().rbegin(); it != p.own.frames().rend(); ++it)
@@ -324,57 +337,60 @@ void Simulation::FlushOwn(Actor& p, FlushTrigger why) {
 }
 
 void Simulation::BeginRun(Actor& a, bool resched) {
-  running_ = true;
-  (resched ? qc_.reschedules : qc_.runs).Add();
+  SimQueue& q = *a.q;
+  q.running = true;
+  (resched ? q.qc.reschedules : q.qc.runs).Add();
   a.quota = kDevTxWeight;
   a.step = Step::kDequeue;
 }
 
 void Simulation::Dequeue(Actor& a) {
-  if (dev_->Stopped()) {
+  SimQueue& q = *a.q;
+  if (q.dev->Stopped()) {
     // The txirq restarts the queue; if it already did during this run, go on.
-    if (!resched_pending_) return EndRun(a);
-    resched_pending_ = false;
+    if (!q.resched_pending) return EndRun(a);
+    q.resched_pending = false;
   }
   a.run_t0 = a.t;
-  Acquire(a, root_free_);
+  Acquire(a, q.root_free);
   DequeueContext ctx;
   ctx.quota_left = a.quota;
-  ctx.has_bql = dev_->has_bql();
-  ctx.bql_avail = dev_->bql_avail();
+  ctx.has_bql = q.dev->has_bql();
+  ctx.bql_avail = q.dev->bql_avail();
   ctx.may_bulk = !cfg_.pfifo;
-  ctx.requeued = qdisc_.requeued();
-  ctx.free_slots = driver_->FreeSlots();
+  ctx.requeued = q.qdisc.requeued();
+  ctx.free_slots = q.driver->FreeSlots();
   const DequeueBudget budget = policy_->Budget(ctx);
   a.batch.Clear();
-  const uint16_t n = qdisc_.DequeueBulk(a.batch, budget);
+  const uint16_t n = q.qdisc.DequeueBulk(a.batch, budget);
   // A dequeue that finds nothing (the one ending every run) costs only its lock.
   if (n > 0) Work(a, c_.dequeue + c_.dequeue_frame * n);
-  root_free_ = a.t;
+  q.root_free = a.t;
   if (n == 0) return EndRun(a);
-  if (!waiters_.empty() && qdisc_.backlog() <= wake_level_) {
-    for (Actor* w : waiters_) Wake(*w, a.t);
-    waiters_.clear();
+  if (!q.waiters.empty() && q.qdisc.backlog() <= wake_level_) {
+    for (Actor* w : q.waiters) Wake(*w, a.t);
+    q.waiters.clear();
   }
   a.handover = budget.handover;
   a.step = Step::kXmit;
 }
 
 void Simulation::Xmit(Actor& a) {
-  Acquire(a, tx_free_);
+  SimQueue& q = *a.q;
+  Acquire(a, q.tx_free);
   if (meta_offset_ >= 0) MarkHandover(a.batch.frames(), a.t, meta_offset_);
-  const uint64_t calls = driver_->counters().xmit_calls.Get();
-  const uint64_t handled = sink_.handled();
+  const uint64_t calls = q.driver->counters().xmit_calls.Get();
+  const uint64_t handled = q.sink->handled();
   clock_.now = a.t;
   bool stopped_now = false;
-  a.accepted = dev_->Xmit(a.batch.frames(), a.handover, &stopped_now);
+  a.accepted = q.dev->Xmit(a.batch.frames(), a.handover, &stopped_now);
   a.t = std::max(a.t, clock_.now);
-  Work(a, c_.xmit_call * (driver_->counters().xmit_calls.Get() - calls) +
-              c_.xmit_frame * a.batch.size() + c_.deliver * (sink_.handled() - handled));
-  tx_free_ = a.t;
-  qc_.batch_hist[a.batch.size()].Add();
-  qc_.tx_cycles.Add(a.t - a.run_t0);
-  if (stopped_now) Kick(a.t, false);
+  Work(a, c_.xmit_call * (q.driver->counters().xmit_calls.Get() - calls) +
+              c_.xmit_frame * a.batch.size() + c_.deliver * (q.sink->handled() - handled));
+  q.tx_free = a.t;
+  q.qc.batch_hist[a.batch.size()].Add();
+  q.qc.tx_cycles.Add(a.t - a.run_t0);
+  if (stopped_now) Kick(q, a.t, false);
   if (a.accepted < a.batch.size()) {
     a.step = Step::kRequeue;
     return;
@@ -383,98 +399,109 @@ void Simulation::Xmit(Actor& a) {
 }
 
 void Simulation::Requeue(Actor& a) {
-  Acquire(a, root_free_);
-  qdisc_.Requeue(a.batch.frames().subspan(a.accepted));
-  qc_.requeues.Add();
-  qc_.requeued_frames.Add(a.batch.size() - a.accepted);
-  root_free_ = a.t;
+  SimQueue& q = *a.q;
+  Acquire(a, q.root_free);
+  q.qdisc.Requeue(a.batch.frames().subspan(a.accepted));
+  q.qc.requeues.Add();
+  q.qc.requeued_frames.Add(a.batch.size() - a.accepted);
+  q.root_free = a.t;
   AfterXmit(a);
 }
 
 void Simulation::AfterXmit(Actor& a) {
+  SimQueue& q = *a.q;
   a.quota -= a.batch.size();
   a.batch.Clear();
   a.step = Step::kDequeue;
   if (a.quota > 0) return;
   // __netif_schedule: the softirq role continues (a dedicated runner just goes on).
-  if (!cfg_.dedicated && !qdisc_.empty()) Kick(a.t, true);
+  if (!cfg_.dedicated && !q.qdisc.empty()) Kick(q, a.t, true);
   EndRun(a);
 }
 
 void Simulation::EndRun(Actor& a) {
-  resched_pending_ = false;
-  running_ = false;
+  SimQueue& q = *a.q;
+  q.resched_pending = false;
+  q.running = false;
   a.step = a.home;
-  if (a.role == Role::kRunner && !qdisc_.empty()) first_enqueued_ = a.t;
+  if (a.role == Role::kRunner && !q.qdisc.empty()) q.first_enqueued = a.t;
   if (a.role == Role::kIrq) IrqSleep(a);
 }
 
 void Simulation::Poll(Actor& r) {
+  SimQueue& q = *r.q;
   FlushTrigger why = FlushTrigger::kNone;
-  if (!qdisc_.empty() && !dev_->Stopped()) {
-    const auto n = static_cast<uint16_t>(std::min<unsigned>(qdisc_.backlog(), UINT16_MAX));
-    why = draining_ ? FlushTrigger::kEnd : policy_->Trigger(n, first_enqueued_, r.t, true);
+  if (!q.qdisc.empty() && !q.dev->Stopped()) {
+    const auto n = static_cast<uint16_t>(std::min<unsigned>(q.qdisc.backlog(), UINT16_MAX));
+    why = draining_ ? FlushTrigger::kEnd : policy_->Trigger(n, q.first_enqueued, r.t, true);
   }
   if (why == FlushTrigger::kNone) {
     // Asleep until an enqueue, a restart, the drain or the buffer's timer.
-    const Tsc by = qdisc_.empty() || dev_->Stopped() ? kNever : policy_->FlushBy(first_enqueued_);
+    const Tsc by = q.qdisc.empty() || q.dev->Stopped() ? kNever : policy_->FlushBy(q.first_enqueued);
     r.t = by > r.t ? by : kNever;
     return;
   }
-  qc_.flush_triggers[static_cast<size_t>(why)].Add();
+  q.qc.flush_triggers[static_cast<size_t>(why)].Add();
   BeginRun(r, false);
 }
 
-void Simulation::Kick(Tsc at, bool resched) {
-  irq_kicked_ = true;
-  irq_resched_ |= resched;
-  if (irq_->step == Step::kIrq) Wake(*irq_, at);
+void Simulation::Kick(SimQueue& q, Tsc at, bool resched) {
+  q.irq_kicked = true;
+  q.irq_resched |= resched;
+  if (q.irq->step == Step::kIrq) Wake(*q.irq, at);
 }
 
-void Simulation::Restart(Tsc at, bool resched, Actor& irq) {
-  (void)resched;
+void Simulation::Restart(SimQueue& q, Tsc at, Actor& irq) {
   if (cfg_.dedicated) {
-    if (runner_->step == Step::kPoll) Wake(*runner_, at);  // netif_wake_queue
-  } else if (running_) {
-    resched_pending_ = true;
-  } else if (!qdisc_.empty()) {
+    if (q.runner->step == Step::kPoll) Wake(*q.runner, at);  // netif_wake_queue
+  } else if (q.running) {
+    q.resched_pending = true;
+  } else if (!q.qdisc.empty()) {
     BeginRun(irq, true);
   }
 }
 
-void Simulation::Irq(Actor& q) {
-  Acquire(q, tx_free_);
-  clock_.now = q.t;
+void Simulation::Irq(Actor& irq) {
+  SimQueue& q = *irq.q;
+  Acquire(irq, q.tx_free);
+  clock_.now = irq.t;
   unsigned reclaimed = 0;
-  const uint64_t handled = sink_.handled();
-  const bool woke = dev_->Complete(q.t, &reclaimed);
-  Work(q,
-       c_.completion + c_.completion_frame * reclaimed + c_.deliver * (sink_.handled() - handled));
-  tx_free_ = q.t;
-  const bool resched = irq_resched_;
-  irq_kicked_ = irq_resched_ = false;
-  if (woke || resched) Restart(q.t, resched, q);
-  if (q.step == Step::kIrq) IrqSleep(q);
+  const uint64_t handled = q.sink->handled();
+  const bool woke = q.dev->Complete(irq.t, &reclaimed);
+  Work(irq,
+       c_.completion + c_.completion_frame * reclaimed + c_.deliver * (q.sink->handled() - handled));
+  q.tx_free = irq.t;
+  const bool resched = q.irq_resched;
+  q.irq_kicked = q.irq_resched = false;
+  if (woke || resched) Restart(q, irq.t, irq);
+  if (irq.step == Step::kIrq) IrqSleep(irq);
 }
 
-void Simulation::IrqSleep(Actor& q) {
-  q.step = Step::kIrq;
-  if (irq_kicked_ || irq_resched_) return;  // told while it ran: go again at once
-  clock_.now = q.t;
-  const Tsc deadline = driver_->NextCompletion();
+void Simulation::IrqSleep(Actor& irq) {
+  SimQueue& q = *irq.q;
+  irq.step = Step::kIrq;
+  if (q.irq_kicked || q.irq_resched) return;  // told while it ran: go again at once
+  clock_.now = irq.t;
+  const Tsc deadline = q.driver->NextCompletion();
   if (deadline != kNever) {
-    q.t = std::max(deadline, q.t);
-  } else if (Generating() || driver_->InFlight() > 0 || !qdisc_.empty()) {
-    q.t += idle_poll_;  // the idle ring's coalescing bound (kIrqIdlePoll)
+    irq.t = std::max(deadline, irq.t);
+  } else if (Generating() || q.driver->InFlight() > 0 || !q.qdisc.empty()) {
+    irq.t += idle_poll_;  // the idle ring's coalescing bound (kIrqIdlePoll)
   } else {
-    q.t = kNever;  // nothing will ever need it again
+    irq.t = kNever;  // nothing will ever need it again
   }
 }
 
 CounterSnapshot Simulation::Snapshot() const {
   Tsc busy = 0;
   for (const Actor& a : actors_) busy += a.busy;
-  return TakeSnapshot(driver_->counters(), qc_, static_cast<double>(busy) * 1e9 / tsc_hz_, 0);
+  DriverCounters dc;
+  TxQueueCounters qc;
+  for (const auto& q : queues_) {
+    SumInto(dc, q->driver->counters());
+    SumInto(qc, q->qc);
+  }
+  return TakeSnapshot(dc, qc, static_cast<double>(busy) * 1e9 / tsc_hz_, 0);
 }
 
 Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
@@ -491,15 +518,23 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   if (flow_seq != nullptr)
     for (size_t f = 0; f < std::min(first_seq.size(), flow_seq->size()); ++f)
       first_seq[f] = (*flow_seq)[f];
-  sink_.StartFlows(first_seq);
-  driver_ = emu::CreateEmuDriver(emu_options, sink_, window_, tsc_hz_,
-                                 cfg_.link ? &*cfg_.link : nullptr, &clock_);
-  dev_ = std::make_unique<NetdevQueue>(*driver_, *policy_, cfg_.bql, tsc_hz_, qc_);
-  const WireSpec wire = driver_->Wire().value_or(WireSpec{});
+  const unsigned nq = std::max(1u, cfg_.queues);
+  for (unsigned i = 0; i < nq; ++i) {
+    auto& q = queues_.emplace_back(std::make_unique<SimQueue>(cfg_.txqueuelen, cfg_.pfifo));
+    q->sink = std::make_unique<RxSink>(window_, tsc_hz_, cfg_.procs,
+                                       cfg_.link ? uint64_t{4} * cfg_.link->limit : 0,
+                                       /*verify_headers=*/cfg_.link && cfg_.link->corrupt > 0);
+    q->sink->StartFlows(first_seq);
+    q->driver = emu::CreateEmuDriver(emu_options, *q->sink, window_, tsc_hz_,
+                                     cfg_.link ? &*cfg_.link : nullptr, &clock_,
+                                     nq > 1 ? &shared_wire_ : nullptr);
+    q->dev = std::make_unique<NetdevQueue>(*q->driver, *policy_, cfg_.bql, tsc_hz_, q->qc);
+  }
+  const WireSpec wire = queues_.front()->driver->Wire().value_or(WireSpec{});
   const double pps = PpsPerProducer(cfg_, wire);
   interval_ = pps > 0 ? tsc_hz_ / pps : 0;
 
-  actors_.reserve(cfg_.procs + 2);
+  actors_.reserve(cfg_.procs + 2 * nq);  // never reallocated: queues point into it
   for (unsigned i = 0; i < cfg_.procs; ++i) {
     builders_.emplace_back(cfg_.proto, static_cast<uint16_t>(i), /*track_stages=*/true,
                            first_seq[i]);
@@ -508,6 +543,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     stats_[i].next_seq.store(first_seq[i]);
     Actor& p = actors_.emplace_back();
     p.role = Role::kProducer;
+    p.q = queues_[i % nq].get();  // XPS: producer i sends on queue i mod queues
     p.index = i;
     p.step = p.home = Step::kBuild;
     // Paced producers start evenly staggered within one interval.
@@ -515,18 +551,23 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     p.t = origin;
   }
   producers_left_ = cfg_.procs;
-  if (cfg_.dedicated) {
-    Actor& r = actors_.emplace_back();
-    r.role = Role::kRunner;
-    r.step = r.home = Step::kPoll;
-    r.t = kNever;
-    runner_ = &r;
+  if (cfg_.dedicated)
+    for (auto& q : queues_) {
+      Actor& r = actors_.emplace_back();
+      r.role = Role::kRunner;
+      r.q = q.get();
+      r.step = r.home = Step::kPoll;
+      r.t = kNever;
+      q->runner = &r;
+    }
+  for (auto& q : queues_) {
+    Actor& irq = actors_.emplace_back();
+    irq.role = Role::kIrq;
+    irq.q = q.get();
+    irq.step = irq.home = Step::kIrq;
+    irq.t = origin + idle_poll_;
+    q->irq = &irq;
   }
-  Actor& irq = actors_.emplace_back();
-  irq.role = Role::kIrq;
-  irq.step = irq.home = Step::kIrq;
-  irq.t = origin + idle_poll_;
-  irq_ = &irq;
 
   const double budget_s = DrainBudgetS(cfg_, wire);
   const Tsc deadline = window_end + static_cast<Tsc>(budget_s * tsc_hz_);
@@ -542,7 +583,8 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
       b = Snapshot();
       ended = true;
       draining_ = true;  // generation stops; a dedicated runner sends what buffer:N holds
-      if (runner_ != nullptr && runner_->step == Step::kPoll) Wake(*runner_, window_end);
+      for (auto& q : queues_)
+        if (q->runner != nullptr && q->runner->step == Step::kPoll) Wake(*q->runner, window_end);
     }
     if (next->t > deadline) break;
     last = next->t;
@@ -550,10 +592,12 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   }
   if (!in_window) a = Snapshot();
   if (!ended) b = Snapshot();
-  const bool drained = producers_left_ == 0 && qdisc_.empty() && !running_ &&
-                       driver_->InFlight() == 0 && waiters_.empty();
+  bool drained = producers_left_ == 0;
+  for (const auto& q : queues_)
+    drained &= q->qdisc.empty() && !q->running && q->driver->InFlight() == 0 && q->waiters.empty();
   if (!drained) {
-    unsigned purged = qdisc_.Purge() + driver_->Purge();
+    unsigned purged = 0;
+    for (auto& q : queues_) purged += q->qdisc.Purge() + q->driver->Purge();
     for (Actor& x : actors_) {
       if (x.held != nullptr) rte_pktmbuf_free(x.held), ++purged;
       if (!x.own.empty()) rte_pktmbuf_free_bulk(x.own.frames().data(), x.own.size());
@@ -564,7 +608,23 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
                                       budget_s, purged));
   }
 
-  CellRun run{cfg_, *driver_, qc_, dev_->bql_limit(), qdisc_.backlog(), sink_, stats_, a, b};
+  DriverCounters dc;
+  TxQueueCounters qc;
+  unsigned backlog = 0, in_flight = 0;
+  std::optional<uint32_t> bql_limit;
+  std::vector<RxSink*> sinks;
+  for (auto& q : queues_) {
+    SumInto(dc, q->driver->counters());
+    SumInto(qc, q->qc);
+    backlog += q->qdisc.backlog();
+    in_flight += q->driver->InFlight();
+    if (const auto l = q->dev->bql_limit()) bql_limit = std::max(bql_limit.value_or(0), *l);
+    sinks.push_back(q->sink.get());
+  }
+  CloseSinks(sinks, stats_);
+  const SimQueue& first = *queues_.front();
+  CellRun run{cfg_, *first.driver, dc, qc, bql_limit, backlog, in_flight, *first.sink, stats_,
+              a, b};
   run.tsc_hz = tsc_hz_;
   run.run_start = origin;
   run.window_start = window_start;
@@ -572,8 +632,10 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   run.stopped_at = window_end;
   run.drained_at = last;
   CellResult r = ResultOf(run, flow_seq);
-  dev_.reset();
-  driver_.reset();
+  for (auto& q : queues_) {
+    q->dev.reset();
+    q->driver.reset();
+  }
   r.books.mbufs_in_use = static_cast<uint64_t>(rte_mempool_in_use_count(pool_));
   r.books.balanced = Balanced(r.books);
   return r;

@@ -48,9 +48,15 @@ Result<DriverSpec> ParseDriverSpec(std::string_view text) {
 
 Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempool* pool,
                                                unsigned mtu, RxSink& sink, const RunWindow& window,
-                                               double tsc_hz, const LinkSpec* link) {
+                                               double tsc_hz, const LinkSpec* link,
+                                               emu::SharedWire* wire) {
   if (const auto* e = std::get_if<emu::EmuOptions>(&spec.options))
-    return emu::CreateEmuDriver(*e, sink, window, tsc_hz, link);
+    return emu::CreateEmuDriver(*e, sink, window, tsc_hz, link, nullptr, wire);
+  if (wire != nullptr)
+    return MakeError(ENOTSUP, fmt::format("--queues above 1 is modelled on the emulated NIC only "
+                                          "so far, not on {}; valid: --queues 1, or an emu: "
+                                          "driver",
+                                          spec.ToString()));
   if (link != nullptr && link->Active())
     return MakeError(ENOTSUP, fmt::format("--link puts a link behind the emulated NIC's wire, and "
                                           "{} is not an emulated NIC; valid: --link with emu:MODEL "

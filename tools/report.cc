@@ -44,7 +44,7 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
           {"batch", c.policy.frames},
           {"size", c.size},
           {"procs", c.procs},
-          {"queues", 1},
+          {"queues", c.queues},
           {"runner", c.dedicated ? "dedicated" : "inline"},
           {"sync", c.noqueue  ? "none"
                    : c.nolock ? "nolock"
@@ -251,7 +251,9 @@ Status WriteJsonFile(const std::string& path, const json& doc) {
 
 std::string ShapeName(const CellConfig& c) {
   // The engine is part of the shape: a simulated cell is never compared with a real one.
-  const char* sim = c.engine == Engine::kSim ? " sim" : "";
+  // So are the TX queues: cells with different queue counts are different rows.
+  const std::string sim = fmt::format("{}{}", c.queues > 1 ? fmt::format(" {}q", c.queues) : "",
+                                      c.engine == Engine::kSim ? " sim" : "");
   if (c.noqueue) return fmt::format("qdisc none{}", sim);
   return fmt::format("{}{} {}{}", c.pfifo ? "pfifo " : "", c.nolock ? "nolock" : "rootlock",
                      c.dedicated ? "dedicated" : "inline", sim);

@@ -16,6 +16,7 @@ namespace {
 
 constexpr unsigned kMaxSize = 1u << 20;  // 1 MiB writes: well past lmbench's 256 KiB
 constexpr unsigned kMaxProcs = 64;
+constexpr unsigned kMaxQueues = 64;
 
 std::vector<std::string_view> SplitList(std::string_view text) {
   std::vector<std::string_view> out;
@@ -132,6 +133,10 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
   cmd.add_option("--procs", a.procs,
                  "Producer threads sharing the TX queue, comma-separated "
                  "(1..64)")
+      ->capture_default_str();
+  cmd.add_option("--queues", a.queues,
+                 "TX queues, comma-separated (1..64): each its own qdisc, runner and txirq; "
+                 "producer i sends on queue i mod queues (XPS); emu rings share one wire")
       ->capture_default_str();
   cmd.add_option("--duration", a.duration_s, "Measured window per cell, seconds (0.01..3600)")
       ->capture_default_str();
@@ -284,6 +289,9 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
   if (!sizes) return sizes.error();
   auto procs = ParseUnsignedList("--procs", a.procs, 1, kMaxProcs);
   if (!procs) return procs.error();
+  auto queues = ParseUnsignedList("--queues", a.queues, 1, kMaxQueues);
+  if (!queues) return queues.error();
+  const unsigned max_queues = *std::max_element(queues->begin(), queues->end());
   if (!(a.duration_s >= 0.01 && a.duration_s <= 3600))
     return MakeError(ERANGE, fmt::format("--duration {} is out of range; valid: 0.01..3600 "
                                          "seconds",
@@ -336,6 +344,11 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                                            "--mtu {}..{}, or link_mtu=4096 (IPoIB MTU 4092)",
                                            a.mtu, e->model, emu::EmuMaxMtu(*e), e->link_mtu,
                                            kMinMtu, emu::EmuMaxMtu(*e)));
+    if (max_queues > 1 && !spec->emulated())
+      return MakeError(ENOTSUP, fmt::format("--queues {} is modelled on the emulated NIC only so "
+                                           "far, and {} is a DPDK or verbs port; valid: --queues 1 "
+                                           "there, or an emu: driver",
+                                           max_queues, d));
     if (link && !spec->emulated())
       return MakeError(ENOTSUP,
                        fmt::format("--link puts a link behind the emulated NIC's wire, "
@@ -344,6 +357,12 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                                    d));
     specs.push_back(*spec);
   }
+  if (link && max_queues > 1)
+    return MakeError(ENOTSUP, fmt::format("--link with --queues {}: the link model sits behind one "
+                                         "ring, not a wire shared by several; valid: --queues 1 "
+                                         "with --link",
+                                         max_queues));
+  for (unsigned nq : *queues)
   for (unsigned p : *procs)
     for (unsigned s : *sizes)
       for (size_t d = 0; d < drivers.size(); ++d)
@@ -357,6 +376,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
             c.policy = pol;
             c.size = s;
             c.procs = p;
+            c.queues = nq;
             c.mtu = a.mtu;
             c.txqueuelen = a.txqueuelen;
             c.duration_s = a.duration_s;
@@ -379,6 +399,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
   plan.json_path = a.json;
   plan.rounds = a.rounds;
   plan.axes = {{"--procs", procs->size()},
+               {"--queues", queues->size()},
                {"--size", sizes->size()},
                {"--driver", drivers.size()},
                {"--qdisc/--runner/--sync", plan.shapes.size()},

@@ -18,6 +18,7 @@ struct RunArgs {
   std::string policy;
   std::string size = "4096,16384,65536,131072,262144";
   std::string procs = "1,8";
+  std::string queues = "1";  // TX queues (XPS: producer i on queue i mod queues), a grid axis
   // Short windows, repeated: three interleaved rounds of 0.3 s say more about noise than one
   // of 1 s, and keep the default experiment under 30 s.
   double duration_s = 0.3;

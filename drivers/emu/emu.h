@@ -5,6 +5,7 @@
 // their parser and the factory; the NIC itself stays inside drivers/emu.
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -45,14 +46,24 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec);
 // Models and their defaults, one line each (for --help and the docs).
 std::string DescribeModels();
 
+// The one wire the rings of several TX queues share (--queues): every ring's frames serialise on
+// it in the order their doorbells ring (a NIC's TX arbiter, first come first served). Each ring
+// takes `mu` while it places frames on the wire. Shared by the queues of one cell.
+struct SharedWire {
+  std::mutex mu;
+  double free_at = 0;  // TSC (fractional) at which the wire is next free
+};
+
 // Creates the emulated NIC. Frames it delivers go to `sink` at their modelled arrival time;
 // departures in `window` are counted for throughput (counted_at = wire).
 // With `link`, frames leaving the wire go through the link model first (link_model.h).
 // With `clock` (the simulation engine) the NIC reads time from it, and its doorbell and
-// descriptor costs advance it instead of being spent as busy-waits.
+// descriptor costs advance it instead of being spent as busy-waits. With `wire` (one TX queue of
+// several) its ring sends on that shared wire; without, on a wire of its own.
 std::unique_ptr<TxDriver> CreateEmuDriver(const EmuOptions& options, RxSink& sink,
                                           const RunWindow& window, double tsc_hz,
                                           const LinkSpec* link = nullptr,
-                                          VirtualClock* clock = nullptr);
+                                          VirtualClock* clock = nullptr,
+                                          SharedWire* wire = nullptr);
 
 }  // namespace txbatch::emu

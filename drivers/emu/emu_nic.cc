@@ -20,8 +20,10 @@ inline constexpr unsigned kDeliverChunk = 64;
 class EmuNic final : public TxDriver {
  public:
   EmuNic(const EmuOptions& o, RxSink& sink, const RunWindow& window, double tsc_hz,
-         const LinkSpec* link, VirtualClock* clock)
+         const LinkSpec* link, VirtualClock* clock, SharedWire* wire)
       : clock_(clock),
+        shared_wire_(wire),
+        link_free_(wire != nullptr ? &wire->free_at : &own_link_free_),
         options_(o),
         sink_(sink),
         window_(window),
@@ -150,13 +152,17 @@ class EmuNic final : public TxDriver {
   // frames go on the wire in order.
   void RingDoorbell(Tsc now) {
     counters_.doorbells.Add();
-    if (link_free_ < static_cast<double>(now)) {
+    // A wire shared with other queues' rings is placed under its lock (one per doorbell).
+    std::unique_lock<std::mutex> wire_lock;
+    if (shared_wire_ != nullptr) wire_lock = std::unique_lock(shared_wire_->mu);
+    double& free_at = *link_free_;
+    if (free_at < static_cast<double>(now)) {
       // The wire sat idle: the ring ran dry (or the load is below line rate). Before the first
       // frame it was not idle, just unused.
-      if (link_free_ > 0 && window_.Contains(now))
+      if (free_at > 0 && window_.Contains(now))
         counters_.window_max_idle_tsc.Max(
-            static_cast<uint64_t>(static_cast<double>(now) - link_free_));
-      link_free_ = static_cast<double>(now);
+            static_cast<uint64_t>(static_cast<double>(now) - free_at));
+      free_at = static_cast<double>(now);
     }
     for (; unrung_ > 0; --unrung_, ++count_) {
       Desc& d = ring_[(head_ + count_) % ring_.size()];
@@ -164,12 +170,12 @@ class EmuNic final : public TxDriver {
       if (meta_offset_ >= 0) {
         TxMeta* t = MetaOf(d.m, meta_offset_);
         t->to_wire =
-            Saturate32(static_cast<Tsc>(link_free_) - std::min(now, static_cast<Tsc>(link_free_)));
+            Saturate32(static_cast<Tsc>(free_at) - std::min(now, static_cast<Tsc>(free_at)));
         t->flags |= kMetaWireKnown;
       }
       // departure = max(now, link_free) + bytes x 8 / rate: serialisation, lazily from the TSC.
-      link_free_ += wire_.WireBytes(rte_pktmbuf_pkt_len(d.m)) * tsc_per_wire_byte_;
-      d.departure = static_cast<Tsc>(link_free_);
+      free_at += wire_.WireBytes(rte_pktmbuf_pkt_len(d.m)) * tsc_per_wire_byte_;
+      d.departure = static_cast<Tsc>(free_at);
     }
   }
 
@@ -240,6 +246,9 @@ class EmuNic final : public TxDriver {
   }
 
   VirtualClock* const clock_;
+  SharedWire* const shared_wire_;  // --queues: the wire this ring shares, or null
+  double own_link_free_ = 0;       // a wire of its own: TSC (fractional) at which it is next free
+  double* const link_free_;        // the wire's: &own_link_free_ or &shared_wire_->free_at
   EmuOptions options_;
   RxSink& sink_;
   const RunWindow& window_;
@@ -255,7 +264,6 @@ class EmuNic final : public TxDriver {
   unsigned count_ = 0;   // descriptors the NIC has seen (rung), from head_
   unsigned unrung_ = 0;  // written after them under xmit_more, waiting for the doorbell
   bool stopped_ = false;
-  double link_free_ = 0;           // TSC (fractional) at which the wire is next free
   std::optional<LinkModel> link_;  // --link: what lies between the wire and the sink
 };
 
@@ -263,8 +271,9 @@ class EmuNic final : public TxDriver {
 
 std::unique_ptr<TxDriver> CreateEmuDriver(const EmuOptions& options, RxSink& sink,
                                           const RunWindow& window, double tsc_hz,
-                                          const LinkSpec* link, VirtualClock* clock) {
-  return std::make_unique<EmuNic>(options, sink, window, tsc_hz, link, clock);
+                                          const LinkSpec* link, VirtualClock* clock,
+                                          SharedWire* wire) {
+  return std::make_unique<EmuNic>(options, sink, window, tsc_hz, link, clock, wire);
 }
 
 }  // namespace txbatch::emu

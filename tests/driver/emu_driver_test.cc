@@ -321,5 +321,29 @@ TEST(DedicatedRunner, ReachesTheWireFormsBatchesAndDrains) {
   EXPECT_GE(buffered.doc["records"][0]["results"]["avg_batch"].get<double>(), 60.0);
 }
 
+// --queues: each queue its own qdisc, runner and txirq, the rings sharing one wire. Full load
+// reaches that wire's ceiling and never more (rings with a wire each would send up to queues x
+// the ceiling), and every queue's books close into the cell's.
+TEST(Queues, RingsShareOneWireAtItsCeiling) {
+  const auto run = RunAtFullLoad(
+      "run --driver emu:e1000 --size 65536 --procs 2,4 --queues 2,4 --batch 32 "
+      "--duration 0.4 --warmup 0.1",
+      ModelShare);
+  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_EQ(run.doc["records"].size(), 4u);
+  for (const json& rec : run.doc["records"]) {
+    CheckBooksAndDrain(rec);
+    CheckWireAtFullLoad(rec, ModelShare(rec));
+    const json& x = rec["results"];
+    EXPECT_LE(x["mb_per_s"].get<double>(), x["link_ceiling"]["mb_per_s"].get<double>() * 1.001)
+        << rec["config"].dump();
+    EXPECT_LE(x["link_utilisation"].get<double>(), 1.001) << rec["config"].dump();
+  }
+  // DPDK ports keep one queue until the ethdev driver configures more: refused with a sentence.
+  const auto port = RunTxbatch("run --driver ethdev:net_null0 --queues 2");
+  EXPECT_EQ(port.status, 2);
+  EXPECT_NE(port.err.find("--queues"), std::string::npos) << port.err;
+}
+
 }  // namespace
 }  // namespace txbatch::test

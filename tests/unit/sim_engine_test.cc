@@ -143,6 +143,22 @@ TEST(SimEngine, EveryShapeClosesItsBooks) {
     }
 }
 
+// --queues on one wire: more queues relieve the root lock, never the wire. (Four producers on
+// four queues each run their own queue alone, so no batch forms there: slower than two.)
+TEST(SimEngine, QueuesOnOneWireNeverExceedIt) {
+  std::vector<double> mpps;
+  for (unsigned q : {1u, 2u, 4u}) {
+    CellConfig c = Cell("emu:ixgbe", "count:32", Proto::kUdp, 18, 4);
+    c.queues = q;
+    const CellResult r = Simulate(c);
+    ASSERT_TRUE(r.ceiling_mpps && r.link_utilisation);
+    EXPECT_LE(r.mpps, *r.ceiling_mpps * (1 + 1e-6)) << q << " queues";
+    EXPECT_LE(*r.link_utilisation, 1 + 1e-6) << q << " queues";
+    mpps.push_back(r.mpps);
+  }
+  EXPECT_GT(mpps[1], mpps[0] * 1.2);  // two root locks instead of one
+}
+
 TEST(SimEngine, RefusesWhatItDoesNotModel) {
   CellConfig c = Cell("ethdev:net_null0", "count:1", Proto::kUdp, 64);
   auto r = SimulateCell(c, test::Pool());
