@@ -288,19 +288,19 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   // queue; on emu their rings share one wire.
   const unsigned nq = std::max(1u, cfg.queues);
   std::vector<std::unique_ptr<RxSink>> sinks;
-  std::vector<std::unique_ptr<TxDriver>> drivers;
-  emu::SharedWire shared_wire;
+  std::vector<RxSink*> sink_ptrs;
   for (unsigned q = 0; q < nq; ++q) {
     // A link holds up to `limit` frames: a late frame may trail that many and more.
     sinks.push_back(std::make_unique<RxSink>(window, tsc_hz, cfg.procs,
                                              cfg.link ? uint64_t{4} * cfg.link->limit : 0,
                                              /*verify_headers=*/cfg.link && cfg.link->corrupt > 0));
     sinks.back()->StartFlows(first_seq);
-    auto created = CreateDriver(cfg.driver_spec, pool, cfg.mtu, *sinks.back(), window, tsc_hz,
-                                cfg.link ? &*cfg.link : nullptr, nq > 1 ? &shared_wire : nullptr);
-    if (!created) return created.error();
-    drivers.push_back(std::move(*created));
+    sink_ptrs.push_back(sinks.back().get());
   }
+  auto created = CreateDrivers(cfg.driver_spec, pool, cfg.mtu, sink_ptrs, window, tsc_hz,
+                               cfg.link ? &*cfg.link : nullptr);
+  if (!created) return created.error();
+  std::vector<std::unique_ptr<TxDriver>> drivers = std::move(*created);
   TxDriver& driver = *drivers.front();
   auto policy = MakeFlushPolicy(cfg.policy, tsc_hz);
   TxQueueConfig qcfg = QueueConfigFor(cfg, tsc_hz, cpus);
@@ -401,14 +401,12 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   TxQueueCounters qc;
   unsigned backlog = 0, in_flight = 0;
   std::optional<uint32_t> bql_limit;
-  std::vector<RxSink*> sink_ptrs;
   for (unsigned q = 0; q < nq; ++q) {
     SumInto(dc, drivers[q]->counters());
     SumInto(qc, queues[q]->counters());
     backlog += queues[q]->backlog();
     in_flight += drivers[q]->InFlight();  // every thread has stopped: no lock needed
     if (const auto l = queues[q]->bql_limit()) bql_limit = std::max(bql_limit.value_or(0), *l);
-    sink_ptrs.push_back(sinks[q].get());
   }
   CloseSinks(sink_ptrs, stats);
   CellRun run{cfg, driver, dc, qc, bql_limit, backlog, in_flight, *sinks.front(), stats, a, b};

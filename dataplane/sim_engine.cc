@@ -171,7 +171,6 @@ class Simulation {
   std::vector<Segmenter> segmenters_;
   std::unique_ptr<FlushPolicy> policy_;
   std::vector<std::unique_ptr<SimQueue>> queues_;
-  emu::SharedWire shared_wire_;  // --queues: the rings' one wire
   const unsigned wake_level_;
   const int meta_offset_;
   const Tsc idle_poll_;
@@ -519,6 +518,8 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     for (size_t f = 0; f < std::min(first_seq.size(), flow_seq->size()); ++f)
       first_seq[f] = (*flow_seq)[f];
   const unsigned nq = std::max(1u, cfg_.queues);
+  // --queues: the rings' one wire.
+  const auto shared_wire = nq > 1 ? std::make_shared<emu::SharedWire>() : nullptr;
   for (unsigned i = 0; i < nq; ++i) {
     auto& q = queues_.emplace_back(std::make_unique<SimQueue>(cfg_.txqueuelen, cfg_.pfifo));
     q->sink = std::make_unique<RxSink>(window_, tsc_hz_, cfg_.procs,
@@ -527,7 +528,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     q->sink->StartFlows(first_seq);
     q->driver = emu::CreateEmuDriver(emu_options, *q->sink, window_, tsc_hz_,
                                      cfg_.link ? &*cfg_.link : nullptr, &clock_,
-                                     nq > 1 ? &shared_wire_ : nullptr);
+                                     shared_wire);
     q->dev = std::make_unique<NetdevQueue>(*q->driver, *policy_, cfg_.bql, tsc_hz_, q->qc);
   }
   const WireSpec wire = queues_.front()->driver->Wire().value_or(WireSpec{});

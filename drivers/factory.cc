@@ -48,15 +48,9 @@ Result<DriverSpec> ParseDriverSpec(std::string_view text) {
 
 Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempool* pool,
                                                unsigned mtu, RxSink& sink, const RunWindow& window,
-                                               double tsc_hz, const LinkSpec* link,
-                                               emu::SharedWire* wire) {
+                                               double tsc_hz, const LinkSpec* link) {
   if (const auto* e = std::get_if<emu::EmuOptions>(&spec.options))
-    return emu::CreateEmuDriver(*e, sink, window, tsc_hz, link, nullptr, wire);
-  if (wire != nullptr)
-    return MakeError(ENOTSUP, fmt::format("--queues above 1 is modelled on the emulated NIC only "
-                                          "so far, not on {}; valid: --queues 1, or an emu: "
-                                          "driver",
-                                          spec.ToString()));
+    return emu::CreateEmuDriver(*e, sink, window, tsc_hz, link);
   if (link != nullptr && link->Active())
     return MakeError(ENOTSUP, fmt::format("--link puts a link behind the emulated NIC's wire, and "
                                           "{} is not an emulated NIC; valid: --link with emu:MODEL "
@@ -66,6 +60,36 @@ Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempo
     return verbs::CreateVerbsDriver(*v, pool, mtu, sink, window, tsc_hz);
   return ethdev::CreateEthdevDriver(std::get<ethdev::EthdevOptions>(spec.options), pool, mtu, sink,
                                     window, tsc_hz);
+}
+
+Result<std::vector<std::unique_ptr<TxDriver>>> CreateDrivers(const DriverSpec& spec,
+                                                             rte_mempool* pool, unsigned mtu,
+                                                             std::span<RxSink* const> sinks,
+                                                             const RunWindow& window,
+                                                             double tsc_hz, const LinkSpec* link) {
+  std::vector<std::unique_ptr<TxDriver>> out;
+  if (sinks.size() <= 1) {
+    auto d = CreateDriver(spec, pool, mtu, *sinks.front(), window, tsc_hz, link);
+    if (!d) return d.error();
+    out.push_back(std::move(*d));
+    return out;
+  }
+  if (link != nullptr && link->Active())
+    return MakeError(ENOTSUP, fmt::format("--link with --queues {}: the link model sits behind one "
+                                          "ring, not a wire shared by several; valid: --queues 1 "
+                                          "with --link",
+                                          sinks.size()));
+  if (const auto* e = std::get_if<emu::EmuOptions>(&spec.options)) {
+    const auto wire = std::make_shared<emu::SharedWire>();
+    for (RxSink* sink : sinks)
+      out.push_back(emu::CreateEmuDriver(*e, *sink, window, tsc_hz, nullptr, nullptr, wire));
+    return out;
+  }
+  if (const auto* o = std::get_if<ethdev::EthdevOptions>(&spec.options))
+    return ethdev::CreateEthdevDrivers(*o, pool, mtu, sinks, window, tsc_hz);
+  return MakeError(ENOTSUP, fmt::format("--queues {} on {}: the verbs driver posts on one queue "
+                                        "pair; valid: --queues 1 with verbs",
+                                        sinks.size(), spec.ToString()));
 }
 
 }  // namespace txbatch

@@ -35,12 +35,20 @@ struct DriverSpec {
 Result<DriverSpec> ParseDriverSpec(std::string_view text);
 
 // Creates the driver for one cell; ports get MTU `mtu`; `link`, if given, is put behind the
-// emulated NIC's wire (DPDK ports get the link model with the bridge); `wire`, if given, is the
-// wire this driver's ring shares with other TX queues' (emu only). Control plane; fails with
+// emulated NIC's wire (DPDK ports get the link model with the bridge). Control plane; fails with
 // one sentence.
 Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempool* pool,
                                                unsigned mtu, RxSink& sink, const RunWindow& window,
-                                               double tsc_hz, const LinkSpec* link = nullptr,
-                                               emu::SharedWire* wire = nullptr);
+                                               double tsc_hz, const LinkSpec* link = nullptr);
+
+// One driver per TX queue (--queues; one per sink, driver q delivering to sinks[q]): emu rings
+// sharing one wire, or a DPDK port with that many queues. More than one on verbs, or with a
+// link, is refused with a sentence.
+Result<std::vector<std::unique_ptr<TxDriver>>> CreateDrivers(const DriverSpec& spec,
+                                                             rte_mempool* pool, unsigned mtu,
+                                                             std::span<RxSink* const> sinks,
+                                                             const RunWindow& window,
+                                                             double tsc_hz,
+                                                             const LinkSpec* link = nullptr);
 
 }  // namespace txbatch

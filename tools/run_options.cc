@@ -344,10 +344,9 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                                            "--mtu {}..{}, or link_mtu=4096 (IPoIB MTU 4092)",
                                            a.mtu, e->model, emu::EmuMaxMtu(*e), e->link_mtu,
                                            kMinMtu, emu::EmuMaxMtu(*e)));
-    if (max_queues > 1 && !spec->emulated())
-      return MakeError(ENOTSUP, fmt::format("--queues {} is modelled on the emulated NIC only so "
-                                           "far, and {} is a DPDK or verbs port; valid: --queues 1 "
-                                           "there, or an emu: driver",
+    if (max_queues > 1 && std::holds_alternative<verbs::VerbsOptions>(spec->options))
+      return MakeError(ENOTSUP, fmt::format("--queues {} on {}: the verbs driver posts on one "
+                                           "queue pair; valid: --queues 1 with verbs",
                                            max_queues, d));
     if (link && !spec->emulated())
       return MakeError(ENOTSUP,

@@ -103,12 +103,15 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
 
   // Every device must exist and start before anything is measured: a missing one is bad input
   // (exit 2), with nothing printed or written but the sentence.
-  std::set<std::string> checked;
+  std::set<std::pair<std::string, unsigned>> checked;
   RunWindow window;
   RxSink sink(window, env.tsc_hz, 1);
   for (const CellConfig& cell : cells) {
-    if (!checked.insert(cell.driver_spec.ToString()).second) continue;
-    auto d = CreateDriver(cell.driver_spec, pool->get(), cell.mtu, sink, window, env.tsc_hz);
+    if (!checked.insert({cell.driver_spec.ToString(), cell.queues}).second) continue;
+    // With every queue the cell asks for: a port with fewer is bad input, found before anything
+    // runs.
+    const std::vector<RxSink*> sinks(std::max(1u, cell.queues), &sink);
+    auto d = CreateDrivers(cell.driver_spec, pool->get(), cell.mtu, sinks, window, env.tsc_hz);
     if (!d) return fail(kExitBadInput, d.error());
   }
   return Session{std::move(*eal), std::move(*pool), std::move(env), {}};

@@ -64,6 +64,6 @@ std::unique_ptr<TxDriver> CreateEmuDriver(const EmuOptions& options, RxSink& sin
                                           const RunWindow& window, double tsc_hz,
                                           const LinkSpec* link = nullptr,
                                           VirtualClock* clock = nullptr,
-                                          SharedWire* wire = nullptr);
+                                          std::shared_ptr<SharedWire> wire = nullptr);
 
 }  // namespace txbatch::emu

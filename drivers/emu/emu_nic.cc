@@ -20,10 +20,10 @@ inline constexpr unsigned kDeliverChunk = 64;
 class EmuNic final : public TxDriver {
  public:
   EmuNic(const EmuOptions& o, RxSink& sink, const RunWindow& window, double tsc_hz,
-         const LinkSpec* link, VirtualClock* clock, SharedWire* wire)
+         const LinkSpec* link, VirtualClock* clock, std::shared_ptr<SharedWire> wire)
       : clock_(clock),
-        shared_wire_(wire),
-        link_free_(wire != nullptr ? &wire->free_at : &own_link_free_),
+        shared_wire_(std::move(wire)),
+        link_free_(shared_wire_ != nullptr ? &shared_wire_->free_at : &own_link_free_),
         options_(o),
         sink_(sink),
         window_(window),
@@ -246,7 +246,7 @@ class EmuNic final : public TxDriver {
   }
 
   VirtualClock* const clock_;
-  SharedWire* const shared_wire_;  // --queues: the wire this ring shares, or null
+  const std::shared_ptr<SharedWire> shared_wire_;  // --queues: the wire it shares, or null
   double own_link_free_ = 0;       // a wire of its own: TSC (fractional) at which it is next free
   double* const link_free_;        // the wire's: &own_link_free_ or &shared_wire_->free_at
   EmuOptions options_;
@@ -272,8 +272,8 @@ class EmuNic final : public TxDriver {
 std::unique_ptr<TxDriver> CreateEmuDriver(const EmuOptions& options, RxSink& sink,
                                           const RunWindow& window, double tsc_hz,
                                           const LinkSpec* link, VirtualClock* clock,
-                                          SharedWire* wire) {
-  return std::make_unique<EmuNic>(options, sink, window, tsc_hz, link, clock, wire);
+                                          std::shared_ptr<SharedWire> wire) {
+  return std::make_unique<EmuNic>(options, sink, window, tsc_hz, link, clock, std::move(wire));
 }
 
 }  // namespace txbatch::emu

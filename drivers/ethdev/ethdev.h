@@ -7,6 +7,8 @@
 #include <rte_mempool.h>
 
 #include <memory>
+#include <span>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -41,6 +43,13 @@ Result<EthdevOptions> ParseEthdevSpec(std::string_view spec);
 Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& options,
                                                      rte_mempool* pool, unsigned mtu, RxSink& sink,
                                                      const RunWindow& window, double tsc_hz);
+// The same with one TX queue per sink (--queues): the port configured with that many TX and RX
+// queues (refused with a sentence beyond what the PMD has), driver q sending on TX queue q and,
+// where frames come back, receiving on RX queue q into sinks[q]. The drivers share the port; the
+// last one destroyed closes it.
+Result<std::vector<std::unique_ptr<TxDriver>>> CreateEthdevDrivers(
+    const EthdevOptions& options, rte_mempool* pool, unsigned mtu, std::span<RxSink* const> sinks,
+    const RunWindow& window, double tsc_hz);
 
 // A port the caller polls itself (the bridge): created or attached as for CreateEthdevDriver, one
 // RX and one TX queue, promiscuous (every frame, not only those for its MAC), started; its link

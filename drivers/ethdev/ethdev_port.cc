@@ -11,7 +11,9 @@
 #include <array>
 #include <atomic>
 #include <charconv>
+#include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "batching/batch.h"
@@ -22,6 +24,8 @@
 namespace txbatch::ethdev {
 namespace {
 
+using Drivers = std::vector<std::unique_ptr<TxDriver>>;
+
 constexpr uint16_t kRxBurst = 64;
 // How long a port may take to report link up before the run gives up on it.
 constexpr double kLinkWaitS = 3.0;
@@ -30,6 +34,8 @@ constexpr double kMemifLingerS = 0.2;
 // How often the completion role polls RX (and retries a full TX ring): ports have no
 // completion interrupt here, so the txirq thread polls at this interval while frames are out.
 constexpr double kPollNs = 20e3;
+// RTE_PMD_RING_MAX_TX_RINGS in DPDK 22.11's net_ring (not in its public header).
+constexpr unsigned kMaxRingQueues = 16;
 
 std::string DeviceName(std::string_view devargs) {
   return std::string(devargs.substr(0, devargs.find(',')));
@@ -55,13 +61,24 @@ struct Owned {
   }
 };
 
+// What the TX queues of one port share: the port, released when the last of them goes.
+struct PortOwner {
+  explicit PortOwner(Owned o) : owned(std::move(o)) {}
+  ~PortOwner() { owned.Release(); }
+  PortOwner(const PortOwner&) = delete;
+  PortOwner& operator=(const PortOwner&) = delete;
+  Owned owned;
+};
+
 class EthdevPort final : public TxDriver {
  public:
-  // Transmits on `tx_port`; frames come back on `rx_port` (the same port for a loopback, the
-  // other end for a pair), or nowhere.
-  EthdevPort(uint16_t tx_port, std::optional<uint16_t> rx_port, bool virtual_dev, Owned owned,
-             std::string spec, RxSink* sink, const RunWindow& window, double tsc_hz)
+  // Transmits on `tx_port`'s TX queue `queue`; frames come back on `rx_port`'s RX queue `queue`
+  // (the same port for a loopback, the other end for a pair), or nowhere.
+  EthdevPort(uint16_t tx_port, std::optional<uint16_t> rx_port, uint16_t queue, bool virtual_dev,
+             std::shared_ptr<PortOwner> owned, std::string spec, RxSink* sink,
+             const RunWindow& window, double tsc_hz)
       : port_(tx_port),
+        queue_(queue),
         rx_port_(rx_port),
         loopback_(rx_port.has_value()),
         virtual_(virtual_dev),
@@ -77,7 +94,7 @@ class EthdevPort final : public TxDriver {
     // is still there when the run ends, and closing the port tears the rings down with it. Give
     // the peer a moment (kMemifLingerS) to read them, as a socket's linger does.
     if (linger_ && counters_.accepted.Get() > 0) rte_delay_us_sleep(kMemifLingerS * 1e6);
-    owned_.Release();
+    owned_.reset();  // the last queue of the port stops, closes and removes it
   }
   // Frames leave through a peer process's reads (net_memif): wait before closing.
   void SetLinger() { linger_ = true; }
@@ -95,7 +112,7 @@ class EthdevPort final : public TxDriver {
         payload_[i] = PayloadBytes(frames[i]);
         bytes_[i] = rte_pktmbuf_pkt_len(frames[i]);
       }
-    const uint16_t n = rte_eth_tx_burst(port_, 0, const_cast<rte_mbuf**>(frames.data()),
+    const uint16_t n = rte_eth_tx_burst(port_, queue_, const_cast<rte_mbuf**>(frames.data()),
                                         static_cast<uint16_t>(frames.size()));
     counters_.accepted.Add(n);
     if (loopback_) in_flight_ += n;
@@ -128,7 +145,7 @@ class EthdevPort final : public TxDriver {
       std::array<rte_mbuf*, kRxBurst> rx;
       std::array<Tsc, kRxBurst> at;
       while (true) {
-        const uint16_t k = rte_eth_rx_burst(*rx_port_, 0, rx.data(), kRxBurst);
+        const uint16_t k = rte_eth_rx_burst(*rx_port_, queue_, rx.data(), kRxBurst);
         if (k == 0) break;
         const Tsc now = Now();
         for (uint16_t i = 0; i < k; ++i) {
@@ -146,7 +163,7 @@ class EthdevPort final : public TxDriver {
       }
       stopped_ = false;  // the ring we send into is the one just emptied
     } else if (stopped_ && now >= retry_at_) {
-      (void)rte_eth_tx_done_cleanup(port_, 0, 0);  // PMDs that free lazily; ENOTSUP is fine
+      (void)rte_eth_tx_done_cleanup(port_, queue_, 0);  // PMDs that free lazily; ENOTSUP is fine
       stopped_ = false;
     }
     next_poll_ = now + poll_tsc_;
@@ -167,7 +184,7 @@ class EthdevPort final : public TxDriver {
     unsigned n = 0;
     if (!loopback_) return 0;
     std::array<rte_mbuf*, kRxBurst> rx;
-    while (uint16_t k = rte_eth_rx_burst(*rx_port_, 0, rx.data(), kRxBurst)) {
+    while (uint16_t k = rte_eth_rx_burst(*rx_port_, queue_, rx.data(), kRxBurst)) {
       rte_pktmbuf_free_bulk(rx.data(), k);
       n += k;
     }
@@ -192,10 +209,11 @@ class EthdevPort final : public TxDriver {
 
  private:
   const uint16_t port_;
+  const uint16_t queue_;  // its TX queue (and RX queue, where frames come back)
   const std::optional<uint16_t> rx_port_;
   const bool loopback_;
   const bool virtual_;
-  Owned owned_;
+  std::shared_ptr<PortOwner> owned_;
   const std::string spec_;
   RxSink* const sink_;  // where a loopback's frames go (null when nothing comes back)
   const RunWindow& window_;
@@ -209,11 +227,17 @@ class EthdevPort final : public TxDriver {
   std::array<uint32_t, kMaxBatch> bytes_;
 };
 
-// Configures one RX and one TX queue and starts the port; does not wait for the link.
-Status ConfigurePort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::string& what) {
+// Configures `queues` RX and TX queues and starts the port; does not wait for the link.
+Status ConfigurePort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::string& what,
+                     uint16_t queues = 1) {
   rte_eth_dev_info info{};
   if (int rc = rte_eth_dev_info_get(port, &info); rc != 0)
     return MakeError(-rc, fmt::format("cannot query {}: {}", what, rte_strerror(-rc)));
+  if (queues > info.max_tx_queues || queues > info.max_rx_queues)
+    return MakeError(ENOTSUP, fmt::format("--queues {} is more than {} has: at most {} TX and {} "
+                                          "RX queues; valid there: --queues 1..{}",
+                                          queues, what, info.max_tx_queues, info.max_rx_queues,
+                                          std::min(info.max_tx_queues, info.max_rx_queues)));
   if (mtu > info.max_mtu || mtu < info.min_mtu)
     return MakeError(ERANGE, fmt::format("--mtu {} is out of range for {}; valid there: {}..{}",
                                          mtu, what, info.min_mtu, info.max_mtu));
@@ -222,7 +246,7 @@ Status ConfigurePort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::
   const auto fail = [&](const char* step, int rc) {
     return MakeError(-rc, fmt::format("cannot {} {}: {}", step, what, rte_strerror(-rc)));
   };
-  if (int rc = rte_eth_dev_configure(port, 1, 1, &conf); rc != 0)
+  if (int rc = rte_eth_dev_configure(port, queues, queues, &conf); rc != 0)
     return MakeError(-rc, fmt::format("cannot configure {} for MTU {} ({}); try a smaller --mtu",
                                       what, mtu, rte_strerror(-rc)));
   uint16_t rx_desc = kRingSize, tx_desc = kRingSize;
@@ -230,10 +254,12 @@ Status ConfigurePort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::
   const int socket = rte_eth_dev_socket_id(port);
   const unsigned sock =
       socket < 0 ? static_cast<unsigned>(SOCKET_ID_ANY) : static_cast<unsigned>(socket);
-  if (int rc = rte_eth_rx_queue_setup(port, 0, rx_desc, sock, nullptr, pool); rc != 0)
-    return fail("set up the RX queue of", rc);
-  if (int rc = rte_eth_tx_queue_setup(port, 0, tx_desc, sock, nullptr); rc != 0)
-    return fail("set up the TX queue of", rc);
+  for (uint16_t q = 0; q < queues; ++q) {
+    if (int rc = rte_eth_rx_queue_setup(port, q, rx_desc, sock, nullptr, pool); rc != 0)
+      return fail("set up the RX queues of", rc);
+    if (int rc = rte_eth_tx_queue_setup(port, q, tx_desc, sock, nullptr); rc != 0)
+      return fail("set up the TX queues of", rc);
+  }
   if (int rc = rte_eth_dev_start(port); rc != 0) return fail("start", rc);
   return {};
 }
@@ -254,9 +280,25 @@ Status WaitLinkUp(uint16_t port, const std::string& what, double wait_s = kLinkW
   return {};
 }
 
-Status StartPort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::string& what) {
-  if (Status s = ConfigurePort(port, pool, mtu, what); !s) return s;
+Status StartPort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::string& what,
+                 uint16_t queues = 1) {
+  if (Status s = ConfigurePort(port, pool, mtu, what, queues); !s) return s;
   return WaitLinkUp(port, what);
+}
+
+// One TxDriver per queue of a configured port (as many as `sinks`), sharing the port.
+Drivers MakeQueues(uint16_t tx_port, std::optional<uint16_t> rx_port, bool virtual_dev,
+                   Owned owned, const std::string& spec, std::span<RxSink* const> sinks,
+                   const RunWindow& window, double tsc_hz, bool linger = false) {
+  auto owner = std::make_shared<PortOwner>(std::move(owned));
+  Drivers out;
+  for (size_t q = 0; q < sinks.size(); ++q) {
+    auto d = std::make_unique<EthdevPort>(tx_port, rx_port, static_cast<uint16_t>(q), virtual_dev,
+                                          owner, spec, sinks[q], window, tsc_hz);
+    if (linger) d->SetLinger();
+    out.push_back(std::move(d));
+  }
+  return out;
 }
 
 }  // namespace
@@ -313,9 +355,15 @@ namespace {
 // port i sending into ring i and receiving from ring (i + 1) % cables. One cable makes a
 // loopback (net_ring0), two a pair. net_ring's own devargs path is avoided on purpose: in 22.11
 // it frees only some of the rings it makes, and the next probe re-attaches to the old ones.
-Result<std::unique_ptr<TxDriver>> CreateRingPorts(unsigned cables, std::string spec,
-                                                  rte_mempool* pool, unsigned mtu, RxSink& sink,
-                                                  const RunWindow& window, double tsc_hz) {
+Result<Drivers> CreateRingPorts(unsigned cables, std::string spec, rte_mempool* pool, unsigned mtu,
+                                std::span<RxSink* const> sinks, const RunWindow& window,
+                                double tsc_hz) {
+  const auto queues = static_cast<unsigned>(sinks.size());
+  if (queues > kMaxRingQueues)
+    return MakeError(ENOTSUP, fmt::format("--queues {} is more than {} can have (the ring PMD "
+                                          "takes at most {} rings a port); valid there: --queues "
+                                          "1..{}",
+                                          queues, spec, kMaxRingQueues, kMaxRingQueues));
   // Names must be unique among live objects: the pre-flight check and the cells follow each
   // other closely.
   static std::atomic<unsigned> serial{0};
@@ -325,23 +373,24 @@ Result<std::unique_ptr<TxDriver>> CreateRingPorts(unsigned cables, std::string s
     owned.Release();
     return MakeError(err, std::move(message));
   };
-  std::vector<rte_ring*> rings;
-  for (unsigned i = 0; i < cables; ++i) {
-    // One producer (the runner, under the TX lock) and one consumer (the completion role).
-    rte_ring* r = rte_ring_create(fmt::format("txb_ring{}_{}", n, i).c_str(), kRingSize,
-                                  rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-    if (r == nullptr)
-      return fail(rte_errno,
-                  fmt::format("cannot create the rings of {}: {}", spec, rte_strerror(rte_errno)));
-    rings.push_back(r);
-    owned.rings.push_back(r);
-  }
+  // Cable i's ring for queue q: rings[i][q].
+  std::vector<std::vector<rte_ring*>> rings(cables);
+  for (unsigned i = 0; i < cables; ++i)
+    for (unsigned q = 0; q < queues; ++q) {
+      // One producer (the runner, under the TX lock) and one consumer (the completion role).
+      rte_ring* r = rte_ring_create(fmt::format("txb_ring{}_{}_{}", n, i, q).c_str(), kRingSize,
+                                    rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+      if (r == nullptr)
+        return fail(rte_errno, fmt::format("cannot create the rings of {}: {}", spec,
+                                           rte_strerror(rte_errno)));
+      rings[i].push_back(r);
+      owned.rings.push_back(r);
+    }
   std::vector<uint16_t> ports;
   for (unsigned i = 0; i < cables; ++i) {
-    rte_ring* tx[] = {rings[i]};
-    rte_ring* rx[] = {rings[(i + 1) % cables]};
-    const int p = rte_eth_from_rings(fmt::format("txb_ring{}_{}", n, i).c_str(), rx, 1, tx, 1,
-                                     rte_socket_id());
+    std::vector<rte_ring*> tx = rings[i], rx = rings[(i + 1) % cables];
+    const int p = rte_eth_from_rings(fmt::format("txb_ring{}_{}", n, i).c_str(), rx.data(), queues,
+                                     tx.data(), queues, rte_socket_id());
     if (p < 0)
       return fail(rte_errno,
                   fmt::format("cannot create the ports of {}: {}", spec, rte_strerror(rte_errno)));
@@ -351,16 +400,17 @@ Result<std::unique_ptr<TxDriver>> CreateRingPorts(unsigned cables, std::string s
     rte_eth_dev_info info{};
     if (rte_eth_dev_info_get(port, &info) == 0 && info.device != nullptr)
       owned.devices.push_back(info.device);  // the net_ring vdev rte_eth_from_rings made
-    if (Status st = StartPort(port, pool, mtu, fmt::format("{} port {}", spec, p)); !st)
+    if (Status st = StartPort(port, pool, mtu, fmt::format("{} port {}", spec, p),
+                              static_cast<uint16_t>(queues));
+        !st)
       return fail(st.error().err, st.error().message);
   }
   const uint16_t tx_port = ports[0], rx_port = ports[cables - 1];
-  std::unique_ptr<TxDriver> d = std::make_unique<EthdevPort>(
+  return MakeQueues(
       tx_port, rx_port, /*virtual_dev=*/true, std::move(owned),
       cables == 1 ? fmt::format("{} (port {}, a loopback on one ring)", spec, tx_port)
                   : fmt::format("{} (port {} -> port {}, crossed rings)", spec, tx_port, rx_port),
-      &sink, window, tsc_hz);
-  return d;
+      sinks, window, tsc_hz);
 }
 
 // A memif server and a memif client in this process, connected through an abstract socket
@@ -368,9 +418,9 @@ Result<std::unique_ptr<TxDriver>> CreateRingPorts(unsigned cables, std::string s
 // server, having crossed memif's shared-memory rings (copied there and back: memif's TX frees
 // the mbuf, its RX allocates a new one from the pool). Both ports are started before either
 // link is waited for: the link comes up when the client has connected.
-Result<std::unique_ptr<TxDriver>> CreateMemifPair(std::string spec, rte_mempool* pool, unsigned mtu,
-                                                  RxSink& sink, const RunWindow& window,
-                                                  double tsc_hz) {
+Result<Drivers> CreateMemifPair(std::string spec, rte_mempool* pool, unsigned mtu,
+                                std::span<RxSink* const> sinks, const RunWindow& window,
+                                double tsc_hz) {
   static std::atomic<unsigned> serial{0};
   const unsigned n = serial.fetch_add(1);
   const std::string socket = fmt::format("/run/txbatch-{}-{}.memif", getpid(), n);
@@ -397,7 +447,8 @@ Result<std::unique_ptr<TxDriver>> CreateMemifPair(std::string spec, rte_mempool*
     if (rte_eth_dev_info_get(ports[i], &info) == 0 && info.device != nullptr)
       owned.devices.push_back(info.device);
     if (Status s = ConfigurePort(ports[i], pool, mtu,
-                                 fmt::format("{} port {} (memif {})", spec, ports[i], roles[i]));
+                                 fmt::format("{} port {} (memif {})", spec, ports[i], roles[i]),
+                                 static_cast<uint16_t>(sinks.size()));
         !s)
       return fail(s.error().err, s.error().message);
   }
@@ -407,11 +458,10 @@ Result<std::unique_ptr<TxDriver>> CreateMemifPair(std::string spec, rte_mempool*
         !s)
       return fail(s.error().err, s.error().message);
   const uint16_t tx_port = ports[1], rx_port = ports[0];
-  std::unique_ptr<TxDriver> d = std::make_unique<EthdevPort>(
+  return MakeQueues(
       tx_port, rx_port, /*virtual_dev=*/true, std::move(owned),
       fmt::format("{} (port {} memif client -> port {} memif server)", spec, tx_port, rx_port),
-      &sink, window, tsc_hz);
-  return d;
+      sinks, window, tsc_hz);
 }
 
 // A port created from devargs or borrowed from EAL, queried but not yet configured.
@@ -493,7 +543,7 @@ Result<ForwardingPort> OpenForwardingPort(const EthdevOptions& o, rte_mempool* p
   f.id = a->port;
   f.name = a->what;
   f.tx = std::make_unique<EthdevPort>(
-      a->port, std::nullopt, a->virtual_dev, std::move(a->owned),
+      a->port, std::nullopt, 0, a->virtual_dev, std::make_shared<PortOwner>(std::move(a->owned)),
       o.ToString() + fmt::format(" ({}, {})", a->what, a->driver_name), nullptr, kNoWindow, tsc_hz);
   return f;
 }
@@ -505,13 +555,22 @@ Status AwaitLink(const ForwardingPort& port, double wait_s) {
 Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& o, rte_mempool* pool,
                                                      unsigned mtu, RxSink& sink,
                                                      const RunWindow& window, double tsc_hz) {
+  RxSink* const sinks[] = {&sink};
+  auto d = CreateEthdevDrivers(o, pool, mtu, sinks, window, tsc_hz);
+  if (!d) return d.error();
+  return std::move(d->front());
+}
+
+Result<Drivers> CreateEthdevDrivers(const EthdevOptions& o, rte_mempool* pool, unsigned mtu,
+                                    std::span<RxSink* const> sinks, const RunWindow& window,
+                                    double tsc_hz) {
   if (o.pair == EthdevOptions::Pair::kRing)
-    return CreateRingPorts(2, o.ToString(), pool, mtu, sink, window, tsc_hz);
+    return CreateRingPorts(2, o.ToString(), pool, mtu, sinks, window, tsc_hz);
   if (o.pair == EthdevOptions::Pair::kMemif)
-    return CreateMemifPair(o.ToString(), pool, mtu, sink, window, tsc_hz);
+    return CreateMemifPair(o.ToString(), pool, mtu, sinks, window, tsc_hz);
   // net_ring from devargs: its TX ring is its RX ring, a loopback; built from a ring we own.
   if (o.port < 0 && o.devargs == DeviceName(o.devargs) && o.devargs.starts_with("net_ring"))
-    return CreateRingPorts(1, o.ToString(), pool, mtu, sink, window, tsc_hz);
+    return CreateRingPorts(1, o.ToString(), pool, mtu, sinks, window, tsc_hz);
   auto a = Attach(o);
   if (!a) return a.error();
   const uint16_t port = a->port;
@@ -519,15 +578,13 @@ Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& o, rte
   const std::optional<uint16_t> rx_port =
       a->driver_name == "net_ring" ? std::optional<uint16_t>(port) : std::nullopt;
   Owned owned = std::move(a->owned);
-  if (Status s = StartPort(port, pool, mtu, a->what); !s) {
+  if (Status s = StartPort(port, pool, mtu, a->what, static_cast<uint16_t>(sinks.size())); !s) {
     owned.Release();
     return s.error();
   }
-  auto d = std::make_unique<EthdevPort>(
-      port, rx_port, a->virtual_dev, std::move(owned),
-      o.ToString() + fmt::format(" (port {}, {})", port, a->driver_name), &sink, window, tsc_hz);
-  if (a->driver_name == "net_memif") d->SetLinger();
-  return std::unique_ptr<TxDriver>(std::move(d));
+  return MakeQueues(port, rx_port, a->virtual_dev, std::move(owned),
+                    o.ToString() + fmt::format(" (port {}, {})", port, a->driver_name), sinks,
+                    window, tsc_hz, /*linger=*/a->driver_name == "net_memif");
 }
 
 }  // namespace txbatch::ethdev

@@ -16,14 +16,15 @@ namespace {
 
 using nlohmann::json;
 
-using Case = std::tuple<std::string, int>;  // driver spec, procs
+using Case = std::tuple<std::string, int, int>;  // driver spec, procs, TX queues
 
 class EthdevRun : public ::testing::TestWithParam<Case> {};
 
 TEST_P(EthdevRun, BooksBalanceAndNothingLeaks) {
-  const auto& [driver, procs] = GetParam();
+  const auto& [driver, procs, queues] = GetParam();
   const auto run = RunTxbatch("run --driver " + driver + " --proto udp --size 1000 --procs " +
-                              std::to_string(procs) + " --batch 1,32 --duration 0.3 --warmup 0.1");
+                              std::to_string(procs) + " --queues " + std::to_string(queues) +
+                              " --batch 1,32 --duration 0.3 --warmup 0.1");
   ASSERT_EQ(run.status, 0) << run.err << run.out;
   ASSERT_EQ(run.doc["records"].size(), 2u);
   EXPECT_TRUE(run.err.empty()) << run.err;  // DPDK's own log stays out of the report
@@ -56,17 +57,30 @@ TEST_P(EthdevRun, BooksBalanceAndNothingLeaks) {
   }
 }
 
+std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
+  const auto& [driver, procs, queues] = info.param;
+  std::string name = driver.substr(driver.find(':') + 1);
+  if (name.empty()) name = "pair";
+  if (name == "memif") name = "memif_pair";
+  return name + "_procs" + std::to_string(procs) +
+         (queues > 1 ? "_queues" + std::to_string(queues) : "");
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Vdevs, EthdevRun,
     ::testing::Combine(::testing::Values("ethdev:net_null0", "ethdev:net_ring0",
                                          "ethdev-pair:", "ethdev-pair:memif"),
-                       ::testing::Values(1, 8)),
-    [](const auto& info) {
-      std::string name = std::get<0>(info.param).substr(std::get<0>(info.param).find(':') + 1);
-      if (name.empty()) name = "pair";
-      if (name == "memif") name = "memif_pair";
-      return name + "_procs" + std::to_string(std::get<1>(info.param));
-    });
+                       ::testing::Values(1, 8), ::testing::Values(1)),
+    CaseName);
+
+// --queues 2: the port configured with two TX (and RX) queues, producers spread over them (XPS),
+// each queue's frames coming back on its own RX queue into its own sink.
+INSTANTIATE_TEST_SUITE_P(
+    TwoQueues, EthdevRun,
+    ::testing::Combine(::testing::Values("ethdev:net_null0", "ethdev:net_ring0",
+                                         "ethdev-pair:", "ethdev-pair:memif"),
+                       ::testing::Values(4), ::testing::Values(2)),
+    CaseName);
 
 TEST(EthdevBadInput, MissingDevicesAndBadDevargsExitTwoWithOneSentence) {
   struct Bad {
