@@ -81,10 +81,10 @@ unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
   // The band producers use (kProducerBand), the requeue slot, the ring, each producer's stash
   // of fresh mbufs and the per-lcore caches (each may hold up to 1.5x its size): queueing alone can
   // never exhaust the pool.
-  const uint64_t n = (uint64_t{cfg.txqueuelen} + kMaxBatch + cfg.driver_spec.ring()) *
-                         std::max(1u, cfg.queues) +
-                     uint64_t{cfg.procs} * kProducerStash + (cfg.link ? cfg.link->limit : 0) +
-                     (lcores + cfg.procs + 2) * (kPoolCache * 3 / 2) + 1024;
+  const uint64_t n =
+      (uint64_t{cfg.txqueuelen} + kMaxBatch + cfg.driver_spec.ring()) * std::max(1u, cfg.queues) +
+      uint64_t{cfg.procs} * kProducerStash + (cfg.link ? cfg.link->limit : 0) +
+      (lcores + cfg.procs + 2) * (kPoolCache * 3 / 2) + 1024;
   return static_cast<unsigned>(std::min<uint64_t>(n, 1u << 22));
 }
 
@@ -110,12 +110,16 @@ CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, 
 }
 
 void SumInto(DriverCounters& t, const DriverCounters& d) {
-  for (auto [to, from] :
-       {std::pair{&t.xmit_calls, &d.xmit_calls}, {&t.offered, &d.offered},
-        {&t.accepted, &d.accepted}, {&t.doorbells, &d.doorbells},
-        {&t.completed_bytes, &d.completed_bytes}, {&t.stops, &d.stops},
-        {&t.window_frames, &d.window_frames}, {&t.window_payload_bytes, &d.window_payload_bytes},
-        {&t.window_wire_bytes, &d.window_wire_bytes}, {&t.window_busy_tsc, &d.window_busy_tsc}})
+  for (auto [to, from] : {std::pair{&t.xmit_calls, &d.xmit_calls},
+                          {&t.offered, &d.offered},
+                          {&t.accepted, &d.accepted},
+                          {&t.doorbells, &d.doorbells},
+                          {&t.completed_bytes, &d.completed_bytes},
+                          {&t.stops, &d.stops},
+                          {&t.window_frames, &d.window_frames},
+                          {&t.window_payload_bytes, &d.window_payload_bytes},
+                          {&t.window_wire_bytes, &d.window_wire_bytes},
+                          {&t.window_busy_tsc, &d.window_busy_tsc}})
     to->Add(from->Get());
   t.last_departure.Max(d.last_departure.Get());
   t.window_max_idle_tsc.Max(d.window_max_idle_tsc.Get());
@@ -123,13 +127,17 @@ void SumInto(DriverCounters& t, const DriverCounters& d) {
 
 void SumInto(TxQueueCounters& t, const TxQueueCounters& q) {
   for (auto [to, from] : {std::pair{&t.dropped_qdisc_full, &q.dropped_qdisc_full},
-                          {&t.dropped_aborted, &q.dropped_aborted}, {&t.waits, &q.waits},
+                          {&t.dropped_aborted, &q.dropped_aborted},
+                          {&t.waits, &q.waits},
                           {&t.missed, &q.missed}})
     to->Add(from->Get());
-  for (auto [to, from] :
-       {std::pair{&t.dropped_noqueue, &q.dropped_noqueue}, {&t.requeues, &q.requeues},
-        {&t.requeued_frames, &q.requeued_frames}, {&t.reschedules, &q.reschedules},
-        {&t.runs, &q.runs}, {&t.tx_cycles, &q.tx_cycles}, {&t.bql_stops, &q.bql_stops}})
+  for (auto [to, from] : {std::pair{&t.dropped_noqueue, &q.dropped_noqueue},
+                          {&t.requeues, &q.requeues},
+                          {&t.requeued_frames, &q.requeued_frames},
+                          {&t.reschedules, &q.reschedules},
+                          {&t.runs, &q.runs},
+                          {&t.tx_cycles, &q.tx_cycles},
+                          {&t.bql_stops, &q.bql_stops}})
     to->Add(from->Get());
   t.irq_max_late_tsc.Max(q.irq_max_late_tsc.Get());
   t.bql_limit_max.Max(q.bql_limit_max.Get());
@@ -234,7 +242,8 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
       r.link_utilisation = static_cast<double>(dc.window_busy_tsc.Get()) / (ws * tsc_hz);
   }
   r.last_departure_s =
-      static_cast<double>(std::max(dc.last_departure.Get(), run.run_start) - run.run_start) / tsc_hz;
+      static_cast<double>(std::max(dc.last_departure.Get(), run.run_start) - run.run_start) /
+      tsc_hz;
   r.drained_at_s = static_cast<double>(run.drained_at - run.run_start) / tsc_hz;
   r.stopped_at_s = static_cast<double>(run.stopped_at - run.run_start) / tsc_hz;
 

@@ -51,7 +51,7 @@ struct CellConfig {
   bool pfifo = false;      // --qdisc pfifo: one band, installed by tc (kernel policies: slow path)
   BqlBounds bql;           // --bql-limit-min/max, --bql-hold-time
   uint64_t seed = 1;
-  std::optional<LinkSpec> link;  // --link: netem's impairments behind the emulated wire
+  std::optional<LinkSpec> link;   // --link: netem's impairments behind the emulated wire
   Engine engine = Engine::kReal;  // --engine
   CostModel cost;                 // the simulation engine's CPU costs (--cost-model)
 };

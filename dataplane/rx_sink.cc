@@ -98,9 +98,12 @@ void RxSink::RecordStages(const TxMeta& t, Tsc at, double total_ns) {
 }
 
 void RxSink::Absorb(const RxSink& o) {
-  for (auto [to, from] : {std::pair{&received_, &o.received_}, {&foreign_, &o.foreign_},
-                          {&lost_, &o.lost_}, {&duplicated_, &o.duplicated_},
-                          {&reordered_, &o.reordered_}, {&late_, &o.late_},
+  for (auto [to, from] : {std::pair{&received_, &o.received_},
+                          {&foreign_, &o.foreign_},
+                          {&lost_, &o.lost_},
+                          {&duplicated_, &o.duplicated_},
+                          {&reordered_, &o.reordered_},
+                          {&late_, &o.late_},
                           {&arrival_before_tx_, &o.arrival_before_tx_},
                           {&window_frames_, &o.window_frames_},
                           {&window_payload_bytes_, &o.window_payload_bytes_}})

@@ -64,7 +64,7 @@ struct SimQueue;
 struct Actor {
   Role role;
   SimQueue* q = nullptr;  // the TX queue it sends on (producer i: queue i mod queues)
-  unsigned index;  // producer index (flow); ties in time go to the lower actor number
+  unsigned index;         // producer index (flow); ties in time go to the lower actor number
   Step step;
   Tsc t = kNever;  // when its next step happens (kNever: asleep until woken)
   Tsc busy = 0;    // cycles of CPU it used inside the window
@@ -97,9 +97,9 @@ struct SimQueue {
   std::unique_ptr<NetdevQueue> dev;
   PfifoFast qdisc;
   Actor* irq = nullptr;
-  Actor* runner = nullptr;          // --runner dedicated
-  std::vector<Actor*> waiters;      // blocked producers, in the order they blocked
-  Tsc root_free = 0, tx_free = 0;   // when its root lock and TX lock are next free
+  Actor* runner = nullptr;         // --runner dedicated
+  std::vector<Actor*> waiters;     // blocked producers, in the order they blocked
+  Tsc root_free = 0, tx_free = 0;  // when its root lock and TX lock are next free
   Tsc first_enqueued = 0;
   bool running = false, resched_pending = false;
   bool irq_kicked = false, irq_resched = false;
@@ -436,7 +436,8 @@ void Simulation::Poll(Actor& r) {
   }
   if (why == FlushTrigger::kNone) {
     // Asleep until an enqueue, a restart, the drain or the buffer's timer.
-    const Tsc by = q.qdisc.empty() || q.dev->Stopped() ? kNever : policy_->FlushBy(q.first_enqueued);
+    const Tsc by =
+        q.qdisc.empty() || q.dev->Stopped() ? kNever : policy_->FlushBy(q.first_enqueued);
     r.t = by > r.t ? by : kNever;
     return;
   }
@@ -467,8 +468,8 @@ void Simulation::Irq(Actor& irq) {
   unsigned reclaimed = 0;
   const uint64_t handled = q.sink->handled();
   const bool woke = q.dev->Complete(irq.t, &reclaimed);
-  Work(irq,
-       c_.completion + c_.completion_frame * reclaimed + c_.deliver * (q.sink->handled() - handled));
+  Work(irq, c_.completion + c_.completion_frame * reclaimed +
+                c_.deliver * (q.sink->handled() - handled));
   q.tx_free = irq.t;
   const bool resched = q.irq_resched;
   q.irq_kicked = q.irq_resched = false;
@@ -527,8 +528,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
                                        /*verify_headers=*/cfg_.link && cfg_.link->corrupt > 0);
     q->sink->StartFlows(first_seq);
     q->driver = emu::CreateEmuDriver(emu_options, *q->sink, window_, tsc_hz_,
-                                     cfg_.link ? &*cfg_.link : nullptr, &clock_,
-                                     shared_wire);
+                                     cfg_.link ? &*cfg_.link : nullptr, &clock_, shared_wire);
     q->dev = std::make_unique<NetdevQueue>(*q->driver, *policy_, cfg_.bql, tsc_hz_, q->qc);
   }
   const WireSpec wire = queues_.front()->driver->Wire().value_or(WireSpec{});
@@ -624,8 +624,8 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   }
   CloseSinks(sinks, stats_);
   const SimQueue& first = *queues_.front();
-  CellRun run{cfg_, *first.driver, dc, qc, bql_limit, backlog, in_flight, *first.sink, stats_,
-              a, b};
+  CellRun run{cfg_,      *first.driver, dc,     qc, bql_limit, backlog,
+              in_flight, *first.sink,   stats_, a,  b};
   run.tsc_hz = tsc_hz_;
   run.run_start = origin;
   run.window_start = window_start;

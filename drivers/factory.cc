@@ -65,8 +65,8 @@ Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempo
 Result<std::vector<std::unique_ptr<TxDriver>>> CreateDrivers(const DriverSpec& spec,
                                                              rte_mempool* pool, unsigned mtu,
                                                              std::span<RxSink* const> sinks,
-                                                             const RunWindow& window,
-                                                             double tsc_hz, const LinkSpec* link) {
+                                                             const RunWindow& window, double tsc_hz,
+                                                             const LinkSpec* link) {
   std::vector<std::unique_ptr<TxDriver>> out;
   if (sinks.size() <= 1) {
     auto d = CreateDriver(spec, pool, mtu, *sinks.front(), window, tsc_hz, link);

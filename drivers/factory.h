@@ -47,8 +47,7 @@ Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempo
 Result<std::vector<std::unique_ptr<TxDriver>>> CreateDrivers(const DriverSpec& spec,
                                                              rte_mempool* pool, unsigned mtu,
                                                              std::span<RxSink* const> sinks,
-                                                             const RunWindow& window,
-                                                             double tsc_hz,
+                                                             const RunWindow& window, double tsc_hz,
                                                              const LinkSpec* link = nullptr);
 
 }  // namespace txbatch

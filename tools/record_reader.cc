@@ -1,7 +1,5 @@
 #include "tools/record_reader.h"
 
-#include "tools/cost_model_file.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +7,7 @@
 #include <sstream>
 
 #include "drivers/factory.h"
+#include "tools/cost_model_file.h"
 
 namespace txbatch {
 namespace {
@@ -39,8 +38,8 @@ CellConfig ConfigFrom(const json& c) {
   cfg.nolock = c.at("sync") == "nolock";
   cfg.pfifo = c.at("qdisc") == "pfifo";
   if (const json& b = c.value("bql", json()); b.is_object())
-    cfg.bql = BqlBounds{b.at("limit_min"), b.at("limit_max"),
-                        b.at("hold_time_ms").get<double>() / 1e3};
+    cfg.bql =
+        BqlBounds{b.at("limit_min"), b.at("limit_max"), b.at("hold_time_ms").get<double>() / 1e3};
   cfg.seed = c.at("seed");
   if (c.contains("link") && c["link"].is_string())
     if (auto l = ParseLinkSpec(c["link"].get<std::string>())) cfg.link = *l;

@@ -1,7 +1,5 @@
 #include "tools/report.h"
 
-#include "tools/cost_model_file.h"
-
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <rte_version.h>
@@ -15,6 +13,7 @@
 #include <map>
 #include <set>
 
+#include "tools/cost_model_file.h"
 #include "tools/summary.h"
 #include "tools/verdict.h"
 #include "txbatch_config.h"
@@ -49,7 +48,9 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
           {"sync", c.noqueue  ? "none"
                    : c.nolock ? "nolock"
                               : "rootlock"},
-          {"qdisc", c.noqueue ? "none" : c.pfifo ? "pfifo" : "pfifo_fast"},
+          {"qdisc", c.noqueue ? "none"
+                    : c.pfifo ? "pfifo"
+                              : "pfifo_fast"},
           {"bql",
            {{"limit_min", c.bql.limit_min},
             {"limit_max", c.bql.limit_max},
@@ -275,10 +276,10 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
     for (const auto& cell : cells)
       if (std::find(names.begin(), names.end(), ShapeName(cell)) == names.end())
         names.push_back(ShapeName(cell));
-    shape =
-        fmt::format("qdisc shapes {} (pfifo_fast: 3 bands x {}, pfifo: 1; named on each row), "
-                    "producers {}",
-                    fmt::join(names, ", "), c.txqueuelen, producers);
+    shape = fmt::format(
+        "qdisc shapes {} (pfifo_fast: 3 bands x {}, pfifo: 1; named on each row), "
+        "producers {}",
+        fmt::join(names, ", "), c.txqueuelen, producers);
   } else if (c.noqueue) {
     shape = "qdisc none (each producer batches its own frames; refused ones are dropped)";
   } else {
@@ -388,7 +389,7 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
                "cycles/pkt", "CPU ns", "lat avg", "lat p99", "requeue",
                verdicts ? fmt::format("{:<13} {:<13} ", "BW vs off", "cycles vs off") : "",
                "driver");
-    Books sum;  // receive-side terms summed over the runs that have one
+    Books sum;                     // receive-side terms summed over the runs that have one
     std::optional<BqlResult> bql;  // end limits' range in `limit`/`limit_max`, stops summed
     uint64_t bql_low = UINT64_MAX;
     bool all_balanced = true;

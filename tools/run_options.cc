@@ -1,8 +1,5 @@
 #include "tools/run_options.h"
 
-#include "dataplane/sim_engine.h"
-#include "tools/cost_model_file.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +7,8 @@
 #include <cmath>
 
 #include "dataplane/frame.h"
+#include "dataplane/sim_engine.h"
+#include "tools/cost_model_file.h"
 
 namespace txbatch {
 namespace {
@@ -346,8 +345,8 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                                            kMinMtu, emu::EmuMaxMtu(*e)));
     if (max_queues > 1 && std::holds_alternative<verbs::VerbsOptions>(spec->options))
       return MakeError(ENOTSUP, fmt::format("--queues {} on {}: the verbs driver posts on one "
-                                           "queue pair; valid: --queues 1 with verbs",
-                                           max_queues, d));
+                                            "queue pair; valid: --queues 1 with verbs",
+                                            max_queues, d));
     if (link && !spec->emulated())
       return MakeError(ENOTSUP,
                        fmt::format("--link puts a link behind the emulated NIC's wire, "
@@ -358,43 +357,43 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
   }
   if (link && max_queues > 1)
     return MakeError(ENOTSUP, fmt::format("--link with --queues {}: the link model sits behind one "
-                                         "ring, not a wire shared by several; valid: --queues 1 "
-                                         "with --link",
-                                         max_queues));
+                                          "ring, not a wire shared by several; valid: --queues 1 "
+                                          "with --link",
+                                          max_queues));
   for (unsigned nq : *queues)
-  for (unsigned p : *procs)
-    for (unsigned s : *sizes)
-      for (size_t d = 0; d < drivers.size(); ++d)
-        for (const QdiscShape& shape : plan.shapes)
-          for (const std::string& engine : *engines)
-          for (const PolicySpec& pol : plan.policies) {
-            CellConfig c;
-            c.driver = drivers[d];
-            c.driver_spec = specs[d];
-            c.proto = proto;
-            c.policy = pol;
-            c.size = s;
-            c.procs = p;
-            c.queues = nq;
-            c.mtu = a.mtu;
-            c.txqueuelen = a.txqueuelen;
-            c.duration_s = a.duration_s;
-            c.warmup_s = a.warmup_s;
-            c.rate = *rate;
-            c.stream = a.producer == "stream";
-            c.noqueue = shape.noqueue;
-            c.dedicated = shape.dedicated;
-            c.nolock = shape.nolock;
-            c.pfifo = shape.pfifo;
-            c.bql = bql;
-            c.seed = a.seed;
-            c.link = link;
-            c.engine = engine == "sim" ? Engine::kSim : Engine::kReal;
-            c.cost = cost;
-            if (c.engine == Engine::kSim)
-              if (auto why = SimUnsupported(c)) return MakeError(ENOTSUP, *why);
-            plan.cells.push_back(c);
-          }
+    for (unsigned p : *procs)
+      for (unsigned s : *sizes)
+        for (size_t d = 0; d < drivers.size(); ++d)
+          for (const QdiscShape& shape : plan.shapes)
+            for (const std::string& engine : *engines)
+              for (const PolicySpec& pol : plan.policies) {
+                CellConfig c;
+                c.driver = drivers[d];
+                c.driver_spec = specs[d];
+                c.proto = proto;
+                c.policy = pol;
+                c.size = s;
+                c.procs = p;
+                c.queues = nq;
+                c.mtu = a.mtu;
+                c.txqueuelen = a.txqueuelen;
+                c.duration_s = a.duration_s;
+                c.warmup_s = a.warmup_s;
+                c.rate = *rate;
+                c.stream = a.producer == "stream";
+                c.noqueue = shape.noqueue;
+                c.dedicated = shape.dedicated;
+                c.nolock = shape.nolock;
+                c.pfifo = shape.pfifo;
+                c.bql = bql;
+                c.seed = a.seed;
+                c.link = link;
+                c.engine = engine == "sim" ? Engine::kSim : Engine::kReal;
+                c.cost = cost;
+                if (c.engine == Engine::kSim)
+                  if (auto why = SimUnsupported(c)) return MakeError(ENOTSUP, *why);
+                plan.cells.push_back(c);
+              }
   plan.json_path = a.json;
   plan.rounds = a.rounds;
   plan.axes = {{"--procs", procs->size()},

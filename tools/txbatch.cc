@@ -20,16 +20,16 @@
 
 #include "dataplane/experiment.h"
 #include "drivers/emu/emu.h"
+#include "tools/bridge_cmd.h"
+#include "tools/calibrate.h"
 #include "tools/compare.h"
+#include "tools/lab.h"
 #include "tools/record_reader.h"
 #include "tools/report.h"
 #include "tools/run_options.h"
 #include "tools/session.h"
 #include "tools/summary.h"
-#include "tools/bridge_cmd.h"
-#include "tools/lab.h"
 #include "tools/sweep.h"
-#include "tools/calibrate.h"
 #include "tools/tune.h"
 #include "txbatch_config.h"
 
@@ -362,8 +362,9 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   lab_up->allow_extras();
   CLI::App* lab_down = lab->add_subcommand(
-      "down", "Stops the lab's bridge (printing its books) and removes its namespaces, links and "
-              "files; also after a crash");
+      "down",
+      "Stops the lab's bridge (printing its books) and removes its namespaces, links and "
+      "files; also after a crash");
   lab_down->add_option("--prefix", lab_down_prefix, "The lab's prefix")->capture_default_str();
   RunArgs sweep_args;  // --batch 1,2,4,8,16,32,64 unless --batch or --policy is given
   sweep_args.size = "65536";
@@ -409,9 +410,10 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   calibrate->add_option("--rounds", cal_args.rounds, "Interleaved rounds (medians are fitted)")
       ->capture_default_str();
-  calibrate->add_option("--engine", cal_args.engine,
-                        "real, or sim: calibrate the simulation of --cost-model (a check that "
-                        "the fit recovers the model's costs)")
+  calibrate
+      ->add_option("--engine", cal_args.engine,
+                   "real, or sim: calibrate the simulation of --cost-model (a check that "
+                   "the fit recovers the model's costs)")
       ->capture_default_str();
   calibrate->add_option("--cost-model", cal_args.cost_model,
                         "The base model: costs calibrate cannot separate are kept from it");
@@ -430,18 +432,18 @@ int Main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "txbatch: %s; run 'txbatch %s--help' for the valid options.\n", e.what(),
-                 run->parsed()       ? "run "
-                 : compare->parsed() ? "compare "
-                 : report->parsed()  ? "report "
-                 : sweep->parsed()   ? "sweep "
-                 : tune->parsed()    ? "tune "
+                 run->parsed()         ? "run "
+                 : compare->parsed()   ? "compare "
+                 : report->parsed()    ? "report "
+                 : sweep->parsed()     ? "sweep "
+                 : tune->parsed()      ? "tune "
                  : calibrate->parsed() ? "calibrate "
-                 : bridge->parsed()  ? "bridge "
-                 : respond->parsed() ? "respond "
-                 : sink->parsed()    ? "sink "
-                 : lab_up->parsed()  ? "lab up "
-                 : lab->parsed()     ? "lab "
-                                     : "");
+                 : bridge->parsed()    ? "bridge "
+                 : respond->parsed()   ? "respond "
+                 : sink->parsed()      ? "sink "
+                 : lab_up->parsed()    ? "lab up "
+                 : lab->parsed()       ? "lab "
+                                       : "");
     return kExitBadInput;
   }
   RunEnv env = CollectEnv(argc, argv);
@@ -476,7 +478,8 @@ int Main(int argc, char** argv) {
   if (tune->parsed()) return TuneCommand(tune_args, tune_target, tune_p99, eal_args, env);
   if (calibrate->parsed()) return CalibrateCommand(cal_args, eal_args, env);
   if (sweep->parsed()) {
-    if (sweep_args.batch.empty() && sweep_args.policy.empty()) sweep_args.batch = "1,2,4,8,16,32,64";
+    if (sweep_args.batch.empty() && sweep_args.policy.empty())
+      sweep_args.batch = "1,2,4,8,16,32,64";
     auto plan = BuildRunPlan(sweep_args);
     if (!plan) return Fail(kExitBadInput, plan.error());
     for (const PolicySpec& p : plan->policies)

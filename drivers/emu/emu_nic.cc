@@ -247,8 +247,8 @@ class EmuNic final : public TxDriver {
 
   VirtualClock* const clock_;
   const std::shared_ptr<SharedWire> shared_wire_;  // --queues: the wire it shares, or null
-  double own_link_free_ = 0;       // a wire of its own: TSC (fractional) at which it is next free
-  double* const link_free_;        // the wire's: &own_link_free_ or &shared_wire_->free_at
+  double own_link_free_ = 0;  // a wire of its own: TSC (fractional) at which it is next free
+  double* const link_free_;   // the wire's: &own_link_free_ or &shared_wire_->free_at
   EmuOptions options_;
   RxSink& sink_;
   const RunWindow& window_;

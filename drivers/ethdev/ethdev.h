@@ -8,9 +8,9 @@
 
 #include <memory>
 #include <span>
-#include <vector>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dataplane/error.h"
 #include "dataplane/run_window.h"
@@ -47,9 +47,11 @@ Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& option
 // queues (refused with a sentence beyond what the PMD has), driver q sending on TX queue q and,
 // where frames come back, receiving on RX queue q into sinks[q]. The drivers share the port; the
 // last one destroyed closes it.
-Result<std::vector<std::unique_ptr<TxDriver>>> CreateEthdevDrivers(
-    const EthdevOptions& options, rte_mempool* pool, unsigned mtu, std::span<RxSink* const> sinks,
-    const RunWindow& window, double tsc_hz);
+Result<std::vector<std::unique_ptr<TxDriver>>> CreateEthdevDrivers(const EthdevOptions& options,
+                                                                   rte_mempool* pool, unsigned mtu,
+                                                                   std::span<RxSink* const> sinks,
+                                                                   const RunWindow& window,
+                                                                   double tsc_hz);
 
 // A port the caller polls itself (the bridge): created or attached as for CreateEthdevDriver, one
 // RX and one TX queue, promiscuous (every frame, not only those for its MAC), started; its link

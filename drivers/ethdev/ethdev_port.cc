@@ -287,9 +287,9 @@ Status StartPort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::stri
 }
 
 // One TxDriver per queue of a configured port (as many as `sinks`), sharing the port.
-Drivers MakeQueues(uint16_t tx_port, std::optional<uint16_t> rx_port, bool virtual_dev,
-                   Owned owned, const std::string& spec, std::span<RxSink* const> sinks,
-                   const RunWindow& window, double tsc_hz, bool linger = false) {
+Drivers MakeQueues(uint16_t tx_port, std::optional<uint16_t> rx_port, bool virtual_dev, Owned owned,
+                   const std::string& spec, std::span<RxSink* const> sinks, const RunWindow& window,
+                   double tsc_hz, bool linger = false) {
   auto owner = std::make_shared<PortOwner>(std::move(owned));
   Drivers out;
   for (size_t q = 0; q < sinks.size(); ++q) {

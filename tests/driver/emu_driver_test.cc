@@ -49,11 +49,12 @@ void CheckBooksAndDrain(const json& rec) {
 
 // `share` is the fraction of the ceiling the cell must reach: 99 % on e1000, whose 256-slot
 // ring holds 3.1 ms of wire time (it was 99.5 %: CI then saw 99.40 % once, the VM's vCPUs
-// stalled for ~2 ms of a 0.4 s window without the txirq being late enough to show it). ixgbe's 512 slots hold 630 us at 10 Gb/s: a vCPU the host
-// takes away for longer, or a runner preempted mid-run (Linux runs it with BH, so preemption,
-// disabled; userspace cannot), lets it run dry now and then, so with batching the bar is
-// link_bound's 97 %. Without batching, 10 Gb/s of full frames on these 2 vCPUs is CPU-bound
-// (that is where batching matters): then only the model's honesty is checked (share 0).
+// stalled for ~2 ms of a 0.4 s window without the txirq being late enough to show it). ixgbe's 512
+// slots hold 630 us at 10 Gb/s: a vCPU the host takes away for longer, or a runner preempted
+// mid-run (Linux runs it with BH, so preemption, disabled; userspace cannot), lets it run dry now
+// and then, so with batching the bar is link_bound's 97 %. Without batching, 10 Gb/s of full frames
+// on these 2 vCPUs is CPU-bound (that is where batching matters): then only the model's honesty is
+// checked (share 0).
 void CheckWireAtFullLoad(const json& rec, double share) {
   const json& r = rec["results"];
   const std::string cell = rec["config"].dump();

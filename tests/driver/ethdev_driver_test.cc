@@ -66,21 +66,21 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
          (queues > 1 ? "_queues" + std::to_string(queues) : "");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Vdevs, EthdevRun,
-    ::testing::Combine(::testing::Values("ethdev:net_null0", "ethdev:net_ring0",
-                                         "ethdev-pair:", "ethdev-pair:memif"),
-                       ::testing::Values(1, 8), ::testing::Values(1)),
-    CaseName);
+INSTANTIATE_TEST_SUITE_P(Vdevs, EthdevRun,
+                         ::testing::Combine(::testing::Values("ethdev:net_null0",
+                                                              "ethdev:net_ring0",
+                                                              "ethdev-pair:", "ethdev-pair:memif"),
+                                            ::testing::Values(1, 8), ::testing::Values(1)),
+                         CaseName);
 
 // --queues 2: the port configured with two TX (and RX) queues, producers spread over them (XPS),
 // each queue's frames coming back on its own RX queue into its own sink.
-INSTANTIATE_TEST_SUITE_P(
-    TwoQueues, EthdevRun,
-    ::testing::Combine(::testing::Values("ethdev:net_null0", "ethdev:net_ring0",
-                                         "ethdev-pair:", "ethdev-pair:memif"),
-                       ::testing::Values(4), ::testing::Values(2)),
-    CaseName);
+INSTANTIATE_TEST_SUITE_P(TwoQueues, EthdevRun,
+                         ::testing::Combine(::testing::Values("ethdev:net_null0",
+                                                              "ethdev:net_ring0",
+                                                              "ethdev-pair:", "ethdev-pair:memif"),
+                                            ::testing::Values(4), ::testing::Values(2)),
+                         CaseName);
 
 TEST(EthdevBadInput, MissingDevicesAndBadDevargsExitTwoWithOneSentence) {
   struct Bad {

@@ -255,9 +255,9 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
   for (const char* args : bad) {
     // bridge and lab write no JSON: --json would be an unknown option and hide the case.
     const std::string a(args);
-    const bool writes_json =
-        !a.starts_with("bridge") && !a.starts_with("lab") && !a.starts_with("respond") &&
-        !a.starts_with("sink") && !a.starts_with("report");
+    const bool writes_json = !a.starts_with("bridge") && !a.starts_with("lab") &&
+                             !a.starts_with("respond") && !a.starts_with("sink") &&
+                             !a.starts_with("report");
     const Outcome o = RunTxbatch(a + (writes_json ? " --json " + json : ""));
     EXPECT_EQ(o.status, 2) << args << ": " << o.err;
     EXPECT_FALSE(o.err.empty()) << args;
@@ -277,27 +277,27 @@ TEST(Cli, UnwritableJsonPathIsBadInputBeforeAnythingRuns) {
 TEST(Cli, HelpExplainsEveryOptionWithItsDefault) {
   const Outcome o = RunTxbatch("run --help");
   EXPECT_EQ(o.status, 0);
-  for (const char* opt : {"--driver",     "--batch",
-                          "--policy",     "--size",
-                          "--procs",      "--duration",
-                          "--warmup",     "--proto",
-                          "--mtu",        "--rate",
-                          "--producer",   "--txqueuelen",
-                          "--runner",     "--sync",
-                          "--qdisc",      "--json",
-                          "--eal-memory", "--rounds",
-                          "--link",       "or nolock",
-                          "grid axis",    "distribution uniform|normal",
-                          "linux-2014",   "linux-2025",
-                          "blist-2007",   "bql",
-                          "xmit_more",    "--bql-limit-min",
+  for (const char* opt : {"--driver",        "--batch",
+                          "--policy",        "--size",
+                          "--procs",         "--duration",
+                          "--warmup",        "--proto",
+                          "--mtu",           "--rate",
+                          "--producer",      "--txqueuelen",
+                          "--runner",        "--sync",
+                          "--qdisc",         "--json",
+                          "--eal-memory",    "--rounds",
+                          "--link",          "or nolock",
+                          "grid axis",       "distribution uniform|normal",
+                          "linux-2014",      "linux-2025",
+                          "blist-2007",      "bql",
+                          "xmit_more",       "--bql-limit-min",
                           "--bql-limit-max", "--bql-hold-time",
                           "pfifo (one"})
     EXPECT_NE(o.out.find(opt), std::string::npos) << opt;
   // Every command documents itself.
-  for (const char* cmd : {"compare --help", "sweep --help", "tune --help", "report --help",
-                          "bridge --help", "respond --help", "sink --help", "lab up --help",
-                          "lab down --help"}) {
+  for (const char* cmd :
+       {"compare --help", "sweep --help", "tune --help", "report --help", "bridge --help",
+        "respond --help", "sink --help", "lab up --help", "lab down --help"}) {
     const Outcome h = RunTxbatch(cmd);
     EXPECT_EQ(h.status, 0) << cmd;
     EXPECT_NE(h.out.find("--"), std::string::npos) << cmd;
