@@ -213,7 +213,6 @@ void Simulation::StepActor(Actor& a) {
 }
 
 void Simulation::Build(Actor& p) {
-  SimQueue& q = *p.q;
   if (p.next_frame == p.write.size()) {
     if (p.finishing) return Finish(p);
     p.write.clear();

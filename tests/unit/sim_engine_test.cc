@@ -48,7 +48,10 @@ CellResult Simulate(const CellConfig& c) {
 
 // The results block of the record, as written to --json.
 std::string ResultsJson(const CellConfig& c, const CellResult& r) {
-  return ToJson({CellRecord{c, r}}, RunEnv{})["records"][0]["results"].dump();
+  CellRecord rec;
+  rec.config = c;
+  rec.result = r;
+  return ToJson({rec}, RunEnv{})["records"][0]["results"].dump();
 }
 
 TEST(SimEngine, SameConfigSameResultsByteForByte) {
@@ -139,7 +142,9 @@ TEST(SimEngine, EveryShapeClosesItsBooks) {
       // count:N under --qdisc none takes what one write made (one datagram): no batch forms.
       const bool batches = std::string(policy) != "count:1" && !s.pfifo &&
                            !(s.noqueue && std::string(policy) == "count:32");
-      if (batches) EXPECT_GT(r.avg_batch, 1.5);
+      if (batches) {
+        EXPECT_GT(r.avg_batch, 1.5);
+      }
     }
 }
 
