@@ -5,10 +5,56 @@
 #include <rte_lcore.h>
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 #include <vector>
 
+#include "dataplane/tsan.h"
+
 namespace txbatch {
+namespace {
+
+// The pool's handler. Under ThreadSanitizer: kPoolOps wrapped so that every object put into the
+// shared stack is released and every one taken out acquired (tsan.h) — the hand-over between
+// threads DPDK's uninstrumented lock-free stack does and TSan cannot see. Everywhere else:
+// kPoolOps itself.
+#if defined(__SANITIZE_THREAD__)
+rte_mempool_enqueue_t g_inner_enqueue = nullptr;
+rte_mempool_dequeue_t g_inner_dequeue = nullptr;
+
+int TsanEnqueue(rte_mempool* mp, void* const* objs, unsigned n) {
+  for (unsigned i = 0; i < n; ++i) TsanRelease(objs[i]);
+  return g_inner_enqueue(mp, objs, n);
+}
+
+int TsanDequeue(rte_mempool* mp, void** objs, unsigned n) {
+  const int rc = g_inner_dequeue(mp, objs, n);
+  if (rc == 0)
+    for (unsigned i = 0; i < n; ++i) TsanAcquire(objs[i]);
+  return rc;
+}
+
+const char* PoolOps() {
+  static const char* const name = [] {
+    static rte_mempool_ops ops;
+    for (unsigned i = 0; i < rte_mempool_ops_table.num_ops; ++i)
+      if (std::strcmp(rte_mempool_ops_table.ops[i].name, kPoolOps) == 0)
+        ops = rte_mempool_ops_table.ops[i];
+    g_inner_enqueue = ops.enqueue;
+    g_inner_dequeue = ops.dequeue;
+    std::strncpy(ops.name, "txb_tsan_lf_stack", sizeof(ops.name) - 1);
+    ops.enqueue = TsanEnqueue;
+    ops.dequeue = TsanDequeue;
+    (void)rte_mempool_register_ops(&ops);
+    return "txb_tsan_lf_stack";
+  }();
+  return name;
+}
+#else
+const char* PoolOps() { return kPoolOps; }
+#endif
+
+}  // namespace
 
 uint16_t DataRoomForMtu(unsigned mtu) {
   // L2 header (14) + VLAN room (4) + MTU, rounded up to a cache line, plus headroom.
@@ -29,7 +75,7 @@ Result<PoolPtr> CreatePacketPool(const std::string& name, unsigned n, unsigned m
   const unsigned cache = std::min(kPoolCache, n * 2 / 3);
   if (layout == PoolLayout::kDpdkDefault) {
     rte_mempool* mp =
-        rte_pktmbuf_pool_create_by_ops(name.c_str(), n, cache, 0, room, rte_socket_id(), kPoolOps);
+        rte_pktmbuf_pool_create_by_ops(name.c_str(), n, cache, 0, room, rte_socket_id(), PoolOps());
     if (mp == nullptr)
       return MakeError(rte_errno, fmt::format("cannot create mbuf pool '{}' of {} mbufs: {}", name,
                                               n, rte_strerror(rte_errno)));
@@ -46,7 +92,7 @@ Result<PoolPtr> CreatePacketPool(const std::string& name, unsigned n, unsigned m
   if (!mp)
     return MakeError(rte_errno, fmt::format("cannot create mbuf pool '{}' of {} mbufs: {}", name, n,
                                             rte_strerror(rte_errno)));
-  if (int rc = rte_mempool_set_ops_byname(mp.get(), kPoolOps, nullptr); rc != 0)
+  if (int rc = rte_mempool_set_ops_byname(mp.get(), PoolOps(), nullptr); rc != 0)
     return MakeError(-rc,
                      fmt::format("cannot set mempool ops for '{}': {}", name, rte_strerror(-rc)));
   rte_pktmbuf_pool_init(mp.get(), &priv);

@@ -92,7 +92,9 @@ std::string LinePlotSvg(const std::string& title, const std::string& x_label,
     }
   if (!std::isfinite(xmin)) xmin = 0, xmax = 1;
   if (xmax == xmin) xmax = xmin + 1;
-  const auto [top, step] = NiceScale(ymax);
+  // Not a structured binding: clang before 16 cannot capture one in a lambda (the fuzz build).
+  const auto scale = NiceScale(ymax);
+  const double top = scale.first, step = scale.second;
   const double w = kWidth - kLeft - kRight, h = kHeight - kTop - kBottom;
   const auto px = [&](double x) { return kLeft + (fx(x) - xmin) / (xmax - xmin) * w; };
   const auto py = [&](double y) { return kHeight - kBottom - y / top * h; };

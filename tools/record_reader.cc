@@ -151,9 +151,13 @@ Result<ReadBack> ReadResults(const std::string& path) {
     return MakeError(ENOENT, fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
   std::stringstream text;
   text << in.rdbuf();
+  return ParseResults(text.str(), path);
+}
+
+Result<ReadBack> ParseResults(std::string_view text, std::string_view path) {
   json doc;
   try {
-    doc = json::parse(text.str());
+    doc = json::parse(text);
   } catch (const json::exception& e) {
     return MakeError(EINVAL, fmt::format("'{}' is not JSON ({}); valid: a file txbatch wrote with "
                                          "--json",

@@ -20,5 +20,7 @@ struct ReadBack {
 
 // Bad or foreign input gets one sentence naming the file and what is wrong with it.
 Result<ReadBack> ReadResults(const std::string& path);
+// The same from the document's text; `path` names it in messages.
+Result<ReadBack> ParseResults(std::string_view text, std::string_view path);
 
 }  // namespace txbatch

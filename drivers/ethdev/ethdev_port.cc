@@ -18,6 +18,7 @@
 
 #include "batching/batch.h"
 #include "dataplane/frame.h"
+#include "dataplane/tsan.h"
 #include "drivers/ethdev/ethdev.h"
 #include "drivers/ethdev/ring_size.h"
 
@@ -112,6 +113,7 @@ class EthdevPort final : public TxDriver {
         payload_[i] = PayloadBytes(frames[i]);
         bytes_[i] = rte_pktmbuf_pkt_len(frames[i]);
       }
+    for (rte_mbuf* m : frames) TsanRelease(m);  // a loopback's RX side reads them (tsan.h)
     const uint16_t n = rte_eth_tx_burst(port_, queue_, const_cast<rte_mbuf**>(frames.data()),
                                         static_cast<uint16_t>(frames.size()));
     counters_.accepted.Add(n);
@@ -147,6 +149,7 @@ class EthdevPort final : public TxDriver {
       while (true) {
         const uint16_t k = rte_eth_rx_burst(*rx_port_, queue_, rx.data(), kRxBurst);
         if (k == 0) break;
+        for (uint16_t i = 0; i < k; ++i) TsanAcquire(rx[i]);
         const Tsc now = Now();
         for (uint16_t i = 0; i < k; ++i) {
           at[i] = now;  // the frame's own RX TSC: latency = this - its TX stamp

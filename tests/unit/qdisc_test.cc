@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <thread>
 #include <vector>
 
@@ -116,6 +118,9 @@ TYPED_TEST(Pfifo, RequeueIsNotCountedAgainstTheLimit) {
   rte_pktmbuf_free_bulk(f.data(), 3);
 }
 
+// A frame's test tag, shared between a producer and the consumer.
+std::atomic_ref<uint64_t> Tag(rte_mbuf* m) { return std::atomic_ref<uint64_t>(m->tx_offload); }
+
 TEST(LockfreePfifo, ConcurrentProducersLoseNothingAndKeepTheirOwnOrder) {
   // Four producers race into one band while one consumer (the run-flag holder) dequeues: every
   // frame comes out exactly once, each producer's in the order it enqueued them, and the limit
@@ -129,11 +134,14 @@ TEST(LockfreePfifo, ConcurrentProducersLoseNothingAndKeepTheirOwnOrder) {
     producers.emplace_back([&, p] {
       for (unsigned i = 0; i < kPerProducer; ++i) {
         rte_mbuf* m = sent[p][i % 256];
-        m->tx_offload = (uint64_t{p} << 32) | i;
+        // The tag is written here and read and cleared by the consumer: atomically, since the
+        // producer spins on it (ThreadSanitizer caught the plain accesses as a race).
+        Tag(m).store((uint64_t{p} << 32) | i, std::memory_order_relaxed);
         while (!q.Enqueue(m, 1)) std::this_thread::yield();
         // Wait for it to come out before reusing its slot 256 frames later.
         if (i % 256 == 255)
-          while (m->tx_offload != ~uint64_t{0}) std::this_thread::yield();
+          while (Tag(m).load(std::memory_order_acquire) != ~uint64_t{0})
+            std::this_thread::yield();
       }
     });
   std::vector<uint32_t> next(kProducers, 0);
@@ -144,11 +152,12 @@ TEST(LockfreePfifo, ConcurrentProducersLoseNothingAndKeepTheirOwnOrder) {
     max_backlog = std::max(max_backlog, q.backlog());
     if (q.DequeueBulk(b, 32) == 0) std::this_thread::yield();
     for (rte_mbuf* m : b.frames()) {
-      const auto p = static_cast<unsigned>(m->tx_offload >> 32);
-      const auto i = static_cast<uint32_t>(m->tx_offload);
+      const uint64_t tag = Tag(m).load(std::memory_order_relaxed);
+      const auto p = static_cast<unsigned>(tag >> 32);
+      const auto i = static_cast<uint32_t>(tag);
       if (i != next[p]) ++out_of_order;
       next[p] = i + 1;
-      m->tx_offload = ~uint64_t{0};
+      Tag(m).store(~uint64_t{0}, std::memory_order_release);
       ++got;
     }
   }

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz: frames from the wire, every text option, result
+# documents) with clang, AddressSanitizer and UndefinedBehaviorSanitizer in build-fuzz/, and runs
+# each for FUZZ_SECONDS (default 30) from its seed corpus in tests/fuzz/corpus/<target>/ (new
+# inputs go to a scratch directory; the corpus in the tree changes only by hand). A crash, a
+# leak, a sanitizer report or a trap fails the run and leaves the input in build-fuzz/crashes/:
+# add it to the corpus and a regression test for it (doc/testing.md).
+#
+# Longer runs: FUZZ_SECONDS=3600 scripts/fuzz.sh, or one target:
+#   build-fuzz/tests/fuzz/spec_fuzz -max_total_time=600 /tmp/spec tests/fuzz/corpus/spec
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${FUZZ_SECONDS:-30}
+log=$(mktemp)
+scratch=$(mktemp -d)
+trap 'rm -rf "$log" "$scratch"' EXIT
+if [[ ! -f build-fuzz/build.ninja ]]; then
+  CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true -Dverbs=disabled \
+    -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized >"$log" 2>&1 \
+    || { cat "$log" >&2; echo "fuzz: setup failed" >&2; exit 1; }
+fi
+targets=(frame_fuzz spec_fuzz report_fuzz)
+ninja -C build-fuzz "${targets[@]/#/tests/fuzz/}" >"$log" 2>&1 \
+  || { tail -40 "$log" >&2; echo "fuzz: build failed" >&2; exit 1; }
+mkdir -p build-fuzz/crashes
+export ASAN_OPTIONS=detect_leaks=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+rc=0
+for target in "${targets[@]}"; do
+  t=${target%_fuzz}
+  mkdir -p "$scratch/$t"
+  if build-fuzz/tests/fuzz/$target -max_total_time="$seconds" -print_final_stats=1 \
+      -artifact_prefix="build-fuzz/crashes/$t-" "$scratch/$t" "tests/fuzz/corpus/$t" \
+      >"build-fuzz/$t.log" 2>&1; then
+    echo "fuzz: $target clean for $seconds s ($(grep -m1 -oE 'stat::number_of_executed_units: *[0-9]+' \
+      "build-fuzz/$t.log" | grep -oE '[0-9]+$') inputs)"
+  else
+    grep -E 'ERROR|runtime error|SUMMARY|Test unit written' "build-fuzz/$t.log" | head -20 >&2
+    echo "fuzz: $target failed (input in build-fuzz/crashes/)" >&2
+    rc=1
+  fi
+done
+exit "$rc"

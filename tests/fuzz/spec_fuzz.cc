@@ -1,0 +1,50 @@
+// Every text option a user writes: the first byte picks the parser, the rest is the text —
+// driver specs and devargs (emu, ethdev, verbs), --policy, --rate, --link (netem's words),
+// option lists (--batch, --procs, --queues) and a cost-model file.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "batching/flush_policy.h"
+#include "dataplane/link_spec.h"
+#include "dataplane/producer.h"
+#include "drivers/factory.h"
+#include "tools/cost_model_file.h"
+#include "tools/run_options.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace txbatch;
+  if (size == 0 || size > 4096) return 0;
+  const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
+  switch (data[0] % 6) {
+    case 0: {
+      if (auto spec = ParseDriverSpec(text)) (void)spec->ToString();
+      break;
+    }
+    case 1: {
+      if (auto p = ParsePolicySpec(text)) (void)p->ToString();
+      break;
+    }
+    case 2: {
+      if (auto r = ParseRate(text)) (void)r->ToString();
+      break;
+    }
+    case 3: {
+      // A parsed link prints back into words that parse to the same link.
+      if (auto l = ParseLinkSpec(text)) {
+        auto again = ParseLinkSpec(l->ToString());
+        if (!again) __builtin_trap();
+      }
+      break;
+    }
+    case 4:
+      (void)ParseUnsignedList("--batch", text, 1, 512);
+      break;
+    case 5: {
+      const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (!doc.is_discarded()) (void)CostModelFromJson(doc, "fuzz");
+      break;
+    }
+  }
+  return 0;
+}
