@@ -11,6 +11,7 @@ packages=(
   libibverbs-dev
   iproute2 procps ethtool iputils-ping iperf3
   libxml2-utils python3
+  clang libclang-rt-14-dev
 )
 
 missing=()
