@@ -52,6 +52,9 @@ struct CellConfig {
   BqlBounds bql;           // --bql-limit-min/max, --bql-hold-time
   uint64_t seed = 1;
   std::optional<LinkSpec> link;   // --link: netem's impairments behind the emulated wire
+  // --pool-size: mbufs in the packet pool; 0 sizes it so queueing alone never exhausts it (a
+  // smaller pool is a fault to test against: producers then wait for mbufs, counted).
+  unsigned pool_size = 0;
   Engine engine = Engine::kReal;  // --engine
   CostModel cost;                 // the simulation engine's CPU costs (--cost-model)
 };

@@ -21,6 +21,8 @@
 namespace txbatch {
 namespace {
 
+// A producer that found the pool empty sleeps this long before trying again (RunProducer's).
+constexpr double kAllocBackoffS = 20e-6;
 // The virtual TSC at the cell's start: any origin but 0 (the NIC reads 0 as "never sent").
 constexpr double kOriginS = 1.0;
 
@@ -242,7 +244,9 @@ void Simulation::Build(Actor& p) {
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
   const unsigned payload = p.write[p.next_frame++];
   if (m == nullptr) {
+    // The pool is empty (--pool-size): back off as the real producer does, asleep.
     stats_[p.index].alloc_failures.Add();
+    p.t += static_cast<Tsc>(kAllocBackoffS * tsc_hz_);
     return;
   }
   Work(p, c_.frame);

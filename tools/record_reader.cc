@@ -45,6 +45,7 @@ CellConfig ConfigFrom(const json& c) {
     if (auto l = ParseLinkSpec(c["link"].get<std::string>())) cfg.link = *l;
   cfg.engine = c.value("engine", "real") == "sim" ? Engine::kSim : Engine::kReal;
   cfg.queues = c.value("queues", 1u);
+  cfg.pool_size = c.value("pool_size", 0u);
   if (const json& m = c.value("cost_model", json()); m.is_object())
     if (auto cost = CostModelFromJson(m, "in the record")) cfg.cost = *cost;
   return cfg;

@@ -64,6 +64,7 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
           {"seed", c.seed},
           {"link", c.link ? json(c.link->ToString()) : json(nullptr)},
           {"engine", EngineName(c.engine)},
+          {"pool_size", c.pool_size},
           {"cost_model", c.engine == Engine::kSim ? CostModelJson(c.cost) : json(nullptr)},
           {"eal", env.eal_args}};
 }

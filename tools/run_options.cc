@@ -166,6 +166,11 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                  "[CORR%], rate RATE [OVERHEAD], seed N, limit N (default 1000); e.g. \"delay 3ms "
                  "1ms 25% distribution normal loss random 1%\"");
   cmd.add_option("--seed", a.seed, "Random seed recorded with the results")->capture_default_str();
+  cmd.add_option("--pool-size", a.pool_size,
+                 "Mbufs in the packet pool (64..4194304); 0 sizes it so queueing alone never "
+                 "exhausts it. Smaller makes producers wait for mbufs (counted as "
+                 "alloc_failures): a fault to test against")
+      ->capture_default_str();
   cmd.add_option("--engine", a.engine,
                  "real (threads on the TSC) or sim (the same qdisc, policy and NIC code on a "
                  "virtual clock with a CPU cost model: deterministic, emu drivers, --sync "
@@ -305,6 +310,10 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
         ERANGE, fmt::format("--txqueuelen {} is out of range; valid: 1..100000", a.txqueuelen));
   auto rate = ParseRate(a.rate);
   if (!rate) return rate.error();
+  if (a.pool_size != 0 && (a.pool_size < 64 || a.pool_size > (1u << 22)))
+    return MakeError(ERANGE, fmt::format("--pool-size {} is out of range; valid: 0 (sized for the "
+                                         "cells) or 64..4194304 mbufs",
+                                         a.pool_size));
 
   std::vector<std::string> drivers = a.drivers;
   if (drivers.empty()) drivers.push_back("emu:e1000");
@@ -389,6 +398,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                 c.seed = a.seed;
                 c.link = link;
                 c.engine = engine == "sim" ? Engine::kSim : Engine::kReal;
+                c.pool_size = a.pool_size;
                 c.cost = cost;
                 if (c.engine == Engine::kSim)
                   if (auto why = SimUnsupported(c)) return MakeError(ENOTSUP, *why);

@@ -43,6 +43,7 @@ struct RunArgs {
   uint64_t bql_limit_min = 0;
   uint64_t bql_limit_max = kDqlMaxLimit;
   double bql_hold_ms = 1000;
+  unsigned pool_size = 0;       // --pool-size; 0 = sized for the cells
   std::string engine = "real";  // real, sim, or both (a grid axis)
   std::string cost_model;       // the simulation engine's cost file; empty = built-in defaults
 };

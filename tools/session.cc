@@ -58,10 +58,14 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
     *exit_code = code;
     return e;
   };
+  // Signals are ours from here on: one during EAL's start-up is seen once it is up, and the run
+  // then stops cleanly (EAL torn down, what was measured — nothing — written).
+  CatchStopSignals();
   // Size one pool for the largest cell; the EAL memory estimate follows from it.
   const unsigned lcores = static_cast<unsigned>(AllowedCpus().size());
   unsigned pool_size = 0;
-  for (const auto& c : cells) pool_size = std::max(pool_size, PoolSizeFor(c, lcores));
+  for (const auto& c : cells)
+    pool_size = std::max(pool_size, c.pool_size > 0 ? c.pool_size : PoolSizeFor(c, lcores));
   const unsigned mtu = cells.front().mtu;
   // Every frame that can be queued, in a ring or held by a link has an mbuf: say so when the
   // machine cannot hold them, rather than let EAL fail to reserve the memory.
@@ -87,8 +91,6 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
 
   auto eal = Eal::Start(*eal_plan);
   if (!eal) return fail(kExitBadInput, eal.error());
-  // Signals are ours from here on: EAL is up and must be torn down cleanly.
-  CatchStopSignals();
   env.tsc_hz = (*eal)->tsc_hz();
   env.cpus = (*eal)->cpus();
   unsigned max_procs = 0;

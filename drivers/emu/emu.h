@@ -28,6 +28,10 @@ struct EmuOptions {
   // (a globally routed peer). link_mtu 0: an Ethernet model.
   unsigned link_mtu = 0;
   bool grh = false;
+  // A fault to test against: `stall_ms` after `stall_at_ms` from the NIC's creation its wire
+  // sends nothing (completions stop, the ring fills, the queue stops), then resumes. 0: never.
+  double stall_at_ms = 0;
+  double stall_ms = 0;
   std::string ToString() const;  // "emu:e1000,rate_mbps=1000,ring=256,..."
 };
 

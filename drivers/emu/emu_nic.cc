@@ -35,6 +35,10 @@ class EmuNic final : public TxDriver {
         ring_(o.ring),
         meta_offset_(TxMetaOffset()),
         idle_poll_tsc_(static_cast<Tsc>(125e-6 * tsc_hz)) {
+    if (o.stall_ms > 0 && !infinite_) {
+      stall_from_ = static_cast<double>(Clock()) + o.stall_at_ms * 1e-3 * tsc_hz;
+      stall_until_ = stall_from_ + o.stall_ms * 1e-3 * tsc_hz;
+    }
     if (link != nullptr && link->Active()) link_.emplace(*link, tsc_hz);
   }
 
@@ -166,6 +170,8 @@ class EmuNic final : public TxDriver {
     }
     for (; unrung_ > 0; --unrung_, ++count_) {
       Desc& d = ring_[(head_ + count_) % ring_.size()];
+      // A stalled wire (stall_ms) starts nothing until the stall is over.
+      if (free_at >= stall_from_ && free_at < stall_until_) free_at = stall_until_;
       // Its first bit goes when the wire is free: the ring wait, for the latency split.
       if (meta_offset_ >= 0) {
         TxMeta* t = MetaOf(d.m, meta_offset_);
@@ -260,6 +266,8 @@ class EmuNic final : public TxDriver {
   std::vector<Desc> ring_;
   const int meta_offset_;    // TxMetaOffset(): where the ring wait is recorded, or -1
   const Tsc idle_poll_tsc_;  // the txirq's idle poll (kIrqIdlePoll, 125 us) in TSC
+  // The stall (stall_ms): the wire starts no frame in [stall_from_, stall_until_), TSC.
+  double stall_from_ = 0, stall_until_ = 0;
   unsigned head_ = 0;
   unsigned count_ = 0;   // descriptors the NIC has seen (rung), from head_
   unsigned unrung_ = 0;  // written after them under xmit_more, waiting for the doorbell

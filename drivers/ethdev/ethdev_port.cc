@@ -11,6 +11,7 @@
 #include <array>
 #include <atomic>
 #include <charconv>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -209,6 +210,21 @@ class EthdevPort final : public TxDriver {
   CountedAt counted_at() const override { return loopback_ ? CountedAt::kRx : CountedAt::kDriver; }
   bool owns_doorbell() const override { return false; }
   std::string Describe() const override { return spec_; }
+  // The PMD's own port statistics (rte_eth_stats, the port's whole life): where a frame the
+  // driver accepted went afterwards — sent, or an output error (a link that went down under
+  // af_packet) — and what the RX side missed. Every queue of the port reports the same port.
+  std::map<std::string, uint64_t> ExtraCounters() const override {
+    rte_eth_stats s{};
+    if (rte_eth_stats_get(port_, &s) != 0) return {};
+    std::map<std::string, uint64_t> c = {{"pmd_opackets", s.opackets}, {"pmd_oerrors", s.oerrors}};
+    if (loopback_ && rte_eth_stats_get(*rx_port_, &s) == 0) {
+      c["pmd_ipackets"] = s.ipackets;
+      c["pmd_imissed"] = s.imissed;
+      c["pmd_ierrors"] = s.ierrors;
+      c["pmd_rx_nombuf"] = s.rx_nombuf;
+    }
+    return c;
+  }
 
  private:
   const uint16_t port_;

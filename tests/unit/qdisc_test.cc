@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-
 #include <thread>
 #include <vector>
 
@@ -140,8 +139,7 @@ TEST(LockfreePfifo, ConcurrentProducersLoseNothingAndKeepTheirOwnOrder) {
         while (!q.Enqueue(m, 1)) std::this_thread::yield();
         // Wait for it to come out before reusing its slot 256 frames later.
         if (i % 256 == 255)
-          while (Tag(m).load(std::memory_order_acquire) != ~uint64_t{0})
-            std::this_thread::yield();
+          while (Tag(m).load(std::memory_order_acquire) != ~uint64_t{0}) std::this_thread::yield();
       }
     });
   std::vector<uint32_t> next(kProducers, 0);
