@@ -157,6 +157,15 @@ void CloseSinks(std::span<RxSink* const> sinks, const std::vector<ProducerStats>
   }
 }
 
+void QueueTotals::Add(const TxDriver& driver, const TxQueueCounters& q, unsigned queued,
+                      std::optional<uint32_t> bql) {
+  SumInto(dc, driver.counters());
+  SumInto(qc, q);
+  backlog += queued;
+  in_flight += driver.InFlight();
+  if (bql) bql_limit = std::max(bql_limit.value_or(0), *bql);
+}
+
 CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   // Window rates.
   const CellConfig& cfg = run.cfg;
@@ -406,19 +415,21 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
                                       drain_budget_s, purged));
   }
 
-  DriverCounters dc;
-  TxQueueCounters qc;
-  unsigned backlog = 0, in_flight = 0;
-  std::optional<uint32_t> bql_limit;
-  for (unsigned q = 0; q < nq; ++q) {
-    SumInto(dc, drivers[q]->counters());
-    SumInto(qc, queues[q]->counters());
-    backlog += queues[q]->backlog();
-    in_flight += drivers[q]->InFlight();  // every thread has stopped: no lock needed
-    if (const auto l = queues[q]->bql_limit()) bql_limit = std::max(bql_limit.value_or(0), *l);
-  }
+  QueueTotals totals;
+  for (unsigned q = 0; q < nq; ++q)
+    totals.Add(*drivers[q], queues[q]->counters(), queues[q]->backlog(), queues[q]->bql_limit());
   CloseSinks(sink_ptrs, stats);
-  CellRun run{cfg, driver, dc, qc, bql_limit, backlog, in_flight, *sinks.front(), stats, a, b};
+  CellRun run{cfg,
+              driver,
+              totals.dc,
+              totals.qc,
+              totals.bql_limit,
+              totals.backlog,
+              totals.in_flight,
+              *sinks.front(),
+              stats,
+              a,
+              b};
   run.tsc_hz = tsc_hz;
   run.run_start = run_start;
   run.window_start = window.start.load();

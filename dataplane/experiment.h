@@ -51,7 +51,7 @@ struct CellConfig {
   bool pfifo = false;      // --qdisc pfifo: one band, installed by tc (kernel policies: slow path)
   BqlBounds bql;           // --bql-limit-min/max, --bql-hold-time
   uint64_t seed = 1;
-  std::optional<LinkSpec> link;   // --link: netem's impairments behind the emulated wire
+  std::optional<LinkSpec> link;  // --link: netem's impairments behind the emulated wire
   // --pool-size: mbufs in the packet pool; 0 sizes it so queueing alone never exhausts it (a
   // smaller pool is a fault to test against: producers then wait for mbufs, counted).
   unsigned pool_size = 0;
@@ -170,6 +170,19 @@ CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, 
 // Adds one queue's counters to a cell's totals (maxima stay maxima).
 void SumInto(DriverCounters& total, const DriverCounters& d);
 void SumInto(TxQueueCounters& total, const TxQueueCounters& q);
+
+// A cell's TX queues added up for its result: counters summed, what is still queued or in
+// flight, BQL's largest limit.
+struct QueueTotals {
+  DriverCounters dc;
+  TxQueueCounters qc;
+  unsigned backlog = 0, in_flight = 0;
+  std::optional<uint32_t> bql_limit;
+  // Adds one queue: its driver, its counters, the frames its qdisc still holds, its BQL limit.
+  // Every thread has stopped: no lock is needed.
+  void Add(const TxDriver& driver, const TxQueueCounters& q, unsigned queued,
+           std::optional<uint32_t> bql);
+};
 
 // What a finished cell leaves behind, on either engine (every thread stopped, drained): the
 // result is computed from it alone.

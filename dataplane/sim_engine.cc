@@ -612,23 +612,25 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
                                       budget_s, purged));
   }
 
-  DriverCounters dc;
-  TxQueueCounters qc;
-  unsigned backlog = 0, in_flight = 0;
-  std::optional<uint32_t> bql_limit;
+  QueueTotals totals;
   std::vector<RxSink*> sinks;
   for (auto& q : queues_) {
-    SumInto(dc, q->driver->counters());
-    SumInto(qc, q->qc);
-    backlog += q->qdisc.backlog();
-    in_flight += q->driver->InFlight();
-    if (const auto l = q->dev->bql_limit()) bql_limit = std::max(bql_limit.value_or(0), *l);
+    totals.Add(*q->driver, q->qc, q->qdisc.backlog(), q->dev->bql_limit());
     sinks.push_back(q->sink.get());
   }
   CloseSinks(sinks, stats_);
   const SimQueue& first = *queues_.front();
-  CellRun run{cfg_,      *first.driver, dc,     qc, bql_limit, backlog,
-              in_flight, *first.sink,   stats_, a,  b};
+  CellRun run{cfg_,
+              *first.driver,
+              totals.dc,
+              totals.qc,
+              totals.bql_limit,
+              totals.backlog,
+              totals.in_flight,
+              *first.sink,
+              stats_,
+              a,
+              b};
   run.tsc_hz = tsc_hz_;
   run.run_start = origin;
   run.window_start = window_start;
