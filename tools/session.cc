@@ -101,7 +101,11 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
   if (!pool) return fail(kExitInternal, pool.error());
   // Fault every page in now (pool, EAL heap) rather than on a frame's first use mid-window.
   // Not MCL_FUTURE: it would pin every thread's 8 MiB stack as well. Best effort (RLIMIT).
-  (void)mlockall(MCL_CURRENT);
+  // Simulated cells have no real-time window to protect: without one, it is start-up time spent
+  // for nothing.
+  if (std::any_of(cells.begin(), cells.end(),
+                  [](const CellConfig& c) { return c.engine == Engine::kReal; }))
+    (void)mlockall(MCL_CURRENT);
 
   // Every device must exist and start before anything is measured: a missing one is bad input
   // (exit 2), with nothing printed or written but the sentence.
