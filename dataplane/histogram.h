@@ -19,10 +19,16 @@ class LatencyHistogram {
  public:
   LatencyHistogram();
   // Records one latency in ns, `n` times (frames that share one stamp: one bin lookup, one
-  // logarithm). Not thread-safe.
+  // logarithm). A value equal to the last one recorded reuses its bin: no logarithm (the wire
+  // time of equal frames repeats; the simulation engine spent a quarter of its time in log()).
+  // Not thread-safe.
   void Record(double ns, uint64_t n = 1) {
     if (n == 0) return;
-    hist_(boost::histogram::weight(n), ns);
+    if (ns != last_ns_) {
+      last_ns_ = ns;
+      last_bin_ = hist_.axis().index(ns);
+    }
+    hist_.at(last_bin_) += n;
     sum_ += ns * static_cast<double>(n);
     if (count_ == 0 || ns < min_) min_ = ns;
     if (count_ == 0 || ns > max_) max_ = ns;
@@ -41,6 +47,8 @@ class LatencyHistogram {
   using Hist =
       boost::histogram::histogram<std::tuple<Axis>, boost::histogram::dense_storage<uint64_t>>;
   Hist hist_;
+  double last_ns_ = -1;  // the value recorded last, and its bin (-1: underflow)
+  boost::histogram::axis::index_type last_bin_ = 0;
   double sum_ = 0, min_ = 0, max_ = 0;
   uint64_t count_ = 0;
 };
