@@ -32,6 +32,10 @@ struct EmuOptions {
   // sends nothing (completions stop, the ring fills, the queue stops), then resumes. 0: never.
   double stall_at_ms = 0;
   double stall_ms = 0;
+  // A fault: `down_ms` after `down_at_ms` the link is down: frames that leave the wire then are
+  // lost (freed, counted as link_down_lost in the driver's counters; the receiver sees the gap).
+  double down_at_ms = 0;
+  double down_ms = 0;
   std::string ToString() const;  // "emu:e1000,rate_mbps=1000,ring=256,..."
 };
 

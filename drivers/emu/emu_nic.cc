@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -39,6 +40,10 @@ class EmuNic final : public TxDriver {
       stall_from_ = static_cast<double>(Clock()) + o.stall_at_ms * 1e-3 * tsc_hz;
       stall_until_ = stall_from_ + o.stall_ms * 1e-3 * tsc_hz;
     }
+    if (o.down_ms > 0 && !infinite_) {
+      down_from_ = Clock() + static_cast<Tsc>(o.down_at_ms * 1e-3 * tsc_hz);
+      down_until_ = down_from_ + static_cast<Tsc>(o.down_ms * 1e-3 * tsc_hz);
+    }
     if (link != nullptr && link->Active()) link_.emplace(*link, tsc_hz);
   }
 
@@ -69,20 +74,29 @@ class EmuNic final : public TxDriver {
     std::array<Tsc, kDeliverChunk> arrival;
     while (count_ > 0) {
       unsigned k = 0;
+      unsigned reclaimed = 0;
       while (count_ > 0 && k < kDeliverChunk && ring_[head_].departure <= now) {
         const Desc& d = ring_[head_];
         counters_.completed_bytes.Add(rte_pktmbuf_pkt_len(d.m));
-        CountDeparture(d.m, d.departure);
-        frames[k] = d.m;
-        arrival[k] = d.departure;  // no propagation delay yet: arrival = departure
-        ++k;
+        if (d.departure >= down_from_ && d.departure < down_until_) {
+          // The link is down (down_ms): the frame is lost past the wire, counted here.
+          link_down_lost_.Add();
+          rte_pktmbuf_free(d.m);
+        } else {
+          CountDeparture(d.m, d.departure);
+          frames[k] = d.m;
+          arrival[k] = d.departure;  // no propagation delay yet: arrival = departure
+          ++k;
+        }
+        ++reclaimed;
         head_ = (head_ + 1) % ring_.size();
         --count_;
       }
-      if (k == 0) break;
+      done += reclaimed - k;
+      if (reclaimed == 0) break;
       if (link_) {
         for (unsigned i = 0; i < k; ++i) link_->Offer(frames[i], arrival[i]);
-      } else {
+      } else if (k > 0) {
         sink_.Receive({frames.data(), k}, {arrival.data(), k});
       }
       done += k;
@@ -104,6 +118,10 @@ class EmuNic final : public TxDriver {
   }
 
   unsigned InFlight() const override { return count_ + unrung_ + (link_ ? link_->InFlight() : 0); }
+  std::map<std::string, uint64_t> ExtraCounters() const override {
+    if (down_until_ == 0) return {};
+    return {{"link_down_lost", link_down_lost_.Get()}};
+  }
   const LinkCounters* link_counters() const override {
     return link_ ? &link_->counters() : nullptr;
   }
@@ -268,6 +286,9 @@ class EmuNic final : public TxDriver {
   const Tsc idle_poll_tsc_;  // the txirq's idle poll (kIrqIdlePoll, 125 us) in TSC
   // The stall (stall_ms): the wire starts no frame in [stall_from_, stall_until_), TSC.
   double stall_from_ = 0, stall_until_ = 0;
+  // The link down (down_ms): frames departing in [down_from_, down_until_) are lost.
+  Tsc down_from_ = 0, down_until_ = 0;
+  Counter link_down_lost_;
   unsigned head_ = 0;
   unsigned count_ = 0;   // descriptors the NIC has seen (rung), from head_
   unsigned unrung_ = 0;  // written after them under xmit_more, waiting for the doorbell

@@ -16,8 +16,8 @@ namespace {
 // Device costs are busy-waits on the sending CPU; 100 us is already a hundred times any MMIO.
 constexpr double kMaxCostNs = 100e3;
 constexpr std::string_view kKeys =
-    "rate_mbps, ring, free_thresh, doorbell_ns, desc_ns, stall_at_ms, stall_ms (and for ipoib "
-    "models link_mtu, grh)";
+    "rate_mbps, ring, free_thresh, doorbell_ns, desc_ns, stall_at_ms, stall_ms, down_at_ms, "
+    "down_ms (and for ipoib models link_mtu, grh)";
 // IB transport per UD packet: LRH 8, BTH 12, DETH 8, ICRC 4, VCRC 2; a GRH adds 40.
 constexpr unsigned kIbHeaderBytes = 34, kIbGrhBytes = 40, kIpoibHeader = 4;
 
@@ -44,6 +44,7 @@ std::string EmuOptions::ToString() const {
                   model, rate_mbps, ring, free_thresh, doorbell_ns, desc_ns);
   if (link_mtu > 0) s += fmt::format(",link_mtu={},grh={}", link_mtu, grh ? 1 : 0);
   if (stall_ms > 0) s += fmt::format(",stall_at_ms={:g},stall_ms={:g}", stall_at_ms, stall_ms);
+  if (down_ms > 0) s += fmt::format(",down_at_ms={:g},down_ms={:g}", down_at_ms, down_ms);
   return s;
 }
 
@@ -155,6 +156,12 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
     } else if (key == "stall_ms") {
       st = range(0, 3.6e6, false);
       o.stall_ms = v;
+    } else if (key == "down_at_ms") {
+      st = range(0, 3.6e6, false);
+      o.down_at_ms = v;
+    } else if (key == "down_ms") {
+      st = range(0, 3.6e6, false);
+      o.down_ms = v;
     } else {
       return MakeError(EINVAL, fmt::format("key '{}' in driver '{}' is unknown; valid keys: {}",
                                            key, spec, kKeys));
