@@ -109,10 +109,10 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
                                            kv, spec, kKeys));
     const auto range = [&](double lo, double hi, bool integer) -> Status {
       if (v < lo || v > hi || (integer && v != std::floor(v)))
-        return MakeError(ERANGE, fmt::format("{}={} in driver '{}' is out of range; valid: {} "
+        return MakeError(ERANGE, fmt::format("{}={} in driver '{}' is out of range; valid: {}"
                                              "{}..{}",
                                              key, kv.substr(eq + 1), spec,
-                                             integer ? "an integer in" : "", lo, hi));
+                                             integer ? "an integer in " : "", lo, hi));
       return {};
     };
     Status st;

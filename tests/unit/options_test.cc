@@ -241,6 +241,7 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
       "run --engine sim --cost-model /proc/self/status",
       "run --queues 0",
       "run --pool-size 10",
+      "run --driver emu:e1000,down_ms=-1",
       "run --queues 2,x",
       "run --queues 2 --driver verbs:mlx5_0:1,qpn=0x48,qkey=0x11,lid=3",
       "run --queues 32 --driver ethdev:net_ring0",
