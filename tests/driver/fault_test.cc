@@ -48,17 +48,22 @@ bool EalFilesLeft(pid_t pid) {
   return std::filesystem::exists("/var/run/dpdk/txbatch-" + std::to_string(pid));
 }
 
+// Four cells (procs 1 and 4, batch 1 and 32) of full TCP segments on the emulated e1000 with
+// `fault` in its spec; every record's books closed. Returns the records.
+json RunE1000WithFault(const std::string& fault) {
+  const auto run = RunTxbatch("run --driver emu:e1000," + fault +
+                              " --size 65536 --procs 1,4 --batch 1,32 --duration 0.5 --warmup 0.1");
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.doc["records"].size(), 4u) << run.err;
+  for (const json& rec : run.doc["records"]) ExpectBooksClosed(rec);
+  return run.doc["records"];
+}
+
 // The wire stops sending for 150 ms in the middle of the window: completions stop, the ring fills
 // and the queue stops; then it resumes. Nothing is lost, the stall shows as idle wire, and the
 // run ends on time.
 TEST(Faults, ARingThatStallsLosesNothingAndResumes) {
-  const auto run = RunTxbatch(
-      "run --driver emu:e1000,stall_at_ms=250,stall_ms=150 --size 65536 --procs 1,4 --batch 1,32 "
-      "--duration 0.5 --warmup 0.1");
-  ASSERT_EQ(run.status, 0) << run.err;
-  ASSERT_EQ(run.doc["records"].size(), 4u);
-  for (const json& rec : run.doc["records"]) {
-    ExpectBooksClosed(rec);
+  for (const json& rec : RunE1000WithFault("stall_at_ms=250,stall_ms=150")) {
     const json& r = rec["results"];
     const json& a = r["accounting"];
     const std::string cell = rec["config"].dump();
@@ -75,13 +80,7 @@ TEST(Faults, ARingThatStallsLosesNothingAndResumes) {
 // is lost, counted by the NIC (link_down_lost), and the receiver's sequence gaps — an
 // independent count — agree with it exactly; the run goes on and the books balance.
 TEST(Faults, AnEmulatedLinkThatGoesDownLosesWhatItCarriedAndCountsIt) {
-  const auto run = RunTxbatch(
-      "run --driver emu:e1000,down_at_ms=250,down_ms=100 --size 65536 --procs 1,4 --batch 1,32 "
-      "--duration 0.5 --warmup 0.1");
-  ASSERT_EQ(run.status, 0) << run.err;
-  ASSERT_EQ(run.doc["records"].size(), 4u);
-  for (const json& rec : run.doc["records"]) {
-    ExpectBooksClosed(rec);
+  for (const json& rec : RunE1000WithFault("down_at_ms=250,down_ms=100")) {
     const json& r = rec["results"];
     const json& a = r["accounting"];
     const std::string cell = rec["config"].dump();
