@@ -75,7 +75,9 @@ Result<double> ParseDurationNs(std::string_view text) {
     const std::string number(text.substr(0, text.size() - u.name.size()));
     char* end = nullptr;
     const double v = std::strtod(number.c_str(), &end);
-    if (!number.empty() && end == number.c_str() + number.size() && v > 0 && std::isfinite(v))
+    // The product too: 1e300s is a finite number of seconds but not of nanoseconds.
+    if (!number.empty() && end == number.c_str() + number.size() && v > 0 &&
+        std::isfinite(v * u.ns))
       return v * u.ns;
     break;
   }

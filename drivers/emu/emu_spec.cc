@@ -126,10 +126,10 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
       o.rate_mbps = v;
     } else if (key == "ring") {
       st = range(8, 16384, true);
-      o.ring = static_cast<unsigned>(v);
+      if (st) o.ring = static_cast<unsigned>(v);  // a double out of range has no unsigned value
     } else if (key == "free_thresh") {
       st = range(1, 16384, true);
-      o.free_thresh = static_cast<unsigned>(v);
+      if (st) o.free_thresh = static_cast<unsigned>(v);
     } else if (key == "doorbell_ns") {
       st = range(0, kMaxCostNs, false);
       o.doorbell_ns = v;

@@ -1,6 +1,10 @@
 // Every text option a user writes: the first byte picks the parser, the rest is the text —
 // driver specs and devargs (emu, ethdev, verbs), --policy, --rate, --link (netem's words),
-// option lists (--batch, --procs, --queues) and a cost-model file.
+// option lists (--batch, --procs, --queues), a cost-model file, durations (--p99-max), IPv4
+// addresses (respond --ip) and --eal-memory.
+#include <arpa/inet.h>
+
+#include <cmath>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -8,15 +12,17 @@
 #include "batching/flush_policy.h"
 #include "dataplane/link_spec.h"
 #include "dataplane/producer.h"
+#include "dataplane/responder.h"
 #include "drivers/factory.h"
 #include "tools/cost_model_file.h"
 #include "tools/run_options.h"
+#include "tools/tune.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace txbatch;
   if (size == 0 || size > 4096) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
-  switch (data[0] % 6) {
+  switch (data[0] % 9) {
     case 0: {
       if (auto spec = ParseDriverSpec(text)) (void)spec->ToString();
       break;
@@ -43,6 +49,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 5: {
       const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
       if (!doc.is_discarded()) (void)CostModelFromJson(doc, "fuzz");
+      break;
+    }
+    case 6: {
+      // An accepted duration is a positive, finite number of nanoseconds.
+      if (auto ns = ParseDurationNs(text); ns && !(std::isfinite(*ns) && *ns > 0)) __builtin_trap();
+      break;
+    }
+    case 7: {
+      // An accepted address prints back into a dotted quad that parses to the same address.
+      if (auto ip = ParseIpv4(text)) {
+        char back[INET_ADDRSTRLEN];
+        const in_addr a{*ip};
+        if (!inet_ntop(AF_INET, &a, back, sizeof back)) __builtin_trap();
+        auto again = ParseIpv4(back);
+        if (!again || *again != *ip) __builtin_trap();
+      }
+      break;
+    }
+    case 8: {
+      // Only the three words are accepted.
+      if (ParseEalMemory(text) && text != "auto" && text != "no-huge" && text != "in-memory")
+        __builtin_trap();
       break;
     }
   }

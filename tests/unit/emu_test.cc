@@ -120,6 +120,9 @@ TEST(EmuSpec, RejectsWithTheValidChoices) {
   EXPECT_NE(unknown_model.error().message.find("valid models: e1000, ixgbe, null"),
             std::string::npos);
   EXPECT_FALSE(emu::ParseEmuSpec("emu:e1000,ring=4").ok());
+  // Found by spec_fuzz: negative and huge values never reach an unsigned (UBSan checks).
+  EXPECT_FALSE(emu::ParseEmuSpec("emu:e1000,ring=-56").ok());
+  EXPECT_FALSE(emu::ParseEmuSpec("emu:e1000,free_thresh=1e30").ok());
   EXPECT_FALSE(emu::ParseEmuSpec("emu:e1000,ring=12.5").ok());
   EXPECT_FALSE(emu::ParseEmuSpec("emu:e1000,ring=").ok());
   EXPECT_FALSE(emu::ParseEmuSpec("emu:e1000,ring=64,free_thresh=65").ok());
