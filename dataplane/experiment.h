@@ -87,6 +87,9 @@ struct BqlResult {
 };
 
 struct CellResult {
+  // The wall-clock seconds the cell took to run or simulate, drain included (env.cell_wall_s:
+  // not a result, it differs between identical simulations).
+  double wall_s = 0;
   // Measured window
   double window_s = 0;
   uint64_t packets = 0;

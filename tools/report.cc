@@ -215,7 +215,8 @@ json ToJson(const std::vector<CellRecord>& records, const RunEnv& env) {
                 {"eal_mode", env.eal_mode},
                 {"eal_why", env.eal_why},
                 {"command_line", env.command_line},
-                {"started_at", env.started_at}}}};
+                {"started_at", env.started_at},
+                {"cell_wall_s", rec.result.wall_s}}}};
     if (rec.round > 0) r["round"] = rec.round;
     if (!rec.side.empty()) r["side"] = rec.side;
     out["records"].push_back(std::move(r));

@@ -126,6 +126,7 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
 // Runs one cell; on failure prints the sentence and sets the exit status (a device that vanished
 // mid-run is a missing device (2), a drain that did not finish a bug (1)).
 std::optional<CellResult> MeasureCell(const CellConfig& cell, Session& s, int* status) {
+  const auto started = std::chrono::steady_clock::now();
   auto r = cell.engine == Engine::kSim
                ? SimulateCell(cell, s.pool.get(), &s.flow_seq)
                : RunCell(cell, s.pool.get(), s.env.tsc_hz, s.env.cpus, g_stop, &s.flow_seq);
@@ -134,6 +135,7 @@ std::optional<CellResult> MeasureCell(const CellConfig& cell, Session& s, int* s
     *status = r.error().err == EIO ? kExitInternal : kExitBadInput;
     return std::nullopt;
   }
+  r->wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!r->books.balanced)
     std::fprintf(stderr, "txbatch: the books do NOT balance for %s %s size %u procs %u\n",
                  cell.driver.c_str(), cell.policy.ToString().c_str(), cell.size, cell.procs);
