@@ -20,7 +20,8 @@ using namespace system_test;
 class RespondRig {
  public:
   RespondRig() {
-    Sh("ip netns del rspt; ip link del rspt1");  // a crashed run's leftovers
+    Sh("ip netns del rspt 2>/dev/null; ip link del rspt1 2>/dev/null");  // a crashed run's
+                                                                         // leftovers
     ok_ = Sh("ip netns add rspt").status == 0 &&
           Sh("ip link add rspt1 type veth peer name rspt0 netns rspt").status == 0 &&
           Sh("ip -n rspt addr add 10.78.0.1/24 dev rspt0").status == 0 &&
