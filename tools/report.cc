@@ -318,6 +318,17 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
     fmt::print(out,
                "  (emu: an emulated NIC: the doorbell and descriptor costs are injected "
                "busy-waits and the wire is modelled; not measured hardware)\n");
+  // XPS as asked: more queues than producers leaves some idle; say so, once per pair.
+  std::set<std::pair<unsigned, unsigned>> idle;
+  for (const auto& cell : cells)
+    if (cell.queues > cell.procs) idle.insert({cell.procs, cell.queues});
+  for (const auto& [procs, queues] : idle)
+    fmt::print(out,
+               "note: procs {} with --queues {}: {} no producer (producer i sends on queue i mod "
+               "queues)\n",
+               procs, queues,
+               queues - procs == 1 ? fmt::format("queue {} carries", procs)
+                                   : fmt::format("queues {}..{} carry", procs, queues - 1));
   fmt::print(out,
              "each cell: {:g} s warm-up, {:g} s measured, then a drain; throughput counted at "
              "the wire (emu), on receive (loopback ports) or where the driver accepts frames\n",

@@ -332,6 +332,11 @@ TEST(Queues, RingsShareOneWireAtItsCeiling) {
       ModelShare);
   ASSERT_EQ(run.status, 0) << run.err;
   ASSERT_EQ(run.doc["records"].size(), 4u);
+  // Two producers on four queues leave two idle, and the header says so (only for that pair).
+  EXPECT_NE(run.out.find("note: procs 2 with --queues 4: queues 2..3 carry no producer"),
+            std::string::npos)
+      << run.out;
+  EXPECT_EQ(run.out.find("note: procs 4"), std::string::npos) << run.out;
   for (const json& rec : run.doc["records"]) {
     CheckBooksAndDrain(rec);
     CheckWireAtFullLoad(rec, ModelShare(rec));
