@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz: frames from the wire, every text option, result
 # documents) with clang, AddressSanitizer and UndefinedBehaviorSanitizer in build-fuzz/, and runs
-# each for FUZZ_SECONDS (default 30) from its seed corpus in tests/fuzz/corpus/<target>/ (new
+# each for FUZZ_SECONDS (default 60, as CI) from its seed corpus in tests/fuzz/corpus/<target>/ (new
 # inputs go to a scratch directory; the corpus in the tree changes only by hand). A crash, a
 # leak, a sanitizer report or a trap fails the run and leaves the input in build-fuzz/crashes/:
 # add it to the corpus and a regression test for it (doc/testing.md).
@@ -10,7 +10,7 @@
 #   build-fuzz/tests/fuzz/spec_fuzz -max_total_time=600 /tmp/spec tests/fuzz/corpus/spec
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${FUZZ_SECONDS:-30}
+seconds=${FUZZ_SECONDS:-60}
 log=$(mktemp)
 scratch=$(mktemp -d)
 trap 'rm -rf "$log" "$scratch"' EXIT
