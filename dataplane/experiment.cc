@@ -96,6 +96,9 @@ CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, 
   s.accepted = d.accepted.Get();
   s.doorbells = d.doorbells.Get();
   s.tx_cycles = q.tx_cycles.Get();
+  s.completions = q.completions.Get();
+  s.completion_frames = q.completion_frames.Get();
+  s.completion_cycles = q.completion_cycles.Get();
   s.requeues = q.requeues.Get();
   s.requeued_frames = q.requeued_frames.Get();
   s.missed = q.missed.Get();
@@ -137,6 +140,9 @@ void SumInto(TxQueueCounters& t, const TxQueueCounters& q) {
                           {&t.reschedules, &q.reschedules},
                           {&t.runs, &q.runs},
                           {&t.tx_cycles, &q.tx_cycles},
+                          {&t.completions, &q.completions},
+                          {&t.completion_frames, &q.completion_frames},
+                          {&t.completion_cycles, &q.completion_cycles},
                           {&t.bql_stops, &q.bql_stops}})
     to->Add(from->Get());
   t.irq_max_late_tsc.Max(q.irq_max_late_tsc.Get());
@@ -214,6 +220,12 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
         static_cast<double>(b.tx_cycles - a.tx_cycles) / static_cast<double>(accepted);
   }
   if (r.packets > 0) r.cpu_ns_per_pkt = (b.cpu_ns - a.cpu_ns) / static_cast<double>(r.packets);
+  if (const uint64_t reclaims = b.completions - a.completions; reclaims > 0) {
+    r.completion_frames_per_call = static_cast<double>(b.completion_frames - a.completion_frames) /
+                                   static_cast<double>(reclaims);
+    r.completion_cycles_per_call = static_cast<double>(b.completion_cycles - a.completion_cycles) /
+                                   static_cast<double>(reclaims);
+  }
   r.requeues = b.requeues - a.requeues;
   r.requeued_frames = b.requeued_frames - a.requeued_frames;
   r.qdisc_missed = b.missed - a.missed;

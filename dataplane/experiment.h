@@ -100,6 +100,9 @@ struct CellResult {
   double xmit_calls_per_pkt = 0;
   std::optional<double> doorbells_per_pkt;
   double cycles_per_pkt = 0, cpu_ns_per_pkt = 0;
+  // The completion role's reclaims in the window (those that freed something): frames and TSC
+  // per reclaim; none for a driver that completes inside its xmit call.
+  std::optional<double> completion_frames_per_call, completion_cycles_per_call;
   uint64_t requeues = 0, reschedules = 0;
   uint64_t requeued_frames = 0;  // frames those requeues put back
   // --sync nolock: enqueues that found the run flag taken and left it a note (MISSED), the
@@ -165,6 +168,7 @@ unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores);
 struct CounterSnapshot {
   uint64_t xmit_calls, offered, accepted, doorbells, tx_cycles, requeues, reschedules, ctxsw;
   uint64_t requeued_frames, stops, waits, missed, bql_stops;
+  uint64_t completions, completion_frames, completion_cycles;
   std::array<uint64_t, kMaxBatch + 1> hist;
   double cpu_ns;
 };

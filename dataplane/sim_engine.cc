@@ -471,8 +471,14 @@ void Simulation::Irq(Actor& irq) {
   unsigned reclaimed = 0;
   const uint64_t handled = q.sink->handled();
   const bool woke = q.dev->Complete(irq.t, &reclaimed);
+  const Tsc t0 = irq.t;
   Work(irq, c_.completion + c_.completion_frame * reclaimed +
                 c_.deliver * (q.sink->handled() - handled));
+  if (reclaimed > 0) {
+    q.qc.completions.Add();
+    q.qc.completion_frames.Add(reclaimed);
+    q.qc.completion_cycles.Add(irq.t - t0);
+  }
   q.tx_free = irq.t;
   const bool resched = q.irq_resched;
   q.irq_kicked = q.irq_resched = false;

@@ -122,7 +122,14 @@ void TxQueue::Completion(Tsc now, bool resched) {
   bool woke;
   {
     std::lock_guard tx(tx_lock_);
-    woke = dev_.Complete(now);
+    const Tsc t0 = Now();
+    unsigned reclaimed = 0;
+    woke = dev_.Complete(now, &reclaimed);
+    if (reclaimed > 0) {
+      counters_.completions.Add();
+      counters_.completion_frames.Add(reclaimed);
+      counters_.completion_cycles.Add(Now() - t0);
+    }
     PublishLocked();
   }
   if (woke || resched) Restart(resched);

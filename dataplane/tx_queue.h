@@ -78,6 +78,9 @@ struct TxQueueCounters {
   Counter runs;          // qdisc runs started by producers (or the dedicated runner)
   SharedCounter missed;  // nolock: producers that found the run flag taken (__QDISC_STATE_MISSED)
   Counter tx_cycles;     // TSC spent dequeuing + in Xmit (the TX path)
+  // The completion role's reclaims that freed something: calls, frames, and the TSC they took
+  // under the TX lock (the driver's reclaim and the sink's delivery), for calibrate.
+  Counter completions, completion_frames, completion_cycles;
   // Longest the txirq woke after the completion deadline it slept for, within the run window:
   // the scheduler's (or the host's) delay in serving the modelled interrupt. Large values
   // explain an idle wire.

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 
+#include "dataplane/tx_queue.h"
 #include "drivers/factory.h"
 #include "tools/cost_model_file.h"
 #include "tools/run_options.h"
@@ -18,6 +20,9 @@ namespace {
 // A wire-less NIC with no injected costs: only software is measured.
 constexpr const char* kNullNic = "emu:null,doorbell_ns=0,desc_ns=0";
 constexpr const char* kNullPort = "ethdev:net_null0";
+// A NIC with a ring and a 10 GbE wire, still no injected costs: the txirq reclaims what it
+// sent, so the completion series can time reclaims.
+constexpr const char* kRingNic = "emu:ixgbe,doorbell_ns=0,desc_ns=0,ring=1024";
 
 CellConfig BaseCell(const char* driver, Engine engine, const CostModel& cost, double duration_s,
                     double warmup_s) {
@@ -36,6 +41,7 @@ CellConfig BaseCell(const char* driver, Engine engine, const CostModel& cost, do
 
 std::string SeriesOf(const CellConfig& c) {
   if (!c.driver_spec.emulated()) return "net_null";
+  if (c.driver == kRingNic) return "completion";
   if (c.noqueue) return "none";
   return c.dedicated ? "dedicated" : "inline";
 }
@@ -82,6 +88,16 @@ std::vector<CellConfig> CalibrationCells(const std::vector<unsigned>& batches, E
     dedicated.dedicated = true;
     dedicated.policy = {PolicyKind::kBuffer, static_cast<uint16_t>(n)};
     cells.push_back(dedicated);
+    // The completion series: one frame per call, paced below the wire and the producer's speed:
+    // each frame leaves at once, the ring runs dry, and the txirq reclaims at its idle poll what
+    // left meanwhile — about n frames at n per poll interval (more when it wakes late: the fit
+    // uses the frames it reclaimed).
+    CellConfig ring = BaseCell(kRingNic, engine, base, duration_s, warmup_s);
+    ring.noqueue = true;
+    ring.stream = false;
+    ring.policy = {PolicyKind::kCount, 1};
+    ring.rate = {RateSpec::Unit::kPps, n / std::chrono::duration<double>(kIrqIdlePoll).count()};
+    cells.push_back(ring);
     if (engine == Engine::kReal) {
       CellConfig port = none;
       port.driver = kNullPort;
@@ -102,17 +118,29 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   std::map<int, std::vector<const CellRecord*>> by_cell;
   for (const auto& r : records) by_cell[r.cell].push_back(&r);
   for (const auto& [index, runs] : by_cell) {
+    const CellConfig& c = runs.front()->config;
+    const bool completion = SeriesOf(c) == "completion";
     std::vector<double> avg, per_call, per_frame;
     for (const CellRecord* r : runs) {
       if (r->result.packets == 0) continue;
-      avg.push_back(r->result.avg_batch);
-      per_call.push_back(r->result.cycles_per_pkt * r->result.avg_batch);
+      if (completion) {
+        // Per reclaim: frames and the txirq's cycles under the TX lock.
+        if (!r->result.completion_frames_per_call) continue;
+        avg.push_back(*r->result.completion_frames_per_call);
+        per_call.push_back(r->result.completion_cycles_per_call.value_or(0));
+      } else {
+        avg.push_back(r->result.avg_batch);
+        per_call.push_back(r->result.cycles_per_pkt * r->result.avg_batch);
+      }
       per_frame.push_back(tsc_hz / (r->result.mpps * 1e6));
     }
     if (avg.empty()) continue;
-    const CellConfig& c = runs.front()->config;
-    cal.points.push_back(
-        {SeriesOf(c), c.policy.frames, Median(avg), Median(per_call), Median(per_frame)});
+    // The completion series' limit: the frames sent per idle-poll interval it was paced at.
+    const unsigned limit =
+        completion ? static_cast<unsigned>(std::lround(
+                         c.rate.value * std::chrono::duration<double>(kIrqIdlePoll).count()))
+                   : c.policy.frames;
+    cal.points.push_back({SeriesOf(c), limit, Median(avg), Median(per_call), Median(per_frame)});
   }
   const auto series = [&](const std::string& name) {
     std::vector<const CalibrationPoint*> out;
@@ -136,6 +164,8 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   if (Status s = fit("dedicated", &cal.dedicated); !s) return s.error();
   if (!series("net_null").empty())
     if (Status s = fit("net_null", &cal.net_null); !s) return s.error();
+  if (!series("completion").empty())
+    if (Status s = fit("completion", &cal.completion); !s) return s.error();
 
   CostModel& m = cal.model;
   m = base;
@@ -167,6 +197,12 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   const double driver_one = cal.none.intercept + cal.none.slope;  // TX lock + a call of 1
   m.dequeue = floor0(cal.inline_call - driver_one - m.lock - m.dequeue_frame);
   m.enqueue = floor0(cal.inline_frame - cal.producer_cycles - cal.inline_call - 2 * m.lock);
+  // The txirq: per reclaim = completion + (completion_frame + deliver) x frames reclaimed (the
+  // NIC model hands what it reclaims to the sink), timed inside the TX lock.
+  if (!cal.completion.residuals.empty()) {
+    m.completion = floor0(cal.completion.intercept);
+    m.completion_frame = floor0(cal.completion.slope - m.deliver);
+  }
   return cal;
 }
 
@@ -187,10 +223,10 @@ nlohmann::json Calibration::Json() const {
   return {{"none", line(none)},
           {"dedicated", line(dedicated)},
           {"net_null", net_null.residuals.empty() ? nlohmann::json(nullptr) : line(net_null)},
+          {"completion", completion.residuals.empty() ? nlohmann::json(nullptr) : line(completion)},
           {"producer_cycles", producer_cycles},
           {"inline", {{"cycles_per_frame", inline_frame}, {"cycles_per_call", inline_call}}},
-          {"not_fitted",
-           {"write", "lock", "lock_contended", "dequeue_frame", "completion", "completion_frame"}},
+          {"not_fitted", {"write", "lock", "lock_contended", "dequeue_frame"}},
           {"points", pts}};
 }
 
@@ -248,8 +284,8 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
   if (!cal) return Fail(kExitBadInput, cal.error());
   cal->model.source = fmt::format(
       "txbatch calibrate ({} engine) on {}, TSC {:.0f} MHz, {}; fitted: frame, xmit_call, "
-      "xmit_frame (net_null's), deliver, enqueue, dequeue; kept from the base: write, lock, "
-      "lock_contended, dequeue_frame, completion, completion_frame",
+      "xmit_frame (net_null's), deliver, enqueue, dequeue, completion, completion_frame; kept "
+      "from the base: write, lock, lock_contended, dequeue_frame",
       args.engine, session->env.cpu, tsc_hz / 1e6, session->env.started_at);
 
   fmt::print("calibrate: {} rounds of {} cells, {} engine, TSC {:.0f} MHz ({})\n", args.rounds,
@@ -258,10 +294,11 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
              "cycles/call", "residual", "cycles/frame");
   std::map<std::string, size_t> next;
   for (const auto& p : cal->points) {
-    const LinearFit* f = p.series == "none"        ? &cal->none
-                         : p.series == "dedicated" ? &cal->dedicated
-                         : p.series == "net_null"  ? &cal->net_null
-                                                   : nullptr;
+    const LinearFit* f = p.series == "none"         ? &cal->none
+                         : p.series == "dedicated"  ? &cal->dedicated
+                         : p.series == "net_null"   ? &cal->net_null
+                         : p.series == "completion" ? &cal->completion
+                                                    : nullptr;
     const size_t i = next[p.series]++;
     const std::string residual =
         f != nullptr && i < f->residuals.size() ? fmt::format("{:+.1f}", f->residuals[i]) : "-";
@@ -277,6 +314,8 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
   show("  dedicated (root lock + dequeue + the call)", cal->dedicated);
   if (!cal->net_null.residuals.empty())
     show("  net_null (TX lock + the PMD's burst)", cal->net_null);
+  fmt::print("cycles per txirq reclaim = fixed + per-frame x n (n: frames reclaimed):\n");
+  show("  completion (emu:ixgbe's ring, inside the TX lock)", cal->completion);
   fmt::print("  producer per frame (write + build): {:.1f} cycles\n", cal->producer_cycles);
   fmt::print(
       "  inline, count:1: {:.1f} cycles/frame, of which the TX path {:.1f}, the producer "

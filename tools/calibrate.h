@@ -52,7 +52,8 @@ struct CalibrationPoint {
   std::string series;
   unsigned batch = 0;
   double avg_batch = 0;
-  double cycles_per_call = 0;   // TX path (dequeue + driver call) per handover
+  double cycles_per_call = 0;   // TX path (dequeue + driver call) per handover (the completion
+                                // series: per reclaim, avg_batch its frames)
   double cycles_per_frame = 0;  // the whole path: TSC per frame at the measured rate
 };
 
@@ -60,6 +61,7 @@ struct Calibration {
   CostModel model;
   std::vector<CalibrationPoint> points;
   LinearFit none, dedicated, net_null;
+  LinearFit completion;        // the txirq's cycles per reclaim against the frames it reclaimed
   double producer_cycles = 0;  // write + frame, from the none series
   // The inline point (count:1): cycles per frame, and its TX path per call.
   double inline_frame = 0, inline_call = 0;

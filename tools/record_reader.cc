@@ -72,6 +72,10 @@ CellResult ResultFrom(const json& r) {
   x.doorbells_per_pkt = OptNum(r, "doorbells_per_pkt");
   x.cycles_per_pkt = r.at("cycles_per_pkt");
   x.cpu_ns_per_pkt = r.at("cpu_ns_per_pkt");
+  if (const auto c = r.find("completions"); c != r.end() && c->is_object()) {
+    x.completion_frames_per_call = c->at("frames_per_call").get<double>();
+    x.completion_cycles_per_call = c->at("cycles_per_call").get<double>();
+  }
   x.requeues = r.at("requeues");
   x.requeued_frames = r.at("requeued_frames");
   x.qdisc_missed = r.value("qdisc_missed", uint64_t{0});

@@ -108,6 +108,10 @@ json ResultJson(const CellResult& r) {
           {"doorbells_per_pkt", OptionalNumber(r.doorbells_per_pkt)},
           {"cycles_per_pkt", r.cycles_per_pkt},
           {"cpu_ns_per_pkt", r.cpu_ns_per_pkt},
+          {"completions", r.completion_frames_per_call
+                              ? json{{"frames_per_call", *r.completion_frames_per_call},
+                                     {"cycles_per_call", r.completion_cycles_per_call.value_or(0)}}
+                              : json(nullptr)},
           {"requeues", r.requeues},
           {"requeued_frames", r.requeued_frames},
           {"qdisc_missed", r.qdisc_missed},

@@ -139,8 +139,15 @@ TEST_P(EmuRun, BooksBalanceDrainsAndReachesTheWire) {
     EXPECT_EQ(rec["env"]["eal_mode"], memory);
     CheckBooksAndDrain(rec);
     if (model != "null") CheckWireAtFullLoad(rec, ModelShare(rec));
+    const json& reclaims = rec["results"]["completions"];
     if (model == "null") {
       EXPECT_TRUE(rec["results"]["link_ceiling"].is_null());
+      EXPECT_TRUE(reclaims.is_null()) << reclaims.dump();  // it completes inside the call
+    } else {
+      // The txirq reclaimed the ring: at least a frame per reclaim, and it took time.
+      ASSERT_TRUE(reclaims.is_object()) << rec["results"].dump();
+      EXPECT_GE(reclaims["frames_per_call"].get<double>(), 1.0);
+      EXPECT_GT(reclaims["cycles_per_call"].get<double>(), 0.0);
     }
   }
 }

@@ -42,6 +42,8 @@ TEST(Calibrate, RecoversTheCostsOfASimulatedMachine) {
   truth.deliver = 90;
   truth.enqueue = 30;
   truth.dequeue = 45;
+  truth.completion = 170;
+  truth.completion_frame = 12;
   std::vector<CellRecord> records;
   int index = 0;
   for (const CellConfig& c : CalibrationCells({1, 4, 32, 256}, Engine::kSim, truth, 0.01, 0.002)) {
@@ -53,6 +55,7 @@ TEST(Calibrate, RecoversTheCostsOfASimulatedMachine) {
   // The base differs from the truth in every fitted cost; the rest is shared (not fitted).
   CostModel base = truth;
   base.frame = base.xmit_call = base.deliver = base.enqueue = base.dequeue = 1;
+  base.completion = base.completion_frame = 1;
   auto cal = FitCostModel(records, truth.tsc_hz, base);
   ASSERT_TRUE(cal.ok()) << cal.error().message;
   const CostModel& m = cal->model;
@@ -61,6 +64,9 @@ TEST(Calibrate, RecoversTheCostsOfASimulatedMachine) {
   EXPECT_NEAR(m.deliver, truth.deliver, 1);
   EXPECT_NEAR(m.enqueue, truth.enqueue, 1);
   EXPECT_NEAR(m.dequeue, truth.dequeue, 1);
+  EXPECT_NEAR(m.completion, truth.completion, 1);
+  EXPECT_NEAR(m.completion_frame, truth.completion_frame, 1);
+  EXPECT_GT(cal->completion.r2, 0.9999);
   EXPECT_GT(cal->none.r2, 0.9999);
   EXPECT_DOUBLE_EQ(m.tsc_hz, truth.tsc_hz);
 }

@@ -105,6 +105,23 @@ TEST(SimEngine, OneProducerRunsAtTheCostModelsRate) {
   }
 }
 
+// The txirq's reclaims (results.completions) cost what the model says: completion per reclaim,
+// completion_frame + deliver per frame reclaimed (the NIC hands them to the sink there), exactly;
+// a NIC that completes inside its call has none.
+TEST(SimEngine, ReclaimsCostTheModelsCompletionCosts) {
+  CellConfig c = Cell("emu:ixgbe", "count:8", Proto::kUdp, 18, 2);
+  c.cost.completion = 300;
+  c.cost.completion_frame = 20;
+  c.cost.deliver = 150;
+  const CellResult r = Simulate(c);
+  ASSERT_TRUE(r.completion_frames_per_call.has_value());
+  ASSERT_TRUE(r.completion_cycles_per_call.has_value());
+  EXPECT_GT(*r.completion_frames_per_call, 1.0);
+  EXPECT_NEAR(*r.completion_cycles_per_call, 300 + (20 + 150) * *r.completion_frames_per_call,
+              1e-6);
+  EXPECT_FALSE(Simulate(Cell("emu:null", "count:8", Proto::kUdp, 18)).completion_frames_per_call);
+}
+
 // A wire-bound configuration sits at the wire's ceiling, whatever the shape.
 TEST(SimEngine, AWireBoundCellSitsAtTheCeiling) {
   for (const char* policy : {"count:1", "count:32", "linux-2014", "bql"}) {
