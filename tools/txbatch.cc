@@ -399,9 +399,10 @@ int Main(int argc, char** argv) {
   CLI::App* calibrate = app.add_subcommand(
       "calibrate",
       "Measure this machine's TX path (one producer of 60-byte frames on emu:null: --qdisc none "
-      "and a dedicated runner at each --batch limit, an inline check, and net_null for "
-      "comparison), fit cycles per driver call = fixed + per-frame x n with R² and residuals, "
-      "and write the simulation engine's cost model (--engine sim --cost-model FILE).");
+      "and a dedicated runner at each --batch limit, an inline check, net_null for comparison, "
+      "and the txirq's reclaims on emu:ixgbe), fit cycles per driver call (and per reclaim) = "
+      "fixed + per-frame x n with R² and residuals, and write the simulation engine's cost "
+      "model (--engine sim --cost-model FILE).");
   calibrate->add_option("--out", cal_args.out, "The cost-model file to write")
       ->capture_default_str();
   calibrate->add_option("--batch", cal_args.batch, "Batch limits, comma-separated (two or more)")
