@@ -226,7 +226,10 @@ nlohmann::json Calibration::Json() const {
           {"completion", completion.residuals.empty() ? nlohmann::json(nullptr) : line(completion)},
           {"producer_cycles", producer_cycles},
           {"inline", {{"cycles_per_frame", inline_frame}, {"cycles_per_call", inline_call}}},
-          {"not_fitted", {"write", "lock", "lock_contended", "dequeue_frame"}},
+          {"not_fitted", completion.residuals.empty()
+                             ? nlohmann::json{"write", "lock", "lock_contended", "dequeue_frame",
+                                              "completion", "completion_frame"}
+                             : nlohmann::json{"write", "lock", "lock_contended", "dequeue_frame"}},
           {"points", pts}};
 }
 
@@ -282,11 +285,14 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
   const double tsc_hz = engine == Engine::kSim ? base.tsc_hz : session->env.tsc_hz;
   auto cal = FitCostModel(records, tsc_hz, base);
   if (!cal) return Fail(kExitBadInput, cal.error());
+  const bool reclaims = !cal->completion.residuals.empty();
   cal->model.source = fmt::format(
       "txbatch calibrate ({} engine) on {}, TSC {:.0f} MHz, {}; fitted: frame, xmit_call, "
-      "xmit_frame (net_null's), deliver, enqueue, dequeue, completion, completion_frame; kept "
-      "from the base: write, lock, lock_contended, dequeue_frame",
-      args.engine, session->env.cpu, tsc_hz / 1e6, session->env.started_at);
+      "xmit_frame (net_null's), deliver, enqueue, dequeue{}; kept from the base: write, lock, "
+      "lock_contended, dequeue_frame{}",
+      args.engine, session->env.cpu, tsc_hz / 1e6, session->env.started_at,
+      reclaims ? ", completion, completion_frame" : "",
+      reclaims ? "" : ", completion, completion_frame (no reclaim was measured)");
 
   fmt::print("calibrate: {} rounds of {} cells, {} engine, TSC {:.0f} MHz ({})\n", args.rounds,
              plan.cells.size(), args.engine, tsc_hz / 1e6, session->env.cpu);
@@ -315,7 +321,10 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
   if (!cal->net_null.residuals.empty())
     show("  net_null (TX lock + the PMD's burst)", cal->net_null);
   fmt::print("cycles per txirq reclaim = fixed + per-frame x n (n: frames reclaimed):\n");
-  show("  completion (emu:ixgbe's ring, inside the TX lock)", cal->completion);
+  if (reclaims)
+    show("  completion (emu:ixgbe's ring, inside the TX lock)", cal->completion);
+  else
+    fmt::print("  completion: no reclaim was measured; the base's costs are kept\n");
   fmt::print("  producer per frame (write + build): {:.1f} cycles\n", cal->producer_cycles);
   fmt::print(
       "  inline, count:1: {:.1f} cycles/frame, of which the TX path {:.1f}, the producer "

@@ -144,9 +144,10 @@ TEST_P(EmuRun, BooksBalanceDrainsAndReachesTheWire) {
       EXPECT_TRUE(rec["results"]["link_ceiling"].is_null());
       EXPECT_TRUE(reclaims.is_null()) << reclaims.dump();  // it completes inside the call
     } else {
-      // The txirq reclaimed the ring: at least a frame per reclaim, and it took time.
+      // The txirq reclaimed the full ring in bulk (free_thresh 32; ~20 per reclaim measured, as
+      // kicks when the queue stops wake it early), not frame by frame, and that took time.
       ASSERT_TRUE(reclaims.is_object()) << rec["results"].dump();
-      EXPECT_GE(reclaims["frames_per_call"].get<double>(), 1.0);
+      EXPECT_GT(reclaims["frames_per_call"].get<double>(), 2.0) << reclaims.dump();
       EXPECT_GT(reclaims["cycles_per_call"].get<double>(), 0.0);
     }
   }
