@@ -53,10 +53,28 @@ TEST(Compare, FullFramesOnE1000AreLinkBoundSoOnlyTheCostPerFrameMoves) {
   const auto run = RunTxbatch("compare --rounds 8 --duration 0.25 --warmup 0.05");  // defaults
   ASSERT_EQ(run.status, 0) << run.err;
   ExpectRoundsInterleavedAndBalanced(run.doc, 8);
-  for (const json& rec : run.doc["records"])
-    EXPECT_TRUE(rec["results"]["link_bound"].get<bool>()) << rec["results"].dump();
+  // Every round reaches the wire, except one in which the host stalled the txirq (a vCPU
+  // descheduled for milliseconds: CI once saw 16 ms late, the wire idle 13 ms of a 250 ms
+  // window): the result says so (model_checks.irq_max_late_us), and then only that round.
+  unsigned stalled = 0;
+  for (const json& rec : run.doc["records"]) {
+    if (rec["results"]["link_bound"].get<bool>()) continue;
+    const double late_us = rec["results"]["model_checks"]["irq_max_late_us"].get<double>();
+    EXPECT_GT(late_us, 1000.0) << "not link-bound without a host stall: " << rec["results"].dump();
+    ++stalled;
+  }
+  EXPECT_LE(stalled, 2u);
   auto m = MetricsByName(run.doc);
-  EXPECT_EQ(m["MB/s"]["verdict"], "equivalent") << m["MB/s"].dump();
+  // The medians agree to 1 % whatever one round did; the verdict (a confidence interval over the
+  // rounds) is "equivalent" unless a stalled round widened it.
+  EXPECT_NEAR(m["MB/s"]["median_b"].get<double>() / m["MB/s"]["median_a"].get<double>(), 1.0, 0.01)
+      << m["MB/s"].dump();
+  if (stalled == 0) {
+    EXPECT_EQ(m["MB/s"]["verdict"], "equivalent") << m["MB/s"].dump();
+  } else {
+    EXPECT_NE(m["MB/s"]["verdict"], "better") << m["MB/s"].dump();
+    EXPECT_NE(m["MB/s"]["verdict"], "worse") << m["MB/s"].dump();
+  }
   EXPECT_EQ(m["doorbells/pkt"]["verdict"], "better") << m["doorbells/pkt"].dump();
   EXPECT_EQ(m["CPU ns/pkt"]["verdict"], "better") << m["CPU ns/pkt"].dump();
   EXPECT_LT(m["CPU ns/pkt"]["median_b"].get<double>(), m["CPU ns/pkt"]["median_a"].get<double>());
