@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
+#include <map>
 #include <sstream>
+#include <type_traits>
+#include <utility>
 
 #include "drivers/factory.h"
 #include "tools/cost_model_file.h"
@@ -13,6 +17,34 @@ namespace txbatch {
 namespace {
 
 using nlohmann::json;
+
+// An integer field read from a document: converts to the integer type it is assigned to, and
+// refuses (a json type_error, reported as an incomplete document) anything but a JSON integer in
+// that type's range — converting a float or an out-of-range value would be undefined behaviour.
+struct Whole {
+  const json& j;
+  template <class T>
+  requires std::is_integral_v<T>
+  operator T() const {
+    if (j.is_number_unsigned()) {
+      if (const auto v = j.get<uint64_t>(); std::in_range<T>(v)) return static_cast<T>(v);
+    } else if (j.is_number_integer()) {
+      if (const auto v = j.get<int64_t>(); std::in_range<T>(v)) return static_cast<T>(v);
+    }
+    throw json::type_error::create(
+        302,
+        fmt::format("an integer in {}..{} was expected, not {}", std::numeric_limits<T>::min(),
+                    std::numeric_limits<T>::max(), j.dump()),
+        &j);
+  }
+};
+
+// A map of counters ("drops", "driver_counters"): every value an integer.
+std::map<std::string, uint64_t> Counts(const json& j) {
+  std::map<std::string, uint64_t> out;
+  for (const auto& [k, v] : j.items()) out[k] = Whole{v};
+  return out;
+}
 
 std::optional<double> OptNum(const json& j, const char* key) {
   if (!j.contains(key) || j[key].is_null()) return std::nullopt;
@@ -25,10 +57,10 @@ CellConfig ConfigFrom(const json& c) {
   if (auto spec = ParseDriverSpec(c.at("driver").get<std::string>())) cfg.driver_spec = *spec;
   cfg.proto = c.at("proto") == "udp" ? Proto::kUdp : Proto::kTcp;
   if (auto p = ParsePolicySpec(c.at("policy").get<std::string>())) cfg.policy = *p;
-  cfg.size = c.at("size");
-  cfg.procs = c.at("procs");
-  cfg.mtu = c.at("mtu");
-  cfg.txqueuelen = c.at("txqueuelen");
+  cfg.size = Whole{c.at("size")};
+  cfg.procs = Whole{c.at("procs")};
+  cfg.mtu = Whole{c.at("mtu")};
+  cfg.txqueuelen = Whole{c.at("txqueuelen")};
   cfg.duration_s = c.at("duration_s");
   cfg.warmup_s = c.at("warmup_s");
   if (auto r = ParseRate(c.at("rate").get<std::string>())) cfg.rate = *r;
@@ -38,14 +70,14 @@ CellConfig ConfigFrom(const json& c) {
   cfg.nolock = c.at("sync") == "nolock";
   cfg.pfifo = c.at("qdisc") == "pfifo";
   if (const json& b = c.value("bql", json()); b.is_object())
-    cfg.bql =
-        BqlBounds{b.at("limit_min"), b.at("limit_max"), b.at("hold_time_ms").get<double>() / 1e3};
-  cfg.seed = c.at("seed");
+    cfg.bql = BqlBounds{Whole{b.at("limit_min")}, Whole{b.at("limit_max")},
+                        b.at("hold_time_ms").get<double>() / 1e3};
+  cfg.seed = Whole{c.at("seed")};
   if (c.contains("link") && c["link"].is_string())
     if (auto l = ParseLinkSpec(c["link"].get<std::string>())) cfg.link = *l;
   cfg.engine = c.value("engine", "real") == "sim" ? Engine::kSim : Engine::kReal;
-  cfg.queues = c.value("queues", 1u);
-  cfg.pool_size = c.value("pool_size", 0u);
+  cfg.queues = c.contains("queues") ? Whole{c["queues"]} : 1u;
+  cfg.pool_size = c.contains("pool_size") ? Whole{c["pool_size"]} : 0u;
   if (const json& m = c.value("cost_model", json()); m.is_object())
     if (auto cost = CostModelFromJson(m, "in the record")) cfg.cost = *cost;
   return cfg;
@@ -54,12 +86,12 @@ CellConfig ConfigFrom(const json& c) {
 std::optional<LatencySummary> SummaryFrom(const json& l) {
   if (l.is_null()) return std::nullopt;
   return LatencySummary{l.at("min"), l.at("avg"),  l.at("p50"), l.at("p90"),
-                        l.at("p99"), l.at("p999"), l.at("max"), l.at("count")};
+                        l.at("p99"), l.at("p999"), l.at("max"), Whole{l.at("count")}};
 }
 
 CellResult ResultFrom(const json& r) {
   CellResult x;
-  x.packets = r.at("packets");
+  x.packets = Whole{r.at("packets")};
   x.window_s = r.at("window_s");
   x.mb_per_s = r.at("mb_per_s");
   x.mpps = r.at("mpps");
@@ -67,7 +99,7 @@ CellResult ResultFrom(const json& r) {
   x.counted_at = r.at("counted_at");
   x.avg_batch = r.at("avg_batch");
   for (const auto& [k, v] : r.at("batch_hist").items())
-    x.batch_hist[static_cast<unsigned>(std::stoul(k))] = v;
+    x.batch_hist[static_cast<unsigned>(std::stoul(k))] = Whole{v};
   x.xmit_calls_per_pkt = r.at("xmit_calls_per_pkt");
   x.doorbells_per_pkt = OptNum(r, "doorbells_per_pkt");
   x.cycles_per_pkt = r.at("cycles_per_pkt");
@@ -76,30 +108,35 @@ CellResult ResultFrom(const json& r) {
     x.completion_frames_per_call = c->at("frames_per_call").get<double>();
     x.completion_cycles_per_call = c->at("cycles_per_call").get<double>();
   }
-  x.requeues = r.at("requeues");
-  x.requeued_frames = r.at("requeued_frames");
-  x.qdisc_missed = r.value("qdisc_missed", uint64_t{0});
-  x.queue_stops = r.at("queue_stops");
-  x.producer_waits = r.at("producer_waits");
-  x.reschedules = r.at("reschedules");
-  x.drops = r.at("drops").get<std::map<std::string, uint64_t>>();
-  x.drops_total = r.at("drops_total");
+  x.requeues = Whole{r.at("requeues")};
+  x.requeued_frames = Whole{r.at("requeued_frames")};
+  x.qdisc_missed = r.contains("qdisc_missed") ? Whole{r["qdisc_missed"]} : uint64_t{0};
+  x.queue_stops = Whole{r.at("queue_stops")};
+  x.producer_waits = Whole{r.at("producer_waits")};
+  x.reschedules = Whole{r.at("reschedules")};
+  x.drops = Counts(r.at("drops"));
+  x.drops_total = Whole{r.at("drops_total")};
   x.latency = SummaryFrom(r.at("latency_ns"));
   if (const json& t = r.value("flush_triggers", json()); t.is_object()) {
-    x.flush_triggers[static_cast<size_t>(FlushTrigger::kFull)] = t.at("full");
-    x.flush_triggers[static_cast<size_t>(FlushTrigger::kTimer)] = t.at("timer");
-    x.flush_triggers[static_cast<size_t>(FlushTrigger::kWriteDone)] = t.at("write_done");
-    x.flush_triggers[static_cast<size_t>(FlushTrigger::kEnd)] = t.at("end");
+    x.flush_triggers[static_cast<size_t>(FlushTrigger::kFull)] = Whole{t.at("full")};
+    x.flush_triggers[static_cast<size_t>(FlushTrigger::kTimer)] = Whole{t.at("timer")};
+    x.flush_triggers[static_cast<size_t>(FlushTrigger::kWriteDone)] = Whole{t.at("write_done")};
+    x.flush_triggers[static_cast<size_t>(FlushTrigger::kEnd)] = Whole{t.at("end")};
   }
   if (const json& l = r.value("link", json()); !l.is_null())
-    x.link = LinkResult{l.at("offered"),         l.at("lost"),        l.at("dropped_limit"),
-                        l.at("duplicated"),      l.at("corrupted"),   l.at("reordered"),
-                        l.at("dup_failed"),      l.at("frames_lost"), l.at("receiver_reordered"),
-                        l.at("receiver_corrupt")};
+    x.link = LinkResult{Whole{l.at("offered")},
+                        Whole{l.at("lost")},
+                        Whole{l.at("dropped_limit")},
+                        Whole{l.at("duplicated")},
+                        Whole{l.at("corrupted")},
+                        Whole{l.at("reordered")},
+                        Whole{l.at("dup_failed")},
+                        Whole{l.at("frames_lost")},
+                        Whole{l.at("receiver_reordered")},
+                        Whole{l.at("receiver_corrupt")}};
   if (const json& b = r.value("bql", json()); !b.is_null())
-    x.bql = BqlResult{b.at("limit"), b.at("limit_max"), b.at("stops")};
-  x.driver_counters =
-      r.value("driver_counters", json::object()).get<std::map<std::string, uint64_t>>();
+    x.bql = BqlResult{Whole{b.at("limit")}, Whole{b.at("limit_max")}, Whole{b.at("stops")}};
+  x.driver_counters = Counts(r.value("driver_counters", json::object()));
   if (const json& st = r.value("latency_stages_ns", json()); !st.is_null()) {
     x.before_driver_is_batch_fill = !st.at("batch_fill").is_null();
     x.lat_before_driver =
@@ -111,21 +148,21 @@ CellResult ResultFrom(const json& r) {
     x.lat_by_position.emplace_back(p.at("positions").get<std::string>(), *SummaryFrom(p));
   const json& a = r.at("accounting");
   Books& k = x.books;
-  k.generated = a.at("generated");
-  k.sent = a.at("sent");
-  k.dropped = a.at("dropped");
-  k.queued = a.at("queued");
+  k.generated = Whole{a.at("generated")};
+  k.sent = Whole{a.at("sent")};
+  k.dropped = Whole{a.at("dropped")};
+  k.queued = Whole{a.at("queued")};
   k.rx_side = !a.at("received").is_null();
   if (k.rx_side) {
-    k.received = a.at("received");
-    k.lost = a.at("lost");
-    k.duplicated = a.at("duplicated");
-    k.in_flight = a.at("in_flight");
+    k.received = Whole{a.at("received")};
+    k.lost = Whole{a.at("lost")};
+    k.duplicated = Whole{a.at("duplicated")};
+    k.in_flight = Whole{a.at("in_flight")};
   }
   k.balanced = a.at("balanced");
   if (a.contains("link_lost") && !a["link_lost"].is_null())
-    k.link_lost = a["link_lost"].get<uint64_t>();
-  k.mbufs_in_use = r.at("mbufs_in_use_at_exit");
+    k.link_lost = static_cast<uint64_t>(Whole{a["link_lost"]});
+  k.mbufs_in_use = Whole{r.at("mbufs_in_use_at_exit")};
   if (const json& c = r.at("link_ceiling"); !c.is_null()) {
     x.ceiling_mpps = c.at("mpps").get<double>();
     x.ceiling_mb_per_s = c.at("mb_per_s").get<double>();
@@ -136,14 +173,14 @@ CellResult ResultFrom(const json& r) {
   x.last_departure_s = m.at("last_departure_s");
   x.stopped_at_s = m.at("stopped_at_s");
   x.drained_at_s = m.at("drained_at_s");
-  x.arrival_before_tx = m.at("arrival_before_tx");
+  x.arrival_before_tx = Whole{m.at("arrival_before_tx")};
   x.wire_max_idle_us = m.at("wire_max_idle_us");
   x.irq_max_late_us = m.at("irq_max_late_us");
-  x.foreign = r.at("foreign_frames");
-  x.alloc_failures = r.at("alloc_failures");
-  x.involuntary_ctxsw = r.at("involuntary_ctxsw");
+  x.foreign = Whole{r.at("foreign_frames")};
+  x.alloc_failures = Whole{r.at("alloc_failures")};
+  x.involuntary_ctxsw = Whole{r.at("involuntary_ctxsw")};
   x.txirq_realtime = r.at("txirq_realtime");
-  x.unregistered_threads = r.at("unregistered_threads");
+  x.unregistered_threads = Whole{r.at("unregistered_threads")};
   x.interrupted = r.at("interrupted");
   return x;
 }
@@ -181,7 +218,7 @@ Result<ReadBack> ParseResults(std::string_view text, std::string_view path) {
       CellRecord r;
       r.config = ConfigFrom(rec.at("config"));
       r.result = ResultFrom(rec.at("results"));
-      r.round = rec.value("round", 0);
+      r.round = rec.contains("round") ? Whole{rec["round"]} : 0;
       r.side = rec.value("side", std::string());
       const std::string key = rec.at("config").dump();
       auto it = std::find(seen.begin(), seen.end(), key);
@@ -208,8 +245,8 @@ Result<ReadBack> ParseResults(std::string_view text, std::string_view path) {
     e.eal_args = doc["records"][0].at("config").at("eal").get<std::vector<std::string>>();
     unsigned most = 0;
     for (const json& rec : doc["records"])
-      if (rec.at("config").at("procs").get<unsigned>() >= most) {
-        most = rec.at("config").at("procs");
+      if (const unsigned procs = Whole{rec.at("config").at("procs")}; procs >= most) {
+        most = procs;
         e.pinning = rec.at("env").at("pinning");
       }
   } catch (const json::exception& e) {

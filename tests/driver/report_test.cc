@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -54,6 +56,33 @@ TEST(Report, FilesThatAreNotResultsAreOneSentence) {
   }
   std::remove(not_json.c_str());
   std::remove(foreign.c_str());
+}
+
+// Found by report_fuzz: a float where an integer belongs (1.87905e+69 as a frame size) was
+// converted to unsigned — undefined behaviour. Such values, negative counts and fractional counters
+// are now refused with the document's one sentence.
+TEST(Report, NumbersOutsideAnIntegerFieldsRangeAreOneSentence) {
+  const auto run = RunTxbatch(
+      "run --driver emu:null --engine sim --procs 1 --batch 8 --duration 0.02 --warmup 0.01");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto tamper = [&](const char* name, auto edit) {
+    nlohmann::json doc = run.doc;
+    edit(doc["records"][0]);
+    const std::string path = SaveDoc(doc, name);
+    const auto r = RunTxbatch("report " + path);
+    EXPECT_EQ(r.status, 2) << name << ": " << r.err << r.out;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << name << ": " << r.err;
+    EXPECT_NE(r.err.find("an integer in"), std::string::npos) << name << ": " << r.err;
+    std::remove(path.c_str());
+  };
+  tamper("huge_size", [](nlohmann::json& rec) { rec["config"]["size"] = 1.87905e69; });
+  tamper("negative_count", [](nlohmann::json& rec) { rec["results"]["packets"] = -3; });
+  tamper("fractional_drop",
+         [](nlohmann::json& rec) { rec["results"]["drops"]["qdisc_full"] = 2.5; });
+  // The untouched document still reads.
+  const std::string path = SaveDoc(run.doc, "untouched");
+  EXPECT_EQ(RunTxbatch("report " + path).status, 0);
+  std::remove(path.c_str());
 }
 
 }  // namespace
