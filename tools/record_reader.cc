@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -10,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "batching/batch.h"
 #include "drivers/factory.h"
 #include "tools/cost_model_file.h"
 
@@ -38,6 +40,20 @@ struct Whole {
         &j);
   }
 };
+
+// A batch_hist key: a batch size 1..kMaxBatch written in decimal (a type_error otherwise, as
+// Whole's).
+unsigned BatchSize(const std::string& key, const json& hist) {
+  unsigned n = 0;
+  const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), n);
+  if (ec != std::errc{} || end != key.data() + key.size() || n < 1 || n > kMaxBatch)
+    throw json::type_error::create(
+        302,
+        fmt::format("a batch size 1..{} was expected as a batch_hist key, not '{}'", kMaxBatch,
+                    key),
+        &hist);
+  return n;
+}
 
 // A map of counters ("drops", "driver_counters"): every value an integer.
 std::map<std::string, uint64_t> Counts(const json& j) {
@@ -99,7 +115,7 @@ CellResult ResultFrom(const json& r) {
   x.counted_at = r.at("counted_at");
   x.avg_batch = r.at("avg_batch");
   for (const auto& [k, v] : r.at("batch_hist").items())
-    x.batch_hist[static_cast<unsigned>(std::stoul(k))] = Whole{v};
+    x.batch_hist[BatchSize(k, r.at("batch_hist"))] = Whole{v};
   x.xmit_calls_per_pkt = r.at("xmit_calls_per_pkt");
   x.doorbells_per_pkt = OptNum(r, "doorbells_per_pkt");
   x.cycles_per_pkt = r.at("cycles_per_pkt");
