@@ -26,17 +26,30 @@ std::optional<double> Number(const std::string& s, size_t* used = nullptr) {
   return v;
 }
 
-// "3ms", "100us", "1s", "500ns", "2" (netem: a bare number is microseconds).
+// A whole number in [lo, hi], the whole word: gap, seed and limit land in integer fields, so
+// anything a conversion cannot hold (6.7e17 as a gap, 1e30 as a seed) is refused here.
+std::optional<double> Whole(const std::vector<std::string>& w, size_t i, double lo, double hi) {
+  size_t used = 0;
+  const auto n = i < w.size() ? Number(w[i], &used) : std::nullopt;
+  if (!n || used != w[i].size() || *n != std::floor(*n) || *n < lo || *n > hi) return std::nullopt;
+  return n;
+}
+
+constexpr double kMaxTimeNs = 3600e9;  // an hour: longer is a typo, and stays finite in cycles
+
+// "3ms", "100us", "1s", "500ns", "2" (netem: a bare number is microseconds); at most an hour.
 std::optional<double> TimeNs(const std::string& s) {
   size_t used = 0;
   const auto v = Number(s, &used);
   if (!v || *v < 0) return std::nullopt;
   const std::string unit = s.substr(used);
-  if (unit.empty() || unit == "us" || unit == "usec" || unit == "usecs") return *v * 1e3;
-  if (unit == "ns" || unit == "nsec") return *v;
-  if (unit == "ms" || unit == "msec" || unit == "msecs") return *v * 1e6;
-  if (unit == "s" || unit == "sec" || unit == "secs") return *v * 1e9;
-  return std::nullopt;
+  double ns = -1;
+  if (unit.empty() || unit == "us" || unit == "usec" || unit == "usecs") ns = *v * 1e3;
+  if (unit == "ns" || unit == "nsec") ns = *v;
+  if (unit == "ms" || unit == "msec" || unit == "msecs") ns = *v * 1e6;
+  if (unit == "s" || unit == "sec" || unit == "secs") ns = *v * 1e9;
+  if (ns < 0 || ns > kMaxTimeNs) return std::nullopt;
+  return ns;
 }
 
 // "1%", "0.5%", "25": a percentage as a fraction.
@@ -50,7 +63,8 @@ std::optional<double> Percent(const std::string& s) {
 
 bool IsPercent(const std::string& s) { return Percent(s).has_value(); }
 
-// "100mbit", "1gbit", "500kbit", "10mbps" (bytes), "1000bit".
+// "100mbit", "1gbit", "500kbit", "10mbps" (bytes), "1000bit"; 1 bit/s to 10 Tbit/s (a frame's
+// time on the wire stays finite).
 std::optional<double> RateBps(const std::string& s) {
   size_t used = 0;
   const auto v = Number(s, &used);
@@ -62,7 +76,11 @@ std::optional<double> RateBps(const std::string& s) {
   };
   for (const U& u : {U{"bit", 1}, U{"kbit", 1e3}, U{"mbit", 1e6}, U{"gbit", 1e9}, U{"tbit", 1e12},
                      U{"bps", 8}, U{"kbps", 8e3}, U{"mbps", 8e6}, U{"gbps", 8e9}})
-    if (unit == u.name) return *v * u.mult;
+    if (unit == u.name) {
+      const double bps = *v * u.mult;
+      if (bps < 1 || bps > 1e13) return std::nullopt;
+      return bps;
+    }
   return std::nullopt;
 }
 
@@ -111,8 +129,8 @@ std::string LinkSpec::ToString() const {
   }
   if (duplicate > 0)
     s += fmt::format(" duplicate {:g}% {:g}%", duplicate * 100, duplicate_corr * 100);
-  if (reorder > 0 || gap > 0)
-    s += fmt::format(" reorder {:g}% {:g}% gap {}", reorder * 100, reorder_corr * 100, gap);
+  if (reorder > 0) s += fmt::format(" reorder {:g}% {:g}%", reorder * 100, reorder_corr * 100);
+  if (gap > 0) s += fmt::format(" gap {}", gap);  // netem prints no gap 0, nor does it parse one
   if (corrupt > 0) s += fmt::format(" corrupt {:g}% {:g}%", corrupt * 100, corrupt_corr * 100);
   if (rate_bps > 0) s += fmt::format(" rate {:g}bit {}", rate_bps, rate_overhead);
   return s + fmt::format(" seed {} limit {}", seed, limit);
@@ -143,7 +161,7 @@ Result<LinkSpec> ParseLinkSpec(std::string_view text, const std::string& dist_di
     const std::string word = w[i++];
     if (word == "delay" || word == "latency") {
       if (!next_is([](const std::string& s) { return TimeNs(s).has_value(); }))
-        return bad("delay needs a time (e.g. 3ms)");
+        return bad("delay needs a time up to an hour (e.g. 3ms)");
       l.delay_ns = *TimeNs(w[i++]);
       if (next_is([](const std::string& s) { return TimeNs(s).has_value(); }))
         l.jitter_ns = *TimeNs(w[i++]);
@@ -183,10 +201,8 @@ Result<LinkSpec> ParseLinkSpec(std::string_view text, const std::string& dist_di
       l.reorder = *Percent(w[i++]);
       percents({&l.reorder_corr});
     } else if (word == "gap") {
-      size_t used = 0;
-      const auto n = i < w.size() ? Number(w[i], &used) : std::nullopt;
-      if (!n || used != w[i].size() || *n < 1 || *n != std::floor(*n))
-        return bad("gap needs a count");
+      const auto n = Whole(w, i, 1, 4294967295.0);  // netem's gap is a u32
+      if (!n) return bad("gap needs a count 1..4294967295");
       l.gap = static_cast<unsigned>(*n);
       ++i;
     } else if (word == "corrupt") {
@@ -195,7 +211,7 @@ Result<LinkSpec> ParseLinkSpec(std::string_view text, const std::string& dist_di
       percents({&l.corrupt_corr});
     } else if (word == "rate") {
       if (!next_is([](const std::string& s) { return RateBps(s).has_value(); }))
-        return bad("rate needs a rate (e.g. 100mbit)");
+        return bad("rate needs a rate from 1bit to 10tbit (e.g. 100mbit)");
       l.rate_bps = *RateBps(w[i++]);
       size_t used = 0;
       if (i < w.size()) {
@@ -206,15 +222,14 @@ Result<LinkSpec> ParseLinkSpec(std::string_view text, const std::string& dist_di
         }
       }
     } else if (word == "seed") {
-      size_t used = 0;
-      const auto n = i < w.size() ? Number(w[i], &used) : std::nullopt;
-      if (!n || used != w[i].size() || *n < 0) return bad("seed needs a number");
+      // Doubles hold whole numbers exactly up to 2^53; a seed is a name, not a quantity.
+      const auto n = Whole(w, i, 0, 9007199254740992.0);
+      if (!n) return bad("seed needs a whole number 0..9007199254740992");
       l.seed = static_cast<uint64_t>(*n);
       ++i;
     } else if (word == "limit") {
-      size_t used = 0;
-      const auto n = i < w.size() ? Number(w[i], &used) : std::nullopt;
-      if (!n || used != w[i].size() || *n < 1 || *n > 1e6) return bad("limit needs 1..1000000");
+      const auto n = Whole(w, i, 1, 1e6);
+      if (!n) return bad("limit needs 1..1000000");
       l.limit = static_cast<unsigned>(*n);
       ++i;
     } else {
