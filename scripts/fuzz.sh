@@ -6,11 +6,15 @@
 # leak, a sanitizer report or a trap fails the run and leaves the input in build-fuzz/crashes/:
 # add it to the corpus and a regression test for it (doc/testing.md).
 #
-# Longer runs: FUZZ_SECONDS=3600 scripts/fuzz.sh, or one target:
+# FUZZ_SEED fixes libFuzzer's seed: a run with the same seed tries the same inputs in the same
+# order (the number tried depends on the machine's speed), so CI (FUZZ_SEED=1) is repeatable and
+# finds nothing a run here with that seed and at least as many inputs did not. Unset, the seed is
+# random: a longer run then explores, e.g. FUZZ_SECONDS=3600 scripts/fuzz.sh, or one target:
 #   build-fuzz/tests/fuzz/spec_fuzz -max_total_time=600 /tmp/spec tests/fuzz/corpus/spec
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
+seed=${FUZZ_SEED:-0}  # 0: libFuzzer picks one
 log=$(mktemp)
 scratch=$(mktemp -d)
 trap 'rm -rf "$log" "$scratch"' EXIT
@@ -29,10 +33,12 @@ rc=0
 for target in "${targets[@]}"; do
   t=${target%_fuzz}
   mkdir -p "$scratch/$t"
-  if build-fuzz/tests/fuzz/$target -max_total_time="$seconds" -print_final_stats=1 \
-      -artifact_prefix="build-fuzz/crashes/$t-" "$scratch/$t" "tests/fuzz/corpus/$t" \
+  # -reload=0: nothing else writes the scratch corpus, and re-reading it must not vary the order.
+  if build-fuzz/tests/fuzz/$target -max_total_time="$seconds" -seed="$seed" -reload=0 \
+      -print_final_stats=1 -artifact_prefix="build-fuzz/crashes/$t-" "$scratch/$t" "tests/fuzz/corpus/$t" \
       >"build-fuzz/$t.log" 2>&1; then
-    echo "fuzz: $target clean for $seconds s ($(grep -m1 -oE 'stat::number_of_executed_units: *[0-9]+' \
+    echo "fuzz: $target clean for $seconds s, seed $(grep -m1 -oE 'Seed: [0-9]+' \
+      "build-fuzz/$t.log" | grep -oE '[0-9]+$') ($(grep -m1 -oE 'stat::number_of_executed_units: *[0-9]+' \
       "build-fuzz/$t.log" | grep -oE '[0-9]+$') inputs)"
   else
     grep -E 'ERROR|runtime error|SUMMARY|Test unit written' "build-fuzz/$t.log" | head -20 >&2
