@@ -21,7 +21,10 @@ uint32_t Threshold(double p) {
 }  // namespace
 
 LinkModel::LinkModel(const LinkSpec& spec, double tsc_hz)
-    : spec_(spec), tsc_per_ns_(tsc_hz / 1e9), prng_(static_cast<uint32_t>(spec.seed)) {
+    : spec_(spec),
+      tsc_per_ns_(tsc_hz / 1e9),
+      prng_(static_cast<uint32_t>(spec.seed)),
+      in_order_(spec.limit) {
   delay_c_.rho = Rho(spec.delay_corr);
   loss_c_.rho = Rho(spec.loss_corr);
   dup_c_.rho = Rho(spec.duplicate_corr);
@@ -125,7 +128,7 @@ unsigned LinkModel::Enqueue(rte_mbuf* m, Tsc now, bool may_duplicate) {
     p[Random() % span] ^= static_cast<uint8_t>(1u << (Random() % 8));
     counters_.corrupted.Add();
   }
-  if (held_.size() >= spec_.limit) {
+  if (InFlight() >= spec_.limit) {
     counters_.dropped_limit.Add();
     rte_pktmbuf_free(m);
     return intact;
@@ -143,7 +146,7 @@ unsigned LinkModel::Enqueue(rte_mbuf* m, Tsc now, bool may_duplicate) {
     if (spec_.rate_bps > 0) {
       // A bottleneck: a frame starts when the one before it has arrived, less the delay they
       // share (netem's rate: the last frame held is the reference point).
-      if (!held_.empty() && last_arrival_ > now) {
+      if (InFlight() > 0 && last_arrival_ > now) {
         delay = std::max(0.0, delay - static_cast<double>(last_arrival_ - now));
         from = last_arrival_;
       }
@@ -155,28 +158,40 @@ unsigned LinkModel::Enqueue(rte_mbuf* m, Tsc now, bool may_duplicate) {
     ++counter_;
   }
   last_arrival_ = std::max(last_arrival_, arrival);
-  held_.push({arrival, order_++, m});
+  const Held h{arrival, order_++, m};
+  if (in_order_.empty() || arrival >= in_order_.back().arrival)
+    in_order_.push_back(h);
+  else
+    overtaking_.push(h);
   return intact + (corrupted ? 0 : 1);
+}
+
+Tsc LinkModel::NextArrival() const {
+  if (in_order_.empty()) return overtaking_.empty() ? kNever : overtaking_.top().arrival;
+  return RingFirst() ? in_order_.front().arrival : overtaking_.top().arrival;
 }
 
 unsigned LinkModel::Deliver(Tsc now, std::span<rte_mbuf*> out, std::span<Tsc> at) {
   unsigned n = 0;
-  while (!held_.empty() && held_.top().arrival <= now && n < out.size() && n < at.size()) {
-    out[n] = held_.top().m;
-    at[n] = held_.top().arrival;
-    held_.pop();
+  while (n < out.size() && n < at.size() && InFlight() > 0 && NextArrival() <= now) {
+    const bool ring = !in_order_.empty() && RingFirst();
+    const Held& h = ring ? in_order_.front() : overtaking_.top();
+    out[n] = h.m;
+    at[n] = h.arrival;
+    if (ring)
+      in_order_.pop_front();
+    else
+      overtaking_.pop();
     ++n;
   }
   return n;
 }
 
 unsigned LinkModel::Purge() {
-  unsigned n = 0;
-  while (!held_.empty()) {
-    rte_pktmbuf_free(held_.top().m);
-    held_.pop();
-    ++n;
-  }
+  const unsigned n = InFlight();
+  for (const Held& h : in_order_) rte_pktmbuf_free(h.m);
+  in_order_.clear();
+  for (; !overtaking_.empty(); overtaking_.pop()) rte_pktmbuf_free(overtaking_.top().m);
   return n;
 }
 

@@ -14,6 +14,7 @@
 
 #include <rte_mbuf.h>
 
+#include <boost/circular_buffer.hpp>
 #include <cstdint>
 #include <queue>
 #include <random>
@@ -52,8 +53,8 @@ class LinkModel {
   // Moves frames that have arrived by `now`, in arrival order, into `out` with their arrival
   // TSCs in `at` (both at least as long as each other); returns how many.
   unsigned Deliver(Tsc now, std::span<rte_mbuf*> out, std::span<Tsc> at);
-  Tsc NextArrival() const { return held_.empty() ? kNever : held_.top().arrival; }
-  unsigned InFlight() const { return static_cast<unsigned>(held_.size()); }
+  Tsc NextArrival() const;
+  unsigned InFlight() const { return static_cast<unsigned>(in_order_.size() + overtaking_.size()); }
   // Frees what it holds (teardown); returns how many.
   unsigned Purge();
 
@@ -90,7 +91,14 @@ class LinkModel {
   unsigned counter_ = 0;  // frames since the last reorder (netem's counter, for `gap`)
   uint64_t order_ = 0;
   Tsc last_arrival_ = 0;  // the latest arrival held (the rate bottleneck's reference)
-  std::priority_queue<Held, std::vector<Held>, std::greater<>> held_;
+  // The frames held, in (arrival, order) across both: one that arrives no earlier than the last
+  // one queued in order (every frame of a link without jitter or reorder) joins the ring in O(1);
+  // one that overtakes goes to the heap. Deliver takes the earlier head. The ring holds `limit`.
+  boost::circular_buffer<Held> in_order_;
+  std::priority_queue<Held, std::vector<Held>, std::greater<>> overtaking_;
+  bool RingFirst() const {  // the earliest frame held is the ring's head (both not empty)
+    return overtaking_.empty() || overtaking_.top() > in_order_.front();
+  }
   LinkCounters counters_;
 };
 
