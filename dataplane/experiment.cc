@@ -54,6 +54,8 @@ double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire) {
   double s = kDrainSlackS + frames * cfg.driver_spec.modelled_cost_ns() * 1e-9;
   if (wire.bits_per_s > 0)
     s += frames * wire.WireBytes(cfg.mtu + kEthHeaderBytes) * 8 / wire.bits_per_s;
+  // What the link holds leaves it at its own pace: a 6 s delay is 6 s of drain, not a wedge.
+  if (cfg.link) s += cfg.link->MaxHoldS(cfg.mtu + kEthHeaderBytes);
   return s;
 }
 

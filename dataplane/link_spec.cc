@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <initializer_list>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -102,7 +104,40 @@ Result<std::vector<int16_t>> LoadDist(const std::string& dir, const std::string&
   return table;
 }
 
+// A value in the largest unit it is a whole number of (10ms, 1500us, 10gbit), else in the
+// smallest, with every digit the double holds: words that parse back to the same value.
+std::string InUnits(double v, std::initializer_list<std::pair<const char*, double>> units) {
+  for (const auto& [name, scale] : units)
+    if (const double q = v / scale; q >= 1 && q == std::floor(q) && q * scale == v && q < 1e15)
+      return fmt::format("{}{}", static_cast<uint64_t>(q), name);
+  return fmt::format("{}{}", v, std::data(units)[units.size() - 1].first);
+}
+
+std::string TimeWords(double ns) {
+  if (ns == 0) return "0ms";
+  return InUnits(ns, {{"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}});
+}
+
+std::string RateWords(double bps) {
+  return InUnits(bps, {{"tbit", 1e12}, {"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}});
+}
+
 }  // namespace
+
+double LinkSpec::MaxHoldS(unsigned frame_bytes) const {
+  // The widest jitter a frame can get: uniform is +-jitter; netem's tables are multiples of
+  // sigma, scaled by kNetemDistScale.
+  double widest = 1;
+  if (!dist_table.empty()) {
+    int most = 0;
+    for (const int16_t v : dist_table) most = std::max(most, std::abs(int{v}));
+    widest = static_cast<double>(most) / kNetemDistScale;
+  }
+  double s = (delay_ns + widest * jitter_ns) * 1e-9;
+  if (rate_bps > 0)
+    s += static_cast<double>(limit) * (frame_bytes + std::max(0, rate_overhead)) * 8 / rate_bps;
+  return s;
+}
 
 bool LinkSpec::Active() const {
   return delay_ns > 0 || jitter_ns > 0 || loss != Loss::kNone || duplicate > 0 || reorder > 0 ||
@@ -110,8 +145,8 @@ bool LinkSpec::Active() const {
 }
 
 std::string LinkSpec::ToString() const {
-  std::string s = fmt::format("delay {}ns {}ns {:g}% distribution {}", delay_ns, jitter_ns,
-                              delay_corr * 100, distribution);
+  std::string s = fmt::format("delay {} {} {:g}% distribution {}", TimeWords(delay_ns),
+                              TimeWords(jitter_ns), delay_corr * 100, distribution);
   switch (loss) {
     case Loss::kNone:
       break;
@@ -132,7 +167,7 @@ std::string LinkSpec::ToString() const {
   if (reorder > 0) s += fmt::format(" reorder {:g}% {:g}%", reorder * 100, reorder_corr * 100);
   if (gap > 0) s += fmt::format(" gap {}", gap);  // netem prints no gap 0, nor does it parse one
   if (corrupt > 0) s += fmt::format(" corrupt {:g}% {:g}%", corrupt * 100, corrupt_corr * 100);
-  if (rate_bps > 0) s += fmt::format(" rate {:g}bit {}", rate_bps, rate_overhead);
+  if (rate_bps > 0) s += fmt::format(" rate {} {}", RateWords(rate_bps), rate_overhead);
   return s + fmt::format(" seed {} limit {}", seed, limit);
 }
 

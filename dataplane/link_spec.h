@@ -40,8 +40,16 @@ struct LinkSpec {
   unsigned limit = 1000;  // frames the link may hold (netem's default); more are dropped
 
   bool Active() const;           // anything at all to do
+  // The longest a frame of `frame_bytes` can stay in the link: the delay with the widest jitter
+  // its distribution gives, behind a full queue (`limit` frames) at `rate`. A drain waits this
+  // long for what the link holds.
+  double MaxHoldS(unsigned frame_bytes) const;
   std::string ToString() const;  // back in netem's words, every value explicit
 };
+
+// The longest a run waits after its window for the frames its link holds (MaxHoldS): a link
+// that may hold one longer is refused up front rather than drained for hours.
+inline constexpr double kMaxLinkHoldS = 2 * 3600;
 
 // NETEM_DIST_SCALE: table entries are multiples of sigma scaled by this.
 inline constexpr int kNetemDistScale = 8192;

@@ -323,6 +323,16 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
     if (!l) return l.error();
     if (l->Active()) link = *l;
   }
+  // A run drains its link after each window: one that may hold a frame for hours is refused
+  // now, not waited for (or reported as a wedged drain).
+  if (link && link->MaxHoldS(a.mtu + kEthHeaderBytes) > kMaxLinkHoldS)
+    return MakeError(ERANGE, fmt::format("--link '{}' may hold a frame for {:.0f} s after the "
+                                         "window closes (its delay and jitter, and {} frames "
+                                         "queued ahead at its rate), and a run waits at most {:.0f} "
+                                         "s for what its link holds; valid: a higher rate or a "
+                                         "smaller limit",
+                                         a.link, link->MaxHoldS(a.mtu + kEthHeaderBytes),
+                                         link->limit, kMaxLinkHoldS));
   if (a.bql_limit_max > kDqlMaxLimit || a.bql_limit_min > a.bql_limit_max)
     return MakeError(ERANGE, fmt::format("--bql-limit-min {} and --bql-limit-max {} are out of "
                                          "range; valid: 0 <= min <= max <= {} bytes",

@@ -105,6 +105,47 @@ TEST(LinkSpec, PrintsBackIntoWordsThatParseToTheSameLink) {
   }
 }
 
+// Issue 16 (item 20): a link printed back in its own words — `rate 10gbit`, `delay 10ms`, not
+// `rate 1e+10bit` and `delay 10000000ns` — and with every digit a rate or time has.
+TEST(LinkSpec, PrintsTimesAndRatesInTheirOwnUnits) {
+  const auto words = [](const char* text) {
+    auto l = ParseLinkSpec(text);
+    EXPECT_TRUE(l.ok()) << text;
+    return l.ok() ? l->ToString() : std::string();
+  };
+  EXPECT_EQ(words("delay 10ms rate 10gbit").rfind("delay 10ms 0ms 0% distribution uniform rate "
+                                                  "10gbit 0 ",
+                                                  0),
+            0u)
+      << words("delay 10ms rate 10gbit");
+  EXPECT_NE(words("delay 1.5ms 250us").find("delay 1500us 250us"), std::string::npos);
+  EXPECT_NE(words("delay 2s 1ns").find("delay 2s 1ns"), std::string::npos);
+  EXPECT_NE(words("rate 123456789bit").find("rate 123456789bit"), std::string::npos)
+      << words("rate 123456789bit");
+  EXPECT_NE(words("rate 1500kbit").find("rate 1500kbit"), std::string::npos);
+  EXPECT_NE(words("rate 10mbps").find("rate 80mbit"), std::string::npos);
+  for (const char* text : {"delay 1.5ms 250us", "rate 123456789bit", "delay 0.5us"}) {
+    auto again = ParseLinkSpec(words(text));
+    ASSERT_TRUE(again.ok()) << words(text);
+    EXPECT_EQ(again->ToString(), words(text));
+  }
+}
+
+// How long the drain waits for what a link holds: the delay, its widest jitter, and a full
+// queue ahead at the link's rate.
+TEST(LinkSpec, MaxHoldIsTheDelayWidestJitterAndAFullQueueAtTheRate) {
+  auto plain = ParseLinkSpec("delay 6s 1s");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_DOUBLE_EQ(plain->MaxHoldS(1514), 7.0);
+  auto rate = ParseLinkSpec("rate 1mbit limit 100");
+  ASSERT_TRUE(rate.ok());
+  EXPECT_DOUBLE_EQ(rate->MaxHoldS(1250), 100 * 1250 * 8 / 1e6);  // one second
+  auto normal = ParseLinkSpec("delay 10ms 1ms distribution normal");
+  ASSERT_TRUE(normal.ok());
+  EXPECT_GT(normal->MaxHoldS(64), 0.0105);  // the table reaches beyond 0.5 sigma
+  EXPECT_LT(normal->MaxHoldS(64), 0.010 + 0.001 * 32768.0 / kNetemDistScale + 1e-12);
+}
+
 TEST(LinkModel, RandomLossStaysInsideItsBinomialInterval) {
   LinkModel link(Spec("loss random 1% seed 3"), kHz);
   const unsigned n = 1000000;
