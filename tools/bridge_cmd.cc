@@ -501,8 +501,8 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
     if (!e) return Fail(kExitBadInput, e.error());
     port = *e;
   }
-  if (!a.json.empty())
-    if (Status s = CheckWritable(a.json); !s) return Fail(kExitBadInput, s.error());
+  auto json = PrepareOutput(a.json);
+  if (!json) return Fail(kExitBadInput, json.error());
 
   int status = kExitOk;
   const uint64_t frames = 2ull * ethdev::kRingSize + 64 + (*link ? (*link)->limit : 0);
@@ -630,7 +630,7 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
                                      Lat(latency, &LatencySummary::p99),
                                      Lat(latency, &LatencySummary::max))
                        : std::string("none received"));
-  if (!a.json.empty()) {
+  if (*json) {
     nlohmann::json doc = {
         {"schema_version", 1},
         {"kind", "sink"},
@@ -652,7 +652,7 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
                                                   {"max", latency->max},
                                                   {"count", latency->count}}
                                  : nlohmann::json(nullptr)}}}};
-    if (Status s = WriteJsonFile(a.json, doc); !s) return Fail(kExitBadInput, s.error());
+    if (Status s = (*json)->Write(doc.dump(2) + "\n"); !s) return Fail(kExitBadInput, s.error());
   }
   const unsigned in_use = rte_mempool_in_use_count(fwd->pool.get());
   fmt::print("mbufs in use at exit: {}\n", in_use);

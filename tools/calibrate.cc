@@ -262,9 +262,14 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
     if (!loaded) return Fail(kExitBadInput, loaded.error());
     base = *loaded;
   }
-  if (Status s = CheckWritable(args.out); !s) return Fail(kExitBadInput, s.error());
-  if (!args.json.empty())
-    if (Status s = CheckWritable(args.json); !s) return Fail(kExitBadInput, s.error());
+  auto model_out = OutputFile::Check(args.out, "--out file");
+  if (!model_out) return Fail(kExitBadInput, model_out.error());
+  auto json = PrepareOutput(args.json);
+  if (!json) return Fail(kExitBadInput, json.error());
+  if (model_out->to_stdout() && *json && (*json)->to_stdout())
+    return Fail(kExitBadInput, Error{EINVAL, "--out and --json both name standard output; valid: "
+                                             "at most one of them -"});
+  model_out->ClaimStdout();
   const Engine engine = args.engine == "sim" ? Engine::kSim : Engine::kReal;
 
   RunPlan plan;
@@ -333,10 +338,10 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
   nlohmann::json doc = CostModelJson(cal->model);
   doc["fit"] = cal->Json();
   fmt::print("\ncost model ({}):\n{}\n", args.out, CostModelJson(cal->model)["cycles"].dump());
-  if (Status s = WriteJsonFile(args.out, doc); !s) return Fail(kExitBadInput, s.error());
+  if (Status s = model_out->Write(doc.dump(2) + "\n"); !s) return Fail(kExitBadInput, s.error());
   nlohmann::json records_doc = ToJson(records, session->env);
   session->pool.reset();
-  return Finish(args.json, records_doc, status, balanced);
+  return Finish(*json, records_doc, status, balanced);
 }
 
 }  // namespace txbatch

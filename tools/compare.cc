@@ -40,11 +40,11 @@ const std::vector<Metric>& Metrics() {
 }
 
 std::string Cell(const std::optional<double>& v, const char* fmt_spec = "{:.3g}") {
-  return v ? fmt::format(fmt::runtime(fmt_spec), *v) : "null";
+  return v ? fmt::format(fmt::runtime(fmt_spec), *v) : "-";
 }
 
 std::string Ns(const std::optional<LatencySummary>& l, double LatencySummary::*f) {
-  if (!l) return "null";
+  if (!l) return "-";  // nothing received: no latency
   const double ns = (*l).*f;
   return ns >= 1e6 ? fmt::format("{:.2f}ms", ns / 1e6) : fmt::format("{:.1f}us", ns / 1e3);
 }

@@ -271,6 +271,7 @@ Result<ReadBack> ParseResults(std::string_view text, std::string_view path) {
                                          path, e.what()));
   }
   if (doc.contains("comparison")) out.comparison = doc["comparison"];
+  out.document = std::move(doc);
   return out;
 }
 

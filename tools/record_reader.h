@@ -16,6 +16,7 @@ struct ReadBack {
   std::vector<PolicySpec> policies;  // each policy once, in order of first use
   RunEnv env;                        // from the first record (pinning: the one with most procs)
   nlohmann::json comparison;         // a compare document's `comparison`, else null
+  nlohmann::json document;           // the whole document as read
 };
 
 // Bad or foreign input gets one sentence naming the file and what is wrong with it.

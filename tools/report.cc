@@ -228,34 +228,6 @@ json ToJson(const std::vector<CellRecord>& records, const RunEnv& env) {
   return out;
 }
 
-Status CheckWritable(const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr)
-    return MakeError(errno,
-                     fmt::format("cannot write --json file '{}': {}", path, std::strerror(errno)));
-  std::fclose(f);
-  std::remove(tmp.c_str());
-  return {};
-}
-
-Status WriteJsonFile(const std::string& path, const json& doc) {
-  const std::string tmp = path + ".tmp";
-  const auto fail = [&](int err) {
-    std::remove(tmp.c_str());
-    return MakeError(err,
-                     fmt::format("cannot write --json file '{}': {}", path, std::strerror(err)));
-  };
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) return fail(errno);
-  const std::string text = doc.dump(2) + "\n";
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  const int write_err = errno;
-  if (std::fclose(f) != 0 || !written) return fail(written ? errno : write_err);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return fail(errno);
-  return {};
-}
-
 std::string ShapeName(const CellConfig& c) {
   // The engine is part of the shape: a simulated cell is never compared with a real one.
   // So are the TX queues: cells with different queue counts are different rows.
@@ -296,7 +268,10 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
   }
   fmt::print(out, "txbatch {} — batched TX, {} framing, MTU {}, {}, rate {}\n", TXBATCH_VERSION,
              ProtoName(c.proto), c.mtu, shape, c.rate.ToString());
-  fmt::print(out, "DPDK {}; EAL {} ({}): {}\n", env.dpdk_version, env.eal_mode, env.eal_why,
+  // rte_version() says "DPDK 22.11.11" itself; older records may hold the bare number.
+  const std::string dpdk = env.dpdk_version.starts_with("DPDK") ? env.dpdk_version
+                                                                 : "DPDK " + env.dpdk_version;
+  fmt::print(out, "{}; EAL {} ({}): {}\n", dpdk, env.eal_mode, env.eal_why,
              fmt::join(env.eal_args, " "));
   fmt::print(out, "CPU {}, TSC {:.3f} GHz; {}\n", env.cpu, env.tsc_hz / 1e9, env.pinning);
   std::set<std::string> drivers;
@@ -391,7 +366,7 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
                "(paired t on log ratios, 95% CI; equiv = within ±{:g}%)\n",
                rounds, policies.front().ToString(), kEquivalenceMargin * 100);
   const auto lat = [](const std::optional<double>& ns) -> std::string {
-    if (!ns) return "null";
+    if (!ns) return "-";  // nothing received: no latency
     return *ns >= 1e6 ? fmt::format("{:.2f}ms", *ns / 1e6) : fmt::format("{:.1f}us", *ns / 1e3);
   };
   for (const PolicySpec& pol : policies) {

@@ -32,12 +32,6 @@ struct CellRecord {
 
 nlohmann::json ToJson(const std::vector<CellRecord>& records, const RunEnv& env);
 
-// Whether `path` can be created and written (tries its temporary file, then removes it).
-Status CheckWritable(const std::string& path);
-
-// Writes `doc` to `path` atomically (temporary file, then rename): never half-written.
-Status WriteJsonFile(const std::string& path, const nlohmann::json& doc);
-
 // "rootlock inline", "nolock dedicated", "qdisc none".
 std::string ShapeName(const CellConfig& c);
 

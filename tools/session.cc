@@ -127,6 +127,13 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
 // mid-run is a missing device (2), a drain that did not finish a bug (1)).
 std::optional<CellResult> MeasureCell(const CellConfig& cell, Session& s, int* status) {
   const auto started = std::chrono::steady_clock::now();
+  // A long drain is said before it starts, so a quiet terminal is not taken for a hang.
+  if (const double hold = cell.link ? cell.link->MaxHoldS(cell.mtu + kEthHeaderBytes) : 0;
+      cell.engine == Engine::kReal && hold >= 1)
+    std::fprintf(stderr,
+                 "txbatch: after each window the drain waits up to %.0f s for the frames the "
+                 "link holds\n",
+                 hold);
   auto r = cell.engine == Engine::kSim
                ? SimulateCell(cell, s.pool.get(), &s.flow_seq)
                : RunCell(cell, s.pool.get(), s.env.tsc_hz, s.env.cpus, g_stop, &s.flow_seq);
@@ -142,17 +149,26 @@ std::optional<CellResult> MeasureCell(const CellConfig& cell, Session& s, int* s
   return *r;
 }
 
+Result<std::optional<OutputFile>> PrepareOutput(const std::string& path, const std::string& what) {
+  if (path.empty()) return std::optional<OutputFile>();
+  auto out = OutputFile::Check(path, what);
+  if (!out) return out.error();
+  out->ClaimStdout();
+  return std::optional<OutputFile>(std::move(*out));
+}
+
 // Writes the JSON document (if asked) and turns the outcome into the exit status.
-int Finish(const std::string& json_path, const nlohmann::json& doc, int status, bool balanced) {
-  if (!json_path.empty()) {
-    if (Status s = WriteJsonFile(json_path, doc); !s) return Fail(kExitBadInput, s.error());
+int Finish(const std::optional<OutputFile>& json, const nlohmann::json& doc, int status,
+           bool balanced) {
+  if (json) {
+    if (Status s = json->Write(doc.dump(2) + "\n"); !s) return Fail(kExitBadInput, s.error());
   }
   if (status != kExitOk) return status;
   if (!balanced) {
     std::fprintf(stderr, "txbatch: the books do not balance (see above): exit 3\n");
     return kExitUnbalanced;
   }
-  return kExitOk;
+  return StopRequested() ? kExitInterrupted : kExitOk;
 }
 
 // Prints the tables and returns them as text too (for --out).
@@ -171,16 +187,6 @@ std::string PrintAndKeepTables(const std::vector<CellRecord>& records,
   std::free(buf);
   std::fputs(text.c_str(), stdout);
   return text;
-}
-
-// An --out directory that cannot be created or written is bad input, found before anything runs.
-Status CheckOutDir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec)
-    return MakeError(ec.value(),
-                     fmt::format("cannot create --out directory '{}': {}", dir, ec.message()));
-  return CheckWritable((std::filesystem::path(dir) / "results.json").string());
 }
 
 // Runs every cell of `plan` once per round (interleaved), appending to `records` (cells numbered

@@ -11,6 +11,7 @@
 #include "dataplane/eal.h"
 #include "dataplane/experiment.h"
 #include "dataplane/mempool.h"
+#include "tools/output_file.h"
 #include "tools/report.h"
 #include "tools/run_options.h"
 
@@ -21,6 +22,9 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitInternal = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitUnbalanced = 3;
+// SIGINT or SIGTERM stopped a measuring command: what was measured is printed and written,
+// records marked `interrupted` (scripts tell a cut-short run from a complete one by this).
+inline constexpr int kExitInterrupted = 4;
 
 // Prints "txbatch: <sentence>" on stderr and returns `code`.
 int Fail(int code, const Error& e);
@@ -57,14 +61,21 @@ std::optional<CellResult> MeasureCell(const CellConfig& cell, Session& s, int* s
 void MeasureGrid(const RunPlan& plan, Session& session, int first_cell,
                  std::vector<CellRecord>& records, int* status, bool* balanced);
 
-// Writes the JSON document (if a path is given) and turns the outcome into the exit status.
-int Finish(const std::string& json_path, const nlohmann::json& doc, int status, bool balanced);
+// Checks an output file named on the command line before anything runs (an empty `path`: none
+// asked for). One that is standard output ("-", /dev/stdout) claims it: from here on everything
+// else this process prints on stdout goes to stderr, and the document alone to stdout.
+Result<std::optional<OutputFile>> PrepareOutput(const std::string& path,
+                                                const std::string& what = "--json file");
+
+// Writes the JSON document (if one was asked for) and turns the outcome into the exit status:
+// a failure's, else 3 for unbalanced books, else 4 if a signal stopped the run, else 0.
+int Finish(const std::optional<OutputFile>& json, const nlohmann::json& doc, int status,
+           bool balanced);
 
 // Prints the tables and returns them as text too (for --out).
 std::string PrintAndKeepTables(const std::vector<CellRecord>& records,
                                const std::vector<PolicySpec>& policies);
 
-// An --out directory that cannot be created or written is bad input, found before anything runs.
-Status CheckOutDir(const std::string& dir);
+
 
 }  // namespace txbatch

@@ -37,21 +37,6 @@ std::map<std::string, std::vector<const CellSummary*>> BySeries(
   return out;
 }
 
-Status WriteWhole(const std::filesystem::path& path, const std::string& text) {
-  const std::string tmp = path.string() + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  const auto fail = [&](int err) {
-    std::remove(tmp.c_str());
-    return MakeError(err, fmt::format("cannot write '{}': {}", path.string(), std::strerror(err)));
-  };
-  if (f == nullptr) return fail(errno);
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  const int err = errno;
-  if (std::fclose(f) != 0 || !ok) return fail(ok ? errno : err);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return fail(errno);
-  return {};
-}
-
 }  // namespace
 
 std::string SweepCsv(const std::vector<CellSummary>& rows) {
@@ -59,23 +44,28 @@ std::string SweepCsv(const std::vector<CellSummary>& rows) {
       "driver,qdisc_shape,proto,size,procs,policy,batch,rounds,mb_per_s,mpps,ceiling_mb_per_s,"
       "link_bound,avg_batch,doorbells_per_pkt,xmit_calls_per_pkt,cycles_per_pkt,cpu_ns_per_pkt,"
       "lat_avg_ns,lat_p50_ns,lat_p99_ns,bw_ratio_vs_off,bw_ci_lo,bw_ci_hi,bw_verdict,"
-      "cycles_ratio_vs_off,cycles_ci_lo,cycles_ci_hi,cycles_verdict,balanced\n";
+      "cycles_ratio_vs_off,cycles_ci_lo,cycles_ci_hi,cycles_verdict,balanced,interrupted\n";
   for (const CellSummary& r : rows) {
     const auto vs = [](const std::optional<RatioEstimate>& e, Verdict v) {
       if (!e) return std::string(",,,");
       return fmt::format("{:.6g},{:.6g},{:.6g},{}", e->ratio, e->ci_lo, e->ci_hi, VerdictName(v));
     };
     bool balanced = true;
-    for (const CellRecord* run : r.runs) balanced &= run->result.books.balanced;
+    bool interrupted = false;
+    for (const CellRecord* run : r.runs) {
+      balanced &= run->result.books.balanced;
+      interrupted |= run->result.interrupted;
+    }
     csv += fmt::format(
         "{},{},{},{},{},{},{},{},{:.6g},{:.6g},{},{},{:.6g},{},{:.6g},{:.6g},{:.6g},{},{},{},{},{},"
-        "{}\n",
+        "{},{}\n",
         CsvField(r.config.driver), ShapeName(r.config), ProtoName(r.config.proto), r.config.size,
         r.config.procs, CsvField(r.config.policy.ToString()), r.config.policy.frames, r.runs.size(),
         r.mb_per_s, r.mpps, Opt(r.ceiling_mb_per_s), r.link_bound ? "true" : "false", r.avg_batch,
         Opt(r.doorbells_per_pkt), r.xmit_calls_per_pkt, r.cycles_per_pkt, r.cpu_ns_per_pkt,
         Opt(r.lat_avg_ns), Opt(r.lat_p50_ns), Opt(r.lat_p99_ns), vs(r.bw_vs_off, r.bw_verdict),
-        vs(r.cycles_vs_off, r.cycles_verdict), balanced ? "true" : "false");
+        vs(r.cycles_vs_off, r.cycles_verdict), balanced ? "true" : "false",
+        interrupted ? "true" : "false");
   }
   return csv;
 }
@@ -175,22 +165,14 @@ std::vector<std::pair<std::string, std::string>> SweepPlots(const std::vector<Ce
   return plots;
 }
 
-Status WriteSweepOutputs(const std::string& dir, const std::string& tables, json doc,
+Status WriteSweepOutputs(const OutputDir& dir, const std::string& tables, json doc,
                          const std::vector<CellSummary>& rows) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec)
-    return MakeError(ec.value(),
-                     fmt::format("cannot create --out directory '{}': {}", dir, ec.message()));
-  const std::filesystem::path d(dir);
   doc["summary"] = SweepSummaryJson(rows);
   std::vector<std::pair<std::string, std::string>> files = {{"tables.txt", tables},
                                                             {"results.csv", SweepCsv(rows)},
                                                             {"results.json", doc.dump(2) + "\n"}};
   for (auto& p : SweepPlots(rows)) files.push_back(std::move(p));
-  for (const auto& [name, text] : files)
-    if (Status s = WriteWhole(d / name, text); !s) return s;
-  return {};
+  return dir.WriteAll(files);
 }
 
 }  // namespace txbatch

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/output_file.h"
 #include "tools/summary.h"
 
 namespace txbatch {
@@ -24,9 +25,9 @@ nlohmann::json SweepSummaryJson(const std::vector<CellSummary>& rows);
 // cell). One series per cell of the grid apart from the batch limit.
 std::vector<std::pair<std::string, std::string>> SweepPlots(const std::vector<CellSummary>& rows);
 
-// Creates `dir` if needed and writes tables.txt, results.csv, results.json (`doc` plus the
-// summary) and the plots; each file whole (written to a temporary name, then renamed).
-Status WriteSweepOutputs(const std::string& dir, const std::string& tables, nlohmann::json doc,
+// Writes tables.txt, results.csv, results.json (`doc` plus the summary) and the plots into
+// `dir` (created if needed): all of them or none (OutputDir::WriteAll).
+Status WriteSweepOutputs(const OutputDir& dir, const std::string& tables, nlohmann::json doc,
                          const std::vector<CellSummary>& rows);
 
 }  // namespace txbatch

@@ -1,7 +1,8 @@
 // The txbatch command. Control plane only: options, EAL, pools, the grid of cells, output.
 //
 // Exit status (DESIGN.md Terms): 0 ok; 2 bad input or missing device; 3 books do not balance;
-// 1 internal error. SIGINT/SIGTERM stop the run, print and write what was measured, clean up.
+// 4 interrupted; 1 internal error. SIGINT/SIGTERM stop the run, print and write what was
+// measured, clean up and exit 4.
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -40,12 +41,14 @@ int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_arg
                const std::string& out_dir = "") {
   // A --json file (or --out directory) that cannot be written is bad input: say so before
   // running anything.
-  if (!plan.json_path.empty()) {
-    if (Status s = CheckWritable(plan.json_path); !s) return Fail(kExitBadInput, s.error());
-  }
+  std::optional<OutputDir> out;
   if (!out_dir.empty()) {
-    if (Status s = CheckOutDir(out_dir); !s) return Fail(kExitBadInput, s.error());
+    auto d = OutputDir::Check(out_dir);
+    if (!d) return Fail(kExitBadInput, d.error());
+    out = *d;
   }
+  auto json = PrepareOutput(plan.json_path);
+  if (!json) return Fail(kExitBadInput, json.error());
   int status = kExitOk;
   auto session = StartSession(plan.cells, plan.eal_memory, eal_user_args, std::move(env), &status);
   if (!session) return Fail(status, session.error());
@@ -57,9 +60,11 @@ int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_arg
   const std::string tables = PrintAndKeepTables(records, plan.policies);
   std::fflush(stdout);
   const nlohmann::json doc = ToJson(records, session->env);
-  if (!out_dir.empty() && !records.empty()) {
-    if (Status s =
-            WriteSweepOutputs(out_dir, tables, doc, Summarise(records, plan.policies.front()));
+  if (out && records.empty()) {
+    std::fprintf(stderr, "txbatch: nothing written to --out folder '%s': no cell was measured\n",
+                 out_dir.c_str());
+  } else if (out) {
+    if (Status s = WriteSweepOutputs(*out, tables, doc, Summarise(records, plan.policies.front()));
         !s)
       return Fail(kExitBadInput, s.error());
     std::printf(
@@ -68,7 +73,7 @@ int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_arg
         out_dir.c_str());
   }
   session->pool.reset();
-  return Finish(plan.json_path, doc, status, balanced);
+  return Finish(*json, doc, status, balanced);
 }
 
 int CompareCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_args, RunEnv env) {
@@ -80,9 +85,8 @@ int CompareCommand(const RunPlan& plan, const std::vector<std::string>& eal_user
                 Error{ERANGE, fmt::format("compare --rounds {} gives no confidence interval; "
                                           "valid: 2..1000",
                                           rounds)});
-  if (!plan.json_path.empty()) {
-    if (Status s = CheckWritable(plan.json_path); !s) return Fail(kExitBadInput, s.error());
-  }
+  auto json = PrepareOutput(plan.json_path);
+  if (!json) return Fail(kExitBadInput, json.error());
   int status = kExitOk;
   auto session = StartSession(plan.cells, plan.eal_memory, eal_user_args, std::move(env), &status);
   if (!session) return Fail(status, session.error());
@@ -121,7 +125,7 @@ int CompareCommand(const RunPlan& plan, const std::vector<std::string>& eal_user
   doc["comparison"] = ComparisonJson(*axis, a, b, static_cast<int>(std::min(ra.size(), rb.size())),
                                      metrics, checks);
   session->pool.reset();
-  return Finish(plan.json_path, doc, status, balanced);
+  return Finish(*json, doc, status, balanced);
 }
 
 // The smallest batch limit reaching `target` of the best throughput (within a p99 budget): a
@@ -152,9 +156,8 @@ int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_m
       return Fail(kExitBadInput, Error{EINVAL, fmt::format("tune searches count:N limits, and {} "
                                                            "is not one; valid: --batch N,N,…",
                                                            p.ToString())});
-  if (!plan->json_path.empty()) {
-    if (Status s = CheckWritable(plan->json_path); !s) return Fail(kExitBadInput, s.error());
-  }
+  auto json = PrepareOutput(plan->json_path);
+  if (!json) return Fail(kExitBadInput, json.error());
   int status = kExitOk;
   auto session =
       StartSession(plan->cells, plan->eal_memory, eal_user_args, std::move(env), &status);
@@ -207,7 +210,7 @@ int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_m
   std::printf("%8s %10s %9s %10s\n", "batch", "Mpps", "% of peak", "p99");
   nlohmann::json jpoints = nlohmann::json::array();
   for (const auto& p : points) {
-    const std::string p99 = p.p99_ns ? fmt::format("{:.1f}us", *p.p99_ns / 1e3) : "null";
+    const std::string p99 = p.p99_ns ? fmt::format("{:.1f}us", *p.p99_ns / 1e3) : "-";
     std::printf("%8u %10.4f %9.1f %10s\n", p.batch, p.mpps, peak > 0 ? 100 * p.mpps / peak : 0,
                 p99.c_str());
     jpoints.push_back({{"batch", p.batch},
@@ -229,20 +232,31 @@ int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_m
                    {"share_of_peak", advice.share_of_peak},
                    {"reason", advice.reason}}}};
   session->pool.reset();
-  return Finish(plan->json_path, doc, status, balanced);
+  return Finish(*json, doc, status, balanced);
 }
 
 // Re-renders what a --json file holds, as the command that wrote it printed it.
 int ReportCommand(const std::string& path, const std::string& out_dir) {
+  std::optional<OutputDir> out;
+  if (!out_dir.empty()) {
+    auto d = OutputDir::Check(out_dir);
+    if (!d) return Fail(kExitBadInput, d.error());
+    out = *d;
+  }
   auto back = ReadResults(path);
   if (!back) return Fail(kExitBadInput, back.error());
-  if (!out_dir.empty()) {
-    if (Status s = CheckOutDir(out_dir); !s) return Fail(kExitBadInput, s.error());
-  }
+  const bool comparison = !back->comparison.is_null() && back->cells.size() == 2;
+  if (out && comparison)
+    return Fail(kExitBadInput,
+                Error{EINVAL, fmt::format("report --out writes a sweep's tables, CSV and plots "
+                                          "against batch size, and '{}' holds a comparison of "
+                                          "two configurations; valid: --out with a file that "
+                                          "run, sweep or tune wrote",
+                                          path)});
   PrintHeader(stdout, back->cells, back->env);
   bool balanced = true;
   for (const auto& rec : back->records) balanced &= rec.result.books.balanced;
-  if (!back->comparison.is_null() && back->cells.size() == 2) {
+  if (comparison) {
     std::vector<CellResult> ra, rb;
     for (const auto& rec : back->records) (rec.side == "B" ? rb : ra).push_back(rec.result);
     const std::string axis = back->comparison.value("axis", std::string("--batch/--policy"));
@@ -253,10 +267,8 @@ int ReportCommand(const std::string& path, const std::string& out_dir) {
         std::printf("note: %s\n", c.c_str());
   } else {
     const std::string tables = PrintAndKeepTables(back->records, back->policies);
-    if (!out_dir.empty()) {
-      std::ifstream in(path);
-      nlohmann::json doc = nlohmann::json::parse(in);
-      if (Status s = WriteSweepOutputs(out_dir, tables, std::move(doc),
+    if (out) {
+      if (Status s = WriteSweepOutputs(*out, tables, back->document,
                                        Summarise(back->records, back->policies.front()));
           !s)
         return Fail(kExitBadInput, s.error());
@@ -284,8 +296,9 @@ int Main(int argc, char** argv) {
   app.set_version_flag("--version", TXBATCH_VERSION);
   app.require_subcommand(1);
   app.footer(
-      "Exit status: 0 ok, 2 bad input or missing device, 3 books do not balance, 1 "
-      "internal error.\nDrivers:\n" +
+      "Exit status: 0 ok, 2 bad input or missing device, 3 books do not balance, 4 "
+      "interrupted by SIGINT/SIGTERM (what was measured is printed and written), 1 internal "
+      "error.\nDrivers:\n" +
       emu::DescribeModels() +
       "  ethdev:DEVARGS a DPDK vdev txbatch creates (net_null0, net_ring0 as a loopback, "
       "net_pcap0,tx_pcap=FILE, net_tap0,iface=NAME, net_af_packet0,iface=NAME, …)\n"

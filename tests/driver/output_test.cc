@@ -1,0 +1,177 @@
+// What a command's output paths name, end to end through the binary (issue 16, items 1-4):
+// `--json -` puts the document alone on stdout (tables on stderr), a FIFO, a device or a process
+// substitution is written into and never replaced, a folder is refused before anything runs, and
+// a sweep on a full disk leaves nothing.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace txbatch::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path Scratch(const std::string& name) {
+  const fs::path d = fs::path(::testing::TempDir()) / ("output_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+struct Outcome {
+  int status = -1;
+  std::string out, err;
+};
+
+// Runs `txbatch ARGS` through bash (process substitution), stdout and stderr to files in `d`.
+Outcome Txbatch(const fs::path& d, const std::string& args) {
+  const char* bin = std::getenv("TXBATCH_BIN");
+  const std::string out = (d / "stdout").string(), err = (d / "stderr").string();
+  const std::string cmd = "bash -c '" + std::string(bin ? bin : "txbatch") + " " + args + "' >" +
+                          out + " 2>" + err;
+  const int rc = std::system(cmd.c_str());
+  Outcome o{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, Slurp(out), Slurp(err)};
+  fs::remove(out);
+  fs::remove(err);
+  return o;
+}
+
+// One short cell: a few tens of milliseconds of emu:null.
+const std::string kRun =
+    "run --driver emu:null --proto udp --size 64 --procs 1 --batch 1 --rounds 1 --duration 0.05 "
+    "--warmup 0.01";
+
+TEST(Output, JsonDashPutsTheDocumentAloneOnStdoutAndTheTablesOnStderr) {
+  const fs::path d = Scratch("dash");
+  const Outcome o = Txbatch(d, kRun + " --json -");
+  ASSERT_EQ(o.status, 0) << o.err;
+  const auto doc = nlohmann::json::parse(o.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(doc.is_discarded()) << "stdout is not one JSON document:\n" << o.out;
+  EXPECT_EQ(doc["records"].size(), 1u);
+  EXPECT_NE(o.err.find("txbatch "), std::string::npos) << o.err;  // the header and tables
+  EXPECT_NE(o.err.find("MB/s"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists("-"));
+  EXPECT_TRUE(fs::is_empty(d));
+}
+
+TEST(Output, JsonDevStdoutIsStandardOutputAndStaysASymlink) {
+  const fs::path d = Scratch("devstdout");
+  const Outcome o = Txbatch(d, kRun + " --json /dev/stdout");
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_FALSE(nlohmann::json::parse(o.out, nullptr, false).is_discarded()) << o.out;
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status("/dev/stdout")));
+}
+
+TEST(Output, AProcessSubstitutionAndAFifoAreWrittenInto) {
+  const fs::path d = Scratch("fifo");
+  const fs::path got = d / "via_cat.json";
+  const Outcome sub = Txbatch(d, kRun + " --json >(cat > " + got.string() + ")");
+  ASSERT_EQ(sub.status, 0) << sub.err;
+  for (int i = 0; i < 200 && Slurp(got).empty(); ++i)  // cat may still be writing
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(nlohmann::json::parse(Slurp(got), nullptr, false).is_discarded()) << Slurp(got);
+
+  const fs::path fifo = d / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string read;
+  std::thread reader([&] { read = Slurp(fifo); });
+  const Outcome o = Txbatch(d, kRun + " --json " + fifo.string());
+  reader.join();
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_FALSE(nlohmann::json::parse(read, nullptr, false).is_discarded()) << read;
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo)));
+}
+
+// A private /dev/full: the run measures, then cannot write, and says so (exit 2); the device
+// is still a device (it became a 10 KB regular file before).
+TEST(Output, AFullDeviceIsNeverReplaced) {
+  const fs::path d = Scratch("full");
+  const fs::path full = d / "full";
+  ASSERT_EQ(::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)), 0) << std::strerror(errno);
+  const Outcome o = Txbatch(d, kRun + " --json " + full.string());
+  EXPECT_EQ(o.status, 2) << o.err;
+  EXPECT_NE(o.err.find("No space left on device"), std::string::npos) << o.err;
+  EXPECT_TRUE(fs::is_character_file(fs::symlink_status(full)));
+}
+
+// Issue 16 (item 20): the header said "DPDK DPDK 22.11.11", and a cell where nothing receives
+// showed latency as "null" in the human table.
+TEST(Output, TheHumanTablesSayDpdkOnceAndADashForNoLatency) {
+  const fs::path d = Scratch("tables");
+  const Outcome o = Txbatch(d, "run --driver ethdev:net_null0 --proto udp --size 64 --procs 1 "
+                               "--batch 1 --duration 0.05 --warmup 0.01");
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_EQ(o.out.find("DPDK DPDK"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("DPDK 2"), std::string::npos) << o.out;
+  EXPECT_FALSE(std::regex_search(o.out, std::regex("\\bnull\\b"))) << o.out;  // not net_null0
+}
+
+// Folders where a file belongs are refused before anything runs: no header, no EAL, quickly.
+TEST(Output, AFolderForAFileIsRefusedBeforeAnythingRuns) {
+  const fs::path d = Scratch("folder");
+  for (const std::string& args :
+       {kRun + " --json " + d.string(), "calibrate --out " + d.string(),
+        "calibrate --json " + d.string() + " --out " + (d / "m.json").string(),
+        "sink --port net_null0 --duration 1 --json " + d.string()}) {
+    const auto started = std::chrono::steady_clock::now();
+    const Outcome o = Txbatch(d, args);
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    EXPECT_EQ(o.status, 2) << args << ": " << o.err;
+    EXPECT_NE(o.err.find("is a folder"), std::string::npos) << args << ": " << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << args << ": " << o.err;
+    EXPECT_TRUE(o.out.empty()) << args << ": " << o.out;
+    EXPECT_LT(s, 5.0) << args;  // a calibration measures for ~25 s
+    EXPECT_TRUE(fs::is_empty(d)) << args;
+  }
+}
+
+// A sweep whose files do not fit (a 16 KiB tmpfs) leaves none of them, and says so; report of a
+// comparison with --out is refused before it makes a folder.
+TEST(Output, ASweepOnAFullDiskLeavesNothingAndAComparisonHasNoSweepFiles) {
+  const fs::path d = Scratch("sweep_full");
+  const fs::path small = d / "small";
+  fs::create_directories(small);
+  ASSERT_EQ(::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=16k"), 0) << std::strerror(errno);
+  const Outcome o = Txbatch(d, "sweep --driver emu:null --proto udp --size 64 --procs 1 --batch "
+                               "1,8 --rounds 1 --duration 0.05 --warmup 0.01 --out " +
+                                   (small / "s").string());
+  const bool left_nothing = fs::is_empty(small);
+  ::umount2(small.c_str(), MNT_DETACH);
+  EXPECT_EQ(o.status, 2) << o.err;
+  EXPECT_NE(o.err.find("No space left on device"), std::string::npos) << o.err;
+  EXPECT_TRUE(left_nothing);  // neither the files that fitted nor the folder
+
+  // A compare document: report --out has no sweep to write.
+  const fs::path cmp = d / "cmp.json";
+  const Outcome c = Txbatch(d, "compare --driver emu:null --proto udp --size 64 --batch 1,8 "
+                               "--rounds 2 --duration 0.03 --warmup 0.01 --json " +
+                                   cmp.string());
+  ASSERT_EQ(c.status, 0) << c.err;
+  const Outcome r = Txbatch(d, "report " + cmp.string() + " --out " + (d / "rep").string());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("comparison"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(d / "rep"));
+}
+
+}  // namespace
+}  // namespace txbatch::test

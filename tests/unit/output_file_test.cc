@@ -1,0 +1,232 @@
+// Output files (--json, --out): a new path or a regular file is replaced whole and atomically,
+// anything else that exists (a FIFO, a device, a symlink) is written into and never replaced, a
+// folder where a file belongs is refused when checked, and a set of files appears whole or not at
+// all. Issue 16's finds: /dev/full became a regular file, two writers shared one temporary name,
+// a sweep on a full disk left 2 of 8 files.
+#include "tools/output_file.h"
+
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace txbatch {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A fresh folder of its own for each test.
+fs::path Scratch(const std::string& name) {
+  const fs::path d = fs::path(::testing::TempDir()) / ("output_file_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// Files in `dir` other than `keep`: temporaries left behind.
+std::vector<std::string> Others(const fs::path& dir, const std::vector<std::string>& keep) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (std::find(keep.begin(), keep.end(), e.path().filename().string()) == keep.end())
+      out.push_back(e.path().filename().string());
+  return out;
+}
+
+TEST(OutputFile, ANewPathOrARegularFileIsReplacedWholeLeavingNoTemporary) {
+  const fs::path d = Scratch("regular");
+  const fs::path p = d / "out.json";
+  auto f = OutputFile::Check(p.string(), "--json file");
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  EXPECT_FALSE(f->to_stdout());
+  ASSERT_TRUE(f->Write("first\n").ok());
+  EXPECT_EQ(Slurp(p), "first\n");
+  ::chmod(p.c_str(), 0640);
+  ASSERT_TRUE(f->Write("second\n").ok());
+  EXPECT_EQ(Slurp(p), "second\n");
+  EXPECT_EQ(fs::status(p).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  EXPECT_TRUE(Others(d, {"out.json"}).empty());
+}
+
+TEST(OutputFile, AFifoIsWrittenIntoAndStaysAFifo) {
+  const fs::path d = Scratch("fifo");
+  const fs::path p = d / "pipe";
+  ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0);
+  auto f = OutputFile::Check(p.string(), "--json file");
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  std::string got;
+  std::thread reader([&] { got = Slurp(p); });
+  ASSERT_TRUE(f->Write("{\"x\": 1}\n").ok());
+  reader.join();
+  EXPECT_EQ(got, "{\"x\": 1}\n");
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(p)));
+  EXPECT_TRUE(Others(d, {"pipe"}).empty());
+}
+
+TEST(OutputFile, ASymlinkIsFollowedAndKept) {
+  const fs::path d = Scratch("symlink");
+  std::ofstream(d / "target") << "old";
+  fs::create_symlink(d / "target", d / "link");
+  auto f = OutputFile::Check((d / "link").string(), "--json file");
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  ASSERT_TRUE(f->Write("new\n").ok());
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(d / "link")));
+  EXPECT_EQ(Slurp(d / "target"), "new\n");
+}
+
+// A private copy of /dev/full and /dev/null (root makes device nodes; the machine's own are
+// never at risk in this test, even on code that would replace them).
+TEST(OutputFile, ACharacterDeviceIsWrittenIntoNeverReplaced) {
+  const fs::path d = Scratch("device");
+  const fs::path full = d / "full", null = d / "null";
+  if (::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)) != 0 ||
+      ::mknod(null.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0)
+    FAIL() << "cannot make device nodes here (the tests run as root): " << std::strerror(errno);
+  auto n = OutputFile::Check(null.string(), "--json file");
+  ASSERT_TRUE(n.ok()) << n.error().message;
+  EXPECT_TRUE(n->Write("discarded\n").ok());
+  EXPECT_TRUE(fs::is_character_file(fs::symlink_status(null)));
+  auto f = OutputFile::Check(full.string(), "--json file");
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  const Status s = f->Write("no room\n");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("No space left on device"), std::string::npos)
+      << s.error().message;
+  EXPECT_NE(s.error().message.find(full.string()), std::string::npos) << s.error().message;
+  EXPECT_TRUE(fs::is_character_file(fs::symlink_status(full)));
+  EXPECT_TRUE(Others(d, {"full", "null"}).empty());
+}
+
+TEST(OutputFile, AFolderAMissingFolderOrNoNameIsRefusedWhenChecked) {
+  const fs::path d = Scratch("refused");
+  auto dir = OutputFile::Check(d.string(), "--json file");
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.error().message.find("is a folder"), std::string::npos) << dir.error().message;
+  auto missing = OutputFile::Check((d / "no" / "x.json").string(), "--json file");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("does not exist"), std::string::npos)
+      << missing.error().message;
+  auto empty = OutputFile::Check("", "--json file");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.error().message.find("- for standard output"), std::string::npos);
+  auto proc = OutputFile::Check("/proc/self/no-such-file", "--json file");
+  EXPECT_FALSE(proc.ok());
+  // Nothing was left behind by the checks.
+  EXPECT_TRUE(Others(d, {}).empty());
+}
+
+TEST(OutputFile, DashIsStandardOutput) {
+  auto f = OutputFile::Check("-", "--json file");
+  ASSERT_TRUE(f.ok());
+  EXPECT_TRUE(f->to_stdout());
+}
+
+// Four writers, each replacing one path with its own document many times: every write succeeds
+// and the file is always one writer's document whole (with one fixed temporary name, writers
+// truncated each other's temporary and renames failed).
+TEST(OutputFile, WritersOfOnePathNeverMixOrFail) {
+  const fs::path d = Scratch("race");
+  const fs::path p = d / "race.json";
+  constexpr int kWriters = 4, kWrites = 40;
+  std::vector<std::string> docs;
+  for (int w = 0; w < kWriters; ++w) docs.push_back(std::string(256 * 1024, char('a' + w)));
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w)
+    threads.emplace_back([&, w] {
+      auto f = OutputFile::Check(p.string(), "--out file");
+      if (!f) {
+        ++failures;
+        return;
+      }
+      for (int i = 0; i < kWrites; ++i)
+        if (!f->Write(docs[w]).ok()) ++failures;
+    });
+  int mixed = 0;
+  for (int i = 0; i < 200; ++i) {
+    const std::string now = Slurp(p);
+    if (!now.empty() && std::find(docs.begin(), docs.end(), now) == docs.end()) ++mixed;
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(mixed, 0);
+  EXPECT_NE(std::find(docs.begin(), docs.end(), Slurp(p)), docs.end());
+  EXPECT_TRUE(Others(d, {"race.json"}).empty());
+}
+
+TEST(OutputDir, IsCheckedWithoutBeingMadeAndRefusesAFileOrDash) {
+  const fs::path d = Scratch("dir_check");
+  auto fresh = OutputDir::Check((d / "a" / "b").string());
+  ASSERT_TRUE(fresh.ok()) << fresh.error().message;
+  EXPECT_FALSE(fs::exists(d / "a"));  // made only when something is written
+  std::ofstream(d / "file") << "x";
+  auto file = OutputDir::Check((d / "file").string());
+  ASSERT_FALSE(file.ok());
+  EXPECT_NE(file.error().message.find("not a folder"), std::string::npos);
+  auto under_file = OutputDir::Check((d / "file" / "sub").string());
+  EXPECT_FALSE(under_file.ok());
+  EXPECT_FALSE(OutputDir::Check("-").ok());
+  EXPECT_FALSE(OutputDir::Check("").ok());
+}
+
+TEST(OutputDir, WritesEveryFileAndReplacesOldOnes) {
+  const fs::path d = Scratch("dir_write");
+  auto out = OutputDir::Check((d / "sweep").string());
+  ASSERT_TRUE(out.ok());
+  ASSERT_TRUE(out->WriteAll({{"a.txt", "A"}, {"b.csv", "B"}}).ok());
+  EXPECT_EQ(Slurp(d / "sweep" / "a.txt"), "A");
+  ASSERT_TRUE(out->WriteAll({{"a.txt", "A2"}, {"b.csv", "B2"}}).ok());
+  EXPECT_EQ(Slurp(d / "sweep" / "b.csv"), "B2");
+  EXPECT_TRUE(Others(d / "sweep", {"a.txt", "b.csv"}).empty());
+}
+
+// On a full file system (a 64 KiB tmpfs) a set that does not fit leaves nothing: not the files
+// that fitted, not the temporaries, not the folder it made. One that fits is written.
+TEST(OutputDir, ASetThatDoesNotFitLeavesNothing) {
+  const fs::path d = Scratch("dir_full");
+  if (::mount("tmpfs", d.c_str(), "tmpfs", 0, "size=64k") != 0)
+    FAIL() << "cannot mount a small tmpfs here (the tests run as root): " << std::strerror(errno);
+  struct Unmount {
+    fs::path p;
+    ~Unmount() { ::umount2(p.c_str(), MNT_DETACH); }
+  } unmount{d};
+  auto out = OutputDir::Check((d / "sweep").string());
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  const Status s = out->WriteAll({{"small.txt", std::string(1000, 's')},
+                                  {"big.json", std::string(200 * 1024, 'b')},
+                                  {"after.svg", "x"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("big.json"), std::string::npos) << s.error().message;
+  EXPECT_FALSE(fs::exists(d / "sweep"));
+  EXPECT_TRUE(Others(d, {}).empty());
+  // Into an existing folder: its old files stay as they were.
+  fs::create_directories(d / "kept");
+  std::ofstream(d / "kept" / "small.txt") << "old";
+  auto kept = OutputDir::Check((d / "kept").string());
+  ASSERT_TRUE(kept.ok());
+  EXPECT_FALSE(
+      kept->WriteAll({{"small.txt", "new"}, {"big.json", std::string(200 * 1024, 'b')}}).ok());
+  EXPECT_EQ(Slurp(d / "kept" / "small.txt"), "old");
+  EXPECT_TRUE(Others(d / "kept", {"small.txt"}).empty());
+}
+
+}  // namespace
+}  // namespace txbatch

@@ -1,0 +1,70 @@
+#pragma once
+// Where a command's results go: a file named on the command line (--json, --out), "-" for
+// standard output, or a folder of files (sweep/report --out). Control plane.
+//
+// A new path or an existing regular file is written whole and atomically: a temporary file with
+// a unique name in the same folder, then renamed over the path (two processes writing one path
+// never swap halves; a reader sees the old document or the new one). Anything else that exists —
+// a symlink (followed), a FIFO, a character device, /dev/fd/N, a process substitution — is
+// written into, in place, and never replaced. A folder where a file belongs is bad input, found
+// before anything runs.
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "dataplane/error.h"
+
+namespace txbatch {
+
+// One output file, checked before anything is measured. `what` names the option in sentences
+// ("--json file", "--out file").
+class OutputFile {
+ public:
+  // Bad input (one sentence) unless `path` can be written: "-", a new file in an existing,
+  // writable folder, an existing regular file there, or an existing writable non-folder.
+  static Result<OutputFile> Check(std::string path, std::string what);
+
+  // Whether the document goes to this process's standard output ("-", /dev/stdout, or any path
+  // naming the file standard output already is).
+  bool to_stdout() const { return to_stdout_; }
+  const std::string& path() const { return path_; }
+
+  // Moves everything the process prints on standard output (tables, EAL's log) to standard error
+  // and keeps the original standard output for this file's document alone, as `iperf3 --json`
+  // does. Call once, before anything is printed; a no-op unless to_stdout().
+  void ClaimStdout();
+
+  // Writes `text` as the whole file: atomically for a new path or a regular file, in place for
+  // anything else. On failure nothing at the path has changed (regular files), and the sentence
+  // names the path and the cause.
+  Status Write(std::string_view text) const;
+
+ private:
+  OutputFile(std::string path, std::string what) : path_(std::move(path)), what_(std::move(what)) {}
+  std::string path_;
+  std::string what_;
+  bool to_stdout_ = false;
+  int stdout_fd_ = -1;  // the original standard output, once claimed
+};
+
+// A folder of output files (sweep/report --out): the folder may exist (its files are replaced)
+// or be new in an existing, writable folder. Checked before anything runs; created only when
+// something is written.
+class OutputDir {
+ public:
+  static Result<OutputDir> Check(std::string dir);
+  const std::string& path() const { return dir_; }
+
+  // Writes every (name, text) pair, all or none: each into a unique temporary file first, and
+  // only when all are written are they renamed to their names. On failure the temporaries are
+  // removed, and so is the folder if this call created it.
+  Status WriteAll(const std::vector<std::pair<std::string, std::string>>& files) const;
+
+ private:
+  explicit OutputDir(std::string dir) : dir_(std::move(dir)) {}
+  std::string dir_;
+};
+
+}  // namespace txbatch
