@@ -43,6 +43,23 @@ TEST(Dql, ShrinksBySlackOnlyOnceItPersistedForTheHoldTime) {
   EXPECT_EQ(dql.limit(), 3000u);  // 6000 - the lowest slack seen
 }
 
+TEST(Dql, GrowthAddsTheOvershootOfACompletionThatLeftTheLimitUnchanged) {
+  DynamicQueueLimits dql(/*hold_tsc=*/100);
+  dql.Queued(1500);
+  dql.Completed(1500, 1);  // starved: limit 1500
+  ASSERT_EQ(dql.limit(), 1500u);
+  dql.Queued(4500);
+  // 3000 left in flight against a limit of 1500: over it by 3000, not starved (still queued),
+  // and with nothing in progress before this completion there is no slack to judge: unchanged.
+  dql.Completed(1500, 2);
+  ASSERT_EQ(dql.limit(), 1500u);
+  dql.Queued(1000);
+  // Everything queued before the last completion (6000) is done, and it was over the limit:
+  // old + (completed - prev_queued) + prev_ovlimit = 1500 + (7000 - 6000) + 3000.
+  dql.Completed(4000, 3);
+  EXPECT_EQ(dql.limit(), 5500u);
+}
+
 TEST(Dql, StaysWithinItsBounds) {
   DynamicQueueLimits dql(/*hold_tsc=*/100, /*min_limit=*/1000, /*max_limit=*/2000);
   EXPECT_EQ(dql.limit(), 1000u);
