@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -152,6 +156,112 @@ TEST(Books, BalanceOnlyWhenEveryFrameAndMbufIsAccountedFor) {
   Books uncounted = k;
   uncounted.dropped = 1;
   EXPECT_FALSE(Balanced(uncounted));
+}
+
+// A driver that takes every frame and keeps it (never stops, never completes).
+class KeepingDriver final : public TxDriver {
+ public:
+  ~KeepingDriver() override { Purge(); }
+  uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
+    for (rte_mbuf* m : frames) kept_.push_back(m);
+    counters_.accepted.Add(frames.size());
+    return static_cast<uint16_t>(frames.size());
+  }
+  bool Stopped() const override { return false; }
+  unsigned Complete(Tsc) override { return 0; }
+  Tsc NextCompletion() const override { return kNever; }
+  unsigned InFlight() const override { return static_cast<unsigned>(kept_.size()); }
+  unsigned Purge() override {
+    const auto n = static_cast<unsigned>(kept_.size());
+    for (rte_mbuf* m : kept_) rte_pktmbuf_free(m);
+    kept_.clear();
+    return n;
+  }
+  std::optional<WireSpec> Wire() const override { return std::nullopt; }
+  CountedAt counted_at() const override { return CountedAt::kDriver; }
+  bool owns_doorbell() const override { return false; }
+  std::string Describe() const override { return "keeping"; }
+
+ private:
+  std::deque<rte_mbuf*> kept_;
+};
+
+// count:1, except that the run-flag holder's second dequeue stops in Budget until the test
+// releases it (at most kGateWait) and then takes nothing: it stands in for the race the MISSED
+// note is for, a holder whose last look found the qdisc empty while a producer's frame landed
+// before it dropped the flag.
+class GatedPolicy final : public FlushPolicy {
+ public:
+  static constexpr std::chrono::seconds kGateWait{10};
+  GatedPolicy() : FlushPolicy({PolicyKind::kCount, 1}) {}
+  DequeueBudget Budget(const DequeueContext&) const override {
+    std::unique_lock lk(mu_);
+    if (++calls_ != 2) return {1};
+    in_gate_ = true;
+    cv_.notify_all();
+    cv_.wait_for(lk, kGateWait, [&] { return released_; });
+    return {0};
+  }
+  // Waits (bounded) until the holder is in the gate; false if it never came.
+  bool WaitInGate() {
+    std::unique_lock lk(mu_);
+    return cv_.wait_for(lk, kGateWait, [&] { return in_gate_; });
+  }
+  void Release() {
+    std::lock_guard lk(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  mutable int calls_ = 0;
+  mutable bool in_gate_ = false;
+  bool released_ = false;
+};
+
+rte_mbuf* SmallFrame() {
+  rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
+  if (m != nullptr && rte_pktmbuf_append(m, 100) == nullptr) {
+    rte_pktmbuf_free(m);
+    return nullptr;
+  }
+  return m;
+}
+
+TEST(NolockTxQueue, AFrameQueuedWhileTheHolderRunsGoesOutInThatRunWithoutAnotherRun) {
+  RunWindow window;
+  KeepingDriver driver;
+  GatedPolicy policy;
+  TxQueueConfig cfg;
+  cfg.nolock = true;
+  cfg.tsc_hz = test::TscHz();
+  cfg.track_stages = false;
+  const auto queue = MakeTxQueue(driver, policy, cfg, window);
+  rte_mbuf* first = SmallFrame();
+  rte_mbuf* second = SmallFrame();
+  ASSERT_TRUE(first != nullptr && second != nullptr);
+  // The holder sends the first frame and stops in its next dequeue, holding the run flag.
+  std::thread holder([&] { EXPECT_TRUE(queue->Send(first, kProducerBand)); });
+  const bool in_gate = policy.WaitInGate();
+  EXPECT_TRUE(in_gate) << "the holder never reached its second dequeue";
+  if (in_gate) {
+    // This producer finds the flag taken: it only enqueues and leaves the note.
+    EXPECT_TRUE(queue->Send(second, kProducerBand));
+    EXPECT_EQ(queue->counters().missed.Get(), 1u);
+    EXPECT_EQ(driver.counters().accepted.Get(), 1u);
+  }
+  policy.Release();
+  holder.join();
+  // The holder saw the note on leaving and ran again: the frame went out, in its run.
+  EXPECT_EQ(driver.counters().accepted.Get(), 2u);
+  EXPECT_EQ(queue->backlog(), 0u) << "the frame was left behind without a run to send it";
+  EXPECT_EQ(queue->counters().runs.Get(), 1u);
+  EXPECT_EQ(queue->counters().reschedules.Get(), 0u);
+  if (!in_gate) rte_pktmbuf_free(second);
+  EXPECT_EQ(queue->Purge() + driver.Purge(), in_gate ? 2u : 1u);
+  EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
 }
 
 }  // namespace
