@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -81,6 +82,44 @@ TEST(Verdict, PairingCancelsDriftThatHitsBothSides) {
   ASSERT_TRUE(e);
   EXPECT_EQ(Judge(*e, true), Verdict::kBetter);
   EXPECT_NEAR(e->ratio, 1.05, 1e-9);
+}
+
+TEST(Verdict, TheIntervalIsExpOfTheMeanPlusMinusStudentT975TimesTheStandardError) {
+  // Log ratios 0.01, 0.03, 0.02, 0.04: mean 0.025, squared deviations sum to 0.0005, so
+  // s = sqrt(0.0005 / 3) and s / sqrt(4) = 0.0064549722; t(0.975, 3) = 3.1824463053 (tables).
+  const std::vector<double> a = {100, 100, 100, 100};
+  const std::vector<double> b = {100 * std::exp(0.01), 100 * std::exp(0.03), 100 * std::exp(0.02),
+                                 100 * std::exp(0.04)};
+  const auto e = EstimateRatio(a, b);
+  ASSERT_TRUE(e);
+  const double se = std::sqrt(0.0005 / 3) / 2, t = 3.182446305284263;
+  EXPECT_NEAR(e->ratio, std::exp(0.025), 1e-12);
+  EXPECT_NEAR(e->ci_lo, std::exp(0.025 - t * se), 1e-9);  // 1.004468
+  EXPECT_NEAR(e->ci_hi, std::exp(0.025 + t * se), 1e-9);  // 1.046595
+  // Two rounds: t(0.975, 1) = 12.7062047362; log ratios 0 and 0.02, s / sqrt(2) = 0.01.
+  const auto two = EstimateRatio(std::vector<double>{1, 1}, std::vector<double>{1, std::exp(0.02)});
+  ASSERT_TRUE(two);
+  EXPECT_NEAR(two->ci_lo, std::exp(0.01 - 12.706204736174698 * 0.01), 1e-9);
+  EXPECT_NEAR(two->ci_hi, std::exp(0.01 + 12.706204736174698 * 0.01), 1e-9);
+}
+
+TEST(Verdict, AnIntervalOnOneSideOfOneButReachingIntoTheMarginIsInconclusive) {
+  // 1.005-1.03 lies above 1 but not wholly beyond +2 %: neither better nor worse, and not
+  // within the band either. So for its mirror, 1/1.03-1/1.005.
+  const RatioEstimate above{.rounds = 6, .ratio = 1.017, .ci_lo = 1.005, .ci_hi = 1.03};
+  const RatioEstimate below{
+      .rounds = 6, .ratio = 1 / 1.017, .ci_lo = 1 / 1.03, .ci_hi = 1 / 1.005};
+  for (const RatioEstimate& e : {above, below}) {
+    EXPECT_EQ(Judge(e, /*higher_is_better=*/true), Verdict::kInconclusive) << e.ci_lo;
+    EXPECT_EQ(Judge(e, /*higher_is_better=*/false), Verdict::kInconclusive) << e.ci_lo;
+  }
+  // Wholly beyond the margin it is a verdict; wholly inside, equivalent.
+  EXPECT_EQ(Judge({.rounds = 6, .ratio = 1.03, .ci_lo = 1.021, .ci_hi = 1.04}, true),
+            Verdict::kBetter);
+  EXPECT_EQ(Judge({.rounds = 6, .ratio = 0.97, .ci_lo = 0.96, .ci_hi = 0.979}, true),
+            Verdict::kWorse);
+  EXPECT_EQ(Judge({.rounds = 6, .ratio = 1.01, .ci_lo = 1.005, .ci_hi = 1.019}, true),
+            Verdict::kEquivalent);
 }
 
 }  // namespace
