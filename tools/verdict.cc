@@ -3,12 +3,38 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <boost/math/distributions/students_t.hpp>
 #include <cmath>
+#include <string>
 #include <vector>
 
 namespace txbatch {
-namespace {}  // namespace
+namespace {
+
+// The interval [lo, hi] as a verdict prints it: three significant digits, or as many more as it
+// takes for each printed bound to fall on the same side of 1 and of the band's edges 1 ± margin
+// as the bound itself, so that the verdict follows visibly from the numbers (a lower bound of
+// 1.0204 printed as 1.02 reads as on the edge, not past it: "worse" next to an "inconclusive"
+// whose bound is 1.0196 looked like two labels for one interval). Four or five digits nearly
+// always do; a bound within 1e-5 of an edge takes more (17 round-trip any double).
+std::string Interval(double lo, double hi, double margin) {
+  constexpr int kFewest = 3, kMost = 17;
+  const double edges[] = {1 - margin, 1.0, 1 + margin};
+  const auto shown_same_side = [&](double x, int digits) {
+    const std::string text = fmt::format("{:.{}g}", x, digits);
+    double shown = 0;
+    std::from_chars(text.data(), text.data() + text.size(), shown);
+    for (double c : edges)
+      if ((x < c) != (shown < c) || (x > c) != (shown > c)) return false;
+    return true;
+  };
+  int digits = kFewest;
+  while (digits < kMost && !(shown_same_side(lo, digits) && shown_same_side(hi, digits))) ++digits;
+  return fmt::format("{:.{}g}–{:.{}g}", lo, digits, hi, digits);
+}
+
+}  // namespace
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -77,8 +103,8 @@ std::string DescribeVerdict(const RatioEstimate& e, Verdict v, std::string_view 
   switch (v) {
     case Verdict::kBetter:
     case Verdict::kWorse:
-      return fmt::format("{}: {:.3g}x {} (95% CI {:.3g}–{:.3g})", VerdictName(v), e.ratio, metric,
-                         e.ci_lo, e.ci_hi);
+      return fmt::format("{}: {:.3g}x {} (95% CI {})", VerdictName(v), e.ratio, metric,
+                         Interval(e.ci_lo, e.ci_hi, margin));
     case Verdict::kEquivalent:
       return fmt::format("equivalent: within ±{}% (ratio {:.3f}, CI {:.3f}–{:.3f})", pct, e.ratio,
                          e.ci_lo, e.ci_hi);
@@ -88,8 +114,8 @@ std::string DescribeVerdict(const RatioEstimate& e, Verdict v, std::string_view 
             "inconclusive: {} usable round, no interval (ratio {:.3g}); run more "
             "rounds",
             e.rounds, e.ratio);
-      return fmt::format("inconclusive: CI {:.3g}–{:.3g} spans ±{}%, run more rounds", e.ci_lo,
-                         e.ci_hi, pct);
+      return fmt::format("inconclusive: CI {} spans ±{}%, run more rounds",
+                         Interval(e.ci_lo, e.ci_hi, margin), pct);
   }
   return {};
 }

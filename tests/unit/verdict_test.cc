@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <charconv>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace txbatch {
@@ -120,6 +122,51 @@ TEST(Verdict, AnIntervalOnOneSideOfOneButReachingIntoTheMarginIsInconclusive) {
             Verdict::kWorse);
   EXPECT_EQ(Judge({.rounds = 6, .ratio = 1.01, .ci_lo = 1.005, .ci_hi = 1.019}, true),
             Verdict::kEquivalent);
+}
+
+// The interval a verdict sentence prints after "CI ": its two bounds as printed.
+std::pair<double, double> PrintedInterval(const std::string& text) {
+  const size_t at = text.find("CI ");
+  EXPECT_NE(at, std::string::npos) << text;
+  const char* p = text.data() + at + 3;
+  const char* end = text.data() + text.size();
+  double lo = 0, hi = 0;
+  p = std::from_chars(p, end, lo).ptr;
+  const std::string_view dash = "–";
+  EXPECT_EQ(std::string_view(p, dash.size()), dash) << text;
+  std::from_chars(p + dash.size(), end, hi);
+  return {lo, hi};
+}
+
+TEST(Verdict, ThePrintedIntervalGivesTheSameVerdictAsTheInterval) {
+  // A lower bound of 1.0204 is worse for a cost, 1.0196 inconclusive: printed as "1.02" both
+  // read as the edge and the two lines seem to disagree.
+  const RatioEstimate past{.rounds = 5, .ratio = 1.025, .ci_lo = 1.0204, .ci_hi = 1.031};
+  ASSERT_EQ(Judge(past, false), Verdict::kWorse);
+  EXPECT_EQ(DescribeVerdict(past, Verdict::kWorse, "cycles/pkt"),
+            "worse: 1.02x cycles/pkt (95% CI 1.0204–1.031)");
+  const RatioEstimate short_of{.rounds = 5, .ratio = 1.025, .ci_lo = 1.0196, .ci_hi = 1.031};
+  ASSERT_EQ(Judge(short_of, false), Verdict::kInconclusive);
+  EXPECT_EQ(DescribeVerdict(short_of, Verdict::kInconclusive, "cycles/pkt"),
+            "inconclusive: CI 1.0196–1.031 spans ±2%, run more rounds");
+  // Far from the band three digits do, as before.
+  const RatioEstimate far{.rounds = 5, .ratio = 1.83, .ci_lo = 1.7912, .ci_hi = 1.8843};
+  EXPECT_EQ(DescribeVerdict(far, Verdict::kBetter, "Mpps"), "better: 1.83x Mpps (95% CI 1.79–1.88)");
+  // Every interval 0.011 wide sliding across the band: judged on the printed bounds, the same.
+  for (int k = 0; k < 470; ++k) {
+    RatioEstimate e{.rounds = 5, .ratio = 1, .ci_lo = 0.9701 + k * 0.00013, .ci_hi = 0};
+    e.ci_hi = e.ci_lo + 0.011;
+    e.ratio = std::sqrt(e.ci_lo * e.ci_hi);
+    for (bool higher_is_better : {true, false}) {
+      const Verdict v = Judge(e, higher_is_better);
+      const std::string text = DescribeVerdict(e, v, "Mpps");
+      const auto [lo, hi] = PrintedInterval(text);
+      RatioEstimate printed = e;
+      printed.ci_lo = lo;
+      printed.ci_hi = hi;
+      EXPECT_EQ(Judge(printed, higher_is_better), v) << text << " for " << e.ci_lo << "–" << e.ci_hi;
+    }
+  }
 }
 
 }  // namespace
