@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <boost/math/distributions/students_t.hpp>
+#include <charconv>
 #include <cmath>
 #include <string>
 #include <vector>

@@ -109,8 +109,7 @@ TEST(Verdict, AnIntervalOnOneSideOfOneButReachingIntoTheMarginIsInconclusive) {
   // 1.005-1.03 lies above 1 but not wholly beyond +2 %: neither better nor worse, and not
   // within the band either. So for its mirror, 1/1.03-1/1.005.
   const RatioEstimate above{.rounds = 6, .ratio = 1.017, .ci_lo = 1.005, .ci_hi = 1.03};
-  const RatioEstimate below{
-      .rounds = 6, .ratio = 1 / 1.017, .ci_lo = 1 / 1.03, .ci_hi = 1 / 1.005};
+  const RatioEstimate below{.rounds = 6, .ratio = 1 / 1.017, .ci_lo = 1 / 1.03, .ci_hi = 1 / 1.005};
   for (const RatioEstimate& e : {above, below}) {
     EXPECT_EQ(Judge(e, /*higher_is_better=*/true), Verdict::kInconclusive) << e.ci_lo;
     EXPECT_EQ(Judge(e, /*higher_is_better=*/false), Verdict::kInconclusive) << e.ci_lo;
@@ -151,7 +150,8 @@ TEST(Verdict, ThePrintedIntervalGivesTheSameVerdictAsTheInterval) {
             "inconclusive: CI 1.0196–1.031 spans ±2%, run more rounds");
   // Far from the band three digits do, as before.
   const RatioEstimate far{.rounds = 5, .ratio = 1.83, .ci_lo = 1.7912, .ci_hi = 1.8843};
-  EXPECT_EQ(DescribeVerdict(far, Verdict::kBetter, "Mpps"), "better: 1.83x Mpps (95% CI 1.79–1.88)");
+  EXPECT_EQ(DescribeVerdict(far, Verdict::kBetter, "Mpps"),
+            "better: 1.83x Mpps (95% CI 1.79–1.88)");
   // Every interval 0.011 wide sliding across the band: judged on the printed bounds, the same.
   for (int k = 0; k < 470; ++k) {
     RatioEstimate e{.rounds = 5, .ratio = 1, .ci_lo = 0.9701 + k * 0.00013, .ci_hi = 0};
@@ -164,7 +164,8 @@ TEST(Verdict, ThePrintedIntervalGivesTheSameVerdictAsTheInterval) {
       RatioEstimate printed = e;
       printed.ci_lo = lo;
       printed.ci_hi = hi;
-      EXPECT_EQ(Judge(printed, higher_is_better), v) << text << " for " << e.ci_lo << "–" << e.ci_hi;
+      EXPECT_EQ(Judge(printed, higher_is_better), v)
+          << text << " for " << e.ci_lo << "–" << e.ci_hi;
     }
   }
 }
