@@ -240,6 +240,17 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
     if (idle > kSpinPolls) sleep_idle(now);
   }
   const Tsc drain_end = Now() + static_cast<Tsc>((longest_s + kDrainS) * tsc_hz);
+  // Said before the wait, so whoever stopped it (`lab down`) knows how long to give it.
+  uint64_t held = 0;
+  for (auto* d : dirs) {
+    const DirectionCounts c = d->Counts();
+    held += c.in_link + c.queued;
+  }
+  if (held > 0) {
+    fmt::print("\nstopping: waiting up to {:.1f} s for the {} frames the links and queues hold\n",
+               longest_s + kDrainS, held);
+    std::fflush(stdout);
+  }
   const auto all_idle = [&] {
     return std::all_of(dirs.begin(), dirs.end(), [](BridgeDirection* d) { return d->Idle(); });
   };

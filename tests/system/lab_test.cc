@@ -7,13 +7,18 @@
 #include <unistd.h>
 
 #include <boost/math/distributions/binomial.hpp>
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <string>
+#include <thread>
+#include <iterator>
 
 #include "system_util.h"
 
@@ -73,6 +78,36 @@ void ExpectGone(const std::string& prefix) {
   EXPECT_FALSE(std::filesystem::exists("/run/txbatch-lab/" + prefix));
   EXPECT_NE(
       Sh("pgrep -f '[t]xbatch bridge --port-a net_af_packet0,iface=" + prefix + "-a1'").status, 0);
+}
+
+// Whatever of `prefix` a test (or a txbatch without the fix under test) left behind, removed by
+// name: the bridge of that prefix by its pid, the namespaces, links and state. Only names of the
+// test's own prefix.
+void ForceRemove(const std::string& prefix) {
+  std::istringstream pids(
+      Sh("pgrep -f '[t]xbatch bridge --port-a net_af_packet0,iface=" + prefix + "-a1'").out);
+  pid_t pid = 0;
+  while (pids >> pid)
+    if (pid > 1) kill(pid, SIGKILL);
+  for (const char* ns : {"-a", "-b"})
+    if (std::filesystem::exists("/run/netns/" + prefix + ns)) (void)Sh("ip netns del " + prefix + ns);
+  for (const char* dev : {"-a1", "-b1"})
+    if (std::filesystem::exists("/sys/class/net/" + prefix + dev))
+      (void)Sh("ip link del " + prefix + dev);
+  std::filesystem::remove_all("/run/txbatch-lab/" + prefix);
+}
+struct CleanupGuard {
+  std::string prefix;
+  ~CleanupGuard() { ForceRemove(prefix); }
+};
+
+// `cmd` run with its stdout returned and its stderr in `err`.
+Ran ShSplit(const std::string& cmd, std::string* err) {
+  const std::string path = ::testing::TempDir() + "/lab-stderr.txt";
+  const Ran r = Sh("(" + cmd + " 2>" + path + ")");
+  *err = Slurp(path);
+  std::filesystem::remove(path);
+  return r;
 }
 
 int Occurrences(const std::string& text, const std::string& what) {
@@ -267,6 +302,110 @@ TEST(Lab, BatchOneAndThirtyTwoBothForwardEverythingAndBatchAsTheyShould) {
   }
   ExpectGone("tsys61");
   ExpectGone("tsys632");
+}
+
+TEST(Lab, DownAsANormalUserIsRefusedAndChangesNothing) {
+  CleanupGuard guard{"tsys8"};
+  {
+    Lab lab("tsys8", "");
+    ASSERT_TRUE(lab.up()) << lab.up_output();
+    std::string err;
+    const Ran r = ShSplit("setpriv --reuid=nobody --regid=nogroup --clear-groups " + Txbatch() +
+                              " lab down --prefix tsys8",
+                          &err);
+    EXPECT_EQ(r.status, 2) << r.out << err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(Occurrences(err, "\n"), 1) << err;
+    EXPECT_NE(err.find("needs root"), std::string::npos) << err;
+    for (const char* ns : {"/run/netns/tsys8-a", "/run/netns/tsys8-b", "/sys/class/net/tsys8-a1",
+                           "/run/txbatch-lab/tsys8/state"})
+      EXPECT_TRUE(std::filesystem::exists(ns)) << ns;
+    const PingStats p = ParsePing(lab.InA("ping -c 3 -i 0.05 -q 10.77.0.2").out);
+    EXPECT_EQ(p.received, 3) << "the bridge still forwards";
+    ExpectBooks(lab.Down());
+  }
+  ExpectGone("tsys8");
+}
+
+TEST(Lab, DownWaitsForWhatTheLinkHoldsThenPrintsTheBooks) {
+  CleanupGuard guard{"tsysd"};
+  {
+    Lab lab("tsysd", "--link 'delay 3s'");
+    ASSERT_TRUE(lab.up()) << lab.up_output();
+    // An ARP request that nothing answers within 0.3 s: it spends 3 s in link a>b.
+    (void)lab.InA("timeout 0.3 ping -c 1 10.77.0.2");
+    const std::string down = lab.Down();
+    EXPECT_NE(down.find("the bridge delivers what its links hold first"), std::string::npos)
+        << down;
+    ExpectBooks(down);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(
+        down, m, std::regex(R"(a>b books: received (\d+) \+ duplicated 0 = sent (\d+) \+ dropped )"
+                            R"(0 \+ queued 0 \+ in the link 0 )")))
+        << down;
+    EXPECT_GE(std::stoi(m[1]), 1) << down;
+    EXPECT_EQ(m[1], m[2]) << "what the link held was delivered: " << down;
+    EXPECT_EQ(down.find("were freed"), std::string::npos) << down;
+  }
+  ExpectGone("tsysd");
+}
+
+TEST(Lab, DownWithoutALabSaysSoAndRemovesNothing) {
+  // A namespace of the lab's naming that no lab made.
+  CleanupGuard guard{"tsysq"};
+  ASSERT_EQ(Sh("ip netns add tsysq-a").status, 0);
+  std::string err;
+  const Ran r = ShSplit(Txbatch() + " lab down --prefix tsysq", &err);
+  EXPECT_EQ(r.status, 2) << r.out << err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(Occurrences(err, "\n"), 1) << err;
+  EXPECT_NE(err.find("there is no lab with prefix 'tsysq'"), std::string::npos) << err;
+  EXPECT_TRUE(std::filesystem::exists("/run/netns/tsysq-a"));
+}
+
+TEST(Lab, DownEndsTheProcessesLeftInItsNamespaces) {
+  CleanupGuard guard{"tsysp"};
+  {
+    Lab lab("tsysp", "");
+    ASSERT_TRUE(lab.up()) << lab.up_output();
+    Process sleeper("ip netns exec tsysp-b sleep 600", ::testing::TempDir() + "/sleeper.log");
+    const std::string pid = std::to_string(sleeper.pid());
+    bool inside = false;
+    for (int i = 0; i < 250 && !inside; ++i) {
+      std::istringstream pids(Sh("ip netns pids tsysp-b").out);
+      inside = std::find(std::istream_iterator<std::string>(pids),
+                         std::istream_iterator<std::string>(), pid) !=
+               std::istream_iterator<std::string>();
+      if (!inside) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_TRUE(inside) << "sleep " << pid << " in tsysp-b";
+    const std::string down = lab.Down();
+    EXPECT_NE(down.find("process " + pid + " (sleep) in tsysp-b"), std::string::npos) << down;
+    ASSERT_TRUE(sleeper.EndsWithin(5)) << "sleep " << pid << " still runs after lab down";
+    EXPECT_EQ(sleeper.Wait(), -SIGTERM);
+  }
+  ExpectGone("tsysp");
+}
+
+TEST(Lab, ASignalDuringUpUndoesWhatItMade) {
+  // Once the first namespace is there, the second veth pair, the bridge's log (it starts).
+  const std::pair<std::string, int> moments[] = {{"/run/netns/tsysi-a", SIGINT},
+                                                 {"/sys/class/net/tsysi-b1", SIGTERM},
+                                                 {"/run/txbatch-lab/tsysi/bridge.log", SIGINT}};
+  for (const auto& [moment, sig] : moments) {
+    CleanupGuard guard{"tsysi"};
+    Process up(Txbatch() + " lab up --prefix tsysi", ::testing::TempDir() + "/up-signal.log");
+    bool reached = false;
+    for (int i = 0; i < 10000 && !reached; ++i) {
+      reached = std::filesystem::exists(moment);
+      if (!reached) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ASSERT_TRUE(reached) << moment << ": " << up.Log();
+    up.Signal(sig);
+    EXPECT_EQ(up.Wait(), 128 + sig) << moment << ": " << up.Log();
+    EXPECT_NE(up.Log().find("lab up was interrupted"), std::string::npos) << up.Log();
+    ExpectGone("tsysi");
+  }
 }
 
 }  // namespace

@@ -94,6 +94,19 @@ class Process {
     status_ = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? -WTERMSIG(st) : -1;
     return status_;
   }
+  // Reaps it if it ends within `timeout_s`: whether it did (then Wait() gives its status).
+  bool EndsWithin(double timeout_s) {
+    if (pid_ <= 0) return true;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    int st = 0;
+    while (waitpid(pid_, &st, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > end) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    pid_ = -1;
+    status_ = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? -WTERMSIG(st) : -1;
+    return true;
+  }
   std::string Log() const { return Slurp(log_); }
   pid_t pid() const { return pid_; }
 
