@@ -1,6 +1,7 @@
 #include "dataplane/bridge.h"
 
 #include <rte_ethdev.h>
+#include <rte_ether.h>
 
 #include <array>
 
@@ -15,11 +16,22 @@ constexpr uint16_t kBridgeBurst = 32;
 // The band forwarded frames use (best effort, as the producers').
 constexpr int kBridgeBand = 1;
 
+// Whether `m`, a frame up to 4 bytes over the MTU's length, carries a VLAN tag (stripped into
+// the mbuf by the PMD, or in the frame: only then is its EtherType read).
+bool HasVlanTag(const rte_mbuf* m) {
+  if (m->ol_flags & RTE_MBUF_F_RX_VLAN) return true;
+  if (rte_pktmbuf_data_len(m) < RTE_ETHER_HDR_LEN) return false;
+  const auto* eth = rte_pktmbuf_mtod(m, const rte_ether_hdr*);
+  return eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN) ||
+         eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_QINQ);
+}
+
 }  // namespace
 
 BridgeDirection::BridgeDirection(std::string name, uint16_t in_port, TxDriver& out,
                                  const PolicySpec& policy, TxQueueConfig config,
-                                 const LinkSpec* link, double tsc_hz, FrameFilter* filter)
+                                 const LinkSpec* link, double tsc_hz, unsigned out_mtu,
+                                 FrameFilter* filter)
     : name_(std::move(name)),
       in_port_(in_port),
       out_(out),
@@ -27,7 +39,8 @@ BridgeDirection::BridgeDirection(std::string name, uint16_t in_port, TxDriver& o
       meta_offset_(TxMetaOffset()),
       noqueue_(config.noqueue),
       timing_(config.time_handover),
-      filter_(filter) {
+      filter_(filter),
+      max_frame_(out_mtu + RTE_ETHER_HDR_LEN) {
   config.tsc_hz = tsc_hz;
   config.block_when_full = false;  // a bridge never blocks its RX: a full band drops
   // The RX TSC rides in TxMeta, where the queue reads it at the handover.
@@ -57,6 +70,19 @@ unsigned BridgeDirection::Poll(Tsc now, bool receive) {
       rx_bytes_ += rte_pktmbuf_pkt_len(rx[i]);
     }
     rx_ += k;
+    // What the out-port cannot send goes no further (and a frame the in-port truncated is
+    // longer than that: its ring frames hold the MTU and more).
+    uint16_t fit = 0;
+    for (uint16_t i = 0; i < k; ++i) {
+      const uint32_t len = rte_pktmbuf_pkt_len(rx[i]);
+      if (len > max_frame_ && (len > max_frame_ + 4 || !HasVlanTag(rx[i]))) {
+        rte_pktmbuf_free(rx[i]);
+        ++oversize_;
+      } else {
+        rx[fit++] = rx[i];
+      }
+    }
+    k = fit;
     if (filter_ != nullptr) {
       uint16_t kept = 0;
       for (uint16_t i = 0; i < k; ++i) {
@@ -130,6 +156,7 @@ DirectionCounts BridgeDirection::Counts() {
   c.rx = rx_;
   c.rx_bytes = rx_bytes_;
   c.filtered = filtered_;
+  c.oversize = oversize_;
   const DriverCounters& d = out_.counters();
   const TxQueueCounters& q = queue_->counters();
   c.sent = d.accepted.Get();

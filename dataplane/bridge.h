@@ -44,6 +44,8 @@ struct DirectionCounts {
   uint64_t link_limit = 0;  // dropped because the link held `limit` frames
   uint64_t qdisc_full = 0;  // dropped on a full qdisc band
   uint64_t noqueue = 0;     // refused by the out-port with --qdisc none
+  uint64_t oversize = 0;    // longer than the out-port's MTU allows (the kernel behind an
+                            // af_packet port would drop it unseen, or it was truncated at RX)
   uint64_t corrupted = 0;   // forwarded with a bit the link flipped
   uint64_t filtered = 0;    // kept out by the FrameFilter (the responder: not answered)
   uint64_t queued = 0;      // in the qdisc (or a --qdisc none batch being filled)
@@ -51,7 +53,7 @@ struct DirectionCounts {
   uint64_t handovers = 0;   // driver handovers (calls, or xmit_more chains)
   uint64_t handed = 0;      // frames in them
   uint64_t xmit_calls = 0;  // the out-port's Xmit calls
-  uint64_t dropped() const { return link_lost + link_limit + qdisc_full + noqueue; }
+  uint64_t dropped() const { return link_lost + link_limit + qdisc_full + noqueue + oversize; }
   bool Balanced() const {
     return rx + duplicated == sent + dropped() + filtered + queued + in_link;
   }
@@ -62,8 +64,10 @@ class BridgeDirection {
   // `out` is the other port's TX side (the responder: its own); `config.time_handover`: stamp
   // each frame at RX and time it to the handover (TakeLatency); `link` may be null (no
   // impairment this way); `filter` may be null (every frame goes on), else it outlives this.
+  // `out_mtu`: the largest IP packet `out` sends; a received frame longer than that and its
+  // Ethernet header (and a VLAN tag, if it has one) is freed at RX and counted `oversize`.
   BridgeDirection(std::string name, uint16_t in_port, TxDriver& out, const PolicySpec& policy,
-                  TxQueueConfig config, const LinkSpec* link, double tsc_hz,
+                  TxQueueConfig config, const LinkSpec* link, double tsc_hz, unsigned out_mtu,
                   FrameFilter* filter = nullptr);
   ~BridgeDirection();
   BridgeDirection(const BridgeDirection&) = delete;
@@ -104,7 +108,8 @@ class BridgeDirection {
   const bool noqueue_;
   const bool timing_;
   FrameFilter* const filter_;
-  uint64_t rx_ = 0, rx_bytes_ = 0, filtered_ = 0;
+  const uint32_t max_frame_;  // out_mtu + the Ethernet header
+  uint64_t rx_ = 0, rx_bytes_ = 0, filtered_ = 0, oversize_ = 0;
   Batch pending_;  // --qdisc none: the batch being filled
   Tsc pending_first_ = 0;
 };

@@ -101,10 +101,10 @@ void PrintSummary(BridgeDirection& d, const DirectionCounts& c, const LatencyHis
   const auto s = lat.Summary();
   fmt::print(
       "{}: received {} ({} bytes), sent {}, dropped {} (qdisc full {}, noqueue {}, lost on "
-      "the link {}, link limit {}), duplicated {}, corrupted {}; avg batch {:.2f}, xmit "
-      "calls per frame {:.3f}; time through the bridge p50 {} p99 {} max {}\n",
+      "the link {}, link limit {}, oversize {}), duplicated {}, corrupted {}; avg batch {:.2f}, "
+      "xmit calls per frame {:.3f}; time through the bridge p50 {} p99 {} max {}\n",
       d.name(), c.rx, c.rx_bytes, c.sent, c.dropped(), c.qdisc_full, c.noqueue, c.link_lost,
-      c.link_limit, c.duplicated, c.corrupted,
+      c.link_limit, c.oversize, c.duplicated, c.corrupted,
       c.handovers ? static_cast<double>(c.handed) / c.handovers : 0.0,
       c.sent ? static_cast<double>(c.xmit_calls) / c.sent : 0.0, Lat(s, &LatencySummary::p50),
       Lat(s, &LatencySummary::p99), Lat(s, &LatencySummary::max));
@@ -187,13 +187,14 @@ struct Forwarding {
 Result<Forwarding> StartForwarding(uint64_t frames, unsigned mtu, EalMemory memory,
                                    const std::vector<std::string>& eal_args, int* status) {
   const unsigned pool_size = static_cast<unsigned>(std::min<uint64_t>(frames + 4096, 1u << 22));
-  auto eal_plan = PlanEal(PoolBytes(pool_size, mtu), eal_args, memory);
+  const unsigned pool_mtu = ethdev::ForwardingPoolMtu(mtu);  // af_packet: whole ring frames
+  auto eal_plan = PlanEal(PoolBytes(pool_size, pool_mtu), eal_args, memory);
   *status = kExitBadInput;
   if (!eal_plan) return eal_plan.error();
   auto eal = Eal::Start(*eal_plan);
   if (!eal) return eal.error();
   CatchStopSignals();
-  auto pool = CreatePacketPool("txbatch_fwd", pool_size, mtu);
+  auto pool = CreatePacketPool("txbatch_fwd", pool_size, pool_mtu);
   *status = kExitInternal;
   if (!pool) return pool.error();
   return Forwarding{std::move(*eal), std::move(*pool), std::move(*eal_plan)};
@@ -345,12 +346,15 @@ int BridgeCommand(BridgeArgs a, const std::vector<std::string>& eal_args) {
   qcfg.time_handover = !a.no_timing;
   bool balanced;
   {
+    // Frames longer than the bridge's MTU or the out-port's are dropped, counted oversize.
+    const unsigned mtu_a = std::min(cell->mtu, pa->mtu), mtu_b = std::min(cell->mtu, pb->mtu);
     BridgeDirection ab("a>b", pa->id, *pb->tx, cell->policy, qcfg,
-                       link_ab->has_value() ? &**link_ab : nullptr, tsc_hz);
+                       link_ab->has_value() ? &**link_ab : nullptr, tsc_hz, mtu_b);
     BridgeDirection ba("b>a", pb->id, *pa->tx, cell->policy, qcfg,
-                       link_ba->has_value() ? &**link_ba : nullptr, tsc_hz);
-    fmt::print("txbatch bridge: A = {}, B = {}; policy {}, {}\n", pa->tx->Describe(),
-               pb->tx->Describe(), cell->policy.ToString(), ShapeText(*cell));
+                       link_ba->has_value() ? &**link_ba : nullptr, tsc_hz, mtu_a);
+    fmt::print("txbatch bridge: A = {} (MTU {}), B = {} (MTU {}); policy {}, {}\n",
+               pa->tx->Describe(), mtu_a, pb->tx->Describe(), mtu_b, cell->policy.ToString(),
+               ShapeText(*cell));
     fmt::print("link a>b: {}; link b>a: {}\n",
                link_ab->has_value() ? (*link_ab)->ToString() : "none",
                link_ba->has_value() ? (*link_ba)->ToString() : "none");
@@ -436,7 +440,8 @@ int RespondCommand(RespondArgs a, const std::vector<std::string>& eal_args) {
     TxQueueConfig qcfg = QueueConfigFor(*cell, tsc_hz, fwd->eal->cpus());
     qcfg.time_handover = true;
     BridgeDirection dir("replies", p->id, *p->tx, cell->policy, qcfg,
-                        link->has_value() ? &**link : nullptr, tsc_hz, &filter);
+                        link->has_value() ? &**link : nullptr, tsc_hz,
+                        std::min(cell->mtu, p->mtu), &filter);
     char mac_text[RTE_ETHER_ADDR_FMT_SIZE];
     rte_ether_format_addr(mac_text, sizeof mac_text, &mac);
     fmt::print(

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -18,6 +19,8 @@
 #include <thread>
 
 #include "dataplane/error.h"
+#include "dataplane/frame.h"
+#include "tools/bridge_cmd.h"
 #include "tools/session.h"
 
 namespace txbatch {
@@ -276,10 +279,10 @@ Removal Remove(const Names& n) {
 }
 
 // One side: a namespace, a veth pair with one end in it, its address, TX checksum offload off
-// in it, both ends up, IPv6 off on the pair (its router solicitations would cross the
+// in it, both ends up at `mtu`, IPv6 off on the pair (its router solicitations would cross the
 // bridge). Each thing is recorded as soon as it exists; stops early when a signal came.
 Status MakeSide(const Names& n, const std::string& ns, const std::string& in,
-                const std::string& host, const std::string& addr) {
+                const std::string& host, const std::string& addr, unsigned mtu) {
   for (const auto& [what, there] : {std::pair{"namespace " + ns, NetnsExists(ns)},
                                     std::pair{"interface " + host, LinkExists(host)}})
     if (there)
@@ -293,21 +296,37 @@ Status MakeSide(const Names& n, const std::string& ns, const std::string& in,
       !r)
     return r.error();
   if (Status s = Record(n, "link", host); !s) return s;
+  const std::string m = std::to_string(mtu);
   const std::vector<std::vector<std::string>> steps = {
       {"ip", "netns", "exec", ns, "sh", "-c",
        fmt::format("echo 1 > /proc/sys/net/ipv6/conf/{}/disable_ipv6", in)},
       {"sh", "-c", fmt::format("echo 1 > /proc/sys/net/ipv6/conf/{}/disable_ipv6", host)},
       {"ip", "-n", ns, "addr", "add", addr + "/24", "dev", in},
       {"ip", "-n", ns, "link", "set", "lo", "up"},
-      {"ip", "-n", ns, "link", "set", in, "up"},
+      {"ip", "-n", ns, "link", "set", in, "mtu", m, "up"},
       {"ip", "netns", "exec", ns, "ethtool", "-K", in, "tx", "off"},
-      {"ip", "link", "set", host, "up"},
+      {"ip", "link", "set", host, "mtu", m, "up"},
   };
   for (const auto& s : steps) {
     if (g_signal) return {};
     if (auto r = Exec(s); !r) return r.error();
   }
   return {};
+}
+
+// The bridge's --mtu among the options `up` passes on (checked by the caller already).
+unsigned BridgeMtu(const std::vector<std::string>& bridge_args) {
+  CLI::App check;
+  BridgeArgs b;
+  AddBridgeOptions(check, b);
+  std::vector<std::string> args = {"--port-a", "x", "--port-b", "y"};
+  args.insert(args.end(), bridge_args.begin(), bridge_args.end());
+  std::reverse(args.begin(), args.end());
+  try {
+    check.parse(args);
+  } catch (const CLI::ParseError&) {
+  }
+  return b.queue.mtu;
 }
 
 // Exit status of a `lab up` that a signal interrupted, as a shell reports one a signal ended.
@@ -330,6 +349,10 @@ int LabUp(const LabArgs& a, const std::vector<std::string>& eal_args) {
   if (geteuid() != 0)
     return Fail(kExitBadInput, Error{EPERM, "lab up creates network namespaces and veth pairs, "
                                             "which needs root; valid: run it as root"});
+  const unsigned mtu = BridgeMtu(a.bridge_args);
+  if (mtu < kMinMtu || mtu > kMaxMtu)
+    return Fail(kExitBadInput, Error{ERANGE, fmt::format("--mtu {} is out of range; valid: {}..{}",
+                                                         mtu, kMinMtu, kMaxMtu)});
   const Names n(a.prefix);
   if (const auto pid = RecordedBridge(ReadState(n)); pid && RunningBridge(n, *pid))
     return Fail(kExitBadInput,
@@ -351,9 +374,9 @@ int LabUp(const LabArgs& a, const std::vector<std::string>& eal_args) {
   fs::create_directories(n.dir, ec);
   if (ec) return fail(Error{ec.value(), fmt::format("cannot create {}: {}", n.dir.string(),
                                                     ec.message())});
-  if (Status s = MakeSide(n, n.ns_a, n.in_a, n.host_a, kLabAddrA); !s) return fail(s.error());
+  if (Status s = MakeSide(n, n.ns_a, n.in_a, n.host_a, kLabAddrA, mtu); !s) return fail(s.error());
   if (g_signal) return Interrupted(n);
-  if (Status s = MakeSide(n, n.ns_b, n.in_b, n.host_b, kLabAddrB); !s) return fail(s.error());
+  if (Status s = MakeSide(n, n.ns_b, n.in_b, n.host_b, kLabAddrB, mtu); !s) return fail(s.error());
   if (g_signal) return Interrupted(n);
 
   std::vector<std::string> argv = {"txbatch", "bridge", "--port-a",
@@ -419,9 +442,9 @@ int LabUp(const LabArgs& a, const std::vector<std::string>& eal_args) {
     return at == std::string::npos ? std::string() : t.substr(at, t.find('\n', at) - at);
   }();
   fmt::print("lab {} is up: namespace {} ({} on {}) and namespace {} ({} on {}), joined by the "
-             "txbatch bridge (pid {}) on {} and {}\n",
+             "txbatch bridge (pid {}) on {} and {}, MTU {}\n",
              a.prefix, n.ns_a, kLabAddrA, n.in_a, n.ns_b, kLabAddrB, n.in_b, pid, n.host_a,
-             n.host_b);
+             n.host_b, mtu);
   if (!link_line.empty()) fmt::print("  {}\n", link_line);
   fmt::print("  TX checksum offload is off on {} and {}: the kernel would hand the bridge TCP "
              "frames whose checksum holds only the pseudo-header (CHECKSUM_PARTIAL), which "

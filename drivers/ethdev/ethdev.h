@@ -59,13 +59,26 @@ Result<std::vector<std::unique_ptr<TxDriver>>> CreateEthdevDrivers(const EthdevO
 // `tx` transmits on it and owns it (destroying `tx` stops, closes and removes the port); frames
 // are received from port `id` with rte_eth_rx_burst on queue 0. Refuses pairs and net_ring (a
 // port that sends to itself would loop). Control plane: failures are one sentence.
+// `mtu` is the largest IP MTU the caller carries: a net_af_packet port without framesz= gets
+// frames that hold it whole (its default 2048-byte frames truncate longer ones, silently, to
+// 1982 bytes), so `pool`'s mbufs must hold ForwardingPoolMtu(mtu). A port backed by a kernel
+// interface (af_packet, tap: rte_eth_dev_info.if_index) is configured at most at the MTU its PMD
+// reports (1500 for both in DPDK 22.11, which never applies it); the kernel's MTU is the one
+// frames meet, and `mtu` below.
 struct ForwardingPort {
   uint16_t id = 0;
   std::string name;  // "port 0 (net_af_packet0)", for messages
   std::unique_ptr<TxDriver> tx;
+  // The largest IP packet the port sends: its kernel interface's MTU where it has one (read at
+  // open), else the MTU it was configured with.
+  unsigned mtu = 0;
 };
 Result<ForwardingPort> OpenForwardingPort(const EthdevOptions& options, rte_mempool* pool,
                                           unsigned mtu, double tsc_hz);
+// The MTU to size a forwarding pool's mbufs for, so that every port OpenForwardingPort opens for
+// `mtu` takes its frames whole (af_packet copies a whole ring frame, header room included, into
+// one mbuf).
+unsigned ForwardingPoolMtu(unsigned mtu);
 // Waits up to `wait_s` (0: the default, a few seconds) for the port's link; a sentence if it
 // stays down (the port is then stopped; destroying its `tx` closes it). A command with two ports
 // opens both before waiting, so peers that connect to either (memif) find it there.

@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 #include <iterator>
+#include <array>
 
 #include "system_util.h"
 
@@ -406,6 +407,118 @@ TEST(Lab, ASignalDuringUpUndoesWhatItMade) {
     EXPECT_NE(up.Log().find("lab up was interrupted"), std::string::npos) << up.Log();
     ExpectGone("tsysi");
   }
+}
+
+// Sends frames of the given total lengths (EtherType 0x88b5, local experimental) from DEV, a
+// millisecond apart (af_packet's RX ring keeps up); prints how many.
+constexpr const char* kSendFrames = R"PY(
+import os, socket, sys, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((os.environ['DEV'], 0))
+n = 0
+for size in [int(x) for x in sys.argv[1:]]:
+    s.send(bytes.fromhex('ffffffffffff020000000009' + '88b5') + bytes(size - 14))
+    n += 1
+    time.sleep(0.001)
+print('sent', n)
+)PY";
+
+// Receives EtherType 0x88b5 frames on DEV until COUNT arrived or a second passes without one;
+// prints their lengths.
+constexpr const char* kReceiveFrames = R"PY(
+import os, socket
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x88b5))
+s.bind((os.environ['DEV'], 0x88b5))
+s.settimeout(1.0)
+print('ready', flush=True)
+sizes = []
+try:
+    while len(sizes) < int(os.environ['COUNT']):
+        sizes.append(len(s.recv(65536)))
+except socket.timeout:
+    pass
+print('sizes', ' '.join(map(str, sizes)), 'end', flush=True)
+)PY";
+
+// The a>b summary's numbers: received, sent, oversize (-1 when absent).
+std::array<long, 3> AToB(const std::string& down) {
+  std::array<long, 3> n = {-1, -1, -1};
+  std::smatch m;
+  if (std::regex_search(down, m, std::regex(R"(a>b: received (\d+) .*, sent (\d+), )"))) {
+    n[0] = std::stol(m[1]);
+    n[1] = std::stol(m[2]);
+  }
+  if (std::regex_search(down, m, std::regex(R"(a>b: received .*oversize (\d+)\))")))
+    n[2] = std::stol(m[1]);
+  return n;
+}
+
+TEST(Lab, FramesOverTheEgressMtuAreDroppedAndCountedOversize) {
+  CleanupGuard guard{"tsysm"};
+  {
+    Lab lab("tsysm", "");
+    ASSERT_TRUE(lab.up()) << lab.up_output();
+    // Side a takes 9000-byte packets, side b (and the bridge) 1500.
+    ASSERT_EQ(
+        Sh("ip -n tsysm-a link set tsysm-a0 mtu 9000 && ip link set tsysm-a1 mtu 9000").status, 0);
+    const std::string script = ::testing::TempDir() + "/send_frames.py";
+    std::ofstream(script) << kSendFrames;
+    std::string sizes;
+    int big = 0;
+    for (int i = 0; i < 150; ++i) {
+      const bool over = i % 3 == 0;
+      sizes += over ? " 3000" : (i % 3 == 1 ? " 1514" : " 1000");
+      big += over;
+    }
+    const Ran r = lab.InA("env DEV=tsysm-a0 python3 " + script + sizes);
+    ASSERT_EQ(r.status, 0) << r.out;
+    std::filesystem::remove(script);
+    // What left b1: its peer's kernel counter.
+    const long arrived =
+        std::stol(lab.InB("cat /sys/class/net/tsysm-b0/statistics/rx_packets").out);
+    const std::string down = lab.Down();
+    ExpectBooks(down);
+    const auto [received, sent, oversize] = AToB(down);
+    EXPECT_EQ(oversize, big) << down;
+    EXPECT_EQ(sent, arrived) << "every frame the bridge sent left the veth: " << down;
+    EXPECT_EQ(received, 150) << down;
+  }
+  ExpectGone("tsysm");
+}
+
+TEST(Lab, AtMtu9000FramesUpToTheMtuCrossWhole) {
+  CleanupGuard guard{"tsysj"};
+  {
+    Lab lab("tsysj", "--mtu 9000");
+    ASSERT_TRUE(lab.up()) << lab.up_output();
+    EXPECT_NE(lab.up_output().find("MTU 9000"), std::string::npos) << lab.up_output();
+    // Unfragmented pings of IP packets from 2000 bytes to the MTU.
+    (void)lab.InA("ping -c 1 -W 2 10.77.0.2");  // ARP
+    for (const char* payload : {"1972", "3972", "8972"}) {
+      const std::string out =
+          lab.InA(std::string("ping -c 3 -i 0.05 -W 2 -M do -q -s ") + payload + " 10.77.0.2").out;
+      EXPECT_EQ(ParsePing(out).received, 3) << payload << ": " << out;
+    }
+    // Frames of these lengths arrive with these lengths.
+    const std::string send = ::testing::TempDir() + "/send_frames.py";
+    const std::string receive = ::testing::TempDir() + "/receive_frames.py";
+    std::ofstream(send) << kSendFrames;
+    std::ofstream(receive) << kReceiveFrames;
+    Process receiver("ip netns exec tsysj-b env DEV=tsysj-b0 COUNT=4 python3 " + receive,
+                     ::testing::TempDir() + "/receive_frames.log");
+    ASSERT_TRUE(receiver.WaitFor("ready", 10)) << receiver.Log();
+    const Ran r = lab.InA("env DEV=tsysj-a0 python3 " + send + " 2000 4000 8000 9014");
+    ASSERT_EQ(r.status, 0) << r.out;
+    ASSERT_TRUE(receiver.WaitFor("end", 10)) << receiver.Log();
+    EXPECT_NE(receiver.Log().find("sizes 2000 4000 8000 9014 end"), std::string::npos)
+        << receiver.Log();
+    std::filesystem::remove(send);
+    std::filesystem::remove(receive);
+    const std::string down = lab.Down();
+    ExpectBooks(down);
+    EXPECT_EQ(AToB(down)[2], 0) << down;
+  }
+  ExpectGone("tsysj");
 }
 
 }  // namespace

@@ -228,6 +228,7 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
       "respond --port net_null0 --ip 10.0.0.2 --udp-echo 70000",
       "respond --port ethdev-pair: --ip 10.0.0.2",
       "lab up --no-such-bridge-option",
+      "lab up --mtu 20",
       "lab down --prefix nolab7",
       "report /nonexistent/records.json",
       "sweep --out /proc/no/such/dir",
