@@ -440,8 +440,8 @@ int RespondCommand(RespondArgs a, const std::vector<std::string>& eal_args) {
     TxQueueConfig qcfg = QueueConfigFor(*cell, tsc_hz, fwd->eal->cpus());
     qcfg.time_handover = true;
     BridgeDirection dir("replies", p->id, *p->tx, cell->policy, qcfg,
-                        link->has_value() ? &**link : nullptr, tsc_hz,
-                        std::min(cell->mtu, p->mtu), &filter);
+                        link->has_value() ? &**link : nullptr, tsc_hz, std::min(cell->mtu, p->mtu),
+                        &filter);
     char mac_text[RTE_ETHER_ADDR_FMT_SIZE];
     rte_ether_format_addr(mac_text, sizeof mac_text, &mac);
     fmt::print(

@@ -129,12 +129,11 @@ std::vector<Made> ReadState(const Names& n) {
   std::ifstream in(n.state_file);
   std::string kind, name;
   while (in >> kind >> name) {
-    const bool ours =
-        (kind == "netns" && (name == n.ns_a || name == n.ns_b)) ||
-        (kind == "link" && (name == n.host_a || name == n.host_b)) ||
-        (kind == "file" && fs::path(name).parent_path() == n.dir) ||
-        (kind == "bridge" && !name.empty() && name.size() < 10 &&
-         name.find_first_not_of("0123456789") == std::string::npos);
+    const bool ours = (kind == "netns" && (name == n.ns_a || name == n.ns_b)) ||
+                      (kind == "link" && (name == n.host_a || name == n.host_b)) ||
+                      (kind == "file" && fs::path(name).parent_path() == n.dir) ||
+                      (kind == "bridge" && !name.empty() && name.size() < 10 &&
+                       name.find_first_not_of("0123456789") == std::string::npos);
     if (ours) made.push_back({kind, name});
   }
   return made;

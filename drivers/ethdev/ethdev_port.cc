@@ -1,11 +1,11 @@
 // An ethdev port as a TxDriver.
 #include <fmt/format.h>
+#include <net/if.h>
 #include <rte_bus.h>
 #include <rte_dev.h>
 #include <rte_errno.h>
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
-#include <net/if.h>
 #include <rte_ring.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>

@@ -6,20 +6,20 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <boost/math/distributions/binomial.hpp>
 #include <algorithm>
+#include <array>
+#include <boost/math/distributions/binomial.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
-#include <iterator>
-#include <array>
 
 #include "system_util.h"
 
@@ -91,7 +91,8 @@ void ForceRemove(const std::string& prefix) {
   while (pids >> pid)
     if (pid > 1) kill(pid, SIGKILL);
   for (const char* ns : {"-a", "-b"})
-    if (std::filesystem::exists("/run/netns/" + prefix + ns)) (void)Sh("ip netns del " + prefix + ns);
+    if (std::filesystem::exists("/run/netns/" + prefix + ns))
+      (void)Sh("ip netns del " + prefix + ns);
   for (const char* dev : {"-a1", "-b1"})
     if (std::filesystem::exists("/sys/class/net/" + prefix + dev))
       (void)Sh("ip link del " + prefix + dev);
@@ -341,8 +342,9 @@ TEST(Lab, DownWaitsForWhatTheLinkHoldsThenPrintsTheBooks) {
     ExpectBooks(down);
     std::smatch m;
     ASSERT_TRUE(std::regex_search(
-        down, m, std::regex(R"(a>b books: received (\d+) \+ duplicated 0 = sent (\d+) \+ dropped )"
-                            R"(0 \+ queued 0 \+ in the link 0 )")))
+        down, m,
+        std::regex(R"(a>b books: received (\d+) \+ duplicated 0 = sent (\d+) \+ dropped )"
+                   R"(0 \+ queued 0 \+ in the link 0 )")))
         << down;
     EXPECT_GE(std::stoi(m[1]), 1) << down;
     EXPECT_EQ(m[1], m[2]) << "what the link held was delivered: " << down;
@@ -374,9 +376,9 @@ TEST(Lab, DownEndsTheProcessesLeftInItsNamespaces) {
     bool inside = false;
     for (int i = 0; i < 250 && !inside; ++i) {
       std::istringstream pids(Sh("ip netns pids tsysp-b").out);
-      inside = std::find(std::istream_iterator<std::string>(pids),
-                         std::istream_iterator<std::string>(), pid) !=
-               std::istream_iterator<std::string>();
+      inside =
+          std::find(std::istream_iterator<std::string>(pids), std::istream_iterator<std::string>(),
+                    pid) != std::istream_iterator<std::string>();
       if (!inside) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     ASSERT_TRUE(inside) << "sleep " << pid << " in tsysp-b";
