@@ -102,7 +102,9 @@ inline void RestampTx(rte_mbuf* m, Tsc tx_tsc) {
   if (const int off = TxMetaOffset(); off >= 0) MetaOf(m, off)->stamp = tx_tsc;
 }
 
-// L4 payload bytes of a frame built by FrameBuilder (from the lengths it set; no parsing).
+// L4 payload bytes of a frame built by FrameBuilder (from the lengths it set; no parsing). Only
+// on the mbuf it built: a received one may be a fresh copy with the lengths 0 (net_memif), so
+// the receive side takes ParseFrame(m).payload.
 inline unsigned PayloadBytes(const rte_mbuf* m) {
   return rte_pktmbuf_pkt_len(m) - m->l2_len - m->l3_len - m->l4_len;
 }

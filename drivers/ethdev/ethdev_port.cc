@@ -163,7 +163,9 @@ class EthdevPort final : public TxDriver {
           counters_.last_departure.Max(now);
           if (window_.Contains(now)) {
             counters_.window_frames.Add();
-            counters_.window_payload_bytes.Add(PayloadBytes(rx[i]));
+            // Parsed, as the sink parses it: a received mbuf is not always the one sent (memif
+            // copies into fresh ones, whose l2/l3/l4_len are 0), so PayloadBytes cannot be used.
+            counters_.window_payload_bytes.Add(ParseFrame(rx[i]).payload);
             counters_.window_wire_bytes.Add(rte_pktmbuf_pkt_len(rx[i]) + 24);
           }
         }

@@ -157,6 +157,29 @@ TEST(EthdevTap, MbufsThePmdHeldComeHomeAndTheTapIsRemoved) {
 
 namespace txbatch::test {
 namespace {
+// Every driver counts the payload of the same frames alike (doc/design.md: L4 payload, the txbatch
+// header included): at --size 18 (the smallest UDP datagram, a 60-byte frame) and 1000 a frame
+// carries `size` bytes, whether it is counted where the driver takes it (net_null, emu:null) or
+// where it comes back — in the very mbuf sent (net_ring, a ring pair) or in a fresh one the PMD
+// copied it into (memif, whose mbufs carry no header lengths: once counted as 60 and 1042).
+TEST(EthdevPayload, EveryDriverCountsTheSameBytesPerFrame) {
+  for (const char* driver : {"emu:null", "ethdev:net_null0", "ethdev:net_ring0", "ethdev-pair:",
+                             "ethdev-pair:memif"}) {
+    const auto run = RunTxbatch(std::string("run --driver ") + driver +
+                                " --proto udp --size 18,1000 --procs 1 --batch 32 "
+                                "--duration 0.2 --warmup 0.05");
+    ASSERT_EQ(run.status, 0) << driver << ": " << run.err;
+    ASSERT_EQ(run.doc["records"].size(), 2u) << driver;
+    for (const json& rec : run.doc["records"]) {
+      const json& r = rec["results"];
+      const double size = rec["config"]["size"].get<double>();
+      ASSERT_GT(r["mpps"].get<double>(), 0) << driver;
+      // MB/s over Mpps: payload bytes over frames in the same window.
+      EXPECT_NEAR(r["mb_per_s"].get<double>() / r["mpps"].get<double>(), size, 1e-6)
+          << driver << " at size " << size;
+    }
+  }
+}
 
 // The qdisc is visible in latency: on a loopback port (latency = the frame's own RX TSC minus
 // its TX stamp), frames that waited behind a full txqueuelen take far longer than frames sent
