@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 #include "dataplane/bridge.h"
 #include "dataplane/eal.h"
@@ -116,19 +117,30 @@ void PrintSummary(BridgeDirection& d, const DirectionCounts& c, const LatencyHis
       c.in_link, c.Balanced() ? "balanced" : "NOT BALANCED");
 }
 
+// The longest --duration or --stats (~11.6 days): far beyond any run, and small enough that
+// seconds times the TSC rate stay well inside a Tsc (inf, 1e400 or 1e10 s would overflow it).
+inline constexpr double kMaxStopS = 1e6;
+
 // --duration and --stats, which every forwarding command takes.
 void AddStopOptions(CLI::App& cmd, double& duration_s, double& stats_s) {
-  cmd.add_option("--duration", duration_s, "Stop after this many seconds (0: at SIGINT or SIGTERM)")
+  cmd.add_option("--duration", duration_s,
+                 "Stop after this many seconds, up to 1000000 (0: at SIGINT or SIGTERM)")
       ->capture_default_str();
-  cmd.add_option("--stats", stats_s, "Seconds between statistics lines (0: only the final summary)")
+  cmd.add_option("--stats", stats_s,
+                 "Seconds between statistics lines, up to 1000000 (0: only the final summary)")
       ->capture_default_str();
 }
 
+// Both finite, 0 or up to kMaxStopS (NaN fails every comparison, so it is refused too).
 Status CheckStopOptions(double duration_s, double stats_s) {
-  if (duration_s >= 0 && stats_s >= 0) return {};
-  return MakeError(ERANGE, fmt::format("--duration {:g} and --stats {:g} must be seconds >= 0; "
-                                       "valid: 0 (until a signal; no lines) or more",
-                                       duration_s, stats_s));
+  for (const auto& [name, value, zero] :
+       {std::tuple{"--duration", duration_s, "until SIGINT or SIGTERM"},
+        std::tuple{"--stats", stats_s, "only the final summary"}})
+    if (!(value >= 0 && value <= kMaxStopS))
+      return MakeError(ERANGE, fmt::format("{} {:g} is out of range; valid: 0 ({}) or seconds up "
+                                           "to {:.0f}",
+                                           name, value, zero, kMaxStopS));
+  return {};
 }
 
 }  // namespace
