@@ -499,6 +499,32 @@ void AddSinkOptions(CLI::App& cmd, SinkArgs& a) {
   AddStopOptions(cmd, a.duration_s, a.stats_s);
 }
 
+nlohmann::json SinkRecord(const std::string& port, unsigned flows,
+                          const std::optional<LinkSpec>& link, const SinkOutcome& o) {
+  const SinkCounts& c = o.counts;
+  const auto& latency = o.latency;
+  return {{"schema_version", 1},
+          {"kind", "sink"},
+          {"port", port},
+          {"flows", flows},
+          {"link", link ? nlohmann::json(link->ToString()) : nlohmann::json(nullptr)},
+          {"results",
+           {{"received", c.received},
+            {"lost", c.lost},
+            {"duplicated", c.duplicated},
+            {"reordered", c.reordered},
+            {"foreign", c.foreign},
+            {"link_lost", link ? nlohmann::json(o.link_lost) : nlohmann::json(nullptr)},
+            {"active_s", o.active_s},
+            {"mpps", o.active_s > 0 ? c.received / o.active_s / 1e6 : 0.0},
+            {"payload_bytes", c.window_payload_bytes},
+            {"latency_ns", latency ? nlohmann::json{{"p50", latency->p50},
+                                                    {"p99", latency->p99},
+                                                    {"max", latency->max},
+                                                    {"count", latency->count}}
+                                   : nlohmann::json(nullptr)}}}};
+}
+
 int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
   if (a.flows < 1 || a.flows > 1024)
     return Fail(kExitBadInput, Error{ERANGE, fmt::format("--flows {} is out of range; valid: "
@@ -540,7 +566,7 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
   std::optional<ethdev::ForwardingPort> p;
   std::unique_ptr<verbs::VerbsReceiver> receiver;
   std::function<uint16_t(std::span<rte_mbuf*>)> burst;
-  std::string describe;
+  std::string describe, record_port;
   if (over_verbs) {
     // Connectionless: no link to wait for; senders name this QP (printed below).
     auto r = verbs::OpenVerbsReceiver(*vport, fwd->pool.get(), a.mtu, tsc_hz,
@@ -548,6 +574,7 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
     if (!r) return Fail(kExitBadInput, r.error());
     receiver = std::move(*r);
     describe = receiver->Describe();
+    record_port = describe;  // the options alone lack the QP number senders name
     burst = [&receiver](std::span<rte_mbuf*> out) { return receiver->Receive(out); };
   } else {
     // A sink waits for its sender: a memif peer, a cable being plugged.
@@ -559,6 +586,7 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
       return Fail(kExitBadInput, st.error());
     p = std::move(*e);
     describe = p->tx->Describe();
+    record_port = port->ToString();
     burst = [id = p->id](std::span<rte_mbuf*> out) {
       return rte_eth_rx_burst(id, 0, out.data(), static_cast<uint16_t>(out.size()));
     };
@@ -659,27 +687,8 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
                                      Lat(latency, &LatencySummary::max))
                        : std::string("none received"));
   if (*json) {
-    nlohmann::json doc = {
-        {"schema_version", 1},
-        {"kind", "sink"},
-        {"port", port->ToString()},
-        {"flows", a.flows},
-        {"link", *link ? nlohmann::json((*link)->ToString()) : nlohmann::json(nullptr)},
-        {"results",
-         {{"received", c.received},
-          {"lost", c.lost},
-          {"duplicated", c.duplicated},
-          {"reordered", c.reordered},
-          {"foreign", c.foreign},
-          {"link_lost", *link ? nlohmann::json(link_lost) : nlohmann::json(nullptr)},
-          {"active_s", active_s},
-          {"mpps", active_s > 0 ? c.received / active_s / 1e6 : 0.0},
-          {"payload_bytes", c.window_payload_bytes},
-          {"latency_ns", latency ? nlohmann::json{{"p50", latency->p50},
-                                                  {"p99", latency->p99},
-                                                  {"max", latency->max},
-                                                  {"count", latency->count}}
-                                 : nlohmann::json(nullptr)}}}};
+    const nlohmann::json doc =
+        SinkRecord(record_port, a.flows, *link, SinkOutcome{c, link_lost, active_s, latency});
     if (Status s = (*json)->Write(doc.dump(2) + "\n"); !s) return Fail(kExitBadInput, s.error());
   }
   const unsigned in_use = rte_mempool_in_use_count(fwd->pool.get());

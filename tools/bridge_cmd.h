@@ -5,9 +5,14 @@
 // until SIGINT/SIGTERM or --duration, then print their books. Control plane.
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "dataplane/histogram.h"
+#include "dataplane/link_spec.h"
+#include "dataplane/rx_sink.h"
 #include "tools/run_options.h"
 
 namespace txbatch {
@@ -46,6 +51,19 @@ struct SinkArgs {
 };
 
 void AddSinkOptions(CLI::App& cmd, SinkArgs& args);
+
+// What a sink counted, for its record.
+struct SinkOutcome {
+  SinkCounts counts;
+  uint64_t link_lost = 0;  // with a --link: the frames it lost
+  double active_s = 0;     // from the first frame to the last
+  std::optional<LatencySummary> latency;  // with --clocks-synchronised and frames received
+};
+
+// The record `sink --json` writes (doc/bridge.md): `port` is the port as the sink's header line
+// names it — an ethdev's spec, or a verbs receiver's description with the QP senders name.
+nlohmann::json SinkRecord(const std::string& port, unsigned flows,
+                          const std::optional<LinkSpec>& link, const SinkOutcome& outcome);
 int SinkCommand(const SinkArgs& args, const std::vector<std::string>& eal_args);
 
 // Runs the bridge; returns the exit status (0, 2 bad input or missing device, 3 books that do not

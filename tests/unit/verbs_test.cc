@@ -13,6 +13,7 @@
 #include "dataplane/frame.h"
 #include "dataplane/rx_sink.h"
 #include "drivers/verbs/verbs_tx.h"
+#include "tools/bridge_cmd.h"
 #include "tests/unit/fake_ud_qp.h"
 #include "tests/unit/test_eal.h"
 
@@ -334,6 +335,33 @@ TEST(VerbsTx, PurgeFlushesTheQueuePairAndFreesEverything) {
   EXPECT_EQ(rig.tx->Purge(), 20u);
   EXPECT_EQ(rig.tx->InFlight(), 0u);
   EXPECT_EQ(rig.tx->verbs_counters().wc_errors[IBV_WC_WR_FLUSH_ERR].Get(), 20u);
+}
+
+// `sink --port verbs:… --json`: the record names the verbs receiver as the sink's header line
+// does — its spec and the QP senders name — where it once read an ethdev port that a verbs sink
+// does not have (an empty std::optional: undefined behaviour). Opening a real receiver needs an
+// HCA; the record is built from what the command holds after the run, here a fake QP's.
+TEST(VerbsSink, TheJsonRecordOfAVerbsPortNamesItsReceiver) {
+  Rig rig(64, 16);
+  ASSERT_TRUE(rig.init);
+  const VerbsReceiver& receiver = *rig.tx;
+  const std::string port = receiver.Describe();
+  ASSERT_TRUE(port.starts_with("verbs:fake0:1,")) << port;
+  SinkOutcome o;
+  o.counts.received = 3;
+  o.counts.window_payload_bytes = 300;
+  o.active_s = 0.5;
+  const nlohmann::json doc = SinkRecord(port, 4, std::nullopt, o);
+  EXPECT_EQ(doc["kind"], "sink");
+  EXPECT_EQ(doc["port"], port);
+  EXPECT_EQ(doc["flows"], 4);
+  EXPECT_TRUE(doc["link"].is_null());
+  const nlohmann::json& r = doc["results"];
+  EXPECT_EQ(r["received"], 3);
+  EXPECT_EQ(r["payload_bytes"], 300);
+  EXPECT_DOUBLE_EQ(r["mpps"].get<double>(), 3 / 0.5 / 1e6);
+  EXPECT_TRUE(r["link_lost"].is_null());
+  EXPECT_TRUE(r["latency_ns"].is_null());
 }
 
 TEST(VerbsDevice, WithoutAnHcaOpeningSaysSoInOneSentence) {
