@@ -8,8 +8,11 @@
 #include <rte_errno.h>
 #include <rte_log.h>
 #include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <string_view>
@@ -50,6 +53,27 @@ std::vector<int> AllowedCpus() {
   for (int c = 0; c < CPU_SETSIZE; ++c)
     if (CPU_ISSET(c, &set)) cpus.push_back(c);
   return cpus;
+}
+
+unsigned RemoveStaleRuntimeDirs(const std::string& root) {
+  DIR* dir = opendir(root.c_str());
+  if (dir == nullptr) return 0;
+  constexpr std::string_view kPrefix = "txbatch-";
+  unsigned removed = 0;
+  while (dirent* e = readdir(dir)) {
+    const std::string_view name = e->d_name;
+    if (!name.starts_with(kPrefix)) continue;
+    const std::string_view digits = name.substr(kPrefix.size());
+    pid_t pid = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+    if (ec != std::errc() || end != digits.data() + digits.size() || pid <= 0 || pid == getpid())
+      continue;  // not txbatch-<pid> exactly ("txbatch-12x", "txbatch-+3"), or our own
+    // Gone only when the kernel says no such process (EPERM: it exists, someone else's).
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;
+    if (rmdir((root + "/" + std::string(name)).c_str()) == 0) ++removed;
+  }
+  closedir(dir);
+  return removed;
 }
 
 uint64_t FreeHugepageBytes() {
@@ -168,6 +192,10 @@ Result<std::unique_ptr<Eal>> Eal::Start(const EalPlan& plan) {
   }
   auto eal = std::unique_ptr<Eal>(new Eal());
   eal->runtime_dir_ = rte_eal_get_runtime_dir();
+  // A txbatch that was SIGKILLed never ran its destructor: its empty runtime folder is still
+  // there, next to ours (ENV-NOTES). They would pile up run after run.
+  if (const size_t slash = eal->runtime_dir_.rfind('/'); slash != std::string::npos && slash > 0)
+    (void)RemoveStaleRuntimeDirs(eal->runtime_dir_.substr(0, slash));
   eal->cpus_ = std::move(cpus);
   eal->tsc_hz_ = static_cast<double>(rte_get_tsc_hz());
   return eal;

@@ -50,6 +50,13 @@ class Eal {
   double tsc_hz_ = 0;
 };
 
+// Removes what SIGKILLed txbatch processes left in EAL's runtime root (`root`, e.g.
+// /var/run/dpdk): the folders named exactly txbatch-<pid> (txbatch's --file-prefix) whose pid no
+// longer exists, and only empty ones (rmdir; a folder with anything in it is not ours to judge).
+// Every other name, a live pid's folder and this process's own are left alone. Returns how many
+// it removed. Control plane; Eal::Start calls it once EAL is up.
+unsigned RemoveStaleRuntimeDirs(const std::string& root);
+
 // The CPUs in this thread's affinity mask, ascending.
 std::vector<int> AllowedCpus();
 

@@ -203,9 +203,11 @@ Result<Forwarding> StartForwarding(uint64_t frames, unsigned mtu, EalMemory memo
   auto eal_plan = PlanEal(PoolBytes(pool_size, pool_mtu), eal_args, memory);
   *status = kExitBadInput;
   if (!eal_plan) return eal_plan.error();
+  // main() took the signals over already; this keeps a caller that did not (a test) as safe.
+  // A signal from here on stops the loop below before it starts: EAL is torn down cleanly.
+  CatchStopSignals();
   auto eal = Eal::Start(*eal_plan);
   if (!eal) return eal.error();
-  CatchStopSignals();
   auto pool = CreatePacketPool("txbatch_fwd", pool_size, pool_mtu);
   *status = kExitInternal;
   if (!pool) return pool.error();

@@ -201,5 +201,131 @@ TEST(Faults, ASecondTxbatchRunsAlongsideTheFirst) {
   }
 }
 
+// Whether process `pid` catches `sig` (a handler installed: SigCgt in /proc/PID/status).
+bool Catches(pid_t pid, int sig) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with("SigCgt:"))
+      return (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1)) & 1;
+  return false;
+}
+
+// Whether `pid` runs the txbatch binary yet (not the test's fork before its exec).
+bool RunsTxbatch(pid_t pid) {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
+  return !ec && std::filesystem::equivalent(exe, std::getenv("TXBATCH_BIN"), ec);
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// The forwarding commands on ports whose link is up at once and that receive nothing, with an
+// EAL that leaves a runtime folder (no-huge), until a signal.
+const std::vector<std::vector<std::string>>& ForwardingCommands() {
+  static const std::vector<std::vector<std::string>> commands = {
+      {"bridge", "--port-a", "net_null0,no-rx=1", "--port-b", "net_null1,no-rx=1", "--eal-memory",
+       "no-huge", "--stats", "0"},
+      {"respond", "--port", "net_null0,no-rx=1", "--ip", "10.9.9.9", "--eal-memory", "no-huge",
+       "--stats", "0"},
+      {"sink", "--port", "net_null0,no-rx=1", "--eal-memory", "no-huge", "--stats", "0"}};
+  return commands;
+}
+
+// Issue 16 item 19: bridge, respond and sink take SIGINT and SIGTERM over at their first
+// instruction. A signal at any early moment — right after the fork, 20, 60, 120 ms later (the
+// options, EAL's start-up), and the moment EAL's runtime folder appears — ends them with exit 0
+// and their books, and leaves no /var/run/dpdk/txbatch-PID. The only exception is a signal before
+// txbatch's main could run at all (the fork not yet exec'd, the loader still at work): then the
+// process did not catch it, it dies by it, and there is no folder either.
+TEST(Faults, ForwardingCommandsStopCleanlyAtASignalFromTheirFirstInstruction) {
+  const std::string dir = ::testing::TempDir();
+  int n = 0;
+  for (const auto& cmd : ForwardingCommands()) {
+    for (const auto& [sig, delay_ms] : {std::pair{SIGTERM, 0}, {SIGTERM, 20}, {SIGTERM, 60},
+                                        {SIGTERM, 120}, {SIGINT, 60}}) {
+      const std::string out = dir + "/early" + std::to_string(n++) + ".out";
+      const pid_t pid = Spawn(cmd, out);
+      ASSERT_GT(pid, 0);
+      if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+      const bool caught = RunsTxbatch(pid) && Catches(pid, sig);
+      ASSERT_EQ(kill(pid, sig), 0);
+      int status = 0;
+      ASSERT_EQ(waitpid(pid, &status, 0), pid);
+      const std::string where = cmd[0] + " " + strsignal(sig) + " after " +
+                                std::to_string(delay_ms) + " ms" + (caught ? " (caught)" : "");
+      if (caught || !WIFSIGNALED(status)) {
+        ASSERT_TRUE(WIFEXITED(status)) << where;
+        EXPECT_EQ(WEXITSTATUS(status), 0) << where << ": " << Slurp(out);
+        EXPECT_NE(Slurp(out).find("mbufs in use at exit: 0"), std::string::npos) << where;
+      } else {
+        EXPECT_EQ(WTERMSIG(status), sig) << where;
+      }
+      EXPECT_FALSE(EalFilesLeft(pid)) << where;
+      std::filesystem::remove(out);
+    }
+    // The moment EAL has made its runtime folder, in the middle of its start-up: the signals
+    // are taken over already, and a SIGTERM then ends the command cleanly, the folder removed.
+    const std::string out = dir + "/early" + std::to_string(n++) + ".out";
+    const pid_t pid = Spawn(cmd, out);
+    ASSERT_GT(pid, 0);
+    bool seen = false;
+    for (int i = 0; i < 50000 && !(seen = EalFilesLeft(pid)); ++i)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    ASSERT_TRUE(seen) << cmd[0] << ": EAL's runtime folder never appeared";
+    EXPECT_TRUE(Catches(pid, SIGTERM) && Catches(pid, SIGINT))
+        << cmd[0] << ": EAL started before txbatch took the signals over";
+    ASSERT_EQ(kill(pid, SIGTERM), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << cmd[0] << " at EAL's start-up: killed by the signal";
+    EXPECT_EQ(WEXITSTATUS(status), 0) << cmd[0] << ": " << Slurp(out);
+    EXPECT_FALSE(EalFilesLeft(pid)) << cmd[0];
+    std::filesystem::remove(out);
+  }
+}
+
+// A SIGKILLed txbatch cannot remove its runtime folder; the next txbatch to start EAL removes
+// it, and keeps the folder of a txbatch-<pid> whose process still runs.
+TEST(Faults, EalStartRemovesTheRuntimeFolderOfAKilledTxbatchAndKeepsALiveOnes) {
+  const std::string dir = ::testing::TempDir();
+  const auto& bridge = ForwardingCommands().front();
+  const pid_t killed = Spawn(bridge, dir + "/killed.out");
+  ASSERT_GT(killed, 0);
+  for (int i = 0; i < 1000 && Slurp(dir + "/killed.out").find("forwarding") == std::string::npos;
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(kill(killed, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(killed, &status, 0), killed);
+  ASSERT_TRUE(EalFilesLeft(killed)) << "a SIGKILLed txbatch leaves its folder (what is cleared)";
+  // A process that lives on, with a folder of txbatch's name.
+  const pid_t live = fork();
+  if (live == 0) {
+    pause();
+    _exit(0);
+  }
+  ASSERT_GT(live, 0);
+  const std::string live_dir = "/var/run/dpdk/txbatch-" + std::to_string(live);
+  std::filesystem::create_directories(live_dir);
+
+  std::vector<std::string> next = bridge;
+  next.insert(next.end(), {"--duration", "0.05"});
+  const pid_t pid = Spawn(next, dir + "/next.out");
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << Slurp(dir + "/next.out");
+  EXPECT_FALSE(EalFilesLeft(killed)) << "the killed txbatch's folder is still there";
+  EXPECT_TRUE(std::filesystem::exists(live_dir)) << "a live process's folder was removed";
+  kill(live, SIGKILL);
+  waitpid(live, &status, 0);
+  std::filesystem::remove(live_dir);
+  std::filesystem::remove(dir + "/killed.out");
+  std::filesystem::remove(dir + "/next.out");
+}
+
 }  // namespace
 }  // namespace txbatch::test

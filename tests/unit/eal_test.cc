@@ -1,0 +1,62 @@
+// What EAL start-up clears: the runtime folders SIGKILLed txbatch processes left behind, and
+// nothing else.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "dataplane/eal.h"
+
+namespace txbatch::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The pid of a process that has exited and been reaped: no process has it (until reused).
+pid_t DeadPid() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return pid;
+}
+
+TEST(EalRuntimeDirs, OnlyEmptyFoldersOfTxbatchProcessesThatAreGoneAreRemoved) {
+  const fs::path root = fs::path(::testing::TempDir()) / ("dpdk-root-" + std::to_string(getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const pid_t dead = DeadPid();
+  const pid_t live = getppid();  // whoever started this test: alive while it runs
+  const std::string d = std::to_string(dead);
+  const std::vector<std::string> removed = {"txbatch-" + d};
+  const std::vector<std::string> kept = {
+      "txbatch-" + std::to_string(live),      // its process runs
+      "txbatch-" + std::to_string(getpid()),  // our own
+      "txbatch-" + d + "x",                   // not txbatch-<pid> exactly
+      "txbatch-+" + d,
+      "txbatch-0",
+      "txbatch-",
+      "rte",                 // DPDK's default prefix
+      "other-" + d,  // someone else's
+  };
+  for (const auto& n : removed) fs::create_directory(root / n);
+  for (const auto& n : kept) fs::create_directory(root / n);
+  // A dead pid's folder with something in it (a config file EAL with shared config writes): not
+  // empty, not ours to judge.
+  const std::string full = "txbatch-" + std::to_string(DeadPid());
+  fs::create_directory(root / full);
+  std::ofstream(root / full / "config") << "x";
+
+  EXPECT_EQ(RemoveStaleRuntimeDirs(root.string()), removed.size());
+  for (const auto& n : removed) EXPECT_FALSE(fs::exists(root / n)) << n;
+  for (const auto& n : kept) EXPECT_TRUE(fs::exists(root / n)) << n;
+  EXPECT_TRUE(fs::exists(root / full / "config"));
+  EXPECT_EQ(RemoveStaleRuntimeDirs((root / "no-such-root").string()), 0u);
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace txbatch::test
