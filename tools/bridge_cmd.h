@@ -55,8 +55,8 @@ void AddSinkOptions(CLI::App& cmd, SinkArgs& args);
 // What a sink counted, for its record.
 struct SinkOutcome {
   SinkCounts counts;
-  uint64_t link_lost = 0;  // with a --link: the frames it lost
-  double active_s = 0;     // from the first frame to the last
+  uint64_t link_lost = 0;                 // with a --link: the frames it lost
+  double active_s = 0;                    // from the first frame to the last
   std::optional<LatencySummary> latency;  // with --clocks-synchronised and frames received
 };
 

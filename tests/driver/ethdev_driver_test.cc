@@ -163,8 +163,8 @@ namespace {
 // where it comes back — in the very mbuf sent (net_ring, a ring pair) or in a fresh one the PMD
 // copied it into (memif, whose mbufs carry no header lengths: once counted as 60 and 1042).
 TEST(EthdevPayload, EveryDriverCountsTheSameBytesPerFrame) {
-  for (const char* driver : {"emu:null", "ethdev:net_null0", "ethdev:net_ring0", "ethdev-pair:",
-                             "ethdev-pair:memif"}) {
+  for (const char* driver :
+       {"emu:null", "ethdev:net_null0", "ethdev:net_ring0", "ethdev-pair:", "ethdev-pair:memif"}) {
     const auto run = RunTxbatch(std::string("run --driver ") + driver +
                                 " --proto udp --size 18,1000 --procs 1 --batch 32 "
                                 "--duration 0.2 --warmup 0.05");

@@ -1,5 +1,7 @@
 // What EAL start-up clears: the runtime folders SIGKILLed txbatch processes left behind, and
 // nothing else.
+#include "dataplane/eal.h"
+
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -7,8 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include "dataplane/eal.h"
 
 namespace txbatch::test {
 namespace {
@@ -39,7 +39,7 @@ TEST(EalRuntimeDirs, OnlyEmptyFoldersOfTxbatchProcessesThatAreGoneAreRemoved) {
       "txbatch-+" + d,
       "txbatch-0",
       "txbatch-",
-      "rte",                 // DPDK's default prefix
+      "rte",         // DPDK's default prefix
       "other-" + d,  // someone else's
   };
   for (const auto& n : removed) fs::create_directory(root / n);

@@ -13,9 +13,9 @@
 #include "dataplane/frame.h"
 #include "dataplane/rx_sink.h"
 #include "drivers/verbs/verbs_tx.h"
-#include "tools/bridge_cmd.h"
 #include "tests/unit/fake_ud_qp.h"
 #include "tests/unit/test_eal.h"
+#include "tools/bridge_cmd.h"
 
 namespace txbatch::verbs::test {
 namespace {
