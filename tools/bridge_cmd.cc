@@ -354,7 +354,7 @@ int BridgeCommand(BridgeArgs a, const std::vector<std::string>& eal_args) {
              pb->name);
   std::fflush(stdout);
   for (const auto* p : {&*pa, &*pb})
-    if (Status st = ethdev::AwaitLink(*p, kPeerLinkWaitS); !st)
+    if (Status st = ethdev::AwaitLink(*p, kPeerLinkWaitS, StopRequested); !st)
       return Fail(kExitBadInput, st.error());
   TxQueueConfig qcfg = QueueConfigFor(*cell, tsc_hz, fwd->eal->cpus());
   qcfg.time_handover = !a.no_timing;
@@ -445,7 +445,8 @@ int RespondCommand(RespondArgs a, const std::vector<std::string>& eal_args) {
   const double tsc_hz = fwd->eal->tsc_hz();
   auto p = ethdev::OpenForwardingPort(*port, fwd->pool.get(), cell->mtu, tsc_hz);
   if (!p) return Fail(kExitBadInput, p.error());
-  if (Status st = ethdev::AwaitLink(*p); !st) return Fail(kExitBadInput, st.error());
+  if (Status st = ethdev::AwaitLink(*p, 0, StopRequested); !st)
+    return Fail(kExitBadInput, st.error());
   rte_ether_addr mac{};
   (void)rte_eth_macaddr_get(p->id, &mac);
   bool balanced;
@@ -584,7 +585,7 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
     std::fflush(stdout);
     auto e = ethdev::OpenForwardingPort(*port, fwd->pool.get(), a.mtu, tsc_hz);
     if (!e) return Fail(kExitBadInput, e.error());
-    if (Status st = ethdev::AwaitLink(*e, kPeerLinkWaitS); !st)
+    if (Status st = ethdev::AwaitLink(*e, kPeerLinkWaitS, StopRequested); !st)
       return Fail(kExitBadInput, st.error());
     p = std::move(*e);
     describe = p->tx->Describe();

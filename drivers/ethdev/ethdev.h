@@ -82,6 +82,8 @@ unsigned ForwardingPoolMtu(unsigned mtu);
 // Waits up to `wait_s` (0: the default, a few seconds) for the port's link; a sentence if it
 // stays down (the port is then stopped; destroying its `tx` closes it). A command with two ports
 // opens both before waiting, so peers that connect to either (memif) find it there.
-Status AwaitLink(const ForwardingPort& port, double wait_s = 0);
+// `give_up` (polled every 10 ms; may be null): once it returns true the wait ends and succeeds,
+// the link up or not — a command stopped by a signal while it waits ends cleanly, not a minute on.
+Status AwaitLink(const ForwardingPort& port, double wait_s = 0, bool (*give_up)() = nullptr);
 
 }  // namespace txbatch::ethdev

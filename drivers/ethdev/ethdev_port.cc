@@ -292,12 +292,15 @@ Status ConfigurePort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::
 }
 
 // Waits up to kLinkWaitS for the port's link; stops the port if it never comes up.
-Status WaitLinkUp(uint16_t port, const std::string& what, double wait_s = kLinkWaitS) {
+Status WaitLinkUp(uint16_t port, const std::string& what, double wait_s = kLinkWaitS,
+                  bool (*give_up)() = nullptr) {
   const uint64_t deadline = rte_get_tsc_cycles() + static_cast<uint64_t>(wait_s * rte_get_tsc_hz());
   rte_eth_link link{};
   while (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == RTE_ETH_LINK_DOWN &&
-         rte_get_tsc_cycles() < deadline)
+         rte_get_tsc_cycles() < deadline) {
+    if (give_up != nullptr && give_up()) return {};
     rte_delay_ms(10);
+  }
   if (link.link_status == RTE_ETH_LINK_DOWN) {
     (void)rte_eth_dev_stop(port);
     return MakeError(ENETDOWN, fmt::format("the link of {} did not come up within {:g} s; check "
@@ -643,8 +646,8 @@ unsigned ForwardingPoolMtu(unsigned mtu) {
   return std::max(mtu, frame - kAfPacketRoomCut - kL2HeaderMax);
 }
 
-Status AwaitLink(const ForwardingPort& port, double wait_s) {
-  return WaitLinkUp(port.id, port.name, wait_s > 0 ? wait_s : kLinkWaitS);
+Status AwaitLink(const ForwardingPort& port, double wait_s, bool (*give_up)()) {
+  return WaitLinkUp(port.id, port.name, wait_s > 0 ? wait_s : kLinkWaitS, give_up);
 }
 
 Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& o, rte_mempool* pool,

@@ -245,8 +245,8 @@ TEST(Faults, ForwardingCommandsStopCleanlyAtASignalFromTheirFirstInstruction) {
   const std::string dir = ::testing::TempDir();
   int n = 0;
   for (const auto& cmd : ForwardingCommands()) {
-    for (const auto& [sig, delay_ms] : {std::pair{SIGTERM, 0}, {SIGTERM, 20}, {SIGTERM, 60},
-                                        {SIGTERM, 120}, {SIGINT, 60}}) {
+    for (const auto& [sig, delay_ms] :
+         {std::pair{SIGTERM, 0}, {SIGTERM, 20}, {SIGTERM, 60}, {SIGTERM, 120}, {SIGINT, 60}}) {
       const std::string out = dir + "/early" + std::to_string(n++) + ".out";
       const pid_t pid = Spawn(cmd, out);
       ASSERT_GT(pid, 0);
@@ -286,6 +286,31 @@ TEST(Faults, ForwardingCommandsStopCleanlyAtASignalFromTheirFirstInstruction) {
     EXPECT_FALSE(EalFilesLeft(pid)) << cmd[0];
     std::filesystem::remove(out);
   }
+}
+
+// A signal while a forwarding command waits for its peer's link (up to 60 s: a memif server
+// nobody connects to) ends the wait and the command cleanly, exit 0 with its books, rather than
+// a minute later with "did not come up" (exit 2).
+TEST(Faults, ASignalWhileASinkWaitsForItsPeerEndsItCleanly) {
+  const std::string dir = ::testing::TempDir();
+  const std::string socket = "/run/txbatch-test-waiting-" + std::to_string(getpid()) + ".memif";
+  const pid_t pid = Spawn({"sink", "--port", "net_memif0,role=server,socket=" + socket,
+                           "--eal-memory", "no-huge", "--stats", "0"},
+                          dir + "/waiting.out");
+  ASSERT_GT(pid, 0);
+  for (int i = 0;
+       i < 1000 && Slurp(dir + "/waiting.out").find("waiting up to") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_NE(Slurp(dir + "/waiting.out").find("waiting up to"), std::string::npos);
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << Slurp(dir + "/waiting.out");
+  EXPECT_NE(Slurp(dir + "/waiting.out").find("received 0 txbatch frames"), std::string::npos);
+  EXPECT_FALSE(EalFilesLeft(pid));
+  std::filesystem::remove(socket);
+  std::filesystem::remove(dir + "/waiting.out");
 }
 
 // A SIGKILLed txbatch cannot remove its runtime folder; the next txbatch to start EAL removes
