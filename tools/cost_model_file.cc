@@ -3,8 +3,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
 #include <utility>
+
+#include "tools/input_file.h"
 
 namespace txbatch {
 namespace {
@@ -73,15 +74,14 @@ Result<CostModel> CostModelFromJson(const nlohmann::json& doc, const std::string
 }
 
 Result<CostModel> LoadCostModel(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    return MakeError(ENOENT, fmt::format("cannot read --cost-model '{}': no such file or not "
-                                         "readable; valid: a JSON file as txbatch calibrate "
-                                         "writes",
-                                         path));
-  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  auto text = ReadInputFile(path, "--cost-model", kMaxCostModelFileBytes,
+                            "a JSON file as txbatch calibrate writes");
+  if (!text) return text.error();
+  const nlohmann::json doc = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded())
-    return MakeError(EINVAL, fmt::format("--cost-model '{}' is not valid JSON", path));
+    return MakeError(EINVAL, fmt::format("--cost-model '{}' is not valid JSON; valid: a JSON file "
+                                         "as txbatch calibrate writes",
+                                         path));
   return CostModelFromJson(doc, "'" + path + "'");
 }
 

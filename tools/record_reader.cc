@@ -4,16 +4,15 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <limits>
 #include <map>
-#include <sstream>
 #include <type_traits>
 #include <utility>
 
 #include "batching/batch.h"
 #include "drivers/factory.h"
 #include "tools/cost_model_file.h"
+#include "tools/input_file.h"
 
 namespace txbatch {
 namespace {
@@ -204,12 +203,10 @@ CellResult ResultFrom(const json& r) {
 }  // namespace
 
 Result<ReadBack> ReadResults(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    return MakeError(ENOENT, fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseResults(text.str(), path);
+  auto text = ReadInputFile(path, "result file", kMaxResultFileBytes,
+                            "a file txbatch wrote with --json");
+  if (!text) return text.error();
+  return ParseResults(*text, path);
 }
 
 Result<ReadBack> ParseResults(std::string_view text, std::string_view path) {
@@ -221,7 +218,14 @@ Result<ReadBack> ParseResults(std::string_view text, std::string_view path) {
                                          "--json",
                                          path, e.what()));
   }
-  if (!doc.is_object() || doc.value("schema_version", 0) != 1 || !doc.contains("records") ||
+  // value("schema_version", 0) would throw on a version that is not a number ("1").
+  if (doc.is_object() && doc.contains("schema_version") &&
+      !(doc["schema_version"].is_number_integer() && doc["schema_version"] == 1))
+    return MakeError(EINVAL, fmt::format("'{}' has schema_version {}, and txbatch reads "
+                                         "schema_version 1 (the integer); valid: a file txbatch "
+                                         "wrote with --json",
+                                         path, doc["schema_version"].dump()));
+  if (!doc.is_object() || !doc.contains("schema_version") || !doc.contains("records") ||
       !doc["records"].is_array() || doc["records"].empty())
     return MakeError(EINVAL, fmt::format("'{}' holds no txbatch records (schema_version 1 with a "
                                          "non-empty records array); valid: a file txbatch wrote "

@@ -16,10 +16,11 @@ struct ReadBack {
   std::vector<PolicySpec> policies;  // each policy once, in order of first use
   RunEnv env;                        // from the first record (pinning: the one with most procs)
   nlohmann::json comparison;         // a compare document's `comparison`, else null
-  nlohmann::json document;           // the whole document as read
+  nlohmann::json document;           // the whole document as read (report --out rewrites it)
 };
 
-// Bad or foreign input gets one sentence naming the file and what is wrong with it.
+// Bad or foreign input gets one sentence naming the file and what is wrong with it; the file
+// must be a regular one of at most kMaxResultFileBytes (input_file.h).
 Result<ReadBack> ReadResults(const std::string& path);
 // The same from the document's text; `path` names it in messages.
 Result<ReadBack> ParseResults(std::string_view text, std::string_view path);

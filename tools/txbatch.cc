@@ -268,7 +268,7 @@ int ReportCommand(const std::string& path, const std::string& out_dir) {
   } else {
     const std::string tables = PrintAndKeepTables(back->records, back->policies);
     if (out) {
-      if (Status s = WriteSweepOutputs(*out, tables, back->document,
+      if (Status s = WriteSweepOutputs(*out, tables, std::move(back->document),
                                        Summarise(back->records, back->policies.front()));
           !s)
         return Fail(kExitBadInput, s.error());
