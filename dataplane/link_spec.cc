@@ -20,10 +20,13 @@ std::vector<std::string> Words(std::string_view text) {
   return out;
 }
 
+// A number strtod reads in full precision: one it can only round to 0 or infinity (ERANGE:
+// 1e-400ms would be a zero delay, accepted as if meant) is none.
 std::optional<double> Number(const std::string& s, size_t* used = nullptr) {
   char* end = nullptr;
+  errno = 0;
   const double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || !std::isfinite(v)) return std::nullopt;
+  if (end == s.c_str() || !std::isfinite(v) || errno == ERANGE) return std::nullopt;
   if (used) *used = static_cast<size_t>(end - s.c_str());
   return v;
 }
@@ -191,6 +194,7 @@ Result<LinkSpec> ParseLinkSpec(std::string_view text, const std::string& dist_di
       *out = *Percent(w[i++]);
     }
   };
+  if (w.empty()) return bad("no words were given");
   bool dist_named = false;
   while (i < w.size()) {
     const std::string word = w[i++];

@@ -50,10 +50,12 @@ std::string RateSpec::ToString() const {
 
 Result<RateSpec> ParseRate(std::string_view text) {
   const auto bad = [&] {
-    return MakeError(EINVAL, fmt::format("rate '{}' is not valid; valid: max, or a positive number "
-                                         "with a unit: pps, kpps, mpps (frames/s) or bps, kbit, "
-                                         "mbit, gbit (wire bits/s), e.g. 40kpps or 500mbit",
-                                         text));
+    return MakeError(EINVAL, fmt::format("rate '{}' is not valid; valid: max, or a number with a "
+                                         "unit: pps, kpps, mpps (frames/s, {:g}pps..{:g}mpps) or "
+                                         "bps, kbit, mbit, gbit (wire bits/s, {:g}bps..{:g}gbit), "
+                                         "e.g. 40kpps or 500mbit",
+                                         text, kMinRatePps, kMaxRatePps / 1e6, kMinRateBps,
+                                         kMaxRateBps / 1e9));
   };
   if (text == "max") return RateSpec{};
   double v = 0;
@@ -72,7 +74,13 @@ Result<RateSpec> ParseRate(std::string_view text) {
       {"gbit", RateSpec::Unit::kBps, 1e9},
   };
   for (const U& u : kUnits)
-    if (unit == u.name) return RateSpec{u.unit, v * u.mult};
+    if (unit == u.name) {
+      const double rate = v * u.mult;
+      const bool pps = u.unit == RateSpec::Unit::kPps;
+      if (rate < (pps ? kMinRatePps : kMinRateBps) || rate > (pps ? kMaxRatePps : kMaxRateBps))
+        return bad();
+      return RateSpec{u.unit, rate};
+    }
   return bad();
 }
 

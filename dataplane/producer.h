@@ -25,6 +25,11 @@ struct RateSpec {
   double value = 0;
   std::string ToString() const;  // "max", "40000pps", "500000000bps"
 };
+// Offered rates txbatch paces: at least a frame a second (below, a window sees nothing and the
+// pacing interval leaves any sleep's range: 1e-300pps), at most 1000 Mpps or 10 Tbit/s (the
+// same ceiling as --link rate), where pacing is no longer distinguishable from max.
+inline constexpr double kMinRatePps = 1, kMaxRatePps = 1e9;
+inline constexpr double kMinRateBps = 1e3, kMaxRateBps = 1e13;
 Result<RateSpec> ParseRate(std::string_view text);
 
 // Every producer sends best-effort traffic (TC_PRIO_BESTEFFORT -> band 1), as bw_tcp does.

@@ -153,9 +153,14 @@ void AddBridgeOptions(CLI::App& cmd, BridgeArgs& a) {
   cmd.add_option("--port-b", a.port_b, "Port B, as --port-a")->required();
   cmd.add_option("--link", a.link,
                  "A link in netem's words (as txbatch run --link), the same both ways; each "
-                 "direction draws its own fates");
-  cmd.add_option("--link-ab", a.link_ab, "A link from A to B only (not with --link)");
-  cmd.add_option("--link-ba", a.link_ba, "A link from B to A only (not with --link)");
+                 "direction draws its own fates")
+      ->check(NonEmpty(kLinkNeedsWords));
+  cmd.add_option("--link-ab", a.link_ab, "A link from A to B only (not with --link)")
+      ->check(NonEmpty("--link-ab needs netem words (e.g. --link-ab \"delay 3ms\"); valid: "
+                       "leave --link-ab out for no link"));
+  cmd.add_option("--link-ba", a.link_ba, "A link from B to A only (not with --link)")
+      ->check(NonEmpty("--link-ba needs netem words (e.g. --link-ba \"delay 3ms\"); valid: "
+                       "leave --link-ba out for no link"));
   AddQueueOptions(cmd, a.queue, "32");
   AddStopOptions(cmd, a.duration_s, a.stats_s);
   cmd.add_flag("--no-timing", a.no_timing,
@@ -338,6 +343,15 @@ int BridgeCommand(BridgeArgs a, const std::vector<std::string>& eal_args) {
   if (!port_a) return Fail(kExitBadInput, port_a.error());
   auto port_b = ParsePort("--port-b", a.port_b);
   if (!port_b) return Fail(kExitBadInput, port_b.error());
+  const auto device = [](const ethdev::EthdevOptions& o) {
+    return o.port >= 0 ? o.ToString() : o.devargs.substr(0, o.devargs.find(','));
+  };
+  if (device(*port_a) == device(*port_b))
+    return Fail(kExitBadInput,
+                Error{EINVAL, fmt::format("--port-a and --port-b are the same port ({}), and a "
+                                          "bridge forwards between two; valid: two different "
+                                          "ports",
+                                          device(*port_a))});
 
   int status = kExitOk;
   auto fwd = StartForwarding(DirectionFrames(*cell, *link_ab) + DirectionFrames(*cell, *link_ba),
@@ -417,7 +431,8 @@ void AddRespondOptions(CLI::App& cmd, RespondArgs& a) {
   cmd.add_option("--udp-echo", a.udp_echo, "Also echo UDP datagrams to this port (0: none)")
       ->capture_default_str();
   cmd.add_option("--link", a.link,
-                 "A link in netem's words the replies go through (as txbatch run --link)");
+                 "A link in netem's words the replies go through (as txbatch run --link)")
+      ->check(NonEmpty(kLinkNeedsWords));
   AddQueueOptions(cmd, a.queue, "32");
   AddStopOptions(cmd, a.duration_s, a.stats_s);
 }
@@ -491,11 +506,13 @@ void AddSinkOptions(CLI::App& cmd, SinkArgs& a) {
       ->capture_default_str();
   cmd.add_option("--link", a.link,
                  "A link in netem's words frames cross before they are counted (its losses "
-                 "show as sequence gaps)");
+                 "show as sequence gaps)")
+      ->check(NonEmpty(kLinkNeedsWords));
   cmd.add_flag("--clocks-synchronised", a.clocks_synchronised,
                "The sender's TSC and this one's agree (the same host, or PTP-disciplined): report "
                "one-way latency from each frame's TX stamp");
-  cmd.add_option("--json", a.json, "Write the receive side's record to this file");
+  cmd.add_option("--json", a.json, "Write the receive side's record to this file")
+      ->check(NonEmpty(kJsonNeedsName));
   cmd.add_option("--mtu", a.mtu, "IP MTU of the port (68..9000)")->capture_default_str();
   cmd.add_option("--eal-memory", a.eal_memory, "EAL memory: auto, no-huge or in-memory")
       ->capture_default_str();

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
+#include <limits>
 
 #include "dataplane/frame.h"
 #include "dataplane/sim_engine.h"
@@ -16,6 +18,33 @@ namespace {
 constexpr unsigned kMaxSize = 1u << 20;  // 1 MiB writes: well past lmbench's 256 KiB
 constexpr unsigned kMaxProcs = 64;
 constexpr unsigned kMaxQueues = 64;
+
+// The first value of `values` that an earlier one equals, if any.
+template <typename T>
+const T* FirstRepeat(const std::vector<T>& values) {
+  for (size_t i = 1; i < values.size(); ++i)
+    if (std::find(values.begin(), values.begin() + i, values[i]) != values.begin() + i)
+      return &values[i];
+  return nullptr;
+}
+
+Error Repeated(std::string_view option, std::string_view value) {
+  return MakeError(EINVAL, fmt::format("{} gives '{}' twice, which would run the same cells "
+                                       "twice; valid: each value once (--rounds repeats cells)",
+                                       option, value));
+}
+
+// A validator that throws `why`'s sentence when it has one: CLI11 passes a ConversionError on
+// as it is, where it would prefix a ValidationError's with the option's name.
+CLI::Validator Refusing(std::function<std::string(std::string&)> why) {
+  return CLI::Validator(
+      [why = std::move(why)](std::string& text) -> std::string {
+        if (std::string sentence = why(text); !sentence.empty())
+          throw CLI::ConversionError(sentence);
+        return {};
+      },
+      "");
+}
 
 std::vector<std::string_view> SplitList(std::string_view text) {
   std::vector<std::string_view> out;
@@ -38,10 +67,47 @@ Result<std::vector<std::string>> ParseChoiceList(std::string_view option, std::s
                                            option, item, fmt::join(valid, ", ")));
     out.emplace_back(item);
   }
+  if (const std::string* again = FirstRepeat(out)) return Repeated(option, *again);
   return out;
 }
 
 }  // namespace
+
+template <typename T>
+CLI::Validator WholeNumber(std::string option, T example) {
+  return Refusing([option, example](std::string& text) -> std::string {
+    T v{};
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (!text.empty() && text[0] != '-' && text[0] != '+' && ec == std::errc() &&
+        ptr == text.data() + text.size()) {
+      // CLI11 converts with base 0 (010 is octal 8): hand it the decimal reading.
+      text = fmt::format("{}", v);
+      return {};
+    }
+    return fmt::format("{} '{}' is not a whole number; valid: decimal digits, at most {} (e.g. "
+                       "{} {})",
+                       option, text, std::numeric_limits<T>::max(), option, example);
+  });
+}
+template CLI::Validator WholeNumber<unsigned>(std::string, unsigned);
+template CLI::Validator WholeNumber<int>(std::string, int);
+template CLI::Validator WholeNumber<uint64_t>(std::string, uint64_t);
+
+CLI::Validator DecimalNumber(std::string option, double example) {
+  return Refusing([option, example](std::string& text) -> std::string {
+    double v = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (!text.empty() && ec == std::errc() && ptr == text.data() + text.size() &&
+        std::isfinite(v))
+      return {};
+    return fmt::format("{} '{}' is not a number; valid: a decimal number (e.g. {} {:g})", option,
+                       text, option, example);
+  });
+}
+
+CLI::Validator NonEmpty(std::string sentence) {
+  return Refusing([sentence](std::string& text) { return text.empty() ? sentence : ""; });
+}
 
 Result<std::vector<unsigned>> ParseUnsignedList(std::string_view option, std::string_view text,
                                                 unsigned lo, unsigned hi) {
@@ -55,6 +121,7 @@ Result<std::vector<unsigned>> ParseUnsignedList(std::string_view option, std::st
                                            option, item, lo, hi));
     out.push_back(v);
   }
+  if (const unsigned* again = FirstRepeat(out)) return Repeated(option, std::to_string(*again));
   return out;
 }
 
@@ -71,7 +138,9 @@ void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) 
   cmd.add_option("--batch", a.batch,
                  "Batch limits, comma-separated; N means --policy count:N, 1 is batching off "
                  "[default: " +
-                     std::string(batch_default) + "]");
+                     std::string(batch_default) + "]")
+      ->check(NonEmpty("--batch needs a batch limit or a comma-separated list of them; valid: "
+                       "integers in 1..512 (e.g. --batch 1,32)"));
   cmd.add_option("--policy", a.policy,
                  "Batching policies, comma-separated: count:N (take at most N frames already "
                  "queued, never wait); buffer:N[:T] (accumulate N frames or T microseconds, DPDK "
@@ -82,10 +151,15 @@ void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) 
                  "pfifo_fast, a 64-frame run quota); linux-2025 (as 2014, each bulk also capped "
                  "by the quota left, requeued frames sent alone); blist-2007 (a list drained in "
                  "one driver call, as many frames as the driver has free slots). Not together "
-                 "with --batch");
-  cmd.add_option("--mtu", a.mtu, "IP MTU (68..9000); TCP MSS = MTU-52")->capture_default_str();
+                 "with --batch")
+      ->check(NonEmpty("--policy needs a policy or a comma-separated list of them; valid: "
+                       "count:N, buffer:N[:T], bql, linux-2014, linux-2025, blist-2007"));
+  cmd.add_option("--mtu", a.mtu, "IP MTU (68..9000); TCP MSS = MTU-52")
+      ->capture_default_str()
+      ->check(WholeNumber("--mtu", a.mtu));
   cmd.add_option("--txqueuelen", a.txqueuelen, "Frames per pfifo_fast band (1..100000)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(WholeNumber("--txqueuelen", a.txqueuelen));
   cmd.add_option("--runner", a.runner,
                  "Runner style: inline (a producer that finds the qdisc idle runs it, Linux) or "
                  "dedicated (one runner thread per queue sends, producers only enqueue, DPDK)")
@@ -105,14 +179,17 @@ void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) 
       ->capture_default_str();
   cmd.add_option("--bql-limit-min", a.bql_limit_min,
                  "BQL's lowest limit in bytes (sysfs byte_queue_limits/limit_min)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(WholeNumber("--bql-limit-min", a.bql_limit_min));
   cmd.add_option("--bql-limit-max", a.bql_limit_max,
                  "BQL's highest limit in bytes (limit_max); set min = max for a fixed limit")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(WholeNumber("--bql-limit-max", a.bql_limit_max));
   cmd.add_option("--bql-hold-time", a.bql_hold_ms,
                  "How long slack must persist before BQL shrinks its limit, ms (hold_time, "
                  "0..60000)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(DecimalNumber("--bql-hold-time", a.bql_hold_ms));
   cmd.add_option("--eal-memory", a.eal_memory,
                  "EAL memory without EAL args: auto (hugepages via --in-memory only if enough "
                  "are free, else --no-huge), no-huge or in-memory")
@@ -125,7 +202,10 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
       "Driver spec; repeat for several (devargs contain commas). "
       "emu:MODEL[,key=value...] with MODEL e1000, ixgbe or null; ethdev:DEVARGS for a DPDK "
       "vdev (ethdev:net_null0, ethdev:net_ring0, ethdev:net_pcap0,tx_pcap=FILE) or "
-      "ethdev:port=N for a port probed by EAL [default: emu:e1000]");
+      "ethdev:port=N for a port probed by EAL [default: emu:e1000]")
+      ->check(NonEmpty("--driver needs a driver spec; valid: emu:MODEL[,key=value...], "
+                       "ethdev:DEVARGS, ethdev:port=N, ethdev-pair:[memif] or "
+                       "verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N"));
   AddQueueOptions(cmd, a, "1,32");
   cmd.add_option("--size", a.size, "Bytes per application write, comma-separated (18..1048576)")
       ->capture_default_str();
@@ -138,14 +218,17 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                  "producer i sends on queue i mod queues (XPS); emu rings share one wire")
       ->capture_default_str();
   cmd.add_option("--duration", a.duration_s, "Measured window per cell, seconds (0.01..3600)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(DecimalNumber("--duration", a.duration_s));
   cmd.add_option("--warmup", a.warmup_s, "Warm-up before each window, seconds (0..60)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(DecimalNumber("--warmup", a.warmup_s));
   cmd.add_option("--rounds", a.rounds,
                  "Interleaved rounds: the whole grid runs this many times, each cell once per "
                  "round; tables show medians and, with two or more rounds, verdicts against "
                  "batching off (1..1000; compare: rounds of A then B, 2..1000)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(WholeNumber("--rounds", a.rounds));
   cmd.add_option("--proto", a.proto,
                  "Framing: tcp (one byte stream in full-MSS segments) or udp (a datagram per "
                  "write, split at MTU-28)")
@@ -164,13 +247,17 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                  "random P% [CORR%] | loss state p13 [p31 [p32 [p23 [p14]]]] | loss gemodel p [r "
                  "[1-h [1-k]]], duplicate P% [CORR%], reorder P% [CORR%] [gap N], corrupt P% "
                  "[CORR%], rate RATE [OVERHEAD], seed N, limit N (default 1000); e.g. \"delay 3ms "
-                 "1ms 25% distribution normal loss random 1%\"");
-  cmd.add_option("--seed", a.seed, "Random seed recorded with the results")->capture_default_str();
+                 "1ms 25% distribution normal loss random 1%\"")
+      ->check(NonEmpty(kLinkNeedsWords));
+  cmd.add_option("--seed", a.seed, "Random seed recorded with the results")
+      ->capture_default_str()
+      ->check(WholeNumber("--seed", a.seed));
   cmd.add_option("--pool-size", a.pool_size,
                  "Mbufs in the packet pool (64..4194304); 0 sizes it so queueing alone never "
                  "exhausts it. Smaller makes producers wait for mbufs (counted as "
                  "alloc_failures): a fault to test against")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(WholeNumber("--pool-size", a.pool_size));
   cmd.add_option("--engine", a.engine,
                  "real (threads on the TSC) or sim (the same qdisc, policy and NIC code on a "
                  "virtual clock with a CPU cost model: deterministic, emu drivers, --sync "
@@ -178,8 +265,11 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
       ->capture_default_str();
   cmd.add_option("--cost-model", a.cost_model,
                  "The simulation engine's CPU costs, a JSON file as `txbatch calibrate` writes "
-                 "(default: built in, see doc/design.md)");
-  cmd.add_option("--json", a.json, "Write result records (schema_version 1) to this file");
+                 "(default: built in, see doc/design.md)")
+      ->check(NonEmpty("--cost-model needs a file name; valid: a JSON file as txbatch calibrate "
+                       "writes (without --cost-model: the built-in costs)"));
+  cmd.add_option("--json", a.json, "Write result records (schema_version 1) to this file")
+      ->check(NonEmpty(kJsonNeedsName));
 }
 
 Result<RunPlan> BuildRunPlan(const RunArgs& a) {
@@ -224,6 +314,8 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
       if (!spec) return spec.error();
       plan.policies.push_back(*spec);
     }
+    if (const PolicySpec* again = FirstRepeat(plan.policies))
+      return Repeated("--policy", again->ToString());
   }
   if (a.batching_off_first) {
     const PolicySpec off{PolicyKind::kCount, 1};
@@ -372,6 +464,15 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                                    "and {} is not an emulated NIC; valid: --link with emu:MODEL "
                                    "drivers (DPDK ports get links with the bridge)",
                                    d));
+    for (size_t e = 0; e < specs.size(); ++e)
+      if (specs[e].ToString() == spec->ToString())
+        return d == drivers[e]
+                   ? Repeated("--driver", d)
+                   : MakeError(EINVAL, fmt::format("--driver '{}' and '{}' are the same driver "
+                                                   "({}), which would run the same cells twice; "
+                                                   "valid: each driver once (--rounds repeats "
+                                                   "cells)",
+                                                   drivers[e], d, spec->ToString()));
     specs.push_back(*spec);
   }
   if (link && max_queues > 1)

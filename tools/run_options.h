@@ -71,6 +71,24 @@ struct RunPlan {
   int rounds = 1;
 };
 
+// CLI11 stores an empty value as 0 (or as "", which reads as "not given") and a uint64 option
+// takes "-1" and 2^64 as 2^64-1. These validators refuse such values while parsing, with one
+// sentence naming the option (thrown as a CLI::ConversionError, which CLI11 passes on as is).
+// A whole number in decimal digits that fits T; `example` is a valid value for the message.
+template <typename T>
+CLI::Validator WholeNumber(std::string option, T example);
+// A finite decimal number.
+CLI::Validator DecimalNumber(std::string option, double example);
+// Any text but the empty one; `sentence` says what the option needs.
+CLI::Validator NonEmpty(std::string sentence);
+
+// What an empty --json or --link says (every command that takes them).
+inline constexpr const char* kJsonNeedsName =
+    "--json needs a file name (or - for standard output)";
+inline constexpr const char* kLinkNeedsWords =
+    "--link needs netem words (e.g. --link \"delay 3ms loss random 1%\"); valid: leave --link "
+    "out for no link";
+
 // Registers the run options on `cmd`, with their defaults in --help.
 void AddRunOptions(CLI::App& cmd, RunArgs& args);
 // The options of the TX path alone (--batch/--policy, --mtu, the qdisc shape, BQL, EAL memory),

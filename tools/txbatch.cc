@@ -417,21 +417,27 @@ int Main(int argc, char** argv) {
       "fixed + per-frame x n with R² and residuals, and write the simulation engine's cost "
       "model (--engine sim --cost-model FILE).");
   calibrate->add_option("--out", cal_args.out, "The cost-model file to write")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(NonEmpty("--out needs a file name (or - for standard output)"));
   calibrate->add_option("--batch", cal_args.batch, "Batch limits, comma-separated (two or more)")
       ->capture_default_str();
   calibrate->add_option("--duration", cal_args.duration_s, "Measured window per cell, seconds")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(DecimalNumber("--duration", cal_args.duration_s));
   calibrate->add_option("--rounds", cal_args.rounds, "Interleaved rounds (medians are fitted)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(WholeNumber("--rounds", cal_args.rounds));
   calibrate
       ->add_option("--engine", cal_args.engine,
                    "real, or sim: calibrate the simulation of --cost-model (a check that "
                    "the fit recovers the model's costs)")
       ->capture_default_str();
   calibrate->add_option("--cost-model", cal_args.cost_model,
-                        "The base model: costs calibrate cannot separate are kept from it");
-  calibrate->add_option("--json", cal_args.json, "Also write the measured records here");
+                        "The base model: costs calibrate cannot separate are kept from it")
+      ->check(NonEmpty("--cost-model needs a file name; valid: a JSON file as txbatch calibrate "
+                       "writes (without --cost-model: the built-in costs)"));
+  calibrate->add_option("--json", cal_args.json, "Also write the measured records here")
+      ->check(NonEmpty(kJsonNeedsName));
   calibrate->add_option("--eal-memory", cal_args.eal_memory, "auto, no-huge or in-memory")
       ->capture_default_str();
   sweep->add_option("--out", sweep_out, "Directory for the outputs (created if missing)")
