@@ -15,7 +15,10 @@
 #include <charconv>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace txbatch {
 namespace {
@@ -26,6 +29,93 @@ inline constexpr uint64_t kEalBaseBytes = 96ull << 20;
 // threads that need lcore ids of their own (RTE_MAX_LCORE is 128), and txbatch runs nothing on
 // EAL's worker lcores, so a big machine's mask is cut here.
 inline constexpr size_t kMaxEalLcores = 16;
+
+// DPDK's log stream (DpdkLogMark): error lines are kept, every byte passes on to `forward`.
+class LogTap {
+ public:
+  static LogTap& Get() {
+    static LogTap tap;
+    return tap;
+  }
+
+  // The stream to give rte_openlog_stream; `forward` (may be null) gets everything.
+  std::FILE* Open(std::FILE* forward) {
+    std::lock_guard lock(mu_);
+    forward_ = forward;
+    if (stream_ == nullptr) {
+      cookie_io_functions_t io{};
+      io.write = [](void* self, const char* buf, size_t size) -> ssize_t {
+        static_cast<LogTap*>(self)->Write(buf, size);
+        return static_cast<ssize_t>(size);
+      };
+      stream_ = fopencookie(this, "w", io);
+      // One write per line, while rte_log's current message level still describes it.
+      if (stream_ != nullptr) setvbuf(stream_, nullptr, _IOLBF, 0);
+    }
+    return stream_;
+  }
+
+  uint64_t Mark() {
+    std::lock_guard lock(mu_);
+    return lines_;
+  }
+
+  std::string Since(uint64_t mark) {
+    std::lock_guard lock(mu_);
+    const Kept* pmd = nullptr;
+    const Kept* eal = nullptr;
+    for (const Kept& k : kept_) {
+      if (k.seq <= mark) continue;
+      if (!k.eal) pmd = &k;
+      if (k.eal && eal == nullptr) eal = &k;
+    }
+    return pmd ? pmd->text : eal ? eal->text : std::string();
+  }
+
+ private:
+  struct Kept {
+    uint64_t seq;  // which line of the log
+    bool eal;      // logged by EAL itself (often only "Driver cannot attach the device")
+    std::string text;
+  };
+  // The latest error lines; a failed step logs a few, so older ones are of no use.
+  static constexpr size_t kKeep = 32;
+
+  void Write(const char* buf, size_t size) {
+    const int level = rte_log_cur_msg_loglevel();
+    const bool eal = rte_log_cur_msg_logtype() == RTE_LOGTYPE_EAL;
+    std::lock_guard lock(mu_);
+    if (forward_ != nullptr) {
+      std::fwrite(buf, 1, size, forward_);
+      std::fflush(forward_);
+    }
+    std::string_view text(buf, size);
+    while (!text.empty()) {
+      const size_t nl = text.find('\n');
+      std::string_view line = text.substr(0, nl);
+      text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+      ++lines_;
+      if (level > static_cast<int>(RTE_LOG_ERR)) continue;
+      // Trailing blanks and a full stop: the line goes inside txbatch's sentence.
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '.'))
+        line.remove_suffix(1);
+      // PMDs prefix the function's name ("rte_pmd_init_internals(): "), EAL its own.
+      if (const size_t p = line.find("(): "); p != std::string_view::npos &&
+                                               line.substr(0, p).find(' ') == std::string_view::npos)
+        line.remove_prefix(p + 4);
+      if (line.starts_with("EAL: ")) line.remove_prefix(5);
+      if (line.empty()) continue;
+      if (kept_.size() == kKeep) kept_.erase(kept_.begin());
+      kept_.push_back({lines_, eal, std::string(line)});
+    }
+  }
+
+  std::mutex mu_;
+  std::FILE* stream_ = nullptr;
+  std::FILE* forward_ = nullptr;
+  uint64_t lines_ = 0;
+  std::vector<Kept> kept_;
+};
 
 uint64_t ReadNumber(const std::string& path) {
   std::ifstream in(path);
@@ -179,10 +269,11 @@ Result<std::unique_ptr<Eal>> Eal::Start(const EalPlan& plan) {
   for (int fd : {saved_out, saved_err, devnull})
     if (fd >= 0) close(fd);
   // DPDK's own log (PMD probe errors, ring warnings) would add lines to txbatch's one-sentence
-  // errors and tables; it goes nowhere unless the user asked for a log level.
-  if (rc >= 0 && !user_log) {
-    static std::FILE* const devnull_log = std::fopen("/dev/null", "w");
-    if (devnull_log != nullptr) rte_openlog_stream(devnull_log);
+  // errors and tables; it goes nowhere unless the user asked for a log level (then where EAL
+  // sends it). Either way its error lines are kept for those sentences (DpdkErrorSince).
+  if (rc >= 0) {
+    if (std::FILE* tap = LogTap::Get().Open(user_log ? rte_log_get_stream() : nullptr))
+      rte_openlog_stream(tap);
   }
   if (rc < 0) {
     return MakeError(err, fmt::format("DPDK EAL failed to start ({}) with arguments '{}'; check "
@@ -200,6 +291,10 @@ Result<std::unique_ptr<Eal>> Eal::Start(const EalPlan& plan) {
   eal->tsc_hz_ = static_cast<double>(rte_get_tsc_hz());
   return eal;
 }
+
+uint64_t DpdkLogMark() { return LogTap::Get().Mark(); }
+
+std::string DpdkErrorSince(uint64_t mark) { return LogTap::Get().Since(mark); }
 
 Eal::~Eal() {
   rte_eal_cleanup();

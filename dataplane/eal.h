@@ -60,4 +60,18 @@ unsigned RemoveStaleRuntimeDirs(const std::string& root);
 // The CPUs in this thread's affinity mask, ascending.
 std::vector<int> AllowedCpus();
 
+// DPDK's own reasons. A failed control-plane call often returns only an errno
+// (rte_dev_probe: -EPERM for an af_packet interface that does not exist) while the PMD logged
+// why ("ioctl failed (SIOCGIFINDEX):No such device"). Once Eal::Start has run, DPDK's log goes
+// through a tap that keeps its error lines (RTE_LOG_ERR and worse) and passes everything on
+// where it went before (nowhere, unless the user asked for --log-level after --).
+// Thread-safe; not for the data path (nothing there logs).
+//
+// A point in DPDK's log: the errors logged after it are those of the steps that follow.
+uint64_t DpdkLogMark();
+// The reason DPDK logged after `mark` for a step that failed: the last error line of a PMD (or
+// any component but EAL itself), else EAL's first, without the "func(): " or "EAL: " prefix;
+// empty when none was logged (or Eal::Start has not run).
+std::string DpdkErrorSince(uint64_t mark);
+
 }  // namespace txbatch

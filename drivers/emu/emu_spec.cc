@@ -103,6 +103,11 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
     const std::string_view kv = parts[i];
     const size_t eq = kv.find('=');
     const std::string_view key = kv.substr(0, eq);
+    for (size_t j = 1; j < i; ++j)
+      if (parts[j].substr(0, parts[j].find('=')) == key)
+        return MakeError(EINVAL, fmt::format("key '{}' in driver '{}' is given twice, and only one "
+                                             "value can hold; valid: each key once",
+                                             key, spec));
     double v = 0;
     if (eq == std::string_view::npos || !ParseDouble(kv.substr(eq + 1), v))
       return MakeError(EINVAL, fmt::format("'{}' in driver '{}' is not key=number; valid keys: {}",

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "batching/batch.h"
+#include "dataplane/eal.h"
 #include "dataplane/frame.h"
 #include "dataplane/tsan.h"
 #include "drivers/ethdev/ethdev.h"
@@ -47,6 +48,81 @@ constexpr unsigned kMaxRingQueues = 16;
 
 std::string DeviceName(std::string_view devargs) {
   return std::string(devargs.substr(0, devargs.find(',')));
+}
+
+// net_null reads its values with strtoul and no check: size="64" becomes a 0-byte frame and a
+// failed RX queue setup ("Cannot allocate memory"), copy=yes becomes 0. txbatch checks them.
+// net_null's copy=1 copies `size` bytes out of every mbuf it is given: at most the data room of
+// the smallest mbuf txbatch makes (RTE_MBUF_DEFAULT_DATAROOM), or it reads past the buffer.
+constexpr unsigned kMaxNullSize = RTE_MBUF_DEFAULT_DATAROOM;
+Status CheckNullDevargs(std::string_view devargs, std::string_view spec) {
+  size_t start = devargs.find(',');
+  while (start != std::string_view::npos) {
+    const size_t end = devargs.find(',', start + 1);
+    const std::string_view kv = devargs.substr(start + 1, end - start - 1);
+    start = end;
+    const size_t eq = kv.find('=');
+    const std::string_view key = kv.substr(0, eq);
+    std::string_view text = eq == std::string_view::npos ? "" : kv.substr(eq + 1);
+    int base = 10;
+    if (text.starts_with("0x") || text.starts_with("0X")) {
+      text.remove_prefix(2);
+      base = 16;
+    }
+    unsigned v = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v, base);
+    const bool number = !text.empty() && ec == std::errc() && ptr == text.data() + text.size();
+    if (key == "size" && !(number && v >= 1 && v <= kMaxNullSize))
+      return MakeError(EINVAL, fmt::format("'{}' in driver '{}' is not a frame size net_null can "
+                                           "use; valid: size=N with N in 1..{} (no quotes)",
+                                           kv, spec, kMaxNullSize));
+    if ((key == "copy" || key == "no-rx") && !(number && v <= 1))
+      return MakeError(EINVAL, fmt::format("'{}' in driver '{}' is not a switch net_null reads; "
+                                           "valid: {}=0 or {}=1",
+                                           kv, spec, key, key));
+  }
+  return {};
+}
+
+// Why a DPDK call failed: the reason DPDK logged since `mark` (a PMD's own words: "ioctl failed
+// (SIOCGIFINDEX):No such device"), else the text of the errno it returned.
+std::string Why(uint64_t mark, int err) {
+  std::string logged = DpdkErrorSince(mark);
+  return logged.empty() ? std::string(rte_strerror(err)) : logged;
+}
+
+// Devargs keys a DPDK 22.11 PMD takes once per queue or member, so that a repeat adds one:
+// net_pcap's per-queue files and interfaces, net_bonding's members, net_failsafe's
+// sub-devices, net_ring's node actions. Any other key holds one value (rte_kvargs keeps the
+// last of several, silently).
+struct RepeatableKey {
+  std::string_view pmd, key;
+};
+constexpr RepeatableKey kRepeatableKeys[] = {
+    {"net_pcap", "rx_pcap"},    {"net_pcap", "tx_pcap"},     {"net_pcap", "rx_iface"},
+    {"net_pcap", "rx_iface_in"}, {"net_pcap", "tx_iface"},   {"net_bonding", "slave"},
+    {"net_failsafe", "dev"},    {"net_failsafe", "exec"},    {"net_ring", "nodeaction"},
+};
+
+// The keys of "name,key=value,..." in order; commas inside [] or () belong to a value
+// (rte_kvargs lists, net_failsafe's dev(...)).
+std::vector<std::string_view> DevargsKeys(std::string_view devargs) {
+  std::vector<std::string_view> keys;
+  int depth = 0;
+  size_t start = devargs.find(',');
+  if (start == std::string_view::npos) return keys;
+  ++start;
+  for (size_t i = start; i <= devargs.size(); ++i) {
+    const char c = i < devargs.size() ? devargs[i] : ',';
+    if (c == '[' || c == '(') ++depth;
+    if ((c == ']' || c == ')') && depth > 0) --depth;
+    if (c == ',' && depth == 0) {
+      const std::string_view kv = devargs.substr(start, i - start);
+      keys.push_back(kv.substr(0, kv.find('=')));
+      start = i + 1;
+    }
+  }
+  return keys;
 }
 
 // What a driver instance owns and must give back at the end: ports to stop and close, vdevs to
@@ -257,6 +333,7 @@ class EthdevPort final : public TxDriver {
 // Configures `queues` RX and TX queues and starts the port; does not wait for the link.
 Status ConfigurePort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::string& what,
                      uint16_t queues = 1) {
+  const uint64_t mark = DpdkLogMark();
   rte_eth_dev_info info{};
   if (int rc = rte_eth_dev_info_get(port, &info); rc != 0)
     return MakeError(-rc, fmt::format("cannot query {}: {}", what, rte_strerror(-rc)));
@@ -271,11 +348,18 @@ Status ConfigurePort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::
   rte_eth_conf conf{};
   conf.rxmode.mtu = mtu;
   const auto fail = [&](const char* step, int rc) {
-    return MakeError(-rc, fmt::format("cannot {} {}: {}", step, what, rte_strerror(-rc)));
+    return MakeError(-rc, fmt::format("cannot {} {}: {}", step, what, Why(mark, -rc)));
   };
-  if (int rc = rte_eth_dev_configure(port, queues, queues, &conf); rc != 0)
-    return MakeError(-rc, fmt::format("cannot configure {} for MTU {} ({}); try a smaller --mtu",
-                                      what, mtu, rte_strerror(-rc)));
+  if (int rc = rte_eth_dev_configure(port, queues, queues, &conf); rc != 0) {
+    // The MTU is in the port's range (above): a busy port is one already started, by an
+    // earlier --port or --driver of this process.
+    if (rc == -EBUSY)
+      return MakeError(EBUSY, fmt::format("cannot configure {}: it is already started, given "
+                                          "twice (or as two names); valid: each port once",
+                                          what));
+    return MakeError(-rc, fmt::format("cannot configure {} with {} queue(s) and MTU {}: {}", what,
+                                      queues, mtu, Why(mark, -rc)));
+  }
   uint16_t rx_desc = kRingSize, tx_desc = kRingSize;
   (void)rte_eth_dev_adjust_nb_rx_tx_desc(port, &rx_desc, &tx_desc);
   const int socket = rte_eth_dev_socket_id(port);
@@ -373,6 +457,20 @@ Result<EthdevOptions> ParseEthdevSpec(std::string_view spec) {
                                          "net_pcap0,tx_pcap=FILE, net_tap0,iface=NAME, or "
                                          "ethdev:port=N for a port probed by EAL",
                                          spec));
+  const std::vector<std::string_view> keys = DevargsKeys(rest);
+  for (size_t i = 1; i < keys.size(); ++i) {
+    if (std::find(keys.begin(), keys.begin() + i, keys[i]) == keys.begin() + i) continue;
+    bool repeatable = false;
+    for (const RepeatableKey& r : kRepeatableKeys)
+      repeatable |= name.starts_with(r.pmd) && keys[i] == r.key;
+    if (!repeatable)
+      return MakeError(EINVAL, fmt::format("key '{}' in driver '{}' is given twice, and {} takes "
+                                           "one value for it (the last, silently); valid: each key "
+                                           "once",
+                                           keys[i], spec, name));
+  }
+  if (name.starts_with("net_null"))
+    if (Status st = CheckNullDevargs(rest, spec); !st) return st.error();
   o.devargs = std::string(rest);
   if (name.starts_with("net_null") && o.devargs.find("no-rx") == std::string::npos)
     o.devargs += ",no-rx=1";
@@ -464,10 +562,11 @@ Result<Drivers> CreateMemifPair(std::string spec, rte_mempool* pool, unsigned mt
   for (unsigned i = 0; i < 2; ++i) {
     const std::string name = fmt::format("net_memif_txb{}_{}", n, i);
     const std::string devargs = fmt::format("{},role={},socket={}", name, roles[i], socket);
+    const uint64_t mark = DpdkLogMark();
     if (int rc = rte_dev_probe(devargs.c_str()); rc != 0)
       return fail(-rc, fmt::format("cannot create the memif {} of {} ({}); is DPDK's net_memif "
                                    "driver installed?",
-                                   roles[i], spec, rte_strerror(-rc)));
+                                   roles[i], spec, Why(mark, -rc)));
     if (rte_eth_dev_get_port_by_name(name.c_str(), &ports[i]) != 0) {
       (void)rte_eal_hotplug_remove("vdev", name.c_str());
       return fail(ENODEV, fmt::format("memif device '{}' is not an ethdev port", name));
@@ -517,11 +616,12 @@ Result<Attached> Attach(const EthdevOptions& o) {
     a.what = fmt::format("port {}", a.port);
   } else {
     const std::string name = DeviceName(o.devargs);
+    const uint64_t mark = DpdkLogMark();
     if (int rc = rte_dev_probe(o.devargs.c_str()); rc != 0)
       return MakeError(-rc, fmt::format("cannot create device '{}' ({}); check the driver name "
                                         "and its arguments (e.g. net_null0, net_ring0, "
                                         "net_pcap0,tx_pcap=FILE)",
-                                        o.devargs, rte_strerror(-rc)));
+                                        o.devargs, Why(mark, -rc)));
     if (rte_eth_dev_get_port_by_name(name.c_str(), &a.port) != 0) {
       (void)rte_eal_hotplug_remove("vdev", name.c_str());
       return MakeError(ENODEV,

@@ -81,6 +81,11 @@ Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required) {
     if (eq == std::string_view::npos || text.empty())
       return MakeError(EINVAL, fmt::format("'{}' in driver '{}' is not key=value; valid keys: {}",
                                            kv, spec, kKeys));
+    for (size_t j = 1; j < i; ++j)
+      if (parts[j].substr(0, parts[j].find('=')) == key)
+        return MakeError(EINVAL, fmt::format("key '{}' in driver '{}' is given twice, and only one "
+                                             "value can hold; valid: each key once",
+                                             key, spec));
     if (key == "gid") {
       std::array<uint8_t, 16> g{};
       if (inet_pton(AF_INET6, std::string(text).c_str(), g.data()) != 1)
