@@ -91,7 +91,12 @@ TEST(EthdevBadInput, MissingDevicesAndBadDevargsExitTwoWithOneSentence) {
        {Bad{"ethdev:net_nosuchpmd0", "cannot create device 'net_nosuchpmd0'"},
         Bad{"ethdev:net_null0,bogus=1", "cannot create device"},
         Bad{"ethdev:port=7", "port 7 does not exist"}, Bad{"ethdev:port=x", "is not a port id"},
-        Bad{"ethdev:eth0", "is not a vdev spec"}}) {
+        Bad{"ethdev:eth0", "is not a vdev spec"},
+        // Issue 16, item 12: the PMD's own reason, where rte_dev_probe says only EPERM/EFAULT.
+        Bad{"ethdev:net_af_packet0,iface=txbnosuch0", "SIOCGIFINDEX):No such device"},
+        Bad{"ethdev:net_nul0", "failed to parse device \"net_nul0\""},
+        Bad{"ethdev:net_pcap0,tx_pcap=/nonexistent-txb/x.pcap",
+            "Couldn't open /nonexistent-txb/x.pcap for writing"}}) {
     const auto run = RunTxbatch(std::string("run --duration 0.1 --driver ") + b.driver);
     EXPECT_EQ(run.status, 2) << b.driver << ": " << run.err;
     EXPECT_NE(run.err.find(b.must_say), std::string::npos) << b.driver << ": " << run.err;

@@ -1,6 +1,7 @@
 // Option validation: every bad input is rejected up front with one sentence naming the valid
 // choices; the binary exits 2 and writes nothing.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -140,6 +141,55 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
       "emu key", [](RunArgs& a) { a.drivers = {"emu:e1000,speed=1"}; }, "valid keys");
   add(
       "eal memory", [](RunArgs& a) { a.eal_memory = "lots"; }, "auto, no-huge, in-memory");
+  // Issue 16, item 11: accepted silently before.
+  add(
+      "rate too small to pace", [](RunArgs& a) { a.rate = "1e-300pps"; }, "1pps..1000mpps");
+  add(
+      "rate too small in bits", [](RunArgs& a) { a.rate = "1e-300mbit"; }, "1000bps..10000gbit");
+  add(
+      "link delay that rounds to zero", [](RunArgs& a) { a.link = "delay 1e-400ms"; },
+      "delay needs a time");
+  add(
+      "link of blanks", [](RunArgs& a) { a.link = "   "; }, "no words were given");
+  add(
+      "repeated emu key", [](RunArgs& a) { a.drivers = {"emu:e1000,ring=64,ring=4096"}; },
+      "key 'ring' in driver 'emu:e1000,ring=64,ring=4096' is given twice");
+  add(
+      "repeated ethdev key",
+      [](RunArgs& a) { a.drivers = {"ethdev:net_null0,size=64,size=128"}; },
+      "key 'size' in driver 'ethdev:net_null0,size=64,size=128' is given twice");
+  add(
+      "repeated verbs key",
+      [](RunArgs& a) { a.drivers = {"verbs:mlx5_0:1,qpn=0x48,qkey=0x11,lid=3,lid=4"}; },
+      "key 'lid' in driver");
+  add(
+      "batch repeated", [](RunArgs& a) { a.batch = "32,32,32"; }, "--batch gives '32' twice");
+  add(
+      "policy repeated", [](RunArgs& a) { a.policy = "bql,count:8,bql"; },
+      "--policy gives 'bql' twice");
+  add(
+      "size repeated", [](RunArgs& a) { a.size = "64,1000,64"; }, "--size gives '64' twice");
+  add(
+      "procs repeated", [](RunArgs& a) { a.procs = "1,1"; }, "--procs gives '1' twice");
+  add(
+      "queues repeated", [](RunArgs& a) { a.queues = "2,2"; }, "--queues gives '2' twice");
+  add(
+      "sync repeated", [](RunArgs& a) { a.sync = "rootlock,rootlock"; },
+      "--sync gives 'rootlock' twice");
+  add(
+      "runner repeated", [](RunArgs& a) { a.runner = "inline,inline"; },
+      "--runner gives 'inline' twice");
+  add(
+      "qdisc repeated", [](RunArgs& a) { a.qdisc = "pfifo,pfifo"; }, "--qdisc gives 'pfifo' twice");
+  add(
+      "engine repeated", [](RunArgs& a) { a.engine = "sim,sim"; }, "--engine gives 'sim' twice");
+  add(
+      "driver repeated", [](RunArgs& a) { a.drivers = {"emu:null", "emu:null"}; },
+      "--driver gives 'emu:null' twice");
+  add(
+      "driver repeated in other words",
+      [](RunArgs& a) { a.drivers = {"emu:e1000", "emu:e1000,ring=256"}; },
+      "are the same driver");
   for (const auto& c : cases) {
     auto plan = BuildRunPlan(c.args);
     ASSERT_FALSE(plan.ok()) << c.what;
@@ -161,6 +211,10 @@ TEST(Rate, ParsesUnits) {
   EXPECT_EQ(ParseRate("max")->unit, RateSpec::Unit::kMax);
   EXPECT_FALSE(ParseRate("-5pps").ok());
   EXPECT_FALSE(ParseRate("0pps").ok());
+  EXPECT_FALSE(ParseRate("1e-300pps").ok());  // no frame in any window; the pacing overflowed
+  EXPECT_FALSE(ParseRate("2000mpps").ok());
+  EXPECT_TRUE(ParseRate("1pps").ok());
+  EXPECT_TRUE(ParseRate("100gbit").ok());
 }
 
 // The binary itself: exit status 2, one line on stderr, no --json file, nothing on stdout.
@@ -189,10 +243,21 @@ Outcome RunTxbatch(const std::string& args) {
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(out), slurp(err)};
 }
 
+// A result document whose schema_version is the string "1"; the path it was written to.
+std::string StringVersionDoc() {
+  const std::string path = ::testing::TempDir() + "/schema_version_string.json";
+  if (FILE* f = std::fopen(path.c_str(), "w")) {
+    std::fputs(R"({"schema_version": "1", "records": [{}]})", f);
+    std::fclose(f);
+  }
+  return path;
+}
+
 TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
   const std::string json = ::testing::TempDir() + "/must_not_exist.json";
   std::filesystem::remove(json);
-  const char* bad[] = {
+  const std::string string_version = StringVersionDoc();
+  std::vector<std::string> bad = {
       "run --batch 0",
       "run --batch 1 --policy count:1",
       "run --size 10",
@@ -265,13 +330,50 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
       "calibrate --cost-model /nonexistent/cost.json",
       "frobnicate",
       "",
+      // Issue 16, item 9: internal errors (exit 1) before.
+      "run --engine sim --cost-model /",
+      "report " + string_version,
+      // Item 10: read without bound.
+      "report /dev/zero",
+      "calibrate --engine sim --cost-model /dev/zero",
+      // Item 11: accepted silently, or an empty value read as 0 or as not given.
+      "run --seed -1",
+      "run --seed 18446744073709551616",
+      "run --seed ''",
+      "run --pool-size ''",
+      "run --bql-limit-max ''",
+      "run --bql-hold-time ''",
+      "run --txqueuelen ''",
+      "run --mtu ''",
+      "run --duration ''",
+      "run --rounds ''",
+      "run --json ''",
+      "run --link ''",
+      "run --batch ''",
+      "run --policy ''",
+      "run --cost-model '' --engine sim",
+      "run --rate 1e-300pps",
+      "run --link 'delay 1e-400ms'",
+      "run --driver emu:e1000,ring=64,ring=4096",
+      "run --batch 32,32,32",
+      "compare --batch 32,32",
+      "calibrate --out ''",
+      "calibrate --json ''",
+      "sink --port net_null0 --json ''",
+      "bridge --port-a net_null0 --port-b net_null1 --link ''",
+      "respond --port net_null0 --ip 10.0.0.2 --link ''",
+      // Item 12: misleading messages (the content is checked in Cli.MessagesNameTheCause).
+      "report /",
+      "bridge --port-a net_null0 --port-b net_null0",
+      "run --driver 'ethdev:net_null0,size=\"64\"'",
   };
-  for (const char* args : bad) {
-    // bridge and lab write no JSON: --json would be an unknown option and hide the case.
-    const std::string a(args);
+  for (const std::string& a : bad) {
+    const char* args = a.c_str();
+    // bridge and lab write no JSON: --json would be an unknown option and hide the case; a
+    // case about --json itself gives its own.
     const bool writes_json = !a.starts_with("bridge") && !a.starts_with("lab") &&
                              !a.starts_with("respond") && !a.starts_with("sink") &&
-                             !a.starts_with("report");
+                             !a.starts_with("report") && a.find("--json") == std::string::npos;
     const Outcome o = RunTxbatch(a + (writes_json ? " --json " + json : ""));
     EXPECT_EQ(o.status, 2) << args << ": " << o.err;
     EXPECT_FALSE(o.err.empty()) << args;
@@ -279,6 +381,43 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
     EXPECT_TRUE(o.out.empty()) << args << ": " << o.out;
     EXPECT_FALSE(std::filesystem::exists(json)) << args;
   }
+}
+
+// Issue 16, items 9, 10 and 12: each sentence names the real cause.
+TEST(Cli, MessagesNameTheCause) {
+  const std::string big = ::testing::TempDir() + "/too_big.json";
+  std::filesystem::remove(big);
+  if (FILE* f = std::fopen(big.c_str(), "w")) std::fclose(f);
+  std::filesystem::resize_file(big, (256ull << 20) + 1);  // sparse: nothing is written
+  const std::string fifo = ::testing::TempDir() + "/results.fifo";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  struct Case {
+    std::string args;
+    const char* must_say;
+  };
+  for (const Case& c : {
+           Case{"report /", "result file '/' is a directory"},
+           Case{"report /dev/zero", "result file '/dev/zero' is a character device"},
+           Case{"report " + fifo, "is a FIFO"},
+           Case{"report " + big, "is larger than the 256 MiB txbatch reads"},
+           Case{"report " + StringVersionDoc(), "has schema_version \"1\""},
+           Case{"run --engine sim --cost-model /", "--cost-model '/' is a directory"},
+           Case{"run --seed -1", "--seed '-1' is not a whole number"},
+           Case{"run --seed 18446744073709551616", "at most 18446744073709551615"},
+           Case{"run --pool-size ''", "--pool-size '' is not a whole number"},
+           Case{"run --json ''", "--json needs a file name (or - for standard output)"},
+           Case{"run --link ''", "--link needs netem words"},
+           Case{"bridge --port-a net_null0 --port-b net_null0,size=64", "are the same port"},
+           Case{"run --driver 'ethdev:net_null0,size=\"64\"'", "(no quotes)"},
+       }) {
+    const Outcome o = RunTxbatch(c.args);
+    EXPECT_EQ(o.status, 2) << c.args << ": " << o.err;
+    EXPECT_NE(o.err.find(c.must_say), std::string::npos) << c.args << ": " << o.err;
+    EXPECT_TRUE(o.out.empty()) << c.args << ": " << o.out;
+  }
+  std::filesystem::remove(big);
+  std::filesystem::remove(fifo);
 }
 
 TEST(Cli, UnwritableJsonPathIsBadInputBeforeAnythingRuns) {
@@ -347,6 +486,10 @@ TEST(DriverSpec, ParsesEmuAndEthdevForms) {
   auto memif = ParseDriverSpec("ethdev-pair:memif");
   ASSERT_TRUE(memif.ok());
   EXPECT_EQ(memif->ToString(), "ethdev-pair:memif");
+  // Keys a PMD takes once per queue or member may repeat (net_pcap: a queue per file); commas
+  // inside a [list] are not separators.
+  EXPECT_TRUE(ParseDriverSpec("ethdev:net_pcap0,tx_pcap=/tmp/a.pcap,tx_pcap=/tmp/b.pcap").ok());
+  EXPECT_TRUE(ParseDriverSpec("ethdev:net_tap0,iface=[a,iface=b]").ok());
   auto port = ParseDriverSpec("ethdev:port=3");
   ASSERT_TRUE(port.ok());
   EXPECT_EQ(port->ToString(), "ethdev:port=3");
