@@ -100,8 +100,8 @@ class LogTap {
       while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '.'))
         line.remove_suffix(1);
       // PMDs prefix the function's name ("rte_pmd_init_internals(): "), EAL its own.
-      if (const size_t p = line.find("(): "); p != std::string_view::npos &&
-                                               line.substr(0, p).find(' ') == std::string_view::npos)
+      if (const size_t p = line.find("(): ");
+          p != std::string_view::npos && line.substr(0, p).find(' ') == std::string_view::npos)
         line.remove_prefix(p + 4);
       if (line.starts_with("EAL: ")) line.remove_prefix(5);
       if (line.empty()) continue;

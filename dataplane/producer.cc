@@ -50,12 +50,12 @@ std::string RateSpec::ToString() const {
 
 Result<RateSpec> ParseRate(std::string_view text) {
   const auto bad = [&] {
-    return MakeError(EINVAL, fmt::format("rate '{}' is not valid; valid: max, or a number with a "
-                                         "unit: pps, kpps, mpps (frames/s, {:g}pps..{:g}mpps) or "
-                                         "bps, kbit, mbit, gbit (wire bits/s, {:g}bps..{:g}gbit), "
-                                         "e.g. 40kpps or 500mbit",
-                                         text, kMinRatePps, kMaxRatePps / 1e6, kMinRateBps,
-                                         kMaxRateBps / 1e9));
+    return MakeError(
+        EINVAL, fmt::format("rate '{}' is not valid; valid: max, or a number with a "
+                            "unit: pps, kpps, mpps (frames/s, {:g}pps..{:g}mpps) or "
+                            "bps, kbit, mbit, gbit (wire bits/s, {:g}bps..{:g}gbit), "
+                            "e.g. 40kpps or 500mbit",
+                            text, kMinRatePps, kMaxRatePps / 1e6, kMinRateBps, kMaxRateBps / 1e9));
   };
   if (text == "max") return RateSpec{};
   double v = 0;

@@ -25,9 +25,9 @@ struct RateSpec {
   double value = 0;
   std::string ToString() const;  // "max", "40000pps", "500000000bps"
 };
-// Offered rates txbatch paces: at least a frame a second (below, a window sees nothing and the
-// pacing interval leaves any sleep's range: 1e-300pps), at most 1000 Mpps or 10 Tbit/s (the
-// same ceiling as --link rate), where pacing is no longer distinguishable from max.
+// Offered rates txbatch paces: at least 1 frame/s or 1 kbit/s (below, a window sees nothing,
+// and 1e-300pps made the pacing interval infinite), at most 1000 Mpps or 10 Tbit/s (--link
+// rate's ceiling), where pacing is no different from max.
 inline constexpr double kMinRatePps = 1, kMaxRatePps = 1e9;
 inline constexpr double kMinRateBps = 1e3, kMaxRateBps = 1e13;
 Result<RateSpec> ParseRate(std::string_view text);

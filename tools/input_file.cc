@@ -35,9 +35,8 @@ Result<std::string> ReadInputFile(const std::string& path, std::string_view what
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     const int err = errno;
     close(fd);
-    return MakeError(err != 0 ? err : EINVAL,
-                     fmt::format("{} '{}' is {}; valid: {}", what, path,
-                                 KindOf(st.st_mode), valid));
+    return MakeError(err != 0 ? err : EINVAL, fmt::format("{} '{}' is {}; valid: {}", what, path,
+                                                          KindOf(st.st_mode), valid));
   }
   const auto too_big = [&] {
     return MakeError(EFBIG, fmt::format("{} '{}' is larger than the {} txbatch reads; valid: {}",

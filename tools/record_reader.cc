@@ -203,8 +203,8 @@ CellResult ResultFrom(const json& r) {
 }  // namespace
 
 Result<ReadBack> ReadResults(const std::string& path) {
-  auto text = ReadInputFile(path, "result file", kMaxResultFileBytes,
-                            "a file txbatch wrote with --json");
+  auto text =
+      ReadInputFile(path, "result file", kMaxResultFileBytes, "a file txbatch wrote with --json");
   if (!text) return text.error();
   return ParseResults(*text, path);
 }

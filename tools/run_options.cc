@@ -84,9 +84,10 @@ CLI::Validator WholeNumber(std::string option, T example) {
       text = fmt::format("{}", v);
       return {};
     }
-    return fmt::format("{} '{}' is not a whole number; valid: decimal digits, at most {} (e.g. "
-                       "{} {})",
-                       option, text, std::numeric_limits<T>::max(), option, example);
+    return fmt::format(
+        "{} '{}' is not a whole number; valid: decimal digits, at most {} (e.g. "
+        "{} {})",
+        option, text, std::numeric_limits<T>::max(), option, example);
   });
 }
 template CLI::Validator WholeNumber<unsigned>(std::string, unsigned);
@@ -97,8 +98,7 @@ CLI::Validator DecimalNumber(std::string option, double example) {
   return Refusing([option, example](std::string& text) -> std::string {
     double v = 0;
     const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (!text.empty() && ec == std::errc() && ptr == text.data() + text.size() &&
-        std::isfinite(v))
+    if (!text.empty() && ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(v))
       return {};
     return fmt::format("{} '{}' is not a number; valid: a decimal number (e.g. {} {:g})", option,
                        text, option, example);
@@ -198,11 +198,11 @@ void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) 
 
 void AddRunOptions(CLI::App& cmd, RunArgs& a) {
   cmd.add_option(
-      "--driver", a.drivers,
-      "Driver spec; repeat for several (devargs contain commas). "
-      "emu:MODEL[,key=value...] with MODEL e1000, ixgbe or null; ethdev:DEVARGS for a DPDK "
-      "vdev (ethdev:net_null0, ethdev:net_ring0, ethdev:net_pcap0,tx_pcap=FILE) or "
-      "ethdev:port=N for a port probed by EAL [default: emu:e1000]")
+         "--driver", a.drivers,
+         "Driver spec; repeat for several (devargs contain commas). "
+         "emu:MODEL[,key=value...] with MODEL e1000, ixgbe or null; ethdev:DEVARGS for a DPDK "
+         "vdev (ethdev:net_null0, ethdev:net_ring0, ethdev:net_pcap0,tx_pcap=FILE) or "
+         "ethdev:port=N for a port probed by EAL [default: emu:e1000]")
       ->check(NonEmpty("--driver needs a driver spec; valid: emu:MODEL[,key=value...], "
                        "ethdev:DEVARGS, ethdev:port=N, ethdev-pair:[memif] or "
                        "verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N"));

@@ -83,8 +83,7 @@ CLI::Validator DecimalNumber(std::string option, double example);
 CLI::Validator NonEmpty(std::string sentence);
 
 // What an empty --json or --link says (every command that takes them).
-inline constexpr const char* kJsonNeedsName =
-    "--json needs a file name (or - for standard output)";
+inline constexpr const char* kJsonNeedsName = "--json needs a file name (or - for standard output)";
 inline constexpr const char* kLinkNeedsWords =
     "--link needs netem words (e.g. --link \"delay 3ms loss random 1%\"); valid: leave --link "
     "out for no link";

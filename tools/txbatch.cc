@@ -432,8 +432,9 @@ int Main(int argc, char** argv) {
                    "real, or sim: calibrate the simulation of --cost-model (a check that "
                    "the fit recovers the model's costs)")
       ->capture_default_str();
-  calibrate->add_option("--cost-model", cal_args.cost_model,
-                        "The base model: costs calibrate cannot separate are kept from it")
+  calibrate
+      ->add_option("--cost-model", cal_args.cost_model,
+                   "The base model: costs calibrate cannot separate are kept from it")
       ->check(NonEmpty("--cost-model needs a file name; valid: a JSON file as txbatch calibrate "
                        "writes (without --cost-model: the built-in costs)"));
   calibrate->add_option("--json", cal_args.json, "Also write the measured records here")

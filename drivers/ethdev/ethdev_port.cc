@@ -99,9 +99,9 @@ struct RepeatableKey {
   std::string_view pmd, key;
 };
 constexpr RepeatableKey kRepeatableKeys[] = {
-    {"net_pcap", "rx_pcap"},    {"net_pcap", "tx_pcap"},     {"net_pcap", "rx_iface"},
-    {"net_pcap", "rx_iface_in"}, {"net_pcap", "tx_iface"},   {"net_bonding", "slave"},
-    {"net_failsafe", "dev"},    {"net_failsafe", "exec"},    {"net_ring", "nodeaction"},
+    {"net_pcap", "rx_pcap"},     {"net_pcap", "tx_pcap"},  {"net_pcap", "rx_iface"},
+    {"net_pcap", "rx_iface_in"}, {"net_pcap", "tx_iface"}, {"net_bonding", "slave"},
+    {"net_failsafe", "dev"},     {"net_failsafe", "exec"}, {"net_ring", "nodeaction"},
 };
 
 // The keys of "name,key=value,..." in order; commas inside [] or () belong to a value

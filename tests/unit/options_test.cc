@@ -155,8 +155,7 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
       "repeated emu key", [](RunArgs& a) { a.drivers = {"emu:e1000,ring=64,ring=4096"}; },
       "key 'ring' in driver 'emu:e1000,ring=64,ring=4096' is given twice");
   add(
-      "repeated ethdev key",
-      [](RunArgs& a) { a.drivers = {"ethdev:net_null0,size=64,size=128"}; },
+      "repeated ethdev key", [](RunArgs& a) { a.drivers = {"ethdev:net_null0,size=64,size=128"}; },
       "key 'size' in driver 'ethdev:net_null0,size=64,size=128' is given twice");
   add(
       "repeated verbs key",
@@ -184,11 +183,16 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
   add(
       "engine repeated", [](RunArgs& a) { a.engine = "sim,sim"; }, "--engine gives 'sim' twice");
   add(
-      "driver repeated", [](RunArgs& a) { a.drivers = {"emu:null", "emu:null"}; },
+      "driver repeated",
+      [](RunArgs& a) {
+        a.drivers = {"emu:null", "emu:null"};
+      },
       "--driver gives 'emu:null' twice");
   add(
       "driver repeated in other words",
-      [](RunArgs& a) { a.drivers = {"emu:e1000", "emu:e1000,ring=256"}; },
+      [](RunArgs& a) {
+        a.drivers = {"emu:e1000", "emu:e1000,ring=256"};
+      },
       "are the same driver");
   for (const auto& c : cases) {
     auto plan = BuildRunPlan(c.args);
