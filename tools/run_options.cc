@@ -156,10 +156,10 @@ void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) 
                        "count:N, buffer:N[:T], bql, linux-2014, linux-2025, blist-2007"));
   cmd.add_option("--mtu", a.mtu, "IP MTU (68..9000); TCP MSS = MTU-52")
       ->capture_default_str()
-      ->check(WholeNumber("--mtu", a.mtu));
+      ->transform(WholeNumber("--mtu", a.mtu));
   cmd.add_option("--txqueuelen", a.txqueuelen, "Frames per pfifo_fast band (1..100000)")
       ->capture_default_str()
-      ->check(WholeNumber("--txqueuelen", a.txqueuelen));
+      ->transform(WholeNumber("--txqueuelen", a.txqueuelen));
   cmd.add_option("--runner", a.runner,
                  "Runner style: inline (a producer that finds the qdisc idle runs it, Linux) or "
                  "dedicated (one runner thread per queue sends, producers only enqueue, DPDK)")
@@ -180,11 +180,11 @@ void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) 
   cmd.add_option("--bql-limit-min", a.bql_limit_min,
                  "BQL's lowest limit in bytes (sysfs byte_queue_limits/limit_min)")
       ->capture_default_str()
-      ->check(WholeNumber("--bql-limit-min", a.bql_limit_min));
+      ->transform(WholeNumber("--bql-limit-min", a.bql_limit_min));
   cmd.add_option("--bql-limit-max", a.bql_limit_max,
                  "BQL's highest limit in bytes (limit_max); set min = max for a fixed limit")
       ->capture_default_str()
-      ->check(WholeNumber("--bql-limit-max", a.bql_limit_max));
+      ->transform(WholeNumber("--bql-limit-max", a.bql_limit_max));
   cmd.add_option("--bql-hold-time", a.bql_hold_ms,
                  "How long slack must persist before BQL shrinks its limit, ms (hold_time, "
                  "0..60000)")
@@ -228,7 +228,7 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                  "round; tables show medians and, with two or more rounds, verdicts against "
                  "batching off (1..1000; compare: rounds of A then B, 2..1000)")
       ->capture_default_str()
-      ->check(WholeNumber("--rounds", a.rounds));
+      ->transform(WholeNumber("--rounds", a.rounds));
   cmd.add_option("--proto", a.proto,
                  "Framing: tcp (one byte stream in full-MSS segments) or udp (a datagram per "
                  "write, split at MTU-28)")
@@ -251,13 +251,13 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
       ->check(NonEmpty(kLinkNeedsWords));
   cmd.add_option("--seed", a.seed, "Random seed recorded with the results")
       ->capture_default_str()
-      ->check(WholeNumber("--seed", a.seed));
+      ->transform(WholeNumber("--seed", a.seed));
   cmd.add_option("--pool-size", a.pool_size,
                  "Mbufs in the packet pool (64..4194304); 0 sizes it so queueing alone never "
                  "exhausts it. Smaller makes producers wait for mbufs (counted as "
                  "alloc_failures): a fault to test against")
       ->capture_default_str()
-      ->check(WholeNumber("--pool-size", a.pool_size));
+      ->transform(WholeNumber("--pool-size", a.pool_size));
   cmd.add_option("--engine", a.engine,
                  "real (threads on the TSC) or sim (the same qdisc, policy and NIC code on a "
                  "virtual clock with a CPU cost model: deterministic, emu drivers, --sync "

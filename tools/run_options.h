@@ -75,6 +75,7 @@ struct RunPlan {
 // takes "-1" and 2^64 as 2^64-1. These validators refuse such values while parsing, with one
 // sentence naming the option (thrown as a CLI::ConversionError, which CLI11 passes on as is).
 // A whole number in decimal digits that fits T; `example` is a valid value for the message.
+// Give it with ->transform (->check would drop the decimal reading it hands CLI11).
 template <typename T>
 CLI::Validator WholeNumber(std::string option, T example);
 // A finite decimal number.

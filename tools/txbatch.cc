@@ -426,7 +426,7 @@ int Main(int argc, char** argv) {
       ->check(DecimalNumber("--duration", cal_args.duration_s));
   calibrate->add_option("--rounds", cal_args.rounds, "Interleaved rounds (medians are fitted)")
       ->capture_default_str()
-      ->check(WholeNumber("--rounds", cal_args.rounds));
+      ->transform(WholeNumber("--rounds", cal_args.rounds));
   calibrate
       ->add_option("--engine", cal_args.engine,
                    "real, or sim: calibrate the simulation of --cost-model (a check that "

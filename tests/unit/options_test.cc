@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "dataplane/experiment.h"
@@ -422,6 +424,26 @@ TEST(Cli, MessagesNameTheCause) {
   }
   std::filesystem::remove(big);
   std::filesystem::remove(fifo);
+}
+
+// CLI11 converts with base 0 (--mtu 01500 was octal 832) and took --seed beyond 2^64-1 as
+// 2^64-1: numbers are decimal, and the whole uint64 range is a seed.
+TEST(Cli, NumbersAreReadAsDecimal) {
+  const std::string json = ::testing::TempDir() + "/decimal.json";
+  std::filesystem::remove(json);
+  const Outcome o = RunTxbatch(
+      "run --engine sim --driver emu:null --procs 1 --size 64 --batch 8 --duration 0.02 "
+      "--warmup 0.01 --rounds 1 --mtu 01500 --txqueuelen 0100 --seed 18446744073709551615 "
+      "--json " +
+      json);
+  ASSERT_EQ(o.status, 0) << o.err;
+  std::ifstream in(json);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  const nlohmann::json& c = doc["records"][0]["config"];
+  EXPECT_EQ(c["mtu"], 1500);
+  EXPECT_EQ(c["txqueuelen"], 100);
+  EXPECT_EQ(c["seed"], 18446744073709551615ull);
+  std::filesystem::remove(json);
 }
 
 TEST(Cli, UnwritableJsonPathIsBadInputBeforeAnythingRuns) {
