@@ -16,10 +16,10 @@ constexpr uint16_t kBridgeBurst = 32;
 // The band forwarded frames use (best effort, as the producers').
 constexpr int kBridgeBand = 1;
 
-// Whether `m`, a frame up to 4 bytes over the MTU's length, carries a VLAN tag (stripped into
-// the mbuf by the PMD, or in the frame: only then is its EtherType read).
+// Whether `m`, a frame up to 4 bytes over the MTU's length, carries a VLAN tag in the frame
+// itself (only then is its EtherType read). A tag the PMD stripped into the mbuf
+// (RTE_MBUF_F_RX_VLAN) is not in pkt_len and earns no allowance: nothing puts it back on TX.
 bool HasVlanTag(const rte_mbuf* m) {
-  if (m->ol_flags & RTE_MBUF_F_RX_VLAN) return true;
   if (rte_pktmbuf_data_len(m) < RTE_ETHER_HDR_LEN) return false;
   const auto* eth = rte_pktmbuf_mtod(m, const rte_ether_hdr*);
   return eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN) ||

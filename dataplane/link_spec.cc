@@ -142,6 +142,16 @@ double LinkSpec::MaxHoldS(unsigned frame_bytes) const {
   return s;
 }
 
+std::string LinkSpec::HoldAdvice(unsigned frame_bytes) const {
+  LinkSpec queue_only = *this;
+  queue_only.delay_ns = queue_only.jitter_ns = 0;
+  const double queue_s = queue_only.MaxHoldS(frame_bytes);
+  return queue_s >= MaxHoldS(frame_bytes) - queue_s
+             ? "a higher rate or a smaller limit (a full queue of the largest frames drains at "
+               "the rate)"
+             : "a shorter delay or jitter (the widest jitter is the distribution's tail)";
+}
+
 bool LinkSpec::Active() const {
   return delay_ns > 0 || jitter_ns > 0 || loss != Loss::kNone || duplicate > 0 || reorder > 0 ||
          corrupt > 0 || rate_bps > 0;

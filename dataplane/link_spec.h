@@ -44,6 +44,8 @@ struct LinkSpec {
   // its distribution gives, behind a full queue (`limit` frames) at `rate`. A drain waits this
   // long for what the link holds.
   double MaxHoldS(unsigned frame_bytes) const;
+  // What to change when MaxHoldS is too long: the part of it that dominates, in words.
+  std::string HoldAdvice(unsigned frame_bytes) const;
   std::string ToString() const;  // back in netem's words, every value explicit
 };
 

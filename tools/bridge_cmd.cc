@@ -41,18 +41,23 @@ std::string Lat(const std::optional<LatencySummary>& s, double LatencySummary::*
   return ns >= 1e6 ? fmt::format("{:.2f}ms", ns / 1e6) : fmt::format("{:.1f}us", ns / 1e3);
 }
 
-// About the longest a frame stays in `l`: the delay and four jitters (the tables' tails), and a
-// full limit's worth of full-size frames behind the rate.
-double LongestStayS(const LinkSpec& l) {
-  double s = (l.delay_ns + 4 * l.jitter_ns) / 1e9;
-  if (l.rate_bps > 0) s += l.limit * 1538.0 * 8 / l.rate_bps;
-  return s;
-}
+// The largest frame a port of IP MTU `mtu` forwards: Ethernet header and a VLAN tag.
+unsigned LargestFrame(unsigned mtu) { return mtu + kEthHeaderBytes + 4; }
 
-Result<std::optional<LinkSpec>> ParseOneLink(const std::string& text) {
+// The longest a frame stays in `l` (LinkSpec::MaxHoldS for the largest frame of the MTU).
+double LongestStayS(const LinkSpec& l, unsigned mtu) { return l.MaxHoldS(LargestFrame(mtu)); }
+
+// A link that may hold a frame past kMaxLinkHoldS is refused, as run refuses it: the drain at a
+// stop would wait that long.
+Result<std::optional<LinkSpec>> ParseOneLink(const std::string& text, unsigned mtu) {
   if (text.empty()) return std::optional<LinkSpec>();
   auto l = ParseLinkSpec(text);
   if (!l) return l.error();
+  if (const double hold = l->MaxHoldS(LargestFrame(mtu)); hold > kMaxLinkHoldS)
+    return MakeError(ERANGE, fmt::format("--link '{}' may hold a frame for {:.0f} s, and the "
+                                         "drain at a stop waits at most {:.0f} s for what a "
+                                         "link holds; valid: {}",
+                                         text, hold, kMaxLinkHoldS, l->HoldAdvice(LargestFrame(mtu))));
   return l->Active() ? std::optional<LinkSpec>(*l) : std::nullopt;
 }
 
@@ -125,10 +130,12 @@ inline constexpr double kMaxStopS = 1e6;
 void AddStopOptions(CLI::App& cmd, double& duration_s, double& stats_s) {
   cmd.add_option("--duration", duration_s,
                  "Stop after this many seconds, up to 1000000 (0: at SIGINT or SIGTERM)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(DecimalNumber("--duration", 10));
   cmd.add_option("--stats", stats_s,
                  "Seconds between statistics lines, up to 1000000 (0: only the final summary)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(DecimalNumber("--stats", 1));
 }
 
 // Both finite, 0 or up to kMaxStopS (NaN fails every comparison, so it is refused too).
@@ -329,9 +336,9 @@ int BridgeCommand(BridgeArgs a, const std::vector<std::string>& eal_args) {
                 Error{EINVAL,
                       "--link sets both directions and --link-ab/--link-ba one each; "
                       "valid: --link alone, or --link-ab and/or --link-ba"});
-  auto link_ab = ParseOneLink(a.link.empty() ? a.link_ab : a.link);
+  auto link_ab = ParseOneLink(a.link.empty() ? a.link_ab : a.link, a.queue.mtu);
   if (!link_ab) return Fail(kExitBadInput, link_ab.error());
-  auto link_ba = ParseOneLink(a.link.empty() ? a.link_ba : a.link);
+  auto link_ba = ParseOneLink(a.link.empty() ? a.link_ba : a.link, a.queue.mtu);
   if (!link_ba) return Fail(kExitBadInput, link_ba.error());
   if (link_ba->has_value() && !a.link.empty()) {
     // The same words both ways, but not the same fates: B to A draws from the next seed.
@@ -389,7 +396,7 @@ int BridgeCommand(BridgeArgs a, const std::vector<std::string>& eal_args) {
     PrintEalAndReady(fwd->plan, a.duration_s);
     double longest_s = 0;
     for (const auto* l : {&*link_ab, &*link_ba})
-      if (l->has_value()) longest_s = std::max(longest_s, LongestStayS(**l));
+      if (l->has_value()) longest_s = std::max(longest_s, LongestStayS(**l, a.queue.mtu));
     balanced = Forward({&ab, &ba}, a.duration_s, a.stats_s, longest_s, tsc_hz);
   }
   PrintPortStats(*pa);
@@ -429,7 +436,8 @@ void AddRespondOptions(CLI::App& cmd, RespondArgs& a) {
       ->required();
   cmd.add_option("--ip", a.ip, "The IPv4 address it answers for (ARP, ICMP echo)")->required();
   cmd.add_option("--udp-echo", a.udp_echo, "Also echo UDP datagrams to this port (0: none)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(WholeNumber("--udp-echo", 7u));
   cmd.add_option("--link", a.link,
                  "A link in netem's words the replies go through (as txbatch run --link)")
       ->check(NonEmpty(kLinkNeedsWords));
@@ -447,7 +455,7 @@ int RespondCommand(RespondArgs a, const std::vector<std::string>& eal_args) {
     return Fail(kExitBadInput, Error{ERANGE, fmt::format("--udp-echo {} is out of range; valid: "
                                                          "0 (none) or 1..65535",
                                                          a.udp_echo)});
-  auto link = ParseOneLink(a.link);
+  auto link = ParseOneLink(a.link, a.queue.mtu);
   if (!link) return Fail(kExitBadInput, link.error());
   if (Status st = CheckStopOptions(a.duration_s, a.stats_s); !st)
     return Fail(kExitBadInput, st.error());
@@ -483,7 +491,7 @@ int RespondCommand(RespondArgs a, const std::vector<std::string>& eal_args) {
         link->has_value() ? (*link)->ToString() : "none");
     PrintEalAndReady(fwd->plan, a.duration_s);
     balanced = Forward({&dir}, a.duration_s, a.stats_s,
-                       link->has_value() ? LongestStayS(**link) : 0, tsc_hz);
+                       link->has_value() ? LongestStayS(**link, a.queue.mtu) : 0, tsc_hz);
     PrintPortStats(*p);
     const Responder& r = filter.responder();
     fmt::print(
@@ -503,7 +511,8 @@ void AddSinkOptions(CLI::App& cmd, SinkArgs& a) {
       ->required();
   cmd.add_option("--flows", a.flows,
                  "Flow ids to keep sequence state for: the sender's producers (1..1024)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(WholeNumber("--flows", a.flows));
   cmd.add_option("--link", a.link,
                  "A link in netem's words frames cross before they are counted (its losses "
                  "show as sequence gaps)")
@@ -513,7 +522,9 @@ void AddSinkOptions(CLI::App& cmd, SinkArgs& a) {
                "one-way latency from each frame's TX stamp");
   cmd.add_option("--json", a.json, "Write the receive side's record to this file")
       ->check(NonEmpty(kJsonNeedsName));
-  cmd.add_option("--mtu", a.mtu, "IP MTU of the port (68..9000)")->capture_default_str();
+  cmd.add_option("--mtu", a.mtu, "IP MTU of the port (68..9000)")
+      ->capture_default_str()
+      ->transform(WholeNumber("--mtu", a.mtu));
   cmd.add_option("--eal-memory", a.eal_memory, "EAL memory: auto, no-huge or in-memory")
       ->capture_default_str();
   AddStopOptions(cmd, a.duration_s, a.stats_s);
@@ -555,7 +566,7 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
                                                          a.mtu, kMinMtu, kMaxMtu)});
   auto memory = ParseEalMemory(a.eal_memory);
   if (!memory) return Fail(kExitBadInput, memory.error());
-  auto link = ParseOneLink(a.link);
+  auto link = ParseOneLink(a.link, a.mtu);
   if (!link) return Fail(kExitBadInput, link.error());
   if (Status st = CheckStopOptions(a.duration_s, a.stats_s); !st)
     return Fail(kExitBadInput, st.error());
@@ -671,7 +682,7 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
     }
     if (model) {
       // What the link still holds arrives (it was sent); then nothing is left in it.
-      const Tsc drain_end = Now() + static_cast<Tsc>((LongestStayS(**link) + kDrainS) * tsc_hz);
+      const Tsc drain_end = Now() + static_cast<Tsc>((LongestStayS(**link, a.mtu) + kDrainS) * tsc_hz);
       while (model->InFlight() > 0 && Now() < drain_end) {
         const unsigned n = model->Deliver(Now(), rx, at);
         receive({rx.data(), n}, {at.data(), n});

@@ -283,10 +283,12 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
   bool balanced = true;
   MeasureGrid(plan, *session, 0, records, &status, &balanced);
   if (status != kExitOk) return status;
-  if (StopRequested())
-    return Fail(kExitInternal, Error{EINTR,
-                                     "calibrate was interrupted; no "
-                                     "cost model was written"});
+  if (StopRequested()) {  // what was measured is written; a fit of part of it is not
+    std::fprintf(stderr, "txbatch: calibrate was interrupted: no cost model was written\n");
+    nlohmann::json records_doc = ToJson(records, session->env);
+    session->pool.reset();
+    return Finish(*json, records_doc, status, balanced);
+  }
   const double tsc_hz = engine == Engine::kSim ? base.tsc_hz : session->env.tsc_hz;
   auto cal = FitCostModel(records, tsc_hz, base);
   if (!cal) return Fail(kExitBadInput, cal.error());

@@ -328,9 +328,25 @@ unsigned BridgeMtu(const std::vector<std::string>& bridge_args) {
   return b.queue.mtu;
 }
 
+// Ends `pid`, this process's own child bridge, however far it got (before its exec its command
+// line is still `lab up`'s, so Remove's check by command line would pass it by): SIGTERM, up to
+// 5 s for it to stop cleanly, then SIGKILL; reaped either way.
+void EndChild(pid_t pid) {
+  kill(pid, SIGTERM);
+  for (int i = 0; i < 100; ++i) {
+    int st = 0;
+    if (waitpid(pid, &st, WNOHANG) == pid) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
 // Exit status of a `lab up` that a signal interrupted, as a shell reports one a signal ended.
-int Interrupted(const Names& n) {
+// `bridge`: the bridge it forked, if it got that far.
+int Interrupted(const Names& n, pid_t bridge = 0) {
   const int sig = g_signal;
+  if (bridge > 0) EndChild(bridge);
   (void)Remove(n);
   std::fprintf(stderr, "txbatch: lab up was interrupted by %s; what it had made is removed\n",
                sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -415,7 +431,7 @@ int LabUp(const LabArgs& a, const std::vector<std::string>& eal_args) {
   // Up when the bridge says it forwards; its own sentence if it exits first.
   bool forwarding = false;
   for (int i = 0; i < 600 && !forwarding; ++i) {  // 30 s: EAL start-up and the ports' links
-    if (g_signal) return Interrupted(n);
+    if (g_signal) return Interrupted(n, pid);
     int st = 0;
     if (waitpid(pid, &st, WNOHANG) == pid) {
       std::string text = Slurp(n.log_file);
@@ -430,7 +446,7 @@ int LabUp(const LabArgs& a, const std::vector<std::string>& eal_args) {
     forwarding = Slurp(n.log_file).find("\nforwarding") != std::string::npos;
     if (!forwarding) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  if (g_signal) return Interrupted(n);
+  if (g_signal) return Interrupted(n, pid);
   if (!forwarding)
     return fail(Error{ETIMEDOUT, fmt::format("the bridge did not start forwarding within 30 s; "
                                              "see {}",
@@ -471,8 +487,9 @@ int LabDown(const std::string& prefix) {
     return Fail(kExitBadInput,
                 Error{ENOENT, fmt::format("there is no lab with prefix '{}' ({} does not exist), "
                                           "so nothing is removed; valid: the --prefix a lab up "
-                                          "was given",
-                                          prefix, n.state_file.string())});
+                                          "was given (a lab an older txbatch made has no state "
+                                          "file: ip netns del {}-a; ip netns del {}-b)",
+                                          prefix, n.state_file.string(), prefix, prefix)});
   const Removal r = Remove(n);
   // The bridge's final summary (its books), from its log.
   if (!r.summary.empty()) fmt::print("{}", r.summary);

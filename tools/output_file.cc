@@ -6,11 +6,16 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 namespace txbatch {
 namespace {
@@ -22,17 +27,51 @@ std::string FolderOf(const std::string& path) {
   return parent.empty() ? std::string(".") : parent.string();
 }
 
-// Writes all of `text` to `fd`, retrying short writes and EINTR; errno on failure.
+// How long a FIFO with nobody reading it is waited for before the write gives up (a reader
+// started alongside txbatch, `jq < fifo &`, may open it a moment later).
+constexpr double kFifoReaderWaitS = 3;
+
+// Writes all of `text` to `fd`, retrying short writes and EINTR; errno on failure. SIGPIPE is
+// held back meanwhile: a reader that went away (`--json >(head -c 10)`) is EPIPE, one sentence,
+// not death by a signal that leaves EAL's files behind.
 int WriteAllTo(int fd, std::string_view text) {
+  sigset_t pipe, old;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, &old);
+  int err = 0;
   while (!text.empty()) {
     const ssize_t n = ::write(fd, text.data(), text.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      return errno;
+      err = errno;
+      break;
     }
     text.remove_prefix(static_cast<size_t>(n));
   }
-  return 0;
+  if (err == EPIPE) {  // take the SIGPIPE this write raised before unblocking
+    const timespec now{0, 0};
+    while (sigtimedwait(&pipe, nullptr, &now) == SIGPIPE) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return err;
+}
+
+// Opens what `path` names for writing in place without blocking on a FIFO nobody reads: it
+// waits up to kFifoReaderWaitS for a reader, then says so (ENXIO).
+int OpenInPlace(const std::string& path) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(kFifoReaderWaitS);
+  for (;;) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
+    if (fd >= 0) {
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      return fd;
+    }
+    if (errno != ENXIO || std::chrono::steady_clock::now() >= deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 // A new file with a unique name beside `path` (".NAME.XXXXXX" in the same folder, so a rename
@@ -160,7 +199,11 @@ Status OutputFile::Write(std::string_view text) const {
     return {};
   }
   // A symlink, FIFO, device or /dev/fd/N: written into, never replaced.
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_TRUNC | O_CREAT | O_CLOEXEC, 0666);
+  const int fd = OpenInPlace(path_);
+  if (fd < 0 && errno == ENXIO)
+    return MakeError(ENXIO, fmt::format("cannot write {} '{}': no process opened the FIFO for "
+                                        "reading within {:.0f} s",
+                                        what_, path_, kFifoReaderWaitS));
   if (fd < 0) return fail(errno);
   int err = WriteAllTo(fd, text);
   if (::close(fd) != 0 && err == 0) err = errno;

@@ -37,8 +37,9 @@ class OutputFile {
   void ClaimStdout();
 
   // Writes `text` as the whole file: atomically for a new path or a regular file, in place for
-  // anything else. On failure nothing at the path has changed (regular files), and the sentence
-  // names the path and the cause.
+  // anything else (a FIFO nobody reads is waited for a few seconds, then refused; a reader that
+  // went away is EPIPE, not SIGPIPE). On failure nothing at the path has changed (regular
+  // files), and the sentence names the path and the cause.
   Status Write(std::string_view text) const;
 
  private:
@@ -59,7 +60,8 @@ class OutputDir {
 
   // Writes every (name, text) pair, all or none: each into a unique temporary file first, and
   // only when all are written are they renamed to their names. On failure the temporaries are
-  // removed, and so is the folder if this call created it.
+  // removed, and so is the folder if this call created it. (A rename failing partway, which a
+  // full disk cannot cause, would leave the files renamed before it.)
   Status WriteAll(const std::vector<std::pair<std::string, std::string>>& files) const;
 
  private:

@@ -421,10 +421,10 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
     return MakeError(ERANGE, fmt::format("--link '{}' may hold a frame for {:.0f} s after the "
                                          "window closes (its delay and jitter, and {} frames "
                                          "queued ahead at its rate), and a run waits at most {:.0f} "
-                                         "s for what its link holds; valid: a higher rate or a "
-                                         "smaller limit",
+                                         "s for what its link holds; valid: {}",
                                          a.link, link->MaxHoldS(a.mtu + kEthHeaderBytes),
-                                         link->limit, kMaxLinkHoldS));
+                                         link->limit, kMaxLinkHoldS,
+                                         link->HoldAdvice(a.mtu + kEthHeaderBytes)));
   if (a.bql_limit_max > kDqlMaxLimit || a.bql_limit_min > a.bql_limit_max)
     return MakeError(ERANGE, fmt::format("--bql-limit-min {} and --bql-limit-max {} are out of "
                                          "range; valid: 0 <= min <= max <= {} bytes",

@@ -44,6 +44,8 @@ struct Session {
   // so a receiver in another process (`txbatch sink`) sees one sequence per flow, not a restart
   // (read as duplicates) at every cell and round.
   std::vector<uint64_t> flow_seq;
+  // The longest link drain said on stderr so far (each longer one is said once).
+  double drain_said_s = 0;
 };
 
 // Starts a session for `cells` and takes over SIGINT/SIGTERM; on failure sets `*exit_code`.

@@ -406,7 +406,8 @@ int Main(int argc, char** argv) {
       "one below it. One configuration: every other option takes one value.");
   AddRunOptions(*tune, tune_args);
   tune->add_option("--target", tune_target, "Percent of the best throughput (50..100)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(DecimalNumber("--target", 95));
   tune->add_option("--p99-max", tune_p99, "Latency budget for p99, e.g. 50us or 2ms");
   CalibrateArgs cal_args;
   CLI::App* calibrate = app.add_subcommand(

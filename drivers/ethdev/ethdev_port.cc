@@ -64,10 +64,14 @@ Status CheckNullDevargs(std::string_view devargs, std::string_view spec) {
     const size_t eq = kv.find('=');
     const std::string_view key = kv.substr(0, eq);
     std::string_view text = eq == std::string_view::npos ? "" : kv.substr(eq + 1);
+    // strtoul's base 0, as net_null reads it: 0x… hexadecimal, 0… octal, else decimal.
     int base = 10;
     if (text.starts_with("0x") || text.starts_with("0X")) {
       text.remove_prefix(2);
       base = 16;
+    } else if (text.size() > 1 && text.starts_with("0")) {
+      text.remove_prefix(1);
+      base = 8;
     }
     unsigned v = 0;
     const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v, base);

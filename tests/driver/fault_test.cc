@@ -167,6 +167,65 @@ TEST(Faults, SignalsAtAnyMomentLeaveValidResultsAndNoEalFiles) {
     }
 }
 
+// The drain after a window waits for what a long link holds (here up to 30 s, said on stderr);
+// a second signal is the way out: it ends txbatch at once, by that signal.
+TEST(Faults, ASecondSignalEndsALongDrainAtOnce) {
+  const std::string dir = ::testing::TempDir();
+  const std::string out = dir + "/second_signal_" + std::to_string(getpid()) + ".out";
+  const pid_t pid = Spawn({"run", "--driver", "emu:e1000", "--size", "4096", "--procs", "1",
+                           "--batch", "32", "--rounds", "1", "--duration", "0.2", "--warmup",
+                           "0.05", "--link", "delay 30s"},
+                          out);
+  ASSERT_GT(pid, 0);
+  // The header is out once EAL is up and the cell starts.
+  for (int i = 0; i < 500 && !Contains(out, "each cell:"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(Contains(out, "each cell:"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(kill(pid, SIGINT), 0);  // the first: stop measuring, drain (up to 30 s)
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, WNOHANG), 0) << "ended before the second signal";
+  const auto second = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - second).count(), 5.0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGINT);
+  std::filesystem::remove(out);
+  std::filesystem::remove_all("/var/run/dpdk/txbatch-" + std::to_string(pid));
+}
+
+// An interrupted calibrate exits 4 (it exited 1, an internal error) and writes the records it
+// measured; a cost model fitted to part of them is not written.
+TEST(Faults, AnInterruptedCalibrateWritesItsRecordsAndNoModel) {
+  const std::string dir = ::testing::TempDir();
+  const std::string tag = std::to_string(getpid());
+  const std::string out = dir + "/cal_" + tag + ".out", records = dir + "/cal_" + tag + ".json",
+                    model = dir + "/cal_" + tag + "_model.json";
+  const pid_t pid = Spawn({"calibrate", "--duration", "0.3", "--rounds", "3", "--json", records,
+                           "--out", model},
+                          out);
+  ASSERT_GT(pid, 0);
+  // calibrate prints nothing before it has measured: EAL's folder says it is up.
+  for (int i = 0; i < 500 && !EalFilesLeft(pid); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a cell or two measured
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 4);
+  EXPECT_FALSE(std::filesystem::exists(model));
+  ASSERT_TRUE(std::filesystem::exists(records));
+  std::ifstream in(records);
+  const json doc = json::parse(in);
+  EXPECT_FALSE(doc["records"].empty());
+  for (const json& rec : doc["records"]) ExpectBooksClosed(rec);
+  EXPECT_FALSE(EalFilesLeft(pid));
+  for (const auto& f : {out, records, model}) std::filesystem::remove(f);
+}
+
 // A second txbatch started while one runs: each has its own EAL file prefix, so both run, and
 // both balance their books.
 TEST(Faults, ASecondTxbatchRunsAlongsideTheFirst) {

@@ -3,6 +3,7 @@
 // substitution is written into and never replaced, a folder is refused before anything runs, and
 // a sweep on a full disk leaves nothing.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -31,7 +32,8 @@ std::string Slurp(const fs::path& p) {
 }
 
 fs::path Scratch(const std::string& name) {
-  const fs::path d = fs::path(::testing::TempDir()) / ("output_" + name);
+  const fs::path d =
+      fs::path(::testing::TempDir()) / ("output_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -95,6 +97,8 @@ TEST(Output, AProcessSubstitutionAndAFifoAreWrittenInto) {
   std::string read;
   std::thread reader([&] { read = Slurp(fifo); });
   const Outcome o = Txbatch(d, kRun + " --json " + fifo.string());
+  // Ends the reader even if txbatch never opened the FIFO (then `read` stays empty and fails).
+  if (const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK); fd >= 0) ::close(fd);
   reader.join();
   ASSERT_EQ(o.status, 0) << o.err;
   EXPECT_FALSE(nlohmann::json::parse(read, nullptr, false).is_discarded()) << read;

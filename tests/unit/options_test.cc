@@ -372,6 +372,16 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
       "report /",
       "bridge --port-a net_null0 --port-b net_null0",
       "run --driver 'ethdev:net_null0,size=\"64\"'",
+      // Review of the fixes: octal as net_null reads it (size=08 is no octal number), the
+      // forwarding commands' numbers, a link that would hold its frames for hours at a stop.
+      "run --driver ethdev:net_null0,size=08",
+      "sink --port net_null0 --mtu ''",
+      "sink --port net_null0 --flows 0x10",
+      "respond --port net_null0 --ip 10.0.0.2 --udp-echo ''",
+      "bridge --port-a net_null0 --port-b net_null1 --duration ''",
+      "bridge --port-a net_null0 --port-b net_null1 --link 'rate 1bit'",
+      "sink --port net_null0 --link 'delay 1h 1h distribution normal'",
+      "tune --target ''",
   };
   for (const std::string& a : bad) {
     const char* args = a.c_str();

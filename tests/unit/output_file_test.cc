@@ -6,6 +6,7 @@
 #include "tools/output_file.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -33,9 +34,10 @@ std::string Slurp(const fs::path& p) {
   return ss.str();
 }
 
-// A fresh folder of its own for each test.
+// A fresh folder of its own for each test (and each test process).
 fs::path Scratch(const std::string& name) {
-  const fs::path d = fs::path(::testing::TempDir()) / ("output_file_" + name);
+  const fs::path d = fs::path(::testing::TempDir()) /
+                     ("output_file_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -66,19 +68,63 @@ TEST(OutputFile, ANewPathOrARegularFileIsReplacedWholeLeavingNoTemporary) {
   EXPECT_TRUE(Others(d, {"out.json"}).empty());
 }
 
+// Reads a FIFO to its end on a thread; Take() joins it even when nothing ever opened the FIFO
+// for writing (it opens it itself, so a failing test ends instead of hanging).
+class FifoReader {
+ public:
+  explicit FifoReader(fs::path p) : p_(std::move(p)), t_([this] { got_ = Slurp(p_); }) {}
+  ~FifoReader() { Take(); }
+  std::string Take() {
+    if (t_.joinable()) {
+      if (const int fd = ::open(p_.c_str(), O_WRONLY | O_NONBLOCK); fd >= 0) ::close(fd);
+      t_.join();
+    }
+    return got_;
+  }
+
+ private:
+  fs::path p_;
+  std::string got_;
+  std::thread t_;
+};
+
 TEST(OutputFile, AFifoIsWrittenIntoAndStaysAFifo) {
   const fs::path d = Scratch("fifo");
   const fs::path p = d / "pipe";
   ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0);
   auto f = OutputFile::Check(p.string(), "--json file");
   ASSERT_TRUE(f.ok()) << f.error().message;
-  std::string got;
-  std::thread reader([&] { got = Slurp(p); });
-  ASSERT_TRUE(f->Write("{\"x\": 1}\n").ok());
-  reader.join();
-  EXPECT_EQ(got, "{\"x\": 1}\n");
+  FifoReader reader(p);
+  const Status s = f->Write("{\"x\": 1}\n");
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(reader.Take(), "{\"x\": 1}\n");
   EXPECT_TRUE(fs::is_fifo(fs::symlink_status(p)));
   EXPECT_TRUE(Others(d, {"pipe"}).empty());
+}
+
+// A FIFO nobody reads is not waited for forever (a blocking open ignored SIGINT), and a reader
+// that goes away early is EPIPE, one sentence, not SIGPIPE ending the process (this test's).
+TEST(OutputFile, AFifoWithoutAReaderOrWhoseReaderLeavesIsOneSentence) {
+  const fs::path d = Scratch("fifo_alone");
+  const fs::path p = d / "pipe";
+  ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0);
+  auto f = OutputFile::Check(p.string(), "--json file");
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  const Status alone = f->Write("nobody reads this\n");
+  ASSERT_FALSE(alone.ok());
+  EXPECT_NE(alone.error().message.find("no process opened the FIFO for reading"),
+            std::string::npos)
+      << alone.error().message;
+  std::thread leaver([&] {
+    const int fd = ::open(p.c_str(), O_RDONLY);
+    char c;
+    (void)!::read(fd, &c, 1);
+    ::close(fd);
+  });
+  const Status gone = f->Write(std::string(4 << 20, 'x'));
+  leaver.join();
+  ASSERT_FALSE(gone.ok());
+  EXPECT_NE(gone.error().message.find("Broken pipe"), std::string::npos) << gone.error().message;
 }
 
 TEST(OutputFile, ASymlinkIsFollowedAndKept) {
