@@ -33,6 +33,15 @@ using Case = std::tuple<Shape, std::string>;  // shape, driver
 
 class ShapeRun : public ::testing::TestWithParam<Case> {};
 
+// Under ThreadSanitizer (scripts/tsan.sh) eight producers on 2 CPUs, each ~10x slower, have left
+// a 0.3-s window without a frame (CI, 2026-12-01, NolockInline_e1000; no race reported): there
+// the window's rate is not what the build checks, the books and exactly-once delivery are.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kWindowRatesHold = false;
+#else
+constexpr bool kWindowRatesHold = true;
+#endif
+
 TEST_P(ShapeRun, BooksBalanceDrainCompletesAndEveryFrameArrivesOnce) {
   const auto& [shape, driver] = GetParam();
   const bool noqueue = std::string(shape.args) == "--qdisc none";
@@ -46,7 +55,10 @@ TEST_P(ShapeRun, BooksBalanceDrainCompletesAndEveryFrameArrivesOnce) {
     const json& r = rec["results"];
     const json& a = r["accounting"];
     const std::string cell = rec["config"].dump();
-    EXPECT_GT(r["packets"].get<uint64_t>(), 0u) << cell;
+    if (kWindowRatesHold) {
+      EXPECT_GT(r["packets"].get<uint64_t>(), 0u) << cell;
+    }
+    EXPECT_GT(a["sent"].get<uint64_t>(), 0u) << cell;  // over the whole cell, drain included
     EXPECT_EQ(a["received"], a["sent"]) << cell;  // nothing corrupted or lost on the way ...
     EXPECT_EQ(a["lost"], 0) << cell;              // ... in order per flow ...
     EXPECT_EQ(a["duplicated"], 0) << cell;        // ... exactly once
