@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 #include <rte_errno.h>
+#include <rte_eal.h>
 #include <rte_lcore.h>
+#include <rte_memory.h>
+#include <rte_memzone.h>
 
 #include <algorithm>
 #include <cstring>
@@ -54,6 +57,44 @@ const char* PoolOps() {
 const char* PoolOps() { return kPoolOps; }
 #endif
 
+// Frees a chunk's memzone when its pool is freed.
+void FreeChunk(rte_mempool_memhdr*, void* memzone) {
+  rte_memzone_free(static_cast<const rte_memzone*>(memzone));
+}
+
+// Populates `mp` (IOVA-as-VA mode, RTE_MEMPOOL_F_NO_IOVA_CONTIG) from memzones, objects packed
+// across page boundaries, each chunk with its IOVA. Returns 0 or a negative errno.
+int PopulateSpread(rte_mempool* mp) {
+  for (unsigned chunk = 0; mp->populated_size < mp->size; ++chunk) {
+    size_t min_chunk = 0, align = 0;
+    const ssize_t want = rte_mempool_op_calc_mem_size_default(
+        mp, mp->size - mp->populated_size, 0, &min_chunk, &align);
+    if (want < 0) return static_cast<int>(want);
+    const std::string mz_name = fmt::format("MP_{}_{}", mp->name, chunk);
+    const rte_memzone* mz = rte_memzone_reserve_aligned(mz_name.c_str(), want, mp->socket_id,
+                                                        0, align);
+    // Fragmented memory: the largest free block, if it holds at least one object.
+    if (mz == nullptr) mz = rte_memzone_reserve_aligned(mz_name.c_str(), 0, mp->socket_id, 0, align);
+    if (mz == nullptr) return -rte_errno;
+    if (mz->len < min_chunk) {
+      rte_memzone_free(mz);
+      return -ENOMEM;
+    }
+    const rte_iova_t iova = rte_mem_virt2iova(mz->addr);
+    if (iova == RTE_BAD_IOVA) {
+      rte_memzone_free(mz);
+      return -EFAULT;
+    }
+    const int added = rte_mempool_populate_iova(mp, static_cast<char*>(mz->addr), iova, mz->len,
+                                                FreeChunk, const_cast<rte_memzone*>(mz));
+    if (added <= 0) {
+      rte_memzone_free(mz);
+      return added < 0 ? added : -ENOMEM;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 uint16_t DataRoomForMtu(unsigned mtu) {
@@ -81,7 +122,14 @@ Result<PoolPtr> CreatePacketPool(const std::string& name, unsigned n, unsigned m
                                               n, rte_strerror(rte_errno)));
     return PoolPtr(mp);
   }
-  // rte_pktmbuf_pool_create_by_ops, plus the one flag that spreads objects across pages.
+  // In IOVA-as-PA mode memory is hugepages (EAL has no physical addresses without them), where
+  // DPDK's own layout already packs objects within a page and gives each its page's IOVA.
+  if (rte_eal_iova_mode() != RTE_IOVA_VA)
+    return CreatePacketPool(name, n, mtu, PoolLayout::kDpdkDefault);
+  // rte_pktmbuf_pool_create_by_ops, plus the one flag that spreads objects across pages. With it
+  // rte_mempool_populate_default gives every object RTE_BAD_IOVA (a NIC then DMAs from near
+  // address 0), so the pool is populated here: chunks of memzone memory, each VA-contiguous and,
+  // IOVA being VA, IOVA-contiguous, with the chunk's real IOVA.
   rte_pktmbuf_pool_private priv{};
   priv.mbuf_data_room_size = room;
   priv.mbuf_priv_size = 0;
@@ -96,7 +144,7 @@ Result<PoolPtr> CreatePacketPool(const std::string& name, unsigned n, unsigned m
     return MakeError(-rc,
                      fmt::format("cannot set mempool ops for '{}': {}", name, rte_strerror(-rc)));
   rte_pktmbuf_pool_init(mp.get(), &priv);
-  if (int rc = rte_mempool_populate_default(mp.get()); rc < 0)
+  if (int rc = PopulateSpread(mp.get()); rc < 0)
     return MakeError(-rc, fmt::format("cannot populate mbuf pool '{}' ({} mbufs of {} bytes): {}; "
                                       "give EAL more memory (-m) or reserve hugepages",
                                       name, n, elt_size, rte_strerror(-rc)));

@@ -4,7 +4,10 @@
 // With --no-huge the default pktmbuf pool puts every ~2.3 KB mbuf in its own 4 KB page: every
 // header then sits at the same offset modulo 4096, in one L1 set, and a burst of 32 costs ~3x
 // what it should (ENV-NOTES). RTE_MEMPOOL_F_NO_IOVA_CONTIG lets objects straddle pages, so
-// consecutive mbufs walk through the cache sets.
+// consecutive mbufs walk through the cache sets. Every mbuf still has its real IOVA (a NIC DMAs
+// from it): the spread layout is used where IOVA is VA (--no-huge, vfio), where memory that is
+// contiguous in VA is contiguous for the device; in IOVA-as-PA mode, which needs hugepages, the
+// default layout already packs objects within a page and the pool falls back to it.
 
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
