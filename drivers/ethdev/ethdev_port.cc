@@ -174,7 +174,14 @@ class EthdevPort final : public TxDriver {
         spec_(std::move(spec)),
         sink_(sink),
         window_(window),
-        poll_tsc_(static_cast<Tsc>(kPollNs * tsc_hz / 1e9)) {}
+        poll_tsc_(static_cast<Tsc>(kPollNs * tsc_hz / 1e9)) {
+    // A port EAL probed (ethdev:port=N) outlives the cell, and so do its PMD's counters: they
+    // are read here, before this driver accepts a frame, so that ExtraCounters covers what
+    // counters_.accepted (the cell's `sent`) covers. The port is started by now (a PMD that
+    // clears its counters on start has done so).
+    tx_base_ = ReadStats(port_);
+    if (loopback_) rx_base_ = ReadStats(*rx_port_);
+  }
 
   ~EthdevPort() override {
     Purge();
@@ -298,18 +305,21 @@ class EthdevPort final : public TxDriver {
   CountedAt counted_at() const override { return loopback_ ? CountedAt::kRx : CountedAt::kDriver; }
   bool owns_doorbell() const override { return false; }
   std::string Describe() const override { return spec_; }
-  // The PMD's own port statistics (rte_eth_stats, the port's whole life): where a frame the
-  // driver accepted went afterwards — sent, or an output error (a link that went down under
-  // af_packet) — and what the RX side missed. Every queue of the port reports the same port.
+  // The PMD's own port statistics (rte_eth_stats) over this driver's life, the cell: where a
+  // frame the driver accepted went afterwards — sent, or an output error (a link that went down
+  // under af_packet) — and what the RX side missed. Every queue of the port reports the same
+  // port. Empty where the PMD has no statistics.
   std::map<std::string, uint64_t> ExtraCounters() const override {
-    rte_eth_stats s{};
-    if (rte_eth_stats_get(port_, &s) != 0) return {};
-    std::map<std::string, uint64_t> c = {{"pmd_opackets", s.opackets}, {"pmd_oerrors", s.oerrors}};
-    if (loopback_ && rte_eth_stats_get(*rx_port_, &s) == 0) {
-      c["pmd_ipackets"] = s.ipackets;
-      c["pmd_imissed"] = s.imissed;
-      c["pmd_ierrors"] = s.ierrors;
-      c["pmd_rx_nombuf"] = s.rx_nombuf;
+    const std::optional<rte_eth_stats> tx = ReadStats(port_);
+    if (!tx || !tx_base_) return {};
+    std::map<std::string, uint64_t> c = {{"pmd_opackets", Since(tx->opackets, tx_base_->opackets)},
+                                         {"pmd_oerrors", Since(tx->oerrors, tx_base_->oerrors)}};
+    if (!loopback_ || !rx_base_) return c;
+    if (const std::optional<rte_eth_stats> rx = ReadStats(*rx_port_)) {
+      c["pmd_ipackets"] = Since(rx->ipackets, rx_base_->ipackets);
+      c["pmd_imissed"] = Since(rx->imissed, rx_base_->imissed);
+      c["pmd_ierrors"] = Since(rx->ierrors, rx_base_->ierrors);
+      c["pmd_rx_nombuf"] = Since(rx->rx_nombuf, rx_base_->rx_nombuf);
     }
     return c;
   }
@@ -332,6 +342,16 @@ class EthdevPort final : public TxDriver {
   unsigned in_flight_ = 0;
   std::array<uint32_t, kMaxBatch> payload_;  // per-call scratch, filled before tx_burst
   std::array<uint32_t, kMaxBatch> bytes_;
+  std::optional<rte_eth_stats> tx_base_, rx_base_;  // the PMD's counters when the cell began
+
+  static std::optional<rte_eth_stats> ReadStats(uint16_t port) {
+    rte_eth_stats s{};
+    if (rte_eth_stats_get(port, &s) != 0) return std::nullopt;
+    return s;
+  }
+  // A counter's growth since `base`; one that went below it was reset in the cell (a secondary
+  // process's rte_eth_stats_reset): what it counted since is all this cell can know.
+  static uint64_t Since(uint64_t now, uint64_t base) { return now >= base ? now - base : now; }
 };
 
 // Configures `queues` RX and TX queues and starts the port; does not wait for the link.

@@ -142,6 +142,45 @@ TEST(EthdevPortN, EalProbedPortServesEveryCell) {
     EXPECT_TRUE(rec["results"]["accounting"]["balanced"].get<bool>());
 }
 
+// The PMD's counters of a borrowed port live as long as the process: each record reports its own
+// cell's share (issue 17), counted over the same span as `sent` (warm-up and drain too). On a
+// lossless vdev the PMD sent exactly what the driver accepted, and a loopback received it back.
+class EthdevPortNCounters : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EthdevPortNCounters, EachCellReportsItsOwnPmdCounters) {
+  const std::string& vdev = GetParam();
+  const std::string prefix = "txbatch-portn-pmd-" + std::to_string(getpid());
+  const auto run = RunTxbatch(
+      "run --driver ethdev:port=0 --proto udp --size 200 --procs 1 "
+      "--batch 1,32 --duration 0.1 --warmup 0.05 -- --no-huge -m 256 "
+      "--no-shconf --no-pci --no-telemetry --file-prefix=" +
+      prefix + " --vdev " + vdev);
+  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_EQ(run.doc["records"].size(), 2u);
+  for (const json& rec : run.doc["records"]) {
+    const json& r = rec["results"];
+    const json& a = r["accounting"];
+    const json& pmd = r["driver_counters"];
+    const std::string cell = rec["config"].dump();
+    EXPECT_TRUE(a["balanced"].get<bool>()) << cell << a.dump();
+    ASSERT_GT(a["sent"].get<uint64_t>(), 0u) << cell;
+    ASSERT_TRUE(pmd.contains("pmd_opackets")) << cell << pmd.dump();
+    EXPECT_EQ(pmd["pmd_opackets"], a["sent"]) << cell << pmd.dump();
+    EXPECT_EQ(pmd["pmd_oerrors"], 0) << cell << pmd.dump();
+    if (vdev.starts_with("net_ring")) {
+      ASSERT_TRUE(pmd.contains("pmd_ipackets")) << cell << pmd.dump();
+      EXPECT_EQ(pmd["pmd_ipackets"], a["received"]) << cell << pmd.dump();
+      EXPECT_EQ(pmd["pmd_imissed"], 0) << cell << pmd.dump();
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Vdevs, EthdevPortNCounters,
+                         ::testing::Values("net_null0,no-rx=1", "net_ring0"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param.substr(0, info.param.find(','));
+                         });
+
 // net_tap fills its RX ring with mbufs from the pool and may hold transmitted ones: they come
 // home when the port stops, before the books are read. The kernel tap goes with the port.
 TEST(EthdevTap, MbufsThePmdHeldComeHomeAndTheTapIsRemoved) {
