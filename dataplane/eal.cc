@@ -251,11 +251,19 @@ Result<std::unique_ptr<Eal>> Eal::Start(const EalPlan& plan) {
   if (!user_log) rte_log_set_global_level(RTE_LOG_WARNING);
   // Before rte_eal_init, which pins this thread to the main lcore.
   std::vector<int> cpus = AllowedCpus();
-  // EAL prints its usage and errors on stdout and stderr; a user gets txbatch's one sentence.
+  // DPDK's own log (PMD probe errors, ring warnings) would add lines to txbatch's one-sentence
+  // errors and tables; it goes nowhere unless the user asked for a log level (then to stderr, as
+  // EAL would send it). Either way its error lines are kept for those sentences
+  // (DpdkErrorSince), from before rte_eal_init: why EAL refused to start is one of them.
+  std::FILE* tap = LogTap::Get().Open(user_log ? stderr : nullptr);
+  if (tap != nullptr) rte_openlog_stream(tap);
+  const uint64_t mark = DpdkLogMark();
+  // EAL prints its usage and errors on stdout and stderr; a user gets txbatch's one sentence,
+  // unless they asked for EAL's log.
   std::fflush(stdout);
   std::fflush(stderr);
   const int saved_out = dup(STDOUT_FILENO), saved_err = dup(STDERR_FILENO);
-  const int devnull = open("/dev/null", O_WRONLY);
+  const int devnull = user_log ? -1 : open("/dev/null", O_WRONLY);
   if (devnull >= 0) {
     dup2(devnull, STDOUT_FILENO);
     dup2(devnull, STDERR_FILENO);
@@ -268,18 +276,14 @@ Result<std::unique_ptr<Eal>> Eal::Start(const EalPlan& plan) {
   if (saved_err >= 0) dup2(saved_err, STDERR_FILENO);
   for (int fd : {saved_out, saved_err, devnull})
     if (fd >= 0) close(fd);
-  // DPDK's own log (PMD probe errors, ring warnings) would add lines to txbatch's one-sentence
-  // errors and tables; it goes nowhere unless the user asked for a log level (then where EAL
-  // sends it). Either way its error lines are kept for those sentences (DpdkErrorSince).
-  if (rc >= 0) {
-    if (std::FILE* tap = LogTap::Get().Open(user_log ? rte_log_get_stream() : nullptr))
-      rte_openlog_stream(tap);
-  }
   if (rc < 0) {
-    return MakeError(err, fmt::format("DPDK EAL failed to start ({}) with arguments '{}'; check "
-                                      "the EAL arguments after -- or drop them to use the "
+    std::string why = DpdkErrorSince(mark);
+    while (!why.empty() && (why.back() == '.' || why.back() == ' ')) why.pop_back();
+    return MakeError(err, fmt::format("DPDK EAL failed to start ({}{}) with arguments '{}'; "
+                                      "check the EAL arguments after -- or drop them to use the "
                                       "defaults.",
-                                      rte_strerror(err), fmt::join(plan.args, " ")));
+                                      rte_strerror(err), why.empty() ? "" : ": " + why,
+                                      fmt::join(plan.args, " ")));
   }
   auto eal = std::unique_ptr<Eal>(new Eal());
   eal->runtime_dir_ = rte_eal_get_runtime_dir();
