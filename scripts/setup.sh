@@ -12,6 +12,7 @@ packages=(
   iproute2 procps ethtool iputils-ping iperf3
   libxml2-utils python3
   clang libclang-rt-14-dev
+  qemu-system-x86 ipxe-qemu busybox-static cpio rdma-core ibverbs-providers ibverbs-utils
 )
 
 missing=()
