@@ -21,6 +21,7 @@ inline constexpr uint16_t kTxbatchMagic = 0x7862;  // "xb"
 inline constexpr unsigned kTxbatchHeaderBytes = 18;
 inline constexpr unsigned kEthHeaderBytes = 14;
 inline constexpr unsigned kIpv4HeaderBytes = 20;
+inline constexpr unsigned kIpv6HeaderBytes = 40;
 inline constexpr unsigned kUdpHeaderBytes = 8;
 // TCP header with the timestamp option (NOP NOP TS), as Linux sends on a bulk transfer.
 inline constexpr unsigned kTcpHeaderBytes = 32;

@@ -18,13 +18,25 @@ namespace txbatch {
 
 struct LinkCounters;
 
+// What a link adds to every frame on the wire, the one place each number is written.
+// Ethernet, beyond the frame (header .. payload): FCS 4, preamble + SFD 8, inter-frame gap 12.
+inline constexpr unsigned kEthFcsBytes = 4, kEthPreambleBytes = 8, kEthIfgBytes = 12;
+inline constexpr unsigned kEthWireOverheadBytes = kEthFcsBytes + kEthPreambleBytes + kEthIfgBytes;
+// InfiniBand transport around a UD payload: LRH 8, BTH 12, DETH 8 before it, ICRC 4 and VCRC 2
+// after it (34); a GRH (40, shaped as an IPv6 header) when routed globally. RoCE v2 keeps the
+// BTH, DETH and ICRC inside UDP/IP over Ethernet.
+inline constexpr unsigned kIbLrhBytes = 8, kIbBthBytes = 12, kIbDethBytes = 8, kIbIcrcBytes = 4,
+                          kIbVcrcBytes = 2, kIbGrhBytes = 40;
+inline constexpr unsigned kIbUdTransportBytes =
+    kIbLrhBytes + kIbBthBytes + kIbDethBytes + kIbIcrcBytes + kIbVcrcBytes;
+
 // A line-rate wire: what the throughput ceiling is computed from.
 struct WireSpec {
   double bits_per_s = 0;
   unsigned min_frame_bytes = 60;  // frames shorter than this are padded (Ethernet: 60 + FCS)
-  unsigned overhead_bytes = 24;   // per frame on the wire beyond the frame (Ethernet: FCS 4,
-                                  // preamble+SFD 8, IFG 12; IPoIB on IB: LRH 8, BTH 12, DETH 8,
-                                  // ICRC 4, VCRC 2 = 34, + a GRH 40 when routed globally)
+  // Per frame on the wire beyond the frame: Ethernet's 24; IPoIB on IB: the 34 bytes of
+  // transport, + a GRH 40 when routed globally.
+  unsigned overhead_bytes = kEthWireOverheadBytes;
   // What the link puts in place of the frame's 14-byte Ethernet header, less 14 (IPoIB: its
   // 4-byte header, -10).
   int l2_delta = 0;

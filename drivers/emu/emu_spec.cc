@@ -18,8 +18,7 @@ constexpr double kMaxCostNs = 100e3;
 constexpr std::string_view kKeys =
     "rate_mbps, ring, free_thresh, doorbell_ns, desc_ns, stall_at_ms, stall_ms, down_at_ms, "
     "down_ms (and for ipoib models link_mtu, grh)";
-// IB transport per UD packet: LRH 8, BTH 12, DETH 8, ICRC 4, VCRC 2; a GRH adds 40.
-constexpr unsigned kIbHeaderBytes = 34, kIbGrhBytes = 40, kIpoibHeader = 4;
+constexpr unsigned kIpoibHeader = 4;
 
 std::string ModelNames() {
   std::string s;
@@ -54,7 +53,7 @@ WireSpec EmuWire(const EmuOptions& o) {
   if (o.link_mtu > 0) {
     w.min_frame_bytes = 0;  // no padding on IB
     w.l2_delta = static_cast<int>(kIpoibHeader) - static_cast<int>(kEthHeaderBytes);
-    w.overhead_bytes = kIbHeaderBytes + (o.grh ? kIbGrhBytes : 0);
+    w.overhead_bytes = kIbUdTransportBytes + (o.grh ? kIbGrhBytes : 0);
   }
   return w;
 }

@@ -247,7 +247,7 @@ class EthdevPort final : public TxDriver {
       }
       counters_.window_frames.Add(n);
       counters_.window_payload_bytes.Add(payload);
-      counters_.window_wire_bytes.Add(bytes + 24ull * n);
+      counters_.window_wire_bytes.Add(bytes + uint64_t{kEthWireOverheadBytes} * n);
     }
     if (n < frames.size() && !stopped_) {
       // The PMD's ring is full: the queue stays stopped until the completion role retries,
@@ -279,7 +279,7 @@ class EthdevPort final : public TxDriver {
             // Parsed, as the sink parses it: a received mbuf is not always the one sent (memif
             // copies into fresh ones, whose l2/l3/l4_len are 0), so PayloadBytes cannot be used.
             counters_.window_payload_bytes.Add(ParseFrame(rx[i]).payload);
-            counters_.window_wire_bytes.Add(rte_pktmbuf_pkt_len(rx[i]) + 24);
+            counters_.window_wire_bytes.Add(rte_pktmbuf_pkt_len(rx[i]) + kEthWireOverheadBytes);
           }
         }
         in_flight_ -= std::min<unsigned>(in_flight_, k);
