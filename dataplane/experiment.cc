@@ -197,6 +197,7 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   const double ws = static_cast<double>(run.window_end - run.window_start) / tsc_hz;
   r.window_s = ws;
   r.counted_at = CountedAtName(driver.counted_at());
+  r.link_layer = driver.link_layer();
   r.packets = dc.window_frames.Get();
   r.mpps = static_cast<double>(r.packets) / ws / 1e6;
   r.mb_per_s = static_cast<double>(dc.window_payload_bytes.Get()) / ws / 1e6;

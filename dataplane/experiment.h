@@ -95,6 +95,8 @@ struct CellResult {
   uint64_t packets = 0;
   double mpps = 0, mb_per_s = 0, wire_gbps = 0;
   std::string counted_at;
+  // TxDriver::link_layer(): "ib" or "roce_v2" on verbs, empty (null in the record) elsewhere.
+  std::string link_layer;
   double avg_batch = 0;  // frames per handover to the driver (one call, or one xmit_more chain)
   std::map<unsigned, uint64_t> batch_hist;  // power-of-two bucket lower bound -> xmit calls
   double xmit_calls_per_pkt = 0;

@@ -130,6 +130,9 @@ class TxDriver {
   // The driver's own counters beyond DriverCounters, by name (verbs: posts, work requests,
   // signalled, completion errors by status …), for results.driver_counters. Control plane.
   virtual std::map<std::string, uint64_t> ExtraCounters() const { return {}; }
+  // How a driver whose port can be of more than one kind reached it ("ib", "roce_v2": the
+  // verbs driver, known once the device is open); empty for the others.
+  virtual std::string link_layer() const { return {}; }
 
   const DriverCounters& counters() const { return counters_; }
 

@@ -112,6 +112,7 @@ CellResult ResultFrom(const json& r) {
   x.mpps = r.at("mpps");
   x.wire_gbps = r.at("wire_gbps");
   x.counted_at = r.at("counted_at");
+  if (r.contains("link_layer") && r["link_layer"].is_string()) x.link_layer = r["link_layer"];
   x.avg_batch = r.at("avg_batch");
   for (const auto& [k, v] : r.at("batch_hist").items())
     x.batch_hist[BatchSize(k, r.at("batch_hist"))] = Whole{v};
@@ -263,6 +264,9 @@ Result<ReadBack> ParseResults(std::string_view text, std::string_view path) {
     e.command_line = env.at("command_line");
     e.started_at = env.at("started_at");
     e.eal_args = doc["records"][0].at("config").at("eal").get<std::vector<std::string>>();
+    for (const CellRecord& r : out.records)
+      if (!r.result.link_layer.empty())
+        e.link_layers[r.config.driver_spec.ToString()] = r.result.link_layer;
     unsigned most = 0;
     for (const json& rec : doc["records"])
       if (const unsigned procs = Whole{rec.at("config").at("procs")}; procs >= most) {

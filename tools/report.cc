@@ -102,6 +102,7 @@ json ResultJson(const CellResult& r) {
           {"mpps", r.mpps},
           {"wire_gbps", r.wire_gbps},
           {"counted_at", r.counted_at},
+          {"link_layer", r.link_layer.empty() ? json(nullptr) : json(r.link_layer)},
           {"avg_batch", r.avg_batch},
           {"batch_hist", hist},
           {"xmit_calls_per_pkt", r.xmit_calls_per_pkt},
@@ -280,7 +281,14 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
     drivers.insert(cell.driver_spec.ToString());
     emulated |= cell.driver_spec.emulated();
   }
-  for (const auto& d : drivers) fmt::print(out, "driver {}\n", d);
+  for (const auto& d : drivers) {
+    const auto ll = env.link_layers.find(d);
+    fmt::print(out, "driver {}{}\n", d,
+               ll == env.link_layers.end() ? std::string()
+               : ll->second == "roce_v2"
+                   ? " on link layer roce_v2 (RoCE v2: the datagrams in UDP/IP over Ethernet)"
+                   : fmt::format(" on link layer {}", ll->second));
+  }
   for (const auto& cell : cells)
     if (cell.engine == Engine::kSim) {
       fmt::print(out,

@@ -3,6 +3,7 @@
 // JSON result records (DESIGN.md "Result records", schema_version 1).
 
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@ struct RunEnv {
   std::vector<int> cpus;
   std::vector<std::string> eal_args;
   std::string eal_mode, eal_why;
+  // Driver spec -> the link layer its device turned out to have, where the driver names one
+  // (verbs: "ib", "roce_v2"), known once the session opened it; the header says it.
+  std::map<std::string, std::string> link_layers;
 };
 
 RunEnv CollectEnv(int argc, char** argv);

@@ -127,6 +127,8 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
     const std::vector<RxSink*> sinks(std::max(1u, cell.queues), &sink);
     auto d = CreateDrivers(cell.driver_spec, pool->get(), cell.mtu, sinks, window, env.tsc_hz);
     if (!d) return fail(kExitBadInput, d.error());
+    if (std::string ll = d->front()->link_layer(); !ll.empty())
+      env.link_layers[cell.driver_spec.ToString()] = std::move(ll);
   }
   return Session{std::move(*eal), std::move(*pool), std::move(env), {}, 0};
 }

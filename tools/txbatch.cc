@@ -305,7 +305,9 @@ int Main(int argc, char** argv) {
       "  ethdev-pair:   two ports on crossed rings, a cable: send on one, receive on the other\n"
       "  ethdev-pair:memif  a memif server and client in this process, the same kind of cable\n"
       "  verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N  IPoIB datagrams on an InfiniBand HCA, one "
-      "ibv_post_send per batch (doc/drivers/verbs.md)\n");
+      "ibv_post_send per batch (doc/drivers/verbs.md)\n"
+      "  verbs:DEVICE:PORT,qpn=N,qkey=N,gid=GID  the same on a RoCE v2 port (ConnectX in Ethernet "
+      "mode, rxe)\n");
   RunArgs run_args;
   CLI::App* run = app.add_subcommand(
       "run",

@@ -1,5 +1,6 @@
 #pragma once
-// The verbs driver: IPoIB datagram mode over an InfiniBand UD queue pair (libibverbs). Each Xmit
+// The verbs driver: IPoIB datagram mode over a UD queue pair (libibverbs), on an InfiniBand port
+// or a RoCE v2 one (an Ethernet link layer: the same datagrams inside UDP/IP). Each Xmit
 // builds one chain of send work requests and posts it with one ibv_post_send: one doorbell per
 // batch, the batched form of what Linux's ipoib_send does one packet at a time. Public surface:
 // the options and their parser (built with or without libibverbs, so a spec is always checked)
@@ -23,19 +24,23 @@ namespace txbatch::verbs {
 
 // IPoIB's encapsulation header: EtherType (big-endian) and 2 reserved bytes (RFC 4391).
 inline constexpr unsigned kIpoibHeaderBytes = 4;
-// A UD receive buffer starts with the 40-byte Global Routing Header slot (filled or not).
-inline constexpr unsigned kGrhBytes = 40;
+// A UD receive buffer starts with the 40-byte Global Routing Header slot (filled or not; on
+// RoCE v2 over IPv4 the packet's IPv4 header sits in its last 20 bytes).
+inline constexpr unsigned kGrhBytes = kIbGrhBytes;
 
 struct VerbsOptions {
   std::string device;  // "mlx5_0"
   unsigned port = 1;   // the HCA's port number (1-based)
-  // The peer: its QP number and Q_Key, the LID packets are switched to (the peer's, or a
-  // router's), and for a routed peer its GID (a GRH on every packet).
+  // The peer: its QP number (0: none, a receiver) and Q_Key; on InfiniBand the LID packets are
+  // switched to (the peer's, or a router's) and for a routed peer its GID (a GRH on every
+  // packet); on RoCE its GID alone (the LID is ignored there).
   uint32_t qpn = 0;
   uint32_t qkey = 0;
   std::optional<uint16_t> lid;
   std::optional<std::array<uint8_t, 16>> gid;
-  unsigned sgid_index = 0;
+  // The local GID table index the GRH names: unset is 0 on InfiniBand, the first RoCE v2 GID of
+  // the peer's IP family on RoCE.
+  std::optional<unsigned> sgid_index;
   unsigned hop_limit = 64;
   unsigned sl = 0;             // service level, 0..15
   unsigned pkey_index = 0;     // index into the port's P_Key table
@@ -46,34 +51,40 @@ struct VerbsOptions {
   std::string ToString() const;
 };
 
-// Parses "verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N" with, for a routed peer, gid=GID,sgid_index=N,
-// hop_limit=N, plus sl, pkey_index, sq_depth, signal_every, inline_max. Numbers in decimal or 0x
-// hex; the GID as an IPv6 address. Syntax and ranges only: whether the device exists is known when
+// A GID as ibv_devinfo -v prints it, an IPv6 address: "fe80::2:c903:1:1b2c", "::ffff:10.0.0.1".
+std::string GidText(const std::array<uint8_t, 16>& gid);
+
+// Parses "verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N" with, for a routed peer or on RoCE, gid=GID,
+// sgid_index=N, hop_limit=N, plus sl, pkey_index, sq_depth, signal_every, inline_max. Numbers in
+// decimal or 0x hex; the GID as an IPv6 address. Syntax and ranges only: whether the device
+// exists, and whether its port is InfiniBand (lid= needed) or RoCE (gid= needed), is known when
 // it opens. Every problem is one sentence naming the valid choices. A receiver (`peer_required`
-// false) needs only the Q_Key the senders use: qpn and the route may be left out.
+// false) needs only the Q_Key the senders use: qpn and the route may be left out (qpn stays 0).
 Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required = true);
 
 // Whether this txbatch was built with libibverbs, and if not, why (for the one sentence).
 bool Available();
 std::string_view UnavailableReason();
 
-// Opens the device and port (an InfiniBand port: RoCE is refused), creates the UD queue pair
-// and the peer's address handle, registers `pool`'s memory, and checks that `mtu` (IP MTU) fits
-// the port's IPoIB MTU (active MTU - 4). Frames that come in go to `sink` (IPoIB datagrams,
-// given an Ethernet header for it). No RDMA device: exit-2 sentence naming what to check.
+// Opens the device and port (InfiniBand, or RoCE v2 when the peer is given by gid=), creates the
+// UD queue pair and the peer's address handle, registers `pool`'s memory, and checks that `mtu`
+// (IP MTU) fits the port's IPoIB MTU (active MTU - 4). Frames that come in go to `sink` (IPoIB
+// datagrams, given an Ethernet header for it). No RDMA device: exit-2 sentence naming what to
+// check.
 Result<std::unique_ptr<TxDriver>> CreateVerbsDriver(const VerbsOptions& options, rte_mempool* pool,
                                                     unsigned mtu, RxSink& sink,
                                                     const RunWindow& window, double tsc_hz);
 
-// The receive end of a two-host run over InfiniBand (`txbatch sink --port verbs:…`): the same
-// queue pair, polled by its owner. Datagrams come out as Ethernet frames (txbatch's MACs, the
+// The receive end of a two-host run over InfiniBand or RoCE (`txbatch sink --port verbs:…`): the
+// same queue pair, polled by its owner. Datagrams come out as Ethernet frames (txbatch's MACs, the
 // IPoIB header's EtherType), so the sink reads them as it reads any port's.
 class VerbsReceiver {
  public:
   virtual ~VerbsReceiver() = default;
   // Up to out.size() received frames (the caller frees them); the buffers are posted again.
   virtual uint16_t Receive(std::span<rte_mbuf*> out) = 0;
-  // "verbs:… (mlx5_0 port 1 (LID 3, active MTU 2048), QP 0x48)": what a sender names.
+  // "verbs:mlx5_0:1,qkey=0x11,… (mlx5_0 port 1 (LID 3, active MTU 2048), QP 0x48; senders give
+  // qpn=0x48,qkey=0x11,lid=3)": the port, and the keys a sender's spec needs to reach it.
   virtual std::string Describe() const = 0;
 };
 // `held`: received frames the caller may hold at once (a link it puts them through).

@@ -20,20 +20,30 @@ std::string NoDevice() {
          "`rdma link` shows the port and `ibv_devices` lists the device";
 }
 
-unsigned MtuBytes(ibv_mtu mtu) {
-  switch (mtu) {
-    case IBV_MTU_256:
-      return 256;
-    case IBV_MTU_512:
-      return 512;
-    case IBV_MTU_1024:
-      return 1024;
-    case IBV_MTU_2048:
-      return 2048;
-    case IBV_MTU_4096:
-      return 4096;
+// The port's link layer, state, LID, active MTU and GID table (with each GID's type).
+Result<PortFacts> QueryPort(ibv_context* ctx, const VerbsOptions& o) {
+  ibv_port_attr pa{};
+  if (ibv_query_port(ctx, static_cast<uint8_t>(o.port), &pa) != 0)
+    return MakeError(EINVAL, fmt::format("{} has no port {}; `ibv_devinfo -d {}` lists its "
+                                         "ports",
+                                         o.device, o.port, o.device));
+  PortFacts f;
+  f.link_layer = pa.link_layer;
+  f.state = pa.state;
+  f.lid = pa.lid;
+  f.active_mtu = pa.active_mtu;
+  f.gids.resize(pa.gid_tbl_len);
+  for (int i = 0; i < pa.gid_tbl_len; ++i) {
+    ibv_gid_entry e{};
+    // An empty slot fails (ENODATA); a GID of all zeros is unused too.
+    if (ibv_query_gid_ex(ctx, o.port, static_cast<uint32_t>(i), &e, 0) != 0) continue;
+    PortFacts::Gid g;
+    std::memcpy(g.raw.data(), e.gid.raw, 16);
+    if (g.raw == std::array<uint8_t, 16>{}) continue;
+    g.type = static_cast<ibv_gid_type>(e.gid_type);
+    f.gids[i] = g;
   }
-  return 256;
+  return f;
 }
 
 class RealUdQueuePair final : public UdQueuePair {
@@ -67,22 +77,11 @@ class RealUdQueuePair final : public UdQueuePair {
       return MakeError(ENODEV, fmt::format("RDMA device '{}' was not found or could not be "
                                            "opened; valid here: {}",
                                            o.device, names));
-    ibv_port_attr pa{};
-    if (ibv_query_port(ctx_, static_cast<uint8_t>(o.port), &pa) != 0)
-      return MakeError(EINVAL, fmt::format("{} has no port {}; `ibv_devinfo -d {}` lists its "
-                                           "ports",
-                                           o.device, o.port, o.device));
-    if (pa.link_layer == IBV_LINK_LAYER_ETHERNET)
-      return MakeError(EPROTONOSUPPORT,
-                       fmt::format("{} port {} is RoCE (an Ethernet link layer); IPoIB needs an "
-                                   "InfiniBand port",
-                                   o.device, o.port));
-    if (pa.state != IBV_PORT_ACTIVE)
-      return MakeError(ENETDOWN, fmt::format("{} port {} is not active (state {}); check the "
-                                             "cable and that a subnet manager runs (opensm)",
-                                             o.device, o.port, ibv_port_state_str(pa.state)));
-    info_.lid = pa.lid;
-    info_.ipoib_mtu = MtuBytes(pa.active_mtu) - kIpoibHeaderBytes;
+    what_ = fmt::format("{} port {}", o.device, o.port);
+    auto facts = QueryPort(ctx_, o);
+    if (!facts) return facts.error();
+    auto plan = PlanPort(o, *facts);
+    if (!plan) return plan.error();
     ibv_device_attr da{};
     (void)ibv_query_device(ctx_, &da);
     const unsigned depth =
@@ -106,7 +105,6 @@ class RealUdQueuePair final : public UdQueuePair {
     info_.sq_depth = std::min<unsigned>(qa.cap.max_send_wr, depth);
     info_.rq_depth = qa.cap.max_recv_wr;
     info_.max_inline = qa.cap.max_inline_data;
-    info_.qpn = qp_->qp_num;
 
     ibv_qp_attr at{};
     at.qp_state = IBV_QPS_INIT;
@@ -123,23 +121,12 @@ class RealUdQueuePair final : public UdQueuePair {
     at.sq_psn = 0;
     if (ibv_modify_qp(qp_, &at, IBV_QP_STATE | IBV_QP_SQ_PSN)) return Fail("move the QP to RTS on");
 
-    ibv_ah_attr ah{};
-    ah.sl = static_cast<uint8_t>(o.sl);
-    ah.port_num = static_cast<uint8_t>(o.port);
-    ah.dlid = *o.lid;  // the LRH's destination, routed or not
-    if (o.gid) {
-      ah.is_global = 1;
-      std::memcpy(ah.grh.dgid.raw, o.gid->data(), 16);
-      ah.grh.sgid_index = static_cast<uint8_t>(o.sgid_index);
-      ah.grh.hop_limit = static_cast<uint8_t>(o.hop_limit);
-    }
-    if ((info_.ah = ibv_create_ah(pd_, &ah)) == nullptr)
-      return Fail("create the peer's address handle (lid/gid, sl, sgid_index) on");
-    info_.remote_qpn = o.qpn;
-    info_.remote_qkey = o.qkey;
-    info_.describe = fmt::format("{} port {} (LID {}, active MTU {}), QP {:#x}", o.device, o.port,
-                                 pa.lid, MtuBytes(pa.active_mtu), info_.qpn);
-    what_ = fmt::format("{} port {}", o.device, o.port);
+    // A receiver sends to nobody: no address handle (on RoCE there would be no GID to make one).
+    if (plan->has_peer && (info_.ah = ibv_create_ah(pd_, &plan->ah)) == nullptr)
+      return Fail(plan->link_layer == LinkLayer::kRoceV2
+                      ? "create the peer's address handle (gid, sgid_index, hop_limit, sl) on"
+                      : "create the peer's address handle (lid/gid, sl, sgid_index) on");
+    ApplyPlan(*plan, o, qp_->qp_num, info_);
     return {};
   }
 

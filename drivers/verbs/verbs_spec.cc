@@ -14,6 +14,7 @@ namespace {
 
 constexpr std::string_view kForm =
     "verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N [,gid=GID,sgid_index=N,hop_limit=N for a routed peer] "
+    "or on RoCE verbs:DEVICE:PORT,qpn=N,qkey=N,gid=GID [,sgid_index=N,hop_limit=N] "
     "[,sl=N,pkey_index=N,sq_depth=N,signal_every=N,inline_max=N]";
 constexpr std::string_view kKeys =
     "qpn, qkey, lid, gid, sgid_index, hop_limit, sl, pkey_index, sq_depth, signal_every, "
@@ -43,17 +44,25 @@ std::vector<std::string_view> Split(std::string_view s, char sep) {
 
 }  // namespace
 
+std::string GidText(const std::array<uint8_t, 16>& gid) {
+  char text[INET6_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET6, gid.data(), text, sizeof text);
+  return text;
+}
+
 std::string VerbsOptions::ToString() const {
-  std::string route = fmt::format("lid={}", lid.value_or(0));
+  // Only what was given or defaults to a value: a receiver's has no peer, a RoCE sender's no LID,
+  // an unset sgid_index is chosen when the port opens.
+  std::string peer = qpn != 0 ? fmt::format("qpn={:#x},", qpn) : std::string();
+  peer += fmt::format("qkey={:#x}", qkey);
+  if (lid) peer += fmt::format(",lid={}", *lid);
   if (gid) {
-    char text[INET6_ADDRSTRLEN] = {};
-    inet_ntop(AF_INET6, gid->data(), text, sizeof text);
-    route += fmt::format(",gid={},sgid_index={},hop_limit={}", text, sgid_index, hop_limit);
+    peer += ",gid=" + GidText(*gid);
+    if (sgid_index) peer += fmt::format(",sgid_index={}", *sgid_index);
+    peer += fmt::format(",hop_limit={}", hop_limit);
   }
-  return fmt::format(
-      "verbs:{}:{},qpn={:#x},qkey={:#x},{},sl={},pkey_index={},sq_depth={},signal_every={},"
-      "inline_max={}",
-      device, port, qpn, qkey, route, sl, pkey_index, sq_depth, signal_every, inline_max);
+  return fmt::format("verbs:{}:{},{},sl={},pkey_index={},sq_depth={},signal_every={},inline_max={}",
+                     device, port, peer, sl, pkey_index, sq_depth, signal_every, inline_max);
 }
 
 Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required) {
@@ -89,10 +98,12 @@ Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required) {
     if (key == "gid") {
       std::array<uint8_t, 16> g{};
       if (inet_pton(AF_INET6, std::string(text).c_str(), g.data()) != 1)
-        return MakeError(EINVAL, fmt::format("gid={} in driver '{}' is not a GID; valid: 16 bytes "
-                                             "written as an IPv6 address (e.g. "
-                                             "fe80::2:c903:1:1b2c, as ibv_devinfo -v shows it)",
-                                             text, spec));
+        return MakeError(EINVAL,
+                         fmt::format("gid={} in driver '{}' is not a GID; valid: 16 bytes "
+                                     "written as an IPv6 address (e.g. "
+                                     "fe80::2:c903:1:1b2c, or ::ffff:10.0.0.2 for a RoCE v2 GID of "
+                                     "an IPv4 address, as ibv_devinfo -v shows it)",
+                                     text, spec));
       o.gid = g;
       continue;
     }
@@ -121,7 +132,7 @@ Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required) {
       o.lid = static_cast<uint16_t>(v);
     } else if (key == "sgid_index") {
       st = range(0, 255);
-      o.sgid_index = static_cast<unsigned>(v);
+      o.sgid_index = static_cast<unsigned>(v);  // checked against the GID table at open
       have_global_args = true;
     } else if (key == "hop_limit") {
       st = range(1, 255);
@@ -149,25 +160,26 @@ Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required) {
     if (!st) return st.error();
   }
   if (!peer_required) {
+    // A receiver sends to nobody: no address handle, and a qpn= or route given is its senders'.
     if (!have_qkey)
       return MakeError(EINVAL, fmt::format("driver '{}' has no qkey=: a receiver takes the "
                                            "datagrams sent with its Q_Key; valid: "
                                            "verbs:DEVICE:PORT,qkey=N",
                                            spec));
-    if (!have_qpn) o.qpn = 1;  // the address handle needs a peer; a receiver never sends to it
+    o.qpn = 0;
     have_qpn = true;
-    if (!o.lid) o.lid = 1;
   }
   if (!have_qpn || !have_qkey)
     return MakeError(EINVAL, fmt::format("driver '{}' names no peer: qpn= and qkey= are required "
                                          "(the peer's QP number and Q_Key; a second txbatch prints "
                                          "its own); valid: {}",
                                          spec, kForm));
-  if (!o.lid)
-    return MakeError(EINVAL, fmt::format("driver '{}' has no lid=: every InfiniBand packet is "
-                                         "switched by its destination LID (the peer's, or for a "
-                                         "routed peer its router's; gid= adds the global route); "
-                                         "valid: {}",
+  // Which of lid= and gid= a sender needs follows from the port's link layer, known at open.
+  if (peer_required && !o.lid && !o.gid)
+    return MakeError(EINVAL, fmt::format("driver '{}' has no lid= and no gid=: an InfiniBand "
+                                         "packet is switched by its destination LID (the peer's, "
+                                         "or for a routed peer its router's), a RoCE one is "
+                                         "routed by the peer's GID; valid: {}",
                                          spec, kForm));
   if (have_global_args && !o.gid)
     return MakeError(EINVAL, fmt::format("sgid_index and hop_limit in driver '{}' belong to a "

@@ -13,8 +13,6 @@
 namespace txbatch::verbs {
 namespace {
 
-// What IB adds to every UD datagram on the wire: LRH 8, BTH 12, DETH 8, ICRC 4, VCRC 2.
-constexpr unsigned kIbTransportBytes = 34;
 // The Ethernet header a received datagram is given ends where its IP packet starts.
 constexpr unsigned kRxEthOffset = kGrhBytes + kIpoibHeaderBytes - kEthHeaderBytes;
 // How long a teardown waits for the flushed requests to come back before freeing anyway.
@@ -70,7 +68,7 @@ Status VerbsTx::RegisterPool(rte_mempool* pool) {
 
 Status VerbsTx::Init(rte_mempool* pool, unsigned mtu, unsigned rx_extra) {
   if (mtu > info_.ipoib_mtu)
-    return MakeError(EMSGSIZE, fmt::format("--mtu {} does not fit {}: IPoIB datagram mode carries "
+    return MakeError(EMSGSIZE, fmt::format("--mtu {} does not fit {}: a datagram there carries "
                                            "at most {} bytes of IP packet (the port's active MTU "
                                            "less the 4-byte IPoIB header); valid: --mtu 68..{}",
                                            mtu, info_.describe, info_.ipoib_mtu, info_.ipoib_mtu));
@@ -122,7 +120,8 @@ uint16_t VerbsTx::Xmit(std::span<rte_mbuf* const> frames) {
     counters_.stops.Add();
     return 0;
   }
-  // Counted where the driver accepts them (counted_at driver), on the fabric with IB's headers.
+  // Counted where the driver accepts them (counted_at driver), with the link's headers (IB or
+  // RoCE v2).
   const Tsc now = Now();
   const bool count_here = window_.Contains(now);
 
@@ -188,8 +187,9 @@ uint16_t VerbsTx::Xmit(std::span<rte_mbuf* const> frames) {
     if (count_here) {
       ++window_frames;
       window_payload += PayloadBytes(m);
-      window_wire += kIpoibHeaderBytes + rte_pktmbuf_data_len(m) - kEthHeaderBytes +
-                     kIbTransportBytes + (options_.gid ? kGrhBytes : 0);
+      // The UD payload (IPoIB header + IP packet) and what the port's link wraps it in.
+      window_wire +=
+          kIpoibHeaderBytes + rte_pktmbuf_data_len(m) - kEthHeaderBytes + info_.wire_overhead;
     }
     if (wrs_[i].send_flags & IBV_SEND_SIGNALED) {
       vc_.signalled.Add();
@@ -411,6 +411,8 @@ std::map<std::string, uint64_t> VerbsTx::ExtraCounters() const {
     }
   return c;
 }
+
+std::string VerbsTx::link_layer() const { return std::string(LinkLayerName(info_.link_layer)); }
 
 std::string VerbsTx::Describe() const {
   return fmt::format("{} ({})", options_.ToString(), info_.describe);

@@ -20,6 +20,9 @@
 // send completion with an error puts a UD QP in SQE: the driver stops posting, reaps the
 // flushed requests behind it, and takes the QP back to RTS.
 //
+// On a RoCE v2 port the datagrams are the same (IPoIB header + IP packet) inside UDP/IP over
+// Ethernet; only the address (always global), the MTU and the wire bytes differ (PlanPort).
+//
 // Receive: UD datagrams land, behind the 40-byte GRH slot, in buffers from the driver's own pool
 // (sized for the port's MTU, registered too); each is given an Ethernet header (txbatch's MACs,
 // the IPoIB header's EtherType) in the bytes the GRH slot leaves free and goes to the RxSink or
@@ -82,6 +85,7 @@ class VerbsTx final : public TxDriver, public VerbsReceiver {
   CountedAt counted_at() const override { return CountedAt::kDriver; }
   bool owns_doorbell() const override { return true; }
   std::string Describe() const override;
+  std::string link_layer() const override;  // "ib", "roce_v2"
   uint16_t Receive(std::span<rte_mbuf*> out) override;
   std::map<std::string, uint64_t> ExtraCounters() const override;
 

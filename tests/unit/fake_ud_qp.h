@@ -16,7 +16,10 @@
 // The datagram bytes are read when the request completes, not when it is posted (inline ones:
 // at post), as an HCA reads them: a header slot reused or an mbuf freed too early shows.
 // The test drives the hardware's side: Finish(k) completes the k oldest requests, Deliver()
-// fills the oldest receive buffer.
+// fills the oldest receive buffer (its 40-byte GRH slot too, as an HCA does).
+// The port behind it: InfiniBand with LID 7 by default; OnPort() sets it up from a PortFacts
+// (IbPort(), RocePort(): link layer, GIDs with their types, active MTU) through PlanPort and
+// ApplyPlan, as the real open does, and keeps the address handle's attributes.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -49,6 +52,21 @@ class FakeUdQueuePair final : public UdQueuePair {
     info_.remote_qpn = 0x48;
     info_.remote_qkey = 0x11111111;
     info_.describe = "fake0 port 1 (LID 7, active MTU 2048), QP 0x1234";
+  }
+
+  // A queue pair on a port with `facts`, set up by the driver's own PlanPort and ApplyPlan; the
+  // sentence PlanPort gives when the options do not fit the port.
+  static Result<std::unique_ptr<FakeUdQueuePair>> OnPort(const VerbsOptions& options,
+                                                         const PortFacts& facts, unsigned sq_depth,
+                                                         unsigned rq_depth,
+                                                         unsigned max_inline = 0) {
+    auto plan = PlanPort(options, facts);
+    if (!plan) return plan.error();
+    auto q = std::make_unique<FakeUdQueuePair>(sq_depth, rq_depth, max_inline);
+    ApplyPlan(*plan, options, 0x1234, q->info_);
+    q->ah_attr = plan->ah;
+    if (!plan->has_peer) q->info_.ah = nullptr;  // a receiver has no address handle
+    return q;
   }
 
   const UdQueueInfo& info() const override { return info_; }
@@ -184,6 +202,9 @@ class FakeUdQueuePair final : public UdQueuePair {
     if (w.byte_len > r.sge.length) {
       w.status = IBV_WC_LOC_LEN_ERR;
     } else {
+      // The GRH slot holds the packet's GRH (IB) or, on RoCE v2 over IPv4, 20 undefined bytes
+      // and its IPv4 header: never the datagram's.
+      std::memset(reinterpret_cast<uint8_t*>(r.sge.addr), 0x45, kGrhBytes);
       std::memcpy(reinterpret_cast<uint8_t*>(r.sge.addr) + kGrhBytes, datagram.data(),
                   datagram.size());
     }
@@ -201,6 +222,7 @@ class FakeUdQueuePair final : public UdQueuePair {
     return 0;
   }
 
+  ibv_ah_attr ah_attr{};  // OnPort: the peer's address handle as it would be created
   // Test knobs.
   std::optional<unsigned> fail_post_at;  // the next post fails at this index of its chain
   int fail_errno = ENOMEM;
@@ -263,5 +285,31 @@ class FakeUdQueuePair final : public UdQueuePair {
   std::vector<Region> regions_;
   uint32_t next_lkey_ = 0x100;
 };
+
+// An InfiniBand port: LID 7, active MTU 2048, one IB GID.
+inline PortFacts IbPort() {
+  PortFacts f;
+  f.lid = 7;
+  f.gids.push_back(PortFacts::Gid{{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 2, 0xc9, 3, 0, 1, 0x1b, 0x2c},
+                                  IBV_GID_TYPE_IB});
+  return f;
+}
+
+// A RoCE port laid out as rxe's over a netdev with 10.0.0.1 and a link-local IPv6 address:
+// 0 fe80::1 v1, 1 fe80::1 v2, 2 ::ffff:10.0.0.1 v1, 3 ::ffff:10.0.0.1 v2, then empty slots.
+inline PortFacts RocePort(ibv_mtu active_mtu = IBV_MTU_1024) {
+  PortFacts f;
+  f.link_layer = IBV_LINK_LAYER_ETHERNET;
+  f.active_mtu = active_mtu;
+  const std::array<uint8_t, 16> ll = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  const std::array<uint8_t, 16> v4 = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
+  f.gids = {PortFacts::Gid{ll, IBV_GID_TYPE_ROCE_V1},
+            PortFacts::Gid{ll, IBV_GID_TYPE_ROCE_V2},
+            PortFacts::Gid{v4, IBV_GID_TYPE_ROCE_V1},
+            PortFacts::Gid{v4, IBV_GID_TYPE_ROCE_V2},
+            std::nullopt,
+            std::nullopt};
+  return f;
+}
 
 }  // namespace txbatch::verbs::test

@@ -1,8 +1,12 @@
 // Verbs driver specs: built with or without libibverbs, so a spec is checked either way.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "drivers/factory.h"
 #include "drivers/verbs/verbs.h"
+#include "tools/record_reader.h"
+#include "tools/report.h"
 
 namespace txbatch::verbs {
 namespace {
@@ -51,10 +55,41 @@ TEST(VerbsSpec, AGlobalRoute) {
   EXPECT_EQ(again->ToString(), o->ToString());
 }
 
+// RoCE (issue 17): the peer by its GID alone; whether the port is RoCE is known at open, where
+// an InfiniBand port still wants lid= (PlanPort). The sgid_index left out is chosen then too.
+TEST(VerbsSpec, ARocePeerByGidAloneWithTheSgidIndexLeftToThePort) {
+  auto o = ParseVerbsSpec("verbs:rxe0:1,qpn=0x11,qkey=0x11111111,gid=::ffff:10.0.0.2");
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_FALSE(o->lid);
+  EXPECT_FALSE(o->sgid_index);
+  ASSERT_TRUE(o->gid);
+  EXPECT_EQ((*o->gid)[10], 0xff);
+  EXPECT_EQ((*o->gid)[15], 2);
+  EXPECT_EQ(o->ToString(),
+            "verbs:rxe0:1,qpn=0x11,qkey=0x11111111,gid=::ffff:10.0.0.2,hop_limit=64,sl=0,"
+            "pkey_index=0,sq_depth=512,signal_every=16,inline_max=0");
+  auto again = ParseVerbsSpec(o->ToString());
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->ToString(), o->ToString());
+  // A lid= may be given (the same spec on both kinds of port); sgid_index= when given is kept.
+  auto both = ParseVerbsSpec("verbs:rxe0:1,qpn=0x11,qkey=1,lid=3,gid=fe80::1,sgid_index=1");
+  ASSERT_TRUE(both) << both.error().message;
+  EXPECT_EQ(both->lid, 3);
+  EXPECT_EQ(both->sgid_index, 1u);
+  EXPECT_NE(both->ToString().find(",lid=3,gid=fe80::1,sgid_index=1,hop_limit=64,"),
+            std::string::npos)
+      << both->ToString();
+}
+
 TEST(VerbsSpec, AReceiverNeedsOnlyItsQKey) {
   auto o = ParseVerbsSpec("verbs:mlx5_0:1,qkey=0x11", /*peer_required=*/false);
   ASSERT_TRUE(o) << o.error().message;
   EXPECT_EQ(o->qkey, 0x11u);
+  // No peer is made up for it (it sends to nobody): its spec names none.
+  EXPECT_EQ(o->qpn, 0u);
+  EXPECT_FALSE(o->lid);
+  EXPECT_EQ(o->ToString(),
+            "verbs:mlx5_0:1,qkey=0x11,sl=0,pkey_index=0,sq_depth=512,signal_every=16,inline_max=0");
   EXPECT_FALSE(ParseVerbsSpec("verbs:mlx5_0:1,qkey=0x11"));  // a sender names its peer
   auto none = ParseVerbsSpec("verbs:mlx5_0:1", false);
   ASSERT_FALSE(none);
@@ -68,8 +103,9 @@ TEST(VerbsSpec, BadInputGetsOneSentenceNamingTheValidChoices) {
       {"verbs:mlx5_0:0,qpn=1,qkey=1,lid=1", "the port 1..255"},
       {"verbs:mlx5_0:1,qkey=1,lid=1", "qpn= and qkey= are required"},
       {"verbs:mlx5_0:1,qpn=1,lid=1", "qpn= and qkey= are required"},
-      {"verbs:mlx5_0:1,qpn=1,qkey=1", "has no lid="},
-      {"verbs:mlx5_0:1,qpn=1,qkey=1,gid=fe80::1", "has no lid="},
+      {"verbs:mlx5_0:1,qpn=1,qkey=1", "has no lid= and no gid="},
+      {"verbs:rxe0:1,qpn=1,qkey=1,sgid_index=1", "has no lid= and no gid="},
+      {"verbs:rxe0:1,qpn=1,qkey=1,gid=::ffff:10.0.0.2,sgid_index=256", "valid: 0..255"},
       {"verbs:mlx5_0:1,qpn=1,qkey=1,lid=1,hop_limit=3", "belong to a global route"},
       {"verbs:mlx5_0:1,qpn=0x1000000,qkey=1,lid=1", "valid: 1..16777215"},
       {"verbs:mlx5_0:1,qpn=1,qkey=1,lid=0xc000", "valid: 1..49151"},
@@ -88,6 +124,44 @@ TEST(VerbsSpec, BadInputGetsOneSentenceNamingTheValidChoices) {
     EXPECT_NE(o.error().message.find(why), std::string::npos) << spec << ": " << o.error().message;
     EXPECT_EQ(o.error().message.find('\n'), std::string::npos) << spec;
   }
+}
+
+// The link layer a verbs port turned out to have (the driver's link_layer(), known at open) is
+// in the record (results.link_layer, null for other drivers), read back by `report`, and named
+// in the run header after the driver's spec.
+TEST(VerbsRecord, TheLinkLayerIsInTheRecordTheReadBackAndTheHeader) {
+  auto spec = ParseDriverSpec("verbs:rxe0:1,qpn=0x11,qkey=0x11111111,gid=::ffff:10.0.0.2");
+  ASSERT_TRUE(spec) << spec.error().message;
+  auto emu = ParseDriverSpec("emu:e1000");
+  ASSERT_TRUE(emu);
+  CellRecord roce, other;
+  roce.config.driver_spec = *spec;
+  roce.config.driver = spec->ToString();
+  roce.result.link_layer = "roce_v2";
+  other.config.driver_spec = *emu;
+  other.config.driver = emu->ToString();
+  RunEnv env;
+  env.link_layers[spec->ToString()] = "roce_v2";
+  const nlohmann::json doc = ToJson({roce, other}, env);
+  EXPECT_EQ(doc["records"][0]["results"]["link_layer"], "roce_v2");
+  EXPECT_TRUE(doc["records"][1]["results"]["link_layer"].is_null());
+  auto back = ParseResults(doc.dump(), "test.json");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->records[0].result.link_layer, "roce_v2");
+  EXPECT_EQ(back->records[1].result.link_layer, "");
+  EXPECT_EQ(back->env.link_layers, env.link_layers);
+  char* text = nullptr;
+  size_t size = 0;
+  std::FILE* out = open_memstream(&text, &size);
+  ASSERT_NE(out, nullptr);
+  PrintHeader(out, {roce.config, other.config}, back->env);
+  std::fclose(out);
+  const std::string header(text, size);
+  std::free(text);
+  EXPECT_NE(header.find("driver " + spec->ToString() + " on link layer roce_v2 (RoCE v2"),
+            std::string::npos)
+      << header;
+  EXPECT_NE(header.find("driver " + emu->ToString() + "\n"), std::string::npos) << header;
 }
 
 }  // namespace

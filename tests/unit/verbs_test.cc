@@ -2,12 +2,14 @@
 // chain for every batch size, where signals go, reclaim across the send queue's wrap-around,
 // a partial post at every position, completion errors, the MTU, inline sends, receive, and the
 // pool full again after each test. Plus the real device path here, where there is no HCA.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <rte_ether.h>
 
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "dataplane/frame.h"
@@ -44,6 +46,13 @@ struct Rig {
     qp = q.get();
     tx = std::make_unique<VerbsTx>(Options(sq_depth, signal_every, inline_max), std::move(q), &sink,
                                    window, TscHz());
+    init = tx->Init(Pool(), mtu);
+  }
+  // A driver with `options` over `q` (FakeUdQueuePair::OnPort: a port the test describes).
+  Rig(std::unique_ptr<FakeUdQueuePair> q, const VerbsOptions& options, unsigned mtu = 1500)
+      : avail_before(rte_mempool_avail_count(Pool())), sink(window, TscHz(), 4) {
+    qp = q.get();
+    tx = std::make_unique<VerbsTx>(options, std::move(q), &sink, window, TscHz());
     init = tx->Init(Pool(), mtu);
   }
   ~Rig() {
@@ -362,6 +371,227 @@ TEST(VerbsSink, TheJsonRecordOfAVerbsPortNamesItsReceiver) {
   EXPECT_DOUBLE_EQ(r["mpps"].get<double>(), 3 / 0.5 / 1e6);
   EXPECT_TRUE(r["link_lost"].is_null());
   EXPECT_TRUE(r["latency_ns"].is_null());
+}
+
+// RoCE v2 (issue 17, part 3): the port's facts are the fake's (RocePort: rxe's GID layout).
+VerbsOptions RoceOptions(const char* gid) {
+  VerbsOptions o = Options(512, 16);
+  o.device = "rxe0";
+  o.lid.reset();
+  std::array<uint8_t, 16> g{};
+  EXPECT_EQ(inet_pton(AF_INET6, gid, g.data()), 1) << gid;
+  o.gid = g;
+  return o;
+}
+
+std::array<uint8_t, 16> Raw(const ibv_gid& g) {
+  std::array<uint8_t, 16> a;
+  std::memcpy(a.data(), g.raw, 16);
+  return a;
+}
+
+TEST(VerbsRoce, APeerOnARocePortIsAddressedByItsGidAndASenderWithoutOneIsOneSentence) {
+  VerbsOptions o = Options(512, 16);  // lid=3, no gid: an InfiniBand peer
+  o.device = "rxe0";
+  auto plan = PlanPort(o, RocePort());
+  ASSERT_FALSE(plan);
+  const std::string& m = plan.error().message;
+  EXPECT_NE(m.find("rxe0 port 1 is RoCE (an Ethernet link layer)"), std::string::npos) << m;
+  EXPECT_NE(m.find("has no gid="), std::string::npos) << m;
+  EXPECT_NE(m.find("valid: gid="), std::string::npos) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos);
+  // On InfiniBand the LID stays required (the parser lets a gid= stand in for it: it cannot
+  // know the link layer), and a routed IB peer keeps sgid_index 0 by default.
+  VerbsOptions ib = RoceOptions("fe80::2:c903:1:1b2d");
+  auto no_lid = PlanPort(ib, IbPort());
+  ASSERT_FALSE(no_lid);
+  EXPECT_NE(no_lid.error().message.find("is InfiniBand and driver"), std::string::npos);
+  EXPECT_NE(no_lid.error().message.find("has no lid="), std::string::npos);
+  ib.lid = 9;
+  auto routed = PlanPort(ib, IbPort());
+  ASSERT_TRUE(routed) << routed.error().message;
+  EXPECT_EQ(routed->link_layer, LinkLayer::kInfiniband);
+  EXPECT_EQ(routed->ah.dlid, 9);
+  EXPECT_EQ(routed->ah.is_global, 1);
+  EXPECT_EQ(routed->ah.grh.sgid_index, 0);
+  EXPECT_EQ(routed->wire_overhead, 34u + 40u);
+}
+
+TEST(VerbsRoce, TheAddressIsGlobalFromTheFirstRoceV2GidOfThePeersFamilyAndLidIsIgnored) {
+  for (const auto& [peer, want_index, want_sgid] :
+       {std::tuple{"::ffff:10.0.0.2", 3, "::ffff:10.0.0.1"}, std::tuple{"fe80::2", 1, "fe80::1"}}) {
+    VerbsOptions o = RoceOptions(peer);
+    o.lid = 5;  // ignored: Ethernet has no LIDs
+    o.hop_limit = 7;
+    o.sl = 2;
+    auto plan = PlanPort(o, RocePort());
+    ASSERT_TRUE(plan) << plan.error().message;
+    EXPECT_EQ(plan->link_layer, LinkLayer::kRoceV2);
+    EXPECT_TRUE(plan->has_peer);
+    EXPECT_EQ(plan->ah.is_global, 1) << peer;
+    EXPECT_EQ(Raw(plan->ah.grh.dgid), *o.gid) << peer;
+    EXPECT_EQ(plan->ah.grh.sgid_index, want_index) << peer;
+    EXPECT_EQ(plan->sgid_index, static_cast<unsigned>(want_index));
+    EXPECT_EQ(GidText(plan->sgid), want_sgid);
+    EXPECT_EQ(plan->ah.grh.hop_limit, 7);
+    EXPECT_EQ(plan->ah.sl, 2);
+    EXPECT_EQ(plan->ah.port_num, 1);
+    EXPECT_EQ(plan->ah.dlid, 0) << "lid= is ignored on RoCE";
+    EXPECT_EQ(plan->ipoib_mtu, 1020u) << "active MTU 1024 less the 4-byte header";
+  }
+  // Through the fake: the address handle the driver's requests carry is built the same way.
+  auto q = FakeUdQueuePair::OnPort(RoceOptions("::ffff:10.0.0.2"), RocePort(), 64, 16);
+  ASSERT_TRUE(q) << q.error().message;
+  EXPECT_EQ((*q)->ah_attr.is_global, 1);
+  EXPECT_EQ((*q)->ah_attr.grh.sgid_index, 3);
+  EXPECT_EQ((*q)->info().link_layer, LinkLayer::kRoceV2);
+  EXPECT_EQ((*q)->info().describe,
+            "rxe0 port 1 (RoCE v2, GID 3 ::ffff:10.0.0.1, active MTU 1024), QP 0x1234");
+}
+
+TEST(VerbsRoce, AnSgidIndexMustNameARoceV2GidOfThePeersFamily) {
+  const std::pair<unsigned, const char*> bad[] = {
+      {0, "it is RoCE v1"},         // fe80::1 v1
+      {2, "it is RoCE v1"},         // ::ffff:10.0.0.1 v1
+      {4, "an empty slot"},         //
+      {200, "an empty slot"},       // past the table
+      {1, "of another IP family"},  // fe80::1 v2 for an IPv4 peer
+  };
+  for (const auto& [index, why] : bad) {
+    VerbsOptions o = RoceOptions("::ffff:10.0.0.2");
+    o.sgid_index = index;
+    auto plan = PlanPort(o, RocePort());
+    ASSERT_FALSE(plan) << index;
+    const std::string& m = plan.error().message;
+    EXPECT_NE(m.find(why), std::string::npos) << index << ": " << m;
+    EXPECT_NE(m.find("1 (fe80::1), 3 (::ffff:10.0.0.1)"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos);
+  }
+  VerbsOptions o = RoceOptions("::ffff:10.0.0.2");
+  o.sgid_index = 3;
+  auto plan = PlanPort(o, RocePort());
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->ah.grh.sgid_index, 3);
+  // A port with RoCE v1 GIDs only (or none of the peer's family): refused, naming what to check.
+  PortFacts v1 = RocePort();
+  v1.gids[1].reset();
+  v1.gids[3].reset();
+  auto none = PlanPort(RoceOptions("fe80::2"), v1);
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find("has no RoCE v2 GID of the peer's IP family (IPv6)"),
+            std::string::npos)
+      << none.error().message;
+  EXPECT_NE(none.error().message.find("its RoCE v2 GIDs: none"), std::string::npos);
+  PortFacts v4only = RocePort();
+  v4only.gids[1].reset();
+  EXPECT_FALSE(PlanPort(RoceOptions("fe80::2"), v4only));
+  EXPECT_TRUE(PlanPort(RoceOptions("::ffff:10.0.0.9"), v4only));
+  // A port that is down says what to check on Ethernet.
+  PortFacts down = RocePort();
+  down.state = IBV_PORT_DOWN;
+  auto d = PlanPort(RoceOptions("fe80::2"), down);
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message.find("netdev is up with a carrier"), std::string::npos);
+}
+
+TEST(VerbsRoce, ThePayloadMtuIsThePortsActiveMtuLessTheHeader) {
+  {
+    auto q = FakeUdQueuePair::OnPort(RoceOptions("::ffff:10.0.0.2"), RocePort(), 64, 16);
+    ASSERT_TRUE(q);
+    Rig rig(std::move(*q), RoceOptions("::ffff:10.0.0.2"), /*mtu=*/1500);
+    ASSERT_FALSE(rig.init);
+    EXPECT_NE(rig.init.error().message.find("valid: --mtu 68..1020"), std::string::npos)
+        << rig.init.error().message;
+  }
+  auto q = FakeUdQueuePair::OnPort(RoceOptions("::ffff:10.0.0.2"), RocePort(), 64, 16);
+  ASSERT_TRUE(q);
+  Rig rig(std::move(*q), RoceOptions("::ffff:10.0.0.2"), /*mtu=*/1020);
+  EXPECT_TRUE(rig.init) << rig.init.error().message;
+}
+
+// One frame's wire bytes, written out: the UD payload (IPoIB header 4 + the IP packet) inside
+// Ethernet 14 + IPv4 20 (IPv6 40) + UDP 8 + BTH 12 + DETH 8, then ICRC 4, FCS 4, preamble and SFD
+// 8, inter-frame gap 12; on InfiniBand LRH 8 + BTH 12 + DETH 8 + ICRC 4 + VCRC 2.
+TEST(VerbsRoce, OneFramesWireBytesAreRoceV2s) {
+  const auto wire_of_one = [](std::unique_ptr<FakeUdQueuePair> q, const VerbsOptions& o,
+                              unsigned mtu) -> uint64_t {
+    Rig rig(std::move(q), o, mtu);
+    EXPECT_TRUE(rig.init) << rig.init.error().message;
+    rig.window.start.store(0);
+    auto frames = rig.Frames(1, 100);
+    const unsigned len = rte_pktmbuf_data_len(frames[0]);
+    EXPECT_EQ(len, 14u + 20 + 8 + 100);
+    EXPECT_EQ(rig.tx->Xmit(frames), 1u);
+    rig.qp->Finish();
+    (void)rig.tx->Complete(Now());
+    EXPECT_EQ(rig.tx->counters().window_frames.Get(), 1u);
+    return rig.tx->counters().window_wire_bytes.Get();
+  };
+  const unsigned payload = 4 + (14 + 20 + 8 + 100) - 14;  // IPoIB header + IP packet
+  auto v4 = FakeUdQueuePair::OnPort(RoceOptions("::ffff:10.0.0.2"), RocePort(), 64, 16);
+  ASSERT_TRUE(v4);
+  EXPECT_EQ(wire_of_one(std::move(*v4), RoceOptions("::ffff:10.0.0.2"), 1020),
+            14 + 20 + 8 + 12 + 8 + payload + 4 + 4 + 8 + 12);
+  auto v6 = FakeUdQueuePair::OnPort(RoceOptions("fe80::2"), RocePort(), 64, 16);
+  ASSERT_TRUE(v6);
+  EXPECT_EQ(wire_of_one(std::move(*v6), RoceOptions("fe80::2"), 1020),
+            14 + 40 + 8 + 12 + 8 + payload + 4 + 4 + 8 + 12);
+  auto ib = FakeUdQueuePair::OnPort(Options(64, 16), IbPort(), 64, 16);
+  ASSERT_TRUE(ib);
+  EXPECT_EQ(wire_of_one(std::move(*ib), Options(64, 16), 1500), 8 + 12 + 8 + payload + 4 + 2);
+}
+
+TEST(VerbsRoce, ADatagramBehindTheGrhSlotReachesTheSinkAndTheModeIsNamed) {
+  auto q = FakeUdQueuePair::OnPort(RoceOptions("::ffff:10.0.0.2"), RocePort(), 64, 16);
+  ASSERT_TRUE(q);
+  Rig rig(std::move(*q), RoceOptions("::ffff:10.0.0.2"), 1020);
+  ASSERT_TRUE(rig.init);
+  EXPECT_EQ(rig.tx->link_layer(), "roce_v2");
+  EXPECT_NE(rig.tx->Describe().find("(rxe0 port 1 (RoCE v2, GID 3 ::ffff:10.0.0.1"),
+            std::string::npos)
+      << rig.tx->Describe();
+  auto frames = rig.Frames(3, 100, /*flow=*/1);
+  for (rte_mbuf* m : frames) {
+    const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+    std::vector<uint8_t> dgram = {d[12], d[13], 0, 0};
+    dgram.insert(dgram.end(), d + kEthHeaderBytes, d + rte_pktmbuf_data_len(m));
+    ASSERT_TRUE(rig.qp->Deliver(dgram));
+  }
+  FreeAll(frames);
+  (void)rig.tx->Complete(Now());
+  EXPECT_EQ(rig.sink.counts().received, 3u);
+  EXPECT_EQ(rig.sink.counts().foreign, 0u);
+  Rig ib(64, 16);
+  EXPECT_EQ(ib.tx->link_layer(), "ib");
+}
+
+// `sink --port verbs:…`: the banner and the record name the receiver by what is real — its port
+// and its own QP, with the keys a sender gives — where they once showed qpn=0x1 and lid=1, a
+// peer the parser made up for an address handle the receiver never used.
+TEST(VerbsSink, AReceiverNamesItsOwnQpAndNoMadeUpPeer) {
+  for (const bool roce : {false, true}) {
+    auto o = ParseVerbsSpec(roce ? "verbs:rxe0:1,qkey=0x11111111" : "verbs:fake0:1,qkey=0x11111111",
+                            /*peer_required=*/false);
+    ASSERT_TRUE(o) << o.error().message;
+    EXPECT_EQ(o->qpn, 0u);
+    EXPECT_FALSE(o->lid);
+    auto q = FakeUdQueuePair::OnPort(*o, roce ? RocePort() : IbPort(), 64, 16);
+    ASSERT_TRUE(q) << q.error().message;
+    EXPECT_EQ((*q)->info().ah, nullptr) << "a receiver has no address handle";
+    Rig rig(std::move(*q), *o, roce ? 1020 : 1500);
+    ASSERT_TRUE(rig.init) << rig.init.error().message;
+    const std::string port = static_cast<const VerbsReceiver&>(*rig.tx).Describe();
+    EXPECT_EQ(port.find("qpn=0x1,"), std::string::npos) << port;
+    EXPECT_EQ(port.find("lid=1,"), std::string::npos) << port;
+    EXPECT_NE(port.find(roce ? "; senders give qpn=0x1234,qkey=0x11111111,gid=fe80::1)"
+                             : "; senders give qpn=0x1234,qkey=0x11111111,lid=7)"),
+              std::string::npos)
+        << port;
+    const nlohmann::json doc = SinkRecord(port, 1, std::nullopt, SinkOutcome{});
+    EXPECT_EQ(doc["port"], port);
+    EXPECT_TRUE(doc["port"].get<std::string>().starts_with(
+        roce ? "verbs:rxe0:1,qkey=0x11111111," : "verbs:fake0:1,qkey=0x11111111,"));
+  }
 }
 
 TEST(VerbsDevice, WithoutAnHcaOpeningSaysSoInOneSentence) {
