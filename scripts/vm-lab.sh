@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The VM lab: txbatch on real PMDs (and verbs on soft RoCE) inside QEMU guests, without hardware.
 #
-#   scripts/vm-lab.sh image [DIR]           kernel + initramfs with the built txbatch in DIR
+#   scripts/vm-lab.sh image [DIR]           kernel + initramfs with the built txbatch in DIR (and
+#                                           the programs TXBATCH_VM_BINS names)
 #   scripts/vm-lab.sh boot DIR JOB OUT -- QEMU-ARGS...
 #                                           boots one guest that runs JOB (a shell script run by
 #                                           the guest's busybox sh); OUT/console.log is the serial
@@ -120,6 +121,13 @@ image() {
   cp /bin/busybox "$root/usr/bin/busybox"
   cp "$bin" "$root/usr/bin/txbatch"
   add_libs "$root" "$bin"
+  # More programs for the guest's jobs (the vm suite adds tests/hw/hw_tests), by their names.
+  local extra
+  for extra in ${TXBATCH_VM_BINS:-}; do
+    [[ -x $extra ]] || die "TXBATCH_VM_BINS names $extra, which is not an executable"
+    cp "$extra" "$root/usr/bin/$(basename "$extra")"
+    add_libs "$root" "$extra"
+  done
   # DPDK's plugins: EAL loads every *.so / *.so.23.0 in its plugin folder, so only these go in.
   local pmds=/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0 p
   for p in bus_pci bus_vdev net_e1000 net_virtio mempool_ring mempool_stack; do
