@@ -364,6 +364,135 @@ TEST(VmTwoHosts, RunOnOneE1000SinkOnAnotherEveryFrameArrives) {
   EXPECT_NE(b.console.find("mbufs in use at exit: 0"), std::string::npos) << b.Console();
 }
 
+// Soft RoCE (rdma_rxe, a real libibverbs provider) on the guest's e1000, bound to the kernel's
+// driver: the hardware suite, a run to a sink on the same port, and two guests.
+const char kRxe[] =
+    "modprobe e1000\nrxe_up eth0\nip addr add 10.0.0.1/24 dev eth0\n";
+// The sink's own QP, from its banner ("senders give qpn=0x11,qkey=...").
+std::string SinkQpn(const std::string& console) {
+  const std::string key = "senders give qpn=";
+  const size_t at = console.find(key);
+  if (at == std::string::npos) return "";
+  const size_t from = at + key.size();
+  return console.substr(from, console.find(',', from) - from);
+}
+constexpr char kQkey[] = "0x11111111";
+// Paced at what a TCG guest's sink receives without falling behind (a UD datagram that finds no
+// receive posted is dropped: unpaced, a sink on the same 2 vCPUs lost a third): 0 lost is then
+// the claim. Two producers, a dedicated runner, count:1 then buffer:32.
+const std::string kRocePaced = std::string("--proto udp --size 256 --runner dedicated ") +
+                               "--policy count:1,buffer:32 --procs 2 --rate 4kpps --rounds 1 " +
+                               kCells;
+// rxe's active MTU on a 1500-byte netdev is 1024: 1020 bytes of IP (doc/drivers/verbs.md).
+constexpr char kRxeMtu[] = "--mtu 1020";
+
+TEST(VmRxe, TheHardwareSuitePassesOnSoftRoce) {
+  if (Env("TXBATCH_VM_BINS").find("hw_tests") == std::string::npos)
+    GTEST_FAIL() << "the vm suite was built without libibverbs: no hw_tests for the guest";
+  const Boot b = BootGuest("rxe_hw", std::string(kRxe) + "hw_tests > /tmp/hw.txt 2>&1\n"
+                                     "result hw.txt /tmp/hw.txt\n",
+                           "-netdev user,id=n0,restrict=on -device e1000,netdev=n0,addr=04.0");
+  ASSERT_EQ(b.lab_status, 0) << b.Console();
+  const std::string hw = Slurp(b.out + "/hw.txt");
+  EXPECT_EQ(b.job_status, 0) << hw << b.Console();
+  EXPECT_NE(hw.find("[       OK ] HardwareVerbs."), std::string::npos) << hw;
+  EXPECT_EQ(hw.find("SKIPPED"), std::string::npos) << hw;
+  EXPECT_EQ(hw.find("FAILED"), std::string::npos) << hw;
+}
+
+// The sink's record against the sender's: every frame sent arrived, none lost, repeated,
+// reordered or foreign.
+void CheckSinkGotEverything(const json& sink, const json& sender) {
+  uint64_t sent = 0;
+  for (const json& rec : sender["records"]) sent += U(rec["results"]["accounting"]["sent"]);
+  const json& r = sink["results"];
+  EXPECT_GT(sent, 0u);
+  EXPECT_EQ(U(r["received"]), sent) << r;
+  EXPECT_EQ(U(r["lost"]), 0u) << r;
+  EXPECT_EQ(U(r["duplicated"]), 0u) << r;
+  EXPECT_EQ(U(r["reordered"]), 0u) << r;
+  EXPECT_EQ(U(r["foreign"]), 0u) << r;
+}
+
+// The sender's records on RoCE: books closed, the mode named, and batching visible in the posts:
+// count:1 is one ibv_post_send a frame; buffer:32 (a dedicated runner gathering 32 frames, which
+// at a paced rate the qdisc alone would not hold) far fewer. Not one per 32 exactly: measured
+// 29.3 frames a post between two guests, 16.4 with the sink on the same 2 vCPUs, where the
+// histogram also holds posts of 1..16 (noted as an open question in the closing note); the bar is
+// 8, a batching effect no per-frame post can fake.
+void CheckRoceSender(const json& doc) {
+  ASSERT_EQ(doc["records"].size(), 2u);
+  for (const json& rec : doc["records"]) {
+    const json& r = rec["results"];
+    const std::string cell = rec["config"].dump();
+    EXPECT_TRUE(r["accounting"]["balanced"].get<bool>()) << cell;
+    EXPECT_EQ(U(r["mbufs_in_use_at_exit"]), 0u) << cell;
+    EXPECT_EQ(r["link_layer"], "roce_v2") << cell;
+  }
+  const json& off = doc["records"][0]["results"];
+  const json& on = doc["records"][1]["results"];
+  EXPECT_EQ(doc["records"][1]["config"]["policy"], "buffer:32");
+  EXPECT_DOUBLE_EQ(off["doorbells_per_pkt"].get<double>(), 1.0);
+  EXPECT_GE(on["avg_batch"].get<double>(), 8.0) << on["batch_hist"];
+  EXPECT_LE(on["doorbells_per_pkt"].get<double>(), 1.0 / 8) << on["batch_hist"];
+}
+
+TEST(VmRxe, RunToASinkOnTheSamePortEveryFrameArrivesAndBatchingShowsInThePosts) {
+  // The sink prints its QP before "receiving"; the job waits for that line (up to 30 s).
+  const std::string job =
+      std::string(kRxe) + "txbatch sink --port verbs:rxe0:1,qkey=" + kQkey + " " + kRxeMtu +
+      " --stats 0 --json /tmp/s.json > /tmp/sink.out 2>&1 &\npid=$!\n"
+      "i=0; until grep -q receiving /tmp/sink.out; do i=$((i+1)); [ $i -lt 300 ]; sleep 0.1; done\n"
+      "qpn=$(sed -n 's/.*senders give qpn=\\(0x[0-9a-f]*\\),.*/\\1/p' /tmp/sink.out)\n"
+      "txbatch run --driver verbs:rxe0:1,qpn=$qpn,qkey=" + kQkey + ",gid=::ffff:10.0.0.1 " +
+      kRxeMtu + " " + kRocePaced + " --json /tmp/r.json\nkill -INT $pid\nwait $pid\ncat /tmp/sink.out\n"
+      "result run.json /tmp/r.json\nresult sink.json /tmp/s.json\n";
+  const Boot b =
+      BootGuest("rxe_self", job, "-netdev user,id=n0,restrict=on -device e1000,netdev=n0,addr=04.0");
+  ASSERT_EQ(b.lab_status, 0) << b.Console();
+  ASSERT_EQ(b.job_status, 0) << b.Console();
+  const json sender = json::parse(Slurp(b.out + "/run.json"));
+  CheckRoceSender(sender);
+  CheckSinkGotEverything(json::parse(Slurp(b.out + "/sink.json")), sender);
+}
+
+// Two guests, each rxe0 on its own e1000, the NICs joined by a socket cable; A sends to B's QP by
+// B's IPv4 RoCE v2 GID, paced at what a TCG guest receives (a UD datagram finding no posted
+// receive is dropped: 0 lost is the claim at this rate).
+TEST(VmRxe, TwoGuestsOverASocketCableEveryFrameArrives) {
+  const int port = FreeLoopbackPort();
+  ASSERT_GT(port, 0);
+  const std::string cable = "127.0.0.1:" + std::to_string(port);
+  BackgroundGuest sink(
+      "rxe_two_sink",
+      "modprobe e1000\nrxe_up eth0\nip addr add 10.0.0.2/24 dev eth0\n"
+      "txbatch sink --port verbs:rxe0:1,qkey=" + std::string(kQkey) + " " + kRxeMtu +
+          " --stats 0 --json /tmp/s.json &\npid=$!\nread go < /dev/ttyS2\nkill -INT $pid\n"
+          "wait $pid\nresult sink.json /tmp/s.json\n",
+      "-netdev socket,id=n0,listen=" + cable +
+          " -device e1000,netdev=n0,addr=04.0,mac=52:54:00:12:34:02");
+  ASSERT_TRUE(sink.AwaitConsole("receiving; SIGINT or SIGTERM stops it", 180))
+      << Slurp(sink.out() + "/console.log");
+  const std::string qpn = SinkQpn(Slurp(sink.out() + "/console.log"));
+  ASSERT_FALSE(qpn.empty()) << Slurp(sink.out() + "/console.log");
+  const Boot run = BootGuest(
+      "rxe_two_run",
+      std::string(kRxe) + "ping -c 1 -W 5 10.0.0.2\ntxbatch run --driver verbs:rxe0:1,qpn=" + qpn +
+          ",qkey=" + kQkey + ",gid=::ffff:10.0.0.2 " + kRxeMtu +
+          " " + kRocePaced + " --json /tmp/r.json\nresult run.json /tmp/r.json\n",
+      "-netdev socket,id=n0,connect=" + cable +
+          " -device e1000,netdev=n0,addr=04.0,mac=52:54:00:12:34:01");
+  sink.Tell("go");
+  const Boot b = sink.Wait();
+  ASSERT_EQ(run.lab_status, 0) << run.Console();
+  ASSERT_EQ(run.job_status, 0) << run.Console();
+  ASSERT_EQ(b.lab_status, 0) << b.Console();
+  ASSERT_EQ(b.job_status, 0) << b.Console();
+  const json sender = json::parse(Slurp(run.out + "/run.json"));
+  CheckRoceSender(sender);
+  CheckSinkGotEverything(json::parse(Slurp(b.out + "/sink.json")), sender);
+}
+
 }  // namespace
 }  // namespace txbatch::test
 
