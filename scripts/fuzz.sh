@@ -20,7 +20,8 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$log" "$scratch"' EXIT
 if [[ ! -f build-fuzz/build.ninja ]]; then
   CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true -Dverbs=disabled \
-    -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized >"$log" 2>&1 \
+    -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized \
+    -Dcpp_args=-g1 >"$log" 2>&1 \
     || { cat "$log" >&2; echo "fuzz: setup failed" >&2; exit 1; }
 fi
 targets=(frame_fuzz spec_fuzz report_fuzz)

@@ -14,7 +14,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 if [[ ! -f build-asan/build.ninja ]]; then
   meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
-    -Dbuildtype=debugoptimized >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
+    -Dbuildtype=debugoptimized -Dcpp_args=-g1 >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
 fi
 ninja -C build-asan tools/txbatch tests/unit/unit_tests tests/driver/driver_tests >"$log" 2>&1 \
   || { cat "$log" >&2; echo "sanitize: build failed" >&2; exit 1; }

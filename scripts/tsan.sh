@@ -21,6 +21,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 if [[ ! -f build-tsan/build.ninja ]]; then
   meson setup build-tsan -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debugoptimized \
+    -Dcpp_args=-g1 \
     -Dverbs=disabled >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
 fi
 ninja -C build-tsan tools/txbatch tests/unit/unit_tests tests/driver/driver_tests >"$log" 2>&1 \
