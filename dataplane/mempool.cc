@@ -144,6 +144,10 @@ Result<PoolPtr> CreatePacketPool(const std::string& name, unsigned n, unsigned m
     return MakeError(-rc,
                      fmt::format("cannot set mempool ops for '{}': {}", name, rte_strerror(-rc)));
   rte_pktmbuf_pool_init(mp.get(), &priv);
+  // rte_mempool_create_empty marks the pool "not for IO" until a populate gives it IOVAs, and
+  // under RTE_MEMPOOL_F_NO_IOVA_CONTIG DPDK never lifts the mark; every object here has its IOVA,
+  // so it goes (PMDs that register pools for DMA, mlx5 and sfc, skip a NON_IO one).
+  mp->flags &= ~RTE_MEMPOOL_F_NON_IO;
   if (int rc = PopulateSpread(mp.get()); rc < 0)
     return MakeError(-rc, fmt::format("cannot populate mbuf pool '{}' ({} mbufs of {} bytes): {}; "
                                       "give EAL more memory (-m) or reserve hugepages",

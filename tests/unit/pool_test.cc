@@ -43,6 +43,8 @@ TEST(PacketPool, EveryMbufHasTheIovaADeviceCanDmaFrom) {
   unsigned checked = 0;
   EXPECT_EQ(CheckIova(test::Pool(), &checked), 0);
   EXPECT_EQ(checked, test::Pool()->size);
+  // And it says so: a pool marked NON_IO is one mlx5 and sfc refuse to register for DMA.
+  EXPECT_EQ(test::Pool()->flags & RTE_MEMPOOL_F_NON_IO, 0u);
   // Larger than one memzone chunk's page: a jumbo pool too.
   auto jumbo = CreatePacketPool("iova_jumbo_pool", 127, 9000);
   ASSERT_TRUE(jumbo.ok()) << jumbo.error().message;
