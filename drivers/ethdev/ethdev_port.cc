@@ -19,6 +19,7 @@
 #include <charconv>
 #include <cstring>
 #include <map>
+#include <string_view>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -131,23 +132,50 @@ std::vector<std::string_view> DevargsKeys(std::string_view devargs) {
   return keys;
 }
 
-// A port EAL probed whose PMD still holds mbufs of `pool` once stopped (net_virtio keeps its
-// rings' until the port closes, and frees them into whatever the pool has become by then: after
-// txbatch freed it at exit, a crash): closed and probed again, so that every mbuf comes home at
-// the end of the cell and the port is there, unconfigured, for the next one. PMDs that give their
-// rings back at stop (e1000, ixgbe, i40e, mlx5) keep their port as it is.
+// PMDs that keep their rings' mbufs after rte_eth_dev_stop, until the port closes (net_virtio
+// frees them in virtio_dev_close; e1000, ixgbe, i40e and mlx5 give them back at stop).
+bool KeepsMbufsUntilClose(const char* driver_name) {
+  return driver_name != nullptr && std::string_view(driver_name) == "net_virtio";
+}
+
+// Why a port EAL probed is gone: GiveBackHeldMbufs could not bring it back. Control plane.
+std::map<uint16_t, std::string>& LostPorts() {
+  static std::map<uint16_t, std::string> lost;
+  return lost;
+}
+
+// A port EAL probed on such a PMD, stopped, with mbufs of `pool` still out: closed and probed
+// again, so that every mbuf comes home at the end of the cell (else the books never close, and
+// EAL's cleanup at exit frees them into the pool txbatch already freed: a crash) and the port is
+// there, unconfigured, for the next cell under the same id. If that fails, the next cell's
+// sentence says why the port is gone.
 void GiveBackHeldMbufs(uint16_t port, rte_mempool* pool) {
   if (pool == nullptr || rte_mempool_in_use_count(pool) == 0) return;
   rte_eth_dev_info info{};
-  if (rte_eth_dev_info_get(port, &info) != 0 || info.device == nullptr) return;
+  if (rte_eth_dev_info_get(port, &info) != 0 || info.device == nullptr ||
+      !KeepsMbufsUntilClose(info.driver_name))
+    return;
   rte_device* dev = info.device;
-  std::string again = rte_dev_name(dev);
+  const std::string name = rte_dev_name(dev), pmd = info.driver_name;
+  std::string again = name;
   if (const rte_devargs* da = rte_dev_devargs(dev); da != nullptr && da->args != nullptr &&
                                                     da->args[0] != '\0')
     again += fmt::format(",{}", da->args);
+  const uint64_t mark = DpdkLogMark();
+  const auto lost = [&](const std::string& why) {
+    LostPorts()[port] = fmt::format("port {} ({}, {}) was closed to give back the mbufs its PMD "
+                                    "holds until close, and {}",
+                                    port, name, pmd, why);
+  };
   (void)rte_eth_dev_close(port);
-  if (rte_dev_remove(dev) != 0) return;
-  (void)rte_dev_probe(again.c_str());  // if it fails, the next cell says the port is gone
+  if (int rc = rte_dev_remove(dev); rc != 0)
+    return lost(fmt::format("could not be removed: {}", Why(mark, -rc)));
+  if (int rc = rte_dev_probe(again.c_str()); rc != 0)
+    return lost(fmt::format("probing it again failed: {}", Why(mark, -rc)));
+  uint16_t now = 0;
+  if (rte_eth_dev_get_port_by_name(name.c_str(), &now) != 0)
+    return lost("probing it again made no port");
+  if (now != port) return lost(fmt::format("came back as port {}", now));
 }
 
 // What a driver instance owns and must give back at the end: ports to stop and close, vdevs to
@@ -156,7 +184,8 @@ struct Owned {
   std::vector<uint16_t> ports;           // created by txbatch: stopped and closed
   std::vector<uint16_t> borrowed_ports;  // probed by EAL (ethdev:port=N): stopped only, since
                                          // closing releases the port for the rest of the run
-                                         // (unless its PMD holds mbufs: GiveBackHeldMbufs)
+                                         // (unless its PMD keeps mbufs until close:
+                                         // GiveBackHeldMbufs)
   std::vector<rte_device*> devices;
   std::vector<rte_ring*> rings;
   rte_mempool* pool = nullptr;  // what the borrowed ports' rings take mbufs from
@@ -656,6 +685,9 @@ Result<Attached> Attach(const EthdevOptions& o) {
   Attached a;
   if (o.port >= 0) {
     const uint16_t avail = rte_eth_dev_count_avail();
+    if (const auto gone = LostPorts().find(static_cast<uint16_t>(o.port));
+        gone != LostPorts().end() && !rte_eth_dev_is_valid_port(gone->first))
+      return MakeError(ENODEV, gone->second);
     if (!rte_eth_dev_is_valid_port(static_cast<uint16_t>(o.port)))
       return MakeError(ENODEV, fmt::format("port {} does not exist: {} port(s) were probed; give "
                                            "the device to EAL after -- (e.g. -a <pci address>) "
