@@ -252,8 +252,9 @@ Result<std::unique_ptr<Eal>> Eal::Start(const EalPlan& plan) {
   // Before rte_eal_init, which pins this thread to the main lcore.
   std::vector<int> cpus = AllowedCpus();
   // DPDK's own log (PMD probe errors, ring warnings) would add lines to txbatch's one-sentence
-  // errors and tables; it goes nowhere unless the user asked for a log level (then to stderr, as
-  // EAL would send it). Either way its error lines are kept for those sentences
+  // errors and tables; it goes nowhere unless the user asked for a log level (then to stderr:
+  // EAL's own stream is stderr before rte_eal_init and stdout + syslog after, and stdout may be
+  // the JSON document). Either way its error lines are kept for those sentences
   // (DpdkErrorSince), from before rte_eal_init: why EAL refused to start is one of them.
   std::FILE* tap = LogTap::Get().Open(user_log ? stderr : nullptr);
   if (tap != nullptr) rte_openlog_stream(tap);
