@@ -9,12 +9,12 @@
 #                                           console, OUT/results.txt what the job wrote with
 #                                           `result FILE` (see below), OUT/exit the job's status
 #
-# DIR defaults to build/vm. The kernel is Debian's linux-image-*-amd64 (the full one: it has
-# rdma_rxe), unpacked with `apt-get download` + `dpkg -x`, never installed. The guest runs under
-# TCG (`-accel tcg,thread=multi -cpu max`): KVM is used only where it really works, and on this
-# kind of machine /dev/kvm exists but guests fail (ENV-NOTES). Guests have no network but what
-# the QEMU-ARGS give them: use `-netdev user,restrict=on`, `socket` between two guests, never a
-# bridge to the host's network.
+# DIR defaults to build/vm of this checkout; relative paths are the caller's. The kernel is
+# Debian's linux-image-*-amd64 (the full one: it has rdma_rxe), unpacked with `apt-get download`
+# + `dpkg -x`, never installed. The guest runs under TCG (`-accel tcg,thread=multi -cpu max`):
+# KVM is used only where it really works, and on this kind of machine /dev/kvm exists but guests
+# fail (ENV-NOTES). Guests have no network but what the QEMU-ARGS give them: use `-netdev
+# user,restrict=on`, `socket` between two guests, never a bridge to the host's network.
 #
 # In the guest a job has: /bin (busybox), txbatch, DPDK's e1000, virtio and mempool plugins, the
 # kernel modules for uio_pci_generic, vfio-pci, rdma_rxe, and the kernel's e1000/e1000e drivers,
@@ -24,9 +24,17 @@
 #   result NAME FILE     sends FILE to the host as OUT/NAME
 #   rxe_up NETDEV        loads soft RoCE and creates rxe0 on NETDEV once its carrier is up
 set -euo pipefail
+here=$PWD  # relative DIR, JOB and OUT are the caller's
 cd "$(dirname "$0")/.."
 
-KVER=${TXBATCH_VM_KERNEL:-6.1.0-57-amd64}
+# The kernel: the version Debian's linux-image-amd64 names today (a pinned one leaves the archive
+# at the next ABI bump), or TXBATCH_VM_KERNEL.
+default_kernel() {
+  apt-cache depends linux-image-amd64 2>/dev/null \
+    | sed -n 's/^ *Depends: linux-image-\([0-9][^ ]*-amd64\)$/\1/p' | head -1
+}
+KVER=${TXBATCH_VM_KERNEL:-$(default_kernel)}
+KVER=${KVER:-6.1.0-57-amd64}
 
 die() { echo "vm-lab: $*" >&2; exit 2; }
 
@@ -104,7 +112,8 @@ add_module() {
 
 image() {
   local dir=$1
-  local bin=${TXBATCH_BIN:-build/tools/txbatch}
+  local bin=$PWD/build/tools/txbatch
+  [[ -z ${TXBATCH_BIN:-} ]] || bin=$(cd "$here" && realpath -m "$TXBATCH_BIN")
   [[ -x $bin ]] || die "build txbatch first (meson setup build && ninja -C build)"
   command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86 is not installed (scripts/setup.sh)"
   [[ -x /bin/busybox ]] || die "busybox-static is not installed (scripts/setup.sh)"
@@ -203,11 +212,16 @@ boot() {
 }
 
 case ${1:-} in
-  image) image "${2:-build/vm}" ;;
+  image)
+    if [[ -n ${2:-} ]]; then image "$(cd "$here" && realpath -m "$2")"; else image "$PWD/build/vm"; fi
+    ;;
   boot)
     (($# >= 4)) || die "usage: scripts/vm-lab.sh boot DIR JOB OUT -- QEMU-ARGS..."
     shift
-    boot "$@"
+    dir=$(cd "$here" && realpath -m "$1") job=$(cd "$here" && realpath -m "$2")
+    out=$(cd "$here" && realpath -m "$3")
+    shift 3
+    boot "$dir" "$job" "$out" "$@"
     ;;
   *) die "usage: scripts/vm-lab.sh image [DIR] | boot DIR JOB OUT -- QEMU-ARGS..." ;;
 esac

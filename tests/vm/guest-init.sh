@@ -61,6 +61,8 @@ echo "txbatch-vm: job starts"
 status=0
 ( set -e; . /job.sh ) || status=$?
 echo "txbatch-vm: job ended with status $status"
+# The kernel's log, whatever the console's level let through (an IOMMU fault is an error line).
+dmesg > /tmp/dmesg.txt 2>/dev/null && result dmesg.txt /tmp/dmesg.txt
 echo "txbatch-vm-exit $status" > "$RESULTS"
 sync
 poweroff -f
