@@ -34,6 +34,9 @@ struct EthdevOptions {
 // only: whether the device exists is known when it is created.
 Result<EthdevOptions> ParseEthdevSpec(std::string_view spec);
 
+// The device name of a devargs string: "net_pcap0" of "net_pcap0,tx_pcap=x.pcap".
+std::string DeviceName(std::string_view devargs);
+
 // Creates (or attaches to) the port, configures one RX and one TX queue, starts it and waits for
 // link up. Frames that come back on RX (net_ring is its own loopback) go to `sink` with their RX
 // TSC; then throughput is counted at RX, else where the driver accepts them. Control plane:
