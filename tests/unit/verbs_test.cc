@@ -82,6 +82,18 @@ void FreeAll(std::span<rte_mbuf* const> frames) {
   for (rte_mbuf* m : frames) rte_pktmbuf_free(m);
 }
 
+// What a peer's driver posts for each of `frames` (IPoIB header + the IP packet) arrives at the
+// rig's QP; the frames are freed.
+void DeliverAsPeer(Rig& rig, std::span<rte_mbuf* const> frames) {
+  for (rte_mbuf* m : frames) {
+    const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+    std::vector<uint8_t> dgram = {d[12], d[13], 0, 0};
+    dgram.insert(dgram.end(), d + kEthHeaderBytes, d + rte_pktmbuf_data_len(m));
+    EXPECT_TRUE(rig.qp->Deliver(dgram));
+  }
+  FreeAll(frames);
+}
+
 TEST(VerbsTx, OneChainOnePostPerBatchForEveryBatchSize) {
   Rig rig(512, 16);
   ASSERT_TRUE(rig.init) << rig.init.error().message;
@@ -308,13 +320,7 @@ TEST(VerbsTx, AReceivedDatagramReachesTheSinkAsTheFrameItWas) {
   EXPECT_EQ(rig.qp->recv_posted(), 16u);
   // What a peer's driver posts: IPoIB header + IP packet of a txbatch frame.
   auto frames = rig.Frames(3, 100, /*flow=*/2);
-  for (rte_mbuf* m : frames) {
-    const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
-    std::vector<uint8_t> dgram = {d[12], d[13], 0, 0};
-    dgram.insert(dgram.end(), d + kEthHeaderBytes, d + rte_pktmbuf_data_len(m));
-    ASSERT_TRUE(rig.qp->Deliver(dgram));
-  }
-  FreeAll(frames);
+  DeliverAsPeer(rig, frames);
   (void)rig.tx->Complete(Now());
   const SinkCounts c = rig.sink.counts();
   EXPECT_EQ(c.received, 3u);
@@ -551,13 +557,7 @@ TEST(VerbsRoce, ADatagramBehindTheGrhSlotReachesTheSinkAndTheModeIsNamed) {
             std::string::npos)
       << rig.tx->Describe();
   auto frames = rig.Frames(3, 100, /*flow=*/1);
-  for (rte_mbuf* m : frames) {
-    const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
-    std::vector<uint8_t> dgram = {d[12], d[13], 0, 0};
-    dgram.insert(dgram.end(), d + kEthHeaderBytes, d + rte_pktmbuf_data_len(m));
-    ASSERT_TRUE(rig.qp->Deliver(dgram));
-  }
-  FreeAll(frames);
+  DeliverAsPeer(rig, frames);
   (void)rig.tx->Complete(Now());
   EXPECT_EQ(rig.sink.counts().received, 3u);
   EXPECT_EQ(rig.sink.counts().foreign, 0u);
