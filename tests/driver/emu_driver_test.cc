@@ -52,8 +52,9 @@ void CheckBooksAndDrain(const json& rec) {
 // ring holds 3.1 ms of wire time (it was 99.5 %: CI then saw 99.40 % once, the VM's vCPUs
 // stalled for ~2 ms of a 0.4 s window without the txirq being late enough to show it). ixgbe at
 // 10 Gb/s of full frames is at this machine's CPU edge, with or without batching: at batch 32,
-// idle, 20 runs gave 0.97-1.00 of the ceiling with no stall (the wire's longest idle 30-120 us),
-// and 0.94-0.95 while another process built; CI failed one at 97 %. How near the ceiling it gets
+// idle, 18 runs (2026-12-01, the cell's own command) gave 0.974-1.000 of the ceiling with no
+// stall (the wire's longest idle 0-113 us), and 0.94-0.95 while apt installed packages
+// (--gtest_repeat=20: 13 of 40 cases failed); CI failed one at 97 %. How near the ceiling it gets
 // is a performance number (doc/perf.md), so there only the model's honesty is checked (share 0).
 void CheckWireAtFullLoad(const json& rec, double share) {
   const json& r = rec["results"];
