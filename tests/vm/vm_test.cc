@@ -211,75 +211,59 @@ void CheckRunAgainstWire(const Boot& b, Proto proto, size_t cells) {
 // Short cells: under TCG a guest sends ~10^5 frames/s; each cell is a few 10^4 frames.
 const char kCells[] = "--duration 0.25 --warmup 0.05";
 
-TEST(VmE1000, UioHugepagesEveryFrameOnTheWireIsTxbatchsAndCounted) {
-  const Boot b = BootGuest(
-      "e1000_uio",
-      RunJob(kUio, std::string("run --driver ethdev:port=0 --proto udp --size 64 --batch 1,32 "
-                               "--procs 1,4 ") + kCells,
-             "--in-memory"),
-      Nic("e1000", "e1000_uio", "user,id=n0,restrict=on"));
-  CheckRunAgainstWire(b, Proto::kUdp, 4);
-}
+// One guest, one NIC, one run: the NIC's model, how it is bound, the run and what it must show.
+struct PmdCase {
+  const char* name;
+  const char* nic;      // QEMU's -device model
+  bool vfio;            // vfio-pci behind an emulated IOMMU (q35, intel_iommu=on), else uio
+  const char* args;     // txbatch run's, before kCells
+  Proto proto;
+  size_t cells;
+};
 
-TEST(VmE1000, DedicatedRunnerTcpWritesOfSixtyFourKiB) {
-  const Boot b = BootGuest(
-      "e1000_tcp",
-      RunJob(kUio, std::string("run --driver ethdev:port=0 --runner dedicated --proto tcp "
-                               "--size 65536 --batch 1,32 --procs 1 ") + kCells,
-             "--in-memory"),
-      Nic("e1000", "e1000_tcp", "user,id=n0,restrict=on"));
-  CheckRunAgainstWire(b, Proto::kTcp, 2);
-}
+// e1000 (82540EM) and e1000e (82574L) on net_e1000_em, virtio-net on net_virtio, under
+// uio_pci_generic + hugepages (IOVA as PA); the e1000 under vfio-pci with IOVA as VA and no
+// hugepages, where the IOMMU faults any DMA from an address the pool's memory was not mapped at.
+const PmdCase kPmdCases[] = {
+    {"e1000_uio", "e1000", false, "--proto udp --size 64 --batch 1,32 --procs 1,4", Proto::kUdp, 4},
+    {"e1000_dedicated_tcp", "e1000", false,
+     "--runner dedicated --proto tcp --size 65536 --batch 1,32 --procs 1", Proto::kTcp, 2},
+    {"e1000_noqueue_buffer", "e1000", false,
+     "--qdisc none --policy buffer:32 --proto udp --size 64 --procs 1", Proto::kUdp, 1},
+    {"e1000e_uio", "e1000e", false, "--proto udp --size 1400 --batch 1,32 --procs 4", Proto::kUdp, 2},
+    {"e1000_vfio_iommu", "e1000", true, "--proto udp --size 64 --batch 1,32 --procs 4", Proto::kUdp,
+     2},
+    {"virtio_uio", "virtio-net-pci,disable-modern=off", false,
+     "--proto udp --size 64 --batch 1,32 --procs 1,4", Proto::kUdp, 4},
+};
 
-TEST(VmE1000, NoQdiscBufferPolicy) {
-  const Boot b = BootGuest(
-      "e1000_noqueue",
-      RunJob(kUio, std::string("run --driver ethdev:port=0 --qdisc none --policy buffer:32 "
-                               "--proto udp --size 64 --procs 1 ") + kCells,
-             "--in-memory"),
-      Nic("e1000", "e1000_noqueue", "user,id=n0,restrict=on"));
-  CheckRunAgainstWire(b, Proto::kUdp, 1);
-}
+class VmPmd : public ::testing::TestWithParam<PmdCase> {};
 
-TEST(VmE1000e, UioHugepages82574L) {
+TEST_P(VmPmd, EveryFrameOnTheWireIsTxbatchsAndCounted) {
+  const PmdCase& c = GetParam();
+  const std::string machine =
+      c.vfio ? "-machine q35,kernel-irqchip=split -device intel-iommu,intremap=on,caching-mode=on "
+             : "";
+  if (c.vfio) setenv("TXBATCH_VM_CMDLINE", "intel_iommu=on", 1);
   const Boot b = BootGuest(
-      "e1000e_uio",
-      RunJob(kUio, std::string("run --driver ethdev:port=0 --proto udp --size 1400 --batch 1,32 "
-                               "--procs 4 ") + kCells,
-             "--in-memory"),
-      Nic("e1000e", "e1000e_uio", "user,id=n0,restrict=on"));
-  CheckRunAgainstWire(b, Proto::kUdp, 2);
-}
-
-// vfio-pci behind an emulated IOMMU: IOVA as VA, no hugepages. The IOMMU faults any DMA from an
-// address the pool's memory was not mapped at.
-TEST(VmE1000, VfioIommuNoHugeIovaAsVa) {
-  const std::string q35 = "-machine q35,kernel-irqchip=split -device intel-iommu,intremap=on,caching-mode=on ";
-  setenv("TXBATCH_VM_CMDLINE", "intel_iommu=on", 1);
-  const Boot b = BootGuest(
-      "e1000_vfio",
-      RunJob(kVfio, std::string("run --driver ethdev:port=0 --proto udp --size 64 --batch 1,32 "
-                                "--procs 4 ") + kCells,
-             "--no-huge -m 256"),
-      q35 + Nic("e1000", "e1000_vfio", "user,id=n0,restrict=on"));
+      c.name,
+      RunJob(c.vfio ? kVfio : kUio, "run --driver ethdev:port=0 " + std::string(c.args) + " " +
+                                         kCells,
+             c.vfio ? "--no-huge -m 256" : "--in-memory"),
+      machine + Nic(c.nic, c.name, "user,id=n0,restrict=on"));
   unsetenv("TXBATCH_VM_CMDLINE");
-  CheckRunAgainstWire(b, Proto::kUdp, 2);
-  // The IOMMU was on, and faulted no DMA (its faults are error lines: in the kernel's log, which
-  // the guest sends, not on its quiet console).
-  const std::string dmesg = Slurp(b.out + "/dmesg.txt");
-  EXPECT_NE(dmesg.find("DMAR: IOMMU enabled"), std::string::npos) << dmesg;
-  EXPECT_EQ(dmesg.find("DMAR: DRHD: handling fault"), std::string::npos) << dmesg;
+  CheckRunAgainstWire(b, c.proto, c.cells);
+  if (c.vfio) {
+    // The IOMMU was on, and faulted no DMA (its faults are error lines: in the kernel's log,
+    // which the guest sends, not on its quiet console).
+    const std::string dmesg = Slurp(b.out + "/dmesg.txt");
+    EXPECT_NE(dmesg.find("DMAR: IOMMU enabled"), std::string::npos) << dmesg;
+    EXPECT_EQ(dmesg.find("DMAR: DRHD: handling fault"), std::string::npos) << dmesg;
+  }
 }
 
-TEST(VmVirtio, VirtioNetPciUioHugepages) {
-  const Boot b = BootGuest(
-      "virtio_uio",
-      RunJob(kUio, std::string("run --driver ethdev:port=0 --proto udp --size 64 --batch 1,32 "
-                               "--procs 1,4 ") + kCells,
-             "--in-memory"),
-      Nic("virtio-net-pci,disable-modern=off", "virtio_uio", "user,id=n0,restrict=on"));
-  CheckRunAgainstWire(b, Proto::kUdp, 4);
-}
+INSTANTIATE_TEST_SUITE_P(Nics, VmPmd, ::testing::ValuesIn(kPmdCases),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // A TCP port on loopback nobody listens on now, for the guests' socket netdev.
 int FreeLoopbackPort() {
