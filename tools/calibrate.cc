@@ -64,6 +64,20 @@ LinearFit FitLine(std::span<const double> x, std::span<const double> y) {
   }
   f.slope = sxx > 0 ? sxy / sxx : 0;
   f.intercept = my - f.slope * mx;
+  // A cost is not negative: where the free line's fixed part is, the best line through the origin
+  // (the per-frame part alone); where its slope is, the mean (the fixed part alone). Noise large
+  // next to a small fixed cost (a sanitizer build, a shared machine) gives the first.
+  if (f.intercept < 0) {
+    double x2 = 0, xy = 0;
+    for (size_t i = 0; i < n; ++i) x2 += x[i] * x[i], xy += x[i] * y[i];
+    f.intercept = 0;
+    f.slope = x2 > 0 ? std::max(0.0, xy / x2) : 0;
+    f.bounded = "fixed_cycles";
+  } else if (f.slope < 0) {
+    f.slope = 0;
+    f.intercept = std::max(0.0, my);
+    f.bounded = "per_frame_cycles";
+  }
   double sse = 0;
   for (size_t i = 0; i < n; ++i) {
     const double r = y[i] - (f.intercept + f.slope * x[i]);
@@ -211,7 +225,9 @@ nlohmann::json Calibration::Json() const {
     return nlohmann::json{{"fixed_cycles", f.intercept},
                           {"per_frame_cycles", f.slope},
                           {"r2", f.r2},
-                          {"residuals", f.residuals}};
+                          {"residuals", f.residuals},
+                          {"bounded_at_0", f.bounded.empty() ? nlohmann::json(nullptr)
+                                                             : nlohmann::json(f.bounded)}};
   };
   nlohmann::json pts = nlohmann::json::array();
   for (const auto& p : points)
@@ -319,8 +335,11 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
                p.cycles_per_call, residual, p.cycles_per_frame);
   }
   const auto show = [](const char* what, const LinearFit& f) {
-    fmt::print("{:<44} {:8.1f} + {:6.2f} x n cycles, R² {:.4f}\n", what, f.intercept, f.slope,
-               f.r2);
+    fmt::print("{:<44} {:8.1f} + {:6.2f} x n cycles, R² {:.4f}{}\n", what, f.intercept, f.slope,
+               f.r2,
+               f.bounded.empty() ? ""
+                                 : fmt::format(" ({} held at 0: the free line's was below)",
+                                               f.bounded == "fixed_cycles" ? "fixed" : "per-frame"));
   };
   fmt::print("\ncycles per driver call = fixed + per-frame x n:\n");
   show("  none (TX lock + emu:null call)", cal->none);

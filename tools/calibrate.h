@@ -28,10 +28,13 @@
 
 namespace txbatch {
 
-// Least squares y = intercept + slope * x, its R² and each point's residual (y - fit).
+// Least squares y = intercept + slope * x, its R² and each point's residual (y - fit), with
+// neither part below 0 (both are costs): where the free line's would be, that part is held at 0
+// and the other fitted alone, and `bounded` names it ("fixed_cycles" or "per_frame_cycles").
 struct LinearFit {
   double intercept = 0, slope = 0, r2 = 0;
   std::vector<double> residuals;
+  std::string bounded;
 };
 LinearFit FitLine(std::span<const double> x, std::span<const double> y);
 

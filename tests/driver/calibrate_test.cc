@@ -29,7 +29,11 @@ TEST(CalibrateRun, WritesAFittedCostModelTheSimulationLoads) {
     EXPECT_EQ(fit[series]["residuals"].size(), 3u) << series;
     EXPECT_GT(fit[series]["per_frame_cycles"].get<double>(), 0) << series;
   }
-  EXPECT_GT(fit["completion"]["fixed_cycles"].get<double>(), 0);
+  // A reclaim's fixed cost: fitted, or held at 0 where noise would put it below (a sanitizer
+  // build); the model carries what the fit says.
+  EXPECT_GE(fit["completion"]["fixed_cycles"].get<double>(), 0) << fit["completion"].dump();
+  EXPECT_NEAR(model["cycles"]["completion"].get<double>(),
+              fit["completion"]["fixed_cycles"].get<double>(), 1e-6);
   EXPECT_NE(model["source"].get<std::string>().find("completion, completion_frame; kept"),
             std::string::npos)
       << model["source"];
