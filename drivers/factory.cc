@@ -13,7 +13,7 @@ std::string DriverSpec::ToString() const {
 unsigned DriverSpec::ring() const {
   if (const auto* e = std::get_if<emu::EmuOptions>(&options)) return e->ring;
   // The send queue, and the receive buffers the driver keeps posted.
-  if (const auto* v = std::get_if<verbs::VerbsOptions>(&options)) return v->sq_depth + 256;
+  if (const auto* v = std::get_if<verbs::VerbsOptions>(&options)) return v->sq_depth + v->rq_depth;
   return 2u * ethdev::kRingSize;  // TX ring, and the RX ring a loopback fills
 }
 

@@ -208,11 +208,13 @@ struct Forwarding {
   EalPlan plan;
 };
 
+// `extra_bytes`: memory a port takes for itself besides the pool (a verbs port's receive buffers).
 Result<Forwarding> StartForwarding(uint64_t frames, unsigned mtu, EalMemory memory,
-                                   const std::vector<std::string>& eal_args, int* status) {
+                                   const std::vector<std::string>& eal_args, int* status,
+                                   uint64_t extra_bytes = 0) {
   const unsigned pool_size = static_cast<unsigned>(std::min<uint64_t>(frames + 4096, 1u << 22));
   const unsigned pool_mtu = ethdev::ForwardingPoolMtu(mtu);  // af_packet: whole ring frames
-  auto eal_plan = PlanEal(PoolBytes(pool_size, pool_mtu), eal_args, memory);
+  auto eal_plan = PlanEal(PoolBytes(pool_size, pool_mtu) + extra_bytes, eal_args, memory);
   *status = kExitBadInput;
   if (!eal_plan) return eal_plan.error();
   // main() took the signals over already; this keeps a caller that did not (a test) as safe.
@@ -591,7 +593,11 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
 
   int status = kExitOk;
   const uint64_t frames = 2ull * ethdev::kRingSize + 64 + (*link ? (*link)->limit : 0);
-  auto fwd = StartForwarding(frames, a.mtu, *memory, eal_args, &status);
+  // A verbs port's receive buffers: its queue's depth, a poll's worth more, what a link holds,
+  // each room for the largest IPoIB MTU.
+  const uint64_t receive_bytes =
+      vport ? PoolBytes(vport->rq_depth + 256 + (*link ? (*link)->limit : 0), 4096) : 0;
+  auto fwd = StartForwarding(frames, a.mtu, *memory, eal_args, &status, receive_bytes);
   if (!fwd) return Fail(status, fwd.error());
   const double tsc_hz = fwd->eal->tsc_hz();
   std::optional<ethdev::ForwardingPort> p;

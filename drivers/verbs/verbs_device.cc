@@ -11,7 +11,6 @@
 namespace txbatch::verbs {
 namespace {
 
-constexpr unsigned kRecvDepth = 256;
 constexpr unsigned kCqSlack = 64;
 
 std::string NoDevice() {
@@ -86,9 +85,11 @@ class RealUdQueuePair final : public UdQueuePair {
     (void)ibv_query_device(ctx_, &da);
     const unsigned depth =
         std::min<unsigned>(o.sq_depth, da.max_qp_wr > 0 ? da.max_qp_wr : o.sq_depth);
+    const unsigned rq_depth =
+        std::min<unsigned>(o.rq_depth, da.max_qp_wr > 0 ? da.max_qp_wr : o.rq_depth);
     if ((pd_ = ibv_alloc_pd(ctx_)) == nullptr) return Fail("allocate a protection domain on");
     send_cq_ = ibv_create_cq(ctx_, static_cast<int>(depth + kCqSlack), nullptr, nullptr, 0);
-    recv_cq_ = ibv_create_cq(ctx_, static_cast<int>(kRecvDepth + kCqSlack), nullptr, nullptr, 0);
+    recv_cq_ = ibv_create_cq(ctx_, static_cast<int>(rq_depth + kCqSlack), nullptr, nullptr, 0);
     if (send_cq_ == nullptr || recv_cq_ == nullptr) return Fail("create completion queues on");
     ibv_qp_init_attr qa{};
     qa.send_cq = send_cq_;
@@ -96,14 +97,14 @@ class RealUdQueuePair final : public UdQueuePair {
     qa.qp_type = IBV_QPT_UD;
     qa.sq_sig_all = 0;  // selective signalling: the driver picks which requests complete
     qa.cap.max_send_wr = depth;
-    qa.cap.max_recv_wr = kRecvDepth;
+    qa.cap.max_recv_wr = rq_depth;
     qa.cap.max_send_sge = 2;
     qa.cap.max_recv_sge = 1;
     qa.cap.max_inline_data = o.inline_max;
     if ((qp_ = ibv_create_qp(pd_, &qa)) == nullptr) return Fail("create a UD queue pair on");
     // Never more than the CQ was sized for (a provider may grant more than asked).
     info_.sq_depth = std::min<unsigned>(qa.cap.max_send_wr, depth);
-    info_.rq_depth = qa.cap.max_recv_wr;
+    info_.rq_depth = std::min<unsigned>(qa.cap.max_recv_wr, rq_depth);
     info_.max_inline = qa.cap.max_inline_data;
 
     ibv_qp_attr at{};

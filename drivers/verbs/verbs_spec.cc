@@ -15,10 +15,10 @@ namespace {
 constexpr std::string_view kForm =
     "verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N [,gid=GID,sgid_index=N,hop_limit=N for a routed peer] "
     "or on RoCE verbs:DEVICE:PORT,qpn=N,qkey=N,gid=GID [,sgid_index=N,hop_limit=N] "
-    "[,sl=N,pkey_index=N,sq_depth=N,signal_every=N,inline_max=N]";
+    "[,sl=N,pkey_index=N,sq_depth=N,rq_depth=N,signal_every=N,inline_max=N]";
 constexpr std::string_view kKeys =
-    "qpn, qkey, lid, gid, sgid_index, hop_limit, sl, pkey_index, sq_depth, signal_every, "
-    "inline_max";
+    "qpn, qkey, lid, gid, sgid_index, hop_limit, sl, pkey_index, sq_depth, rq_depth, "
+    "signal_every, inline_max";
 
 // Decimal or 0x-prefixed hex, all of `text`.
 bool ParseNumber(std::string_view text, uint64_t& out) {
@@ -61,8 +61,9 @@ std::string VerbsOptions::ToString() const {
     if (sgid_index) peer += fmt::format(",sgid_index={}", *sgid_index);
     peer += fmt::format(",hop_limit={}", hop_limit);
   }
-  return fmt::format("verbs:{}:{},{},sl={},pkey_index={},sq_depth={},signal_every={},inline_max={}",
-                     device, port, peer, sl, pkey_index, sq_depth, signal_every, inline_max);
+  return fmt::format(
+      "verbs:{}:{},{},sl={},pkey_index={},sq_depth={},rq_depth={},signal_every={},inline_max={}",
+      device, port, peer, sl, pkey_index, sq_depth, rq_depth, signal_every, inline_max);
 }
 
 Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required) {
@@ -81,7 +82,7 @@ Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required) {
                                          parts[0], spec, kForm));
   o.device = std::string(head[0]);
   o.port = static_cast<unsigned>(port);
-  bool have_qpn = false, have_qkey = false, have_global_args = false;
+  bool have_qpn = false, have_qkey = false, have_global_args = false, have_rq_depth = false;
   for (size_t i = 1; i < parts.size(); ++i) {
     const std::string_view kv = parts[i];
     const size_t eq = kv.find('=');
@@ -147,6 +148,10 @@ Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required) {
     } else if (key == "sq_depth") {
       st = range(16, 32768);
       o.sq_depth = static_cast<unsigned>(v);
+    } else if (key == "rq_depth") {
+      st = range(16, 32768);
+      o.rq_depth = static_cast<unsigned>(v);
+      have_rq_depth = true;
     } else if (key == "signal_every") {
       st = range(1, 32768);
       o.signal_every = static_cast<unsigned>(v);
@@ -159,6 +164,9 @@ Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required) {
     }
     if (!st) return st.error();
   }
+  // A sink's datagrams are all it measures, and one finding no receive posted is dropped: its
+  // queue absorbs a longer stall than a sender's, which only hears back what comes its way.
+  if (!have_rq_depth) o.rq_depth = peer_required ? kSenderRqDepth : kReceiverRqDepth;
   if (!peer_required) {
     // A receiver sends to nobody: no address handle, and a qpn= or route given is its senders'.
     if (!have_qkey)
