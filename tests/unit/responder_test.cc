@@ -86,9 +86,11 @@ TEST(Responder, AnswersAnArpRequestForItsAddress) {
   ASSERT_TRUE(r.Answer(f.m, &why));
   EXPECT_EQ(arp->arp_opcode, rte_cpu_to_be_16(RTE_ARP_OP_REPLY));
   EXPECT_TRUE(rte_is_same_ether_addr(&arp->arp_data.arp_sha, &kOurMac));
-  EXPECT_EQ(arp->arp_data.arp_sip, rte_cpu_to_be_32(kOurIp));
+  // The ARP body is packed (arp_tip sits at an odd 2-byte offset): compared as copies, not bound
+  // as references (clang's UBSan: a misaligned reference).
+  EXPECT_EQ(uint32_t{arp->arp_data.arp_sip}, rte_cpu_to_be_32(kOurIp));
   EXPECT_TRUE(rte_is_same_ether_addr(&arp->arp_data.arp_tha, &kPeerMac));
-  EXPECT_EQ(arp->arp_data.arp_tip, rte_cpu_to_be_32(kPeerIp));
+  EXPECT_EQ(uint32_t{arp->arp_data.arp_tip}, rte_cpu_to_be_32(kPeerIp));
   auto* eth = rte_pktmbuf_mtod(f.m, rte_ether_hdr*);
   EXPECT_TRUE(rte_is_same_ether_addr(&eth->dst_addr, &kPeerMac));
   EXPECT_TRUE(rte_is_same_ether_addr(&eth->src_addr, &kOurMac));
@@ -112,8 +114,8 @@ TEST(Responder, TurnsAnEchoRequestIntoAReplyWithValidChecksums) {
   EXPECT_EQ(icmp->icmp_type, RTE_IP_ICMP_ECHO_REPLY);
   EXPECT_EQ(rte_raw_cksum(icmp, sizeof(rte_icmp_hdr) + 56), 0xffff);  // a valid ICMP sum
   EXPECT_EQ(rte_ipv4_cksum(ip), 0);                                   // a valid IPv4 header
-  EXPECT_EQ(ip->src_addr, rte_cpu_to_be_32(kOurIp));
-  EXPECT_EQ(ip->dst_addr, rte_cpu_to_be_32(kPeerIp));
+  EXPECT_EQ(uint32_t{ip->src_addr}, rte_cpu_to_be_32(kOurIp));
+  EXPECT_EQ(uint32_t{ip->dst_addr}, rte_cpu_to_be_32(kPeerIp));
   EXPECT_EQ(ip->time_to_live, 64);
   EXPECT_EQ(icmp->icmp_seq_nb, rte_cpu_to_be_16(5));  // the identifier and data come back
   EXPECT_TRUE(rte_is_same_ether_addr(&eth->dst_addr, &kPeerMac));
