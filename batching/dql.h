@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "dataplane/tsc.h"
+#include "base/tsc.h"
 
 namespace txbatch {
 

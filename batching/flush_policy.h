@@ -24,9 +24,9 @@
 #include <string>
 #include <string_view>
 
+#include "base/error.h"
+#include "base/tsc.h"
 #include "batching/batch.h"
-#include "dataplane/error.h"
-#include "dataplane/tsc.h"
 
 namespace txbatch {
 

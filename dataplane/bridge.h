@@ -21,8 +21,8 @@
 #include "dataplane/histogram.h"
 #include "dataplane/link_model.h"
 #include "dataplane/run_window.h"
+#include "dataplane/tx_driver.h"
 #include "dataplane/tx_queue.h"
-#include "drivers/driver.h"
 
 namespace txbatch {
 

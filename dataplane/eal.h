@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "dataplane/error.h"
+#include "base/error.h"
 
 namespace txbatch {
 

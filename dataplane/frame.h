@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "dataplane/tsc.h"
+#include "base/tsc.h"
 #include "dataplane/tx_meta.h"
 
 namespace txbatch {

@@ -21,9 +21,9 @@
 #include <span>
 #include <vector>
 
-#include "dataplane/counters.h"
+#include "base/counters.h"
+#include "base/tsc.h"
 #include "dataplane/link_spec.h"
-#include "dataplane/tsc.h"
 
 namespace txbatch {
 

@@ -12,7 +12,7 @@
 #include <set>
 #include <vector>
 
-#include "dataplane/tsan.h"
+#include "base/tsan.h"
 
 namespace txbatch {
 namespace {

@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "dataplane/error.h"
+#include "base/error.h"
 
 namespace txbatch {
 

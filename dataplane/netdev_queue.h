@@ -8,10 +8,10 @@
 #include <optional>
 #include <span>
 
+#include "base/tsc.h"
 #include "batching/dql.h"
 #include "batching/flush_policy.h"
-#include "dataplane/tsc.h"
-#include "drivers/driver.h"
+#include "dataplane/tx_driver.h"
 
 namespace txbatch {
 

@@ -10,12 +10,12 @@
 #include <string_view>
 #include <vector>
 
+#include "base/counters.h"
+#include "base/error.h"
 #include "batching/flush_policy.h"
-#include "dataplane/counters.h"
-#include "dataplane/error.h"
 #include "dataplane/frame.h"
+#include "dataplane/tx_driver.h"
 #include "dataplane/tx_queue.h"
-#include "drivers/driver.h"
 
 namespace txbatch {
 

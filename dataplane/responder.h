@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "dataplane/error.h"
+#include "base/error.h"
 
 namespace txbatch {
 

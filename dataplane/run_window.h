@@ -5,7 +5,7 @@
 
 #include <atomic>
 
-#include "dataplane/tsc.h"
+#include "base/tsc.h"
 
 namespace txbatch {
 

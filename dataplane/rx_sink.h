@@ -13,11 +13,11 @@
 #include <span>
 #include <vector>
 
-#include "dataplane/counters.h"
+#include "base/counters.h"
+#include "base/tsc.h"
 #include "dataplane/frame.h"
 #include "dataplane/histogram.h"
 #include "dataplane/run_window.h"
-#include "dataplane/tsc.h"
 
 namespace txbatch {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <span>
 
-#include "dataplane/tsc.h"
+#include "base/tsc.h"
 
 namespace txbatch {
 

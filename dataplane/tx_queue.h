@@ -31,17 +31,17 @@
 #include <thread>
 #include <vector>
 
+#include "base/counters.h"
+#include "base/pi_mutex.h"
+#include "base/tsc.h"
 #include "batching/batch.h"
 #include "batching/dql.h"
 #include "batching/flush_policy.h"
-#include "dataplane/counters.h"
 #include "dataplane/histogram.h"
 #include "dataplane/netdev_queue.h"
-#include "dataplane/pi_mutex.h"
 #include "dataplane/qdisc.h"
 #include "dataplane/run_window.h"
-#include "dataplane/tsc.h"
-#include "drivers/driver.h"
+#include "dataplane/tx_driver.h"
 
 namespace txbatch {
 

@@ -9,11 +9,11 @@
 #include <string_view>
 #include <variant>
 
-#include "dataplane/error.h"
+#include "base/error.h"
 #include "dataplane/link_spec.h"
 #include "dataplane/run_window.h"
 #include "dataplane/rx_sink.h"
-#include "drivers/driver.h"
+#include "dataplane/tx_driver.h"
 #include "drivers/emu/emu.h"
 #include "drivers/ethdev/ethdev.h"
 #include "drivers/verbs/verbs.h"

@@ -21,7 +21,7 @@
 #include "drivers/ethdev/ethdev.h"
 #include "drivers/ethdev/ring_size.h"
 #include "drivers/verbs/verbs.h"
-#include "tools/session.h"
+#include "engine/session.h"
 
 namespace txbatch {
 namespace {

@@ -9,10 +9,10 @@
 
 #include "dataplane/tx_queue.h"
 #include "drivers/factory.h"
-#include "tools/cost_model_file.h"
+#include "engine/cost_model_file.h"
+#include "engine/session.h"
+#include "results/verdict.h"
 #include "tools/run_options.h"
-#include "tools/session.h"
-#include "tools/verdict.h"
 
 namespace txbatch {
 namespace {

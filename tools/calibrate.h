@@ -1,6 +1,6 @@
 #pragma once
 // `txbatch calibrate`: measures the TX path on this machine and fits the simulation engine's
-// cost model (dataplane/cost_model.h) from it. Control plane.
+// cost model (engine/cost_model.h) from it. Control plane.
 //
 // Series, one producer of 60-byte UDP frames on a wire-less NIC (emu:null, no injected costs),
 // each at batch limits N (default 1 … 256):
@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "dataplane/cost_model.h"
 #include "dataplane/eal.h"
-#include "tools/report.h"
+#include "engine/cost_model.h"
+#include "results/report.h"
 
 namespace txbatch {
 

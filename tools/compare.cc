@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <functional>
 
-#include "tools/report.h"
+#include "results/report.h"
 
 namespace txbatch {
 namespace {

@@ -1,7 +1,7 @@
 #pragma once
 // `txbatch compare`: two configurations — the plan's one axis with two values — run interleaved
 // (A, B, A, B … for R rounds) so machine drift hits both alike; per metric the medians, the
-// ratio B/A with its 95 % interval and a verdict (tools/verdict.h).
+// ratio B/A with its 95 % interval and a verdict (results/verdict.h).
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "dataplane/experiment.h"
+#include "engine/experiment.h"
+#include "results/verdict.h"
 #include "tools/run_options.h"
-#include "tools/verdict.h"
 
 namespace txbatch {
 

@@ -18,10 +18,10 @@
 #include <sstream>
 #include <thread>
 
-#include "dataplane/error.h"
+#include "base/error.h"
 #include "dataplane/frame.h"
+#include "engine/session.h"
 #include "tools/bridge_cmd.h"
-#include "tools/session.h"
 
 namespace txbatch {
 namespace {

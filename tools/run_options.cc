@@ -9,8 +9,8 @@
 #include <limits>
 
 #include "dataplane/frame.h"
-#include "dataplane/sim_engine.h"
-#include "tools/cost_model_file.h"
+#include "engine/cost_model_file.h"
+#include "engine/sim_engine.h"
 
 namespace txbatch {
 namespace {

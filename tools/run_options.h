@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "dataplane/eal.h"
-#include "dataplane/experiment.h"
+#include "engine/experiment.h"
 
 namespace txbatch {
 

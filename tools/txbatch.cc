@@ -18,18 +18,18 @@
 #include <tuple>
 #include <vector>
 
-#include "dataplane/experiment.h"
 #include "drivers/emu/emu.h"
+#include "engine/experiment.h"
+#include "engine/session.h"
+#include "results/record_reader.h"
+#include "results/report.h"
+#include "results/summary.h"
+#include "results/sweep.h"
 #include "tools/bridge_cmd.h"
 #include "tools/calibrate.h"
 #include "tools/compare.h"
 #include "tools/lab.h"
-#include "tools/record_reader.h"
-#include "tools/report.h"
 #include "tools/run_options.h"
-#include "tools/session.h"
-#include "tools/summary.h"
-#include "tools/sweep.h"
 #include "tools/tune.h"
 #include "txbatch_config.h"
 

@@ -26,10 +26,10 @@
 #include <span>
 #include <vector>
 
+#include "base/tsan.h"
 #include "batching/batch.h"
 #include "dataplane/eal.h"
 #include "dataplane/frame.h"
-#include "dataplane/tsan.h"
 #include "drivers/ethdev/ethdev.h"
 #include "drivers/ethdev/ring_size.h"
 

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dataplane/error.h"
+#include "base/error.h"
 #include "drivers/verbs/verbs.h"
 
 namespace txbatch::verbs {

@@ -13,13 +13,13 @@
 #include <mutex>
 #include <vector>
 
+#include "base/pi_mutex.h"
 #include "batching/batch.h"
 #include "dataplane/eal.h"
 #include "dataplane/frame.h"
 #include "dataplane/link_model.h"
 #include "dataplane/lockfree_pfifo.h"
 #include "dataplane/mempool.h"
-#include "dataplane/pi_mutex.h"
 #include "dataplane/qdisc.h"
 #include "dataplane/run_window.h"
 #include "dataplane/rx_sink.h"

@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <string_view>
 
-#include "tools/record_reader.h"
-#include "tools/report.h"
-#include "tools/summary.h"
-#include "tools/sweep.h"
+#include "results/record_reader.h"
+#include "results/report.h"
+#include "results/summary.h"
+#include "results/sweep.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace txbatch;

@@ -14,7 +14,7 @@
 #include "dataplane/producer.h"
 #include "dataplane/responder.h"
 #include "drivers/factory.h"
-#include "tools/cost_model_file.h"
+#include "engine/cost_model_file.h"
 #include "tools/run_options.h"
 #include "tools/tune.h"
 

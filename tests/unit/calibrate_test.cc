@@ -7,9 +7,9 @@
 #include <cmath>
 #include <filesystem>
 
-#include "dataplane/sim_engine.h"
+#include "engine/cost_model_file.h"
+#include "engine/sim_engine.h"
 #include "tests/unit/test_eal.h"
-#include "tools/cost_model_file.h"
 
 namespace txbatch {
 namespace {

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "dataplane/experiment.h"
 #include "drivers/factory.h"
+#include "engine/experiment.h"
 #include "tools/run_options.h"
 
 namespace txbatch {

@@ -1,14 +1,14 @@
 // The simulation engine: determinism (same config and seed, same results byte for byte),
 // analytic checks against the cost model and the wire, and the books on every shape it runs.
-#include "dataplane/sim_engine.h"
+#include "engine/sim_engine.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "drivers/factory.h"
+#include "results/report.h"
 #include "tests/unit/test_eal.h"
-#include "tools/report.h"
 
 namespace txbatch {
 namespace {

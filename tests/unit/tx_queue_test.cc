@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "batching/flush_policy.h"
-#include "dataplane/experiment.h"
 #include "dataplane/frame.h"
 #include "dataplane/producer.h"
 #include "dataplane/rx_sink.h"
 #include "drivers/emu/emu.h"
+#include "engine/experiment.h"
 #include "tests/unit/test_eal.h"
 
 namespace txbatch {

@@ -5,8 +5,8 @@
 
 #include "drivers/factory.h"
 #include "drivers/verbs/verbs.h"
-#include "tools/record_reader.h"
-#include "tools/report.h"
+#include "results/record_reader.h"
+#include "results/report.h"
 
 namespace txbatch::verbs {
 namespace {

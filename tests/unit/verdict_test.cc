@@ -1,5 +1,5 @@
 // The A/B verdict on synthetic rounds with known answers.
-#include "tools/verdict.h"
+#include "results/verdict.h"
 
 #include <gtest/gtest.h>
 

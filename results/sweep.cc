@@ -1,4 +1,4 @@
-#include "tools/sweep.h"
+#include "results/sweep.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <map>
 
-#include "tools/plot.h"
+#include "results/plot.h"
 
 namespace txbatch {
 namespace {

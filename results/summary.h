@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "tools/report.h"
-#include "tools/verdict.h"
+#include "results/report.h"
+#include "results/verdict.h"
 
 namespace txbatch {
 

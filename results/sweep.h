@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "tools/output_file.h"
-#include "tools/summary.h"
+#include "results/output_file.h"
+#include "results/summary.h"
 
 namespace txbatch {
 

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "dataplane/eal.h"
-#include "dataplane/experiment.h"
 #include "dataplane/mempool.h"
-#include "tools/output_file.h"
-#include "tools/report.h"
+#include "engine/experiment.h"
+#include "results/output_file.h"
+#include "results/report.h"
 #include "tools/run_options.h"
 
 namespace txbatch {

@@ -1,4 +1,4 @@
-#include "drivers/driver.h"
+#include "dataplane/tx_driver.h"
 
 namespace txbatch {
 

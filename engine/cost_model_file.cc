@@ -1,11 +1,11 @@
-#include "tools/cost_model_file.h"
+#include "engine/cost_model_file.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <utility>
 
-#include "tools/input_file.h"
+#include "results/input_file.h"
 
 namespace txbatch {
 namespace {

@@ -10,10 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "batching/dql.h"
 #include "batching/flush_policy.h"
-#include "dataplane/cost_model.h"
-#include "dataplane/error.h"
 #include "dataplane/frame.h"
 #include "dataplane/histogram.h"
 #include "dataplane/link_spec.h"
@@ -21,6 +20,7 @@
 #include "dataplane/qdisc.h"
 #include "dataplane/tx_queue.h"
 #include "drivers/factory.h"
+#include "engine/cost_model.h"
 
 namespace txbatch {
 

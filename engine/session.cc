@@ -1,4 +1,4 @@
-#include "tools/session.h"
+#include "engine/session.h"
 
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -15,8 +15,8 @@
 #include <set>
 
 #include "dataplane/mempool.h"
-#include "dataplane/sim_engine.h"
 #include "drivers/factory.h"
+#include "engine/sim_engine.h"
 
 namespace txbatch {
 namespace {

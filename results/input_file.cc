@@ -1,4 +1,4 @@
-#include "tools/input_file.h"
+#include "results/input_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "dataplane/experiment.h"
+#include "engine/experiment.h"
 
 #include <fmt/format.h>
 #include <pthread.h>

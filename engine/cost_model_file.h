@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "dataplane/cost_model.h"
-#include "dataplane/error.h"
+#include "base/error.h"
+#include "engine/cost_model.h"
 
 namespace txbatch {
 

@@ -1,4 +1,4 @@
-#include "tools/output_file.h"
+#include "results/output_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

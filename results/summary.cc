@@ -1,4 +1,4 @@
-#include "tools/summary.h"
+#include "results/summary.h"
 
 #include <fmt/format.h>
 

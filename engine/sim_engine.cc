@@ -1,4 +1,4 @@
-#include "dataplane/sim_engine.h"
+#include "engine/sim_engine.h"
 
 #include <fmt/format.h>
 

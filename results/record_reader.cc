@@ -1,4 +1,4 @@
-#include "tools/record_reader.h"
+#include "results/record_reader.h"
 
 #include <fmt/format.h>
 
@@ -11,8 +11,8 @@
 
 #include "batching/batch.h"
 #include "drivers/factory.h"
-#include "tools/cost_model_file.h"
-#include "tools/input_file.h"
+#include "engine/cost_model_file.h"
+#include "results/input_file.h"
 
 namespace txbatch {
 namespace {

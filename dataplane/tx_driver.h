@@ -10,9 +10,9 @@
 #include <span>
 #include <string>
 
+#include "base/counters.h"
+#include "base/tsc.h"
 #include "batching/batch.h"
-#include "dataplane/counters.h"
-#include "dataplane/tsc.h"
 
 namespace txbatch {
 

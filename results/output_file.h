@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "dataplane/error.h"
+#include "base/error.h"
 
 namespace txbatch {
 

@@ -1,4 +1,4 @@
-#include "tools/report.h"
+#include "results/report.h"
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -13,9 +13,9 @@
 #include <map>
 #include <set>
 
-#include "tools/cost_model_file.h"
-#include "tools/summary.h"
-#include "tools/verdict.h"
+#include "engine/cost_model_file.h"
+#include "results/summary.h"
+#include "results/verdict.h"
 #include "txbatch_config.h"
 
 namespace txbatch {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/report.h"
+#include "results/report.h"
 
 namespace txbatch {
 

@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "dataplane/error.h"
-#include "dataplane/experiment.h"
+#include "base/error.h"
+#include "engine/experiment.h"
 
 namespace txbatch {
 

@@ -1,4 +1,4 @@
-#include "tools/verdict.h"
+#include "results/verdict.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "tools/plot.h"
+#include "results/plot.h"
 
 #include <fmt/format.h>
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "dataplane/experiment.h"
+#include "engine/experiment.h"
 
 namespace txbatch {
 
