@@ -34,7 +34,15 @@ VerbsTx::VerbsTx(const VerbsOptions& options, std::unique_ptr<UdQueuePair> qp, R
       wake_threshold_(std::max(1u, std::min(32u, info_.sq_depth / 4))),
       wrs_(kMaxBatch),
       sges_(kMaxBatch),
-      recv_slots_(info_.rq_depth, nullptr) {}
+      recv_slots_(info_.rq_depth, nullptr) {
+  FreeAllRecvSlots();
+}
+
+void VerbsTx::FreeAllRecvSlots() {
+  recv_free_.clear();
+  recv_free_.reserve(recv_slots_.size());
+  for (size_t i = recv_slots_.size(); i-- > 0;) recv_free_.push_back(static_cast<uint32_t>(i));
+}
 
 VerbsTx::~VerbsTx() {
   (void)Purge();
@@ -80,7 +88,7 @@ Status VerbsTx::Init(rte_mempool* pool, unsigned mtu, unsigned rx_extra) {
   // Receive buffers hold the GRH slot, the IPoIB header and a full datagram of the port's MTU,
   // whatever --mtu the sender's frames were built for (CreatePacketPool's room is MTU + 18).
   auto rx = CreatePacketPool(fmt::format("vrx{:x}", reinterpret_cast<uintptr_t>(this) & 0xffffff),
-                             info_.rq_depth + 2 * kPollBatch + rx_extra,
+                             info_.rq_depth + kReceivePoolSlack + rx_extra,
                              info_.ipoib_mtu + kGrhBytes + kIpoibHeaderBytes - 18);
   if (!rx) return rx.error();
   rx_pool_ = std::move(*rx);
@@ -277,8 +285,8 @@ unsigned VerbsTx::ReapSend() {
 
 void VerbsTx::PostRecvBuffers() {
   if (!rx_pool_ || broken_) return;
-  for (size_t i = 0; i < recv_slots_.size() && recv_posted_ < recv_slots_.size(); ++i) {
-    if (recv_slots_[i] != nullptr) continue;
+  while (!recv_free_.empty()) {
+    const uint32_t i = recv_free_.back();
     rte_mbuf* m = rte_pktmbuf_alloc(rx_pool_.get());
     const auto lkey = m != nullptr ? LkeyOf(m->buf_addr) : std::nullopt;
     if (!lkey) {
@@ -299,6 +307,7 @@ void VerbsTx::PostRecvBuffers() {
       return;
     }
     recv_slots_[i] = m;
+    recv_free_.pop_back();
     ++recv_posted_;
   }
 }
@@ -312,6 +321,7 @@ uint16_t VerbsTx::Receive(std::span<rte_mbuf*> out) {
     if (wc[i].wr_id >= recv_slots_.size() || recv_slots_[wc[i].wr_id] == nullptr) continue;
     rte_mbuf* m = recv_slots_[wc[i].wr_id];
     recv_slots_[wc[i].wr_id] = nullptr;
+    recv_free_.push_back(static_cast<uint32_t>(wc[i].wr_id));
     --recv_posted_;
     if (wc[i].status != IBV_WC_SUCCESS || wc[i].byte_len < kGrhBytes + kIpoibHeaderBytes) {
       vc_.recv_errors.Add();
@@ -382,6 +392,7 @@ unsigned VerbsTx::Purge() {
     if (m != nullptr) rte_pktmbuf_free(m);
     m = nullptr;
   }
+  FreeAllRecvSlots();
   recv_posted_ = 0;
   stopped_ = false;
   return held;

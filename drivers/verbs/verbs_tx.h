@@ -103,6 +103,7 @@ class VerbsTx final : public TxDriver, public VerbsReceiver {
   unsigned ReapSend();
   void Break();  // the QP refused what it must take: flush it, drop from now on
   void PostRecvBuffers();
+  void FreeAllRecvSlots();  // every receive slot unposted (at construction and after a purge)
 
   VerbsOptions options_;
   std::unique_ptr<UdQueuePair> qp_;
@@ -133,6 +134,9 @@ class VerbsTx final : public TxDriver, public VerbsReceiver {
 
   PoolPtr rx_pool_;
   std::vector<rte_mbuf*> recv_slots_;  // receive slot -> its posted mbuf (null: not posted)
+  // The slots not posted, refilled from the back: a refill costs the frames taken, not a walk
+  // over rq_depth slots (a sink's 4096). Its capacity is rq_depth: pushing never allocates.
+  std::vector<uint32_t> recv_free_;
   unsigned recv_posted_ = 0;
   VerbsCounters vc_;
 };
