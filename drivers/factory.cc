@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "dataplane/mempool.h"
 #include "drivers/ethdev/ring_size.h"
 
 namespace txbatch {
@@ -12,9 +13,16 @@ std::string DriverSpec::ToString() const {
 
 unsigned DriverSpec::ring() const {
   if (const auto* e = std::get_if<emu::EmuOptions>(&options)) return e->ring;
-  // The send queue, and the receive buffers the driver keeps posted.
-  if (const auto* v = std::get_if<verbs::VerbsOptions>(&options)) return v->sq_depth + v->rq_depth;
+  // The send queue (its receive buffers come from a pool of its own: own_pool_bytes).
+  if (const auto* v = std::get_if<verbs::VerbsOptions>(&options)) return v->sq_depth;
   return 2u * ethdev::kRingSize;  // TX ring, and the RX ring a loopback fills
+}
+
+uint64_t DriverSpec::own_pool_bytes() const {
+  // VerbsTx::Init's receive pool, room for the largest IPoIB MTU.
+  if (const auto* v = std::get_if<verbs::VerbsOptions>(&options))
+    return PoolBytes(v->rq_depth + verbs::kReceivePoolSlack, 4096);
+  return 0;
 }
 
 double DriverSpec::modelled_cost_ns() const {

@@ -27,6 +27,9 @@ struct DriverSpec {
   bool emulated() const { return std::holds_alternative<emu::EmuOptions>(options); }
   // Frames the driver itself may hold (its rings): for pool sizing and the drain budget.
   unsigned ring() const;
+  // Memory the driver takes for itself per queue, besides the session's pool (a verbs port's
+  // receive buffers: their own pool, sized for the largest IPoIB MTU): for the EAL estimate.
+  uint64_t own_pool_bytes() const;
   // CPU time the driver spends per frame by construction (emu's injected costs), in ns.
   double modelled_cost_ns() const;
 };

@@ -91,7 +91,11 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
                                                      : std::string(),
                                           avail >> 20)});
   }
-  auto eal_plan = PlanEal(PoolBytes(pool_size, mtu), eal_user_args, memory);
+  // Besides the pool, what the drivers take for themselves (a verbs queue's receive buffers).
+  uint64_t own_bytes = 0;
+  for (const auto& c : cells)
+    own_bytes = std::max(own_bytes, c.driver_spec.own_pool_bytes() * std::max(1u, c.queues));
+  auto eal_plan = PlanEal(PoolBytes(pool_size, mtu) + own_bytes, eal_user_args, memory);
   if (!eal_plan) return fail(kExitBadInput, eal_plan.error());
   env.eal_args.assign(eal_plan->args.begin() + 1, eal_plan->args.end());
   env.eal_mode = eal_plan->mode;

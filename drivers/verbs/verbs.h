@@ -33,6 +33,9 @@ inline constexpr unsigned kGrhBytes = kIbGrhBytes;
 // 1.7 ms at 2.4 Mpps) before the HCA drops what finds no receive posted.
 inline constexpr unsigned kSenderRqDepth = 256;
 inline constexpr unsigned kReceiverRqDepth = 4096;
+// The receive pool holds this many mbufs beyond rq_depth (two polls' worth: taken frames on
+// their way to the caller while the queue is posted full again).
+inline constexpr unsigned kReceivePoolSlack = 128;
 
 struct VerbsOptions {
   std::string device;  // "mlx5_0"

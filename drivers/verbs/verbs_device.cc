@@ -85,8 +85,11 @@ class RealUdQueuePair final : public UdQueuePair {
     (void)ibv_query_device(ctx_, &da);
     const unsigned depth =
         std::min<unsigned>(o.sq_depth, da.max_qp_wr > 0 ? da.max_qp_wr : o.sq_depth);
-    const unsigned rq_depth =
+    // The device's limits hold (its receive CQ too); a depth cut is said in the port's line.
+    unsigned rq_depth =
         std::min<unsigned>(o.rq_depth, da.max_qp_wr > 0 ? da.max_qp_wr : o.rq_depth);
+    if (da.max_cqe > static_cast<int>(kCqSlack))
+      rq_depth = std::min<unsigned>(rq_depth, static_cast<unsigned>(da.max_cqe) - kCqSlack);
     if ((pd_ = ibv_alloc_pd(ctx_)) == nullptr) return Fail("allocate a protection domain on");
     send_cq_ = ibv_create_cq(ctx_, static_cast<int>(depth + kCqSlack), nullptr, nullptr, 0);
     recv_cq_ = ibv_create_cq(ctx_, static_cast<int>(rq_depth + kCqSlack), nullptr, nullptr, 0);
@@ -128,6 +131,10 @@ class RealUdQueuePair final : public UdQueuePair {
                       ? "create the peer's address handle (gid, sgid_index, hop_limit, sl) on"
                       : "create the peer's address handle (lid/gid, sl, sgid_index) on");
     ApplyPlan(*plan, o, qp_->qp_num, info_);
+    if (info_.sq_depth < o.sq_depth || info_.rq_depth < o.rq_depth)
+      info_.describe += fmt::format(", queues of {} send / {} receive requests (the device's "
+                                    "limits; asked {} / {})",
+                                    info_.sq_depth, info_.rq_depth, o.sq_depth, o.rq_depth);
     return {};
   }
 

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "dataplane/mempool.h"
 #include "drivers/factory.h"
 #include "drivers/verbs/verbs.h"
 #include "results/record_reader.h"
@@ -31,7 +32,8 @@ TEST(VerbsSpec, ALocalRouteWithEveryDefaultSpelledOut) {
   auto d = ParseDriverSpec("verbs:mlx5_0:1,qpn=72,qkey=1,lid=3");
   ASSERT_TRUE(d);
   EXPECT_FALSE(d->emulated());
-  EXPECT_EQ(d->ring(), 512u + 256u);
+  EXPECT_EQ(d->ring(), 512u);  // the send queue; the receive buffers have a pool of their own
+  EXPECT_EQ(d->own_pool_bytes(), PoolBytes(kSenderRqDepth + kReceivePoolSlack, 4096));
 }
 
 TEST(VerbsSpec, AGlobalRoute) {
@@ -111,10 +113,13 @@ TEST(VerbsSpec, ASinkPostsADeeperReceiveQueueThanASenderUnlessTold) {
   ASSERT_TRUE(given) << given.error().message;
   EXPECT_EQ(given->rq_depth, 64u);
   EXPECT_EQ(ParseVerbsSpec(given->ToString(), false)->rq_depth, 64u);
-  // The driver's memory covers the receive buffers it keeps posted.
+  // The EAL estimate covers the receive buffers it keeps posted (their own pool).
   auto d = ParseDriverSpec("verbs:mlx5_0:1,qpn=72,qkey=1,lid=3,rq_depth=1024");
   ASSERT_TRUE(d);
-  EXPECT_EQ(d->ring(), 512u + 1024u);
+  EXPECT_EQ(d->ring(), 512u);
+  EXPECT_EQ(d->own_pool_bytes(), PoolBytes(1024 + kReceivePoolSlack, 4096));
+  EXPECT_GT(d->own_pool_bytes(), ParseDriverSpec("verbs:mlx5_0:1,qpn=72,qkey=1,lid=3")
+                                     ->own_pool_bytes());
 }
 
 TEST(VerbsSpec, BadInputGetsOneSentenceNamingTheValidChoices) {
