@@ -25,7 +25,9 @@ if [[ ! -f $dir/build.ninja ]]; then
   # Another script's build (CI's build-asan) is configured by that script.
   [[ $dir == build-fuzz ]] \
     || { echo "fuzz: $dir is not configured (its own script sets it up)" >&2; exit 1; }
-  CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true -Dverbs=disabled \
+  # As scripts/sanitize.sh configures build-asan (CI's), so a run here with CI's seed tries
+  # the same inputs.
+  CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true \
     -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized \
     -Dcpp_args=-g1 >"$log" 2>&1 \
     || { cat "$log" >&2; echo "fuzz: setup failed" >&2; exit 1; }

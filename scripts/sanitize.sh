@@ -15,6 +15,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+# A build-asan/ configured before it was clang's with the fuzz targets (gcc's) is this script's
+# own: configured again.
+if [[ -f build-asan/build.ninja ]] && ! grep -q -- '-fsanitize=fuzzer-no-link' build-asan/build.ninja; then
+  rm -rf build-asan
+fi
 if [[ ! -f build-asan/build.ninja ]]; then
   CC=clang CXX=clang++ meson setup build-asan -Dfuzz=true -Db_sanitize=address,undefined \
     -Db_lundef=false -Dbuildtype=debugoptimized -Dcpp_args=-g1 >"$log" 2>&1 \
