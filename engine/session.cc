@@ -187,46 +187,28 @@ int Finish(const std::optional<OutputFile>& json, const nlohmann::json& doc, int
   return StopRequested() ? kExitInterrupted : kExitOk;
 }
 
-// Prints the tables and returns them as text too (for --out).
-std::string PrintAndKeepTables(const std::vector<CellRecord>& records,
-                               const std::vector<PolicySpec>& policies) {
-  char* buf = nullptr;
-  size_t len = 0;
-  std::FILE* mem = open_memstream(&buf, &len);
-  if (mem == nullptr) {
-    PrintTables(stdout, records, policies);
-    return {};
-  }
-  PrintTables(mem, records, policies);
-  std::fclose(mem);
-  std::string text(buf, len);
-  std::free(buf);
-  std::fputs(text.c_str(), stdout);
-  return text;
-}
-
 // Runs every cell of `plan` once per round (interleaved), appending to `records` (cells numbered
 // from `first_cell`). Stops at a signal or a failed cell (status set). A progress line with an
 // ETA goes to stderr when it is a terminal.
-void MeasureGrid(const RunPlan& plan, Session& session, int first_cell,
-                 std::vector<CellRecord>& records, int* status, bool* balanced) {
-  const size_t total = plan.cells.size() * static_cast<size_t>(plan.rounds);
+void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& session,
+                 int first_cell, std::vector<CellRecord>& records, int* status, bool* balanced) {
+  const size_t total = cells.size() * static_cast<size_t>(rounds);
   const bool tty = isatty(fileno(stderr));
   const auto started = std::chrono::steady_clock::now();
   size_t done = 0;
-  for (int round = 1; round <= plan.rounds && *status == kExitOk; ++round)
-    for (size_t i = 0; i < plan.cells.size() && !StopRequested(); ++i) {
-      auto r = MeasureCell(plan.cells[i], session, status);
+  for (int round = 1; round <= rounds && *status == kExitOk; ++round)
+    for (size_t i = 0; i < cells.size() && !StopRequested(); ++i) {
+      auto r = MeasureCell(cells[i], session, status);
       if (!r) break;
       *balanced &= r->books.balanced;
       records.push_back(
-          {plan.cells[i], *r, plan.rounds > 1 ? round : 0, "", first_cell + static_cast<int>(i)});
+          {cells[i], *r, rounds > 1 ? round : 0, "", first_cell + static_cast<int>(i)});
       ++done;
       if (tty) {
         const double spent =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         std::fprintf(stderr, "\rcell %zu/%zu (round %d/%d), ETA %.0f s   ", done, total, round,
-                     plan.rounds, spent / static_cast<double>(done) * (total - done));
+                     rounds, spent / static_cast<double>(done) * (total - done));
       }
     }
   if (tty) std::fprintf(stderr, "\r%50s\r", "");

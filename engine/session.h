@@ -11,9 +11,8 @@
 #include "dataplane/eal.h"
 #include "dataplane/mempool.h"
 #include "engine/experiment.h"
+#include "engine/record.h"
 #include "results/output_file.h"
-#include "results/report.h"
-#include "tools/run_options.h"
 
 namespace txbatch {
 
@@ -57,11 +56,11 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
 // mid-run is a missing device (2), a drain that did not finish a bug (1)).
 std::optional<CellResult> MeasureCell(const CellConfig& cell, Session& s, int* status);
 
-// Runs every cell of `plan` once per round (interleaved), appending to `records` (cells numbered
-// from `first_cell`). Stops at a signal or a failed cell (status set). A progress line with an
-// ETA goes to stderr when it is a terminal.
-void MeasureGrid(const RunPlan& plan, Session& session, int first_cell,
-                 std::vector<CellRecord>& records, int* status, bool* balanced);
+// Runs every cell once per round (interleaved), appending to `records` (cells numbered from
+// `first_cell`). Stops at a signal or a failed cell (status set). A progress line with an ETA
+// goes to stderr when it is a terminal.
+void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& session,
+                 int first_cell, std::vector<CellRecord>& records, int* status, bool* balanced);
 
 // Checks an output file named on the command line before anything runs (an empty `path`: none
 // asked for). One that is standard output ("-", /dev/stdout) claims it: from here on everything
@@ -73,11 +72,5 @@ Result<std::optional<OutputFile>> PrepareOutput(const std::string& path,
 // a failure's, else 3 for unbalanced books, else 4 if a signal stopped the run, else 0.
 int Finish(const std::optional<OutputFile>& json, const nlohmann::json& doc, int status,
            bool balanced);
-
-// Prints the tables and returns them as text too (for --out).
-std::string PrintAndKeepTables(const std::vector<CellRecord>& records,
-                               const std::vector<PolicySpec>& policies);
-
-
 
 }  // namespace txbatch

@@ -27,14 +27,6 @@ json OptionalNumber(const std::optional<double>& v) { return v ? json(*v) : json
 // Receive-side counts are null where nothing receives (net_null, a TX-only pcap): never 0.
 json RxCount(const Books& k, uint64_t v) { return k.rx_side ? json(v) : json(nullptr); }
 
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.starts_with("model name")) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
-
 json ConfigJson(const CellConfig& c, const RunEnv& env) {
   return {{"driver", c.driver_spec.ToString()},
           {"driver_given", c.driver},
@@ -187,22 +179,6 @@ std::string Remarks(const CellResult& r) {
 }
 
 }  // namespace
-
-RunEnv CollectEnv(int argc, char** argv) {
-  RunEnv env;
-  env.dpdk_version = rte_version();
-  utsname u{};
-  if (uname(&u) == 0) env.kernel = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
-  env.cpu = CpuModel();
-  for (int i = 0; i < argc; ++i) {
-    if (i > 0) env.command_line += ' ';
-    env.command_line += argv[i];
-  }
-  env.started_at = fmt::format(
-      "{:%Y-%m-%dT%H:%M:%SZ}",
-      fmt::gmtime(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())));
-  return env;
-}
 
 json ToJson(const std::vector<CellRecord>& records, const RunEnv& env) {
   json out = {{"schema_version", 1}, {"records", json::array()}};
@@ -471,6 +447,23 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
                "frame mix they sent. There batching cannot raise bandwidth; what it buys shows in "
                "cycles/pkt and CPU ns per frame (the CPU the same bytes cost), not in BW.\n",
                bound, records.size());
+}
+
+std::string PrintAndKeepTables(const std::vector<CellRecord>& records,
+                               const std::vector<PolicySpec>& policies) {
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* mem = open_memstream(&buf, &len);
+  if (mem == nullptr) {
+    PrintTables(stdout, records, policies);
+    return {};
+  }
+  PrintTables(mem, records, policies);
+  std::fclose(mem);
+  std::string text(buf, len);
+  std::free(buf);
+  std::fputs(text.c_str(), stdout);
+  return text;
 }
 
 }  // namespace txbatch

@@ -297,7 +297,7 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
   if (!session) return Fail(status, session.error());
   std::vector<CellRecord> records;
   bool balanced = true;
-  MeasureGrid(plan, *session, 0, records, &status, &balanced);
+  MeasureGrid(plan.cells, plan.rounds, *session, 0, records, &status, &balanced);
   if (status != kExitOk) return status;
   if (StopRequested()) {  // what was measured is written; a fit of part of it is not
     std::fprintf(stderr, "txbatch: calibrate was interrupted: no cost model was written\n");

@@ -55,7 +55,7 @@ int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_arg
   std::fflush(stdout);
   std::vector<CellRecord> records;
   bool balanced = true;
-  MeasureGrid(plan, *session, 0, records, &status, &balanced);
+  MeasureGrid(plan.cells, plan.rounds, *session, 0, records, &status, &balanced);
   const std::string tables = PrintAndKeepTables(records, plan.policies);
   std::fflush(stdout);
   const nlohmann::json doc = ToJson(records, session->env);
@@ -165,7 +165,7 @@ int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_m
   std::fflush(stdout);
   std::vector<CellRecord> records;
   bool balanced = true;
-  MeasureGrid(*plan, *session, 0, records, &status, &balanced);
+  MeasureGrid(plan->cells, plan->rounds, *session, 0, records, &status, &balanced);
   std::vector<PolicySpec> policies = plan->policies;
   const auto points_of = [&] {
     std::vector<TunePoint> points;
@@ -187,8 +187,8 @@ int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_m
       finer.batching_off_first = false;
       auto plan2 = BuildRunPlan(finer);
       if (!plan2) return Fail(kExitBadInput, plan2.error());
-      MeasureGrid(*plan2, *session, static_cast<int>(plan->cells.size()), records, &status,
-                  &balanced);
+      MeasureGrid(plan2->cells, plan2->rounds, *session, static_cast<int>(plan->cells.size()),
+                  records, &status, &balanced);
       policies.insert(policies.end(), plan2->policies.begin(), plan2->policies.end());
       std::sort(policies.begin() + 1, policies.end(),
                 [](const PolicySpec& a, const PolicySpec& b) { return a.frames < b.frames; });
