@@ -5,7 +5,7 @@
 #include <cmath>
 #include <utility>
 
-#include "results/input_file.h"
+#include "base/input_file.h"
 
 namespace txbatch {
 namespace {

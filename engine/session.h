@@ -12,7 +12,7 @@
 #include "dataplane/mempool.h"
 #include "engine/experiment.h"
 #include "engine/record.h"
-#include "results/output_file.h"
+#include "base/output_file.h"
 
 namespace txbatch {
 

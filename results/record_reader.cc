@@ -12,7 +12,7 @@
 #include "batching/batch.h"
 #include "drivers/factory.h"
 #include "engine/cost_model_file.h"
-#include "results/input_file.h"
+#include "base/input_file.h"
 
 namespace txbatch {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "results/output_file.h"
+#include "base/output_file.h"
 #include "results/summary.h"
 
 namespace txbatch {

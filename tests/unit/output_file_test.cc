@@ -3,7 +3,7 @@
 // folder where a file belongs is refused when checked, and a set of files appears whole or not at
 // all. Issue 16's finds: /dev/full became a regular file, two writers shared one temporary name,
 // a sweep on a full disk left 2 of 8 files.
-#include "results/output_file.h"
+#include "base/output_file.h"
 
 #include <gtest/gtest.h>
 #include <fcntl.h>

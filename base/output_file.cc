@@ -1,4 +1,4 @@
-#include "results/output_file.h"
+#include "base/output_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "results/input_file.h"
+#include "base/input_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
