@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The tree's layers (doc/design.md, Folders): a folder includes only itself and the folders
+# before it, base < batching < dataplane < drivers < engine < results < tools. Prints each
+# include that points up and fails if there is one.
+set -euo pipefail
+cd "${1:-$(dirname "$0")/..}"
+layers=(base batching dataplane drivers engine results tools)
+bad=0
+for ((i = 0; i < ${#layers[@]}; ++i)); do
+  above=$(IFS='|'; echo "${layers[*]:i+1}")
+  [[ -n $above ]] || continue
+  while IFS= read -r hit; do
+    echo "layers: $hit points up (${layers[i]}/ may include ${layers[*]:0:i+1})" >&2
+    bad=1
+  done < <(grep -rnE "^#include \"($above)/" "${layers[i]}" --include='*.h' --include='*.cc' || true)
+done
+(( bad == 0 )) && echo "layers: every include points down or sideways"
+exit "$bad"
