@@ -91,8 +91,19 @@ TEST(RunRounds, TheGridRepeatsInterleavedAndLaterPoliciesGetVerdicts) {
   }
   EXPECT_NE(run.out.find("3 interleaved rounds"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("BW vs off"), std::string::npos) << run.out;
-  // Link-bound: bandwidth the same, the TX path's cycles per frame lower.
-  EXPECT_NE(run.out.find("equiv         better 0."), std::string::npos) << run.out;
+  // Link-bound: bandwidth the same, the TX path's cycles per frame lower. A round in which the
+  // host stalled the txirq (CI's ASan run: served 7.3 ms late, the wire idle 5.1 ms of 200)
+  // widens the bandwidth's interval past ±2 %: then it is inconclusive, never better or worse.
+  bool stalled = false;
+  for (const json& rec : run.doc["records"])
+    stalled |= rec["results"]["model_checks"]["irq_max_late_us"].get<double>() > 1000.0;
+  if (!stalled) {
+    EXPECT_NE(run.out.find("equiv         better 0."), std::string::npos) << run.out;
+  } else {
+    EXPECT_TRUE(run.out.find("equiv         better 0.") != std::string::npos ||
+                run.out.find("inconcl.      better 0.") != std::string::npos)
+        << run.out;
+  }
 }
 
 TEST(Compare, AnythingButOneAxisWithTwoValuesIsBadInput) {
