@@ -3,7 +3,7 @@
 // hold in the driver's ring. The stack reports bytes handed to the driver (Queued) and bytes the
 // driver completed (Completed); the limit grows when the queue ran dry while it was over the
 // limit (starvation: the limit was too small for the completion latency) and shrinks by the
-// smallest slack seen once slack has persisted for the hold time. The `bql` policy will bound
+// smallest slack seen once slack has persisted for the hold time. The `bql` policy bounds
 // each bulk dequeue by Avail() (TxQueue keeps one per queue, under its TX lock).
 //
 // Where it differs from the kernel: time is the TSC, not jiffies; the limit is 32-bit bytes; the

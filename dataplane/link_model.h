@@ -3,7 +3,8 @@
 // wire, in netem's order — duplicate, loss, corrupt, then a time to arrive from delay, jitter
 // and its distribution (or at once, for a frame picked to reorder), behind a rate bottleneck if
 // one is set — and the frames held until they arrive. A seed makes every frame's fate repeat.
-// Used by the emulated NIC now and as a stage of the bridge later: one implementation.
+// One implementation for every place a link sits: behind the emulated NIC's wire, in each
+// direction of the bridge, in front of a sink.
 //
 // Where it differs from Linux sch_netem.c (doc/design.md has the list): corrupt flips a bit in the
 // first 38 bytes of the frame — the Ethernet, IPv4 and port fields the sink verifies — not

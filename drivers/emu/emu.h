@@ -46,9 +46,9 @@ WireSpec EmuWire(const EmuOptions& options);
 // The largest IP MTU the model carries: the IPoIB MTU (link MTU - 4), else kMaxMtu.
 unsigned EmuMaxMtu(const EmuOptions& options);
 
-// Parses "emu:MODEL[,key=value...]" (the "emu:" prefix optional). Keys: rate_mbps, ring,
-// free_thresh, doorbell_ns, desc_ns. Unknown models or keys and out-of-range values get one
-// sentence that lists the valid choices.
+// Parses "emu:MODEL[,key=value...]" (the "emu:" prefix optional); the keys are EmuOptions'
+// fields (emu_spec.cc's kKeys lists them for the messages). Unknown models or keys and
+// out-of-range values get one sentence that lists the valid choices.
 Result<EmuOptions> ParseEmuSpec(std::string_view spec);
 
 // Models and their defaults, one line each (for --help and the docs).
