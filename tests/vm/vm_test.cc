@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "dataplane/frame.h"
+#include "drivers/ethdev/ring_size.h"
 
 namespace txbatch::test {
 namespace {
@@ -174,8 +176,12 @@ Wire ReadWire(const std::string& pcap_path, Proto proto) {
 uint64_t U(const json& v) { return v.is_number() ? v.get<uint64_t>() : 0; }
 
 // The run's records (`cells` of them) against the wire: books closed, and what each cell sent is
-// what its PMD counted; all cells together are what the capture holds.
-void CheckRunAgainstWire(const Boot& b, Proto proto, size_t cells) {
+// what its PMD counted; all cells together are what the capture holds. `tail_in_ring`: the
+// device transmits after the doorbell, from a ring it consumes on its own time (QEMU's
+// virtio-net, from a bottom half): what it still held when the port closed at txbatch's exit
+// is dropped by the device's reset (virtio_net_drop_tx_queue_data), so the capture may miss a
+// tail of the last cell — at most the TX ring — and nothing before it (no gap in any flow).
+void CheckRunAgainstWire(const Boot& b, Proto proto, size_t cells, bool tail_in_ring = false) {
   ASSERT_EQ(b.lab_status, 0) << b.Console();
   ASSERT_EQ(b.job_status, 0) << b.Console();
   const std::string doc_text = Slurp(b.out + "/run.json");
@@ -205,7 +211,12 @@ void CheckRunAgainstWire(const Boot& b, Proto proto, size_t cells) {
   const Wire w = ReadWire(b.out + "/wire.pcap", proto);
   EXPECT_EQ(w.not_ok, 0u) << w.first_problem;
   EXPECT_EQ(w.gaps, 0u) << w.first_problem;
-  EXPECT_EQ(w.frames, sent) << w.first_problem;
+  if (!tail_in_ring) {
+    EXPECT_EQ(w.frames, sent) << w.first_problem;
+  } else {
+    EXPECT_LE(w.frames, sent) << w.first_problem;
+    EXPECT_LE(sent - std::min(sent, w.frames), uint64_t{ethdev::kRingSize}) << w.first_problem;
+  }
 }
 
 // Short cells: under TCG a guest sends ~10^5 frames/s; each cell is a few 10^4 frames.
@@ -219,6 +230,7 @@ struct PmdCase {
   const char* args;     // txbatch run's, before kCells
   Proto proto;
   size_t cells;
+  bool tail_in_ring = false;  // see CheckRunAgainstWire
 };
 
 // e1000 (82540EM) and e1000e (82574L) on net_e1000_em, virtio-net on net_virtio, under
@@ -234,7 +246,7 @@ const PmdCase kPmdCases[] = {
     {"e1000_vfio_iommu", "e1000", true, "--proto udp --size 64 --batch 1,32 --procs 4", Proto::kUdp,
      2},
     {"virtio_uio", "virtio-net-pci,disable-modern=off", false,
-     "--proto udp --size 64 --batch 1,32 --procs 1,4", Proto::kUdp, 4},
+     "--proto udp --size 64 --batch 1,32 --procs 1,4", Proto::kUdp, 4, /*tail_in_ring=*/true},
 };
 
 class VmPmd : public ::testing::TestWithParam<PmdCase> {};
@@ -252,7 +264,7 @@ TEST_P(VmPmd, EveryFrameOnTheWireIsTxbatchsAndCounted) {
              c.vfio ? "--no-huge -m 256" : "--in-memory"),
       machine + Nic(c.nic, c.name, "user,id=n0,restrict=on"));
   unsetenv("TXBATCH_VM_CMDLINE");
-  CheckRunAgainstWire(b, c.proto, c.cells);
+  CheckRunAgainstWire(b, c.proto, c.cells, c.tail_in_ring);
   if (c.vfio) {
     // The IOMMU was on, and faulted no DMA (its faults are error lines: in the kernel's log,
     // which the guest sends, not on its quiet console).
