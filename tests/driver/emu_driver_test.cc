@@ -48,6 +48,20 @@ void CheckBooksAndDrain(const json& rec) {
   EXPECT_GT(r["latency_ns"]["min"].get<double>(), 0) << cell;
 }
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TXBATCH_TEST_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TXBATCH_TEST_SANITIZED 1
+#endif
+#ifdef TXBATCH_TEST_SANITIZED
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 // `share` is the fraction of the ceiling the cell must reach: 99 % on e1000, whose 256-slot
 // ring holds 3.1 ms of wire time (it was 99.5 %: CI then saw 99.40 % once, the VM's vCPUs
 // stalled for ~2 ms of a 0.4 s window without the txirq being late enough to show it). ixgbe at
@@ -57,6 +71,11 @@ void CheckBooksAndDrain(const json& rec) {
 // (--gtest_repeat=20: 13 of 40 cases failed); CI failed one at 97 %. How near the ceiling it gets
 // is a performance number (doc/perf.md), so there only the model's honesty is checked (share 0).
 void CheckWireAtFullLoad(const json& rec, double share) {
+  // Under a sanitizer the product runs 2-3x slower (clang's ASan build, which carries the
+  // fuzzers' coverage too, more: CI-style runs here saw e1000 with 8 producers at 96 % of the
+  // wire): how near the ceiling a cell gets is checked in the normal build, here the model's
+  // honesty only.
+  if (kSanitized) share = 0;
   const json& r = rec["results"];
   const std::string cell = rec["config"].dump();
   ASSERT_FALSE(r["link_ceiling"].is_null()) << cell;
