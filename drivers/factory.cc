@@ -19,9 +19,8 @@ unsigned DriverSpec::ring() const {
 }
 
 uint64_t DriverSpec::own_pool_bytes() const {
-  // VerbsTx::Init's receive pool, room for the largest IPoIB MTU.
   if (const auto* v = std::get_if<verbs::VerbsOptions>(&options))
-    return PoolBytes(v->rq_depth + verbs::kReceivePoolSlack, 4096);
+    return verbs::ReceivePoolBytes(*v);
   return 0;
 }
 

@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (tests/fuzz: frames from the wire, every text option, result
 # documents) with clang, AddressSanitizer and UndefinedBehaviorSanitizer in FUZZ_BUILD (default
 # build-fuzz/, configured here; CI passes build-asan/, which scripts/sanitize.sh configures the
-# same way with the verbs driver in and has built), and runs
+# same way and has built), and runs
 # each for FUZZ_SECONDS (default 60, as CI) from its seed corpus in tests/fuzz/corpus/<target>/ (new
 # inputs go to a scratch directory; the corpus in the tree changes only by hand). A crash, a
 # leak, a sanitizer report or a trap fails the run and leaves the input in FUZZ_BUILD/crashes/:

@@ -593,10 +593,9 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
 
   int status = kExitOk;
   const uint64_t frames = 2ull * ethdev::kRingSize + 64 + (*link ? (*link)->limit : 0);
-  // A verbs port's receive buffers: its queue's depth, a poll's worth more, what a link holds,
-  // each room for the largest IPoIB MTU.
+  // A verbs port's receive buffers, and what a link in front of the sink holds of them.
   const uint64_t receive_bytes =
-      vport ? PoolBytes(vport->rq_depth + 256 + (*link ? (*link)->limit : 0), 4096) : 0;
+      vport ? verbs::ReceivePoolBytes(*vport, *link ? (*link)->limit : 0) : 0;
   auto fwd = StartForwarding(frames, a.mtu, *memory, eal_args, &status, receive_bytes);
   if (!fwd) return Fail(status, fwd.error());
   const double tsc_hz = fwd->eal->tsc_hz();

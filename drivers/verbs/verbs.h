@@ -72,6 +72,11 @@ std::string GidText(const std::array<uint8_t, 16>& gid);
 // false) needs only the Q_Key the senders use: qpn and the route may be left out (qpn stays 0).
 Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required = true);
 
+// The memory of a verbs queue's own receive pool (VerbsTx::Init): rq_depth, the slack and `held`
+// frames a caller keeps (a link in front of a sink), each with room for the largest IPoIB MTU.
+// For the EAL estimate of a run (DriverSpec::own_pool_bytes) and of a sink.
+uint64_t ReceivePoolBytes(const VerbsOptions& options, unsigned held = 0);
+
 // Whether this txbatch was built with libibverbs, and if not, why (for the one sentence).
 bool Available();
 std::string_view UnavailableReason();

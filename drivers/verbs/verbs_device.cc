@@ -83,13 +83,16 @@ class RealUdQueuePair final : public UdQueuePair {
     if (!plan) return plan.error();
     ibv_device_attr da{};
     (void)ibv_query_device(ctx_, &da);
-    const unsigned depth =
-        std::min<unsigned>(o.sq_depth, da.max_qp_wr > 0 ? da.max_qp_wr : o.sq_depth);
-    // The device's limits hold (its receive CQ too); a depth cut is said in the port's line.
-    unsigned rq_depth =
-        std::min<unsigned>(o.rq_depth, da.max_qp_wr > 0 ? da.max_qp_wr : o.rq_depth);
-    if (da.max_cqe > static_cast<int>(kCqSlack))
-      rq_depth = std::min<unsigned>(rq_depth, static_cast<unsigned>(da.max_cqe) - kCqSlack);
+    // The device's limits hold for both queues and their CQs; a depth cut is said in the port's
+    // line.
+    const auto fit = [&da](unsigned asked) {
+      if (da.max_qp_wr > 0) asked = std::min<unsigned>(asked, static_cast<unsigned>(da.max_qp_wr));
+      if (da.max_cqe > static_cast<int>(kCqSlack))
+        asked = std::min<unsigned>(asked, static_cast<unsigned>(da.max_cqe) - kCqSlack);
+      return asked;
+    };
+    const unsigned depth = fit(o.sq_depth);
+    const unsigned rq_depth = fit(o.rq_depth);
     if ((pd_ = ibv_alloc_pd(ctx_)) == nullptr) return Fail("allocate a protection domain on");
     send_cq_ = ibv_create_cq(ctx_, static_cast<int>(depth + kCqSlack), nullptr, nullptr, 0);
     recv_cq_ = ibv_create_cq(ctx_, static_cast<int>(rq_depth + kCqSlack), nullptr, nullptr, 0);

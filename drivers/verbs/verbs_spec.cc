@@ -6,6 +6,7 @@
 #include <charconv>
 #include <vector>
 
+#include "dataplane/mempool.h"
 #include "drivers/verbs/verbs.h"
 #include "txbatch_config.h"
 
@@ -199,6 +200,11 @@ Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required) {
                                          "1..sq_depth",
                                          o.signal_every, spec, o.sq_depth));
   return o;
+}
+
+uint64_t ReceivePoolBytes(const VerbsOptions& options, unsigned held) {
+  constexpr unsigned kLargestIpoibMtu = 4096;  // IB's 4096-byte MTU, IPoIB's 4092 + headers
+  return PoolBytes(options.rq_depth + kReceivePoolSlack + held, kLargestIpoibMtu);
 }
 
 bool Available() { return TXBATCH_HAVE_VERBS; }

@@ -113,6 +113,8 @@ TEST(VerbsSpec, ASinkPostsADeeperReceiveQueueThanASenderUnlessTold) {
   ASSERT_TRUE(given) << given.error().message;
   EXPECT_EQ(given->rq_depth, 64u);
   EXPECT_EQ(ParseVerbsSpec(given->ToString(), false)->rq_depth, 64u);
+  // A sink's estimate: its queue, and the frames a link in front of it holds.
+  EXPECT_EQ(ReceivePoolBytes(*given, 100), PoolBytes(64 + kReceivePoolSlack + 100, 4096));
   // The EAL estimate covers the receive buffers it keeps posted (their own pool).
   auto d = ParseDriverSpec("verbs:mlx5_0:1,qpn=72,qkey=1,lid=3,rq_depth=1024");
   ASSERT_TRUE(d);
