@@ -1,8 +1,8 @@
 #include "dataplane/mempool.h"
 
 #include <fmt/format.h>
-#include <rte_errno.h>
 #include <rte_eal.h>
+#include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_memory.h>
 #include <rte_memzone.h>
@@ -67,14 +67,15 @@ void FreeChunk(rte_mempool_memhdr*, void* memzone) {
 int PopulateSpread(rte_mempool* mp) {
   for (unsigned chunk = 0; mp->populated_size < mp->size; ++chunk) {
     size_t min_chunk = 0, align = 0;
-    const ssize_t want = rte_mempool_op_calc_mem_size_default(
-        mp, mp->size - mp->populated_size, 0, &min_chunk, &align);
+    const ssize_t want = rte_mempool_op_calc_mem_size_default(mp, mp->size - mp->populated_size, 0,
+                                                              &min_chunk, &align);
     if (want < 0) return static_cast<int>(want);
     const std::string mz_name = fmt::format("MP_{}_{}", mp->name, chunk);
-    const rte_memzone* mz = rte_memzone_reserve_aligned(mz_name.c_str(), want, mp->socket_id,
-                                                        0, align);
+    const rte_memzone* mz =
+        rte_memzone_reserve_aligned(mz_name.c_str(), want, mp->socket_id, 0, align);
     // Fragmented memory: the largest free block, if it holds at least one object.
-    if (mz == nullptr) mz = rte_memzone_reserve_aligned(mz_name.c_str(), 0, mp->socket_id, 0, align);
+    if (mz == nullptr)
+      mz = rte_memzone_reserve_aligned(mz_name.c_str(), 0, mp->socket_id, 0, align);
     if (mz == nullptr) return -rte_errno;
     if (mz->len < min_chunk) {
       rte_memzone_free(mz);

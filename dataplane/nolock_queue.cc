@@ -14,7 +14,9 @@ namespace txbatch {
 
 NolockTxQueue::NolockTxQueue(TxDriver& driver, const FlushPolicy& policy,
                              const TxQueueConfig& config, const RunWindow& window)
-    : TxQueue(driver, policy, config, window), qdisc_(config.txqueuelen) {}
+    : TxQueue(driver, policy, config, window),
+      qdisc_(config.txqueuelen),
+      run_(policy, config.dedicated, WakeLevel(config.txqueuelen)) {}
 
 NolockTxQueue::~NolockTxQueue() { StopIrq(); }
 
@@ -64,6 +66,8 @@ void NolockTxQueue::WaitForSpace(int band) {
 }
 
 void NolockTxQueue::TryRun(Counter& runs) {
+  // This call's quota (Linux __qdisc_run's): a pass taken again after MISSED goes on with what
+  // is left of it. run_ is touched only while the flag is held.
   int quota = kDevTxWeight;
   bool counted = false;
   while (true) {
@@ -74,17 +78,21 @@ void NolockTxQueue::TryRun(Counter& runs) {
       if (running_.load()) return;
       continue;
     }
+    if (!counted) runs.Add();
+    counted = true;
     missed_.store(false);
     // Frames pushed by a producer that lost the flag, and a restart the txirq published, must be
     // seen by this run: order them before its first look at the queue (C++'s model, not only
     // x86's, guarantees it with the fence).
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (!counted) runs.Add();
-    counted = true;
-    quota = Run(quota);
+    run_.Begin(quota);
+    (void)Run();
+    quota = run_.quota();
     running_.store(false);
     if (quota <= 0) {
-      // __netif_schedule: the softirq role continues with a fresh quota.
+      // __netif_schedule, once the flag is free for the softirq role's fresh run. The backlog
+      // is read after the release, not taken from Settle: a producer that found the flag taken
+      // just before it was let go left its frame (and MISSED) for this run to see.
       if (!qdisc_.empty()) Kick(true);
       return;
     }
@@ -94,33 +102,37 @@ void NolockTxQueue::TryRun(Counter& runs) {
   }
 }
 
-int NolockTxQueue::Run(int quota) {
-  while (quota > 0 && !tx_stopped_.load(std::memory_order_acquire)) {
-    batch_.Clear();
+RunNext NolockTxQueue::Run() {
+  const auto stopped = [this] { return tx_stopped_.load(std::memory_order_acquire); };
+  while (true) {
+    if (!run_.Open(stopped, /*resched_pending=*/nullptr)) return RunNext::kEnd;
     const Tsc t0 = Now();
-    const DequeueBudget budget = Plan(quota, qdisc_.requeued());
-    const uint16_t n = qdisc_.DequeueBulk(batch_, budget);
-    if (n == 0) break;
-    if (waiters_.load() > 0 && qdisc_.backlog() <= wake_level_) {
+    bool wake = false;
+    const uint16_t n = run_.Dequeue(
+        qdisc_, Device(), [this] { return waiters_.load(); }, &wake);
+    if (n == 0) return RunNext::kEnd;
+    if (wake) {
       std::lock_guard lk(space_mu_);
       space_cv_.notify_all();
     }
-    const uint16_t accepted = Transmit(batch_, t0, budget.handover);
-    if (accepted < n) {
-      qdisc_.Requeue(batch_.frames().subspan(accepted));
-      counters_.requeues.Add();
-      counters_.requeued_frames.Add(n - accepted);
-    }
-    quota -= n;
+    const uint16_t accepted = Transmit(run_.batch(), t0, run_.handover());
+    const RunNext next = run_.Settle(qdisc_, accepted, counters_);
+    if (next != RunNext::kDequeue) return next;
   }
-  return quota;
 }
 
 void NolockTxQueue::Restart(bool /*resched*/) {
-  if (config_.dedicated) {
-    WakeRunner();  // netif_wake_queue: the runner goes on
-  } else if (!qdisc_.empty()) {
-    TryRun(counters_.reschedules);
+  // No kPending here: a run in progress is the flag's holder, told through MISSED by TryRun.
+  switch (OnRestart(config_.dedicated, /*running=*/false, qdisc_.empty())) {
+    case RestartAction::kWakeRunner:
+      WakeRunner();  // netif_wake_queue: the runner goes on
+      break;
+    case RestartAction::kRun:
+      TryRun(counters_.reschedules);
+      break;
+    case RestartAction::kPending:
+    case RestartAction::kNothing:
+      break;
   }
 }
 
@@ -140,26 +152,25 @@ void NolockTxQueue::WakeRunner() {
   runner_cv_.notify_one();
 }
 
-FlushTrigger NolockTxQueue::RunnerReady(Tsc now) const {
-  const unsigned backlog = qdisc_.backlog();
-  if (backlog == 0 || tx_stopped_.load(std::memory_order_acquire)) return FlushTrigger::kNone;
-  if (draining_.load()) return FlushTrigger::kEnd;
-  const auto n = static_cast<uint16_t>(std::min<unsigned>(backlog, UINT16_MAX));
-  return policy_.Trigger(n, first_enqueued_.load(), now, /*write_done=*/true);
+FlushTrigger NolockTxQueue::Ready(Tsc now) const {
+  return RunnerReady(policy_, qdisc_.backlog(), tx_stopped_.load(std::memory_order_acquire),
+                     draining_.load(), first_enqueued_.load(), now);
 }
 
 void NolockTxQueue::RunnerLoop() {
   const bool registered = EnterServiceThread();
   while (!runner_stop_.load()) {
     const Tsc now = Now();
-    const FlushTrigger why = RunnerReady(now);
+    const FlushTrigger why = Ready(now);
     if (why == FlushTrigger::kNone) {
       // Announce the sleep, then look once more: an enqueue that missed the announcement was
       // seen by this second look (see the note at the top).
       std::unique_lock lk(runner_mu_);
       runner_idle_.store(true);
-      if (!runner_stop_.load() && RunnerReady(Now()) == FlushTrigger::kNone) {
-        const Tsc by = qdisc_.empty() ? kNever : policy_.FlushBy(first_enqueued_.load());
+      if (!runner_stop_.load() && Ready(Now()) == FlushTrigger::kNone) {
+        const Tsc by =
+            RunnerWakeBy(policy_, qdisc_.backlog(), tx_stopped_.load(std::memory_order_acquire),
+                         first_enqueued_.load());
         runner_cv_.wait_for(lk, RunnerSleep(by, now));
       }
       runner_idle_.store(false);
@@ -168,7 +179,8 @@ void NolockTxQueue::RunnerLoop() {
     running_.store(true);  // only this thread runs the qdisc with a dedicated runner
     counters_.runs.Add();
     counters_.flush_triggers[static_cast<size_t>(why)].Add();
-    Run(kDevTxWeight);
+    run_.Begin();
+    (void)Run();  // a dedicated runner goes on after its quota: it has no softirq to hand to
     running_.store(false);
     if (!qdisc_.empty()) first_enqueued_.store(Now());  // what is left starts a new wait
   }

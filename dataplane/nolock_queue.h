@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "dataplane/lockfree_pfifo.h"
+#include "dataplane/qdisc_run.h"
 #include "dataplane/tx_queue.h"
 
 namespace txbatch {
@@ -36,11 +37,11 @@ class NolockTxQueue final : public TxQueue {
   // qdisc_run_begin / __qdisc_run / qdisc_run_end: runs the qdisc if the run flag is free
   // (counting the run in `runs`), else leaves the MISSED note for its holder.
   void TryRun(Counter& runs);
-  // Dequeues and transmits until the qdisc is empty, the queue stops or `quota` frames went;
-  // returns the quota left. Run-flag holder only.
-  int Run(int quota);
+  // QdiscRun's phases until the qdisc is empty, the queue stops or run_'s quota is spent;
+  // returns how the run ended (kDequeue: it may go on, quota left). Run-flag holder only.
+  RunNext Run();
   // Why the dedicated runner should run the qdisc now (kNone: not yet).
-  FlushTrigger RunnerReady(Tsc now) const;
+  FlushTrigger Ready(Tsc now) const;
   // A stream producer's wait for room in `band` (or Abort).
   void WaitForSpace(int band);
 
@@ -50,7 +51,7 @@ class NolockTxQueue final : public TxQueue {
   std::atomic<bool> aborted_{false};
   std::atomic<bool> draining_{false};
   std::atomic<Tsc> first_enqueued_{0};  // when the backlog last became non-empty
-  Batch batch_;                         // the run-flag holder's
+  QdiscRun<LockfreePfifo> run_;         // the run-flag holder's
 
   // Blocked stream producers (the slow path only: a full band).
   std::mutex space_mu_;

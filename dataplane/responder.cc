@@ -8,14 +8,16 @@
 #include <rte_ip.h>
 #include <rte_udp.h>
 
-
 namespace txbatch {
 
 std::string_view IgnoredName(Ignored why) {
   switch (why) {
-    case Ignored::kMalformed: return "malformed";
-    case Ignored::kNotForUs: return "not_for_us";
-    case Ignored::kUnanswered: return "unanswered";
+    case Ignored::kMalformed:
+      return "malformed";
+    case Ignored::kNotForUs:
+      return "not_for_us";
+    case Ignored::kUnanswered:
+      return "unanswered";
   }
   return "?";
 }
@@ -43,9 +45,13 @@ bool Responder::Answer(rte_mbuf* m, Ignored* why) {
   }
   auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
   switch (rte_be_to_cpu_16(eth->ether_type)) {
-    case RTE_ETHER_TYPE_ARP: return AnswerArp(eth, len, why);
-    case RTE_ETHER_TYPE_IPV4: return AnswerIpv4(eth, len, why);
-    default: *why = Ignored::kUnanswered; return false;
+    case RTE_ETHER_TYPE_ARP:
+      return AnswerArp(eth, len, why);
+    case RTE_ETHER_TYPE_IPV4:
+      return AnswerIpv4(eth, len, why);
+    default:
+      *why = Ignored::kUnanswered;
+      return false;
   }
 }
 
@@ -90,8 +96,8 @@ bool Responder::AnswerIpv4(rte_ether_hdr* eth, uint32_t len, Ignored* why) {
   }
   const uint32_t ihl = rte_ipv4_hdr_len(ip);
   const uint32_t total = rte_be_to_cpu_16(ip->total_length);
-  if ((ip->version_ihl >> 4) != 4 || ihl < sizeof(rte_ipv4_hdr) || total < ihl ||
-      total > avail || rte_ipv4_cksum(ip) != 0 ||
+  if ((ip->version_ihl >> 4) != 4 || ihl < sizeof(rte_ipv4_hdr) || total < ihl || total > avail ||
+      rte_ipv4_cksum(ip) != 0 ||
       (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK))) {
     // rte_ipv4_cksum over a header with a valid checksum folds to 0 (it sums the checksum too).
     *why = Ignored::kMalformed;

@@ -2,8 +2,6 @@
 
 #include <rte_lcore.h>
 
-#include <algorithm>
-
 #include "dataplane/frame.h"
 
 namespace txbatch {
@@ -11,7 +9,8 @@ namespace txbatch {
 RootlockTxQueue::RootlockTxQueue(TxDriver& driver, const FlushPolicy& policy,
                                  const TxQueueConfig& config, const RunWindow& window)
     : TxQueue(driver, policy, config, window),
-      qdisc_(config.txqueuelen, config.pfifo ? 1 : kPfifoBands) {}
+      qdisc_(config.txqueuelen, config.pfifo ? 1 : kPfifoBands),
+      run_(policy, config.dedicated, WakeLevel(config.txqueuelen)) {}
 
 RootlockTxQueue::~RootlockTxQueue() { StopIrq(); }
 
@@ -46,11 +45,8 @@ bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
   if (config_.dedicated) {
     // Producers only enqueue; the runner thread sends.
     if (runner_idle_) runner_cv_.notify_one();
-  } else if (run && !running_ && !qdisc_.empty()) {
-    // As __dev_xmit_skb: run the qdisc after the enqueue whatever it returned.
-    running_ = true;
-    counters_.runs.Add();
-    Run(root);
+  } else if (run) {
+    RunIfIdle(root, counters_.runs);  // as __dev_xmit_skb: after the enqueue, whatever it returned
   }
   root.unlock();
   if (!queued) rte_pktmbuf_free(m);
@@ -58,60 +54,58 @@ bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
 }
 
 void RootlockTxQueue::Run(std::unique_lock<std::mutex>& root) {
-  int quota = kDevTxWeight;
+  run_.Begin();
+  const auto stopped = [this] { return tx_stopped_.load(std::memory_order_acquire); };
   while (true) {
-    if (tx_stopped_.load(std::memory_order_acquire)) {
-      // The txirq restarts the queue; if it already did while we held the lock, go on.
-      if (!resched_pending_) break;
-      resched_pending_ = false;
-      continue;
-    }
-    batch_.Clear();
+    if (!run_.Open(stopped, &resched_pending_)) break;
     const Tsc t0 = Now();
-    const DequeueBudget budget = Plan(quota, qdisc_.requeued());
-    const uint16_t n = qdisc_.DequeueBulk(batch_, budget);
+    bool wake = false;
+    const uint16_t n = run_.Dequeue(
+        qdisc_, Device(), [this] { return waiters_; }, &wake);
     if (n == 0) break;
-    if (waiters_ > 0 && qdisc_.backlog() <= wake_level_) space_cv_.notify_all();
+    if (wake) space_cv_.notify_all();
     root.unlock();
-    const uint16_t accepted = Transmit(batch_, t0, budget.handover);
+    const uint16_t accepted = Transmit(run_.batch(), t0, run_.handover());
     root.lock();
-    if (accepted < n) {
-      qdisc_.Requeue(batch_.frames().subspan(accepted));
-      counters_.requeues.Add();
-      counters_.requeued_frames.Add(n - accepted);
-    }
-    quota -= n;
-    if (quota <= 0) {
-      // __netif_schedule: the softirq role continues (a dedicated runner just goes on).
-      if (!config_.dedicated && !qdisc_.empty()) Kick(true);
-      break;
-    }
+    const RunNext next = run_.Settle(qdisc_, accepted, counters_);
+    if (next == RunNext::kDequeue) continue;
+    if (next == RunNext::kReschedule) Kick(true);  // __netif_schedule
+    break;
   }
   resched_pending_ = false;
   running_ = false;
+}
+
+void RootlockTxQueue::RunIfIdle(std::unique_lock<std::mutex>& root, Counter& runs) {
+  if (running_ || qdisc_.empty()) return;
+  running_ = true;
+  runs.Add();
+  Run(root);
 }
 
 void RootlockTxQueue::RunQdisc() {
   std::unique_lock root(root_lock_);
   if (config_.dedicated) {
     if (runner_idle_) runner_cv_.notify_one();
-  } else if (!running_ && !qdisc_.empty()) {
-    running_ = true;
-    counters_.runs.Add();
-    Run(root);
+  } else {
+    RunIfIdle(root, counters_.runs);
   }
 }
 
 void RootlockTxQueue::Restart(bool /*resched*/) {
   std::unique_lock root(root_lock_);
-  if (config_.dedicated) {
-    if (runner_idle_) runner_cv_.notify_one();  // netif_wake_queue: the runner goes on
-  } else if (running_) {
-    resched_pending_ = true;
-  } else if (!qdisc_.empty()) {
-    running_ = true;
-    counters_.reschedules.Add();
-    Run(root);
+  switch (OnRestart(config_.dedicated, running_, qdisc_.empty())) {
+    case RestartAction::kWakeRunner:
+      if (runner_idle_) runner_cv_.notify_one();  // netif_wake_queue: the runner goes on
+      break;
+    case RestartAction::kPending:
+      resched_pending_ = true;
+      break;
+    case RestartAction::kRun:
+      RunIfIdle(root, counters_.reschedules);
+      break;
+    case RestartAction::kNothing:
+      break;
   }
 }
 
@@ -132,12 +126,9 @@ void RootlockTxQueue::WakeRunner() {
   runner_cv_.notify_one();
 }
 
-FlushTrigger RootlockTxQueue::RunnerReady(Tsc now) const {
-  if (qdisc_.empty() || tx_stopped_.load(std::memory_order_acquire)) return FlushTrigger::kNone;
-  if (draining_) return FlushTrigger::kEnd;
-  const auto n = static_cast<uint16_t>(std::min<unsigned>(qdisc_.backlog(), UINT16_MAX));
-  // count:N takes what is queued; buffer:N[:T] waits for N frames or the drain timer.
-  return policy_.Trigger(n, first_enqueued_, now, /*write_done=*/true);
+FlushTrigger RootlockTxQueue::Ready(Tsc now) const {
+  return RunnerReady(policy_, qdisc_.backlog(), tx_stopped_.load(std::memory_order_acquire),
+                     draining_, first_enqueued_, now);
 }
 
 void RootlockTxQueue::RunnerLoop() {
@@ -145,11 +136,12 @@ void RootlockTxQueue::RunnerLoop() {
   std::unique_lock root(root_lock_);
   while (!runner_stop_.load()) {
     const Tsc now = Now();
-    const FlushTrigger why = RunnerReady(now);
+    const FlushTrigger why = Ready(now);
     if (why == FlushTrigger::kNone) {
       // Sleep until an enqueue, a restarted queue, the drain or the buffer's timer; at most
       // kIrqIdlePoll, so nothing is ever left waiting on a missed signal.
-      const Tsc by = qdisc_.empty() ? kNever : policy_.FlushBy(first_enqueued_);
+      const Tsc by = RunnerWakeBy(policy_, qdisc_.backlog(),
+                                  tx_stopped_.load(std::memory_order_acquire), first_enqueued_);
       runner_idle_ = true;
       runner_cv_.wait_for(root, RunnerSleep(by, now));
       runner_idle_ = false;

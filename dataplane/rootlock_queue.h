@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "dataplane/qdisc.h"
+#include "dataplane/qdisc_run.h"
 #include "dataplane/tx_queue.h"
 
 namespace txbatch {
@@ -30,10 +31,13 @@ class RootlockTxQueue final : public TxQueue {
   void Restart(bool resched) override;
   void RunnerLoop() override;
   void WakeRunner() override;
-  // __qdisc_run. Called with root held and running_ set by the caller; clears running_.
+  // __qdisc_run (QdiscRun's phases, the root lock dropped around the driver call). Called with
+  // root held and running_ set by the caller; clears running_.
   void Run(std::unique_lock<std::mutex>& root);
+  // Runs the qdisc when nobody does (counted in `runs`), under root.
+  void RunIfIdle(std::unique_lock<std::mutex>& root, Counter& runs);
   // Why the dedicated runner should run the qdisc now (kNone: not yet). Under root_lock_.
-  FlushTrigger RunnerReady(Tsc now) const;
+  FlushTrigger Ready(Tsc now) const;
 
   std::mutex root_lock_;
   std::condition_variable space_cv_;
@@ -42,7 +46,7 @@ class RootlockTxQueue final : public TxQueue {
   bool resched_pending_ = false;  // the txirq asked for another pass while a runner ran
   bool aborted_ = false;
   unsigned waiters_ = 0;
-  Batch batch_;  // used only by the current runner
+  QdiscRun<PfifoFast> run_;  // the current runner's
   // --runner dedicated: the runner sleeps on runner_cv_ while there is nothing to send.
   std::condition_variable runner_cv_;
   bool runner_idle_ = false;

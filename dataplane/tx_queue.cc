@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "dataplane/nolock_queue.h"
+#include "dataplane/qdisc_run.h"
 #include "dataplane/rootlock_queue.h"
 #include "dataplane/tx_meta.h"
 
@@ -27,9 +28,6 @@ TxQueue::TxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfi
       policy_(policy),
       config_(config),
       window_(window),
-      // Hysteresis, as a socket's write-space callback: wake blocked producers once a quarter of
-      // the band is free, not for every frame dequeued.
-      wake_level_(config.txqueuelen - std::max(1u, config.txqueuelen / 4)),
       // With --qdisc none every producer takes the TX lock for every batch (HARD_TX_LOCK):
       // inheritance's strict hand-over made that contention collapse (measured), so only the
       // qdisc shapes, where producers rarely take it, keep priority inheritance for the txirq.
@@ -72,15 +70,13 @@ void TxQueue::MarkHandover(const Batch& batch) {
   }
 }
 
-DequeueBudget TxQueue::Plan(int quota_left, unsigned requeued) const {
+DequeueContext TxQueue::Device() const {
   DequeueContext ctx;
-  ctx.quota_left = quota_left;
   ctx.has_bql = dev_.has_bql();
   ctx.bql_avail = bql_avail_.load(std::memory_order_acquire);
   ctx.may_bulk = !config_.pfifo;
-  ctx.requeued = requeued;
   ctx.free_slots = free_slots_.load(std::memory_order_acquire);
-  return policy_.Budget(ctx);
+  return ctx;
 }
 
 uint16_t TxQueue::Transmit(const Batch& batch, Tsc t0, Handover handover) {

@@ -167,9 +167,9 @@ class TxQueue {
   // Wakes a sleeping dedicated runner (to see runner_stop_, a drain, an enqueue).
   virtual void WakeRunner() = 0;
 
-  // What a runner that has `quota_left` of its run and finds `requeued` frames at the head may
-  // dequeue next, as the policy says.
-  DequeueBudget Plan(int quota_left, unsigned requeued) const;
+  // What the policy reads of the device before a dequeue (BQL's room, free slots, whether the
+  // qdisc may bulk), as last published under the TX lock; QdiscRun fills in the rest.
+  DequeueContext Device() const;
 
   // Hands `batch` to the driver under the TX lock, as `handover` says (one call; one call per
   // frame with xmit_more), timed from `t0` (taken before the dequeue) into tx_cycles and counted
@@ -186,7 +186,6 @@ class TxQueue {
   const FlushPolicy& policy_;
   const TxQueueConfig config_;
   const RunWindow& window_;
-  const unsigned wake_level_;  // blocked producers are woken once the backlog falls to this
 
   // The driver's Stopped(), published by whoever last held tx_lock_, so a runner can see a
   // stopped queue before dequeuing (Linux dequeue_skb checks netif_xmit_frozen_or_stopped).

@@ -1,6 +1,7 @@
 #pragma once
 // The simulation engine (`--engine sim`, DESIGN.md "Deterministic mode"): one cell on a virtual
-// clock, with the real qdisc (PfifoFast), flush policies, BQL and driver handover (NetdevQueue),
+// clock, with the real qdisc (PfifoFast) and its run (QdiscRun, stepped by SimQueue: the real
+// queues' code), flush policies, BQL and driver handover (NetdevQueue),
 // the emulated NIC, wire and link, frame builder and sink — every frame a real mbuf — but no
 // threads. Producers, the qdisc's runner and the TX-completion role are actors, each on its own
 // simulated CPU; the engine always steps the actor whose clock is earliest (ties by index), one

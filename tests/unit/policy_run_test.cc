@@ -1,7 +1,12 @@
 // The batching policies as the runner applies them, on a scripted driver and a virtual clock:
-// the test decides when the ring has room and what completes (it plays the txirq through
-// TxQueue::Completion; no thread runs), and reads back every driver call — how many frames each
-// handover carried, which were marked xmit_more, how many doorbells rang.
+// the test decides when the ring has room and what completes (it plays the txirq through the
+// queue's completion step; no thread runs), and reads back every driver call — how many frames
+// each handover carried, which were marked xmit_more, how many doorbells rang.
+//
+// Every case runs on the three places a qdisc is run (QdiscRun, dataplane/qdisc_run.h): the
+// root-locked queue, the lock-free queue (--sync nolock) and the simulation's queue
+// (engine/sim_queue.h, stepped by its actors). A pfifo case runs root-locked on the nolock row
+// too, as txbatch runs it (MakeTxQueue: tc's pfifo has no TCQ_F_NOLOCK here).
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -11,6 +16,7 @@
 #include "batching/flush_policy.h"
 #include "dataplane/run_window.h"
 #include "dataplane/tx_queue.h"
+#include "engine/sim_queue.h"
 #include "tests/unit/test_eal.h"
 
 namespace txbatch {
@@ -113,9 +119,100 @@ class ScriptedDriver final : public TxDriver {
   std::deque<rte_mbuf*> ring_;
 };
 
+enum class Engine { kRootlock, kNolock, kSim };
+
+// A queue as a case plays it: a producer's send, and the txirq's work at a virtual time.
+class PlayedQueue {
+ public:
+  virtual ~PlayedQueue() = default;
+  virtual bool Send(rte_mbuf* m, int band) = 0;
+  virtual void Completion(Tsc now, bool resched) = 0;
+  virtual const TxQueueCounters& counters() const = 0;
+  virtual std::optional<uint32_t> bql_limit() = 0;
+  virtual unsigned Purge() = 0;
+};
+
+class RealQueue final : public PlayedQueue {
+ public:
+  RealQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfig& cfg,
+            const RunWindow& window)
+      : q_(MakeTxQueue(driver, policy, cfg, window)) {}
+  bool Send(rte_mbuf* m, int band) override { return q_->Send(m, band); }
+  void Completion(Tsc now, bool resched) override { q_->Completion(now, resched); }
+  const TxQueueCounters& counters() const override { return q_->counters(); }
+  std::optional<uint32_t> bql_limit() override { return q_->bql_limit(); }
+  unsigned Purge() override { return q_->Purge(); }
+
+ private:
+  std::unique_ptr<TxQueue> q_;
+};
+
+// The simulation's queue with free locks (no costs): a producer actor and the txirq actor, each
+// stepped through the run it begins until it is back home.
+class SimulatedQueue final : public PlayedQueue {
+ public:
+  SimulatedQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfig& cfg,
+                 const RunWindow& window)
+      : cpu_{cycles_, window}, q_(driver, nullptr, policy, cfg, cpu_, clock_) {
+    producer_.role = SimRole::kProducer;
+    producer_.step = producer_.home = SimStep::kBuild;
+    producer_.q = &q_;
+    irq_.role = SimRole::kIrq;
+    irq_.step = irq_.home = SimStep::kIrq;
+    irq_.q = &q_;
+    q_.Attach(&irq_, nullptr);
+  }
+  bool Send(rte_mbuf* m, int band) override {
+    producer_.t = clock_.now;
+    if (!q_.Enqueue(producer_, m, band, false)) {
+      rte_pktmbuf_free(m);
+      return false;
+    }
+    Finish(producer_);
+    return true;
+  }
+  void Completion(Tsc now, bool resched) override {
+    clock_.now = std::max(clock_.now, now);
+    irq_.t = clock_.now;
+    // As the real rows: the case says what the txirq was told (a kick the run left is not it).
+    (void)q_.TakeKicks();
+    q_.Complete(irq_, resched);
+    Finish(irq_);
+  }
+  const TxQueueCounters& counters() const override { return q_.counters(); }
+  std::optional<uint32_t> bql_limit() override { return q_.dev().bql_limit(); }
+  unsigned Purge() override { return q_.Purge(); }
+
+ private:
+  // Steps the run `a` began (if it did) to its end.
+  void Finish(SimActor& a) {
+    for (int steps = 0; a.step != a.home; ++steps) {
+      ASSERT_LT(steps, 100000) << "a simulated run that never ends";
+      q_.StepRun(a);
+    }
+  }
+  SimCycles cycles_;
+  VirtualClock clock_;
+  SimCpu cpu_;
+  SimQueue q_;
+  SimActor producer_, irq_;
+};
+
+const char* EngineName(Engine e) {
+  switch (e) {
+    case Engine::kRootlock:
+      return "rootlock";
+    case Engine::kNolock:
+      return "nolock";
+    case Engine::kSim:
+      return "sim";
+  }
+  return "?";
+}
+
 struct Rig {
-  explicit Rig(const char* policy_text, bool pfifo = false, BqlBounds bql = {},
-               bool driver_bql = true)
+  Rig(Engine engine, const char* policy_text, bool pfifo = false, BqlBounds bql = {},
+      bool driver_bql = true)
       : driver(driver_bql) {
     auto spec = ParsePolicySpec(policy_text);
     EXPECT_TRUE(spec.ok()) << policy_text;
@@ -124,8 +221,12 @@ struct Rig {
     cfg.tsc_hz = 1e9;  // the virtual clock ticks in ns
     cfg.track_stages = false;
     cfg.pfifo = pfifo;
+    cfg.nolock = engine == Engine::kNolock;
     cfg.bql = bql;
-    queue = MakeTxQueue(driver, *policy, cfg, window);
+    if (engine == Engine::kSim)
+      queue = std::make_unique<SimulatedQueue>(driver, *policy, cfg, window);
+    else
+      queue = std::make_unique<RealQueue>(driver, *policy, cfg, window);
   }
   ~Rig() {
     driver.Purge();
@@ -152,13 +253,15 @@ struct Rig {
   RunWindow window;
   ScriptedDriver driver;
   std::unique_ptr<FlushPolicy> policy;
-  std::unique_ptr<TxQueue> queue;
+  std::unique_ptr<PlayedQueue> queue;
 };
+
+class PolicyRun : public ::testing::TestWithParam<Engine> {};
 
 using Sizes = std::vector<uint16_t>;
 
-TEST(PolicyRun, BqlBulksFollowTheLimitAsItGrowsFromZero) {
-  Rig rig("bql");
+TEST_P(PolicyRun, BqlBulksFollowTheLimitAsItGrowsFromZero) {
+  Rig rig(GetParam(), "bql");
   rig.Queue(100);
   // Limit 0: the first frame always goes (bytelimit = 0 - len), and stops the queue (avail < 0).
   rig.Irq(1, 512, 0);
@@ -178,8 +281,8 @@ TEST(PolicyRun, BqlBulksFollowTheLimitAsItGrowsFromZero) {
   for (const auto& c : rig.driver.calls) EXPECT_FALSE(c.one) << "bql hands a bulk over in one call";
 }
 
-TEST(PolicyRun, BqlBulksShrinkOnceSlackOutlastsTheHoldTime) {
-  Rig rig("bql", false, BqlBounds{0, kDqlMaxLimit, /*hold_s=*/100e-9});
+TEST_P(PolicyRun, BqlBulksShrinkOnceSlackOutlastsTheHoldTime) {
+  Rig rig(GetParam(), "bql", false, BqlBounds{0, kDqlMaxLimit, /*hold_s=*/100e-9});
   rig.Queue(300);
   rig.Irq(1, 512, 0);
   for (Tsc t = 2; t <= 5; ++t) rig.Irq(t, 512, 512);  // grow: 1000, 3000, 7000, 15000
@@ -198,8 +301,8 @@ TEST(PolicyRun, BqlBulksShrinkOnceSlackOutlastsTheHoldTime) {
     EXPECT_LE(n, shrunk / kFrameBytes + 1) << "limit " << shrunk;
 }
 
-TEST(PolicyRun, Linux2014SlowPathTakesTheFirstFrameAndEightMoreWithOneDoorbellEach) {
-  Rig rig("linux-2014", /*pfifo=*/true, BqlBounds{}, /*driver_bql=*/false);
+TEST_P(PolicyRun, Linux2014SlowPathTakesTheFirstFrameAndEightMoreWithOneDoorbellEach) {
+  Rig rig(GetParam(), "linux-2014", /*pfifo=*/true, BqlBounds{}, /*driver_bql=*/false);
   rig.Queue(30);
   rig.Irq(1, 512, 0);
   EXPECT_EQ(rig.driver.Handovers(), Sizes({9, 9, 9, 3}));
@@ -213,8 +316,8 @@ TEST(PolicyRun, Linux2014SlowPathTakesTheFirstFrameAndEightMoreWithOneDoorbellEa
   EXPECT_EQ(doorbells, 4);  // one per bulk
 }
 
-TEST(PolicyRun, WithoutBqlTheFastPathDoesNotBulk) {
-  Rig rig("linux-2014", false, BqlBounds{}, /*driver_bql=*/false);
+TEST_P(PolicyRun, WithoutBqlTheFastPathDoesNotBulk) {
+  Rig rig(GetParam(), "linux-2014", false, BqlBounds{}, /*driver_bql=*/false);
   rig.Queue(10);
   rig.Irq(1, 512, 0);
   EXPECT_EQ(rig.driver.Handovers(), Sizes(10, 1));  // bytelimit 0 - len: the first frame alone
@@ -223,12 +326,12 @@ TEST(PolicyRun, WithoutBqlTheFastPathDoesNotBulk) {
 // Deep BQL: a fixed 1 MB limit never bounds a bulk here.
 constexpr BqlBounds kDeepBql{1'000'000, 1'000'000, 1.0};
 
-TEST(PolicyRun, TheQuotaEndsARunThatTheTxirqReschedules) {
-  Rig r2014("linux-2014", false, kDeepBql);
+TEST_P(PolicyRun, TheQuotaEndsARunThatTheTxirqReschedules) {
+  Rig r2014(GetParam(), "linux-2014", false, kDeepBql);
   r2014.Queue(100);
   r2014.Irq(1, 512, 0);
   EXPECT_EQ(r2014.driver.Handovers(), Sizes({100}));  // only BQL bounds a 2014 bulk: quota overshot
-  Rig r2025("linux-2025", false, kDeepBql);
+  Rig r2025(GetParam(), "linux-2025", false, kDeepBql);
   r2025.Queue(100);
   r2025.Irq(1, 512, 0);
   EXPECT_EQ(r2025.driver.Handovers(), Sizes({64}));  // capped by the quota; the run yields
@@ -238,7 +341,7 @@ TEST(PolicyRun, TheQuotaEndsARunThatTheTxirqReschedules) {
   EXPECT_EQ(r2025.queue->counters().reschedules.Get(), before + 1);
 }
 
-TEST(PolicyRun, Linux2025CapsEachBulkByTheQuotaLeft) {
+TEST(PolicyBudget, Linux2025CapsEachBulkByTheQuotaLeft) {
   const auto policy = MakeFlushPolicy(*ParsePolicySpec("linux-2025"), 1e9);
   DequeueContext ctx;
   ctx.has_bql = true;
@@ -251,8 +354,8 @@ TEST(PolicyRun, Linux2025CapsEachBulkByTheQuotaLeft) {
   EXPECT_EQ(old->Budget(ctx).handover, Handover::kXmitMore);
 }
 
-TEST(PolicyRun, RequeuedFramesComeBackAsTheirListIn2014AndAloneIn2025) {
-  Rig r2014("linux-2014", false, kDeepBql);
+TEST_P(PolicyRun, RequeuedFramesComeBackAsTheirListIn2014AndAloneIn2025) {
+  Rig r2014(GetParam(), "linux-2014", false, kDeepBql);
   r2014.Queue(30);
   r2014.Irq(1, 10, 0);
   // 10 taken; the ring is then full, so the chain ends (the 10th rang) and 20 are requeued.
@@ -262,7 +365,7 @@ TEST(PolicyRun, RequeuedFramesComeBackAsTheirListIn2014AndAloneIn2025) {
   r2014.Irq(3, 10, 10);
   EXPECT_EQ(r2014.driver.Handovers(), Sizes({10}));
 
-  Rig r2025("linux-2025", false, kDeepBql);
+  Rig r2025(GetParam(), "linux-2025", false, kDeepBql);
   r2025.Queue(30);
   r2025.Irq(1, 10, 0);
   EXPECT_EQ(r2025.driver.Handovers(), Sizes({10}));
@@ -273,10 +376,10 @@ TEST(PolicyRun, RequeuedFramesComeBackAsTheirListIn2014AndAloneIn2025) {
             r2014.queue->counters().requeued_frames.Get());
 }
 
-TEST(PolicyRun, AFrameThatStopsTheQueueThroughBqlRingsTheDoorbell) {
+TEST_P(PolicyRun, AFrameThatStopsTheQueueThroughBqlRingsTheDoorbell) {
   // Slow path (no byte bound) into a fixed 3000-byte limit: the 4th frame takes the queue over
   // it, so it goes without xmit_more and the chain ends; nothing is left unrung.
-  Rig rig("linux-2014", true, BqlBounds{3000, 3000, 1.0});
+  Rig rig(GetParam(), "linux-2014", true, BqlBounds{3000, 3000, 1.0});
   rig.Queue(20);
   rig.Irq(1, 512, 0);
   ASSERT_GE(rig.driver.calls.size(), 4u);
@@ -287,8 +390,8 @@ TEST(PolicyRun, AFrameThatStopsTheQueueThroughBqlRingsTheDoorbell) {
   EXPECT_EQ(rig.queue->counters().requeued_frames.Get(), 5u);  // the rest of the 9
 }
 
-TEST(PolicyRun, CountNTakesRequeuedFramesFirstThenTheBandsInOneCall) {
-  Rig rig("count:8");
+TEST_P(PolicyRun, CountNTakesRequeuedFramesFirstThenTheBandsInOneCall) {
+  Rig rig(GetParam(), "count:8");
   rig.Queue(20);
   rig.Irq(1, 5, 0);
   EXPECT_EQ(rig.driver.Handovers(), Sizes({8}));  // 5 accepted, 3 requeued
@@ -297,8 +400,8 @@ TEST(PolicyRun, CountNTakesRequeuedFramesFirstThenTheBandsInOneCall) {
   for (const auto& c : rig.driver.calls) EXPECT_FALSE(c.one);
 }
 
-TEST(PolicyRun, Blist2007OffersNoMoreThanTheFreeSlots) {
-  Rig rig("blist-2007");
+TEST_P(PolicyRun, Blist2007OffersNoMoreThanTheFreeSlots) {
+  Rig rig(GetParam(), "blist-2007");
   rig.Queue(30);
   rig.Irq(1, 10, 0);
   EXPECT_EQ(rig.driver.Handovers(), Sizes({10}));
@@ -309,6 +412,120 @@ TEST(PolicyRun, Blist2007OffersNoMoreThanTheFreeSlots) {
   EXPECT_EQ(rig.queue->counters().requeues.Get(), 0u);
   for (const auto& c : rig.driver.calls) EXPECT_EQ(c.offered, c.accepted);
 }
+
+// The interleaving the real queues get from threads, stepped by hand on the simulation's queue:
+// the txirq asks for a reschedule while a producer's run is in its driver call, and that call
+// fills the ring. The run must see the stopped queue and end, as RootlockTxQueue::Run does (it
+// reads the queue once more after clearing resched_pending), not offer the full ring a bulk
+// (the simulation's own copy of the run did: it went on to dequeue whenever a restart was
+// pending, stopped or not).
+TEST(SimQueueRun, ARescheduleDuringARunDoesNotMakeItOfferAStoppedQueue) {
+  ScriptedDriver driver(/*bql=*/false);
+  auto policy = MakeFlushPolicy(*ParsePolicySpec("count:4"), 1e9);
+  TxQueueConfig cfg;
+  cfg.tsc_hz = 1e9;
+  cfg.track_stages = false;
+  RunWindow window;
+  SimCycles cycles;
+  VirtualClock clock;
+  const SimCpu cpu{cycles, window};
+  SimQueue q(driver, nullptr, *policy, cfg, cpu, clock);
+  SimActor p1, p2, irq;
+  for (SimActor* a : {&p1, &p2}) {
+    a->step = a->home = SimStep::kBuild;
+    a->q = &q;
+    a->t = 1;
+  }
+  irq.role = SimRole::kIrq;
+  irq.step = irq.home = SimStep::kIrq;
+  irq.q = &q;
+  irq.t = 1;
+  q.Attach(&irq, nullptr);
+  const auto frame = [] {
+    rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
+    EXPECT_NE(m, nullptr);
+    EXPECT_NE(rte_pktmbuf_append(m, kFrameBytes), nullptr);
+    return m;
+  };
+  const auto finish = [&](SimActor& a) {
+    for (int i = 0; a.step != a.home && i < 1000; ++i) q.StepRun(a);
+    EXPECT_EQ(a.step, a.home);
+  };
+  driver.next_capacity = 4;  // the ring opens with 4 slots
+  q.Complete(irq, false);
+  for (int i = 0; i < 3; ++i) {  // three frames go out, one slot is left
+    ASSERT_TRUE(q.Enqueue(p1, frame(), 1, false));
+    finish(p1);
+  }
+  ASSERT_EQ(driver.FreeSlots(), 1u);
+  ASSERT_TRUE(q.Enqueue(p1, frame(), 1, false));
+  q.StepRun(p1);  // p1's run dequeued its frame and is about to call the driver
+  ASSERT_EQ(p1.step, SimStep::kXmit);
+  for (int i = 0; i < 3; ++i) {  // p2 enqueues meanwhile (p1 runs the qdisc)
+    ASSERT_TRUE(q.Enqueue(p2, frame(), 1, false));
+    ASSERT_EQ(p2.step, SimStep::kBuild) << "a producer that finds the qdisc running only enqueues";
+  }
+  // A run spent its quota: the txirq reschedules, and finds p1 running: a restart is pending.
+  q.Complete(irq, /*resched=*/true);
+  EXPECT_EQ(irq.step, SimStep::kIrq);
+  driver.calls.clear();
+  finish(p1);  // the driver call fills the ring; the run sees it stopped
+  ASSERT_EQ(driver.calls.size(), 1u);
+  EXPECT_EQ(driver.calls[0].accepted, 1);
+  EXPECT_EQ(q.counters().requeues.Get(), 0u) << "a stopped queue was offered a bulk";
+  EXPECT_EQ(q.qdisc().backlog(), 3u);
+  driver.next_capacity = 4;
+  driver.to_complete = 4;
+  driver.calls.clear();
+  q.Complete(irq, false);  // the ring empties: the txirq runs the qdisc, which sends the three
+  finish(irq);
+  EXPECT_EQ(driver.Handovers(), Sizes({3}));
+  EXPECT_TRUE(q.qdisc().empty());
+  driver.Purge();
+}
+
+// An abandoned simulation frees what its queue holds: between a driver call that took part of
+// the bulk and the requeue of the rest, only the refused frames are the queue's (the accepted
+// are in the driver's ring and go with its Purge). Freeing the whole bulk freed those twice.
+TEST(SimQueueRun, PurgeBetweenTheDriverCallAndTheRequeueFreesEveryFrameOnce) {
+  ScriptedDriver driver(/*bql=*/false);
+  auto policy = MakeFlushPolicy(*ParsePolicySpec("count:8"), 1e9);
+  TxQueueConfig cfg;
+  cfg.tsc_hz = 1e9;
+  cfg.track_stages = false;
+  RunWindow window;
+  SimCycles cycles;
+  VirtualClock clock;
+  const SimCpu cpu{cycles, window};
+  SimQueue q(driver, nullptr, *policy, cfg, cpu, clock);
+  SimActor p, irq;
+  p.step = p.home = SimStep::kBuild;
+  p.q = &q;
+  irq.role = SimRole::kIrq;
+  irq.step = irq.home = SimStep::kIrq;
+  irq.q = &q;
+  q.Attach(&irq, nullptr);
+  const unsigned in_use = rte_mempool_in_use_count(test::Pool());
+  for (int i = 0; i < 12; ++i) {  // the ring is closed: every run ends at once
+    rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
+    ASSERT_NE(m, nullptr);
+    ASSERT_TRUE(q.Enqueue(p, m, 1, false));
+    while (p.step != p.home) q.StepRun(p);
+  }
+  driver.next_capacity = 5;
+  q.Complete(irq, false);  // 5 slots: the txirq's run dequeues 8
+  ASSERT_EQ(irq.step, SimStep::kDequeue);
+  q.StepRun(irq);
+  q.StepRun(irq);  // the driver took 5 of the 8; 3 wait to be requeued
+  ASSERT_EQ(irq.step, SimStep::kRequeue);
+  ASSERT_EQ(driver.InFlight(), 5u);
+  EXPECT_EQ(q.Purge(), 12u) << "5 in the ring, 3 refused in hand, 4 queued";
+  EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), in_use);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, PolicyRun,
+                         ::testing::Values(Engine::kRootlock, Engine::kNolock, Engine::kSim),
+                         [](const auto& info) { return EngineName(info.param); });
 
 }  // namespace
 }  // namespace txbatch

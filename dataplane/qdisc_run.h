@@ -1,0 +1,155 @@
+#pragma once
+// The qdisc run, written once (Linux __qdisc_run -> qdisc_restart -> sch_direct_xmit), for the
+// three places that run a qdisc: the root-locked queue (rootlock_queue.cc) wraps its phases in
+// the root lock, the lock-free queue (nolock_queue.cc) runs them while it holds the run flag,
+// and the simulation (engine/sim_queue.cc) takes them as its actors' steps and charges virtual
+// time per phase. Neither a lock nor a clock is inside: a caller brings its own synchronisation
+// and time.
+//
+// One run is, until it ends:
+//   1. Open, Dequeue — a stopped queue ends the run; else, under the policy's budget
+//      (DequeueContext: what the device lets it take), a bulk from the qdisc; nothing dequeued
+//      ends the run;
+//   2. hand over — the caller gives batch() to the driver (its TX lock, its clock) and learns
+//      how many frames were accepted;
+//   3. Settle — the refused frames go back to the head (requeue counted), the quota is charged,
+//      and the run goes on, ends, or ends asking the completion role to run it again
+//      (__netif_schedule) when the quota is spent with frames left.
+// The decisions around a run are here too: when a dedicated runner runs (RunnerReady), until
+// when it may sleep (RunnerWakeBy) and what a completion that restarted the queue does
+// (OnRestart).
+
+#include <algorithm>
+#include <cstdint>
+
+#include "base/tsc.h"
+#include "batching/batch.h"
+#include "batching/flush_policy.h"
+#include "dataplane/tx_queue.h"
+
+namespace txbatch {
+
+// The backlog at which a run wakes blocked stream producers: hysteresis, as a socket's
+// write-space callback — once a quarter of a band of `txqueuelen` is free, not for every frame
+// dequeued.
+inline unsigned WakeLevel(unsigned txqueuelen) { return txqueuelen - std::max(1u, txqueuelen / 4); }
+
+// What a run does after Settle.
+enum class RunNext : uint8_t {
+  kDequeue,     // go on: the next bulk
+  kEnd,         // the run is over
+  kReschedule,  // over with its quota spent and frames left: kick the completion role
+};
+
+// `Qdisc`: PfifoFast (under a root lock, or the simulation's) or LockfreePfifo (run-flag holder).
+template <class Qdisc>
+class QdiscRun {
+ public:
+  // `dedicated`: a dedicated runner, which goes on after its quota (it has no softirq to
+  // hand the rest to). `wake_level`: blocked producers are woken once the backlog falls to it.
+  QdiscRun(const FlushPolicy& policy, bool dedicated, unsigned wake_level)
+      : policy_(policy), dedicated_(dedicated), wake_level_(wake_level) {}
+
+  // A run starts with a fresh quota (dev_tx_weight), or what is left of one (a run flag's
+  // holder that let its flag go and took it again after MISSED).
+  void Begin(int quota = kDevTxWeight) { quota_ = quota; }
+
+  // Phase 1, in two steps. First whether the queue takes frames at all: `stopped()` reads
+  // whether the driver's queue is stopped (Linux dequeue_skb's netif_xmit_frozen_or_stopped),
+  // which ends the run unless the completion role restarted it during this run
+  // (`resched_pending`, cleared here; nullptr where a run flag's MISSED note does that job) —
+  // then it is read once more.
+  template <class StoppedFn>
+  static bool Open(StoppedFn&& stopped, bool* resched_pending) {
+    while (stopped()) {
+      if (resched_pending == nullptr || !*resched_pending) return false;
+      *resched_pending = false;
+    }
+    return true;
+  }
+
+  // Then the dequeue. `device` is what the policy reads of the device (BQL's room, free slots,
+  // whether bulking is allowed); the quota and the requeued count are filled in here. Returns
+  // how many frames batch() holds now (0: the run ends); `wake` says whether blocked producers
+  // should be woken: `waiters()` of them wait and the backlog fell to the wake level. The count
+  // is read after the dequeue: a producer counts itself before it looks at its band (the
+  // lock-free queue's Dekker pair), so one that still saw it full is seen here.
+  template <class WaitersFn>
+  uint16_t Dequeue(Qdisc& qdisc, DequeueContext device, WaitersFn&& waiters, bool* wake) {
+    batch_.Clear();
+    device.quota_left = quota_;
+    device.requeued = qdisc.requeued();
+    const DequeueBudget budget = policy_.Budget(device);
+    handover_ = budget.handover;
+    const uint16_t n = qdisc.DequeueBulk(batch_, budget);
+    *wake = n > 0 && waiters() > 0 && qdisc.backlog() <= wake_level_;
+    return n;
+  }
+
+  // Phase 3, after the driver accepted `accepted` of batch(): requeues the rest at the head
+  // (counted in `c`), charges the quota and says what comes next. Leaves batch() empty.
+  RunNext Settle(Qdisc& qdisc, uint16_t accepted, TxQueueCounters& c) {
+    const uint16_t n = batch_.size();
+    if (accepted < n) {
+      qdisc.Requeue(batch_.frames().subspan(accepted));
+      c.requeues.Add();
+      c.requeued_frames.Add(n - accepted);
+    }
+    batch_.Clear();
+    quota_ -= n;
+    if (quota_ > 0) return RunNext::kDequeue;
+    // __netif_schedule: the softirq role continues (a dedicated runner just goes on).
+    return !dedicated_ && !qdisc.empty() ? RunNext::kReschedule : RunNext::kEnd;
+  }
+
+  // The bulk in hand between Dequeue and Settle (what the driver is offered, as handover()).
+  Batch& batch() { return batch_; }
+  Handover handover() const { return handover_; }
+  // What is left of the run's quota.
+  int quota() const { return quota_; }
+
+ private:
+  const FlushPolicy& policy_;
+  const bool dedicated_;
+  const unsigned wake_level_;
+  int quota_ = kDevTxWeight;
+  Batch batch_;
+  Handover handover_ = Handover::kBurst;
+};
+
+// Why a dedicated runner should run the qdisc now (kNone: not yet): nothing when the qdisc is
+// empty or the queue stopped, the drain once generation ended, else the policy's trigger on
+// the backlog (count:N takes what is queued; buffer:N[:T] waits for N frames or its timer).
+inline FlushTrigger RunnerReady(const FlushPolicy& policy, unsigned backlog, bool stopped,
+                                bool draining, Tsc first_enqueued, Tsc now) {
+  if (backlog == 0 || stopped) return FlushTrigger::kNone;
+  if (draining) return FlushTrigger::kEnd;
+  const auto n = static_cast<uint16_t>(std::min<unsigned>(backlog, UINT16_MAX));
+  return policy.Trigger(n, first_enqueued, now, /*write_done=*/true);
+}
+
+// Until when a dedicated runner that found nothing to do may sleep, unless woken by an enqueue,
+// a restarted queue or the drain: the buffer's timer, or kNever (an empty qdisc or a stopped
+// queue waits for a wake).
+inline Tsc RunnerWakeBy(const FlushPolicy& policy, unsigned backlog, bool stopped,
+                        Tsc first_enqueued) {
+  return backlog == 0 || stopped ? kNever : policy.FlushBy(first_enqueued);
+}
+
+// What the completion role does when it restarted a stopped queue or a run asked to be
+// rescheduled (Linux netif_wake_queue / net_tx_action).
+enum class RestartAction : uint8_t {
+  kWakeRunner,  // --runner dedicated: the runner goes on
+  kPending,     // somebody runs the qdisc: it looks at the queue once more (resched_pending)
+  kRun,         // run the qdisc now, counted as a reschedule
+  kNothing,     // nothing queued
+};
+// `running`: a run is in progress and will see a pending restart (false where a run flag's
+// MISSED note does that job).
+inline RestartAction OnRestart(bool dedicated, bool running, bool empty) {
+  if (dedicated) return RestartAction::kWakeRunner;
+  if (running) return RestartAction::kPending;
+  return empty ? RestartAction::kNothing : RestartAction::kRun;
+}
+
+}  // namespace txbatch

@@ -1,0 +1,253 @@
+#include "engine/sim_queue.h"
+
+#include <algorithm>
+
+#include "dataplane/frame.h"
+#include "dataplane/tx_meta.h"
+
+namespace txbatch {
+
+SimCycles::SimCycles(const CostModel& c)
+    : write(Round(c.write)),
+      frame(Round(c.frame)),
+      lock(Round(c.lock)),
+      lock_contended(Round(c.lock_contended)),
+      enqueue(Round(c.enqueue)),
+      dequeue(Round(c.dequeue)),
+      dequeue_frame(Round(c.dequeue_frame)),
+      xmit_call(Round(c.xmit_call)),
+      xmit_frame(Round(c.xmit_frame)),
+      completion(Round(c.completion)),
+      completion_frame(Round(c.completion_frame)),
+      deliver(Round(c.deliver)) {}
+
+SimQueue::SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy,
+                   const TxQueueConfig& config, const SimCpu& cpu, VirtualClock& clock)
+    : driver_(driver),
+      sink_(sink),
+      policy_(policy),
+      config_(config),
+      cpu_(cpu),
+      clock_(clock),
+      dev_(driver, policy, config.bql, config.tsc_hz, qc_),
+      qdisc_(config.txqueuelen, config.pfifo ? 1 : kPfifoBands),
+      run_(policy, config.dedicated, WakeLevel(config.txqueuelen)),
+      meta_offset_(config.track_stages ? TxMetaOffset() : -1) {}
+
+bool SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited) {
+  cpu_.Acquire(p, root_free_);
+  if (qdisc_.band_full(band)) {
+    root_free_ = p.t;
+    return false;
+  }
+  // A frame that waited enters the stack now (RootlockTxQueue::Send).
+  if (waited) RestampTx(m, p.t);
+  if (qdisc_.empty()) first_enqueued_ = p.t;
+  cpu_.Work(p, cpu_.c.enqueue);
+  (void)qdisc_.Enqueue(m, band);  // cannot fail: the band has room
+  root_free_ = p.t;
+  if (config_.dedicated) {
+    WakeRunner(p.t);  // producers only enqueue; the runner sends
+  } else if (!running_) {
+    BeginRun(p, false);  // as __dev_xmit_skb: run the qdisc after the enqueue
+  }
+  return true;
+}
+
+void SimQueue::Block(SimActor& p) {
+  p.step = SimStep::kBlocked;
+  p.t = kNever;
+  waiters_.push_back(&p);
+}
+
+uint16_t SimQueue::SendBatch(SimActor& p, Batch& own) {
+  const Tsc t0 = p.t;
+  const auto n = own.size();
+  cpu_.Acquire(p, tx_free_);
+  clock_.now = p.t;
+  if (meta_offset_ >= 0) MarkHandover(own.frames(), p.t, meta_offset_);
+  bool stopped_now = false;
+  const uint64_t handled = Handled();
+  const uint16_t accepted = dev_.Xmit(own.frames(), Handover::kBurst, &stopped_now);
+  p.t = std::max(p.t, clock_.now);
+  cpu_.Work(p, cpu_.c.xmit_call + cpu_.c.xmit_frame * n + cpu_.c.deliver * (Handled() - handled));
+  tx_free_ = p.t;
+  qc_.batch_hist[n].Add();
+  qc_.dropped_noqueue.Add(n - accepted);
+  qc_.tx_cycles.Add(p.t - t0);
+  if (stopped_now) Kick(p.t, false);
+  own.ConsumeFront(accepted);
+  return accepted;
+}
+
+void SimQueue::BeginRun(SimActor& a, bool resched) {
+  running_ = true;
+  (resched ? qc_.reschedules : qc_.runs).Add();
+  run_.Begin();
+  a.step = SimStep::kDequeue;
+}
+
+void SimQueue::StepRun(SimActor& a) {
+  switch (a.step) {
+    case SimStep::kDequeue:
+      return Dequeue(a);
+    case SimStep::kXmit:
+      return Xmit(a);
+    case SimStep::kRequeue:
+      return Requeue(a);
+    default:
+      return;
+  }
+}
+
+void SimQueue::Dequeue(SimActor& a) {
+  // A stopped queue ends the run before it takes the root lock (not charged).
+  if (!run_.Open([this] { return dev_.Stopped(); }, &resched_pending_)) return EndRun(a);
+  run_t0_ = a.t;
+  cpu_.Acquire(a, root_free_);
+  DequeueContext device;
+  device.has_bql = dev_.has_bql();
+  device.bql_avail = dev_.bql_avail();
+  device.may_bulk = !config_.pfifo;
+  device.free_slots = driver_.FreeSlots();
+  bool wake = false;
+  const uint16_t n = run_.Dequeue(
+      qdisc_, device, [this] { return waiters_.size(); }, &wake);
+  // A dequeue that finds nothing (the one ending every run) costs only its lock.
+  if (n > 0) cpu_.Work(a, cpu_.c.dequeue + cpu_.c.dequeue_frame * n);
+  root_free_ = a.t;
+  if (n == 0) return EndRun(a);
+  if (wake) {
+    for (SimActor* w : waiters_) SimCpu::Wake(*w, a.t);
+    waiters_.clear();
+  }
+  a.step = SimStep::kXmit;
+}
+
+void SimQueue::Xmit(SimActor& a) {
+  const Batch& batch = run_.batch();
+  cpu_.Acquire(a, tx_free_);
+  if (meta_offset_ >= 0) MarkHandover(batch.frames(), a.t, meta_offset_);
+  const uint64_t calls = driver_.counters().xmit_calls.Get();
+  const uint64_t handled = Handled();
+  clock_.now = a.t;
+  bool stopped_now = false;
+  accepted_ = dev_.Xmit(batch.frames(), run_.handover(), &stopped_now);
+  a.t = std::max(a.t, clock_.now);
+  cpu_.Work(a, cpu_.c.xmit_call * (driver_.counters().xmit_calls.Get() - calls) +
+                   cpu_.c.xmit_frame * batch.size() + cpu_.c.deliver * (Handled() - handled));
+  tx_free_ = a.t;
+  qc_.batch_hist[batch.size()].Add();
+  qc_.tx_cycles.Add(a.t - run_t0_);
+  if (stopped_now) Kick(a.t, false);
+  if (accepted_ < batch.size()) {
+    a.step = SimStep::kRequeue;  // the refused go back under the root lock
+    handed_over_ = true;         // the accepted are the driver's now
+    return;
+  }
+  Settle(a);
+}
+
+void SimQueue::Requeue(SimActor& a) {
+  cpu_.Acquire(a, root_free_);
+  Settle(a);
+  root_free_ = a.t;
+}
+
+void SimQueue::Settle(SimActor& a) {
+  handed_over_ = false;
+  switch (run_.Settle(qdisc_, accepted_, qc_)) {
+    case RunNext::kDequeue:
+      a.step = SimStep::kDequeue;
+      return;
+    case RunNext::kReschedule:
+      Kick(a.t, true);  // __netif_schedule
+      return EndRun(a);
+    case RunNext::kEnd:
+      return EndRun(a);
+  }
+}
+
+void SimQueue::EndRun(SimActor& a) {
+  resched_pending_ = false;
+  running_ = false;
+  a.step = a.home;
+  if (a.role == SimRole::kRunner && !qdisc_.empty()) first_enqueued_ = a.t;  // a new wait
+}
+
+void SimQueue::Poll(SimActor& r, bool draining) {
+  const bool stopped = dev_.Stopped();
+  const FlushTrigger why =
+      RunnerReady(policy_, qdisc_.backlog(), stopped, draining, first_enqueued_, r.t);
+  if (why == FlushTrigger::kNone) {
+    // Asleep until an enqueue, a restart, the drain or the buffer's timer.
+    const Tsc by = RunnerWakeBy(policy_, qdisc_.backlog(), stopped, first_enqueued_);
+    r.t = by > r.t ? by : kNever;
+    return;
+  }
+  qc_.flush_triggers[static_cast<size_t>(why)].Add();
+  BeginRun(r, false);
+}
+
+void SimQueue::Kick(Tsc at, bool resched) {
+  irq_kicked_ = true;
+  irq_resched_ |= resched;
+  if (irq_ != nullptr && irq_->step == SimStep::kIrq) SimCpu::Wake(*irq_, at);
+}
+
+void SimQueue::Restart(SimActor& irq) {
+  switch (OnRestart(config_.dedicated, running_, qdisc_.empty())) {
+    case RestartAction::kWakeRunner:
+      return WakeRunner(irq.t);  // netif_wake_queue: the runner goes on
+    case RestartAction::kPending:
+      resched_pending_ = true;
+      return;
+    case RestartAction::kRun:
+      return BeginRun(irq, true);
+    case RestartAction::kNothing:
+      return;
+  }
+}
+
+bool SimQueue::TakeKicks() {
+  const bool resched = irq_resched_;
+  irq_kicked_ = irq_resched_ = false;
+  return resched;
+}
+
+void SimQueue::Complete(SimActor& irq, bool resched) {
+  cpu_.Acquire(irq, tx_free_);
+  clock_.now = irq.t;
+  unsigned reclaimed = 0;
+  const uint64_t handled = Handled();
+  const bool woke = dev_.Complete(irq.t, &reclaimed);
+  const Tsc t0 = irq.t;
+  cpu_.Work(irq, cpu_.c.completion + cpu_.c.completion_frame * reclaimed +
+                     cpu_.c.deliver * (Handled() - handled));
+  if (reclaimed > 0) {
+    qc_.completions.Add();
+    qc_.completion_frames.Add(reclaimed);
+    qc_.completion_cycles.Add(irq.t - t0);
+  }
+  tx_free_ = irq.t;
+  if (woke || resched) Restart(irq);
+}
+
+bool SimQueue::Drained() const {
+  return qdisc_.empty() && !running_ && driver_.InFlight() == 0 && waiters_.empty();
+}
+
+unsigned SimQueue::Purge() {
+  unsigned n = qdisc_.Purge() + driver_.Purge();
+  // The bulk in hand: all of it before the driver call, only the refused after it (the
+  // accepted went with the driver's Purge).
+  Batch& batch = run_.batch();
+  const auto mine = batch.frames().subspan(handed_over_ ? accepted_ : 0);
+  if (!mine.empty()) rte_pktmbuf_free_bulk(mine.data(), mine.size());
+  n += mine.size();
+  batch.Clear();
+  handed_over_ = false;
+  return n;
+}
+
+}  // namespace txbatch

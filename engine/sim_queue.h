@@ -1,0 +1,193 @@
+#pragma once
+// One TX queue of the simulation (--engine sim): its qdisc, its device side (NetdevQueue over the
+// driver) and the state of its root lock, TX lock and txirq, stepped by the simulation's actors
+// on a virtual clock. The qdisc run is QdiscRun's (dataplane/qdisc_run.h), the code the real
+// queues run; here each phase is one actor step — the dequeue under the root lock, the driver
+// call under the TX lock, the requeue under the root lock again — charged the cost model's
+// cycles. The locks are spin locks granted in time order: an actor that finds one held spins
+// (CPU time) until it is free.
+//
+// Not thread-safe: the simulation has no threads. Public so that scripted tests can play a queue
+// the way tests/unit/policy_run_test.cc plays the real ones.
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/tsc.h"
+#include "batching/batch.h"
+#include "batching/flush_policy.h"
+#include "dataplane/netdev_queue.h"
+#include "dataplane/qdisc.h"
+#include "dataplane/qdisc_run.h"
+#include "dataplane/run_window.h"
+#include "dataplane/rx_sink.h"
+#include "dataplane/tx_driver.h"
+#include "dataplane/tx_queue.h"
+#include "engine/cost_model.h"
+
+namespace txbatch {
+
+// The cost model in whole cycles (rounded once, at setup: the virtual clock is an integer TSC).
+struct SimCycles {
+  SimCycles() = default;
+  explicit SimCycles(const CostModel& c);
+  static Tsc Round(double x) { return static_cast<Tsc>(std::llround(std::max(0.0, x))); }
+  Tsc write = 0, frame = 0, lock = 0, lock_contended = 0, enqueue = 0, dequeue = 0,
+      dequeue_frame = 0, xmit_call = 0, xmit_frame = 0, completion = 0, completion_frame = 0,
+      deliver = 0;
+};
+
+enum class SimRole : uint8_t { kProducer, kRunner, kIrq };
+
+// What an actor does at its next step.
+enum class SimStep : uint8_t {
+  kBuild,    // producer: build the next frame (starting a write when the last one is done)
+  kEnqueue,  // producer: put the frame built into the qdisc (or its own batch)
+  kBlocked,  // producer: its band was full; woken when the runner frees room
+  kDequeue,  // runner (any role): a bulk dequeue under the root lock
+  kXmit,     // runner: hand the bulk to the driver under the TX lock
+  kRequeue,  // runner: put what the driver refused back at the head
+  kPoll,     // dedicated runner: is there something to send?
+  kIrq,      // txirq: reclaim completions
+  kDone,
+};
+
+class SimQueue;
+
+// A simulated thread, on its own simulated CPU.
+struct SimActor {
+  SimRole role = SimRole::kProducer;
+  SimQueue* q = nullptr;  // the TX queue it sends on (producer i: queue i mod queues)
+  unsigned index = 0;     // producer index (flow); ties in time go to the lower actor number
+  SimStep step = SimStep::kBuild;
+  Tsc t = kNever;                  // when its next step happens (kNever: asleep until woken)
+  Tsc busy = 0;                    // cycles of CPU it used inside the window
+  SimStep home = SimStep::kBuild;  // where it goes back to when a qdisc run ends
+  // Producer.
+  std::vector<unsigned> write;  // payloads of the current write's frames
+  size_t next_frame = 0;
+  bool finishing = false;  // generation stopped: these are the corked remainder
+  rte_mbuf* held = nullptr;
+  unsigned held_payload = 0;
+  bool held_waited = false;
+  double next_pace = 0;
+  Batch own;  // --qdisc none: its own batch
+  Tsc own_first = 0;
+};
+
+// The CPU time every actor step is charged: the cost model and the measurement window.
+struct SimCpu {
+  const SimCycles& c;
+  const RunWindow& window;
+  void Work(SimActor& a, Tsc cycles) const {
+    if (window.Contains(a.t)) a.busy += cycles;
+    a.t += cycles;
+  }
+  // Spin lock free from `free_at`: `a` spins until then (CPU time), pays the acquisition, and
+  // more when it had to wait (the lock's line comes from the last holder's core).
+  void Acquire(SimActor& a, Tsc free_at) const {
+    if (free_at > a.t) Work(a, free_at - a.t + c.lock_contended);
+    Work(a, c.lock);
+  }
+  static void Wake(SimActor& a, Tsc at) {
+    if (a.t == kNever || a.t > at) a.t = at;
+  }
+};
+
+class SimQueue {
+ public:
+  // `config`: txqueuelen, pfifo, dedicated, bql and tsc_hz are read (QueueConfigFor's). `sink`
+  // (may be null) is where the driver delivers: what it handles in a step costs `deliver` each.
+  // `clock` is the driver's clock, set to the stepping actor's time before each driver call.
+  SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy, const TxQueueConfig& config,
+           const SimCpu& cpu, VirtualClock& clock);
+
+  // The actors that play this queue's txirq and (--runner dedicated) its runner.
+  void Attach(SimActor* irq, SimActor* runner) {
+    irq_ = irq;
+    runner_ = runner;
+  }
+
+  // Producer `p`, at p.t, puts `m` (ownership moves on success) into `band` under the root lock.
+  // `waited`: it was blocked, so the frame is restamped. A full band returns false (m stays the
+  // caller's, to drop or to Block on). Then, as Send: wakes the dedicated runner, or starts a run
+  // by `p` (p.step becomes kDequeue) when nobody runs.
+  bool Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited);
+  // `p` sleeps until a run frees room (p.t becomes kNever).
+  void Block(SimActor& p);
+
+  // --qdisc none: `p` hands `own` to the driver under the TX lock (TxQueue::SendBatch); the
+  // accepted leave `own`, the refused stay for the caller to drop.
+  uint16_t SendBatch(SimActor& p, Batch& own);
+
+  // A qdisc run by `a`, begun (counted as a run or, `resched`, a reschedule) or stepped: one of
+  // its phases per call while a.step is kDequeue, kXmit or kRequeue. When it ends a.step is
+  // a.home again.
+  void BeginRun(SimActor& a, bool resched);
+  void StepRun(SimActor& a);
+
+  // The txirq's reclaim at irq.t (TxQueue::Completion): may begin a run by `irq`, when the
+  // reclaim restarted a stopped queue or `resched` (a run spent its quota) asks for one.
+  void Complete(SimActor& irq, bool resched);
+  // Tells the txirq: the queue stopped, or (`resched`) a run spent its quota.
+  void Kick(Tsc at, bool resched);
+  bool kicked() const { return irq_kicked_ || irq_resched_; }
+  // The txirq wakes: what it was told since it last woke (whether a reschedule was asked for),
+  // forgotten now.
+  bool TakeKicks();
+
+  // A dedicated runner's poll at r.t (`draining`: generation ended): begins a run, or sets r.t
+  // to when it looks again (kNever: when woken).
+  void Poll(SimActor& r, bool draining);
+  void WakeRunner(Tsc at) {
+    if (runner_ != nullptr && runner_->step == SimStep::kPoll) SimCpu::Wake(*runner_, at);
+  }
+
+  // Nothing queued, nobody running or blocked, nothing in the driver.
+  bool Drained() const;
+  // Frees what an abandoned run left (qdisc, the bulk in hand, the driver); returns how many.
+  unsigned Purge();
+
+  TxDriver& driver() { return driver_; }
+  const TxDriver& driver() const { return driver_; }
+  NetdevQueue& dev() { return dev_; }
+  PfifoFast& qdisc() { return qdisc_; }
+  const PfifoFast& qdisc() const { return qdisc_; }
+  TxQueueCounters& counters() { return qc_; }
+  const TxQueueCounters& counters() const { return qc_; }
+
+ private:
+  void Dequeue(SimActor& a);
+  void Xmit(SimActor& a);
+  void Requeue(SimActor& a);
+  void Settle(SimActor& a);
+  void EndRun(SimActor& a);
+  void Restart(SimActor& irq);
+  uint64_t Handled() const { return sink_ != nullptr ? sink_->handled() : 0; }
+
+  TxDriver& driver_;
+  RxSink* sink_;
+  const FlushPolicy& policy_;
+  const TxQueueConfig config_;
+  const SimCpu cpu_;
+  VirtualClock& clock_;
+  TxQueueCounters qc_;
+  NetdevQueue dev_;
+  PfifoFast qdisc_;
+  QdiscRun<PfifoFast> run_;  // the current run's (one at a time: running_)
+  SimActor* irq_ = nullptr;
+  SimActor* runner_ = nullptr;
+  std::vector<SimActor*> waiters_;   // blocked producers, in the order they blocked
+  Tsc root_free_ = 0, tx_free_ = 0;  // when its root lock and TX lock are next free
+  Tsc first_enqueued_ = 0;
+  Tsc run_t0_ = 0;  // the current bulk's start (tx_cycles)
+  uint16_t accepted_ = 0;
+  bool handed_over_ = false;  // between the driver call and Settle: accepted_ are the driver's
+  const int meta_offset_;     // TxMetaOffset() with config.track_stages, else -1
+  bool running_ = false, resched_pending_ = false;
+  bool irq_kicked_ = false, irq_resched_ = false;
+};
+
+}  // namespace txbatch
