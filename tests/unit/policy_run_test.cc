@@ -9,6 +9,7 @@
 // too, as txbatch runs it (MakeTxQueue: tc's pfifo has no TCQ_F_NOLOCK here).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <deque>
 #include <memory>
 #include <vector>
@@ -198,17 +199,7 @@ class SimulatedQueue final : public PlayedQueue {
   SimActor producer_, irq_;
 };
 
-const char* EngineName(Engine e) {
-  switch (e) {
-    case Engine::kRootlock:
-      return "rootlock";
-    case Engine::kNolock:
-      return "nolock";
-    case Engine::kSim:
-      return "sim";
-  }
-  return "?";
-}
+constexpr std::array<const char*, 3> kEngineNames = {"rootlock", "nolock", "sim"};
 
 struct Rig {
   Rig(Engine engine, const char* policy_text, bool pfifo = false, BqlBounds bql = {},
@@ -525,7 +516,9 @@ TEST(SimQueueRun, PurgeBetweenTheDriverCallAndTheRequeueFreesEveryFrameOnce) {
 
 INSTANTIATE_TEST_SUITE_P(Engines, PolicyRun,
                          ::testing::Values(Engine::kRootlock, Engine::kNolock, Engine::kSim),
-                         [](const auto& info) { return EngineName(info.param); });
+                         [](const auto& info) {
+                           return kEngineNames[static_cast<size_t>(info.param)];
+                         });
 
 }  // namespace
 }  // namespace txbatch
