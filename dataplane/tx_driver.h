@@ -51,19 +51,40 @@ struct WireSpec {
 enum class CountedAt : uint8_t { kWire, kRx, kDriver };
 std::string_view CountedAtName(CountedAt c);
 
-struct DriverCounters {
-  Counter xmit_calls;       // Xmit calls that offered at least one frame
-  Counter offered;          // frames offered to Xmit
-  Counter accepted;         // frames Xmit accepted (sent, in the books)
-  Counter doorbells;        // tail-register writes (drivers that own one)
-  Counter completed_bytes;  // bytes Complete reclaimed (drivers with BQL, has_bql())
-  Counter stops;            // times the queue stopped because the ring filled
+// A driver's counters (DriverCounters, live) and their values at one moment (DriverCounts).
+template <class C>
+struct DriverCountersOf {
+  C xmit_calls;       // Xmit calls that offered at least one frame
+  C offered;          // frames offered to Xmit
+  C accepted;         // frames Xmit accepted (sent, in the books)
+  C doorbells;        // tail-register writes (drivers that own one)
+  C completed_bytes;  // bytes Complete reclaimed (drivers with BQL, has_bql())
+  C stops;            // times the queue stopped because the ring filled
   // Departures in the run window (counted_at == wire): frames, payload and wire bytes, and the
   // wire's busy time in TSC cycles.
-  Counter window_frames, window_payload_bytes, window_wire_bytes, window_busy_tsc;
-  Counter last_departure;       // TSC of the latest departure so far
-  Counter window_max_idle_tsc;  // longest idle stretch of the wire that ended in the window
+  C window_frames, window_payload_bytes, window_wire_bytes, window_busy_tsc;
+  C last_departure;       // TSC of the latest departure so far
+  C window_max_idle_tsc;  // longest idle stretch of the wire that ended in the window
+
+  // Every field once (base/counters.h): totals, snapshots and window differences read this.
+  template <class F, class... S>
+  static void Fields(F&& f, S&... s) {
+    f(Sum{}, s.xmit_calls...);
+    f(Sum{}, s.offered...);
+    f(Sum{}, s.accepted...);
+    f(Sum{}, s.doorbells...);
+    f(Sum{}, s.completed_bytes...);
+    f(Sum{}, s.stops...);
+    f(Sum{}, s.window_frames...);
+    f(Sum{}, s.window_payload_bytes...);
+    f(Sum{}, s.window_wire_bytes...);
+    f(Sum{}, s.window_busy_tsc...);
+    f(Max{}, s.last_departure...);
+    f(Max{}, s.window_max_idle_tsc...);
+  }
 };
+struct DriverCounters : DriverCountersOf<Counter> {};
+struct DriverCounts : DriverCountersOf<uint64_t> {};
 
 class TxDriver {
  public:

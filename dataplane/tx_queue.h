@@ -67,34 +67,62 @@ struct TxQueueConfig {
   BqlBounds bql;
 };
 
-struct TxQueueCounters {
-  SharedCounter dropped_qdisc_full;  // datagram producers that found their band full
-  SharedCounter dropped_aborted;     // frames refused after Abort() (a drain that did not finish)
-  SharedCounter waits;               // times a stream producer blocked on a full band
-  Counter dropped_noqueue;           // --qdisc none: frames the driver refused (Linux drops them)
-  Counter requeues;                  // driver calls that left frames to requeue at the head
-  Counter requeued_frames;
-  Counter reschedules;   // qdisc runs started by the txirq role
-  Counter runs;          // qdisc runs started by producers (or the dedicated runner)
-  SharedCounter missed;  // nolock: producers that found the run flag taken (__QDISC_STATE_MISSED)
-  Counter tx_cycles;     // TSC spent dequeuing + in Xmit (the TX path)
+// A queue's counters (TxQueueCounters, live: SharedCounter where producers write outside any
+// lock) and their values at one moment (TxQueueCounts).
+template <class C, class S = C>
+struct TxQueueCountersOf {
+  S dropped_qdisc_full;  // datagram producers that found their band full
+  S dropped_aborted;     // frames refused after Abort() (a drain that did not finish)
+  S waits;               // times a stream producer blocked on a full band
+  C dropped_noqueue;     // --qdisc none: frames the driver refused (Linux drops them)
+  C requeues;            // driver calls that left frames to requeue at the head
+  C requeued_frames;
+  C reschedules;  // qdisc runs started by the txirq role
+  C runs;         // qdisc runs started by producers (or the dedicated runner)
+  S missed;       // nolock: producers that found the run flag taken (__QDISC_STATE_MISSED)
+  C tx_cycles;    // TSC spent dequeuing + in Xmit (the TX path)
   // The completion role's reclaims that freed something: calls, frames, and the TSC they took
   // under the TX lock (the driver's reclaim and the sink's delivery), for calibrate.
-  Counter completions, completion_frames, completion_cycles;
+  C completions, completion_frames, completion_cycles;
   // Longest the txirq woke after the completion deadline it slept for, within the run window:
   // the scheduler's (or the host's) delay in serving the modelled interrupt. Large values
   // explain an idle wire.
-  Counter irq_max_late_tsc;
-  std::array<Counter, kMaxBatch + 1> batch_hist;  // frames offered per Xmit call
+  C irq_max_late_tsc;
+  std::array<C, kMaxBatch + 1> batch_hist;  // frames offered per Xmit call
   // A dedicated runner's runs, by why it ran (buffer:N's N, its timer, the drain; count:N runs
   // on whatever is there: kWriteDone).
-  std::array<Counter, kFlushTriggers> flush_triggers;
+  std::array<C, kFlushTriggers> flush_triggers;
   // BQL (policies that read it, on drivers that report completions): times the stack stopped
   // the queue because the bytes in the driver reached the limit (__QUEUE_STATE_STACK_XOFF),
   // and the largest limit it reached.
-  Counter bql_stops;
-  Counter bql_limit_max;
+  C bql_stops;
+  C bql_limit_max;
+
+  // Every field once (base/counters.h): totals, snapshots and window differences read this.
+  template <class F, class... Q>
+  static void Fields(F&& f, Q&... q) {
+    f(Sum{}, q.dropped_qdisc_full...);
+    f(Sum{}, q.dropped_aborted...);
+    f(Sum{}, q.waits...);
+    f(Sum{}, q.dropped_noqueue...);
+    f(Sum{}, q.requeues...);
+    f(Sum{}, q.requeued_frames...);
+    f(Sum{}, q.reschedules...);
+    f(Sum{}, q.runs...);
+    f(Sum{}, q.missed...);
+    f(Sum{}, q.tx_cycles...);
+    f(Sum{}, q.completions...);
+    f(Sum{}, q.completion_frames...);
+    f(Sum{}, q.completion_cycles...);
+    f(Max{}, q.irq_max_late_tsc...);
+    f(Sum{}, q.batch_hist...);
+    f(Sum{}, q.flush_triggers...);
+    f(Sum{}, q.bql_stops...);
+    f(Max{}, q.bql_limit_max...);
+  }
 };
+struct TxQueueCounters : TxQueueCountersOf<Counter, SharedCounter> {};
+struct TxQueueCounts : TxQueueCountersOf<uint64_t> {};
 
 class TxQueue {
  public:

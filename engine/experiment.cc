@@ -92,66 +92,12 @@ unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
 
 CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, double cpu_ns,
                              uint64_t ctxsw) {
-  CounterSnapshot s{};
-  s.xmit_calls = d.xmit_calls.Get();
-  s.offered = d.offered.Get();
-  s.accepted = d.accepted.Get();
-  s.doorbells = d.doorbells.Get();
-  s.tx_cycles = q.tx_cycles.Get();
-  s.completions = q.completions.Get();
-  s.completion_frames = q.completion_frames.Get();
-  s.completion_cycles = q.completion_cycles.Get();
-  s.requeues = q.requeues.Get();
-  s.requeued_frames = q.requeued_frames.Get();
-  s.missed = q.missed.Get();
-  s.bql_stops = q.bql_stops.Get();
-  s.stops = d.stops.Get();
-  s.waits = q.waits.Get();
-  s.reschedules = q.reschedules.Get();
+  CounterSnapshot s;
+  ReadInto(s.d, d);
+  ReadInto(s.q, q);
   s.ctxsw = ctxsw;
-  for (size_t i = 0; i < s.hist.size(); ++i) s.hist[i] = q.batch_hist[i].Get();
   s.cpu_ns = cpu_ns;
   return s;
-}
-
-void SumInto(DriverCounters& t, const DriverCounters& d) {
-  for (auto [to, from] : {std::pair{&t.xmit_calls, &d.xmit_calls},
-                          {&t.offered, &d.offered},
-                          {&t.accepted, &d.accepted},
-                          {&t.doorbells, &d.doorbells},
-                          {&t.completed_bytes, &d.completed_bytes},
-                          {&t.stops, &d.stops},
-                          {&t.window_frames, &d.window_frames},
-                          {&t.window_payload_bytes, &d.window_payload_bytes},
-                          {&t.window_wire_bytes, &d.window_wire_bytes},
-                          {&t.window_busy_tsc, &d.window_busy_tsc}})
-    to->Add(from->Get());
-  t.last_departure.Max(d.last_departure.Get());
-  t.window_max_idle_tsc.Max(d.window_max_idle_tsc.Get());
-}
-
-void SumInto(TxQueueCounters& t, const TxQueueCounters& q) {
-  for (auto [to, from] : {std::pair{&t.dropped_qdisc_full, &q.dropped_qdisc_full},
-                          {&t.dropped_aborted, &q.dropped_aborted},
-                          {&t.waits, &q.waits},
-                          {&t.missed, &q.missed}})
-    to->Add(from->Get());
-  for (auto [to, from] : {std::pair{&t.dropped_noqueue, &q.dropped_noqueue},
-                          {&t.requeues, &q.requeues},
-                          {&t.requeued_frames, &q.requeued_frames},
-                          {&t.reschedules, &q.reschedules},
-                          {&t.runs, &q.runs},
-                          {&t.tx_cycles, &q.tx_cycles},
-                          {&t.completions, &q.completions},
-                          {&t.completion_frames, &q.completion_frames},
-                          {&t.completion_cycles, &q.completion_cycles},
-                          {&t.bql_stops, &q.bql_stops}})
-    to->Add(from->Get());
-  t.irq_max_late_tsc.Max(q.irq_max_late_tsc.Get());
-  t.bql_limit_max.Max(q.bql_limit_max.Get());
-  for (size_t i = 0; i < t.batch_hist.size(); ++i) t.batch_hist[i].Add(q.batch_hist[i].Get());
-  for (size_t i = 0; i < t.flush_triggers.size(); ++i)
-    t.flush_triggers[i].Add(q.flush_triggers[i].Get());
 }
 
 void CloseSinks(std::span<RxSink* const> sinks, const std::vector<ProducerStats>& stats) {
@@ -167,8 +113,8 @@ void CloseSinks(std::span<RxSink* const> sinks, const std::vector<ProducerStats>
 
 void QueueTotals::Add(const TxDriver& driver, const TxQueueCounters& q, unsigned queued,
                       std::optional<uint32_t> bql) {
-  SumInto(dc, driver.counters());
-  SumInto(qc, q);
+  AddInto(dc, driver.counters());
+  AddInto(qc, q);
   backlog += queued;
   in_flight += driver.InFlight();
   if (bql) bql_limit = std::max(bql_limit.value_or(0), *bql);
@@ -202,41 +148,39 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   r.mpps = static_cast<double>(r.packets) / ws / 1e6;
   r.mb_per_s = static_cast<double>(dc.window_payload_bytes.Get()) / ws / 1e6;
   r.wire_gbps = static_cast<double>(dc.window_wire_bytes.Get()) * 8 / ws / 1e9;
-  const uint64_t calls = b.xmit_calls - a.xmit_calls;
-  const uint64_t accepted = b.accepted - a.accepted;
+  // What happened in the window.
+  const DriverCounts wd = Difference(b.d, a.d);
+  const TxQueueCounts wq = Difference(b.q, a.q);
   // Frames per handover (the queue's view: with xmit_more the driver sees one frame per call,
   // but the bulk is what shares a doorbell).
   uint64_t handovers = 0, handed = 0;
-  for (size_t i = 1; i < a.hist.size(); ++i) {
-    const uint64_t n = b.hist[i] - a.hist[i];
+  for (size_t i = 1; i < wq.batch_hist.size(); ++i) {
+    const uint64_t n = wq.batch_hist[i];
     handovers += n;
     handed += n * i;
     if (n) r.batch_hist[std::bit_floor(static_cast<unsigned>(i))] += n;
   }
   r.avg_batch = handovers ? static_cast<double>(handed) / static_cast<double>(handovers) : 0;
-  if (accepted > 0) {
-    r.xmit_calls_per_pkt = static_cast<double>(calls) / static_cast<double>(accepted);
-    if (driver.owns_doorbell())
-      r.doorbells_per_pkt =
-          static_cast<double>(b.doorbells - a.doorbells) / static_cast<double>(accepted);
-    r.cycles_per_pkt =
-        static_cast<double>(b.tx_cycles - a.tx_cycles) / static_cast<double>(accepted);
+  if (wd.accepted > 0) {
+    const auto accepted = static_cast<double>(wd.accepted);
+    r.xmit_calls_per_pkt = static_cast<double>(wd.xmit_calls) / accepted;
+    if (driver.owns_doorbell()) r.doorbells_per_pkt = static_cast<double>(wd.doorbells) / accepted;
+    r.cycles_per_pkt = static_cast<double>(wq.tx_cycles) / accepted;
   }
   if (r.packets > 0) r.cpu_ns_per_pkt = (b.cpu_ns - a.cpu_ns) / static_cast<double>(r.packets);
-  if (const uint64_t reclaims = b.completions - a.completions; reclaims > 0) {
-    r.completion_frames_per_call = static_cast<double>(b.completion_frames - a.completion_frames) /
-                                   static_cast<double>(reclaims);
-    r.completion_cycles_per_call = static_cast<double>(b.completion_cycles - a.completion_cycles) /
-                                   static_cast<double>(reclaims);
+  if (wq.completions > 0) {
+    const auto reclaims = static_cast<double>(wq.completions);
+    r.completion_frames_per_call = static_cast<double>(wq.completion_frames) / reclaims;
+    r.completion_cycles_per_call = static_cast<double>(wq.completion_cycles) / reclaims;
   }
-  r.requeues = b.requeues - a.requeues;
-  r.requeued_frames = b.requeued_frames - a.requeued_frames;
-  r.qdisc_missed = b.missed - a.missed;
-  r.queue_stops = b.stops - a.stops;
-  r.producer_waits = b.waits - a.waits;
+  r.requeues = wq.requeues;
+  r.requeued_frames = wq.requeued_frames;
+  r.qdisc_missed = wq.missed;
+  r.queue_stops = wd.stops;
+  r.producer_waits = wq.waits;
   if (const auto limit = run.bql_limit)
-    r.bql = BqlResult{*limit, qc.bql_limit_max.Get(), b.bql_stops - a.bql_stops};
-  r.reschedules = b.reschedules - a.reschedules;
+    r.bql = BqlResult{*limit, qc.bql_limit_max.Get(), wq.bql_stops};
+  r.reschedules = wq.reschedules;
   r.driver_counters = driver.ExtraCounters();  // over the whole cell (warm-up and drain too)
   r.involuntary_ctxsw = b.ctxsw - a.ctxsw;
   r.latency = sink.latency().Summary();
@@ -378,8 +322,8 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
     TxQueueCounters qc;
     for (unsigned q = 0; q < nq; ++q) {
       cpu_ns += ThreadCpuNs(queues[q]->irq_thread());
-      SumInto(dc, drivers[q]->counters());
-      SumInto(qc, queues[q]->counters());
+      AddInto(dc, drivers[q]->counters());
+      AddInto(qc, queues[q]->counters());
     }
     for (auto& t : producers) cpu_ns += ThreadCpuNs(t.native_handle());
     return TakeSnapshot(dc, qc, cpu_ns, InvoluntaryCtxsw());

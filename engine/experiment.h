@@ -166,19 +166,17 @@ double PpsPerProducer(const CellConfig& cfg, const WireSpec& wire);
 // Mbufs a pool must hold for `cfg` (qdisc bands + ring + frames in producers' hands + caches).
 unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores);
 
-// The counters a cell's result is computed from, read at one moment (the window's start or end).
+// The counters a cell's result is computed from, read at one moment (the window's start or end):
+// the drivers' and the queues' (every queue's, summed), the CPU time of the cell's threads and
+// their involuntary context switches.
 struct CounterSnapshot {
-  uint64_t xmit_calls, offered, accepted, doorbells, tx_cycles, requeues, reschedules, ctxsw;
-  uint64_t requeued_frames, stops, waits, missed, bql_stops;
-  uint64_t completions, completion_frames, completion_cycles;
-  std::array<uint64_t, kMaxBatch + 1> hist;
-  double cpu_ns;
+  DriverCounts d;
+  TxQueueCounts q;
+  uint64_t ctxsw = 0;
+  double cpu_ns = 0;
 };
 CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, double cpu_ns,
                              uint64_t ctxsw);
-// Adds one queue's counters to a cell's totals (maxima stay maxima).
-void SumInto(DriverCounters& total, const DriverCounters& d);
-void SumInto(TxQueueCounters& total, const TxQueueCounters& q);
 
 // A cell's TX queues added up for its result: counters summed, what is still queued or in
 // flight, BQL's largest limit.
@@ -198,7 +196,7 @@ struct QueueTotals {
 struct CellRun {
   const CellConfig& cfg;
   const TxDriver& driver;    // the first queue's: what every queue's driver shares (wire, kind)
-  const DriverCounters& dc;  // every queue's, summed (SumInto)
+  const DriverCounters& dc;  // every queue's, summed (AddInto)
   const TxQueueCounters& qc;
   std::optional<uint32_t> bql_limit;
   unsigned backlog;

@@ -235,8 +235,8 @@ CounterSnapshot Simulation::Snapshot() const {
   DriverCounters dc;
   TxQueueCounters qc;
   for (const Lane& l : lanes_) {
-    SumInto(dc, l.driver->counters());
-    SumInto(qc, l.q->counters());
+    AddInto(dc, l.driver->counters());
+    AddInto(qc, l.q->counters());
   }
   return TakeSnapshot(dc, qc, static_cast<double>(busy) * 1e9 / tsc_hz_, 0);
 }
