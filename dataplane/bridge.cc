@@ -1,6 +1,5 @@
 #include "dataplane/bridge.h"
 
-#include <rte_ethdev.h>
 #include <rte_ether.h>
 
 #include <array>
@@ -11,7 +10,7 @@
 namespace txbatch {
 namespace {
 
-// Frames per rte_eth_rx_burst (DPDK's customary 32).
+// Frames per RX burst (DPDK's customary 32).
 constexpr uint16_t kBridgeBurst = 32;
 // The band forwarded frames use (best effort, as the producers').
 constexpr int kBridgeBand = 1;
@@ -28,12 +27,12 @@ bool HasVlanTag(const rte_mbuf* m) {
 
 }  // namespace
 
-BridgeDirection::BridgeDirection(std::string name, uint16_t in_port, TxDriver& out,
+BridgeDirection::BridgeDirection(std::string name, RxPort& in, TxDriver& out,
                                  const PolicySpec& policy, TxQueueConfig config,
                                  const LinkSpec* link, double tsc_hz, unsigned out_mtu,
                                  FrameFilter* filter)
     : name_(std::move(name)),
-      in_port_(in_port),
+      in_(in),
       out_(out),
       policy_(MakeFlushPolicy(policy, tsc_hz)),
       meta_offset_(TxMetaOffset()),
@@ -58,7 +57,7 @@ unsigned BridgeDirection::Poll(Tsc now, bool receive) {
   std::array<rte_mbuf*, kBridgeBurst> rx;
   uint16_t k = 0;
   if (receive) {
-    k = rte_eth_rx_burst(in_port_, 0, rx.data(), kBridgeBurst);
+    k = in_.Receive(rx);
     for (uint16_t i = 0; i < k; ++i) {
       // The frame's time through the bridge starts now (its own stamp: nothing of the frame
       // itself is read or written).

@@ -21,6 +21,7 @@
 #include "dataplane/histogram.h"
 #include "dataplane/link_model.h"
 #include "dataplane/run_window.h"
+#include "dataplane/rx_port.h"
 #include "dataplane/tx_driver.h"
 #include "dataplane/tx_queue.h"
 
@@ -61,12 +62,13 @@ struct DirectionCounts {
 
 class BridgeDirection {
  public:
-  // `out` is the other port's TX side (the responder: its own); `config.time_handover`: stamp
+  // `in` is the port's RX side, `out` the other port's TX side (the responder: its own; both
+  // outlive this); `config.time_handover`: stamp
   // each frame at RX and time it to the handover (TakeLatency); `link` may be null (no
   // impairment this way); `filter` may be null (every frame goes on), else it outlives this.
   // `out_mtu`: the largest IP packet `out` sends; a received frame longer than that and its
   // Ethernet header (and a VLAN tag, if it has one) is freed at RX and counted `oversize`.
-  BridgeDirection(std::string name, uint16_t in_port, TxDriver& out, const PolicySpec& policy,
+  BridgeDirection(std::string name, RxPort& in, TxDriver& out, const PolicySpec& policy,
                   TxQueueConfig config, const LinkSpec* link, double tsc_hz, unsigned out_mtu,
                   FrameFilter* filter = nullptr);
   ~BridgeDirection();
@@ -98,7 +100,7 @@ class BridgeDirection {
   void SendPending();
 
   const std::string name_;
-  const uint16_t in_port_;
+  RxPort& in_;
   TxDriver& out_;
   std::unique_ptr<FlushPolicy> policy_;
   RunWindow window_;  // never opened: the bridge counts for itself

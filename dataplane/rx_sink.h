@@ -18,6 +18,7 @@
 #include "dataplane/frame.h"
 #include "dataplane/histogram.h"
 #include "dataplane/run_window.h"
+#include "dataplane/rx_port.h"
 
 namespace txbatch {
 
@@ -34,7 +35,7 @@ struct SinkCounts {
   uint64_t window_payload_bytes = 0;
 };
 
-class RxSink {
+class RxSink final : public FrameReceiver {
  public:
   // `seq_window`: how far behind the newest frame of its flow a late frame may arrive and still be
   // told apart as reordered (filling a gap) or duplicated; rounded up to a power of two, at least
@@ -54,7 +55,7 @@ class RxSink {
   void CloseFlows(std::span<const uint64_t> next_seq);
 
   // Takes ownership of `frames` (frees them); arrival[i] is frame i's arrival TSC.
-  void Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival);
+  void Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival) override;
 
   // Latency of frames that arrived in the window.
   const LatencyHistogram& latency() const { return latency_; }

@@ -54,8 +54,9 @@ Result<DriverSpec> ParseDriverSpec(std::string_view text) {
 }
 
 Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempool* pool,
-                                               unsigned mtu, RxSink& sink, const RunWindow& window,
-                                               double tsc_hz, const LinkSpec* link) {
+                                               unsigned mtu, FrameReceiver& sink,
+                                               const RunWindow& window, double tsc_hz,
+                                               const LinkSpec* link) {
   if (const auto* e = std::get_if<emu::EmuOptions>(&spec.options))
     return emu::CreateEmuDriver(*e, sink, window, tsc_hz, link);
   if (link != nullptr && link->Active())
@@ -71,7 +72,7 @@ Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempo
 
 Result<std::vector<std::unique_ptr<TxDriver>>> CreateDrivers(const DriverSpec& spec,
                                                              rte_mempool* pool, unsigned mtu,
-                                                             std::span<RxSink* const> sinks,
+                                                             std::span<FrameReceiver* const> sinks,
                                                              const RunWindow& window, double tsc_hz,
                                                              const LinkSpec* link) {
   std::vector<std::unique_ptr<TxDriver>> out;
@@ -88,7 +89,7 @@ Result<std::vector<std::unique_ptr<TxDriver>>> CreateDrivers(const DriverSpec& s
                                           sinks.size()));
   if (const auto* e = std::get_if<emu::EmuOptions>(&spec.options)) {
     const auto wire = std::make_shared<emu::SharedWire>();
-    for (RxSink* sink : sinks)
+    for (FrameReceiver* sink : sinks)
       out.push_back(emu::CreateEmuDriver(*e, *sink, window, tsc_hz, nullptr, nullptr, wire));
     return out;
   }

@@ -12,7 +12,7 @@
 #include "base/error.h"
 #include "dataplane/link_spec.h"
 #include "dataplane/run_window.h"
-#include "dataplane/rx_sink.h"
+#include "dataplane/rx_port.h"
 #include "dataplane/tx_driver.h"
 #include "drivers/emu/emu.h"
 #include "drivers/ethdev/ethdev.h"
@@ -41,15 +41,16 @@ Result<DriverSpec> ParseDriverSpec(std::string_view text);
 // emulated NIC's wire (DPDK ports get the link model with the bridge). Control plane; fails with
 // one sentence.
 Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempool* pool,
-                                               unsigned mtu, RxSink& sink, const RunWindow& window,
-                                               double tsc_hz, const LinkSpec* link = nullptr);
+                                               unsigned mtu, FrameReceiver& sink,
+                                               const RunWindow& window, double tsc_hz,
+                                               const LinkSpec* link = nullptr);
 
 // One driver per TX queue (--queues; one per sink, driver q delivering to sinks[q]): emu rings
 // sharing one wire, or a DPDK port with that many queues. More than one on verbs, or with a
 // link, is refused with a sentence.
 Result<std::vector<std::unique_ptr<TxDriver>>> CreateDrivers(const DriverSpec& spec,
                                                              rte_mempool* pool, unsigned mtu,
-                                                             std::span<RxSink* const> sinks,
+                                                             std::span<FrameReceiver* const> sinks,
                                                              const RunWindow& window, double tsc_hz,
                                                              const LinkSpec* link = nullptr);
 

@@ -274,7 +274,8 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
     sinks.back()->StartFlows(first_seq);
     sink_ptrs.push_back(sinks.back().get());
   }
-  auto created = CreateDrivers(cfg.driver_spec, pool, cfg.mtu, sink_ptrs, window, tsc_hz,
+  const std::vector<FrameReceiver*> receivers(sink_ptrs.begin(), sink_ptrs.end());
+  auto created = CreateDrivers(cfg.driver_spec, pool, cfg.mtu, receivers, window, tsc_hz,
                                cfg.link ? &*cfg.link : nullptr);
   if (!created) return created.error();
   std::vector<std::unique_ptr<TxDriver>> drivers = std::move(*created);

@@ -18,6 +18,7 @@
 #include "dataplane/link_spec.h"
 #include "dataplane/producer.h"
 #include "dataplane/qdisc.h"
+#include "dataplane/rx_sink.h"
 #include "dataplane/tx_queue.h"
 #include "drivers/factory.h"
 #include "engine/cost_model.h"

@@ -128,7 +128,7 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
     if (!checked.insert({cell.driver_spec.ToString(), cell.queues}).second) continue;
     // With every queue the cell asks for: a port with fewer is bad input, found before anything
     // runs.
-    const std::vector<RxSink*> sinks(std::max(1u, cell.queues), &sink);
+    const std::vector<FrameReceiver*> sinks(std::max(1u, cell.queues), &sink);
     auto d = CreateDrivers(cell.driver_spec, pool->get(), cell.mtu, sinks, window, env.tsc_hz);
     if (!d) return fail(kExitBadInput, d.error());
     if (std::string ll = d->front()->link_layer(); !ll.empty())
@@ -190,8 +190,8 @@ int Finish(const std::optional<OutputFile>& json, const nlohmann::json& doc, int
 // Runs every cell of `plan` once per round (interleaved), appending to `records` (cells numbered
 // from `first_cell`). Stops at a signal or a failed cell (status set). A progress line with an
 // ETA goes to stderr when it is a terminal.
-void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& session,
-                 int first_cell, std::vector<CellRecord>& records, int* status, bool* balanced) {
+void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& session, int first_cell,
+                 std::vector<CellRecord>& records, int* status, bool* balanced) {
   const size_t total = cells.size() * static_cast<size_t>(rounds);
   const bool tty = isatty(fileno(stderr));
   const auto started = std::chrono::steady_clock::now();

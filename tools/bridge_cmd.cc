@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -54,10 +53,11 @@ Result<std::optional<LinkSpec>> ParseOneLink(const std::string& text, unsigned m
   auto l = ParseLinkSpec(text);
   if (!l) return l.error();
   if (const double hold = l->MaxHoldS(LargestFrame(mtu)); hold > kMaxLinkHoldS)
-    return MakeError(ERANGE, fmt::format("--link '{}' may hold a frame for {:.0f} s, and the "
-                                         "drain at a stop waits at most {:.0f} s for what a "
-                                         "link holds; valid: {}",
-                                         text, hold, kMaxLinkHoldS, l->HoldAdvice(LargestFrame(mtu))));
+    return MakeError(ERANGE,
+                     fmt::format("--link '{}' may hold a frame for {:.0f} s, and the "
+                                 "drain at a stop waits at most {:.0f} s for what a "
+                                 "link holds; valid: {}",
+                                 text, hold, kMaxLinkHoldS, l->HoldAdvice(LargestFrame(mtu))));
   return l->Active() ? std::optional<LinkSpec>(*l) : std::nullopt;
 }
 
@@ -385,9 +385,9 @@ int BridgeCommand(BridgeArgs a, const std::vector<std::string>& eal_args) {
   {
     // Frames longer than the bridge's MTU or the out-port's are dropped, counted oversize.
     const unsigned mtu_a = std::min(cell->mtu, pa->mtu), mtu_b = std::min(cell->mtu, pb->mtu);
-    BridgeDirection ab("a>b", pa->id, *pb->tx, cell->policy, qcfg,
+    BridgeDirection ab("a>b", *pa->rx, *pb->tx, cell->policy, qcfg,
                        link_ab->has_value() ? &**link_ab : nullptr, tsc_hz, mtu_b);
-    BridgeDirection ba("b>a", pb->id, *pa->tx, cell->policy, qcfg,
+    BridgeDirection ba("b>a", *pb->rx, *pa->tx, cell->policy, qcfg,
                        link_ba->has_value() ? &**link_ba : nullptr, tsc_hz, mtu_a);
     fmt::print("txbatch bridge: A = {} (MTU {}), B = {} (MTU {}); policy {}, {}\n",
                pa->tx->Describe(), mtu_a, pb->tx->Describe(), mtu_b, cell->policy.ToString(),
@@ -479,7 +479,7 @@ int RespondCommand(RespondArgs a, const std::vector<std::string>& eal_args) {
     ResponderFilter filter(mac, *ip, static_cast<uint16_t>(a.udp_echo));
     TxQueueConfig qcfg = QueueConfigFor(*cell, tsc_hz, fwd->eal->cpus());
     qcfg.time_handover = true;
-    BridgeDirection dir("replies", p->id, *p->tx, cell->policy, qcfg,
+    BridgeDirection dir("replies", *p->rx, *p->tx, cell->policy, qcfg,
                         link->has_value() ? &**link : nullptr, tsc_hz, std::min(cell->mtu, p->mtu),
                         &filter);
     char mac_text[RTE_ETHER_ADDR_FMT_SIZE];
@@ -601,7 +601,7 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
   const double tsc_hz = fwd->eal->tsc_hz();
   std::optional<ethdev::ForwardingPort> p;
   std::unique_ptr<verbs::VerbsReceiver> receiver;
-  std::function<uint16_t(std::span<rte_mbuf*>)> burst;
+  RxPort* in = nullptr;  // the receiver's, or the port's
   std::string describe, record_port;
   if (over_verbs) {
     // Connectionless: no link to wait for; senders name this QP (printed below).
@@ -611,7 +611,7 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
     receiver = std::move(*r);
     describe = receiver->Describe();
     record_port = describe;  // the options alone lack the QP number senders name
-    burst = [&receiver](std::span<rte_mbuf*> out) { return receiver->Receive(out); };
+    in = receiver.get();
   } else {
     // A sink waits for its sender: a memif peer, a cable being plugged.
     fmt::print("waiting up to {:g} s for the link of {}\n", kPeerLinkWaitS, port->ToString());
@@ -623,9 +623,7 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
     p = std::move(*e);
     describe = p->tx->Describe();
     record_port = port->ToString();
-    burst = [id = p->id](std::span<rte_mbuf*> out) {
-      return rte_eth_rx_burst(id, 0, out.data(), static_cast<uint16_t>(out.size()));
-    };
+    in = p->rx.get();
   }
   SinkCounts c;
   Tsc first = kNever, last = 0;
@@ -639,8 +637,7 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
     std::optional<LinkModel> model;
     if (*link) model.emplace(**link, tsc_hz);
     fmt::print("txbatch sink: {} counts txbatch frames of flows 0..{}{}; link {}\n", describe,
-               a.flows - 1,
-               a.clocks_synchronised ? ", one-way latency from their TX stamps" : "",
+               a.flows - 1, a.clocks_synchronised ? ", one-way latency from their TX stamps" : "",
                *link ? (*link)->ToString() : "none");
     PrintEalAndReady(fwd->plan, a.duration_s, "receiving");
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -661,7 +658,7 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
     while (!StopRequested()) {
       const Tsc now = Now();
       if (now >= end) break;
-      const uint16_t k = burst(rx);
+      const uint16_t k = in->Receive(rx);
       for (uint16_t i = 0; i < k; ++i) at[i] = now;
       unsigned moved = k;
       if (model) {
@@ -687,7 +684,8 @@ int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
     }
     if (model) {
       // What the link still holds arrives (it was sent); then nothing is left in it.
-      const Tsc drain_end = Now() + static_cast<Tsc>((LongestStayS(**link, a.mtu) + kDrainS) * tsc_hz);
+      const Tsc drain_end =
+          Now() + static_cast<Tsc>((LongestStayS(**link, a.mtu) + kDrainS) * tsc_hz);
       while (model->InFlight() > 0 && Now() < drain_end) {
         const unsigned n = model->Deliver(Now(), rx, at);
         receive({rx.data(), n}, {at.data(), n});

@@ -12,7 +12,7 @@
 #include "base/error.h"
 #include "dataplane/link_spec.h"
 #include "dataplane/run_window.h"
-#include "dataplane/rx_sink.h"
+#include "dataplane/rx_port.h"
 #include "dataplane/tx_driver.h"
 
 namespace txbatch::emu {
@@ -68,7 +68,7 @@ struct SharedWire {
 // With `clock` (the simulation engine) the NIC reads time from it, and its doorbell and
 // descriptor costs advance it instead of being spent as busy-waits. With `wire` (one TX queue of
 // several) its ring sends on that shared wire; without, on a wire of its own.
-std::unique_ptr<TxDriver> CreateEmuDriver(const EmuOptions& options, RxSink& sink,
+std::unique_ptr<TxDriver> CreateEmuDriver(const EmuOptions& options, FrameReceiver& sink,
                                           const RunWindow& window, double tsc_hz,
                                           const LinkSpec* link = nullptr,
                                           VirtualClock* clock = nullptr,

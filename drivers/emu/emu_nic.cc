@@ -20,7 +20,7 @@ inline constexpr unsigned kDeliverChunk = 64;
 
 class EmuNic final : public TxDriver {
  public:
-  EmuNic(const EmuOptions& o, RxSink& sink, const RunWindow& window, double tsc_hz,
+  EmuNic(const EmuOptions& o, FrameReceiver& sink, const RunWindow& window, double tsc_hz,
          const LinkSpec* link, VirtualClock* clock, std::shared_ptr<SharedWire> wire)
       : clock_(clock),
         shared_wire_(std::move(wire)),
@@ -274,7 +274,7 @@ class EmuNic final : public TxDriver {
   double own_link_free_ = 0;  // a wire of its own: TSC (fractional) at which it is next free
   double* const link_free_;   // the wire's: &own_link_free_ or &shared_wire_->free_at
   EmuOptions options_;
-  RxSink& sink_;
+  FrameReceiver& sink_;
   const RunWindow& window_;
   const bool infinite_;
   const double tsc_per_wire_byte_;
@@ -298,7 +298,7 @@ class EmuNic final : public TxDriver {
 
 }  // namespace
 
-std::unique_ptr<TxDriver> CreateEmuDriver(const EmuOptions& options, RxSink& sink,
+std::unique_ptr<TxDriver> CreateEmuDriver(const EmuOptions& options, FrameReceiver& sink,
                                           const RunWindow& window, double tsc_hz,
                                           const LinkSpec* link, VirtualClock* clock,
                                           std::shared_ptr<SharedWire> wire) {

@@ -14,7 +14,7 @@
 
 #include "base/error.h"
 #include "dataplane/run_window.h"
-#include "dataplane/rx_sink.h"
+#include "dataplane/rx_port.h"
 #include "dataplane/tx_driver.h"
 
 namespace txbatch::ethdev {
@@ -44,17 +44,16 @@ std::string DeviceName(std::string_view devargs);
 // of range, a link that never comes up).
 // The port's MTU is set to `mtu` (rejected if outside the port's range).
 Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& options,
-                                                     rte_mempool* pool, unsigned mtu, RxSink& sink,
-                                                     const RunWindow& window, double tsc_hz);
+                                                     rte_mempool* pool, unsigned mtu,
+                                                     FrameReceiver& sink, const RunWindow& window,
+                                                     double tsc_hz);
 // The same with one TX queue per sink (--queues): the port configured with that many TX and RX
 // queues (refused with a sentence beyond what the PMD has), driver q sending on TX queue q and,
 // where frames come back, receiving on RX queue q into sinks[q]. The drivers share the port; the
 // last one destroyed closes it.
-Result<std::vector<std::unique_ptr<TxDriver>>> CreateEthdevDrivers(const EthdevOptions& options,
-                                                                   rte_mempool* pool, unsigned mtu,
-                                                                   std::span<RxSink* const> sinks,
-                                                                   const RunWindow& window,
-                                                                   double tsc_hz);
+Result<std::vector<std::unique_ptr<TxDriver>>> CreateEthdevDrivers(
+    const EthdevOptions& options, rte_mempool* pool, unsigned mtu,
+    std::span<FrameReceiver* const> sinks, const RunWindow& window, double tsc_hz);
 
 // A port the caller polls itself (the bridge): created or attached as for CreateEthdevDriver, one
 // RX and one TX queue, promiscuous (every frame, not only those for its MAC), started; its link
@@ -68,10 +67,21 @@ Result<std::vector<std::unique_ptr<TxDriver>>> CreateEthdevDrivers(const EthdevO
 // interface (af_packet, tap: rte_eth_dev_info.if_index) is configured at most at the MTU its PMD
 // reports (1500 for both in DPDK 22.11, which never applies it); the kernel's MTU is the one
 // frames meet, and `mtu` below.
+// RX queue `queue` of port `port`: rte_eth_rx_burst.
+class EthdevRx final : public RxPort {
+ public:
+  EthdevRx(uint16_t port, uint16_t queue) : port_(port), queue_(queue) {}
+  uint16_t Receive(std::span<rte_mbuf*> out) override;
+
+ private:
+  uint16_t port_, queue_;
+};
+
 struct ForwardingPort {
   uint16_t id = 0;
   std::string name;  // "port 0 (net_af_packet0)", for messages
   std::unique_ptr<TxDriver> tx;
+  std::unique_ptr<RxPort> rx;  // its RX queue 0
   // The largest IP packet the port sends: its kernel interface's MTU where it has one (read at
   // open), else the MTU it was configured with.
   unsigned mtu = 0;

@@ -19,11 +19,11 @@
 #include <charconv>
 #include <cstring>
 #include <map>
-#include <string_view>
 #include <memory>
 #include <numeric>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "base/tsan.h"
@@ -82,14 +82,15 @@ void GiveBackHeldMbufs(uint16_t port, rte_mempool* pool) {
   rte_device* dev = info.device;
   const std::string name = rte_dev_name(dev), pmd = info.driver_name;
   std::string again = name;
-  if (const rte_devargs* da = rte_dev_devargs(dev); da != nullptr && da->args != nullptr &&
-                                                    da->args[0] != '\0')
+  if (const rte_devargs* da = rte_dev_devargs(dev);
+      da != nullptr && da->args != nullptr && da->args[0] != '\0')
     again += fmt::format(",{}", da->args);
   const uint64_t mark = DpdkLogMark();
   const auto lost = [&](const std::string& why) {
-    LostPorts()[port] = fmt::format("port {} ({}, {}) was closed to give back the mbufs its PMD "
-                                    "holds until close, and {}",
-                                    port, name, pmd, why);
+    LostPorts()[port] = fmt::format(
+        "port {} ({}, {}) was closed to give back the mbufs its PMD "
+        "holds until close, and {}",
+        port, name, pmd, why);
   };
   (void)rte_eth_dev_close(port);
   if (int rc = rte_dev_remove(dev); rc != 0)
@@ -142,7 +143,7 @@ class EthdevPort final : public TxDriver {
   // Transmits on `tx_port`'s TX queue `queue`; frames come back on `rx_port`'s RX queue `queue`
   // (the same port for a loopback, the other end for a pair), or nowhere.
   EthdevPort(uint16_t tx_port, std::optional<uint16_t> rx_port, uint16_t queue, bool virtual_dev,
-             std::shared_ptr<PortOwner> owned, std::string spec, RxSink* sink,
+             std::shared_ptr<PortOwner> owned, std::string spec, FrameReceiver* sink,
              const RunWindow& window, double tsc_hz)
       : port_(tx_port),
         queue_(queue),
@@ -311,7 +312,7 @@ class EthdevPort final : public TxDriver {
   const bool virtual_;
   std::shared_ptr<PortOwner> owned_;
   const std::string spec_;
-  RxSink* const sink_;  // where a loopback's frames go (null when nothing comes back)
+  FrameReceiver* const sink_;  // where a loopback's frames go (null when nothing comes back)
   const RunWindow& window_;
   const Tsc poll_tsc_;
   bool stopped_ = false;
@@ -405,8 +406,8 @@ Status StartPort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::stri
 
 // One TxDriver per queue of a configured port (as many as `sinks`), sharing the port.
 Drivers MakeQueues(uint16_t tx_port, std::optional<uint16_t> rx_port, bool virtual_dev, Owned owned,
-                   const std::string& spec, std::span<RxSink* const> sinks, const RunWindow& window,
-                   double tsc_hz, bool linger = false) {
+                   const std::string& spec, std::span<FrameReceiver* const> sinks,
+                   const RunWindow& window, double tsc_hz, bool linger = false) {
   auto owner = std::make_shared<PortOwner>(std::move(owned));
   Drivers out;
   for (size_t q = 0; q < sinks.size(); ++q) {
@@ -418,13 +419,12 @@ Drivers MakeQueues(uint16_t tx_port, std::optional<uint16_t> rx_port, bool virtu
   return out;
 }
 
-
 // Ring-backed ports built by txbatch from rings it owns (rte_eth_from_rings): `cables` rings,
 // port i sending into ring i and receiving from ring (i + 1) % cables. One cable makes a
 // loopback (net_ring0), two a pair. net_ring's own devargs path is avoided on purpose: in 22.11
 // it frees only some of the rings it makes, and the next probe re-attaches to the old ones.
 Result<Drivers> CreateRingPorts(unsigned cables, std::string spec, rte_mempool* pool, unsigned mtu,
-                                std::span<RxSink* const> sinks, const RunWindow& window,
+                                std::span<FrameReceiver* const> sinks, const RunWindow& window,
                                 double tsc_hz) {
   const auto queues = static_cast<unsigned>(sinks.size());
   if (queues > kMaxRingQueues)
@@ -487,7 +487,7 @@ Result<Drivers> CreateRingPorts(unsigned cables, std::string spec, rte_mempool* 
 // the mbuf, its RX allocates a new one from the pool). Both ports are started before either
 // link is waited for: the link comes up when the client has connected.
 Result<Drivers> CreateMemifPair(std::string spec, rte_mempool* pool, unsigned mtu,
-                                std::span<RxSink* const> sinks, const RunWindow& window,
+                                std::span<FrameReceiver* const> sinks, const RunWindow& window,
                                 double tsc_hz) {
   static std::atomic<unsigned> serial{0};
   const unsigned n = serial.fetch_add(1);
@@ -680,7 +680,13 @@ Result<ForwardingPort> OpenForwardingPort(const EthdevOptions& o, rte_mempool* p
   f.tx = std::make_unique<EthdevPort>(
       a->port, std::nullopt, 0, a->virtual_dev, std::make_shared<PortOwner>(std::move(a->owned)),
       o.ToString() + fmt::format(" ({}, {})", a->what, a->driver_name), nullptr, kNoWindow, tsc_hz);
+  f.rx = std::make_unique<EthdevRx>(a->port, 0);
   return f;
+}
+
+uint16_t EthdevRx::Receive(std::span<rte_mbuf*> out) {
+  return rte_eth_rx_burst(port_, queue_, out.data(),
+                          static_cast<uint16_t>(std::min<size_t>(out.size(), UINT16_MAX)));
 }
 
 unsigned ForwardingPoolMtu(unsigned mtu) {
@@ -695,16 +701,16 @@ Status AwaitLink(const ForwardingPort& port, double wait_s, bool (*give_up)()) {
 }
 
 Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& o, rte_mempool* pool,
-                                                     unsigned mtu, RxSink& sink,
+                                                     unsigned mtu, FrameReceiver& sink,
                                                      const RunWindow& window, double tsc_hz) {
-  RxSink* const sinks[] = {&sink};
+  FrameReceiver* const sinks[] = {&sink};
   auto d = CreateEthdevDrivers(o, pool, mtu, sinks, window, tsc_hz);
   if (!d) return d.error();
   return std::move(d->front());
 }
 
 Result<Drivers> CreateEthdevDrivers(const EthdevOptions& o, rte_mempool* pool, unsigned mtu,
-                                    std::span<RxSink* const> sinks, const RunWindow& window,
+                                    std::span<FrameReceiver* const> sinks, const RunWindow& window,
                                     double tsc_hz) {
   if (o.pair == EthdevOptions::Pair::kRing)
     return CreateRingPorts(2, o.ToString(), pool, mtu, sinks, window, tsc_hz);

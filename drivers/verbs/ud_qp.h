@@ -108,7 +108,7 @@ Result<std::unique_ptr<UdQueuePair>> OpenUdQueuePair(const VerbsOptions& options
 // The driver over any queue pair (verbs_tx.cc).
 Result<std::unique_ptr<TxDriver>> CreateVerbsTx(const VerbsOptions& options,
                                                 std::unique_ptr<UdQueuePair> qp, rte_mempool* pool,
-                                                unsigned mtu, RxSink& sink, const RunWindow& window,
-                                                double tsc_hz);
+                                                unsigned mtu, FrameReceiver& sink,
+                                                const RunWindow& window, double tsc_hz);
 
 }  // namespace txbatch::verbs

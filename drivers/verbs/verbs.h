@@ -17,7 +17,7 @@
 
 #include "base/error.h"
 #include "dataplane/run_window.h"
-#include "dataplane/rx_sink.h"
+#include "dataplane/rx_port.h"
 #include "dataplane/tx_driver.h"
 
 namespace txbatch::verbs {
@@ -51,12 +51,12 @@ struct VerbsOptions {
   // the peer's IP family on RoCE.
   std::optional<unsigned> sgid_index;
   unsigned hop_limit = 64;
-  unsigned sl = 0;             // service level, 0..15
-  unsigned pkey_index = 0;     // index into the port's P_Key table
-  unsigned sq_depth = 512;     // send work requests outstanding at most
+  unsigned sl = 0;                     // service level, 0..15
+  unsigned pkey_index = 0;             // index into the port's P_Key table
+  unsigned sq_depth = 512;             // send work requests outstanding at most
   unsigned rq_depth = kSenderRqDepth;  // receive work requests posted (a sink's default: more)
-  unsigned signal_every = 16;  // a signalled request at least every this many
-  unsigned inline_max = 0;     // frames up to this many bytes (IPoIB header + packet) go inline
+  unsigned signal_every = 16;          // a signalled request at least every this many
+  unsigned inline_max = 0;  // frames up to this many bytes (IPoIB header + packet) go inline
   // "verbs:mlx5_0:1,qpn=0x48,qkey=0x11111111,lid=3,sl=0,pkey_index=0,sq_depth=512,…"
   std::string ToString() const;
 };
@@ -65,11 +65,12 @@ struct VerbsOptions {
 std::string GidText(const std::array<uint8_t, 16>& gid);
 
 // Parses "verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N" with, for a routed peer or on RoCE, gid=GID,
-// sgid_index=N, hop_limit=N, plus sl, pkey_index, sq_depth, rq_depth, signal_every, inline_max. Numbers in
-// decimal or 0x hex; the GID as an IPv6 address. Syntax and ranges only: whether the device
-// exists, and whether its port is InfiniBand (lid= needed) or RoCE (gid= needed), is known when
-// it opens. Every problem is one sentence naming the valid choices. A receiver (`peer_required`
-// false) needs only the Q_Key the senders use: qpn and the route may be left out (qpn stays 0).
+// sgid_index=N, hop_limit=N, plus sl, pkey_index, sq_depth, rq_depth, signal_every, inline_max.
+// Numbers in decimal or 0x hex; the GID as an IPv6 address. Syntax and ranges only: whether the
+// device exists, and whether its port is InfiniBand (lid= needed) or RoCE (gid= needed), is known
+// when it opens. Every problem is one sentence naming the valid choices. A receiver
+// (`peer_required` false) needs only the Q_Key the senders use: qpn and the route may be left out
+// (qpn stays 0).
 Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required = true);
 
 // The memory of a verbs queue's own receive pool (VerbsTx::Init): rq_depth, the slack and `held`
@@ -87,17 +88,16 @@ std::string_view UnavailableReason();
 // datagrams, given an Ethernet header for it). No RDMA device: exit-2 sentence naming what to
 // check.
 Result<std::unique_ptr<TxDriver>> CreateVerbsDriver(const VerbsOptions& options, rte_mempool* pool,
-                                                    unsigned mtu, RxSink& sink,
+                                                    unsigned mtu, FrameReceiver& sink,
                                                     const RunWindow& window, double tsc_hz);
 
 // The receive end of a two-host run over InfiniBand or RoCE (`txbatch sink --port verbs:…`): the
 // same queue pair, polled by its owner. Datagrams come out as Ethernet frames (txbatch's MACs, the
 // IPoIB header's EtherType), so the sink reads them as it reads any port's.
-class VerbsReceiver {
+class VerbsReceiver : public RxPort {
  public:
-  virtual ~VerbsReceiver() = default;
-  // Up to out.size() received frames (the caller frees them); the buffers are posted again.
-  virtual uint16_t Receive(std::span<rte_mbuf*> out) = 0;
+  // Receive (RxPort): up to out.size() received frames (the caller frees them); the buffers are
+  // posted again.
   // "verbs:mlx5_0:1,qkey=0x11,… (mlx5_0 port 1 (LID 3, active MTU 2048), QP 0x48; senders give
   // qpn=0x48,qkey=0x11,lid=3)": the port, and the keys a sender's spec needs to reach it.
   virtual std::string Describe() const = 0;

@@ -135,9 +135,10 @@ class RealUdQueuePair final : public UdQueuePair {
                       : "create the peer's address handle (lid/gid, sl, sgid_index) on");
     ApplyPlan(*plan, o, qp_->qp_num, info_);
     if (info_.sq_depth < o.sq_depth || info_.rq_depth < o.rq_depth)
-      info_.describe += fmt::format(", queues of {} send / {} receive requests (the device's "
-                                    "limits; asked {} / {})",
-                                    info_.sq_depth, info_.rq_depth, o.sq_depth, o.rq_depth);
+      info_.describe += fmt::format(
+          ", queues of {} send / {} receive requests (the device's "
+          "limits; asked {} / {})",
+          info_.sq_depth, info_.rq_depth, o.sq_depth, o.rq_depth);
     return {};
   }
 
@@ -195,8 +196,8 @@ Result<std::unique_ptr<UdQueuePair>> OpenUdQueuePair(const VerbsOptions& options
 
 Result<std::unique_ptr<TxDriver>> CreateVerbsTx(const VerbsOptions& options,
                                                 std::unique_ptr<UdQueuePair> qp, rte_mempool* pool,
-                                                unsigned mtu, RxSink& sink, const RunWindow& window,
-                                                double tsc_hz) {
+                                                unsigned mtu, FrameReceiver& sink,
+                                                const RunWindow& window, double tsc_hz) {
   auto d = std::make_unique<VerbsTx>(options, std::move(qp), &sink, window, tsc_hz);
   if (Status s = d->Init(pool, mtu); !s) return s.error();
   return std::unique_ptr<TxDriver>(std::move(d));
@@ -214,7 +215,7 @@ Result<std::unique_ptr<VerbsReceiver>> OpenVerbsReceiver(const VerbsOptions& opt
 }
 
 Result<std::unique_ptr<TxDriver>> CreateVerbsDriver(const VerbsOptions& options, rte_mempool* pool,
-                                                    unsigned mtu, RxSink& sink,
+                                                    unsigned mtu, FrameReceiver& sink,
                                                     const RunWindow& window, double tsc_hz) {
   auto qp = OpenUdQueuePair(options);
   if (!qp) return qp.error();

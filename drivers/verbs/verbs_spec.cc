@@ -217,7 +217,8 @@ std::string_view UnavailableReason() {
 #if !TXBATCH_HAVE_VERBS
 // Without libibverbs the factories say why (verbs_device.cc has the real ones).
 Result<std::unique_ptr<TxDriver>> CreateVerbsDriver(const VerbsOptions& options, rte_mempool*,
-                                                    unsigned, RxSink&, const RunWindow&, double) {
+                                                    unsigned, FrameReceiver&, const RunWindow&,
+                                                    double) {
   return MakeError(ENOTSUP,
                    fmt::format("{} cannot run: {}", options.ToString(), UnavailableReason()));
 }

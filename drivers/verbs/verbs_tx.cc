@@ -20,7 +20,7 @@ constexpr double kPurgeWaitS = 1.0;
 
 }  // namespace
 
-VerbsTx::VerbsTx(const VerbsOptions& options, std::unique_ptr<UdQueuePair> qp, RxSink* sink,
+VerbsTx::VerbsTx(const VerbsOptions& options, std::unique_ptr<UdQueuePair> qp, FrameReceiver* sink,
                  const RunWindow& window, double tsc_hz)
     : options_(options),
       qp_(std::move(qp)),

@@ -25,8 +25,8 @@
 //
 // Receive: UD datagrams land, behind the 40-byte GRH slot, in buffers from the driver's own pool
 // (sized for the port's MTU, registered too); each is given an Ethernet header (txbatch's MACs,
-// the IPoIB header's EtherType) in the bytes the GRH slot leaves free and goes to the RxSink or
-// to Receive()'s caller, so `run` and `sink` read IPoIB traffic as they read Ethernet.
+// the IPoIB header's EtherType) in the bytes the GRH slot leaves free and goes to the FrameReceiver
+// or to Receive()'s caller, so `run` and `sink` read IPoIB traffic as they read Ethernet.
 
 #include <rte_mempool.h>
 
@@ -62,7 +62,7 @@ struct VerbsCounters {
 class VerbsTx final : public TxDriver, public VerbsReceiver {
  public:
   // `sink` may be null: received frames are then only taken with Receive().
-  VerbsTx(const VerbsOptions& options, std::unique_ptr<UdQueuePair> qp, RxSink* sink,
+  VerbsTx(const VerbsOptions& options, std::unique_ptr<UdQueuePair> qp, FrameReceiver* sink,
           const RunWindow& window, double tsc_hz);
   ~VerbsTx() override;
   VerbsTx(const VerbsTx&) = delete;
@@ -108,7 +108,7 @@ class VerbsTx final : public TxDriver, public VerbsReceiver {
   VerbsOptions options_;
   std::unique_ptr<UdQueuePair> qp_;
   UdQueueInfo info_;
-  RxSink* sink_;
+  FrameReceiver* sink_;
   const RunWindow& window_;
   double tsc_hz_;
   Tsc poll_interval_;
