@@ -86,6 +86,23 @@ struct DriverCountersOf {
 struct DriverCounters : DriverCountersOf<Counter> {};
 struct DriverCounts : DriverCountersOf<uint64_t> {};
 
+// The TX half of a port (one TX queue of it). The contract, beyond each call's own:
+// * Threads: one TxDriver is called by one thread at a time — every call below except the
+//   constant ones (Wire, counted_at, owns_doorbell, Describe, has_bql, IdlePolling) under its
+//   queue's TX lock (HARD_TX_LOCK), held by whoever calls: a runner, a --qdisc none producer,
+//   the txirq. Two TxDrivers of one port (--queues: one per queue) may be called at the same
+//   time from different threads; what they share (emu's SharedWire, a DPDK port's queues) is
+//   theirs to synchronise. IdlePolling is read once, under the TX lock, when the txirq starts.
+// * Counters: a driver keeps counters() itself, under the TX lock — xmit_calls and offered for
+//   every Xmit (or XmitOne) that offered a frame, accepted for each frame it took, stops when
+//   the queue stops because the ring filled, doorbells if owns_doorbell(), completed_bytes if
+//   has_bql(), window_frames and the window_* bytes for what it counted as sent (where
+//   counted_at() says) inside the run window, last_departure, and window_busy_tsc and
+//   window_max_idle_tsc where it models a wire. A cell's throughput and per-frame costs are
+//   computed from them alone.
+// * Frames: an accepted frame is the driver's until it is freed or handed to its receiver;
+//   Purge and the destructor free what is left. Nothing is allocated, logged or thrown on the
+//   data path (Xmit, XmitOne, Complete).
 class TxDriver {
  public:
   virtual ~TxDriver() = default;
