@@ -128,14 +128,11 @@ inline constexpr double kMaxStopS = 1e6;
 
 // --duration and --stats, which every forwarding command takes.
 void AddStopOptions(CLI::App& cmd, double& duration_s, double& stats_s) {
-  cmd.add_option("--duration", duration_s,
-                 "Stop after this many seconds, up to 1000000 (0: at SIGINT or SIGTERM)")
-      ->capture_default_str()
-      ->check(DecimalNumber("--duration", 10));
-  cmd.add_option("--stats", stats_s,
-                 "Seconds between statistics lines, up to 1000000 (0: only the final summary)")
-      ->capture_default_str()
-      ->check(DecimalNumber("--stats", 1));
+  AddDecimalOption(cmd, "--duration", duration_s,
+                   "Stop after this many seconds, up to 1000000 (0: at SIGINT or SIGTERM)", 10);
+  AddDecimalOption(cmd, "--stats", stats_s,
+                   "Seconds between statistics lines, up to 1000000 (0: only the final summary)",
+                   1);
 }
 
 // Both finite, 0 or up to kMaxStopS (NaN fails every comparison, so it is refused too).
@@ -437,9 +434,8 @@ void AddRespondOptions(CLI::App& cmd, RespondArgs& a) {
                  "net_tap0,iface=tap0, …) or ethdev:port=N")
       ->required();
   cmd.add_option("--ip", a.ip, "The IPv4 address it answers for (ARP, ICMP echo)")->required();
-  cmd.add_option("--udp-echo", a.udp_echo, "Also echo UDP datagrams to this port (0: none)")
-      ->capture_default_str()
-      ->transform(WholeNumber("--udp-echo", 7u));
+  AddWholeNumberOption(cmd, "--udp-echo", a.udp_echo,
+                       "Also echo UDP datagrams to this port (0: none)", 7u);
   cmd.add_option("--link", a.link,
                  "A link in netem's words the replies go through (as txbatch run --link)")
       ->check(NonEmpty(kLinkNeedsWords));
@@ -511,10 +507,8 @@ void AddSinkOptions(CLI::App& cmd, SinkArgs& a) {
                  "The port: ethdev:DEVARGS or bare devargs (net_memif0,role=client,socket=…, "
                  "net_af_packet0,iface=eth1, …) or ethdev:port=N")
       ->required();
-  cmd.add_option("--flows", a.flows,
-                 "Flow ids to keep sequence state for: the sender's producers (1..1024)")
-      ->capture_default_str()
-      ->transform(WholeNumber("--flows", a.flows));
+  AddWholeNumberOption(cmd, "--flows", a.flows,
+                       "Flow ids to keep sequence state for: the sender's producers (1..1024)");
   cmd.add_option("--link", a.link,
                  "A link in netem's words frames cross before they are counted (its losses "
                  "show as sequence gaps)")
@@ -524,11 +518,8 @@ void AddSinkOptions(CLI::App& cmd, SinkArgs& a) {
                "one-way latency from each frame's TX stamp");
   cmd.add_option("--json", a.json, "Write the receive side's record to this file")
       ->check(NonEmpty(kJsonNeedsName));
-  cmd.add_option("--mtu", a.mtu, "IP MTU of the port (68..9000)")
-      ->capture_default_str()
-      ->transform(WholeNumber("--mtu", a.mtu));
-  cmd.add_option("--eal-memory", a.eal_memory, "EAL memory: auto, no-huge or in-memory")
-      ->capture_default_str();
+  AddWholeNumberOption(cmd, "--mtu", a.mtu, "IP MTU of the port (68..9000)");
+  AddOptionWithDefault(cmd, "--eal-memory", a.eal_memory, "EAL memory: auto, no-huge or in-memory");
   AddStopOptions(cmd, a.duration_s, a.stats_s);
 }
 

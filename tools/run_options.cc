@@ -154,46 +154,34 @@ void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) 
                  "with --batch")
       ->check(NonEmpty("--policy needs a policy or a comma-separated list of them; valid: "
                        "count:N, buffer:N[:T], bql, linux-2014, linux-2025, blist-2007"));
-  cmd.add_option("--mtu", a.mtu, "IP MTU (68..9000); TCP MSS = MTU-52")
-      ->capture_default_str()
-      ->transform(WholeNumber("--mtu", a.mtu));
-  cmd.add_option("--txqueuelen", a.txqueuelen, "Frames per pfifo_fast band (1..100000)")
-      ->capture_default_str()
-      ->transform(WholeNumber("--txqueuelen", a.txqueuelen));
-  cmd.add_option("--runner", a.runner,
-                 "Runner style: inline (a producer that finds the qdisc idle runs it, Linux) or "
-                 "dedicated (one runner thread per queue sends, producers only enqueue, DPDK)")
-      ->capture_default_str();
-  cmd.add_option(
-         "--sync", a.sync,
-         "Qdisc locking: rootlock (one lock around enqueue and dequeue, Linux before "
-         "4.16) or nolock (lock-free bands, an exclusive run flag and a private requeue "
-         "slot, Linux 4.16 on: TCQ_F_NOLOCK). --runner, --sync and --qdisc take comma-separated "
-         "lists too: a grid axis")
-      ->capture_default_str();
-  cmd.add_option("--qdisc", a.qdisc,
-                 "Qdisc: pfifo_fast (3 bands, drop-tail, the device's default), pfifo (one "
-                 "band, as installed by tc: the kernel policies take the slow path; rootlock "
-                 "only), or none (Linux noqueue: each producer hands its own batches to the "
-                 "driver under the TX lock; refused frames are dropped, counted as noqueue)")
-      ->capture_default_str();
-  cmd.add_option("--bql-limit-min", a.bql_limit_min,
-                 "BQL's lowest limit in bytes (sysfs byte_queue_limits/limit_min)")
-      ->capture_default_str()
-      ->transform(WholeNumber("--bql-limit-min", a.bql_limit_min));
-  cmd.add_option("--bql-limit-max", a.bql_limit_max,
-                 "BQL's highest limit in bytes (limit_max); set min = max for a fixed limit")
-      ->capture_default_str()
-      ->transform(WholeNumber("--bql-limit-max", a.bql_limit_max));
-  cmd.add_option("--bql-hold-time", a.bql_hold_ms,
-                 "How long slack must persist before BQL shrinks its limit, ms (hold_time, "
-                 "0..60000)")
-      ->capture_default_str()
-      ->check(DecimalNumber("--bql-hold-time", a.bql_hold_ms));
-  cmd.add_option("--eal-memory", a.eal_memory,
-                 "EAL memory without EAL args: auto (hugepages via --in-memory only if enough "
-                 "are free, else --no-huge), no-huge or in-memory")
-      ->capture_default_str();
+  AddWholeNumberOption(cmd, "--mtu", a.mtu, "IP MTU (68..9000); TCP MSS = MTU-52");
+  AddWholeNumberOption(cmd, "--txqueuelen", a.txqueuelen, "Frames per pfifo_fast band (1..100000)");
+  AddOptionWithDefault(
+      cmd, "--runner", a.runner,
+      "Runner style: inline (a producer that finds the qdisc idle runs it, Linux) or "
+      "dedicated (one runner thread per queue sends, producers only enqueue, DPDK)");
+  AddOptionWithDefault(
+      cmd, "--sync", a.sync,
+      "Qdisc locking: rootlock (one lock around enqueue and dequeue, Linux before "
+      "4.16) or nolock (lock-free bands, an exclusive run flag and a private requeue "
+      "slot, Linux 4.16 on: TCQ_F_NOLOCK). --runner, --sync and --qdisc take comma-separated "
+      "lists too: a grid axis");
+  AddOptionWithDefault(cmd, "--qdisc", a.qdisc,
+                       "Qdisc: pfifo_fast (3 bands, drop-tail, the device's default), pfifo (one "
+                       "band, as installed by tc: the kernel policies take the slow path; rootlock "
+                       "only), or none (Linux noqueue: each producer hands its own batches to the "
+                       "driver under the TX lock; refused frames are dropped, counted as noqueue)");
+  AddWholeNumberOption(cmd, "--bql-limit-min", a.bql_limit_min,
+                       "BQL's lowest limit in bytes (sysfs byte_queue_limits/limit_min)");
+  AddWholeNumberOption(cmd, "--bql-limit-max", a.bql_limit_max,
+                       "BQL's highest limit in bytes (limit_max); set min = max for a fixed limit");
+  AddDecimalOption(cmd, "--bql-hold-time", a.bql_hold_ms,
+                   "How long slack must persist before BQL shrinks its limit, ms (hold_time, "
+                   "0..60000)");
+  AddOptionWithDefault(
+      cmd, "--eal-memory", a.eal_memory,
+      "EAL memory without EAL args: auto (hugepages via --in-memory only if enough "
+      "are free, else --no-huge), no-huge or in-memory");
 }
 
 void AddRunOptions(CLI::App& cmd, RunArgs& a) {
@@ -207,40 +195,32 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                        "ethdev:DEVARGS, ethdev:port=N, ethdev-pair:[memif] or "
                        "verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N"));
   AddQueueOptions(cmd, a, "1,32");
-  cmd.add_option("--size", a.size, "Bytes per application write, comma-separated (18..1048576)")
-      ->capture_default_str();
-  cmd.add_option("--procs", a.procs,
-                 "Producer threads sharing the TX queue, comma-separated "
-                 "(1..64)")
-      ->capture_default_str();
-  cmd.add_option("--queues", a.queues,
-                 "TX queues, comma-separated (1..64): each its own qdisc, runner and txirq; "
-                 "producer i sends on queue i mod queues (XPS); emu rings share one wire")
-      ->capture_default_str();
-  cmd.add_option("--duration", a.duration_s, "Measured window per cell, seconds (0.01..3600)")
-      ->capture_default_str()
-      ->check(DecimalNumber("--duration", a.duration_s));
-  cmd.add_option("--warmup", a.warmup_s, "Warm-up before each window, seconds (0..60)")
-      ->capture_default_str()
-      ->check(DecimalNumber("--warmup", a.warmup_s));
-  cmd.add_option("--rounds", a.rounds,
-                 "Interleaved rounds: the whole grid runs this many times, each cell once per "
-                 "round; tables show medians and, with two or more rounds, verdicts against "
-                 "batching off (1..1000; compare: rounds of A then B, 2..1000)")
-      ->capture_default_str()
-      ->transform(WholeNumber("--rounds", a.rounds));
-  cmd.add_option("--proto", a.proto,
-                 "Framing: tcp (one byte stream in full-MSS segments) or udp (a datagram per "
-                 "write, split at MTU-28)")
-      ->capture_default_str();
-  cmd.add_option("--rate", a.rate,
-                 "Offered load: max, or frames/s (40000pps, 40kpps, 1mpps) or wire bit/s with "
-                 "Ethernet overhead (500mbit, 1gbit), split evenly over producers")
-      ->capture_default_str();
-  cmd.add_option("--producer", a.producer,
-                 "When the qdisc band is full: stream blocks (socket send buffer), datagram "
-                 "drops and counts")
-      ->capture_default_str();
+  AddOptionWithDefault(cmd, "--size", a.size,
+                       "Bytes per application write, comma-separated (18..1048576)");
+  AddOptionWithDefault(cmd, "--procs", a.procs,
+                       "Producer threads sharing the TX queue, comma-separated "
+                       "(1..64)");
+  AddOptionWithDefault(cmd, "--queues", a.queues,
+                       "TX queues, comma-separated (1..64): each its own qdisc, runner and txirq; "
+                       "producer i sends on queue i mod queues (XPS); emu rings share one wire");
+  AddDecimalOption(cmd, "--duration", a.duration_s,
+                   "Measured window per cell, seconds (0.01..3600)");
+  AddDecimalOption(cmd, "--warmup", a.warmup_s, "Warm-up before each window, seconds (0..60)");
+  AddWholeNumberOption(
+      cmd, "--rounds", a.rounds,
+      "Interleaved rounds: the whole grid runs this many times, each cell once per "
+      "round; tables show medians and, with two or more rounds, verdicts against "
+      "batching off (1..1000; compare: rounds of A then B, 2..1000)");
+  AddOptionWithDefault(cmd, "--proto", a.proto,
+                       "Framing: tcp (one byte stream in full-MSS segments) or udp (a datagram per "
+                       "write, split at MTU-28)");
+  AddOptionWithDefault(
+      cmd, "--rate", a.rate,
+      "Offered load: max, or frames/s (40000pps, 40kpps, 1mpps) or wire bit/s with "
+      "Ethernet overhead (500mbit, 1gbit), split evenly over producers");
+  AddOptionWithDefault(cmd, "--producer", a.producer,
+                       "When the qdisc band is full: stream blocks (socket send buffer), datagram "
+                       "drops and counts");
   cmd.add_option("--link", a.link,
                  "A link behind the emulated NIC's wire, in netem's words (tc-netem(8)): delay "
                  "TIME [JITTER [CORR%]] [distribution uniform|normal|pareto|paretonormal], loss "
@@ -249,20 +229,15 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                  "[CORR%], rate RATE [OVERHEAD], seed N, limit N (default 1000); e.g. \"delay 3ms "
                  "1ms 25% distribution normal loss random 1%\"")
       ->check(NonEmpty(kLinkNeedsWords));
-  cmd.add_option("--seed", a.seed, "Random seed recorded with the results")
-      ->capture_default_str()
-      ->transform(WholeNumber("--seed", a.seed));
-  cmd.add_option("--pool-size", a.pool_size,
-                 "Mbufs in the packet pool (64..4194304); 0 sizes it so queueing alone never "
-                 "exhausts it. Smaller makes producers wait for mbufs (counted as "
-                 "alloc_failures): a fault to test against")
-      ->capture_default_str()
-      ->transform(WholeNumber("--pool-size", a.pool_size));
-  cmd.add_option("--engine", a.engine,
-                 "real (threads on the TSC) or sim (the same qdisc, policy and NIC code on a "
-                 "virtual clock with a CPU cost model: deterministic, emu drivers, --sync "
-                 "rootlock); comma-separated for both")
-      ->capture_default_str();
+  AddWholeNumberOption(cmd, "--seed", a.seed, "Random seed recorded with the results");
+  AddWholeNumberOption(cmd, "--pool-size", a.pool_size,
+                       "Mbufs in the packet pool (64..4194304); 0 sizes it so queueing alone never "
+                       "exhausts it. Smaller makes producers wait for mbufs (counted as "
+                       "alloc_failures): a fault to test against");
+  AddOptionWithDefault(cmd, "--engine", a.engine,
+                       "real (threads on the TSC) or sim (the same qdisc, policy and NIC code on a "
+                       "virtual clock with a CPU cost model: deterministic, emu drivers, --sync "
+                       "rootlock); comma-separated for both");
   cmd.add_option("--cost-model", a.cost_model,
                  "The simulation engine's CPU costs, a JSON file as `txbatch calibrate` writes "
                  "(default: built in, see doc/design.md)")

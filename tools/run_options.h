@@ -83,6 +83,32 @@ CLI::Validator DecimalNumber(std::string option, double example);
 // Any text but the empty one; `sentence` says what the option needs.
 CLI::Validator NonEmpty(std::string sentence);
 
+// Options that show their default in --help: `name` is written once, for CLI11 and for the
+// validator's sentence, and the default is the sentence's example unless `example` is given.
+template <typename T>
+CLI::Option* AddOptionWithDefault(CLI::App& cmd, const std::string& name, T& value,
+                                  const std::string& help) {
+  return cmd.add_option(name, value, help)->capture_default_str();
+}
+template <typename T>
+CLI::Option* AddWholeNumberOption(CLI::App& cmd, const std::string& name, T& value,
+                                  const std::string& help, T example) {
+  return AddOptionWithDefault(cmd, name, value, help)->transform(WholeNumber(name, example));
+}
+template <typename T>
+CLI::Option* AddWholeNumberOption(CLI::App& cmd, const std::string& name, T& value,
+                                  const std::string& help) {
+  return AddWholeNumberOption(cmd, name, value, help, value);
+}
+inline CLI::Option* AddDecimalOption(CLI::App& cmd, const std::string& name, double& value,
+                                     const std::string& help, double example) {
+  return AddOptionWithDefault(cmd, name, value, help)->check(DecimalNumber(name, example));
+}
+inline CLI::Option* AddDecimalOption(CLI::App& cmd, const std::string& name, double& value,
+                                     const std::string& help) {
+  return AddDecimalOption(cmd, name, value, help, value);
+}
+
 // What an empty --json or --link says (every command that takes them).
 inline constexpr const char* kJsonNeedsName = "--json needs a file name (or - for standard output)";
 inline constexpr const char* kLinkNeedsWords =

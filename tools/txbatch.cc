@@ -372,14 +372,14 @@ int Main(int argc, char** argv) {
       "(TX checksum offload off inside), and starts `txbatch bridge` between the host ends in "
       "the background (pid file and log under /run/txbatch-lab/PREFIX). Every other option "
       "(--link, --link-ab, --link-ba, --batch, --policy, --qdisc, …) goes to the bridge.");
-  lab_up->add_option("--prefix", lab_args.prefix, "Names: PREFIX-a, PREFIX-a0, … (1-8 of a-z0-9)")
-      ->capture_default_str();
+  AddOptionWithDefault(*lab_up, "--prefix", lab_args.prefix,
+                       "Names: PREFIX-a, PREFIX-a0, … (1-8 of a-z0-9)");
   lab_up->allow_extras();
   CLI::App* lab_down = lab->add_subcommand(
       "down",
       "Stops the lab's bridge (printing its books) and removes its namespaces, links and "
       "files; also after a crash");
-  lab_down->add_option("--prefix", lab_down_prefix, "The lab's prefix")->capture_default_str();
+  AddOptionWithDefault(*lab_down, "--prefix", lab_down_prefix, "The lab's prefix");
   RunArgs sweep_args;  // --batch 1,2,4,8,16,32,64 unless --batch or --policy is given
   sweep_args.size = "65536";
   sweep_args.batching_off_first = true;
@@ -406,9 +406,7 @@ int Main(int argc, char** argv) {
       "--batch (default powers of two to 256), then the limits between the knee and the coarse "
       "one below it. One configuration: every other option takes one value.");
   AddRunOptions(*tune, tune_args);
-  tune->add_option("--target", tune_target, "Percent of the best throughput (50..100)")
-      ->capture_default_str()
-      ->check(DecimalNumber("--target", 95));
+  AddDecimalOption(*tune, "--target", tune_target, "Percent of the best throughput (50..100)", 95);
   tune->add_option("--p99-max", tune_p99, "Latency budget for p99, e.g. 50us or 2ms");
   CalibrateArgs cal_args;
   CLI::App* calibrate = app.add_subcommand(
@@ -418,22 +416,17 @@ int Main(int argc, char** argv) {
       "and the txirq's reclaims on emu:ixgbe), fit cycles per driver call (and per reclaim) = "
       "fixed + per-frame x n with R² and residuals, and write the simulation engine's cost "
       "model (--engine sim --cost-model FILE).");
-  calibrate->add_option("--out", cal_args.out, "The cost-model file to write")
-      ->capture_default_str()
+  AddOptionWithDefault(*calibrate, "--out", cal_args.out, "The cost-model file to write")
       ->check(NonEmpty("--out needs a file name (or - for standard output)"));
-  calibrate->add_option("--batch", cal_args.batch, "Batch limits, comma-separated (two or more)")
-      ->capture_default_str();
-  calibrate->add_option("--duration", cal_args.duration_s, "Measured window per cell, seconds")
-      ->capture_default_str()
-      ->check(DecimalNumber("--duration", cal_args.duration_s));
-  calibrate->add_option("--rounds", cal_args.rounds, "Interleaved rounds (medians are fitted)")
-      ->capture_default_str()
-      ->transform(WholeNumber("--rounds", cal_args.rounds));
-  calibrate
-      ->add_option("--engine", cal_args.engine,
-                   "real, or sim: calibrate the simulation of --cost-model (a check that "
-                   "the fit recovers the model's costs)")
-      ->capture_default_str();
+  AddOptionWithDefault(*calibrate, "--batch", cal_args.batch,
+                       "Batch limits, comma-separated (two or more)");
+  AddDecimalOption(*calibrate, "--duration", cal_args.duration_s,
+                   "Measured window per cell, seconds");
+  AddWholeNumberOption(*calibrate, "--rounds", cal_args.rounds,
+                       "Interleaved rounds (medians are fitted)");
+  AddOptionWithDefault(*calibrate, "--engine", cal_args.engine,
+                       "real, or sim: calibrate the simulation of --cost-model (a check that "
+                       "the fit recovers the model's costs)");
   calibrate
       ->add_option("--cost-model", cal_args.cost_model,
                    "The base model: costs calibrate cannot separate are kept from it")
@@ -441,8 +434,8 @@ int Main(int argc, char** argv) {
                        "writes (without --cost-model: the built-in costs)"));
   calibrate->add_option("--json", cal_args.json, "Also write the measured records here")
       ->check(NonEmpty(kJsonNeedsName));
-  calibrate->add_option("--eal-memory", cal_args.eal_memory, "auto, no-huge or in-memory")
-      ->capture_default_str();
+  AddOptionWithDefault(*calibrate, "--eal-memory", cal_args.eal_memory,
+                       "auto, no-huge or in-memory");
   sweep->add_option("--out", sweep_out, "Directory for the outputs (created if missing)")
       ->required();
   try {
