@@ -314,21 +314,21 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                            "--sync nolock is the lock-free pfifo_fast (TCQ_F_NOLOCK), and Linux "
                            "runs pfifo under its root lock; valid: --qdisc pfifo with --sync "
                            "rootlock, or --qdisc pfifo_fast with either");
-        for (const PolicySpec& p : plan.policies)
+        // Each policy against this shape; the three checks need different shapes (--qdisc
+        // none, an inline runner on a qdisc, a dedicated runner), so at most one applies.
+        for (const PolicySpec& p : plan.policies) {
           if (p.needs_qdisc() && q == "none")
             return MakeError(EINVAL,
                              fmt::format("policy {} bulk-dequeues from a qdisc, and --qdisc none "
                                          "has none; valid with --qdisc none: count:N or "
                                          "buffer:N[:T]",
                                          p.ToString()));
-        for (const PolicySpec& p : plan.policies)
           if (p.kind == PolicyKind::kBuffer && q != "none" && r != "dedicated")
             return MakeError(EINVAL,
                              fmt::format("policy {} waits for frames to accumulate, which needs "
                                          "--qdisc none or --runner dedicated (an inline runner "
                                          "never waits); valid with this shape: count:N",
                                          p.ToString()));
-        for (const PolicySpec& p : plan.policies)
           if (p.kind == PolicyKind::kBuffer && r == "dedicated" && p.timeout_us == 0 &&
               p.frames > a.txqueuelen)
             return MakeError(EINVAL,
@@ -336,6 +336,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                                          "--txqueuelen {} can hold, and has no drain timer: it "
                                          "would never send; valid: buffer:N:T, or N <= {}",
                                          p.ToString(), p.frames, a.txqueuelen, a.txqueuelen));
+        }
         QdiscShape shape;
         shape.noqueue = q == "none";
         shape.dedicated = r == "dedicated";
