@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/math/distributions/students_t.hpp>
 #include <charconv>
 #include <cmath>
@@ -74,18 +75,14 @@ std::optional<RatioEstimate> EstimateRatio(std::span<const double> a, std::span<
   return e;
 }
 
+// Indexed by Verdict.
+constexpr std::array<std::string_view, 4> kVerdictNames = {"better", "worse", "equivalent",
+                                                           "inconclusive"};
+static_assert(kVerdictNames.size() == static_cast<size_t>(Verdict::kInconclusive) + 1);
+
 std::string_view VerdictName(Verdict v) {
-  switch (v) {
-    case Verdict::kBetter:
-      return "better";
-    case Verdict::kWorse:
-      return "worse";
-    case Verdict::kEquivalent:
-      return "equivalent";
-    case Verdict::kInconclusive:
-      return "inconclusive";
-  }
-  return "inconclusive";
+  const auto i = static_cast<size_t>(v);
+  return i < kVerdictNames.size() ? kVerdictNames[i] : "inconclusive";
 }
 
 Verdict Judge(const RatioEstimate& e, bool higher_is_better, double margin) {
