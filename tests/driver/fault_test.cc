@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/driver/run_helper.h"
+#include "tests/test_files.h"
 
 namespace txbatch::test {
 namespace {
@@ -275,11 +276,6 @@ bool RunsTxbatch(pid_t pid) {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
   return !ec && std::filesystem::equivalent(exe, std::getenv("TXBATCH_BIN"), ec);
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 // The forwarding commands on ports whose link is up at once and that receive nothing, with an

@@ -2,8 +2,8 @@
 // `--json -` puts the document alone on stdout (tables on stderr), a FIFO, a device or a process
 // substitution is written into and never replaced, a folder is refused before anything runs, and
 // a sweep on a full disk leaves nothing.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -19,25 +19,13 @@
 #include <string>
 #include <thread>
 
+#include "tests/test_files.h"
 namespace txbatch::test {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-fs::path Scratch(const std::string& name) {
-  const fs::path d =
-      fs::path(::testing::TempDir()) / ("output_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path Scratch(const std::string& name) { return test::Scratch("output", name); }
 
 struct Outcome {
   int status = -1;

@@ -10,19 +10,9 @@
 #include <sstream>
 
 #include "dataplane/eal.h"
+#include "tests/test_files.h"
 
 namespace txbatch::test {
-namespace {
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
-
 TxbatchRun RunTxbatch(const std::string& args) {
   const char* bin = std::getenv("TXBATCH_BIN");
   const std::string dir = ::testing::TempDir();

@@ -10,16 +10,10 @@
 #include <string>
 
 #include "tests/driver/run_helper.h"
+#include "tests/test_files.h"
 
 namespace txbatch::test {
 namespace {
-
-std::string Slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> out;

@@ -5,8 +5,8 @@
 // a sweep on a full disk left 2 of 8 files.
 #include "base/output_file.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -22,26 +22,15 @@
 #include <thread>
 #include <vector>
 
+#include "tests/test_files.h"
 namespace txbatch {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::Slurp;
 
-// A fresh folder of its own for each test (and each test process).
-fs::path Scratch(const std::string& name) {
-  const fs::path d = fs::path(::testing::TempDir()) /
-                     ("output_file_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path Scratch(const std::string& name) { return test::Scratch("output_file", name); }
 
 // Files in `dir` other than `keep`: temporaries left behind.
 std::vector<std::string> Others(const fs::path& dir, const std::vector<std::string>& keep) {

@@ -7,14 +7,14 @@
 // filter-dump writes what the NIC put on the wire to a pcap, read back here with libpcap: every
 // frame txbatch's, its IPv4 checksum right, each flow's sequence from 0 without a gap or repeat,
 // and the count equal to the records' `sent` and to the PMD's own opackets.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <pcap/pcap.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,18 +32,12 @@
 
 #include "dataplane/frame.h"
 #include "drivers/ethdev/ring_size.h"
+#include "tests/test_files.h"
 
 namespace txbatch::test {
 namespace {
 
 using nlohmann::json;
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
