@@ -126,6 +126,16 @@ void PrintSummary(BridgeDirection& d, const DirectionCounts& c, const LatencyHis
 // seconds times the TSC rate stay well inside a Tsc (inf, 1e400 or 1e10 s would overflow it).
 inline constexpr double kMaxStopS = 1e6;
 
+// A forwarding command's port (required): `what` names it in --help, `devargs` are examples of
+// bare devargs for it.
+void AddPortOption(CLI::App& cmd, const std::string& name, std::string& port, std::string_view what,
+                   std::string_view devargs) {
+  cmd.add_option(
+         name, port,
+         fmt::format("{}: ethdev:DEVARGS or bare devargs ({}) or ethdev:port=N", what, devargs))
+      ->required();
+}
+
 // --duration and --stats, which every forwarding command takes.
 void AddStopOptions(CLI::App& cmd, double& duration_s, double& stats_s) {
   AddDecimalOption(cmd, "--duration", duration_s,
@@ -150,10 +160,8 @@ Status CheckStopOptions(double duration_s, double stats_s) {
 }  // namespace
 
 void AddBridgeOptions(CLI::App& cmd, BridgeArgs& a) {
-  cmd.add_option("--port-a", a.port_a,
-                 "Port A: ethdev:DEVARGS or bare devargs (net_af_packet0,iface=veth-a, "
-                 "net_tap0,iface=tap0, net_memif0,…) or ethdev:port=N")
-      ->required();
+  AddPortOption(cmd, "--port-a", a.port_a, "Port A",
+                "net_af_packet0,iface=veth-a, net_tap0,iface=tap0, net_memif0,…");
   cmd.add_option("--port-b", a.port_b, "Port B, as --port-a")->required();
   cmd.add_option("--link", a.link,
                  "A link in netem's words (as txbatch run --link), the same both ways; each "
@@ -429,10 +437,8 @@ class ResponderFilter final : public FrameFilter {
 }  // namespace
 
 void AddRespondOptions(CLI::App& cmd, RespondArgs& a) {
-  cmd.add_option("--port", a.port,
-                 "The port: ethdev:DEVARGS or bare devargs (net_af_packet0,iface=veth1, "
-                 "net_tap0,iface=tap0, …) or ethdev:port=N")
-      ->required();
+  AddPortOption(cmd, "--port", a.port, "The port",
+                "net_af_packet0,iface=veth1, net_tap0,iface=tap0, …");
   cmd.add_option("--ip", a.ip, "The IPv4 address it answers for (ARP, ICMP echo)")->required();
   AddWholeNumberOption(cmd, "--udp-echo", a.udp_echo,
                        "Also echo UDP datagrams to this port (0: none)", 7u);
@@ -503,10 +509,8 @@ int RespondCommand(RespondArgs a, const std::vector<std::string>& eal_args) {
 }
 
 void AddSinkOptions(CLI::App& cmd, SinkArgs& a) {
-  cmd.add_option("--port", a.port,
-                 "The port: ethdev:DEVARGS or bare devargs (net_memif0,role=client,socket=…, "
-                 "net_af_packet0,iface=eth1, …) or ethdev:port=N")
-      ->required();
+  AddPortOption(cmd, "--port", a.port, "The port",
+                "net_memif0,role=client,socket=…, net_af_packet0,iface=eth1, …");
   AddWholeNumberOption(cmd, "--flows", a.flows,
                        "Flow ids to keep sequence state for: the sender's producers (1..1024)");
   cmd.add_option("--link", a.link,
