@@ -1,8 +1,10 @@
 // Parsing of emu driver specs: "emu:ixgbe,doorbell_ns=150,ring=1024".
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,23 @@ constexpr std::string_view kKeys =
     "rate_mbps, ring, free_thresh, doorbell_ns, desc_ns, stall_at_ms, stall_ms, down_at_ms, "
     "down_ms (and for ipoib models link_mtu, grh)";
 constexpr unsigned kIpoibHeader = 4;
+// A fault's times: up to an hour, far beyond any run.
+constexpr double kMaxFaultMs = 3.6e6;
+
+// The keys that are a decimal number in lo..hi, taken as given.
+struct DecimalKey {
+  std::string_view key;
+  double lo, hi;
+  double EmuOptions::*field;
+};
+constexpr DecimalKey kDecimalKeys[] = {
+    {"doorbell_ns", 0, kMaxCostNs, &EmuOptions::doorbell_ns},
+    {"desc_ns", 0, kMaxCostNs, &EmuOptions::desc_ns},
+    {"stall_at_ms", 0, kMaxFaultMs, &EmuOptions::stall_at_ms},
+    {"stall_ms", 0, kMaxFaultMs, &EmuOptions::stall_ms},
+    {"down_at_ms", 0, kMaxFaultMs, &EmuOptions::down_at_ms},
+    {"down_ms", 0, kMaxFaultMs, &EmuOptions::down_ms},
+};
 
 std::string ModelNames() {
   std::string s;
@@ -120,7 +139,12 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
       return {};
     };
     Status st;
-    if (key == "rate_mbps") {
+    const auto decimal = std::find_if(std::begin(kDecimalKeys), std::end(kDecimalKeys),
+                                      [&](const DecimalKey& d) { return d.key == key; });
+    if (decimal != std::end(kDecimalKeys)) {
+      st = range(decimal->lo, decimal->hi, false);
+      o.*decimal->field = v;
+    } else if (key == "rate_mbps") {
       // 0 is "no wire"; below 1 Mb/s a full ring takes minutes to drain: not a NIC anyone tunes.
       st = v == 0 ? Status{} : range(1, 1e6, false);
       if (!st)
@@ -134,12 +158,6 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
     } else if (key == "free_thresh") {
       st = range(1, 16384, true);
       if (st) o.free_thresh = static_cast<unsigned>(v);
-    } else if (key == "doorbell_ns") {
-      st = range(0, kMaxCostNs, false);
-      o.doorbell_ns = v;
-    } else if (key == "desc_ns") {
-      st = range(0, kMaxCostNs, false);
-      o.desc_ns = v;
     } else if ((key == "link_mtu" || key == "grh") && traits->link_mtu == 0) {
       return MakeError(EINVAL, fmt::format("key '{}' in driver '{}' belongs to the ipoib models "
                                            "(an InfiniBand link); valid keys: {}",
@@ -154,18 +172,6 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
     } else if (key == "grh") {
       st = range(0, 1, true);
       o.grh = v == 1;
-    } else if (key == "stall_at_ms") {
-      st = range(0, 3.6e6, false);
-      o.stall_at_ms = v;
-    } else if (key == "stall_ms") {
-      st = range(0, 3.6e6, false);
-      o.stall_ms = v;
-    } else if (key == "down_at_ms") {
-      st = range(0, 3.6e6, false);
-      o.down_at_ms = v;
-    } else if (key == "down_ms") {
-      st = range(0, 3.6e6, false);
-      o.down_ms = v;
     } else {
       return MakeError(EINVAL, fmt::format("key '{}' in driver '{}' is unknown; valid keys: {}",
                                            key, spec, kKeys));
