@@ -9,22 +9,15 @@
 
 namespace txbatch {
 
+#if defined(__SANITIZE_THREAD__)
 // `p` is handed to another thread: what this thread wrote to it happens before that thread's use.
-inline void TsanRelease(const void* p) {
-#if defined(__SANITIZE_THREAD__)
-  __tsan_release(const_cast<void*>(p));
-#else
-  (void)p;
-#endif
-}
-
+inline void TsanRelease(const void* p) { __tsan_release(const_cast<void*>(p)); }
 // `p` was handed over by another thread (the pair of TsanRelease).
-inline void TsanAcquire(const void* p) {
-#if defined(__SANITIZE_THREAD__)
-  __tsan_acquire(const_cast<void*>(p));
+inline void TsanAcquire(const void* p) { __tsan_acquire(const_cast<void*>(p)); }
 #else
-  (void)p;
+// Without ThreadSanitizer there is nobody to tell.
+inline void TsanRelease(const void*) {}
+inline void TsanAcquire(const void*) {}
 #endif
-}
 
 }  // namespace txbatch
