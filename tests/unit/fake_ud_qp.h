@@ -116,14 +116,7 @@ class FakeUdQueuePair final : public UdQueuePair {
     return 0;
   }
 
-  int PollSend(int n, ibv_wc* wc) override {
-    int k = 0;
-    while (k < n && !cq_.empty()) {
-      wc[k++] = cq_.front();
-      cq_.pop_front();
-    }
-    return k;
-  }
+  int PollSend(int n, ibv_wc* wc) override { return Poll(cq_, n, wc); }
 
   int PostRecv(ibv_recv_wr* wr, ibv_recv_wr** bad) override {
     for (; wr != nullptr; wr = wr->next) {
@@ -136,14 +129,7 @@ class FakeUdQueuePair final : public UdQueuePair {
     return 0;
   }
 
-  int PollRecv(int n, ibv_wc* wc) override {
-    int k = 0;
-    while (k < n && !rcq_.empty()) {
-      wc[k++] = rcq_.front();
-      rcq_.pop_front();
-    }
-    return k;
-  }
+  int PollRecv(int n, ibv_wc* wc) override { return Poll(rcq_, n, wc); }
 
   Result<uint32_t> Register(void* addr, size_t len) override {
     regions_.push_back({reinterpret_cast<uintptr_t>(addr), len, next_lkey_});
@@ -257,6 +243,15 @@ class FakeUdQueuePair final : public UdQueuePair {
     size_t len;
     uint32_t lkey;
   };
+  // Up to `n` completions from the front of `cq` into `wc`, as ibv_poll_cq: how many it gave.
+  static int Poll(std::deque<ibv_wc>& cq, int n, ibv_wc* wc) {
+    int k = 0;
+    while (k < n && !cq.empty()) {
+      wc[k++] = cq.front();
+      cq.pop_front();
+    }
+    return k;
+  }
   static ibv_wc Wc(uint64_t id, ibv_wc_status status) {
     ibv_wc w{};
     w.wr_id = id;
