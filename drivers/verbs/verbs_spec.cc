@@ -3,7 +3,9 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <vector>
 
 #include "dataplane/mempool.h"
@@ -20,6 +22,24 @@ constexpr std::string_view kForm =
 constexpr std::string_view kKeys =
     "qpn, qkey, lid, gid, sgid_index, hop_limit, sl, pkey_index, sq_depth, rq_depth, "
     "signal_every, inline_max";
+
+// The keys whose number is stored as it is in an unsigned field, when in lo..hi.
+struct UnsignedKey {
+  std::string_view key;
+  uint64_t lo, hi;
+  unsigned VerbsOptions::*field;
+};
+constexpr UnsignedKey kUnsignedKeys[] = {
+    {"qpn", 1, 0xffffff, &VerbsOptions::qpn},  // 24 bits; QP 0 is the SMI's
+    {"qkey", 0, 0xffffffff, &VerbsOptions::qkey},
+    {"hop_limit", 1, 255, &VerbsOptions::hop_limit},
+    {"sl", 0, 15, &VerbsOptions::sl},
+    {"pkey_index", 0, 0xffff, &VerbsOptions::pkey_index},
+    {"sq_depth", 16, 32768, &VerbsOptions::sq_depth},
+    {"rq_depth", 16, 32768, &VerbsOptions::rq_depth},
+    {"signal_every", 1, 32768, &VerbsOptions::signal_every},
+    {"inline_max", 0, 1024, &VerbsOptions::inline_max},
+};
 
 // Decimal or 0x-prefixed hex, all of `text`.
 bool ParseNumber(std::string_view text, uint64_t& out) {
@@ -83,7 +103,6 @@ Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required) {
                                          parts[0], spec, kForm));
   o.device = std::string(head[0]);
   o.port = static_cast<unsigned>(port);
-  bool have_qpn = false, have_qkey = false, have_global_args = false, have_rq_depth = false;
   for (size_t i = 1; i < parts.size(); ++i) {
     const std::string_view kv = parts[i];
     const size_t eq = kv.find('=');
@@ -121,50 +140,32 @@ Result<VerbsOptions> ParseVerbsSpec(std::string_view spec, bool peer_required) {
       return {};
     };
     Status st;
-    if (key == "qpn") {
-      st = range(1, 0xffffff);  // 24 bits; QP 0 is the SMI's
-      o.qpn = static_cast<uint32_t>(v);
-      have_qpn = true;
-    } else if (key == "qkey") {
-      st = range(0, 0xffffffff);
-      o.qkey = static_cast<uint32_t>(v);
-      have_qkey = true;
+    const auto plain = std::find_if(std::begin(kUnsignedKeys), std::end(kUnsignedKeys),
+                                    [&](const UnsignedKey& u) { return u.key == key; });
+    if (plain != std::end(kUnsignedKeys)) {
+      st = range(plain->lo, plain->hi);
+      o.*plain->field = static_cast<unsigned>(v);
     } else if (key == "lid") {
       st = range(1, 0xbfff);  // unicast LIDs
       o.lid = static_cast<uint16_t>(v);
     } else if (key == "sgid_index") {
       st = range(0, 255);
       o.sgid_index = static_cast<unsigned>(v);  // checked against the GID table at open
-      have_global_args = true;
-    } else if (key == "hop_limit") {
-      st = range(1, 255);
-      o.hop_limit = static_cast<unsigned>(v);
-      have_global_args = true;
-    } else if (key == "sl") {
-      st = range(0, 15);
-      o.sl = static_cast<unsigned>(v);
-    } else if (key == "pkey_index") {
-      st = range(0, 0xffff);
-      o.pkey_index = static_cast<unsigned>(v);
-    } else if (key == "sq_depth") {
-      st = range(16, 32768);
-      o.sq_depth = static_cast<unsigned>(v);
-    } else if (key == "rq_depth") {
-      st = range(16, 32768);
-      o.rq_depth = static_cast<unsigned>(v);
-      have_rq_depth = true;
-    } else if (key == "signal_every") {
-      st = range(1, 32768);
-      o.signal_every = static_cast<unsigned>(v);
-    } else if (key == "inline_max") {
-      st = range(0, 1024);
-      o.inline_max = static_cast<unsigned>(v);
     } else {
       return MakeError(EINVAL, fmt::format("key '{}' in driver '{}' is unknown; valid keys: {}",
                                            key, spec, kKeys));
     }
     if (!st) return st.error();
   }
+  // Every key was valid and given once: which were given is what the rest depends on.
+  const auto given = [&](std::string_view key) {
+    return std::any_of(parts.begin() + 1, parts.end(),
+                       [&](std::string_view p) { return p.substr(0, p.find('=')) == key; });
+  };
+  bool have_qpn = given("qpn");
+  const bool have_qkey = given("qkey");
+  const bool have_global_args = given("sgid_index") || given("hop_limit");
+  const bool have_rq_depth = given("rq_depth");
   // A sink's datagrams are all it measures, and one finding no receive posted is dropped: its
   // queue absorbs a longer stall than a sender's, which only hears back what comes its way.
   if (!have_rq_depth) o.rq_depth = peer_required ? kSenderRqDepth : kReceiverRqDepth;
