@@ -333,12 +333,6 @@ TEST(Eal, EalsOwnReasonIsInTheSentenceAndItsLogShowsWhenAskedFor) {
   EXPECT_NE(logged.err.find("EAL: Detected CPU lcores"), std::string::npos) << logged.err;
 }
 
-}  // namespace
-}  // namespace txbatch::test
-
-namespace txbatch::test {
-namespace {
-
 // --runner dedicated: producers only enqueue, one runner thread sends. Behind its producers it
 // forms batches by itself, reaches the wire, and drains (buffer:N without a timer included:
 // Drain() releases what it holds back).

@@ -121,12 +121,6 @@ TEST(EthdevBadInput, ALinkThatNeverComesUpIsOneSentenceAndNothingRuns) {
   EXPECT_NE(access(socket.c_str(), F_OK), 0) << socket << " was left behind";
 }
 
-}  // namespace
-}  // namespace txbatch::test
-
-namespace txbatch::test {
-namespace {
-
 // A port EAL probed (as a NIC given with -a would be) is borrowed, not closed: every cell and
 // the pre-flight check use the same port.
 TEST(EthdevPortN, EalProbedPortServesEveryCell) {
@@ -196,11 +190,6 @@ TEST(EthdevTap, MbufsThePmdHeldComeHomeAndTheTapIsRemoved) {
   EXPECT_NE(std::system(("ip link show " + iface + " >/dev/null 2>&1").c_str()), 0);
 }
 
-}  // namespace
-}  // namespace txbatch::test
-
-namespace txbatch::test {
-namespace {
 // Every driver counts the payload of the same frames alike (doc/design.md: L4 payload, the txbatch
 // header included): at --size 18 (the smallest UDP datagram, a 60-byte frame) and 1000 a frame
 // carries `size` bytes, whether it is counted where the driver takes it (net_null, emu:null) or

@@ -80,12 +80,6 @@ TEST(CountPolicy, RejectsBadSpecsWithTheValidForm) {
   }
 }
 
-}  // namespace
-}  // namespace txbatch
-
-namespace txbatch {
-namespace {
-
 TEST(BufferPolicy, ParsesAndFlushesOnCountOrTimeout) {
   auto p = ParsePolicySpec("buffer:32:100");
   ASSERT_TRUE(p.ok()) << p.error().message;
@@ -121,12 +115,6 @@ TEST(BufferPolicy, RejectsBadForms) {
                           "buffer:8:x", "count:8:100", "buffer:8:2000000"})
     EXPECT_FALSE(ParsePolicySpec(bad).ok()) << bad;
 }
-
-}  // namespace
-}  // namespace txbatch
-
-namespace txbatch {
-namespace {
 
 TEST(KernelPolicies, ParseByNameAndSayWhatTheyRead) {
   for (const char* name : {"bql", "linux-2014", "linux-2025", "blist-2007"}) {

@@ -133,12 +133,6 @@ TEST(Segmenter, UdpSendsADatagramPerWriteAndSplitsAtMtuMinus28) {
   EXPECT_EQ(out, (std::vector<unsigned>{1462, 18}));
 }
 
-}  // namespace
-}  // namespace txbatch
-
-namespace txbatch {
-namespace {
-
 TEST(Frame, UnbuildGivesTheSequenceBack) {
   FrameBuilder b(Proto::kTcp, 1);
   rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());

@@ -499,12 +499,6 @@ TEST(Cli, HelpExplainsEveryOptionWithItsDefault) {
   EXPECT_NE(o.out.find("default: emu:e1000"), std::string::npos);
 }
 
-}  // namespace
-}  // namespace txbatch
-
-namespace txbatch {
-namespace {
-
 TEST(DriverSpec, ParsesEmuAndEthdevForms) {
   auto e = ParseDriverSpec("emu:ixgbe,ring=1024");
   ASSERT_TRUE(e.ok()) << e.error().message;

@@ -264,12 +264,6 @@ TEST(NolockTxQueue, AFrameQueuedWhileTheHolderRunsGoesOutInThatRunWithoutAnother
   EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
 }
 
-}  // namespace
-}  // namespace txbatch
-
-namespace txbatch {
-namespace {
-
 TEST(TxQueue, NoqueueHandsBatchesOverAndLeavesTheRefusedToTheCaller) {
   RunWindow window;
   RxSink sink(window, test::TscHz(), 1);
