@@ -29,15 +29,19 @@ ninja -C build-tsan tools/txbatch tests/unit/unit_tests tests/driver/driver_test
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp"
 export TXBATCH_BIN=$PWD/build-tsan/tools/txbatch
 mkdir -p build-tsan/meson-logs
-build-tsan/tests/unit/unit_tests --gtest_filter='SyncAndRunner/TxQueueShape.*:TxQueue.*:LockfreePfifo.*' \
-  >build-tsan/meson-logs/unit.txt 2>&1 \
-  || { grep -E 'WARNING: ThreadSanitizer|Failure|FAILED' -A12 build-tsan/meson-logs/unit.txt | head -60 >&2;
-       echo "tsan: unit tests failed" >&2; exit 1; }
-build-tsan/tests/driver/driver_tests \
-  --gtest_filter='EveryShape/ShapeRun.BooksBalance*_e1000:TwoQueues/EthdevRun.*:Link.Impairments*' \
-  >build-tsan/meson-logs/driver.txt 2>&1 \
-  || { grep -E 'WARNING: ThreadSanitizer|Failure|FAILED' -A12 build-tsan/meson-logs/driver.txt | head -60 >&2;
-       echo "tsan: driver tests failed" >&2; exit 1; }
+# run_suite NAME COMMAND...: runs a test binary with its output in build-tsan/meson-logs/NAME.txt;
+# if it fails, prints the reports and failures from there and ends the script.
+run_suite() {
+  local name=$1
+  shift
+  "$@" >"build-tsan/meson-logs/$name.txt" 2>&1 \
+    || { grep -E 'WARNING: ThreadSanitizer|Failure|FAILED' -A12 "build-tsan/meson-logs/$name.txt" | head -60 >&2;
+         echo "tsan: $name tests failed" >&2; exit 1; }
+}
+run_suite unit build-tsan/tests/unit/unit_tests \
+  --gtest_filter='SyncAndRunner/TxQueueShape.*:TxQueue.*:LockfreePfifo.*'
+run_suite driver build-tsan/tests/driver/driver_tests \
+  --gtest_filter='EveryShape/ShapeRun.BooksBalance*_e1000:TwoQueues/EthdevRun.*:Link.Impairments*'
 if grep -q 'WARNING: ThreadSanitizer' build-tsan/meson-logs/*.txt; then
   grep -A20 'WARNING: ThreadSanitizer' build-tsan/meson-logs/*.txt | head -40 >&2
   echo "tsan: ThreadSanitizer reported (see build-tsan/meson-logs)" >&2
