@@ -40,12 +40,8 @@ TYPED_TEST_SUITE(Pfifo, Qdiscs);
 TYPED_TEST(Pfifo, ServesBandsInStrictPriorityFifoWithin) {
   TypeParam q(10);
   auto f = Alloc(6);
-  ASSERT_TRUE(q.Enqueue(f[0], 2));
-  ASSERT_TRUE(q.Enqueue(f[1], 1));
-  ASSERT_TRUE(q.Enqueue(f[2], 0));
-  ASSERT_TRUE(q.Enqueue(f[3], 1));
-  ASSERT_TRUE(q.Enqueue(f[4], 2));
-  ASSERT_TRUE(q.Enqueue(f[5], 0));
+  const int bands[] = {2, 1, 0, 1, 2, 0};
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(q.Enqueue(f[i], bands[i]));
   EXPECT_EQ(q.backlog(), 6u);
   const auto out = DequeueAll(q);
   EXPECT_EQ(out, (std::vector<rte_mbuf*>{f[2], f[5], f[1], f[3], f[0], f[4]}));
@@ -62,9 +58,7 @@ TEST(PfifoFast, Prio2BandMatchesLinux) {
 TYPED_TEST(Pfifo, DropsTailAtTheLimitPerBand) {
   TypeParam q(3);
   auto f = Alloc(5);
-  EXPECT_TRUE(q.Enqueue(f[0], 1));
-  EXPECT_TRUE(q.Enqueue(f[1], 1));
-  EXPECT_TRUE(q.Enqueue(f[2], 1));
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(q.Enqueue(f[i], 1));
   EXPECT_TRUE(q.band_full(1));
   EXPECT_FALSE(q.Enqueue(f[3], 1));  // the caller keeps it
   EXPECT_TRUE(q.Enqueue(f[4], 0));   // another band still has room
