@@ -298,11 +298,9 @@ TEST(Signals, SigintStopsPrintsWritesAndCleansUp) {
 
 TEST(Eal, UserArgumentsReplaceTheDefaults) {
   const std::string prefix = "txbatch-user-" + std::to_string(getpid());
-  const auto run = RunTxbatch(
-      "run --driver emu:null --size 1000 --batch 8 --procs 1 --duration "
-      "0.1 --warmup 0 -- --no-huge -m 256 --no-shconf --no-pci "
-      "--no-telemetry --file-prefix=" +
-      prefix);
+  const auto run =
+      RunTxbatch("run --driver emu:null --size 1000 --batch 8 --procs 1 --duration 0.1 --warmup 0" +
+                 UserEalArgs(prefix));
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_NE(run.out.find("EAL user"), std::string::npos);
   EXPECT_EQ(run.doc["records"][0]["env"]["eal_mode"], "user");

@@ -126,10 +126,9 @@ TEST(EthdevBadInput, ALinkThatNeverComesUpIsOneSentenceAndNothingRuns) {
 TEST(EthdevPortN, EalProbedPortServesEveryCell) {
   const std::string prefix = "txbatch-portn-" + std::to_string(getpid());
   const auto run = RunTxbatch(
-      "run --driver ethdev:port=0 --proto udp --size 200 --procs 1 "
-      "--batch 1,32 --duration 0.1 --warmup 0 -- --no-huge -m 256 "
-      "--no-shconf --no-pci --no-telemetry --file-prefix=" +
-      prefix + " --vdev net_null0,no-rx=1");
+      "run --driver ethdev:port=0 --proto udp --size 200 --procs 1 --batch 1,32 --duration 0.1 "
+      "--warmup 0" +
+      UserEalArgs(prefix) + " --vdev net_null0,no-rx=1");
   ASSERT_EQ(run.status, 0) << run.err;
   ASSERT_EQ(run.doc["records"].size(), 2u);
   for (const json& rec : run.doc["records"])
@@ -145,10 +144,9 @@ TEST_P(EthdevPortNCounters, EachCellReportsItsOwnPmdCounters) {
   const std::string& vdev = GetParam();
   const std::string prefix = "txbatch-portn-pmd-" + std::to_string(getpid());
   const auto run = RunTxbatch(
-      "run --driver ethdev:port=0 --proto udp --size 200 --procs 1 "
-      "--batch 1,32 --duration 0.1 --warmup 0.05 -- --no-huge -m 256 "
-      "--no-shconf --no-pci --no-telemetry --file-prefix=" +
-      prefix + " --vdev " + vdev);
+      "run --driver ethdev:port=0 --proto udp --size 200 --procs 1 --batch 1,32 --duration 0.1 "
+      "--warmup 0.05" +
+      UserEalArgs(prefix) + " --vdev " + vdev);
   ASSERT_EQ(run.status, 0) << run.err;
   ASSERT_EQ(run.doc["records"].size(), 2u);
   for (const json& rec : run.doc["records"]) {

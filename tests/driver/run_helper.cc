@@ -44,6 +44,10 @@ TxbatchRun RunTxbatch(const std::string& args) {
   return r;
 }
 
+std::string UserEalArgs(const std::string& file_prefix) {
+  return " -- --no-huge -m 256 --no-shconf --no-pci --no-telemetry --file-prefix=" + file_prefix;
+}
+
 std::vector<uint64_t> SentByDriverCountedRecords(const nlohmann::json& doc) {
   std::vector<uint64_t> sent;
   for (const auto& rec : doc["records"]) {

@@ -19,6 +19,10 @@ struct TxbatchRun {
 // --rounds 1 unless `args` set it (one record per cell); `report` gets no --json.
 TxbatchRun RunTxbatch(const std::string& args);
 
+// EAL arguments given the way a user gives them (after " -- ", replacing txbatch's defaults),
+// for a run that touches no hugepages and no other process: its files under `file_prefix`.
+std::string UserEalArgs(const std::string& file_prefix);
+
 // For a run on a port where nothing receives: checks that every record's books balance and that
 // it counted where the driver accepts frames; returns each record's `sent`, in order.
 std::vector<uint64_t> SentByDriverCountedRecords(const nlohmann::json& doc);
