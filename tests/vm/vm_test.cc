@@ -349,6 +349,17 @@ class BackgroundGuest {
   int status_ = -1;
 };
 
+// A guest job: after `setup`, `txbatch sink OPTIONS` in the background (its record to
+// /tmp/s.json, EAL arguments `eal` if any), until the host says go (BackgroundGuest::Tell); then
+// SIGINT stops it and its record comes back as sink.json.
+std::string SinkUntilGo(const std::string& setup, const std::string& options,
+                        const std::string& eal = "") {
+  return setup + "txbatch sink " + options + " --stats 0 --json /tmp/s.json" +
+         (eal.empty() ? "" : " -- " + eal) +
+         " &\npid=$!\nread go < /dev/ttyS2\nkill -INT $pid\nwait $pid || st=$?\n"
+         "result sink.json /tmp/s.json\nexit ${st:-0}\n";
+}
+
 // Two hosts: guest B's txbatch sink on its e1000, guest A's txbatch run on its own, the two NICs
 // joined by a QEMU socket netdev (a cable over loopback). Every frame A put on the wire reached
 // B's sink, in order per flow, and both sides' books close.
@@ -358,10 +369,8 @@ TEST(VmTwoHosts, RunOnOneE1000SinkOnAnotherEveryFrameArrives) {
   const std::string cable = "127.0.0.1:" + std::to_string(port);
   BackgroundGuest sink(
       "two_sink",
-      std::string(kUio) +
-          "\ntxbatch sink --port ethdev:port=0 --stats 0 --json /tmp/s.json -- -l 0-1 "
-          "-a 0000:00:04.0 --in-memory &\npid=$!\nread go < /dev/ttyS2\nkill -INT $pid\n"
-          "wait $pid || st=$?\nresult sink.json /tmp/s.json\nexit ${st:-0}\n",
+      SinkUntilGo(std::string(kUio) + "\n", "--port ethdev:port=0",
+                  "-l 0-1 -a 0000:00:04.0 --in-memory"),
       "-netdev socket,id=n0,listen=" + cable + " -device e1000,netdev=n0,addr=04.0");
   ASSERT_TRUE(sink.AwaitConsole("receiving; SIGINT or SIGTERM stops it", 180))
       << Slurp(sink.out() + "/console.log");
@@ -494,10 +503,8 @@ TEST(VmRxe, TwoGuestsOverASocketCableEveryFrameArrives) {
   const std::string cable = "127.0.0.1:" + std::to_string(port);
   BackgroundGuest sink(
       "rxe_two_sink",
-      "modprobe e1000\nrxe_up eth0\nip addr add 10.0.0.2/24 dev eth0\n"
-      "txbatch sink --port verbs:rxe0:1,qkey=" + std::string(kQkey) + " " + kRxeMtu +
-          " --stats 0 --json /tmp/s.json &\npid=$!\nread go < /dev/ttyS2\nkill -INT $pid\n"
-          "wait $pid || st=$?\nresult sink.json /tmp/s.json\nexit ${st:-0}\n",
+      SinkUntilGo("modprobe e1000\nrxe_up eth0\nip addr add 10.0.0.2/24 dev eth0\n",
+                  "--port verbs:rxe0:1,qkey=" + std::string(kQkey) + " " + kRxeMtu),
       "-netdev socket,id=n0,listen=" + cable +
           " -device e1000,netdev=n0,addr=04.0,mac=52:54:00:12:34:02");
   ASSERT_TRUE(sink.AwaitConsole("receiving; SIGINT or SIGTERM stops it", 180))
