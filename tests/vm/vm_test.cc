@@ -285,6 +285,13 @@ int FreeLoopbackPort() {
   return ok ? ntohs(a.sin_port) : -1;
 }
 
+// The address of a socket netdev cable between two guests ("127.0.0.1:PORT"), on a free port;
+// empty when there is none.
+std::string LoopbackCable() {
+  const int port = FreeLoopbackPort();
+  return port > 0 ? "127.0.0.1:" + std::to_string(port) : std::string();
+}
+
 // A guest booting in the background; its job may wait for a line on its third serial port
 // (/dev/ttyS2), which Tell sends.
 class BackgroundGuest {
@@ -364,9 +371,8 @@ std::string SinkUntilGo(const std::string& setup, const std::string& options,
 // joined by a QEMU socket netdev (a cable over loopback). Every frame A put on the wire reached
 // B's sink, in order per flow, and both sides' books close.
 TEST(VmTwoHosts, RunOnOneE1000SinkOnAnotherEveryFrameArrives) {
-  const int port = FreeLoopbackPort();
-  ASSERT_GT(port, 0);
-  const std::string cable = "127.0.0.1:" + std::to_string(port);
+  const std::string cable = LoopbackCable();
+  ASSERT_FALSE(cable.empty());
   BackgroundGuest sink(
       "two_sink",
       SinkUntilGo(std::string(kUio) + "\n", "--port ethdev:port=0",
@@ -498,9 +504,8 @@ TEST(VmRxe, RunToASinkOnTheSamePortEveryFrameArrivesAndBatchingShowsInThePosts) 
 // B's IPv4 RoCE v2 GID, paced at what a TCG guest receives (a UD datagram finding no posted
 // receive is dropped: 0 lost is the claim at this rate).
 TEST(VmRxe, TwoGuestsOverASocketCableEveryFrameArrives) {
-  const int port = FreeLoopbackPort();
-  ASSERT_GT(port, 0);
-  const std::string cable = "127.0.0.1:" + std::to_string(port);
+  const std::string cable = LoopbackCable();
+  ASSERT_FALSE(cable.empty());
   BackgroundGuest sink(
       "rxe_two_sink",
       SinkUntilGo("modprobe e1000\nrxe_up eth0\nip addr add 10.0.0.2/24 dev eth0\n",
