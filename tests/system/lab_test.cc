@@ -56,6 +56,12 @@ class Lab {
     usleep(100000);
     return r.status == 0;
   }
+  // iperf3 from namespace a to a server in b started for it, with `args` and a JSON report (-J);
+  // a status of -1 when the server did not start.
+  Ran Iperf(const std::string& args) {
+    if (!StartIperfServer()) return {-1, "the iperf3 server in " + prefix_ + "-b did not start"};
+    return InA("iperf3 -c 10.77.0.2 " + args + " -J");
+  }
   // Stops the bridge; returns what `lab down` printed (the bridge's books).
   std::string Down() {
     down_ = true;
@@ -210,8 +216,7 @@ TEST(Lab, IperfTcpThroughA100MbitLinkGetsTheRateTheHeadersLeave) {
   {
     Lab lab("tsys4", "--link 'rate 100mbit'");
     ASSERT_TRUE(lab.up()) << lab.up_output();
-    ASSERT_TRUE(lab.StartIperfServer());
-    const Ran r = lab.InA("iperf3 -c 10.77.0.2 -t 4 -O 1 -J");
+    const Ran r = lab.Iperf("-t 4 -O 1");
     ASSERT_EQ(r.status, 0) << r.out;
     const auto doc = nlohmann::json::parse(r.out);
     const double got = doc["end"]["sum_received"]["bits_per_second"].get<double>();
@@ -225,8 +230,7 @@ TEST(Lab, IperfUdpAtHalfTheLinkRateLosesUnderOnePercent) {
   {
     Lab lab("tsys5", "--link 'rate 100mbit'");
     ASSERT_TRUE(lab.up()) << lab.up_output();
-    ASSERT_TRUE(lab.StartIperfServer());
-    const Ran r = lab.InA("iperf3 -c 10.77.0.2 -u -b 50M -t 3 -J");
+    const Ran r = lab.Iperf("-u -b 50M -t 3");
     ASSERT_EQ(r.status, 0) << r.out;
     const auto doc = nlohmann::json::parse(r.out);
     EXPECT_LT(doc["end"]["sum"]["lost_percent"].get<double>(), 1.0) << doc["end"]["sum"].dump();
@@ -286,8 +290,7 @@ TEST(Lab, BatchOneAndThirtyTwoBothForwardEverythingAndBatchAsTheyShould) {
   for (const char* batch : {"1", "32"}) {
     Lab lab(std::string("tsys6") + batch, std::string("--batch ") + batch);
     ASSERT_TRUE(lab.up()) << lab.up_output();
-    ASSERT_TRUE(lab.StartIperfServer());
-    const Ran r = lab.InA("iperf3 -c 10.77.0.2 -t 2 -J");
+    const Ran r = lab.Iperf("-t 2");
     ASSERT_EQ(r.status, 0) << r.out;
     const std::string down = lab.Down();
     ExpectBooks(down);
