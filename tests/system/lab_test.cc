@@ -62,6 +62,23 @@ class Lab {
     if (!StartIperfServer()) return {-1, "the iperf3 server in " + prefix_ + "-b did not start"};
     return InA("iperf3 -c 10.77.0.2 " + args + " -J");
   }
+  // Side a takes 9000-byte packets (both ends of its veth), the bridge and side b what they had;
+  // false when ip refused.
+  bool JumboOnA() const {
+    return Sh("ip -n " + prefix_ + "-a link set " + prefix_ + "-a0 mtu 9000 && ip link set " +
+              prefix_ + "-a1 mtu 9000")
+               .status == 0;
+  }
+  // Runs the Python `script` (written to `file` in the test's temp dir for the run) in namespace
+  // a, its environment's DEV naming a's veth, with `args`.
+  Ran PythonInA(const std::string& file, const std::string& script,
+                const std::string& args = "") const {
+    const std::string path = ::testing::TempDir() + "/" + file;
+    std::ofstream(path) << script;
+    Ran r = InA("env DEV=" + prefix_ + "-a0 python3 " + path + args);
+    std::filesystem::remove(path);
+    return r;
+  }
   // Stops the bridge; returns what `lab down` printed (the bridge's books).
   std::string Down() {
     down_ = true;
@@ -269,11 +286,8 @@ print('sent', sent)
   {
     Lab lab("tsys7", "");
     ASSERT_TRUE(lab.up()) << lab.up_output();
-    ASSERT_EQ(
-        Sh("ip -n tsys7-a link set tsys7-a0 mtu 9000 && ip link set tsys7-a1 mtu 9000").status, 0);
-    const std::string script = ::testing::TempDir() + "/hostile.py";
-    std::ofstream(script) << py;
-    const Ran r = lab.InA("env DEV=tsys7-a0 python3 " + script);
+    ASSERT_TRUE(lab.JumboOnA());
+    const Ran r = lab.PythonInA("hostile.py", py);
     ASSERT_EQ(r.status, 0) << r.out;
     EXPECT_NE(r.out.find("sent "), std::string::npos) << r.out;
     const PingStats p = ParsePing(lab.InA("ping -c 10 -i 0.05 -q 10.77.0.2").out);
@@ -281,7 +295,6 @@ print('sent', sent)
     const std::string down = lab.Down();
     EXPECT_NE(down.find("bridge pid"), std::string::npos) << "it was still running: " << down;
     ExpectBooks(down);
-    std::filesystem::remove(script);
   }
   ExpectGone("tsys7");
 }
@@ -464,10 +477,7 @@ TEST(Lab, FramesOverTheEgressMtuAreDroppedAndCountedOversize) {
     Lab lab("tsysm", "");
     ASSERT_TRUE(lab.up()) << lab.up_output();
     // Side a takes 9000-byte packets, side b (and the bridge) 1500.
-    ASSERT_EQ(
-        Sh("ip -n tsysm-a link set tsysm-a0 mtu 9000 && ip link set tsysm-a1 mtu 9000").status, 0);
-    const std::string script = ::testing::TempDir() + "/send_frames.py";
-    std::ofstream(script) << kSendFrames;
+    ASSERT_TRUE(lab.JumboOnA());
     std::string sizes;
     int big = 0;
     for (int i = 0; i < 150; ++i) {
@@ -475,9 +485,8 @@ TEST(Lab, FramesOverTheEgressMtuAreDroppedAndCountedOversize) {
       sizes += over ? " 3000" : (i % 3 == 1 ? " 1514" : " 1000");
       big += over;
     }
-    const Ran r = lab.InA("env DEV=tsysm-a0 python3 " + script + sizes);
+    const Ran r = lab.PythonInA("send_frames.py", kSendFrames, sizes);
     ASSERT_EQ(r.status, 0) << r.out;
-    std::filesystem::remove(script);
     // What left b1: its peer's kernel counter.
     const long arrived =
         std::stol(lab.InB("cat /sys/class/net/tsysm-b0/statistics/rx_packets").out);
@@ -505,19 +514,16 @@ TEST(Lab, AtMtu9000FramesUpToTheMtuCrossWhole) {
       EXPECT_EQ(ParsePing(out).received, 3) << payload << ": " << out;
     }
     // Frames of these lengths arrive with these lengths.
-    const std::string send = ::testing::TempDir() + "/send_frames.py";
     const std::string receive = ::testing::TempDir() + "/receive_frames.py";
-    std::ofstream(send) << kSendFrames;
     std::ofstream(receive) << kReceiveFrames;
     Process receiver("ip netns exec tsysj-b env DEV=tsysj-b0 COUNT=4 python3 " + receive,
                      ::testing::TempDir() + "/receive_frames.log");
     ASSERT_TRUE(receiver.WaitFor("ready", 10)) << receiver.Log();
-    const Ran r = lab.InA("env DEV=tsysj-a0 python3 " + send + " 2000 4000 8000 9014");
+    const Ran r = lab.PythonInA("send_frames.py", kSendFrames, " 2000 4000 8000 9014");
     ASSERT_EQ(r.status, 0) << r.out;
     ASSERT_TRUE(receiver.WaitFor("end", 10)) << receiver.Log();
     EXPECT_NE(receiver.Log().find("sizes 2000 4000 8000 9014 end"), std::string::npos)
         << receiver.Log();
-    std::filesystem::remove(send);
     std::filesystem::remove(receive);
     const std::string down = lab.Down();
     ExpectBooks(down);
