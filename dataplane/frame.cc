@@ -8,6 +8,8 @@
 
 #include <cstring>
 
+#include "base/enum_names.h"
+
 namespace txbatch {
 namespace {
 
@@ -36,23 +38,12 @@ uint64_t GetSeq48(const uint8_t* in) {
 
 std::string_view ProtoName(Proto p) { return p == Proto::kUdp ? "udp" : "tcp"; }
 
-std::string_view ParseStatusName(ParseStatus s) {
-  switch (s) {
-    case ParseStatus::kOk:
-      return "ok";
-    case ParseStatus::kTruncated:
-      return "truncated";
-    case ParseStatus::kNotIpv4:
-      return "not_ipv4";
-    case ParseStatus::kNotUdpOrTcp:
-      return "not_udp_or_tcp";
-    case ParseStatus::kNotTxbatch:
-      return "not_txbatch";
-    case ParseStatus::kCorrupt:
-      return "corrupt";
-  }
-  return "unknown";
-}
+// Indexed by ParseStatus.
+constexpr std::array<std::string_view, kParseStatuses> kParseStatusNames = {
+    "ok", "truncated", "not_ipv4", "not_udp_or_tcp", "not_txbatch", "corrupt"};
+static_assert(static_cast<size_t>(ParseStatus::kCorrupt) + 1 == kParseStatuses);
+
+std::string_view ParseStatusName(ParseStatus s) { return NameOf(kParseStatusNames, s, "unknown"); }
 
 FrameBuilder::FrameBuilder(Proto proto, uint16_t flow, bool track_stages, uint64_t first_seq)
     : proto_(proto),

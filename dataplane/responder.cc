@@ -8,19 +8,16 @@
 #include <rte_ip.h>
 #include <rte_udp.h>
 
+#include "base/enum_names.h"
+
 namespace txbatch {
 
-std::string_view IgnoredName(Ignored why) {
-  switch (why) {
-    case Ignored::kMalformed:
-      return "malformed";
-    case Ignored::kNotForUs:
-      return "not_for_us";
-    case Ignored::kUnanswered:
-      return "unanswered";
-  }
-  return "?";
-}
+// Indexed by Ignored.
+constexpr std::array<std::string_view, kIgnoredReasons> kIgnoredNames = {"malformed", "not_for_us",
+                                                                         "unanswered"};
+static_assert(static_cast<size_t>(Ignored::kUnanswered) + 1 == kIgnoredReasons);
+
+std::string_view IgnoredName(Ignored why) { return NameOf(kIgnoredNames, why, "?"); }
 
 Result<uint32_t> ParseIpv4(std::string_view text) {
   in_addr a{};

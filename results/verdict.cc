@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/enum_names.h"
+
 namespace txbatch {
 namespace {
 
@@ -80,10 +82,7 @@ constexpr std::array<std::string_view, 4> kVerdictNames = {"better", "worse", "e
                                                            "inconclusive"};
 static_assert(kVerdictNames.size() == static_cast<size_t>(Verdict::kInconclusive) + 1);
 
-std::string_view VerdictName(Verdict v) {
-  const auto i = static_cast<size_t>(v);
-  return i < kVerdictNames.size() ? kVerdictNames[i] : "inconclusive";
-}
+std::string_view VerdictName(Verdict v) { return NameOf(kVerdictNames, v, "inconclusive"); }
 
 Verdict Judge(const RatioEstimate& e, bool higher_is_better, double margin) {
   if (e.rounds < 2) return Verdict::kInconclusive;  // no interval from one pair
