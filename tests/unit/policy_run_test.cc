@@ -12,6 +12,7 @@
 #include <array>
 #include <deque>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "batching/flush_policy.h"
@@ -404,6 +405,55 @@ TEST_P(PolicyRun, Blist2007OffersNoMoreThanTheFreeSlots) {
   for (const auto& c : rig.driver.calls) EXPECT_EQ(c.offered, c.accepted);
 }
 
+// The simulation's queue stepped by hand, with free locks: two producers and the txirq.
+struct SimRig {
+  explicit SimRig(const char* policy_text)
+      : policy(MakeFlushPolicy(*ParsePolicySpec(policy_text), 1e9)),
+        cfg([] {
+          TxQueueConfig c;
+          c.tsc_hz = 1e9;
+          c.track_stages = false;
+          return c;
+        }()),
+        cpu{cycles, window},
+        q(driver, nullptr, *policy, cfg, cpu, clock) {
+    for (SimActor* a : {&p1, &p2}) {
+      a->step = a->home = SimStep::kBuild;
+      a->q = &q;
+      a->t = 1;
+    }
+    irq.role = SimRole::kIrq;
+    irq.step = irq.home = SimStep::kIrq;
+    irq.q = &q;
+    irq.t = 1;
+    q.Attach(&irq, nullptr);
+  }
+  ~SimRig() {
+    q.Purge();
+    driver.Purge();
+  }
+  static rte_mbuf* Frame() {
+    rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
+    EXPECT_NE(m, nullptr);
+    EXPECT_NE(rte_pktmbuf_append(m, kFrameBytes), nullptr);
+    return m;
+  }
+  // Steps the run `a` is in to its end.
+  void Finish(SimActor& a) {
+    for (int i = 0; a.step != a.home && i < 1000; ++i) q.StepRun(a);
+    EXPECT_EQ(a.step, a.home);
+  }
+  ScriptedDriver driver{/*bql=*/false};
+  std::unique_ptr<FlushPolicy> policy;
+  TxQueueConfig cfg;
+  RunWindow window;
+  SimCycles cycles;
+  VirtualClock clock;
+  SimCpu cpu;
+  SimQueue q;
+  SimActor p1, p2, irq;
+};
+
 // The interleaving the real queues get from threads, stepped by hand on the simulation's queue:
 // the txirq asks for a reschedule while a producer's run is in its driver call, and that call
 // fills the ring. The run must see the stopped queue and end, as RootlockTxQueue::Run does (it
@@ -411,56 +461,27 @@ TEST_P(PolicyRun, Blist2007OffersNoMoreThanTheFreeSlots) {
 // (the simulation's own copy of the run did: it went on to dequeue whenever a restart was
 // pending, stopped or not).
 TEST(SimQueueRun, ARescheduleDuringARunDoesNotMakeItOfferAStoppedQueue) {
-  ScriptedDriver driver(/*bql=*/false);
-  auto policy = MakeFlushPolicy(*ParsePolicySpec("count:4"), 1e9);
-  TxQueueConfig cfg;
-  cfg.tsc_hz = 1e9;
-  cfg.track_stages = false;
-  RunWindow window;
-  SimCycles cycles;
-  VirtualClock clock;
-  const SimCpu cpu{cycles, window};
-  SimQueue q(driver, nullptr, *policy, cfg, cpu, clock);
-  SimActor p1, p2, irq;
-  for (SimActor* a : {&p1, &p2}) {
-    a->step = a->home = SimStep::kBuild;
-    a->q = &q;
-    a->t = 1;
-  }
-  irq.role = SimRole::kIrq;
-  irq.step = irq.home = SimStep::kIrq;
-  irq.q = &q;
-  irq.t = 1;
-  q.Attach(&irq, nullptr);
-  const auto frame = [] {
-    rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
-    EXPECT_NE(m, nullptr);
-    EXPECT_NE(rte_pktmbuf_append(m, kFrameBytes), nullptr);
-    return m;
-  };
-  const auto finish = [&](SimActor& a) {
-    for (int i = 0; a.step != a.home && i < 1000; ++i) q.StepRun(a);
-    EXPECT_EQ(a.step, a.home);
-  };
+  SimRig rig("count:4");
+  auto [driver, q, p1, p2, irq] = std::tie(rig.driver, rig.q, rig.p1, rig.p2, rig.irq);
   driver.next_capacity = 4;  // the ring opens with 4 slots
   q.Complete(irq, false);
   for (int i = 0; i < 3; ++i) {  // three frames go out, one slot is left
-    ASSERT_TRUE(q.Enqueue(p1, frame(), 1, false));
-    finish(p1);
+    ASSERT_TRUE(q.Enqueue(p1, SimRig::Frame(), 1, false));
+    rig.Finish(p1);
   }
   ASSERT_EQ(driver.FreeSlots(), 1u);
-  ASSERT_TRUE(q.Enqueue(p1, frame(), 1, false));
+  ASSERT_TRUE(q.Enqueue(p1, SimRig::Frame(), 1, false));
   q.StepRun(p1);  // p1's run dequeued its frame and is about to call the driver
   ASSERT_EQ(p1.step, SimStep::kXmit);
   for (int i = 0; i < 3; ++i) {  // p2 enqueues meanwhile (p1 runs the qdisc)
-    ASSERT_TRUE(q.Enqueue(p2, frame(), 1, false));
+    ASSERT_TRUE(q.Enqueue(p2, SimRig::Frame(), 1, false));
     ASSERT_EQ(p2.step, SimStep::kBuild) << "a producer that finds the qdisc running only enqueues";
   }
   // A run spent its quota: the txirq reschedules, and finds p1 running: a restart is pending.
   q.Complete(irq, /*resched=*/true);
   EXPECT_EQ(irq.step, SimStep::kIrq);
   driver.calls.clear();
-  finish(p1);  // the driver call fills the ring; the run sees it stopped
+  rig.Finish(p1);  // the driver call fills the ring; the run sees it stopped
   ASSERT_EQ(driver.calls.size(), 1u);
   EXPECT_EQ(driver.calls[0].accepted, 1);
   EXPECT_EQ(q.counters().requeues.Get(), 0u) << "a stopped queue was offered a bulk";
@@ -469,39 +490,21 @@ TEST(SimQueueRun, ARescheduleDuringARunDoesNotMakeItOfferAStoppedQueue) {
   driver.to_complete = 4;
   driver.calls.clear();
   q.Complete(irq, false);  // the ring empties: the txirq runs the qdisc, which sends the three
-  finish(irq);
+  rig.Finish(irq);
   EXPECT_EQ(driver.Handovers(), Sizes({3}));
   EXPECT_TRUE(q.qdisc().empty());
-  driver.Purge();
 }
 
 // An abandoned simulation frees what its queue holds: between a driver call that took part of
 // the bulk and the requeue of the rest, only the refused frames are the queue's (the accepted
 // are in the driver's ring and go with its Purge). Freeing the whole bulk freed those twice.
 TEST(SimQueueRun, PurgeBetweenTheDriverCallAndTheRequeueFreesEveryFrameOnce) {
-  ScriptedDriver driver(/*bql=*/false);
-  auto policy = MakeFlushPolicy(*ParsePolicySpec("count:8"), 1e9);
-  TxQueueConfig cfg;
-  cfg.tsc_hz = 1e9;
-  cfg.track_stages = false;
-  RunWindow window;
-  SimCycles cycles;
-  VirtualClock clock;
-  const SimCpu cpu{cycles, window};
-  SimQueue q(driver, nullptr, *policy, cfg, cpu, clock);
-  SimActor p, irq;
-  p.step = p.home = SimStep::kBuild;
-  p.q = &q;
-  irq.role = SimRole::kIrq;
-  irq.step = irq.home = SimStep::kIrq;
-  irq.q = &q;
-  q.Attach(&irq, nullptr);
+  SimRig rig("count:8");
+  auto [driver, q, p, irq] = std::tie(rig.driver, rig.q, rig.p1, rig.irq);
   const unsigned in_use = rte_mempool_in_use_count(test::Pool());
   for (int i = 0; i < 12; ++i) {  // the ring is closed: every run ends at once
-    rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
-    ASSERT_NE(m, nullptr);
-    ASSERT_TRUE(q.Enqueue(p, m, 1, false));
-    while (p.step != p.home) q.StepRun(p);
+    ASSERT_TRUE(q.Enqueue(p, SimRig::Frame(), 1, false));
+    rig.Finish(p);
   }
   driver.next_capacity = 5;
   q.Complete(irq, false);  // 5 slots: the txirq's run dequeues 8
