@@ -124,13 +124,13 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   // Window rates.
   const CellConfig& cfg = run.cfg;
   const TxDriver& driver = run.driver;
-  const TxQueueCounters& qc = run.qc;
+  const TxQueueCounters& qc = run.totals.qc;
   const RxSink& sink = run.sink;
   const auto& stats = run.stats;
   const CounterSnapshot& a = run.a;
   const CounterSnapshot& b = run.b;
   const double tsc_hz = run.tsc_hz;
-  const DriverCounters& dc = run.dc;
+  const DriverCounters& dc = run.totals.dc;
   CellResult r;
   // Frames lost at the very end of a flow show no gap: tell the sink where each flow ended.
   std::vector<uint64_t> next_seq;
@@ -178,7 +178,7 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   r.qdisc_missed = wq.missed;
   r.queue_stops = wd.stops;
   r.producer_waits = wq.waits;
-  if (const auto limit = run.bql_limit)
+  if (const auto limit = run.totals.bql_limit)
     r.bql = BqlResult{*limit, qc.bql_limit_max.Get(), wq.bql_stops};
   r.reschedules = wq.reschedules;
   r.driver_counters = driver.ExtraCounters();  // over the whole cell (warm-up and drain too)
@@ -229,11 +229,11 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   k.dropped = qc.dropped_qdisc_full.Get() + qc.dropped_noqueue.Get();
   r.drops_total = k.dropped;
   k.sent = dc.accepted.Get();
-  k.queued = run.backlog;
+  k.queued = run.totals.backlog;
   k.received = sc.received;
   k.lost = sc.lost;
   k.duplicated = sc.duplicated;
-  k.in_flight = run.in_flight;
+  k.in_flight = run.totals.in_flight;
   if (const LinkCounters* lc = driver.link_counters()) {
     LinkResult& l = r.link.emplace();
     l.offered = lc->offered.Get();
@@ -379,17 +379,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   for (unsigned q = 0; q < nq; ++q)
     totals.Add(*drivers[q], queues[q]->counters(), queues[q]->backlog(), queues[q]->bql_limit());
   CloseSinks(sink_ptrs, stats);
-  CellRun run{cfg,
-              driver,
-              totals.dc,
-              totals.qc,
-              totals.bql_limit,
-              totals.backlog,
-              totals.in_flight,
-              *sinks.front(),
-              stats,
-              a,
-              b};
+  CellRun run{cfg, driver, totals, *sinks.front(), stats, a, b};
   run.tsc_hz = tsc_hz;
   run.run_start = run_start;
   run.window_start = window.start.load();

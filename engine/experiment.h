@@ -196,13 +196,9 @@ struct QueueTotals {
 // result is computed from it alone.
 struct CellRun {
   const CellConfig& cfg;
-  const TxDriver& driver;    // the first queue's: what every queue's driver shares (wire, kind)
-  const DriverCounters& dc;  // every queue's, summed (AddInto)
-  const TxQueueCounters& qc;
-  std::optional<uint32_t> bql_limit;
-  unsigned backlog;
-  unsigned in_flight;
-  RxSink& sink;  // every queue's, absorbed into one
+  const TxDriver& driver;     // the first queue's: what every queue's driver shares (wire, kind)
+  const QueueTotals& totals;  // every queue's
+  RxSink& sink;               // every queue's, absorbed into one
   const std::vector<ProducerStats>& stats;
   CounterSnapshot a, b;  // at the window's start and end
   double tsc_hz = 0;

@@ -355,17 +355,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   }
   CloseSinks(sinks, stats_);
   const Lane& first = lanes_.front();
-  CellRun run{cfg_,
-              *first.driver,
-              totals.dc,
-              totals.qc,
-              totals.bql_limit,
-              totals.backlog,
-              totals.in_flight,
-              *first.sink,
-              stats_,
-              a,
-              b};
+  CellRun run{cfg_, *first.driver, totals, *first.sink, stats_, a, b};
   run.tsc_hz = tsc_hz_;
   run.run_start = origin;
   run.window_start = window_start;
