@@ -21,55 +21,13 @@
 #include "drivers/ethdev/ring_size.h"
 #include "drivers/verbs/verbs.h"
 #include "engine/session.h"
+#include "tools/port_cmd.h"
 
 namespace txbatch {
+
+using namespace port_cmd;  // NOLINT: the port commands' shared parts
+
 namespace {
-
-// Empty polls in a row before the forwarding thread sleeps (then at most kIdleSleepNs at a time,
-// or until the link's next arrival): a bridge at rest leaves the CPUs to the hosts around it.
-constexpr unsigned kSpinPolls = 256;
-constexpr double kIdleSleepNs = 20e3;
-// How long the bridge and the sink wait for their ports' links (peers may start later).
-constexpr double kPeerLinkWaitS = 60;
-// How long the drain after a stop may take beyond the links' longest delay.
-constexpr double kDrainS = 1.0;
-
-std::string Lat(const std::optional<LatencySummary>& s, double LatencySummary::*field) {
-  if (!s) return "-";
-  const double ns = (*s).*field;
-  return ns >= 1e6 ? fmt::format("{:.2f}ms", ns / 1e6) : fmt::format("{:.1f}us", ns / 1e3);
-}
-
-// The largest frame a port of IP MTU `mtu` forwards: Ethernet header and a VLAN tag.
-unsigned LargestFrame(unsigned mtu) { return mtu + kEthHeaderBytes + 4; }
-
-// The longest a frame stays in `l` (LinkSpec::MaxHoldS for the largest frame of the MTU).
-double LongestStayS(const LinkSpec& l, unsigned mtu) { return l.MaxHoldS(LargestFrame(mtu)); }
-
-// A link that may hold a frame past kMaxLinkHoldS is refused, as run refuses it: the drain at a
-// stop would wait that long.
-Result<std::optional<LinkSpec>> ParseOneLink(const std::string& text, unsigned mtu) {
-  if (text.empty()) return std::optional<LinkSpec>();
-  auto l = ParseLinkSpec(text);
-  if (!l) return l.error();
-  if (const double hold = l->MaxHoldS(LargestFrame(mtu)); hold > kMaxLinkHoldS)
-    return MakeError(ERANGE,
-                     fmt::format("--link '{}' may hold a frame for {:.0f} s, and the "
-                                 "drain at a stop waits at most {:.0f} s for what a "
-                                 "link holds; valid: {}",
-                                 text, hold, kMaxLinkHoldS, l->HoldAdvice(LargestFrame(mtu))));
-  return l->Active() ? std::optional<LinkSpec>(*l) : std::nullopt;
-}
-
-Result<ethdev::EthdevOptions> ParsePort(const std::string& option, const std::string& text) {
-  if (text.empty())
-    return MakeError(EINVAL, fmt::format("{} is required; valid: ethdev:DEVARGS (e.g. "
-                                         "net_af_packet0,iface=veth0) or ethdev:port=N",
-                                         option));
-  auto o = ethdev::ParseEthdevSpec(text.starts_with("ethdev") ? text : "ethdev:" + text);
-  if (!o) return MakeError(o.error().err, option + ": " + o.error().message);
-  return *o;
-}
 
 // One line per direction since the last: frames, drops, batching and time through the bridge.
 void PrintInterval(double t, BridgeDirection& d, const DirectionCounts& now,
@@ -93,16 +51,6 @@ std::string ShapeText(const CellConfig& cell) {
                      cell.txqueuelen, cell.mtu);
 }
 
-// The last lines before the loop starts: `lab up` and the tests wait for "forwarding" (the
-// bridge, the responder) or "receiving" (the sink).
-void PrintEalAndReady(const EalPlan& plan, double duration_s, const char* doing = "forwarding") {
-  fmt::print("EAL {} ({}): {}\n", plan.mode, plan.why,
-             fmt::join(plan.args.begin() + 1, plan.args.end(), " "));
-  fmt::print("{}; SIGINT or SIGTERM stops it{}\n", doing,
-             duration_s > 0 ? fmt::format(", or {:g} s", duration_s) : std::string());
-  std::fflush(stdout);
-}
-
 void PrintSummary(BridgeDirection& d, const DirectionCounts& c, const LatencyHistogram& lat) {
   const auto s = lat.Summary();
   fmt::print(
@@ -120,41 +68,6 @@ void PrintSummary(BridgeDirection& d, const DirectionCounts& c, const LatencyHis
       d.name(), c.rx, c.duplicated, c.sent, c.dropped(),
       c.filtered ? fmt::format(" + not answered {}", c.filtered) : std::string(), c.queued,
       c.in_link, c.Balanced() ? "balanced" : "NOT BALANCED");
-}
-
-// The longest --duration or --stats (~11.6 days): far beyond any run, and small enough that
-// seconds times the TSC rate stay well inside a Tsc (inf, 1e400 or 1e10 s would overflow it).
-inline constexpr double kMaxStopS = 1e6;
-
-// A forwarding command's port (required): `what` names it in --help, `devargs` are examples of
-// bare devargs for it.
-void AddPortOption(CLI::App& cmd, const std::string& name, std::string& port, std::string_view what,
-                   std::string_view devargs) {
-  cmd.add_option(
-         name, port,
-         fmt::format("{}: ethdev:DEVARGS or bare devargs ({}) or ethdev:port=N", what, devargs))
-      ->required();
-}
-
-// --duration and --stats, which every forwarding command takes.
-void AddStopOptions(CLI::App& cmd, double& duration_s, double& stats_s) {
-  AddDecimalOption(cmd, "--duration", duration_s,
-                   "Stop after this many seconds, up to 1000000 (0: at SIGINT or SIGTERM)", 10);
-  AddDecimalOption(cmd, "--stats", stats_s,
-                   "Seconds between statistics lines, up to 1000000 (0: only the final summary)",
-                   1);
-}
-
-// Both finite, 0 or up to kMaxStopS (NaN fails every comparison, so it is refused too).
-Status CheckStopOptions(double duration_s, double stats_s) {
-  for (const auto& [name, value, zero] :
-       {std::tuple{"--duration", duration_s, "until SIGINT or SIGTERM"},
-        std::tuple{"--stats", stats_s, "only the final summary"}})
-    if (!(value >= 0 && value <= kMaxStopS))
-      return MakeError(ERANGE, fmt::format("{} {:g} is out of range; valid: 0 ({}) or seconds up "
-                                           "to {:.0f}",
-                                           name, value, zero, kMaxStopS));
-  return {};
 }
 
 }  // namespace
@@ -204,33 +117,6 @@ Result<CellConfig> QueuePlan(RunArgs q, std::string_view what, EalMemory* memory
 // or batch in hand.
 uint64_t DirectionFrames(const CellConfig& cell, const std::optional<LinkSpec>& link) {
   return 2ull * ethdev::kRingSize + cell.txqueuelen + kMaxBatch + 64 + (link ? link->limit : 0);
-}
-
-// EAL (memory for `frames` mbufs) and the pool: the start of every forwarding command.
-struct Forwarding {
-  std::unique_ptr<Eal> eal;
-  PoolPtr pool;  // freed before EAL (declared after it)
-  EalPlan plan;
-};
-
-// `extra_bytes`: memory a port takes for itself besides the pool (a verbs port's receive buffers).
-Result<Forwarding> StartForwarding(uint64_t frames, unsigned mtu, EalMemory memory,
-                                   const std::vector<std::string>& eal_args, int* status,
-                                   uint64_t extra_bytes = 0) {
-  const unsigned pool_size = static_cast<unsigned>(std::min<uint64_t>(frames + 4096, 1u << 22));
-  const unsigned pool_mtu = ethdev::ForwardingPoolMtu(mtu);  // af_packet: whole ring frames
-  auto eal_plan = PlanEal(PoolBytes(pool_size, pool_mtu) + extra_bytes, eal_args, memory);
-  *status = kExitBadInput;
-  if (!eal_plan) return eal_plan.error();
-  // main() took the signals over already; this keeps a caller that did not (a test) as safe.
-  // A signal from here on stops the loop below before it starts: EAL is torn down cleanly.
-  CatchStopSignals();
-  auto eal = Eal::Start(*eal_plan);
-  if (!eal) return eal.error();
-  auto pool = CreatePacketPool("txbatch_fwd", pool_size, pool_mtu);
-  *status = kExitInternal;
-  if (!pool) return pool.error();
-  return Forwarding{std::move(*eal), std::move(*pool), std::move(*eal_plan)};
 }
 
 // Polls `dirs` until a signal or `duration_s`, a line per direction every `stats_s`; then drains
@@ -506,223 +392,6 @@ int RespondCommand(RespondArgs a, const std::vector<std::string>& eal_args) {
   }
   p->tx.reset();
   return Finish(balanced, fwd->pool.get());
-}
-
-void AddSinkOptions(CLI::App& cmd, SinkArgs& a) {
-  AddPortOption(cmd, "--port", a.port, "The port",
-                "net_memif0,role=client,socket=…, net_af_packet0,iface=eth1, …");
-  AddWholeNumberOption(cmd, "--flows", a.flows,
-                       "Flow ids to keep sequence state for: the sender's producers (1..1024)");
-  cmd.add_option("--link", a.link,
-                 "A link in netem's words frames cross before they are counted (its losses "
-                 "show as sequence gaps)")
-      ->check(NonEmpty(kLinkNeedsWords));
-  cmd.add_flag("--clocks-synchronised", a.clocks_synchronised,
-               "The sender's TSC and this one's agree (the same host, or PTP-disciplined): report "
-               "one-way latency from each frame's TX stamp");
-  cmd.add_option("--json", a.json, "Write the receive side's record to this file")
-      ->check(NonEmpty(kJsonNeedsName));
-  AddWholeNumberOption(cmd, "--mtu", a.mtu, "IP MTU of the port (68..9000)");
-  AddOptionWithDefault(cmd, "--eal-memory", a.eal_memory, "EAL memory: auto, no-huge or in-memory");
-  AddStopOptions(cmd, a.duration_s, a.stats_s);
-}
-
-nlohmann::json SinkRecord(const std::string& port, unsigned flows,
-                          const std::optional<LinkSpec>& link, const SinkOutcome& o) {
-  const SinkCounts& c = o.counts;
-  const auto& latency = o.latency;
-  return {{"schema_version", 1},
-          {"kind", "sink"},
-          {"port", port},
-          {"flows", flows},
-          {"link", link ? nlohmann::json(link->ToString()) : nlohmann::json(nullptr)},
-          {"results",
-           {{"received", c.received},
-            {"lost", c.lost},
-            {"duplicated", c.duplicated},
-            {"reordered", c.reordered},
-            {"foreign", c.foreign},
-            {"link_lost", link ? nlohmann::json(o.link_lost) : nlohmann::json(nullptr)},
-            {"active_s", o.active_s},
-            {"mpps", o.active_s > 0 ? c.received / o.active_s / 1e6 : 0.0},
-            {"payload_bytes", c.window_payload_bytes},
-            {"latency_ns", latency ? nlohmann::json{{"p50", latency->p50},
-                                                    {"p99", latency->p99},
-                                                    {"max", latency->max},
-                                                    {"count", latency->count}}
-                                   : nlohmann::json(nullptr)}}}};
-}
-
-int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
-  if (a.flows < 1 || a.flows > 1024)
-    return Fail(kExitBadInput, Error{ERANGE, fmt::format("--flows {} is out of range; valid: "
-                                                         "1..1024",
-                                                         a.flows)});
-  if (a.mtu < kMinMtu || a.mtu > kMaxMtu)
-    return Fail(kExitBadInput, Error{ERANGE, fmt::format("--mtu {} is out of range; valid: {}..{}",
-                                                         a.mtu, kMinMtu, kMaxMtu)});
-  auto memory = ParseEalMemory(a.eal_memory);
-  if (!memory) return Fail(kExitBadInput, memory.error());
-  auto link = ParseOneLink(a.link, a.mtu);
-  if (!link) return Fail(kExitBadInput, link.error());
-  if (Status st = CheckStopOptions(a.duration_s, a.stats_s); !st)
-    return Fail(kExitBadInput, st.error());
-  // The port: a DPDK port, or an InfiniBand queue pair (IPoIB datagrams, two-host runs).
-  const bool over_verbs = a.port.starts_with("verbs:");
-  std::optional<ethdev::EthdevOptions> port;
-  std::optional<verbs::VerbsOptions> vport;
-  if (over_verbs) {
-    auto v = verbs::ParseVerbsSpec(a.port, /*peer_required=*/false);
-    if (!v) return Fail(kExitBadInput, Error{v.error().err, "--port: " + v.error().message});
-    if (!verbs::Available())
-      return Fail(kExitBadInput, Error{ENOTSUP, fmt::format("--port {} cannot open: {}", a.port,
-                                                            verbs::UnavailableReason())});
-    vport = *v;
-  } else {
-    auto e = ParsePort("--port", a.port);
-    if (!e) return Fail(kExitBadInput, e.error());
-    port = *e;
-  }
-  auto json = PrepareOutput(a.json);
-  if (!json) return Fail(kExitBadInput, json.error());
-
-  int status = kExitOk;
-  const uint64_t frames = 2ull * ethdev::kRingSize + 64 + (*link ? (*link)->limit : 0);
-  // A verbs port's receive buffers, and what a link in front of the sink holds of them.
-  const uint64_t receive_bytes =
-      vport ? verbs::ReceivePoolBytes(*vport, *link ? (*link)->limit : 0) : 0;
-  auto fwd = StartForwarding(frames, a.mtu, *memory, eal_args, &status, receive_bytes);
-  if (!fwd) return Fail(status, fwd.error());
-  const double tsc_hz = fwd->eal->tsc_hz();
-  std::optional<ethdev::ForwardingPort> p;
-  std::unique_ptr<verbs::VerbsReceiver> receiver;
-  RxPort* in = nullptr;  // the receiver's, or the port's
-  std::string describe, record_port;
-  if (over_verbs) {
-    // Connectionless: no link to wait for; senders name this QP (printed below).
-    auto r = verbs::OpenVerbsReceiver(*vport, fwd->pool.get(), a.mtu, tsc_hz,
-                                      *link ? (*link)->limit : 0);
-    if (!r) return Fail(kExitBadInput, r.error());
-    receiver = std::move(*r);
-    describe = receiver->Describe();
-    record_port = describe;  // the options alone lack the QP number senders name
-    in = receiver.get();
-  } else {
-    // A sink waits for its sender: a memif peer, a cable being plugged.
-    fmt::print("waiting up to {:g} s for the link of {}\n", kPeerLinkWaitS, port->ToString());
-    std::fflush(stdout);
-    auto e = ethdev::OpenForwardingPort(*port, fwd->pool.get(), a.mtu, tsc_hz);
-    if (!e) return Fail(kExitBadInput, e.error());
-    if (Status st = ethdev::AwaitLink(*e, kPeerLinkWaitS, StopRequested); !st)
-      return Fail(kExitBadInput, st.error());
-    p = std::move(*e);
-    describe = p->tx->Describe();
-    record_port = port->ToString();
-    in = p->rx.get();
-  }
-  SinkCounts c;
-  Tsc first = kNever, last = 0;
-  std::optional<LatencySummary> latency;
-  uint64_t link_lost = 0, link_in_flight = 0;
-  {
-    RunWindow window;
-    window.start.store(0);  // every frame counts
-    RxSink sink(window, tsc_hz, a.flows, *link ? uint64_t{4} * (*link)->limit : 0,
-                /*verify_headers=*/true);
-    std::optional<LinkModel> model;
-    if (*link) model.emplace(**link, tsc_hz);
-    fmt::print("txbatch sink: {} counts txbatch frames of flows 0..{}{}; link {}\n", describe,
-               a.flows - 1, a.clocks_synchronised ? ", one-way latency from their TX stamps" : "",
-               *link ? (*link)->ToString() : "none");
-    PrintEalAndReady(fwd->plan, a.duration_s, "receiving");
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-    const Tsc start = Now();
-    const Tsc end = a.duration_s > 0 ? start + static_cast<Tsc>(a.duration_s * tsc_hz) : kNever;
-    const Tsc every = a.stats_s > 0 ? static_cast<Tsc>(a.stats_s * tsc_hz) : kNever;
-    Tsc next_stats = every == kNever ? kNever : start + every;
-    uint64_t last_received = 0;
-    unsigned idle = 0;
-    std::array<rte_mbuf*, 32> rx;
-    std::array<Tsc, 32> at;
-    const auto receive = [&](std::span<rte_mbuf*> frames, std::span<Tsc> times) {
-      if (frames.empty()) return;
-      first = std::min(first, times.front());
-      last = std::max(last, times.back());
-      sink.Receive(frames, times);
-    };
-    while (!StopRequested()) {
-      const Tsc now = Now();
-      if (now >= end) break;
-      const uint16_t k = in->Receive(rx);
-      for (uint16_t i = 0; i < k; ++i) at[i] = now;
-      unsigned moved = k;
-      if (model) {
-        for (uint16_t i = 0; i < k; ++i) model->Offer(rx[i], now);
-        while (const unsigned n = model->Deliver(now, rx, at)) {
-          receive({rx.data(), n}, {at.data(), n});
-          moved += n;
-        }
-      } else {
-        receive({rx.data(), k}, {at.data(), k});
-      }
-      if (now >= next_stats) {
-        const SinkCounts s = sink.counts();
-        fmt::print("{:7.1f}s received {} lost {} duplicated {} reordered {} foreign {}\n",
-                   static_cast<double>(now - start) / tsc_hz, s.received - last_received, s.lost,
-                   s.duplicated, s.reordered, s.foreign);
-        std::fflush(stdout);
-        last_received = s.received;
-        next_stats += every;
-      }
-      idle = moved ? 0 : idle + 1;
-      if (idle > kSpinPolls) SleepNs(kIdleSleepNs);
-    }
-    if (model) {
-      // What the link still holds arrives (it was sent); then nothing is left in it.
-      const Tsc drain_end =
-          Now() + static_cast<Tsc>((LongestStayS(**link, a.mtu) + kDrainS) * tsc_hz);
-      while (model->InFlight() > 0 && Now() < drain_end) {
-        const unsigned n = model->Deliver(Now(), rx, at);
-        receive({rx.data(), n}, {at.data(), n});
-        if (n == 0) SleepNs(kIdleSleepNs);
-      }
-      link_in_flight = model->Purge();
-      link_lost = model->counters().frames_lost.Get();
-    }
-    c = sink.counts();
-    if (a.clocks_synchronised) latency = sink.latency().Summary();
-  }
-  p.reset();
-  receiver.reset();
-  const double active_s = last > first ? static_cast<double>(last - first) / tsc_hz : 0;
-  fmt::print(
-      "\nreceived {} txbatch frames ({:.4f} Mpps, {:.2f} MB/s of payload over the {:.3f} s "
-      "from the first to the last); lost {} (sequence gaps; frames lost after a flow's "
-      "last arrival show no gap), duplicated {}, reordered {}; foreign {} (not txbatch's, "
-      "or failing their header checks)\n",
-      c.received, active_s > 0 ? c.received / active_s / 1e6 : 0.0,
-      active_s > 0 ? c.window_payload_bytes / active_s / 1e6 : 0.0, active_s, c.lost, c.duplicated,
-      c.reordered, c.foreign);
-  if (link_lost || link_in_flight)
-    fmt::print(
-        "the link lost {} frames (the gaps above include them); {} still in it at exit "
-        "were freed\n",
-        link_lost, link_in_flight);
-  fmt::print("one-way latency: {}\n",
-             !a.clocks_synchronised ? "not reported (the clocks were not stated synchronised: "
-                                      "--clocks-synchronised; txbatch respond gives round trips)"
-             : latency ? fmt::format("p50 {} p99 {} max {}", Lat(latency, &LatencySummary::p50),
-                                     Lat(latency, &LatencySummary::p99),
-                                     Lat(latency, &LatencySummary::max))
-                       : std::string("none received"));
-  if (*json) {
-    const nlohmann::json doc =
-        SinkRecord(record_port, a.flows, *link, SinkOutcome{c, link_lost, active_s, latency});
-    if (Status s = (*json)->Write(doc.dump(2) + "\n"); !s) return Fail(kExitBadInput, s.error());
-  }
-  const unsigned in_use = rte_mempool_in_use_count(fwd->pool.get());
-  fmt::print("mbufs in use at exit: {}\n", in_use);
-  return in_use == 0 ? kExitOk : kExitUnbalanced;
 }
 
 }  // namespace txbatch

@@ -2,7 +2,8 @@
 // The forwarding commands. `txbatch bridge`: two DPDK ports, forwarding both ways through the
 // link model, a qdisc and the batched TX path (dataplane/bridge.h). `txbatch respond`: one port
 // answering ARP, ICMP echo and UDP echo (dataplane/responder.h) through the same path. Both run
-// until SIGINT/SIGTERM or --duration, then print their books. Control plane.
+// until SIGINT/SIGTERM or --duration, then print their books. Control plane. (`txbatch sink`:
+// sink_cmd.h.)
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -12,7 +13,6 @@
 
 #include "dataplane/histogram.h"
 #include "dataplane/link_spec.h"
-#include "dataplane/rx_sink.h"
 #include "tools/run_options.h"
 
 namespace txbatch {
@@ -38,33 +38,6 @@ struct RespondArgs {
 
 void AddRespondOptions(CLI::App& cmd, RespondArgs& args);
 int RespondCommand(RespondArgs args, const std::vector<std::string>& eal_args);
-
-// `txbatch sink`: the receive end of a two-host run (dataplane/rx_sink.h on one port).
-struct SinkArgs {
-  std::string port, link, json;
-  unsigned flows = 64;  // flow ids (the sender's producers) it keeps sequence state for
-  unsigned mtu = 1500;
-  std::string eal_memory = "auto";
-  bool clocks_synchronised = false;
-  double duration_s = 0;
-  double stats_s = 1;
-};
-
-void AddSinkOptions(CLI::App& cmd, SinkArgs& args);
-
-// What a sink counted, for its record.
-struct SinkOutcome {
-  SinkCounts counts;
-  uint64_t link_lost = 0;                 // with a --link: the frames it lost
-  double active_s = 0;                    // from the first frame to the last
-  std::optional<LatencySummary> latency;  // with --clocks-synchronised and frames received
-};
-
-// The record `sink --json` writes (doc/bridge.md): `port` is the port as the sink's header line
-// names it — an ethdev's spec, or a verbs receiver's description with the QP senders name.
-nlohmann::json SinkRecord(const std::string& port, unsigned flows,
-                          const std::optional<LinkSpec>& link, const SinkOutcome& outcome);
-int SinkCommand(const SinkArgs& args, const std::vector<std::string>& eal_args);
 
 // Runs the bridge; returns the exit status (0, 2 bad input or missing device, 3 books that do not
 // balance or mbufs not returned).

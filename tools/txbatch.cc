@@ -26,6 +26,7 @@
 #include "results/summary.h"
 #include "results/sweep.h"
 #include "tools/bridge_cmd.h"
+#include "tools/sink_cmd.h"
 #include "tools/calibrate.h"
 #include "tools/compare.h"
 #include "tools/lab.h"

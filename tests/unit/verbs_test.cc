@@ -17,7 +17,7 @@
 #include "drivers/verbs/verbs_tx.h"
 #include "tests/unit/fake_ud_qp.h"
 #include "tests/unit/test_eal.h"
-#include "tools/bridge_cmd.h"
+#include "tools/sink_cmd.h"
 
 namespace txbatch::verbs::test {
 namespace {

@@ -1,0 +1,112 @@
+#include "tools/port_cmd.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "dataplane/mempool.h"
+#include "drivers/ethdev/ethdev.h"
+#include "engine/session.h"
+
+namespace txbatch::port_cmd {
+
+std::string Lat(const std::optional<LatencySummary>& s, double LatencySummary::*field) {
+  if (!s) return "-";
+  const double ns = (*s).*field;
+  return ns >= 1e6 ? fmt::format("{:.2f}ms", ns / 1e6) : fmt::format("{:.1f}us", ns / 1e3);
+}
+
+// The largest frame a port of IP MTU `mtu` forwards: Ethernet header and a VLAN tag.
+unsigned LargestFrame(unsigned mtu) { return mtu + kEthHeaderBytes + 4; }
+
+// The longest a frame stays in `l` (LinkSpec::MaxHoldS for the largest frame of the MTU).
+double LongestStayS(const LinkSpec& l, unsigned mtu) { return l.MaxHoldS(LargestFrame(mtu)); }
+
+// A link that may hold a frame past kMaxLinkHoldS is refused, as run refuses it: the drain at a
+// stop would wait that long.
+Result<std::optional<LinkSpec>> ParseOneLink(const std::string& text, unsigned mtu) {
+  if (text.empty()) return std::optional<LinkSpec>();
+  auto l = ParseLinkSpec(text);
+  if (!l) return l.error();
+  if (const double hold = l->MaxHoldS(LargestFrame(mtu)); hold > kMaxLinkHoldS)
+    return MakeError(ERANGE,
+                     fmt::format("--link '{}' may hold a frame for {:.0f} s, and the "
+                                 "drain at a stop waits at most {:.0f} s for what a "
+                                 "link holds; valid: {}",
+                                 text, hold, kMaxLinkHoldS, l->HoldAdvice(LargestFrame(mtu))));
+  return l->Active() ? std::optional<LinkSpec>(*l) : std::nullopt;
+}
+
+Result<ethdev::EthdevOptions> ParsePort(const std::string& option, const std::string& text) {
+  if (text.empty())
+    return MakeError(EINVAL, fmt::format("{} is required; valid: ethdev:DEVARGS (e.g. "
+                                         "net_af_packet0,iface=veth0) or ethdev:port=N",
+                                         option));
+  auto o = ethdev::ParseEthdevSpec(text.starts_with("ethdev") ? text : "ethdev:" + text);
+  if (!o) return MakeError(o.error().err, option + ": " + o.error().message);
+  return *o;
+}
+
+// The last lines before the loop starts: `lab up` and the tests wait for "forwarding" (the
+// bridge, the responder) or "receiving" (the sink).
+void PrintEalAndReady(const EalPlan& plan, double duration_s, const char* doing) {
+  fmt::print("EAL {} ({}): {}\n", plan.mode, plan.why,
+             fmt::join(plan.args.begin() + 1, plan.args.end(), " "));
+  fmt::print("{}; SIGINT or SIGTERM stops it{}\n", doing,
+             duration_s > 0 ? fmt::format(", or {:g} s", duration_s) : std::string());
+  std::fflush(stdout);
+}
+
+// A forwarding command's port (required): `what` names it in --help, `devargs` are examples of
+// bare devargs for it.
+void AddPortOption(CLI::App& cmd, const std::string& name, std::string& port, std::string_view what,
+                   std::string_view devargs) {
+  cmd.add_option(
+         name, port,
+         fmt::format("{}: ethdev:DEVARGS or bare devargs ({}) or ethdev:port=N", what, devargs))
+      ->required();
+}
+
+// --duration and --stats, which every forwarding command takes.
+void AddStopOptions(CLI::App& cmd, double& duration_s, double& stats_s) {
+  AddDecimalOption(cmd, "--duration", duration_s,
+                   "Stop after this many seconds, up to 1000000 (0: at SIGINT or SIGTERM)", 10);
+  AddDecimalOption(cmd, "--stats", stats_s,
+                   "Seconds between statistics lines, up to 1000000 (0: only the final summary)",
+                   1);
+}
+
+// Both finite, 0 or up to kMaxStopS (NaN fails every comparison, so it is refused too).
+Status CheckStopOptions(double duration_s, double stats_s) {
+  for (const auto& [name, value, zero] :
+       {std::tuple{"--duration", duration_s, "until SIGINT or SIGTERM"},
+        std::tuple{"--stats", stats_s, "only the final summary"}})
+    if (!(value >= 0 && value <= kMaxStopS))
+      return MakeError(ERANGE, fmt::format("{} {:g} is out of range; valid: 0 ({}) or seconds up "
+                                           "to {:.0f}",
+                                           name, value, zero, kMaxStopS));
+  return {};
+}
+
+// `extra_bytes`: memory a port takes for itself besides the pool (a verbs port's receive buffers).
+Result<Forwarding> StartForwarding(uint64_t frames, unsigned mtu, EalMemory memory,
+                                   const std::vector<std::string>& eal_args, int* status,
+                                   uint64_t extra_bytes) {
+  const unsigned pool_size = static_cast<unsigned>(std::min<uint64_t>(frames + 4096, 1u << 22));
+  const unsigned pool_mtu = ethdev::ForwardingPoolMtu(mtu);  // af_packet: whole ring frames
+  auto eal_plan = PlanEal(PoolBytes(pool_size, pool_mtu) + extra_bytes, eal_args, memory);
+  *status = kExitBadInput;
+  if (!eal_plan) return eal_plan.error();
+  // main() took the signals over already; this keeps a caller that did not (a test) as safe.
+  // A signal from here on stops the loop below before it starts: EAL is torn down cleanly.
+  CatchStopSignals();
+  auto eal = Eal::Start(*eal_plan);
+  if (!eal) return eal.error();
+  auto pool = CreatePacketPool("txbatch_fwd", pool_size, pool_mtu);
+  *status = kExitInternal;
+  if (!pool) return pool.error();
+  return Forwarding{std::move(*eal), std::move(*pool), std::move(*eal_plan)};
+}
+
+}  // namespace txbatch::port_cmd

@@ -1,0 +1,43 @@
+#pragma once
+// `txbatch sink`: the receive end of a two-host run (dataplane/rx_sink.h on one port), counting
+// txbatch frames per flow. Control plane.
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dataplane/histogram.h"
+#include "dataplane/link_spec.h"
+#include "dataplane/rx_sink.h"
+
+namespace txbatch {
+
+struct SinkArgs {
+  std::string port, link, json;
+  unsigned flows = 64;  // flow ids (the sender's producers) it keeps sequence state for
+  unsigned mtu = 1500;
+  std::string eal_memory = "auto";
+  bool clocks_synchronised = false;
+  double duration_s = 0;
+  double stats_s = 1;
+};
+
+void AddSinkOptions(CLI::App& cmd, SinkArgs& args);
+
+// What a sink counted, for its record.
+struct SinkOutcome {
+  SinkCounts counts;
+  uint64_t link_lost = 0;                 // with a --link: the frames it lost
+  double active_s = 0;                    // from the first frame to the last
+  std::optional<LatencySummary> latency;  // with --clocks-synchronised and frames received
+};
+
+// The record `sink --json` writes (doc/bridge.md): `port` is the port as the sink's header line
+// names it — an ethdev's spec, or a verbs receiver's description with the QP senders name.
+nlohmann::json SinkRecord(const std::string& port, unsigned flows,
+                          const std::optional<LinkSpec>& link, const SinkOutcome& outcome);
+int SinkCommand(const SinkArgs& args, const std::vector<std::string>& eal_args);
+
+}  // namespace txbatch
