@@ -36,7 +36,7 @@ BridgeDirection::BridgeDirection(std::string name, RxPort& in, TxDriver& out,
       out_(out),
       policy_(MakeFlushPolicy(policy, tsc_hz)),
       meta_offset_(TxMetaOffset()),
-      noqueue_(config.noqueue),
+      noqueue_(config.shape.noqueue),
       timing_(config.time_handover),
       filter_(filter),
       max_frame_(out_mtu + RTE_ETHER_HDR_LEN) {

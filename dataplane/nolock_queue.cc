@@ -16,7 +16,7 @@ NolockTxQueue::NolockTxQueue(TxDriver& driver, const FlushPolicy& policy,
                              const TxQueueConfig& config, const RunWindow& window)
     : TxQueue(driver, policy, config, window),
       qdisc_(config.txqueuelen),
-      run_(policy, config.dedicated, WakeLevel(config.txqueuelen)) {}
+      run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen)) {}
 
 NolockTxQueue::~NolockTxQueue() { StopIrq(); }
 
@@ -42,7 +42,7 @@ bool NolockTxQueue::Send(rte_mbuf* m, int band, bool run) {
     // The frame enters the stack now: time spent blocked is back-pressure, not latency.
     RestampTx(m, Now());
   }
-  if (config_.dedicated) {
+  if (config_.shape.dedicated) {
     if (runner_idle_.load()) WakeRunner();  // producers only enqueue; the runner sends
   } else if (run) {
     TryRun(counters_.runs);  // as __dev_xmit_skb: run the qdisc after the enqueue
@@ -51,7 +51,7 @@ bool NolockTxQueue::Send(rte_mbuf* m, int band, bool run) {
 }
 
 void NolockTxQueue::RunQdisc() {
-  if (config_.dedicated) {
+  if (config_.shape.dedicated) {
     WakeRunner();
   } else if (!qdisc_.empty()) {
     TryRun(counters_.runs);
@@ -123,7 +123,7 @@ RunNext NolockTxQueue::Run() {
 
 void NolockTxQueue::Restart(bool /*resched*/) {
   // No kPending here: a run in progress is the flag's holder, told through MISSED by TryRun.
-  switch (OnRestart(config_.dedicated, /*running=*/false, qdisc_.empty())) {
+  switch (OnRestart(config_.shape.dedicated, /*running=*/false, qdisc_.empty())) {
     case RestartAction::kWakeRunner:
       WakeRunner();  // netif_wake_queue: the runner goes on
       break;

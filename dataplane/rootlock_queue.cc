@@ -9,8 +9,8 @@ namespace txbatch {
 RootlockTxQueue::RootlockTxQueue(TxDriver& driver, const FlushPolicy& policy,
                                  const TxQueueConfig& config, const RunWindow& window)
     : TxQueue(driver, policy, config, window),
-      qdisc_(config.txqueuelen, config.pfifo ? 1 : kPfifoBands),
-      run_(policy, config.dedicated, WakeLevel(config.txqueuelen)) {}
+      qdisc_(config.txqueuelen, config.shape.pfifo ? 1 : kPfifoBands),
+      run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen)) {}
 
 RootlockTxQueue::~RootlockTxQueue() { StopIrq(); }
 
@@ -42,7 +42,7 @@ bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
     if (qdisc_.empty()) first_enqueued_ = Now();
     (void)qdisc_.Enqueue(m, band);  // cannot fail: the band has room
   }
-  if (config_.dedicated) {
+  if (config_.shape.dedicated) {
     // Producers only enqueue; the runner thread sends.
     if (runner_idle_) runner_cv_.notify_one();
   } else if (run) {
@@ -85,7 +85,7 @@ void RootlockTxQueue::RunIfIdle(std::unique_lock<std::mutex>& root, Counter& run
 
 void RootlockTxQueue::RunQdisc() {
   std::unique_lock root(root_lock_);
-  if (config_.dedicated) {
+  if (config_.shape.dedicated) {
     if (runner_idle_) runner_cv_.notify_one();
   } else {
     RunIfIdle(root, counters_.runs);
@@ -94,7 +94,7 @@ void RootlockTxQueue::RunQdisc() {
 
 void RootlockTxQueue::Restart(bool /*resched*/) {
   std::unique_lock root(root_lock_);
-  switch (OnRestart(config_.dedicated, running_, qdisc_.empty())) {
+  switch (OnRestart(config_.shape.dedicated, running_, qdisc_.empty())) {
     case RestartAction::kWakeRunner:
       if (runner_idle_) runner_cv_.notify_one();  // netif_wake_queue: the runner goes on
       break;

@@ -17,7 +17,7 @@ namespace txbatch {
 
 std::unique_ptr<TxQueue> MakeTxQueue(TxDriver& driver, const FlushPolicy& policy,
                                      const TxQueueConfig& config, const RunWindow& window) {
-  if (config.nolock && !config.noqueue && !config.pfifo)
+  if (config.shape.nolock && !config.shape.noqueue && !config.shape.pfifo)
     return std::make_unique<NolockTxQueue>(driver, policy, config, window);
   return std::make_unique<RootlockTxQueue>(driver, policy, config, window);
 }
@@ -31,7 +31,7 @@ TxQueue::TxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfi
       // With --qdisc none every producer takes the TX lock for every batch (HARD_TX_LOCK):
       // inheritance's strict hand-over made that contention collapse (measured), so only the
       // qdisc shapes, where producers rarely take it, keep priority inheritance for the txirq.
-      tx_lock_(/*inherit=*/!config.noqueue),
+      tx_lock_(/*inherit=*/!config.shape.noqueue),
       dev_(driver, policy, config.bql, config.tsc_hz, counters_),
       meta_offset_(config.track_stages ? TxMetaOffset() : -1) {
   if (config.time_handover && meta_offset_ >= 0)
@@ -74,7 +74,7 @@ DequeueContext TxQueue::Device() const {
   DequeueContext ctx;
   ctx.has_bql = dev_.has_bql();
   ctx.bql_avail = bql_avail_.load(std::memory_order_acquire);
-  ctx.may_bulk = !config_.pfifo;
+  ctx.may_bulk = !config_.shape.pfifo;
   ctx.free_slots = free_slots_.load(std::memory_order_acquire);
   return ctx;
 }
@@ -180,7 +180,7 @@ void TxQueue::StartIrq() {
   irq_stop_ = false;
   runner_stop_ = false;
   irq_ = std::thread([this] { IrqLoop(); });
-  if (config_.dedicated) runner_ = std::thread([this] { RunnerLoop(); });
+  if (config_.shape.dedicated) runner_ = std::thread([this] { RunnerLoop(); });
 }
 
 void TxQueue::StopIrq() {

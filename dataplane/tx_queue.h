@@ -49,20 +49,28 @@ namespace txbatch {
 // default ITR allows ~8000 interrupts/s), so a frame sent alone is delivered within ~125 us.
 inline constexpr std::chrono::microseconds kIrqIdlePoll{125};
 
+// How a TX queue is shaped: its qdisc, its synchronisation and who runs it. One struct from the
+// command line (run_options: each --qdisc/--sync/--runner value) through the cell to the queue.
+struct QueueShape {
+  bool noqueue =
+      false;            // --qdisc none: producers call SendBatch, nothing is queued (Linux noqueue)
+  bool pfifo = false;   // --qdisc pfifo: one band, installed by tc (no TCQ_F_ONETXQUEUE: the
+                        // kernel policies take the slow path)
+  bool nolock = false;  // --sync nolock: lock-free bands and a run flag (TCQ_F_NOLOCK, >= 4.16)
+  bool dedicated = false;  // --runner dedicated: one runner thread, producers only enqueue
+  bool operator==(const QueueShape&) const = default;
+};
+
 struct TxQueueConfig {
   unsigned txqueuelen = kDefaultTxQueueLen;
   bool block_when_full = true;  // stream producers block; datagram producers drop
   double tsc_hz = 0;
   std::vector<int> irq_cpus;  // where the txirq may run (the process's allowed CPUs); empty = any
-  bool noqueue = false;       // --qdisc none: producers call SendBatch, nothing is queued
-  bool dedicated = false;     // --runner dedicated: one runner thread, producers only enqueue
-  bool nolock = false;        // --sync nolock: lock-free bands and a run flag (TCQ_F_NOLOCK)
-  bool track_stages = true;   // record handovers in TxMeta (only where frames come back)
+  QueueShape shape;
+  bool track_stages = true;  // record handovers in TxMeta (only where frames come back)
   // With track_stages: keep every frame's time from its stamp to the driver call that took it
   // (the bridge: time through it), for TakeHandoverLatency.
   bool time_handover = false;
-  bool pfifo = false;  // --qdisc pfifo: one band, installed by tc (no TCQ_F_ONETXQUEUE: the
-                       // kernel policies take the slow path)
   // Used when the policy reads BQL and the driver reports completions.
   BqlBounds bql;
 };

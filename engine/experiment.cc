@@ -71,10 +71,7 @@ TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::ve
   q.txqueuelen = cfg.txqueuelen;
   q.tsc_hz = tsc_hz;
   q.irq_cpus = cpus;
-  q.noqueue = cfg.noqueue;
-  q.dedicated = cfg.dedicated;
-  q.nolock = cfg.nolock;
-  q.pfifo = cfg.pfifo;
+  q.shape = cfg.shape;
   q.bql = cfg.bql;
   return q;
 }
@@ -187,7 +184,7 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   r.lat_before_driver = sink.before_driver().Summary();
   r.lat_driver_ring = sink.driver_ring().Summary();
   r.lat_wire = sink.wire().Summary();
-  r.before_driver_is_batch_fill = cfg.noqueue;
+  r.before_driver_is_batch_fill = cfg.shape.noqueue;
   for (size_t b = 0; b < RxSink::kPositionBuckets; ++b)
     if (const auto s = sink.by_position()[b].Summary()) {
       const unsigned lo = b == 0 ? 0 : 1u << (b - 1), hi = b == 0 ? 0 : (1u << b) - 1;
@@ -225,7 +222,7 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   }
   for (const auto& s : stats) r.unregistered_threads += s.registered ? 0 : 1;
   r.drops["qdisc_full"] = qc.dropped_qdisc_full.Get();
-  if (cfg.noqueue) r.drops["noqueue"] = qc.dropped_noqueue.Get();
+  if (cfg.shape.noqueue) r.drops["noqueue"] = qc.dropped_noqueue.Get();
   k.dropped = qc.dropped_qdisc_full.Get() + qc.dropped_noqueue.Get();
   r.drops_total = k.dropped;
   k.sent = dc.accepted.Get();
@@ -297,7 +294,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   pcfg.procs = cfg.procs;
   pcfg.tsc_hz = tsc_hz;
   pcfg.cpus = cpus;
-  if (cfg.noqueue) pcfg.own_batches = policy.get();
+  if (cfg.shape.noqueue) pcfg.own_batches = policy.get();
   pcfg.track_stages = qcfg.track_stages;
   pcfg.first_seq = first_seq;
   pcfg.pps_per_producer = PpsPerProducer(cfg, wire);

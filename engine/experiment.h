@@ -45,12 +45,9 @@ struct CellConfig {
   double duration_s = 1.0;
   double warmup_s = 0.1;
   RateSpec rate;
-  bool stream = true;      // producers block on a full qdisc (stream) or drop (datagram)
-  bool noqueue = false;    // --qdisc none: producers batch their own frames (Linux noqueue)
-  bool dedicated = false;  // --runner dedicated: one runner thread sends, producers enqueue
-  bool nolock = false;     // --sync nolock: lock-free bands + run flag (Linux >= 4.16)
-  bool pfifo = false;      // --qdisc pfifo: one band, installed by tc (kernel policies: slow path)
-  BqlBounds bql;           // --bql-limit-min/max, --bql-hold-time
+  bool stream = true;  // producers block on a full qdisc (stream) or drop (datagram)
+  QueueShape shape;    // --qdisc, --sync, --runner
+  BqlBounds bql;       // --bql-limit-min/max, --bql-hold-time
   uint64_t seed = 1;
   std::optional<LinkSpec> link;  // --link: netem's impairments behind the emulated wire
   // --pool-size: mbufs in the packet pool; 0 sizes it so queueing alone never exhausts it (a

@@ -164,7 +164,7 @@ void Simulation::Enqueue(SimActor& p) {
   SimQueue& q = *p.q;
   rte_mbuf* m = p.held;
   const bool write_done = p.next_frame == p.write.size();
-  if (cfg_.noqueue) {
+  if (cfg_.shape.noqueue) {
     p.held = nullptr;
     p.step = SimStep::kBuild;
     if (p.own.empty()) p.own_first = p.t;
@@ -293,7 +293,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   }
   producers_left_ = cfg_.procs;
   std::vector<SimActor*> runners(nq, nullptr);
-  if (cfg_.dedicated)
+  if (cfg_.shape.dedicated)
     for (unsigned i = 0; i < nq; ++i) {
       SimActor& r = actors_.emplace_back();
       r.role = SimRole::kRunner;
@@ -380,7 +380,7 @@ std::optional<std::string> SimUnsupported(const CellConfig& cfg) {
         "--engine sim runs the emulated NIC only, not '{}'; valid: an emu: driver "
         "(emu:e1000, emu:ixgbe, emu:null, emu:ipoib-*), or --engine real",
         cfg.driver);
-  if (cfg.nolock)
+  if (cfg.shape.nolock)
     return std::string(
         "--engine sim models the root-locked qdisc only; valid: --sync rootlock "
         "with --engine sim, or --engine real for --sync nolock");

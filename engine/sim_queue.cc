@@ -30,8 +30,8 @@ SimQueue::SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy,
       cpu_(cpu),
       clock_(clock),
       dev_(driver, policy, config.bql, config.tsc_hz, qc_),
-      qdisc_(config.txqueuelen, config.pfifo ? 1 : kPfifoBands),
-      run_(policy, config.dedicated, WakeLevel(config.txqueuelen)),
+      qdisc_(config.txqueuelen, config.shape.pfifo ? 1 : kPfifoBands),
+      run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen)),
       meta_offset_(config.track_stages ? TxMetaOffset() : -1) {}
 
 bool SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited) {
@@ -46,7 +46,7 @@ bool SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited) {
   cpu_.Work(p, cpu_.c.enqueue);
   (void)qdisc_.Enqueue(m, band);  // cannot fail: the band has room
   root_free_ = p.t;
-  if (config_.dedicated) {
+  if (config_.shape.dedicated) {
     WakeRunner(p.t);  // producers only enqueue; the runner sends
   } else if (!running_) {
     BeginRun(p, false);  // as __dev_xmit_skb: run the qdisc after the enqueue
@@ -108,7 +108,7 @@ void SimQueue::Dequeue(SimActor& a) {
   DequeueContext device;
   device.has_bql = dev_.has_bql();
   device.bql_avail = dev_.bql_avail();
-  device.may_bulk = !config_.pfifo;
+  device.may_bulk = !config_.shape.pfifo;
   device.free_slots = driver_.FreeSlots();
   bool wake = false;
   const uint16_t n = run_.Dequeue(
@@ -196,7 +196,7 @@ void SimQueue::Kick(Tsc at, bool resched) {
 }
 
 void SimQueue::Restart(SimActor& irq) {
-  switch (OnRestart(config_.dedicated, running_, qdisc_.empty())) {
+  switch (OnRestart(config_.shape.dedicated, running_, qdisc_.empty())) {
     case RestartAction::kWakeRunner:
       return WakeRunner(irq.t);  // netif_wake_queue: the runner goes on
     case RestartAction::kPending:

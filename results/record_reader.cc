@@ -9,10 +9,10 @@
 #include <type_traits>
 #include <utility>
 
+#include "base/input_file.h"
 #include "batching/batch.h"
 #include "drivers/factory.h"
 #include "engine/cost_model_file.h"
-#include "base/input_file.h"
 
 namespace txbatch {
 namespace {
@@ -80,10 +80,10 @@ CellConfig ConfigFrom(const json& c) {
   cfg.warmup_s = c.at("warmup_s");
   if (auto r = ParseRate(c.at("rate").get<std::string>())) cfg.rate = *r;
   cfg.stream = c.at("producer") == "stream";
-  cfg.noqueue = c.at("qdisc") == "none";
-  cfg.dedicated = c.at("runner") == "dedicated";
-  cfg.nolock = c.at("sync") == "nolock";
-  cfg.pfifo = c.at("qdisc") == "pfifo";
+  cfg.shape.noqueue = c.at("qdisc") == "none";
+  cfg.shape.dedicated = c.at("runner") == "dedicated";
+  cfg.shape.nolock = c.at("sync") == "nolock";
+  cfg.shape.pfifo = c.at("qdisc") == "pfifo";
   if (const json& b = c.value("bql", json()); b.is_object())
     cfg.bql = BqlBounds{Whole{b.at("limit_min")}, Whole{b.at("limit_max")},
                         b.at("hold_time_ms").get<double>() / 1e3};

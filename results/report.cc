@@ -36,13 +36,13 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
           {"size", c.size},
           {"procs", c.procs},
           {"queues", c.queues},
-          {"runner", c.dedicated ? "dedicated" : "inline"},
-          {"sync", c.noqueue  ? "none"
-                   : c.nolock ? "nolock"
-                              : "rootlock"},
-          {"qdisc", c.noqueue ? "none"
-                    : c.pfifo ? "pfifo"
-                              : "pfifo_fast"},
+          {"runner", c.shape.dedicated ? "dedicated" : "inline"},
+          {"sync", c.shape.noqueue  ? "none"
+                   : c.shape.nolock ? "nolock"
+                                    : "rootlock"},
+          {"qdisc", c.shape.noqueue ? "none"
+                    : c.shape.pfifo ? "pfifo"
+                                    : "pfifo_fast"},
           {"bql",
            {{"limit_min", c.bql.limit_min},
             {"limit_max", c.bql.limit_max},
@@ -210,9 +210,10 @@ std::string ShapeName(const CellConfig& c) {
   // So are the TX queues: cells with different queue counts are different rows.
   const std::string sim = fmt::format("{}{}", c.queues > 1 ? fmt::format(" {}q", c.queues) : "",
                                       c.engine == Engine::kSim ? " sim" : "");
-  if (c.noqueue) return fmt::format("qdisc none{}", sim);
-  return fmt::format("{}{} {}{}", c.pfifo ? "pfifo " : "", c.nolock ? "nolock" : "rootlock",
-                     c.dedicated ? "dedicated" : "inline", sim);
+  if (c.shape.noqueue) return fmt::format("qdisc none{}", sim);
+  return fmt::format("{}{} {}{}", c.shape.pfifo ? "pfifo " : "",
+                     c.shape.nolock ? "nolock" : "rootlock",
+                     c.shape.dedicated ? "dedicated" : "inline", sim);
 }
 
 bool ShapesVary(const std::vector<CellConfig>& cells) {
@@ -235,19 +236,20 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
         "qdisc shapes {} (pfifo_fast: 3 bands x {}, pfifo: 1; named on each row), "
         "producers {}",
         fmt::join(names, ", "), c.txqueuelen, producers);
-  } else if (c.noqueue) {
+  } else if (c.shape.noqueue) {
     shape = "qdisc none (each producer batches its own frames; refused ones are dropped)";
   } else {
-    shape = fmt::format("{} ({} x {}), runner {}, sync {}, producers {}",
-                        c.pfifo ? "pfifo" : "pfifo_fast", c.pfifo ? "1 band" : "3 bands",
-                        c.txqueuelen, c.dedicated ? "dedicated" : "inline",
-                        c.nolock ? "nolock" : "rootlock", producers);
+    shape =
+        fmt::format("{} ({} x {}), runner {}, sync {}, producers {}",
+                    c.shape.pfifo ? "pfifo" : "pfifo_fast", c.shape.pfifo ? "1 band" : "3 bands",
+                    c.txqueuelen, c.shape.dedicated ? "dedicated" : "inline",
+                    c.shape.nolock ? "nolock" : "rootlock", producers);
   }
   fmt::print(out, "txbatch {} — batched TX, {} framing, MTU {}, {}, rate {}\n", TXBATCH_VERSION,
              ProtoName(c.proto), c.mtu, shape, c.rate.ToString());
   // rte_version() says "DPDK 22.11.11" itself; older records may hold the bare number.
-  const std::string dpdk = env.dpdk_version.starts_with("DPDK") ? env.dpdk_version
-                                                                 : "DPDK " + env.dpdk_version;
+  const std::string dpdk =
+      env.dpdk_version.starts_with("DPDK") ? env.dpdk_version : "DPDK " + env.dpdk_version;
   fmt::print(out, "{}; EAL {} ({}): {}\n", dpdk, env.eal_mode, env.eal_why,
              fmt::join(env.eal_args, " "));
   fmt::print(out, "CPU {}, TSC {:.3f} GHz; {}\n", env.cpu, env.tsc_hz / 1e9, env.pinning);

@@ -45,10 +45,10 @@ void PrintInterval(double t, BridgeDirection& d, const DirectionCounts& now,
 }
 
 std::string ShapeText(const CellConfig& cell) {
-  const char* qdisc = cell.noqueue ? "qdisc none" : cell.pfifo ? "pfifo" : "pfifo_fast";
+  const char* qdisc = cell.shape.noqueue ? "qdisc none" : cell.shape.pfifo ? "pfifo" : "pfifo_fast";
   return fmt::format("{} ({} {} runner, txqueuelen {}), MTU {}", qdisc,
-                     cell.nolock ? "nolock" : "rootlock", cell.dedicated ? "dedicated" : "inline",
-                     cell.txqueuelen, cell.mtu);
+                     cell.shape.nolock ? "nolock" : "rootlock",
+                     cell.shape.dedicated ? "dedicated" : "inline", cell.txqueuelen, cell.mtu);
 }
 
 void PrintSummary(BridgeDirection& d, const DirectionCounts& c, const LatencyHistogram& lat) {

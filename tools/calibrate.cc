@@ -42,8 +42,8 @@ CellConfig BaseCell(const char* driver, Engine engine, const CostModel& cost, do
 std::string SeriesOf(const CellConfig& c) {
   if (!c.driver_spec.emulated()) return "net_null";
   if (c.driver == kRingNic) return "completion";
-  if (c.noqueue) return "none";
-  return c.dedicated ? "dedicated" : "inline";
+  if (c.shape.noqueue) return "none";
+  return c.shape.dedicated ? "dedicated" : "inline";
 }
 
 }  // namespace
@@ -94,12 +94,12 @@ std::vector<CellConfig> CalibrationCells(const std::vector<unsigned>& batches, E
   std::vector<CellConfig> cells;
   for (unsigned n : batches) {
     CellConfig none = BaseCell(kNullNic, engine, base, duration_s, warmup_s);
-    none.noqueue = true;
+    none.shape.noqueue = true;
     none.stream = false;
     none.policy = {PolicyKind::kBuffer, static_cast<uint16_t>(n)};
     cells.push_back(none);
     CellConfig dedicated = BaseCell(kNullNic, engine, base, duration_s, warmup_s);
-    dedicated.dedicated = true;
+    dedicated.shape.dedicated = true;
     dedicated.policy = {PolicyKind::kBuffer, static_cast<uint16_t>(n)};
     cells.push_back(dedicated);
     // The completion series: one frame per call, paced below the wire and the producer's speed:
@@ -107,7 +107,7 @@ std::vector<CellConfig> CalibrationCells(const std::vector<unsigned>& batches, E
     // left meanwhile — about n frames at n per poll interval (more when it wakes late: the fit
     // uses the frames it reclaimed).
     CellConfig ring = BaseCell(kRingNic, engine, base, duration_s, warmup_s);
-    ring.noqueue = true;
+    ring.shape.noqueue = true;
     ring.stream = false;
     ring.policy = {PolicyKind::kCount, 1};
     ring.rate = {RateSpec::Unit::kPps, n / std::chrono::duration<double>(kIrqIdlePoll).count()};
@@ -222,12 +222,12 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
 
 nlohmann::json Calibration::Json() const {
   const auto line = [](const LinearFit& f) {
-    return nlohmann::json{{"fixed_cycles", f.intercept},
-                          {"per_frame_cycles", f.slope},
-                          {"r2", f.r2},
-                          {"residuals", f.residuals},
-                          {"bounded_at_0", f.bounded.empty() ? nlohmann::json(nullptr)
-                                                             : nlohmann::json(f.bounded)}};
+    return nlohmann::json{
+        {"fixed_cycles", f.intercept},
+        {"per_frame_cycles", f.slope},
+        {"r2", f.r2},
+        {"residuals", f.residuals},
+        {"bounded_at_0", f.bounded.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.bounded)}};
   };
   nlohmann::json pts = nlohmann::json::array();
   for (const auto& p : points)
@@ -283,8 +283,9 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
   auto json = PrepareOutput(args.json);
   if (!json) return Fail(kExitBadInput, json.error());
   if (model_out->to_stdout() && *json && (*json)->to_stdout())
-    return Fail(kExitBadInput, Error{EINVAL, "--out and --json both name standard output; valid: "
-                                             "at most one of them -"});
+    return Fail(kExitBadInput, Error{EINVAL,
+                                     "--out and --json both name standard output; valid: "
+                                     "at most one of them -"});
   model_out->ClaimStdout();
   const Engine engine = args.engine == "sim" ? Engine::kSim : Engine::kReal;
 
@@ -335,11 +336,11 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
                p.cycles_per_call, residual, p.cycles_per_frame);
   }
   const auto show = [](const char* what, const LinearFit& f) {
-    fmt::print("{:<44} {:8.1f} + {:6.2f} x n cycles, R² {:.4f}{}\n", what, f.intercept, f.slope,
-               f.r2,
-               f.bounded.empty() ? ""
-                                 : fmt::format(" ({} held at 0: the free line's was below)",
-                                               f.bounded == "fixed_cycles" ? "fixed" : "per-frame"));
+    fmt::print(
+        "{:<44} {:8.1f} + {:6.2f} x n cycles, R² {:.4f}{}\n", what, f.intercept, f.slope, f.r2,
+        f.bounded.empty() ? ""
+                          : fmt::format(" ({} held at 0: the free line's was below)",
+                                        f.bounded == "fixed_cycles" ? "fixed" : "per-frame"));
   };
   fmt::print("\ncycles per driver call = fixed + per-frame x n:\n");
   show("  none (TX lock + emu:null call)", cal->none);

@@ -337,7 +337,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                                          "would never send; valid: buffer:N:T, or N <= {}",
                                          p.ToString(), p.frames, a.txqueuelen, a.txqueuelen));
         }
-        QdiscShape shape;
+        QueueShape shape;
         shape.noqueue = q == "none";
         shape.dedicated = r == "dedicated";
         shape.nolock = y == "nolock";
@@ -394,13 +394,13 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
   // A run drains its link after each window: one that may hold a frame for hours is refused
   // now, not waited for (or reported as a wedged drain).
   if (link && link->MaxHoldS(a.mtu + kEthHeaderBytes) > kMaxLinkHoldS)
-    return MakeError(ERANGE, fmt::format("--link '{}' may hold a frame for {:.0f} s after the "
-                                         "window closes (its delay and jitter, and {} frames "
-                                         "queued ahead at its rate), and a run waits at most {:.0f} "
-                                         "s for what its link holds; valid: {}",
-                                         a.link, link->MaxHoldS(a.mtu + kEthHeaderBytes),
-                                         link->limit, kMaxLinkHoldS,
-                                         link->HoldAdvice(a.mtu + kEthHeaderBytes)));
+    return MakeError(ERANGE,
+                     fmt::format("--link '{}' may hold a frame for {:.0f} s after the "
+                                 "window closes (its delay and jitter, and {} frames "
+                                 "queued ahead at its rate), and a run waits at most {:.0f} "
+                                 "s for what its link holds; valid: {}",
+                                 a.link, link->MaxHoldS(a.mtu + kEthHeaderBytes), link->limit,
+                                 kMaxLinkHoldS, link->HoldAdvice(a.mtu + kEthHeaderBytes)));
   if (a.bql_limit_max > kDqlMaxLimit || a.bql_limit_min > a.bql_limit_max)
     return MakeError(ERANGE, fmt::format("--bql-limit-min {} and --bql-limit-max {} are out of "
                                          "range; valid: 0 <= min <= max <= {} bytes",
@@ -460,7 +460,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
     for (unsigned p : *procs)
       for (unsigned s : *sizes)
         for (size_t d = 0; d < drivers.size(); ++d)
-          for (const QdiscShape& shape : plan.shapes)
+          for (const QueueShape& shape : plan.shapes)
             for (const std::string& engine : *engines)
               for (const PolicySpec& pol : plan.policies) {
                 CellConfig c;
@@ -477,10 +477,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                 c.warmup_s = a.warmup_s;
                 c.rate = *rate;
                 c.stream = a.producer == "stream";
-                c.noqueue = shape.noqueue;
-                c.dedicated = shape.dedicated;
-                c.nolock = shape.nolock;
-                c.pfifo = shape.pfifo;
+                c.shape = shape;
                 c.bql = bql;
                 c.seed = a.seed;
                 c.link = link;

@@ -49,20 +49,13 @@ struct RunArgs {
 };
 
 // One qdisc shape: --qdisc, --runner and --sync together.
-struct QdiscShape {
-  bool noqueue = false;
-  bool dedicated = false;
-  bool nolock = false;
-  bool pfifo = false;  // --qdisc pfifo
-  bool operator==(const QdiscShape&) const = default;
-};
 
 // The validated plan: every cell in run order (interleaved: for each procs, size, driver and
 // qdisc shape the policies follow each other, so drift hits batching off and on alike).
 struct RunPlan {
   std::vector<CellConfig> cells;
   std::vector<PolicySpec> policies;
-  std::vector<QdiscShape> shapes;
+  std::vector<QueueShape> shapes;
   // Each grid axis (option name) and how many values it was given: compare needs exactly one
   // with two values.
   std::vector<std::pair<std::string, size_t>> axes;

@@ -212,8 +212,8 @@ struct Rig {
     TxQueueConfig cfg;
     cfg.tsc_hz = 1e9;  // the virtual clock ticks in ns
     cfg.track_stages = false;
-    cfg.pfifo = pfifo;
-    cfg.nolock = engine == Engine::kNolock;
+    cfg.shape.pfifo = pfifo;
+    cfg.shape.nolock = engine == Engine::kNolock;
     cfg.bql = bql;
     if (engine == Engine::kSim)
       queue = std::make_unique<SimulatedQueue>(driver, *policy, cfg, window);

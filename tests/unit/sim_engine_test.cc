@@ -80,7 +80,7 @@ TEST(SimEngine, OneProducerRunsAtTheCostModelsRate) {
   for (unsigned n : {1u, 4u, 32u}) {
     CellConfig c = Cell("emu:null,doorbell_ns=100,desc_ns=5", "count:1", Proto::kUdp, 18);
     c.policy = PolicySpec{PolicyKind::kBuffer, static_cast<uint16_t>(n)};
-    c.noqueue = true;
+    c.shape.noqueue = true;
     c.stream = false;
     c.cost = CostModel{};
     c.cost.tsc_hz = 1e9;  // a cycle is a nanosecond: the emu model's costs are whole cycles
@@ -138,18 +138,13 @@ TEST(SimEngine, AWireBoundCellSitsAtTheCeiling) {
 // Every shape the engine runs closes its books, with every policy, and batching does what the
 // real engine shows: on a fast wire with several producers, batches form.
 TEST(SimEngine, EveryShapeClosesItsBooks) {
-  struct Shape {
-    bool noqueue, dedicated, pfifo;
-  };
-  for (const Shape s : {Shape{false, false, false}, Shape{false, true, false},
-                        Shape{false, false, true}, Shape{true, false, false}})
+  for (const QueueShape s : {QueueShape{}, QueueShape{.dedicated = true}, QueueShape{.pfifo = true},
+                             QueueShape{.noqueue = true}})
     for (const char* policy : {"count:1", "count:32", "buffer:32:100", "bql", "linux-2014",
                                "linux-2025", "blist-2007"}) {
       if (s.noqueue && PolicySpec{*ParsePolicySpec(policy)}.needs_qdisc()) continue;
       CellConfig c = Cell("emu:ixgbe,doorbell_ns=150", policy, Proto::kUdp, 64, 4);
-      c.noqueue = s.noqueue;
-      c.dedicated = s.dedicated;
-      c.pfifo = s.pfifo;
+      c.shape = s;
       c.duration_s = 0.004;
       c.warmup_s = 0.001;
       const CellResult r = Simulate(c);
@@ -187,7 +182,7 @@ TEST(SimEngine, RefusesWhatItDoesNotModel) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("emu:"), std::string::npos) << r.error().message;
   c = Cell("emu:e1000", "count:1", Proto::kUdp, 64);
-  c.nolock = true;
+  c.shape.nolock = true;
   r = SimulateCell(c, test::Pool());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("rootlock"), std::string::npos) << r.error().message;

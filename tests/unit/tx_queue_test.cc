@@ -38,8 +38,8 @@ struct Rig {
     cfg.txqueuelen = txqueuelen;
     cfg.block_when_full = block;
     cfg.tsc_hz = test::TscHz();
-    cfg.nolock = shape.nolock;
-    cfg.dedicated = shape.dedicated;
+    cfg.shape.nolock = shape.nolock;
+    cfg.shape.dedicated = shape.dedicated;
     queue = MakeTxQueue(*nic, *policy, cfg, window);
   }
   // Waits (bounded) for the queue to drain; the bound is far above what the wire needs.
@@ -235,7 +235,7 @@ TEST(NolockTxQueue, AFrameQueuedWhileTheHolderRunsGoesOutInThatRunWithoutAnother
   KeepingDriver driver;
   GatedPolicy policy;
   TxQueueConfig cfg;
-  cfg.nolock = true;
+  cfg.shape.nolock = true;
   cfg.tsc_hz = test::TscHz();
   cfg.track_stages = false;
   const auto queue = MakeTxQueue(driver, policy, cfg, window);
@@ -271,7 +271,7 @@ TEST(TxQueue, NoqueueHandsBatchesOverAndLeavesTheRefusedToTheCaller) {
                                   window, test::TscHz());
   auto policy = MakeFlushPolicy(*ParsePolicySpec("buffer:16"), test::TscHz());
   TxQueueConfig cfg;
-  cfg.noqueue = true;
+  cfg.shape.noqueue = true;
   cfg.tsc_hz = test::TscHz();
   const auto q = MakeTxQueue(*nic, *policy, cfg, window);
   TxQueue& queue = *q;
