@@ -87,22 +87,30 @@ struct DriverCounters : DriverCountersOf<Counter> {};
 struct DriverCounts : DriverCountersOf<uint64_t> {};
 
 // The TX half of a port (one TX queue of it). The contract, beyond each call's own:
-// * Threads: one TxDriver is called by one thread at a time — every call below except the
-//   constant ones (Wire, counted_at, owns_doorbell, Describe, has_bql, IdlePolling) under its
-//   queue's TX lock (HARD_TX_LOCK), held by whoever calls: a runner, a --qdisc none producer,
-//   the txirq. Two TxDrivers of one port (--queues: one per queue) may be called at the same
+// * Threads: one TxDriver is called by one thread at a time. On the real engine its data path
+//   (Xmit, XmitOne, FreeSlots, Stopped, Complete, NextCompletion, and InFlight while the queue
+//   runs) is called under its queue's TX lock (HARD_TX_LOCK), held by whoever calls: a runner,
+//   a --qdisc none producer, the txirq; IdlePolling is read once, under it, when the txirq
+//   starts. Purge, InFlight, ExtraCounters, link_counters and link_layer are also called by the
+//   control thread once the queue's threads have stopped; the constant ones (Wire, counted_at,
+//   owns_doorbell, Describe, has_bql) from anywhere. The simulation calls everything from its
+//   one thread. Two TxDrivers of one port (--queues: one per queue) may be called at the same
 //   time from different threads; what they share (emu's SharedWire, a DPDK port's queues) is
-//   theirs to synchronise. IdlePolling is read once, under the TX lock, when the txirq starts.
+//   theirs to synchronise.
 // * Counters: a driver keeps counters() itself, under the TX lock — xmit_calls and offered for
 //   every Xmit (or XmitOne) that offered a frame, accepted for each frame it took, stops when
-//   the queue stops because the ring filled, doorbells if owns_doorbell(), completed_bytes if
-//   has_bql(), window_frames and the window_* bytes for what it counted as sent (where
-//   counted_at() says) inside the run window, last_departure, and window_busy_tsc and
-//   window_max_idle_tsc where it models a wire. A cell's throughput and per-frame costs are
-//   computed from them alone.
-// * Frames: an accepted frame is the driver's until it is freed or handed to its receiver;
-//   Purge and the destructor free what is left. Nothing is allocated, logged or thrown on the
-//   data path (Xmit, XmitOne, Complete).
+//   the queue stops because it cannot take more (its ring full; verbs: its QP recovering or a
+//   post refused), doorbells if owns_doorbell(), completed_bytes if has_bql(), window_frames and
+//   the window_* bytes for what it counted as sent (where counted_at() says) inside the run
+//   window, last_departure, and window_busy_tsc and window_max_idle_tsc where it models a wire.
+//   A cell's throughput comes from these alone; its per-frame costs divide the queue's counters
+//   (tx_cycles, batch_hist) and CPU time by `accepted`.
+// * Frames: an accepted frame is the driver's until it is freed or handed to its receiver.
+//   Purge and the destructor free what the driver itself holds; what a DPDK port's PMD still
+//   holds comes back when the port stops and closes (its last queue's driver gone). The
+//   driver's own code neither logs nor throws on the data path, and allocates only mbufs (a
+//   verbs receive refill, the link model's duplicates) and, behind a link with jitter or
+//   reorder, the link model's heap of overtaking frames.
 class TxDriver {
  public:
   virtual ~TxDriver() = default;

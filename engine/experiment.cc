@@ -89,7 +89,7 @@ unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
 
 CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, double cpu_ns,
                              uint64_t ctxsw) {
-  CounterSnapshot s;
+  CounterSnapshot s{};
   ReadInto(s.d, d);
   ReadInto(s.q, q);
   s.ctxsw = ctxsw;

@@ -168,8 +168,8 @@ unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores);
 // the drivers' and the queues' (every queue's, summed), the CPU time of the cell's threads and
 // their involuntary context switches.
 struct CounterSnapshot {
-  DriverCounts d;
-  TxQueueCounts q;
+  DriverCounts d{};
+  TxQueueCounts q{};
   uint64_t ctxsw = 0;
   double cpu_ns = 0;
 };

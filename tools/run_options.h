@@ -48,8 +48,6 @@ struct RunArgs {
   std::string cost_model;       // the simulation engine's cost file; empty = built-in defaults
 };
 
-// One qdisc shape: --qdisc, --runner and --sync together.
-
 // The validated plan: every cell in run order (interleaved: for each procs, size, driver and
 // qdisc shape the policies follow each other, so drift hits batching off and on alike).
 struct RunPlan {

@@ -55,18 +55,6 @@ Result<std::vector<std::unique_ptr<TxDriver>>> CreateEthdevDrivers(
     const EthdevOptions& options, rte_mempool* pool, unsigned mtu,
     std::span<FrameReceiver* const> sinks, const RunWindow& window, double tsc_hz);
 
-// A port the caller polls itself (the bridge): created or attached as for CreateEthdevDriver, one
-// RX and one TX queue, promiscuous (every frame, not only those for its MAC), started; its link
-// may still be down (AwaitLink).
-// `tx` transmits on it and owns it (destroying `tx` stops, closes and removes the port); frames
-// are received from port `id` with rte_eth_rx_burst on queue 0. Refuses pairs and net_ring (a
-// port that sends to itself would loop). Control plane: failures are one sentence.
-// `mtu` is the largest IP MTU the caller carries: a net_af_packet port without framesz= gets
-// frames that hold it whole (its default 2048-byte frames truncate longer ones, silently, to
-// 1982 bytes), so `pool`'s mbufs must hold ForwardingPoolMtu(mtu). A port backed by a kernel
-// interface (af_packet, tap: rte_eth_dev_info.if_index) is configured at most at the MTU its PMD
-// reports (1500 for both in DPDK 22.11, which never applies it); the kernel's MTU is the one
-// frames meet, and `mtu` below.
 // RX queue `queue` of port `port`: rte_eth_rx_burst.
 class EthdevRx final : public RxPort {
  public:
@@ -77,6 +65,18 @@ class EthdevRx final : public RxPort {
   uint16_t port_, queue_;
 };
 
+// A port the caller polls itself (the bridge): created or attached as for CreateEthdevDriver, one
+// RX and one TX queue, promiscuous (every frame, not only those for its MAC), started; its link
+// may still be down (AwaitLink).
+// `tx` transmits on it and owns it (destroying `tx` stops, closes and removes the port); `rx`
+// receives on its queue 0. Refuses pairs and net_ring (a
+// port that sends to itself would loop). Control plane: failures are one sentence.
+// `mtu` is the largest IP MTU the caller carries: a net_af_packet port without framesz= gets
+// frames that hold it whole (its default 2048-byte frames truncate longer ones, silently, to
+// 1982 bytes), so `pool`'s mbufs must hold ForwardingPoolMtu(mtu). A port backed by a kernel
+// interface (af_packet, tap: rte_eth_dev_info.if_index) is configured at most at the MTU its PMD
+// reports (1500 for both in DPDK 22.11, which never applies it); the kernel's MTU is the one
+// frames meet, and `mtu` below.
 struct ForwardingPort {
   uint16_t id = 0;
   std::string name;  // "port 0 (net_af_packet0)", for messages
