@@ -69,8 +69,8 @@ class EthdevRx final : public RxPort {
 // RX and one TX queue, promiscuous (every frame, not only those for its MAC), started; its link
 // may still be down (AwaitLink).
 // `tx` transmits on it and owns it (destroying `tx` stops, closes and removes the port); `rx`
-// receives on its queue 0. Refuses pairs and net_ring (a
-// port that sends to itself would loop). Control plane: failures are one sentence.
+// receives on its queue 0. Refuses pairs and net_ring (a port that sends to itself would loop).
+// Control plane: failures are one sentence.
 // `mtu` is the largest IP MTU the caller carries: a net_af_packet port without framesz= gets
 // frames that hold it whole (its default 2048-byte frames truncate longer ones, silently, to
 // 1982 bytes), so `pool`'s mbufs must hold ForwardingPoolMtu(mtu). A port backed by a kernel
