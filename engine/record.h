@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/experiment.h"
+#include "engine/cell.h"
 
 namespace txbatch {
 

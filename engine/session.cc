@@ -16,6 +16,7 @@
 
 #include "dataplane/mempool.h"
 #include "drivers/factory.h"
+#include "engine/experiment.h"
 #include "engine/sim_engine.h"
 
 namespace txbatch {

@@ -10,7 +10,7 @@
 
 #include "dataplane/eal.h"
 #include "dataplane/mempool.h"
-#include "engine/experiment.h"
+#include "engine/cell.h"
 #include "engine/record.h"
 #include "base/output_file.h"
 

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "engine/experiment.h"
+#include "engine/cell.h"
 
 namespace txbatch {
 

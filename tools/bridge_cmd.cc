@@ -20,6 +20,7 @@
 #include "drivers/ethdev/ethdev.h"
 #include "drivers/ethdev/ring_size.h"
 #include "drivers/verbs/verbs.h"
+#include "engine/cell.h"
 #include "engine/session.h"
 #include "tools/port_cmd.h"
 

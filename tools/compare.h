@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/experiment.h"
+#include "engine/cell.h"
 #include "results/verdict.h"
 #include "tools/run_options.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "dataplane/eal.h"
-#include "engine/experiment.h"
+#include "engine/cell.h"
 
 namespace txbatch {
 

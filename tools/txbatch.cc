@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "drivers/emu/emu.h"
-#include "engine/experiment.h"
+#include "engine/cell.h"
 #include "engine/session.h"
 #include "results/record_reader.h"
 #include "results/report.h"

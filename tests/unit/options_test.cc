@@ -12,7 +12,7 @@
 #include <string>
 
 #include "drivers/factory.h"
-#include "engine/experiment.h"
+#include "engine/cell.h"
 #include "tools/run_options.h"
 
 namespace txbatch {

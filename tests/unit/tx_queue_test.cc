@@ -16,7 +16,7 @@
 #include "dataplane/producer.h"
 #include "dataplane/rx_sink.h"
 #include "drivers/emu/emu.h"
-#include "engine/experiment.h"
+#include "engine/cell.h"
 #include "tests/unit/test_eal.h"
 
 namespace txbatch {

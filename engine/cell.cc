@@ -1,0 +1,234 @@
+#include "engine/cell.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+
+#include "dataplane/link_model.h"
+#include "dataplane/mempool.h"
+#include "dataplane/producer.h"
+#include "dataplane/rx_sink.h"
+#include "dataplane/tx_queue.h"
+
+namespace txbatch {
+namespace {
+
+// A drain that takes this much longer than the wire and the modelled device costs need is a
+// bug, reported as such (and the run is aborted cleanly).
+constexpr double kDrainSlackS = 5.0;
+
+}  // namespace
+
+std::string_view EngineName(Engine e) { return e == Engine::kSim ? "sim" : "real"; }
+
+bool Balanced(const Books& k) {
+  return k.generated == k.sent + k.dropped + k.queued &&
+         (!k.rx_side || k.sent + k.duplicated == k.received + k.lost + k.in_flight) &&
+         (!k.link_lost || *k.link_lost == k.lost) && k.mbufs_in_use == 0;
+}
+
+double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire) {
+  const double frames =
+      (static_cast<double>(cfg.txqueuelen) + kMaxBatch + cfg.driver_spec.ring()) * cfg.queues +
+      cfg.procs;
+  double s = kDrainSlackS + frames * cfg.driver_spec.modelled_cost_ns() * 1e-9;
+  if (wire.bits_per_s > 0)
+    s += frames * wire.WireBytes(cfg.mtu + kEthHeaderBytes) * 8 / wire.bits_per_s;
+  // What the link holds leaves it at its own pace: a 6 s delay is 6 s of drain, not a wedge.
+  if (cfg.link) s += cfg.link->MaxHoldS(cfg.mtu + kEthHeaderBytes);
+  return s;
+}
+
+double PpsPerProducer(const CellConfig& cfg, const WireSpec& wire) {
+  if (cfg.rate.unit == RateSpec::Unit::kPps) return cfg.rate.value / cfg.procs;
+  if (cfg.rate.unit == RateSpec::Unit::kBps)
+    return cfg.rate.value / 8 / MeanWireBytes(cfg.proto, cfg.size, cfg.mtu, wire) / cfg.procs;
+  return 0;
+}
+
+TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::vector<int>& cpus) {
+  TxQueueConfig q;
+  q.txqueuelen = cfg.txqueuelen;
+  q.tsc_hz = tsc_hz;
+  q.irq_cpus = cpus;
+  q.shape = cfg.shape;
+  q.bql = cfg.bql;
+  return q;
+}
+
+unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
+  // The band producers use (kProducerBand), the requeue slot, the ring, each producer's stash
+  // of fresh mbufs and the per-lcore caches (each may hold up to 1.5x its size): queueing alone can
+  // never exhaust the pool.
+  const uint64_t n =
+      (uint64_t{cfg.txqueuelen} + kMaxBatch + cfg.driver_spec.ring()) * std::max(1u, cfg.queues) +
+      uint64_t{cfg.procs} * kProducerStash + (cfg.link ? cfg.link->limit : 0) +
+      (lcores + cfg.procs + 2) * (kPoolCache * 3 / 2) + 1024;
+  return static_cast<unsigned>(std::min<uint64_t>(n, 1u << 22));
+}
+
+CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, double cpu_ns,
+                             uint64_t ctxsw) {
+  CounterSnapshot s{};
+  ReadInto(s.d, d);
+  ReadInto(s.q, q);
+  s.ctxsw = ctxsw;
+  s.cpu_ns = cpu_ns;
+  return s;
+}
+
+void CloseSinks(std::span<RxSink* const> sinks, const std::vector<ProducerStats>& stats) {
+  for (size_t q = 0; q < sinks.size(); ++q) {
+    // Frames lost at the very end of a flow show no gap: tell each queue's sink where its flows
+    // (producer i on queue i mod queues) ended; the others' stay where they started.
+    std::vector<uint64_t> next_seq(stats.size(), 0);
+    for (size_t f = q; f < stats.size(); f += sinks.size()) next_seq[f] = stats[f].next_seq.load();
+    sinks[q]->CloseFlows(next_seq);
+    if (q > 0) sinks[0]->Absorb(*sinks[q]);
+  }
+}
+
+void QueueTotals::Add(const TxDriver& driver, const TxQueueCounters& q, unsigned queued,
+                      std::optional<uint32_t> bql) {
+  AddInto(dc, driver.counters());
+  AddInto(qc, q);
+  backlog += queued;
+  in_flight += driver.InFlight();
+  if (bql) bql_limit = std::max(bql_limit.value_or(0), *bql);
+}
+
+CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
+  // Window rates.
+  const CellConfig& cfg = run.cfg;
+  const TxDriver& driver = run.driver;
+  const TxQueueCounters& qc = run.totals.qc;
+  const RxSink& sink = run.sink;
+  const auto& stats = run.stats;
+  const CounterSnapshot& a = run.a;
+  const CounterSnapshot& b = run.b;
+  const double tsc_hz = run.tsc_hz;
+  const DriverCounters& dc = run.totals.dc;
+  CellResult r;
+  // Frames lost at the very end of a flow show no gap: tell the sink where each flow ended.
+  std::vector<uint64_t> next_seq;
+  for (const auto& s : stats) next_seq.push_back(s.next_seq.load());
+  if (flow_seq != nullptr) {
+    if (flow_seq->size() < next_seq.size()) flow_seq->resize(next_seq.size(), 0);
+    std::copy(next_seq.begin(), next_seq.end(), flow_seq->begin());
+  }
+  const SinkCounts sc = sink.counts();
+  const double ws = static_cast<double>(run.window_end - run.window_start) / tsc_hz;
+  r.window_s = ws;
+  r.counted_at = CountedAtName(driver.counted_at());
+  r.link_layer = driver.link_layer();
+  r.packets = dc.window_frames.Get();
+  r.mpps = static_cast<double>(r.packets) / ws / 1e6;
+  r.mb_per_s = static_cast<double>(dc.window_payload_bytes.Get()) / ws / 1e6;
+  r.wire_gbps = static_cast<double>(dc.window_wire_bytes.Get()) * 8 / ws / 1e9;
+  // What happened in the window.
+  const DriverCounts wd = Difference(b.d, a.d);
+  const TxQueueCounts wq = Difference(b.q, a.q);
+  // Frames per handover (the queue's view: with xmit_more the driver sees one frame per call,
+  // but the bulk is what shares a doorbell).
+  uint64_t handovers = 0, handed = 0;
+  for (size_t i = 1; i < wq.batch_hist.size(); ++i) {
+    const uint64_t n = wq.batch_hist[i];
+    handovers += n;
+    handed += n * i;
+    if (n) r.batch_hist[std::bit_floor(static_cast<unsigned>(i))] += n;
+  }
+  r.avg_batch = handovers ? static_cast<double>(handed) / static_cast<double>(handovers) : 0;
+  if (wd.accepted > 0) {
+    const auto accepted = static_cast<double>(wd.accepted);
+    r.xmit_calls_per_pkt = static_cast<double>(wd.xmit_calls) / accepted;
+    if (driver.owns_doorbell()) r.doorbells_per_pkt = static_cast<double>(wd.doorbells) / accepted;
+    r.cycles_per_pkt = static_cast<double>(wq.tx_cycles) / accepted;
+  }
+  if (r.packets > 0) r.cpu_ns_per_pkt = (b.cpu_ns - a.cpu_ns) / static_cast<double>(r.packets);
+  if (wq.completions > 0) {
+    const auto reclaims = static_cast<double>(wq.completions);
+    r.completion_frames_per_call = static_cast<double>(wq.completion_frames) / reclaims;
+    r.completion_cycles_per_call = static_cast<double>(wq.completion_cycles) / reclaims;
+  }
+  r.requeues = wq.requeues;
+  r.requeued_frames = wq.requeued_frames;
+  r.qdisc_missed = wq.missed;
+  r.queue_stops = wd.stops;
+  r.producer_waits = wq.waits;
+  if (const auto limit = run.totals.bql_limit)
+    r.bql = BqlResult{*limit, qc.bql_limit_max.Get(), wq.bql_stops};
+  r.reschedules = wq.reschedules;
+  r.driver_counters = driver.ExtraCounters();  // over the whole cell (warm-up and drain too)
+  r.involuntary_ctxsw = b.ctxsw - a.ctxsw;
+  r.latency = sink.latency().Summary();
+  r.lat_before_driver = sink.before_driver().Summary();
+  r.lat_driver_ring = sink.driver_ring().Summary();
+  r.lat_wire = sink.wire().Summary();
+  r.before_driver_is_batch_fill = cfg.shape.noqueue;
+  for (size_t b = 0; b < RxSink::kPositionBuckets; ++b)
+    if (const auto s = sink.by_position()[b].Summary()) {
+      const unsigned lo = b == 0 ? 0 : 1u << (b - 1), hi = b == 0 ? 0 : (1u << b) - 1;
+      r.lat_by_position.emplace_back(lo == hi ? std::to_string(lo) : fmt::format("{}-{}", lo, hi),
+                                     *s);
+    }
+  r.arrival_before_tx = sc.arrival_before_tx;
+  r.irq_max_late_us = static_cast<double>(qc.irq_max_late_tsc.Get()) * 1e6 / tsc_hz;
+  r.wire_max_idle_us = static_cast<double>(dc.window_max_idle_tsc.Get()) * 1e6 / tsc_hz;
+  r.foreign = sc.foreign;
+
+  // Ceiling for the frame mix actually sent.
+  if (const auto w = driver.Wire(); w && r.packets > 0) {
+    const double wire_bytes = static_cast<double>(dc.window_wire_bytes.Get()) / r.packets;
+    const double payload = static_cast<double>(dc.window_payload_bytes.Get()) / r.packets;
+    r.ceiling_mpps = w->bits_per_s / 8 / wire_bytes / 1e6;
+    r.ceiling_mb_per_s = *r.ceiling_mpps * payload;
+    r.link_bound = r.mb_per_s >= 0.97 * *r.ceiling_mb_per_s;
+    if (driver.counted_at() == CountedAt::kWire)
+      r.link_utilisation = static_cast<double>(dc.window_busy_tsc.Get()) / (ws * tsc_hz);
+  }
+  r.last_departure_s =
+      static_cast<double>(std::max(dc.last_departure.Get(), run.run_start) - run.run_start) /
+      tsc_hz;
+  r.drained_at_s = static_cast<double>(run.drained_at - run.run_start) / tsc_hz;
+  r.stopped_at_s = static_cast<double>(run.stopped_at - run.run_start) / tsc_hz;
+
+  // The books, over the whole run.
+  Books& k = r.books;
+  for (const auto& s : stats) k.generated += s.generated.Get();
+  for (const auto& s : stats) r.alloc_failures += s.alloc_failures.Get();
+  for (size_t t = 0; t < kFlushTriggers; ++t) {
+    r.flush_triggers[t] = qc.flush_triggers[t].Get();
+    for (const auto& s : stats) r.flush_triggers[t] += s.flush_triggers[t].Get();
+  }
+  for (const auto& s : stats) r.unregistered_threads += s.registered ? 0 : 1;
+  r.drops["qdisc_full"] = qc.dropped_qdisc_full.Get();
+  if (cfg.shape.noqueue) r.drops["noqueue"] = qc.dropped_noqueue.Get();
+  k.dropped = qc.dropped_qdisc_full.Get() + qc.dropped_noqueue.Get();
+  r.drops_total = k.dropped;
+  k.sent = dc.accepted.Get();
+  k.queued = run.totals.backlog;
+  k.received = sc.received;
+  k.lost = sc.lost;
+  k.duplicated = sc.duplicated;
+  k.in_flight = run.totals.in_flight;
+  if (const LinkCounters* lc = driver.link_counters()) {
+    LinkResult& l = r.link.emplace();
+    l.offered = lc->offered.Get();
+    l.lost = lc->lost.Get();
+    l.dropped_limit = lc->dropped_limit.Get();
+    l.duplicated = lc->duplicated.Get();
+    l.corrupted = lc->corrupted.Get();
+    l.reordered = lc->reordered.Get();
+    l.dup_failed = lc->dup_failed.Get();
+    l.frames_lost = lc->frames_lost.Get();
+    l.sink_reordered = sc.reordered;
+    // On the emulated wire every frame is txbatch's: whatever the receiver rejects was corrupted.
+    l.sink_corrupt = sc.foreign;
+    k.link_lost = l.frames_lost;
+  }
+  k.rx_side = driver.counted_at() != CountedAt::kDriver;
+  return r;
+}
+
+}  // namespace txbatch

@@ -1,0 +1,217 @@
+#pragma once
+// The cell and its result, shared by both engines (experiment.h runs a cell on threads,
+// sim_engine.h on a virtual clock): what a cell is (CellConfig), what it measured (CellResult
+// and its books), what both engines derive from a config (the queue's configuration, the pool,
+// the drain budget, the producers' rate), and how a finished cell's counters become its result
+// (CounterSnapshot, QueueTotals, CellRun, ResultOf).
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "batching/dql.h"
+#include "batching/flush_policy.h"
+#include "dataplane/frame.h"
+#include "dataplane/histogram.h"
+#include "dataplane/link_spec.h"
+#include "dataplane/producer.h"
+#include "dataplane/qdisc.h"
+#include "dataplane/rx_sink.h"
+#include "dataplane/tx_queue.h"
+#include "drivers/factory.h"
+#include "engine/cost_model.h"
+
+namespace txbatch {
+
+// Where a cell runs: threads on the real clock, or the simulation engine's virtual clock
+// (sim_engine.h).
+enum class Engine : uint8_t { kReal, kSim };
+std::string_view EngineName(Engine e);
+
+struct CellConfig {
+  std::string driver;  // as given, e.g. "emu:e1000"
+  DriverSpec driver_spec;
+  Proto proto = Proto::kTcp;
+  PolicySpec policy;
+  unsigned size = 65536;
+  unsigned procs = 1;
+  // TX queues (--queues), each with its own qdisc, runner and txirq; producer i sends on queue
+  // i mod queues (XPS); on emu their rings share one wire.
+  unsigned queues = 1;
+  unsigned mtu = 1500;
+  unsigned txqueuelen = kDefaultTxQueueLen;
+  double duration_s = 1.0;
+  double warmup_s = 0.1;
+  RateSpec rate;
+  bool stream = true;  // producers block on a full qdisc (stream) or drop (datagram)
+  QueueShape shape;    // --qdisc, --sync, --runner
+  BqlBounds bql;       // --bql-limit-min/max, --bql-hold-time
+  uint64_t seed = 1;
+  std::optional<LinkSpec> link;  // --link: netem's impairments behind the emulated wire
+  // --pool-size: mbufs in the packet pool; 0 sizes it so queueing alone never exhausts it (a
+  // smaller pool is a fault to test against: producers then wait for mbufs, counted).
+  unsigned pool_size = 0;
+  Engine engine = Engine::kReal;  // --engine
+  CostModel cost;                 // the simulation engine's CPU costs (--cost-model)
+};
+
+struct Books {
+  uint64_t generated = 0, sent = 0, dropped = 0, queued = 0;
+  uint64_t received = 0, lost = 0, duplicated = 0, in_flight = 0;
+  uint64_t mbufs_in_use = 0;
+  // With a link: frames of which no intact copy arrived (its own count), which must equal the
+  // receiver's sequence gaps (`lost`).
+  std::optional<uint64_t> link_lost;
+  bool rx_side = true;  // frames come back to a sink (emu, loopback ports); else the second
+                        // equation does not apply and received/lost/duplicated/in_flight are null
+  bool balanced = false;
+};
+
+// What the link (--link) did over the whole run, and what the receiver saw of it.
+struct LinkResult {
+  uint64_t offered = 0, lost = 0, dropped_limit = 0, duplicated = 0, corrupted = 0;
+  uint64_t reordered = 0, dup_failed = 0, frames_lost = 0;
+  uint64_t sink_reordered = 0;  // late frames that filled a gap at the receiver
+  uint64_t sink_corrupt = 0;    // frames the receiver rejected (every one corrupted by the link)
+};
+
+// BQL over the run (policies that read it, on drivers that report completions).
+struct BqlResult {
+  uint64_t limit = 0;      // bytes, at the end of the run
+  uint64_t limit_max = 0;  // the largest it reached
+  uint64_t stops = 0;      // times it stopped the queue in the window (__QUEUE_STATE_STACK_XOFF)
+};
+
+struct CellResult {
+  // The wall-clock seconds the cell took to run or simulate, drain included (env.cell_wall_s:
+  // not a result, it differs between identical simulations).
+  double wall_s = 0;
+  // Measured window
+  double window_s = 0;
+  uint64_t packets = 0;
+  double mpps = 0, mb_per_s = 0, wire_gbps = 0;
+  std::string counted_at;
+  // TxDriver::link_layer(): "ib" or "roce_v2" on verbs, empty (null in the record) elsewhere.
+  std::string link_layer;
+  double avg_batch = 0;  // frames per handover to the driver (one call, or one xmit_more chain)
+  std::map<unsigned, uint64_t> batch_hist;  // power-of-two bucket lower bound -> xmit calls
+  double xmit_calls_per_pkt = 0;
+  std::optional<double> doorbells_per_pkt;
+  double cycles_per_pkt = 0, cpu_ns_per_pkt = 0;
+  // The completion role's reclaims in the window (those that freed something): frames and TSC
+  // per reclaim; none for a driver that completes inside its xmit call.
+  std::optional<double> completion_frames_per_call, completion_cycles_per_call;
+  uint64_t requeues = 0, reschedules = 0;
+  uint64_t requeued_frames = 0;  // frames those requeues put back
+  // --sync nolock: enqueues that found the run flag taken and left it a note (MISSED), the
+  // measure of how often producers would have contended for the root lock.
+  uint64_t qdisc_missed = 0;
+  uint64_t queue_stops = 0;     // times the driver's queue stopped (ring full)
+  uint64_t producer_waits = 0;  // times a stream producer blocked on a full band
+  std::map<std::string, uint64_t> drops;
+  uint64_t drops_total = 0;
+  std::optional<LatencySummary> latency;
+  std::optional<LinkResult> link;
+  std::optional<BqlResult> bql;
+  std::map<std::string, uint64_t> driver_counters;  // TxDriver::ExtraCounters (verbs)
+  // Over the whole run: why batches went (producers' own batches under --qdisc none, a dedicated
+  // runner's runs), indexed by FlushTrigger.
+  std::array<uint64_t, kFlushTriggers> flush_triggers{};
+  // Where it goes (frames carrying stage timestamps; null where nothing receives or none do):
+  // before the driver — the qdisc wait, or under --qdisc none the producer's batch fill — the
+  // driver and its ring, and the wire (null where no wire is modelled: then driver_ring runs to
+  // receive).
+  std::optional<LatencySummary> lat_before_driver, lat_driver_ring, lat_wire;
+  bool before_driver_is_batch_fill = false;  // --qdisc none
+  // Whole latency by position in the driver call: ("0", …), ("1", …), ("2-3", …), …
+  std::vector<std::pair<std::string, LatencySummary>> lat_by_position;
+  Books books;
+  std::optional<double> ceiling_mpps, ceiling_mb_per_s;
+  std::optional<bool> link_bound;
+  std::optional<double> link_utilisation;  // wire busy time / window
+  // Model checks against the real clock.
+  double last_departure_s = 0;  // modelled departure of the last frame, from the run's start
+  double drained_at_s = 0;      // wall time at which the drain was seen complete
+  double stopped_at_s = 0;      // wall time at which generation stopped
+  uint64_t arrival_before_tx = 0;
+  double wire_max_idle_us = 0;  // longest the wire sat idle inside the window
+  double irq_max_late_us = 0;   // longest the txirq woke after its deadline, in the window
+  uint64_t foreign = 0;
+  uint64_t alloc_failures = 0;  // mbufs a producer could not get: never generated, not in the books
+  uint64_t involuntary_ctxsw = 0;
+  bool interrupted = false;
+  bool txirq_realtime = false;
+  unsigned unregistered_threads = 0;  // producers EAL gave no lcore id (no mempool cache)
+};
+
+// The books close (DESIGN.md Terms): generated = sent + dropped + queued, sent + duplicated =
+// received + lost + in flight (where frames come back), and every mbuf is back in its pool.
+bool Balanced(const Books& books);
+
+// The TX queue's configuration for `cfg`'s shape (txqueuelen, qdisc, runner, sync, BQL), its
+// txirq allowed on `cpus`. Stage tracking and the producers' blocking are the caller's.
+TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::vector<int>& cpus);
+
+// Seconds a drain may take: the wire time and device costs of everything that can be queued,
+// plus slack. Longer is a bug.
+double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire);
+
+// Frames per second each producer offers under --rate (0: as fast as it can).
+double PpsPerProducer(const CellConfig& cfg, const WireSpec& wire);
+
+// Mbufs a pool must hold for `cfg` (qdisc bands + ring + frames in producers' hands + caches).
+unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores);
+
+// The counters a cell's result is computed from, read at one moment (the window's start or end):
+// the drivers' and the queues' (every queue's, summed), the CPU time of the cell's threads and
+// their involuntary context switches.
+struct CounterSnapshot {
+  DriverCounts d{};
+  TxQueueCounts q{};
+  uint64_t ctxsw = 0;
+  double cpu_ns = 0;
+};
+CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, double cpu_ns,
+                             uint64_t ctxsw);
+
+// A cell's TX queues added up for its result: counters summed, what is still queued or in
+// flight, BQL's largest limit.
+struct QueueTotals {
+  DriverCounters dc;
+  TxQueueCounters qc;
+  unsigned backlog = 0, in_flight = 0;
+  std::optional<uint32_t> bql_limit;
+  // Adds one queue: its driver, its counters, the frames its qdisc still holds, its BQL limit.
+  // Every thread has stopped: no lock is needed.
+  void Add(const TxDriver& driver, const TxQueueCounters& q, unsigned queued,
+           std::optional<uint32_t> bql);
+};
+
+// What a finished cell leaves behind, on either engine (every thread stopped, drained): the
+// result is computed from it alone.
+struct CellRun {
+  const CellConfig& cfg;
+  const TxDriver& driver;     // the first queue's: what every queue's driver shares (wire, kind)
+  const QueueTotals& totals;  // every queue's
+  RxSink& sink;               // every queue's, absorbed into one
+  const std::vector<ProducerStats>& stats;
+  CounterSnapshot a, b;  // at the window's start and end
+  double tsc_hz = 0;
+  Tsc run_start = 0, window_start = 0, window_end = 0, stopped_at = 0, drained_at = 0;
+};
+
+// Closes each queue's sink (producer i's flow is on sink i mod sinks.size()) and absorbs them all
+// into sinks[0], which then holds the cell's receive side. Before ResultOf.
+void CloseSinks(std::span<RxSink* const> sinks, const std::vector<ProducerStats>& stats);
+
+// The cell's result and books from `run`, except what needs the driver gone (mbufs_in_use,
+// balanced): the caller frees the driver, then counts the pool. The sink must be closed
+// (CloseSinks); `flow_seq` (may be null) is updated to where each flow ended.
+CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq);
+
+}  // namespace txbatch
