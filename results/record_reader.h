@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "results/report.h"
+#include "engine/record.h"
 
 namespace txbatch {
 

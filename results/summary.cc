@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <map>
 
+#include "results/tables.h"
+
 namespace txbatch {
 namespace {
 

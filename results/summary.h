@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "results/report.h"
+#include "engine/record.h"
 #include "results/verdict.h"
 
 namespace txbatch {

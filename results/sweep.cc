@@ -9,6 +9,7 @@
 #include <map>
 
 #include "results/plot.h"
+#include "results/tables.h"
 
 namespace txbatch {
 namespace {

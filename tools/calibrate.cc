@@ -11,6 +11,7 @@
 #include "drivers/factory.h"
 #include "engine/cost_model_file.h"
 #include "engine/session.h"
+#include "results/records.h"
 #include "results/verdict.h"
 #include "tools/run_options.h"
 

@@ -24,7 +24,7 @@
 
 #include "dataplane/eal.h"
 #include "engine/cost_model.h"
-#include "results/report.h"
+#include "engine/record.h"
 
 namespace txbatch {
 

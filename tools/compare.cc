@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <functional>
 
-#include "results/report.h"
+#include "results/tables.h"
 
 namespace txbatch {
 namespace {

@@ -5,9 +5,9 @@
 #include <string_view>
 
 #include "results/record_reader.h"
-#include "results/report.h"
 #include "results/summary.h"
 #include "results/sweep.h"
+#include "results/tables.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace txbatch;

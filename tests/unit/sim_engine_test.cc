@@ -7,7 +7,7 @@
 #include <string>
 
 #include "drivers/factory.h"
-#include "results/report.h"
+#include "results/records.h"
 #include "tests/unit/test_eal.h"
 
 namespace txbatch {

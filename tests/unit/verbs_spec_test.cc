@@ -7,7 +7,8 @@
 #include "drivers/factory.h"
 #include "drivers/verbs/verbs.h"
 #include "results/record_reader.h"
-#include "results/report.h"
+#include "results/records.h"
+#include "results/tables.h"
 
 namespace txbatch::verbs {
 namespace {

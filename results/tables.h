@@ -1,18 +1,14 @@
 #pragma once
-// Output: the human tables (lmbench bw_tcp shape, one per policy, books under each) and the
-// JSON result records (DESIGN.md "Result records", schema_version 1).
+// The human tables: the run's header, one table per policy (lmbench bw_tcp shape, books under
+// each) and where the latency goes. records.h writes the same runs as JSON.
 
 #include <cstdio>
-#include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "engine/record.h"
 
 namespace txbatch {
-
-nlohmann::json ToJson(const std::vector<CellRecord>& records, const RunEnv& env);
 
 // "rootlock inline", "nolock dedicated", "qdisc none".
 std::string ShapeName(const CellConfig& c);
