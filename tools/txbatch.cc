@@ -278,22 +278,54 @@ int ReportCommand(const std::string& path, const std::string& out_dir) {
   return balanced ? kExitOk : kExitUnbalanced;
 }
 
-int Main(int argc, char** argv) {
-  // Everything after the first "--" goes to EAL untouched and replaces txbatch's defaults.
+// What the command line fills in: each command's options, and the commands themselves (to tell
+// which one was given). CLI11 keeps pointers into it: made once, in Main, and never moved.
+struct Commands {
+  CLI::App* run = nullptr;
+  CLI::App* compare = nullptr;
+  CLI::App* report = nullptr;
+  CLI::App* bridge = nullptr;
+  CLI::App* respond = nullptr;
+  CLI::App* sink = nullptr;
+  CLI::App* lab = nullptr;
+  CLI::App* lab_up = nullptr;
+  CLI::App* lab_down = nullptr;
+  CLI::App* sweep = nullptr;
+  CLI::App* tune = nullptr;
+  CLI::App* calibrate = nullptr;
+  RunArgs run_args;
+  RunArgs compare_args;
+  std::string report_path;
+  std::string report_out;
+  BridgeArgs bridge_args;
+  RespondArgs respond_args;
+  SinkArgs sink_args;
+  LabArgs lab_args;
+  std::string lab_down_prefix = "txb";
+  RunArgs sweep_args;  // --batch 1,2,4,8,16,32,64 unless --batch or --policy is given
+  std::string sweep_out;
+  RunArgs tune_args;
+  double tune_target = kDefaultTuneTarget * 100;
+  std::string tune_p99;
+  CalibrateArgs cal_args;
+};
+
+// Everything after the first "--" goes to EAL untouched and replaces txbatch's defaults: returns
+// it, and sets `own_argc` to the count of txbatch's own arguments (those before it).
+std::vector<std::string> SplitEalArgs(int argc, char** argv, int& own_argc) {
   std::vector<std::string> eal_args;
-  int own_argc = argc;
+  own_argc = argc;
   for (int i = 1; i < argc; ++i)
     if (std::string_view(argv[i]) == "--") {
       own_argc = i;
       eal_args.assign(argv + i + 1, argv + argc);
       break;
     }
+  return eal_args;
+}
 
-  CLI::App app{
-      "txbatch — a batched-transmit network emulator: Linux qdisc-to-driver batching in "
-      "userspace, measured with batching off (batch 1) and on.\n"
-      "EAL arguments after -- replace txbatch's defaults entirely.",
-      "txbatch"};
+// --version, one command required, and the footer of --help (exit statuses, drivers).
+void AddTopLevel(CLI::App& app) {
   app.set_version_flag("--version", TXBATCH_VERSION);
   app.require_subcommand(1);
   app.footer(
@@ -310,19 +342,23 @@ int Main(int argc, char** argv) {
       "ibv_post_send per batch (doc/drivers/verbs.md)\n"
       "  verbs:DEVICE:PORT,qpn=N,qkey=N,gid=GID  the same on a RoCE v2 port (ConnectX in Ethernet "
       "mode, rxe)\n");
-  RunArgs run_args;
-  CLI::App* run = app.add_subcommand(
+}
+
+void AddRunCommand(CLI::App& app, Commands& c) {
+  c.run = app.add_subcommand(
       "run",
       "Run a grid of cells (drivers x policies x sizes x procs). With no options: the "
       "lmbench bw_tcp table of the 2007 batching thread on emu:e1000 (tcp, sizes 4096.."
       "262144, procs 1 and 8, batch 1 then 32).");
-  AddRunOptions(*run, run_args);
-  RunArgs compare_args;
+  AddRunOptions(*c.run, c.run_args);
+}
+
+void AddCompareCommand(CLI::App& app, Commands& c) {
   // compare's own defaults: one value everywhere but the batch limit.
-  compare_args.size = "65536";
-  compare_args.procs = "1";
-  compare_args.rounds = 10;
-  CLI::App* compare = app.add_subcommand(
+  c.compare_args.size = "65536";
+  c.compare_args.procs = "1";
+  c.compare_args.rounds = 10;
+  c.compare = app.add_subcommand(
       "compare",
       "Compare two configurations: the options of run, with exactly one axis given two values "
       "(--batch 1,32, --policy count:1,buffer:32, two --driver, --procs 1,8, --sync "
@@ -330,116 +366,138 @@ int Main(int argc, char** argv) {
       "medians, the ratio B/A with a 95% confidence interval and a verdict: better, worse, "
       "equivalent (within +-2%) or inconclusive. Defaults: emu:e1000, tcp, size 65536, procs 1, "
       "--batch 1,32.");
-  AddRunOptions(*compare, compare_args);
-  std::string report_path;
-  CLI::App* report = app.add_subcommand(
+  AddRunOptions(*c.compare, c.compare_args);
+}
+
+void AddReportCommand(CLI::App& app, Commands& c) {
+  c.report = app.add_subcommand(
       "report",
       "Re-render the tables (or a comparison) of a result file written with --json, without "
       "running anything.");
-  report->add_option("file", report_path, "A result file txbatch wrote with --json")->required();
-  std::string report_out;
-  report->add_option("--out", report_out,
-                     "Also write tables.txt, results.csv, results.json and the SVG plots here");
-  BridgeArgs bridge_args;
-  CLI::App* bridge = app.add_subcommand(
+  c.report->add_option("file", c.report_path, "A result file txbatch wrote with --json")
+      ->required();
+  c.report->add_option("--out", c.report_out,
+                       "Also write tables.txt, results.csv, results.json and the SVG plots here");
+}
+
+// bridge, respond and sink: the commands on DPDK ports.
+void AddPortCommands(CLI::App& app, Commands& c) {
+  c.bridge = app.add_subcommand(
       "bridge",
       "Forward between two DPDK ports, both ways: RX burst, the link model (--link), a qdisc and "
       "the batched TX path with any policy. L2-transparent (every EtherType passes, ports "
       "promiscuous). Prints per-direction statistics every --stats seconds and, at SIGINT, "
       "SIGTERM or --duration, each direction's books.");
-  AddBridgeOptions(*bridge, bridge_args);
-  RespondArgs respond_args;
-  CLI::App* respond = app.add_subcommand(
+  AddBridgeOptions(*c.bridge, c.bridge_args);
+  c.respond = app.add_subcommand(
       "respond",
       "Answer ARP and ICMP echo for --ip (and UDP echo on --udp-echo) on one DPDK port, the "
       "replies going through the link model (--link), a qdisc and the batched TX path, so ping "
       "-f measures a DPDK endpoint directly. Prints statistics every --stats seconds and its "
       "books at SIGINT, SIGTERM or --duration.");
-  AddRespondOptions(*respond, respond_args);
-  SinkArgs sink_args;
-  CLI::App* sink = app.add_subcommand(
+  AddRespondOptions(*c.respond, c.respond_args);
+  c.sink = app.add_subcommand(
       "sink",
       "The receive end of a two-host run: counts txbatch frames on one DPDK port per flow, "
       "with sequence gaps (loss), duplicates and reordering, optionally behind a link model; "
       "txbatch run on the other host sends them.");
-  AddSinkOptions(*sink, sink_args);
-  LabArgs lab_args;
-  std::string lab_down_prefix = "txb";
-  CLI::App* lab = app.add_subcommand(
+  AddSinkOptions(*c.sink, c.sink_args);
+}
+
+void AddLabCommand(CLI::App& app, Commands& c) {
+  c.lab = app.add_subcommand(
       "lab", "Two network namespaces joined through the bridge (root): lab up, lab down");
-  lab->require_subcommand(1);
-  CLI::App* lab_up = lab->add_subcommand(
+  c.lab->require_subcommand(1);
+  c.lab_up = c.lab->add_subcommand(
       "up",
       "Creates namespaces PREFIX-a (10.77.0.1) and PREFIX-b (10.77.0.2), a veth pair into each "
       "(TX checksum offload off inside), and starts `txbatch bridge` between the host ends in "
       "the background (pid file and log under /run/txbatch-lab/PREFIX). Every other option "
       "(--link, --link-ab, --link-ba, --batch, --policy, --qdisc, …) goes to the bridge.");
-  AddOptionWithDefault(*lab_up, "--prefix", lab_args.prefix,
+  AddOptionWithDefault(*c.lab_up, "--prefix", c.lab_args.prefix,
                        "Names: PREFIX-a, PREFIX-a0, … (1-8 of a-z0-9)");
-  lab_up->allow_extras();
-  CLI::App* lab_down = lab->add_subcommand(
+  c.lab_up->allow_extras();
+  c.lab_down = c.lab->add_subcommand(
       "down",
       "Stops the lab's bridge (printing its books) and removes its namespaces, links and "
       "files; also after a crash");
-  AddOptionWithDefault(*lab_down, "--prefix", lab_down_prefix, "The lab's prefix");
-  RunArgs sweep_args;  // --batch 1,2,4,8,16,32,64 unless --batch or --policy is given
-  sweep_args.size = "65536";
-  sweep_args.batching_off_first = true;
-  std::string sweep_out;
-  CLI::App* sweep = app.add_subcommand(
+  AddOptionWithDefault(*c.lab_down, "--prefix", c.lab_down_prefix, "The lab's prefix");
+}
+
+void AddSweepCommand(CLI::App& app, Commands& c) {
+  c.sweep_args.size = "65536";
+  c.sweep_args.batching_off_first = true;
+  c.sweep = app.add_subcommand(
       "sweep",
       "A grid (batch sizes x sizes x procs x drivers x qdisc shapes) run in interleaved rounds, "
       "every cell judged against the same cell with batching off (count:1, added first if "
       "missing). Writes to --out DIR: tables.txt, results.csv, results.json and SVG plots "
       "against batch size (doc/output.md). Defaults: emu:e1000, tcp, size 65536, procs 1 and 8, "
       "--batch 1,2,4,8,16,32,64, 3 rounds.");
-  AddRunOptions(*sweep, sweep_args);
-  RunArgs tune_args;
-  tune_args.batch = "1,2,4,8,16,32,64,128,256";
-  tune_args.size = "65536";
-  tune_args.procs = "1";
-  tune_args.batching_off_first = true;
-  double tune_target = kDefaultTuneTarget * 100;
-  std::string tune_p99;
-  CLI::App* tune = app.add_subcommand(
+  AddRunOptions(*c.sweep, c.sweep_args);
+  c.sweep->add_option("--out", c.sweep_out, "Directory for the outputs (created if missing)")
+      ->required();
+}
+
+void AddTuneCommand(CLI::App& app, Commands& c) {
+  c.tune_args.batch = "1,2,4,8,16,32,64,128,256";
+  c.tune_args.size = "65536";
+  c.tune_args.procs = "1";
+  c.tune_args.batching_off_first = true;
+  c.tune = app.add_subcommand(
       "tune",
       "Recommend a batch size: the smallest limit reaching --target percent of the best "
       "throughput measured, with p99 latency within --p99-max if given. A coarse sweep of "
       "--batch (default powers of two to 256), then the limits between the knee and the coarse "
       "one below it. One configuration: every other option takes one value.");
-  AddRunOptions(*tune, tune_args);
-  AddDecimalOption(*tune, "--target", tune_target, "Percent of the best throughput (50..100)", 95);
-  tune->add_option("--p99-max", tune_p99, "Latency budget for p99, e.g. 50us or 2ms");
-  CalibrateArgs cal_args;
-  CLI::App* calibrate = app.add_subcommand(
+  AddRunOptions(*c.tune, c.tune_args);
+  AddDecimalOption(*c.tune, "--target", c.tune_target, "Percent of the best throughput (50..100)",
+                   95);
+  c.tune->add_option("--p99-max", c.tune_p99, "Latency budget for p99, e.g. 50us or 2ms");
+}
+
+void AddCalibrateCommand(CLI::App& app, Commands& c) {
+  CalibrateArgs& a = c.cal_args;
+  c.calibrate = app.add_subcommand(
       "calibrate",
       "Measure this machine's TX path (one producer of 60-byte frames on emu:null: --qdisc none "
       "and a dedicated runner at each --batch limit, an inline check, net_null for comparison, "
       "and the txirq's reclaims on emu:ixgbe), fit cycles per driver call (and per reclaim) = "
       "fixed + per-frame x n with R² and residuals, and write the simulation engine's cost "
       "model (--engine sim --cost-model FILE).");
-  AddOptionWithDefault(*calibrate, "--out", cal_args.out, "The cost-model file to write")
+  CLI::App& cal = *c.calibrate;
+  AddOptionWithDefault(cal, "--out", a.out, "The cost-model file to write")
       ->check(NonEmpty("--out needs a file name (or - for standard output)"));
-  AddOptionWithDefault(*calibrate, "--batch", cal_args.batch,
-                       "Batch limits, comma-separated (two or more)");
-  AddDecimalOption(*calibrate, "--duration", cal_args.duration_s,
-                   "Measured window per cell, seconds");
-  AddWholeNumberOption(*calibrate, "--rounds", cal_args.rounds,
-                       "Interleaved rounds (medians are fitted)");
-  AddOptionWithDefault(*calibrate, "--engine", cal_args.engine,
+  AddOptionWithDefault(cal, "--batch", a.batch, "Batch limits, comma-separated (two or more)");
+  AddDecimalOption(cal, "--duration", a.duration_s, "Measured window per cell, seconds");
+  AddWholeNumberOption(cal, "--rounds", a.rounds, "Interleaved rounds (medians are fitted)");
+  AddOptionWithDefault(cal, "--engine", a.engine,
                        "real, or sim: calibrate the simulation of --cost-model (a check that "
                        "the fit recovers the model's costs)");
-  calibrate
-      ->add_option("--cost-model", cal_args.cost_model,
-                   "The base model: costs calibrate cannot separate are kept from it")
+  cal.add_option("--cost-model", a.cost_model,
+                 "The base model: costs calibrate cannot separate are kept from it")
       ->check(NonEmpty("--cost-model needs a file name; valid: a JSON file as txbatch calibrate "
                        "writes (without --cost-model: the built-in costs)"));
-  calibrate->add_option("--json", cal_args.json, "Also write the measured records here")
+  cal.add_option("--json", a.json, "Also write the measured records here")
       ->check(NonEmpty(kJsonNeedsName));
-  AddOptionWithDefault(*calibrate, "--eal-memory", cal_args.eal_memory,
-                       "auto, no-huge or in-memory");
-  sweep->add_option("--out", sweep_out, "Directory for the outputs (created if missing)")
-      ->required();
+  AddOptionWithDefault(cal, "--eal-memory", a.eal_memory, "auto, no-huge or in-memory");
+}
+
+// Every command, in the order --help lists them.
+void AddCommands(CLI::App& app, Commands& c) {
+  AddRunCommand(app, c);
+  AddCompareCommand(app, c);
+  AddReportCommand(app, c);
+  AddPortCommands(app, c);
+  AddLabCommand(app, c);
+  AddSweepCommand(app, c);
+  AddTuneCommand(app, c);
+  AddCalibrateCommand(app, c);
+}
+
+// Parses txbatch's own arguments. Returns the exit status where nothing is to run: --help and
+// --version printed, or a parse error (one sentence naming the command's --help, exit 2).
+std::optional<int> Parse(CLI::App& app, const Commands& c, int own_argc, char** argv) {
   try {
     app.parse(own_argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -450,71 +508,97 @@ int Main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "txbatch: %s; run 'txbatch %s--help' for the valid options.\n", e.what(),
-                 run->parsed()         ? "run "
-                 : compare->parsed()   ? "compare "
-                 : report->parsed()    ? "report "
-                 : sweep->parsed()     ? "sweep "
-                 : tune->parsed()      ? "tune "
-                 : calibrate->parsed() ? "calibrate "
-                 : bridge->parsed()    ? "bridge "
-                 : respond->parsed()   ? "respond "
-                 : sink->parsed()      ? "sink "
-                 : lab_up->parsed()    ? "lab up "
-                 : lab->parsed()       ? "lab "
-                                       : "");
+                 c.run->parsed()         ? "run "
+                 : c.compare->parsed()   ? "compare "
+                 : c.report->parsed()    ? "report "
+                 : c.sweep->parsed()     ? "sweep "
+                 : c.tune->parsed()      ? "tune "
+                 : c.calibrate->parsed() ? "calibrate "
+                 : c.bridge->parsed()    ? "bridge "
+                 : c.respond->parsed()   ? "respond "
+                 : c.sink->parsed()      ? "sink "
+                 : c.lab_up->parsed()    ? "lab up "
+                 : c.lab->parsed()       ? "lab "
+                                         : "");
     return kExitBadInput;
   }
-  RunEnv env = CollectEnv(argc, argv);
-  if (run->parsed()) {
-    auto plan = BuildRunPlan(run_args);
+  return std::nullopt;
+}
+
+// `lab up`: the bridge's options (what `lab_up` left over) are checked here, before anything is
+// created.
+int LabUpCommand(LabArgs& lab_args, const CLI::App& lab_up,
+                 const std::vector<std::string>& eal_args) {
+  lab_args.bridge_args = lab_up.remaining();
+  CLI::App check;
+  BridgeArgs unused;
+  AddBridgeOptions(check, unused);
+  std::vector<std::string> args = {"--port-a", "x", "--port-b", "y"};
+  args.insert(args.end(), lab_args.bridge_args.begin(), lab_args.bridge_args.end());
+  std::reverse(args.begin(), args.end());
+  try {
+    check.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return Fail(kExitBadInput, Error{EINVAL, fmt::format("{}; valid: the options of txbatch "
+                                                         "bridge --help (but --port-a/-b)",
+                                                         e.what())});
+  }
+  return LabUp(lab_args, eal_args);
+}
+
+int SweepCommand(RunArgs& sweep_args, const std::string& sweep_out,
+                 const std::vector<std::string>& eal_args, const RunEnv& env) {
+  if (sweep_args.batch.empty() && sweep_args.policy.empty()) sweep_args.batch = "1,2,4,8,16,32,64";
+  auto plan = BuildRunPlan(sweep_args);
+  if (!plan) return Fail(kExitBadInput, plan.error());
+  for (const PolicySpec& p : plan->policies)
+    if (p.needs_qdisc())
+      return Fail(kExitBadInput,
+                  Error{EINVAL, fmt::format("sweep plots against a batch limit N, and {} has "
+                                            "none; valid: count:N or buffer:N[:T] here, and "
+                                            "txbatch run or compare for the kernel policies",
+                                            p.ToString())});
+  return RunCommand(*plan, eal_args, env, sweep_out);
+}
+
+// Runs the command that was given.
+int Dispatch(Commands& c, const std::vector<std::string>& eal_args, const RunEnv& env) {
+  if (c.run->parsed()) {
+    auto plan = BuildRunPlan(c.run_args);
     if (!plan) return Fail(kExitBadInput, plan.error());
     return RunCommand(*plan, eal_args, env);
   }
-  if (report->parsed()) return ReportCommand(report_path, report_out);
-  if (bridge->parsed()) return BridgeCommand(bridge_args, eal_args);
-  if (respond->parsed()) return RespondCommand(respond_args, eal_args);
-  if (sink->parsed()) return SinkCommand(sink_args, eal_args);
-  if (lab_up->parsed()) {
-    lab_args.bridge_args = lab_up->remaining();
-    // The bridge's options are checked here, before anything is created.
-    CLI::App check;
-    BridgeArgs unused;
-    AddBridgeOptions(check, unused);
-    std::vector<std::string> args = {"--port-a", "x", "--port-b", "y"};
-    args.insert(args.end(), lab_args.bridge_args.begin(), lab_args.bridge_args.end());
-    std::reverse(args.begin(), args.end());
-    try {
-      check.parse(args);
-    } catch (const CLI::ParseError& e) {
-      return Fail(kExitBadInput, Error{EINVAL, fmt::format("{}; valid: the options of txbatch "
-                                                           "bridge --help (but --port-a/-b)",
-                                                           e.what())});
-    }
-    return LabUp(lab_args, eal_args);
-  }
-  if (lab_down->parsed()) return LabDown(lab_down_prefix);
-  if (tune->parsed()) return TuneCommand(tune_args, tune_target, tune_p99, eal_args, env);
-  if (calibrate->parsed()) return CalibrateCommand(cal_args, eal_args, env);
-  if (sweep->parsed()) {
-    if (sweep_args.batch.empty() && sweep_args.policy.empty())
-      sweep_args.batch = "1,2,4,8,16,32,64";
-    auto plan = BuildRunPlan(sweep_args);
-    if (!plan) return Fail(kExitBadInput, plan.error());
-    for (const PolicySpec& p : plan->policies)
-      if (p.needs_qdisc())
-        return Fail(kExitBadInput,
-                    Error{EINVAL, fmt::format("sweep plots against a batch limit N, and {} has "
-                                              "none; valid: count:N or buffer:N[:T] here, and "
-                                              "txbatch run or compare for the kernel policies",
-                                              p.ToString())});
-    return RunCommand(*plan, eal_args, env, sweep_out);
-  }
-  if (compare->parsed()) {
-    auto plan = BuildRunPlan(compare_args);
+  if (c.report->parsed()) return ReportCommand(c.report_path, c.report_out);
+  if (c.bridge->parsed()) return BridgeCommand(c.bridge_args, eal_args);
+  if (c.respond->parsed()) return RespondCommand(c.respond_args, eal_args);
+  if (c.sink->parsed()) return SinkCommand(c.sink_args, eal_args);
+  if (c.lab_up->parsed()) return LabUpCommand(c.lab_args, *c.lab_up, eal_args);
+  if (c.lab_down->parsed()) return LabDown(c.lab_down_prefix);
+  if (c.tune->parsed()) return TuneCommand(c.tune_args, c.tune_target, c.tune_p99, eal_args, env);
+  if (c.calibrate->parsed()) return CalibrateCommand(c.cal_args, eal_args, env);
+  if (c.sweep->parsed()) return SweepCommand(c.sweep_args, c.sweep_out, eal_args, env);
+  if (c.compare->parsed()) {
+    auto plan = BuildRunPlan(c.compare_args);
     if (!plan) return Fail(kExitBadInput, plan.error());
     return CompareCommand(*plan, eal_args, env);
   }
   return kExitBadInput;
+}
+
+int Main(int argc, char** argv) {
+  int own_argc = argc;
+  const std::vector<std::string> eal_args = SplitEalArgs(argc, argv, own_argc);
+  CLI::App app{
+      "txbatch — a batched-transmit network emulator: Linux qdisc-to-driver batching in "
+      "userspace, measured with batching off (batch 1) and on.\n"
+      "EAL arguments after -- replace txbatch's defaults entirely.",
+      "txbatch"};
+  AddTopLevel(app);
+  Commands c;
+  AddCommands(app, c);
+  if (const std::optional<int> status = Parse(app, c, own_argc, argv)) return *status;
+  const RunEnv env = CollectEnv(argc, argv);
+  return Dispatch(c, eal_args, env);
 }
 
 // The commands a signal stops cleanly (they watch StopRequested and clean up EAL). They take
