@@ -247,34 +247,61 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
       ->check(NonEmpty(kJsonNeedsName));
 }
 
-Result<RunPlan> BuildRunPlan(const RunArgs& a) {
-  RunPlan plan;
-  const auto choice = [](std::string_view option, const std::string& v,
-                         std::initializer_list<std::string_view> valid) -> Status {
-    for (auto c : valid)
-      if (v == c) return {};
-    return MakeError(
-        EINVAL, fmt::format("{} '{}' is not valid; valid: {}", option, v, fmt::join(valid, ", ")));
-  };
-  if (Status s = choice("--proto", a.proto, {"tcp", "udp"}); !s) return s.error();
-  if (Status s = choice("--producer", a.producer, {"stream", "datagram"}); !s) return s.error();
+namespace {
+
+// What BuildRunPlan's grid is made of, each option parsed and checked: the lists the grid
+// crosses and the values every cell shares.
+struct GridParts {
+  std::vector<std::string> runners, syncs, qdiscs, engines;
+  CostModel cost;
+  Proto proto = Proto::kTcp;
+  std::vector<unsigned> sizes, procs, queues;
+  unsigned max_queues = 1;
+  RateSpec rate;
+  std::optional<LinkSpec> link;
+  BqlBounds bql;
+  std::vector<std::string> drivers;  // as given (emu:e1000 when none was)
+  std::vector<DriverSpec> specs;     // drivers[i]'s
+};
+
+Status CheckChoice(std::string_view option, const std::string& v,
+                   std::initializer_list<std::string_view> valid) {
+  for (auto c : valid)
+    if (v == c) return {};
+  return MakeError(
+      EINVAL, fmt::format("{} '{}' is not valid; valid: {}", option, v, fmt::join(valid, ", ")));
+}
+
+// --proto and --producer, the lists of --runner, --sync, --qdisc and --engine, --cost-model and
+// --eal-memory.
+Status ParseChoices(const RunArgs& a, GridParts& g, RunPlan& plan) {
+  if (Status s = CheckChoice("--proto", a.proto, {"tcp", "udp"}); !s) return s;
+  if (Status s = CheckChoice("--producer", a.producer, {"stream", "datagram"}); !s) return s;
   auto runners = ParseChoiceList("--runner", a.runner, {"inline", "dedicated"});
   if (!runners) return runners.error();
+  g.runners = std::move(*runners);
   auto syncs = ParseChoiceList("--sync", a.sync, {"rootlock", "nolock"});
   if (!syncs) return syncs.error();
+  g.syncs = std::move(*syncs);
   auto qdiscs = ParseChoiceList("--qdisc", a.qdisc, {"pfifo_fast", "pfifo", "none"});
   if (!qdiscs) return qdiscs.error();
+  g.qdiscs = std::move(*qdiscs);
   auto engines = ParseChoiceList("--engine", a.engine, {"real", "sim"});
   if (!engines) return engines.error();
-  CostModel cost;
+  g.engines = std::move(*engines);
   if (!a.cost_model.empty()) {
     auto loaded = LoadCostModel(a.cost_model);
     if (!loaded) return loaded.error();
-    cost = *loaded;
+    g.cost = *loaded;
   }
   auto memory = ParseEalMemory(a.eal_memory);
   if (!memory) return memory.error();
   plan.eal_memory = *memory;
+  return {};
+}
+
+// --batch or --policy into plan.policies, count:1 moved or added first where asked (sweep, tune).
+Status ParsePolicies(const RunArgs& a, RunPlan& plan) {
   if (!a.batch.empty() && !a.policy.empty())
     return MakeError(EINVAL,
                      "--batch and --policy were both given; --batch N means --policy "
@@ -297,10 +324,15 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
     std::erase(plan.policies, off);
     plan.policies.insert(plan.policies.begin(), off);
   }
-  // Every combination of the shape lists, each checked on its own.
-  for (const std::string& q : *qdiscs)
-    for (const std::string& r : *runners)
-      for (const std::string& y : *syncs) {
+  return {};
+}
+
+// Every combination of the shape lists into plan.shapes, each checked on its own and against
+// every policy.
+Status BuildShapes(const RunArgs& a, const GridParts& g, RunPlan& plan) {
+  for (const std::string& q : g.qdiscs)
+    for (const std::string& r : g.runners)
+      for (const std::string& y : g.syncs) {
         if (r == "dedicated" && q == "none")
           return MakeError(EINVAL,
                            "--runner dedicated runs a qdisc, and --qdisc none has none; valid: "
@@ -346,6 +378,12 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
         if (std::find(plan.shapes.begin(), plan.shapes.end(), shape) == plan.shapes.end())
           plan.shapes.push_back(shape);
       }
+  return {};
+}
+
+// --mtu against the framing, the lists of --size, --procs and --queues, --duration, --rounds,
+// --warmup, --txqueuelen, --rate and --pool-size.
+Status ParseCellValues(const RunArgs& a, GridParts& g) {
   if (a.mtu < kMinMtu || a.mtu > kMaxMtu)
     return MakeError(
         ERANGE, fmt::format("--mtu {} is out of range; valid: {}..{}", a.mtu, kMinMtu, kMaxMtu));
@@ -357,13 +395,17 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                     "in a {} frame; valid: {}..{}",
                     a.mtu, kTxbatchHeaderBytes, a.proto,
                     kTxbatchHeaderBytes + kIpv4HeaderBytes + L4HeaderBytes(proto), kMaxMtu));
+  g.proto = proto;
   auto sizes = ParseUnsignedList("--size", a.size, kTxbatchHeaderBytes, kMaxSize);
   if (!sizes) return sizes.error();
+  g.sizes = std::move(*sizes);
   auto procs = ParseUnsignedList("--procs", a.procs, 1, kMaxProcs);
   if (!procs) return procs.error();
+  g.procs = std::move(*procs);
   auto queues = ParseUnsignedList("--queues", a.queues, 1, kMaxQueues);
   if (!queues) return queues.error();
-  const unsigned max_queues = *std::max_element(queues->begin(), queues->end());
+  g.queues = std::move(*queues);
+  g.max_queues = *std::max_element(g.queues.begin(), g.queues.end());
   if (!(a.duration_s >= 0.01 && a.duration_s <= 3600))
     return MakeError(ERANGE, fmt::format("--duration {} is out of range; valid: 0.01..3600 "
                                          "seconds",
@@ -378,21 +420,24 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
         ERANGE, fmt::format("--txqueuelen {} is out of range; valid: 1..100000", a.txqueuelen));
   auto rate = ParseRate(a.rate);
   if (!rate) return rate.error();
+  g.rate = *rate;
   if (a.pool_size != 0 && (a.pool_size < 64 || a.pool_size > (1u << 22)))
     return MakeError(ERANGE, fmt::format("--pool-size {} is out of range; valid: 0 (sized for the "
                                          "cells) or 64..4194304 mbufs",
                                          a.pool_size));
+  return {};
+}
 
-  std::vector<std::string> drivers = a.drivers;
-  if (drivers.empty()) drivers.push_back("emu:e1000");
-  std::optional<LinkSpec> link;
+// --link (one that may hold a frame too long for a drain refused) and BQL's bounds.
+Status ParseLinkAndBql(const RunArgs& a, GridParts& g) {
   if (!a.link.empty()) {
     auto l = ParseLinkSpec(a.link);
     if (!l) return l.error();
-    if (l->Active()) link = *l;
+    if (l->Active()) g.link = *l;
   }
   // A run drains its link after each window: one that may hold a frame for hours is refused
   // now, not waited for (or reported as a wedged drain).
+  const std::optional<LinkSpec>& link = g.link;
   if (link && link->MaxHoldS(a.mtu + kEthHeaderBytes) > kMaxLinkHoldS)
     return MakeError(ERANGE,
                      fmt::format("--link '{}' may hold a frame for {:.0f} s after the "
@@ -408,13 +453,22 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
   if (!(a.bql_hold_ms >= 0 && a.bql_hold_ms <= 60000))
     return MakeError(ERANGE, fmt::format("--bql-hold-time {} is out of range; valid: 0..60000 ms",
                                          a.bql_hold_ms));
-  const BqlBounds bql{static_cast<uint32_t>(a.bql_limit_min),
-                      static_cast<uint32_t>(a.bql_limit_max), a.bql_hold_ms / 1e3};
-  std::vector<DriverSpec> specs;
+  g.bql = BqlBounds{static_cast<uint32_t>(a.bql_limit_min), static_cast<uint32_t>(a.bql_limit_max),
+                    a.bql_hold_ms / 1e3};
+  return {};
+}
+
+// Each --driver's spec (emu:e1000 when none is given), checked against the policies, --mtu,
+// --queues and --link, each driver once; then --link against several queues.
+Status ParseDrivers(const RunArgs& a, const std::vector<PolicySpec>& policies, GridParts& g) {
+  g.drivers = a.drivers;
+  if (g.drivers.empty()) g.drivers.push_back("emu:e1000");
+  const std::vector<std::string>& drivers = g.drivers;
+  std::vector<DriverSpec>& specs = g.specs;
   for (const auto& d : drivers) {
     auto spec = ParseDriverSpec(d);
     if (!spec) return spec.error();
-    for (const PolicySpec& p : plan.policies)
+    for (const PolicySpec& p : policies)
       if (p.kind == PolicyKind::kBql && !spec->emulated())
         return MakeError(ENOTSUP,
                          fmt::format("policy bql needs a driver that reports completed bytes "
@@ -430,11 +484,11 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                                            "--mtu {}..{}, or link_mtu=4096 (IPoIB MTU 4092)",
                                            a.mtu, e->model, emu::EmuMaxMtu(*e), e->link_mtu,
                                            kMinMtu, emu::EmuMaxMtu(*e)));
-    if (max_queues > 1 && std::holds_alternative<verbs::VerbsOptions>(spec->options))
+    if (g.max_queues > 1 && std::holds_alternative<verbs::VerbsOptions>(spec->options))
       return MakeError(ENOTSUP, fmt::format("--queues {} on {}: the verbs driver posts on one "
                                             "queue pair; valid: --queues 1 with verbs",
-                                            max_queues, d));
-    if (link && !spec->emulated())
+                                            g.max_queues, d));
+    if (g.link && !spec->emulated())
       return MakeError(ENOTSUP,
                        fmt::format("--link puts a link behind the emulated NIC's wire, "
                                    "and {} is not an emulated NIC; valid: --link with emu:MODEL "
@@ -451,22 +505,28 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                                                    drivers[e], d, spec->ToString()));
     specs.push_back(*spec);
   }
-  if (link && max_queues > 1)
+  if (g.link && g.max_queues > 1)
     return MakeError(ENOTSUP, fmt::format("--link with --queues {}: the link model sits behind one "
                                           "ring, not a wire shared by several; valid: --queues 1 "
                                           "with --link",
-                                          max_queues));
-  for (unsigned nq : *queues)
-    for (unsigned p : *procs)
-      for (unsigned s : *sizes)
-        for (size_t d = 0; d < drivers.size(); ++d)
+                                          g.max_queues));
+  return {};
+}
+
+// The cells in run order (RunPlan), each checked against the simulation engine where it runs
+// there.
+Status BuildCells(const RunArgs& a, const GridParts& g, RunPlan& plan) {
+  for (unsigned nq : g.queues)
+    for (unsigned p : g.procs)
+      for (unsigned s : g.sizes)
+        for (size_t d = 0; d < g.drivers.size(); ++d)
           for (const QueueShape& shape : plan.shapes)
-            for (const std::string& engine : *engines)
+            for (const std::string& engine : g.engines)
               for (const PolicySpec& pol : plan.policies) {
                 CellConfig c;
-                c.driver = drivers[d];
-                c.driver_spec = specs[d];
-                c.proto = proto;
+                c.driver = g.drivers[d];
+                c.driver_spec = g.specs[d];
+                c.proto = g.proto;
                 c.policy = pol;
                 c.size = s;
                 c.procs = p;
@@ -475,28 +535,44 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
                 c.txqueuelen = a.txqueuelen;
                 c.duration_s = a.duration_s;
                 c.warmup_s = a.warmup_s;
-                c.rate = *rate;
+                c.rate = g.rate;
                 c.stream = a.producer == "stream";
                 c.shape = shape;
-                c.bql = bql;
+                c.bql = g.bql;
                 c.seed = a.seed;
-                c.link = link;
+                c.link = g.link;
                 c.engine = engine == "sim" ? Engine::kSim : Engine::kReal;
                 c.pool_size = a.pool_size;
-                c.cost = cost;
+                c.cost = g.cost;
                 if (c.engine == Engine::kSim)
                   if (auto why = SimUnsupported(c)) return MakeError(ENOTSUP, *why);
                 plan.cells.push_back(c);
               }
+  return {};
+}
+
+}  // namespace
+
+// The steps in the order their checks run: the first bad option is the one reported.
+Result<RunPlan> BuildRunPlan(const RunArgs& a) {
+  RunPlan plan;
+  GridParts g;
+  if (Status s = ParseChoices(a, g, plan); !s) return s.error();
+  if (Status s = ParsePolicies(a, plan); !s) return s.error();
+  if (Status s = BuildShapes(a, g, plan); !s) return s.error();
+  if (Status s = ParseCellValues(a, g); !s) return s.error();
+  if (Status s = ParseLinkAndBql(a, g); !s) return s.error();
+  if (Status s = ParseDrivers(a, plan.policies, g); !s) return s.error();
+  if (Status s = BuildCells(a, g, plan); !s) return s.error();
   plan.json_path = a.json;
   plan.rounds = a.rounds;
-  plan.axes = {{"--procs", procs->size()},
-               {"--queues", queues->size()},
-               {"--size", sizes->size()},
-               {"--driver", drivers.size()},
+  plan.axes = {{"--procs", g.procs.size()},
+               {"--queues", g.queues.size()},
+               {"--size", g.sizes.size()},
+               {"--driver", g.drivers.size()},
                {"--qdisc/--runner/--sync", plan.shapes.size()},
                {"--batch/--policy", plan.policies.size()},
-               {"--engine", engines->size()}};
+               {"--engine", g.engines.size()}};
   return plan;
 }
 
