@@ -86,7 +86,7 @@ void NolockTxQueue::TryRun(Counter& runs) {
     // x86's, guarantees it with the fence).
     std::atomic_thread_fence(std::memory_order_seq_cst);
     run_.Begin(quota);
-    (void)Run();
+    Run();
     quota = run_.quota();
     running_.store(false);
     if (quota <= 0) {
@@ -102,22 +102,21 @@ void NolockTxQueue::TryRun(Counter& runs) {
   }
 }
 
-RunNext NolockTxQueue::Run() {
+void NolockTxQueue::Run() {
   const auto stopped = [this] { return tx_stopped_.load(std::memory_order_acquire); };
   while (true) {
-    if (!run_.Open(stopped, /*resched_pending=*/nullptr)) return RunNext::kEnd;
+    if (!run_.Open(stopped, /*resched_pending=*/nullptr)) return;
     const Tsc t0 = Now();
     bool wake = false;
     const uint16_t n = run_.Dequeue(
         qdisc_, Device(), [this] { return waiters_.load(); }, &wake);
-    if (n == 0) return RunNext::kEnd;
+    if (n == 0) return;
     if (wake) {
       std::lock_guard lk(space_mu_);
       space_cv_.notify_all();
     }
     const uint16_t accepted = Transmit(run_.batch(), t0, run_.handover());
-    const RunNext next = run_.Settle(qdisc_, accepted, counters_);
-    if (next != RunNext::kDequeue) return next;
+    if (run_.Settle(qdisc_, accepted, counters_) != RunNext::kDequeue) return;
   }
 }
 
@@ -180,7 +179,7 @@ void NolockTxQueue::RunnerLoop() {
     counters_.runs.Add();
     counters_.flush_triggers[static_cast<size_t>(why)].Add();
     run_.Begin();
-    (void)Run();  // a dedicated runner goes on after its quota: it has no softirq to hand to
+    Run();  // a dedicated runner goes on after its quota: it has no softirq to hand to
     running_.store(false);
     if (!qdisc_.empty()) first_enqueued_.store(Now());  // what is left starts a new wait
   }

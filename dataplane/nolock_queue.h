@@ -37,9 +37,9 @@ class NolockTxQueue final : public TxQueue {
   // qdisc_run_begin / __qdisc_run / qdisc_run_end: runs the qdisc if the run flag is free
   // (counting the run in `runs`), else leaves the MISSED note for its holder.
   void TryRun(Counter& runs);
-  // QdiscRun's phases until the qdisc is empty, the queue stops or run_'s quota is spent;
-  // returns how the run ended (kDequeue: it may go on, quota left). Run-flag holder only.
-  RunNext Run();
+  // QdiscRun's phases until the qdisc is empty, the queue stops or run_'s quota is spent (the
+  // caller reads what is left: run_.quota()). Run-flag holder only.
+  void Run();
   // Why the dedicated runner should run the qdisc now (kNone: not yet).
   FlushTrigger Ready(Tsc now) const;
   // A stream producer's wait for room in `band` (or Abort).
