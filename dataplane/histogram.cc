@@ -4,35 +4,28 @@
 #include <cmath>
 
 namespace txbatch {
-namespace {
-constexpr double kLowNs = 1.0;
-constexpr double kHighNs = 1e10;
-constexpr double kBinRatio = 1.01;  // 1 % wide bins: an interpolated percentile is within 1 %
-const unsigned kBins =
-    static_cast<unsigned>(std::ceil(std::log(kHighNs / kLowNs) / std::log(kBinRatio)));
-}  // namespace
 
-LatencyHistogram::LatencyHistogram()
-    : hist_(boost::histogram::make_histogram_with(boost::histogram::dense_storage<uint64_t>(),
-                                                  Axis(kBins, kLowNs, kHighNs))) {}
+double LatencyHistogram::LowerEdge(int bin) {
+  constexpr int kSub = 1 << kSubBucketBits;
+  return std::ldexp(1.0 + static_cast<double>(bin % kSub) / kSub, bin / kSub);
+}
 
 double LatencyHistogram::Quantile(double q) const {
   if (count_ == 0) return 0;
   const double target = q * static_cast<double>(count_);
   double seen = 0;
-  for (auto&& bin : boost::histogram::indexed(hist_, boost::histogram::coverage::all)) {
-    seen += *bin;
-    if (seen >= target && *bin > 0) {
-      const int i = bin.index();
-      if (i < 0) return min_;
-      if (i >= static_cast<int>(kBins)) return max_;
-      // Interpolated within the bin (log-uniform): the rank's place among the bin's samples,
-      // so adjacent quantiles do not snap to the same 2 % step.
-      const double in_bin = static_cast<double>(*bin);
-      const double f = std::clamp((target - (seen - in_bin)) / in_bin, 0.0, 1.0);
-      const double lo = bin.bin().lower(), hi = bin.bin().upper();
-      return std::clamp(lo * std::pow(hi / lo, f), min_, max_);
-    }
+  for (size_t slot = 0; slot < bins_.size(); ++slot) {
+    const double in_bin = static_cast<double>(bins_[slot]);
+    seen += in_bin;
+    if (seen < target || in_bin == 0) continue;
+    const int bin = static_cast<int>(slot) - 1;
+    if (bin < 0) return min_;
+    if (bin >= kBins) return max_;
+    // Interpolated within the (linear) bin: the rank's place among the bin's samples, so
+    // adjacent quantiles do not snap to the same step.
+    const double f = std::clamp((target - (seen - in_bin)) / in_bin, 0.0, 1.0);
+    const double lo = LowerEdge(bin), hi = LowerEdge(bin + 1);
+    return std::clamp(lo + (hi - lo) * f, min_, max_);
   }
   return max_;
 }
@@ -53,7 +46,7 @@ std::optional<LatencySummary> LatencyHistogram::Summary() const {
 
 void LatencyHistogram::Merge(const LatencyHistogram& other) {
   if (other.count_ == 0) return;
-  hist_ += other.hist_;
+  for (size_t i = 0; i < bins_.size(); ++i) bins_[i] += other.bins_[i];
   sum_ += other.sum_;
   min_ = count_ == 0 ? other.min_ : std::min(min_, other.min_);
   max_ = count_ == 0 ? other.max_ : std::max(max_, other.max_);

@@ -1,9 +1,12 @@
 #pragma once
-// Latency histogram: a log axis from 1 ns to 10 s (Boost.Histogram) whose bins are 1 % wide
-// (2316 bins, 18 KiB), so a percentile interpolated within its bin is within 1 % of the true
-// value; exact min, max and sum are kept apart. Fixed memory, no stored list.
+// Latency histogram, HdrHistogram's layout: a value's bin is its power of two and the
+// kSubBucketBits bits of mantissa below its leading one — read straight from the IEEE-754 double
+// (one shift and a subtract, no logarithm), so recording costs about as much as a counter. 128
+// linear bins an octave from 1 ns to 2^34 ns (17.2 s): a bin is at most 1/128 (0.78 %) of its
+// lower edge wide, so a percentile interpolated within its bin is within 1 % of the true value;
+// exact min, max and sum are kept apart. Fixed memory (4354 bins, 34 KiB), no stored list.
 
-#include <boost/histogram.hpp>
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -17,18 +20,25 @@ struct LatencySummary {
 
 class LatencyHistogram {
  public:
-  LatencyHistogram();
-  // Records one latency in ns, `n` times (frames that share one stamp: one bin lookup, one
-  // logarithm). A value equal to the last one recorded reuses its bin: no logarithm (the wire
-  // time of equal frames repeats; the simulation engine spent a quarter of its time in log()).
-  // Not thread-safe.
+  static constexpr int kSubBucketBits = 7;                  // 128 bins an octave
+  static constexpr int kOctaves = 34;                       // 1 ns .. 2^34 ns
+  static constexpr int kBins = kOctaves << kSubBucketBits;  // in range; plus under- and overflow
+  // The bin of `ns`: -1 below 1 ns (and NaN), kBins from 2^34 ns on, else 0..kBins-1.
+  static int BinOf(double ns) {
+    if (!(ns >= 1.0)) return -1;
+    // Biased exponent and top mantissa bits; 1.0's are (1023 << kSubBucketBits).
+    const uint64_t top = std::bit_cast<uint64_t>(ns) >> (52 - kSubBucketBits);
+    const uint64_t bin = top - (uint64_t{1023} << kSubBucketBits);
+    return bin < static_cast<uint64_t>(kBins) ? static_cast<int>(bin) : kBins;
+  }
+  // The lower edge of bin `bin` (0..kBins; kBins: the upper edge of the last).
+  static double LowerEdge(int bin);
+
+  LatencyHistogram() : bins_(kBins + 2, 0) {}
+  // Records one latency in ns, `n` times (frames that share one stamp). Not thread-safe.
   void Record(double ns, uint64_t n = 1) {
     if (n == 0) return;
-    if (ns != last_ns_) {
-      last_ns_ = ns;
-      last_bin_ = hist_.axis().index(ns);
-    }
-    hist_.at(last_bin_) += n;
+    bins_[static_cast<size_t>(BinOf(ns) + 1)] += n;
     sum_ += ns * static_cast<double>(n);
     if (count_ == 0 || ns < min_) min_ = ns;
     if (count_ == 0 || ns > max_) max_ = ns;
@@ -42,13 +52,7 @@ class LatencyHistogram {
   void Merge(const LatencyHistogram& other);
 
  private:
-  using Axis = boost::histogram::axis::regular<double, boost::histogram::axis::transform::log>;
-  // Fixed 64-bit counters: the default storage grows bins (reallocating) on the hot path.
-  using Hist =
-      boost::histogram::histogram<std::tuple<Axis>, boost::histogram::dense_storage<uint64_t>>;
-  Hist hist_;
-  double last_ns_ = -1;  // the value recorded last, and its bin (-1: underflow)
-  boost::histogram::axis::index_type last_bin_ = 0;
+  std::vector<uint64_t> bins_;  // [0]: underflow, [1 + b]: bin b, [kBins + 1]: overflow
   double sum_ = 0, min_ = 0, max_ = 0;
   uint64_t count_ = 0;
 };
