@@ -162,7 +162,7 @@ class EmuNic final : public TxDriver {
       RingDoorbell(now);
       cost += doorbell_tsc_;  // and the MMIO tail write
     }
-    Spend(now + static_cast<Tsc>(cost));
+    Spend(now, cost);
     if (full) {
       stopped_ = true;
       counters_.stops.Add();
@@ -225,7 +225,7 @@ class EmuNic final : public TxDriver {
       counters_.doorbells.Add();
       cost += doorbell_tsc_;
     }
-    Spend(now + static_cast<Tsc>(cost));
+    Spend(now, cost);
     std::array<Tsc, kMaxBatch> arrival;
     for (unsigned i = 0; i < n; ++i) {
       counters_.completed_bytes.Add(rte_pktmbuf_pkt_len(frames[i]));
@@ -261,8 +261,11 @@ class EmuNic final : public TxDriver {
 
   // Time, once per call (a branch per batch, not per frame): the TSC, or the simulation's clock.
   Tsc Clock() const { return clock_ != nullptr ? clock_->now : Now(); }
-  // The CPU spends the modelled cost until `until`: a busy-wait, or the simulated CPU's time.
-  void Spend(Tsc until) {
+  // The CPU spends the modelled cost from `now`: a busy-wait, or the simulated CPU's time. No
+  // cost, no TSC read (emu:null: a read is a third of a frame's software cost at batch 1).
+  void Spend(Tsc now, double cost) {
+    if (!(cost > 0)) return;
+    const Tsc until = now + static_cast<Tsc>(cost);
     if (clock_ != nullptr)
       clock_->now = std::max(clock_->now, until);
     else
