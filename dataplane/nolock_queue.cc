@@ -21,6 +21,11 @@ NolockTxQueue::NolockTxQueue(TxDriver& driver, const FlushPolicy& policy,
 NolockTxQueue::~NolockTxQueue() { StopIrq(); }
 
 bool NolockTxQueue::Send(rte_mbuf* m, int band, bool run) {
+  // The empty-qdisc bypass (5.14's TCQ_F_CAN_BYPASS for TCQ_F_NOLOCK): an empty qdisc nobody
+  // runs, looked at without the flag, then again holding it (TryRun).
+  if (run && config_.bypass && !config_.shape.dedicated && qdisc_.empty() && !running_.load() &&
+      !tx_stopped_.load(std::memory_order_acquire) && !aborted_.load() && TryRun(counters_.runs, m))
+    return true;
   while (true) {
     if (aborted_.load()) {
       counters_.dropped_aborted.Add();
@@ -65,17 +70,20 @@ void NolockTxQueue::WaitForSpace(int band) {
   waiters_.fetch_sub(1);
 }
 
-void NolockTxQueue::TryRun(Counter& runs) {
+bool NolockTxQueue::TryRun(Counter& runs, rte_mbuf* bypass) {
   // This call's quota (Linux __qdisc_run's): a pass taken again after MISSED goes on with what
   // is left of it. run_ is touched only while the flag is held.
   int quota = kDevTxWeight;
   bool counted = false;
+  bool bypassed = false;
   while (true) {
     if (running_.exchange(true)) {
+      // A frame to bypass is in no queue yet: the caller enqueues it, and tries again.
+      if (bypass != nullptr) return false;
       // Somebody runs it: leave the note. If the holder left before seeing it, try again.
       counters_.missed.Add();
       missed_.store(true);
-      if (running_.load()) return;
+      if (running_.load()) return bypassed;
       continue;
     }
     if (!counted) runs.Add();
@@ -86,7 +94,18 @@ void NolockTxQueue::TryRun(Counter& runs) {
     // x86's, guarantees it with the fence).
     std::atomic_thread_fence(std::memory_order_seq_cst);
     run_.Begin(quota);
-    Run();
+    // The bypass's second look, holding the flag (a requeue or an enqueue may have come
+    // between): still empty, the frame is the run's first bulk; else this run sends what is
+    // there and the frame goes the usual way after it.
+    const bool in_hand =
+        bypass != nullptr && qdisc_.empty() && !tx_stopped_.load(std::memory_order_acquire);
+    if (in_hand) {
+      counters_.bypassed.Add();
+      run_.Bypass(bypass);
+      bypassed = true;
+    }
+    bypass = nullptr;
+    Run(in_hand);
     quota = run_.quota();
     running_.store(false);
     if (quota <= 0) {
@@ -94,27 +113,35 @@ void NolockTxQueue::TryRun(Counter& runs) {
       // is read after the release, not taken from Settle: a producer that found the flag taken
       // just before it was let go left its frame (and MISSED) for this run to see.
       if (!qdisc_.empty()) Kick(true);
-      return;
+      return bypassed;
     }
     // Frames enqueued by producers that found the flag taken: this run takes them, within
     // what is left of its quota.
-    if (!missed_.load()) return;
+    if (!missed_.load()) return bypassed;
   }
 }
 
-void NolockTxQueue::Run() {
+void NolockTxQueue::Run(bool in_hand) {
   const auto stopped = [this] { return tx_stopped_.load(std::memory_order_acquire); };
   while (true) {
-    if (!run_.Open(stopped, /*resched_pending=*/nullptr)) return;
-    const Tsc t0 = Now();
-    bool wake = false;
-    const uint16_t n = run_.Dequeue(
-        qdisc_, Device(), [this] { return waiters_.load(); }, &wake);
-    if (n == 0) return;
-    if (wake) {
-      std::lock_guard lk(space_mu_);
-      space_cv_.notify_all();
+    Tsc t0;
+    if (in_hand) {
+      t0 = Now();
+    } else {
+      // The last look is the dequeue itself (under the policy's budget), not an empty(): a
+      // frame landing after it is the MISSED note's to catch.
+      if (!run_.Open(stopped, /*resched_pending=*/nullptr)) return;
+      t0 = Now();
+      bool wake = false;
+      const uint16_t n = run_.Dequeue(
+          qdisc_, Device(), [this] { return waiters_.load(); }, &wake);
+      if (n == 0) return;
+      if (wake) {
+        std::lock_guard lk(space_mu_);
+        space_cv_.notify_all();
+      }
     }
+    in_hand = false;
     const uint16_t accepted = Transmit(run_.batch(), t0, run_.handover());
     if (run_.Settle(qdisc_, accepted, counters_) != RunNext::kDequeue) return;
   }

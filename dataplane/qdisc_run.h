@@ -34,6 +34,16 @@ namespace txbatch {
 // dequeued.
 inline unsigned WakeLevel(unsigned txqueuelen) { return txqueuelen - std::max(1u, txqueuelen / 4); }
 
+// Whether the kernel a cell models has the empty-qdisc bypass for `shape` (TxQueueConfig::bypass,
+// unless --no-bypass): only an inline run can take it (no qdisc, or a dedicated runner, has
+// none); blist-2007's kernel predates it (TCQ_F_CAN_BYPASS came with 2.6.32, 2009); a lock-free
+// qdisc has it since 5.14 (2021), after linux-2014's kernel.
+inline bool KernelBypass(const PolicySpec& policy, const QueueShape& shape) {
+  if (shape.noqueue || shape.dedicated) return false;
+  if (policy.kind == PolicyKind::kBlist2007) return false;
+  return !(shape.nolock && policy.kind == PolicyKind::kLinux2014);
+}
+
 // What a run does after Settle.
 enum class RunNext : uint8_t {
   kDequeue,     // go on: the next bulk
@@ -84,6 +94,16 @@ class QdiscRun {
     const uint16_t n = qdisc.DequeueBulk(batch_, budget);
     *wake = n > 0 && waiters() > 0 && qdisc.backlog() <= wake_level_;
     return n;
+  }
+
+  // Instead of phase 1, Linux's empty-qdisc bypass (TCQ_F_CAN_BYPASS, __dev_xmit_skb): a frame
+  // that found the qdisc empty and took the run goes to the driver as the run's first bulk,
+  // never enqueued nor dequeued; the run then goes on from Settle as after any bulk (what the
+  // driver refuses is requeued, sch_direct_xmit's dev_requeue_skb). The caller counts it.
+  void Bypass(rte_mbuf* m) {
+    batch_.Clear();
+    batch_.Push(m);
+    handover_ = Handover::kBurst;
   }
 
   // Phase 3, after the driver accepted `accepted` of batch(): requeues the rest at the head

@@ -33,7 +33,10 @@ class RootlockTxQueue final : public TxQueue {
   void WakeRunner() override;
   // __qdisc_run (QdiscRun's phases, the root lock dropped around the driver call). Called with
   // root held and running_ set by the caller; clears running_.
-  void Run(std::unique_lock<std::mutex>& root);
+  // `in_hand`: the run's first bulk is already in run_ (begun, a bypassed frame).
+  void Run(std::unique_lock<std::mutex>& root, bool in_hand = false);
+  // Whether a frame sent now takes the empty-qdisc bypass (under root).
+  bool CanBypass() const;
   // Runs the qdisc when nobody does (counted in `runs`), under root.
   void RunIfIdle(std::unique_lock<std::mutex>& root, Counter& runs);
   // Why the dedicated runner should run the qdisc now (kNone: not yet). Under root_lock_.

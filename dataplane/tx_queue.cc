@@ -51,9 +51,8 @@ LatencyHistogram TxQueue::TakeHandoverLatency() {
 // Derived classes stop the threads in their own destructors, while their members still exist.
 TxQueue::~TxQueue() = default;
 
-void TxQueue::MarkHandover(const Batch& batch) {
+void TxQueue::MarkHandover(const Batch& batch, Tsc now) {
   if (meta_offset_ < 0) return;
-  const Tsc now = Now();
   const auto frames = batch.frames();
   txbatch::MarkHandover(frames, now, meta_offset_);
   if (handover_latency_) {
@@ -80,7 +79,7 @@ DequeueContext TxQueue::Device() const {
 }
 
 uint16_t TxQueue::Transmit(const Batch& batch, Tsc t0, Handover handover) {
-  MarkHandover(batch);
+  MarkHandover(batch, t0);
   uint16_t accepted;
   {
     std::lock_guard tx(tx_lock_);
@@ -135,7 +134,7 @@ uint16_t TxQueue::SendBatch(Batch& batch) {
   const uint16_t n = batch.size();
   if (n == 0) return 0;
   const Tsc t0 = Now();
-  MarkHandover(batch);
+  MarkHandover(batch, t0);
   uint16_t accepted;
   {
     // Producers share these counters here, so they are written under the TX lock.

@@ -67,6 +67,10 @@ struct TxQueueConfig {
   double tsc_hz = 0;
   std::vector<int> irq_cpus;  // where the txirq may run (the process's allowed CPUs); empty = any
   QueueShape shape;
+  // Linux's empty-qdisc bypass (TCQ_F_CAN_BYPASS, set by pfifo_fast_init and fifo_init; for a
+  // lock-free qdisc since 5.14): with an inline runner, a frame that finds the qdisc empty and
+  // not running goes straight to the driver (QdiscRun::Bypass). `--no-bypass` turns it off.
+  bool bypass = true;
   bool track_stages = true;  // record handovers in TxMeta (only where frames come back)
   // With track_stages: keep every frame's time from its stamp to the driver call that took it
   // (the bridge: time through it), for TakeHandoverLatency.
@@ -88,6 +92,7 @@ struct TxQueueCountersOf {
   C reschedules;  // qdisc runs started by the txirq role
   C runs;         // qdisc runs started by producers (or the dedicated runner)
   S missed;       // nolock: producers that found the run flag taken (__QDISC_STATE_MISSED)
+  C bypassed;     // frames that went straight to the driver (TxQueueConfig::bypass)
   C tx_cycles;    // TSC spent dequeuing + in Xmit (the TX path)
   // The completion role's reclaims that freed something: calls, frames, and the TSC they took
   // under the TX lock (the driver's reclaim and the sink's delivery), for calibrate.
@@ -118,6 +123,7 @@ struct TxQueueCountersOf {
     f(Sum{}, q.reschedules...);
     f(Sum{}, q.runs...);
     f(Sum{}, q.missed...);
+    f(Sum{}, q.bypassed...);
     f(Sum{}, q.tx_cycles...);
     f(Sum{}, q.completions...);
     f(Sum{}, q.completion_frames...);
@@ -231,8 +237,10 @@ class TxQueue {
 
  private:
   void IrqLoop();
-  // Records in each frame's TxMeta when it was handed to the driver and at which position.
-  void MarkHandover(const Batch& batch);
+  // Records in each frame's TxMeta when it was handed to the driver and at which position: at
+  // `now`, when the run began to take the bulk (its dequeue is the qdisc's, no TSC read of its
+  // own), or when a producer's own batch went (--qdisc none).
+  void MarkHandover(const Batch& batch, Tsc now);
   // One handover; publishes whether the queue stopped and kicks the txirq if it did.
   // Called under tx_lock_.
   uint16_t XmitLocked(const Batch& batch, Handover handover);

@@ -53,6 +53,7 @@ TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::ve
   q.tsc_hz = tsc_hz;
   q.irq_cpus = cpus;
   q.shape = cfg.shape;
+  q.bypass = cfg.bypass;
   q.bql = cfg.bql;
   return q;
 }
@@ -154,6 +155,7 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   r.requeues = wq.requeues;
   r.requeued_frames = wq.requeued_frames;
   r.qdisc_missed = wq.missed;
+  r.bypassed = wq.bypassed;
   r.queue_stops = wd.stops;
   r.producer_waits = wq.waits;
   if (const auto limit = run.totals.bql_limit)

@@ -50,7 +50,10 @@ struct CellConfig {
   RateSpec rate;
   bool stream = true;  // producers block on a full qdisc (stream) or drop (datagram)
   QueueShape shape;    // --qdisc, --sync, --runner
-  BqlBounds bql;       // --bql-limit-min/max, --bql-hold-time
+  // The empty-qdisc bypass (TxQueueConfig::bypass): KernelBypass of the policy and shape, off
+  // with --no-bypass. A record without it ran without one.
+  bool bypass = false;
+  BqlBounds bql;  // --bql-limit-min/max, --bql-hold-time
   uint64_t seed = 1;
   std::optional<LinkSpec> link;  // --link: netem's impairments behind the emulated wire
   // --pool-size: mbufs in the packet pool; 0 sizes it so queueing alone never exhausts it (a
@@ -111,6 +114,9 @@ struct CellResult {
   // --sync nolock: enqueues that found the run flag taken and left it a note (MISSED), the
   // measure of how often producers would have contended for the root lock.
   uint64_t qdisc_missed = 0;
+  // Frames that took the empty-qdisc bypass (CellConfig::bypass) in the window: sent without
+  // an enqueue or a dequeue.
+  uint64_t bypassed = 0;
   uint64_t queue_stops = 0;     // times the driver's queue stopped (ring full)
   uint64_t producer_waits = 0;  // times a stream producer blocked on a full band
   std::map<std::string, uint64_t> drops;

@@ -42,6 +42,20 @@ bool SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited) {
   }
   // A frame that waited enters the stack now (RootlockTxQueue::Send).
   if (waited) RestampTx(m, p.t);
+  if (config_.bypass && !config_.shape.dedicated && !running_ && qdisc_.empty() &&
+      !dev_.Stopped()) {
+    // The empty-qdisc bypass (RootlockTxQueue::Send): the lock for the look only, no enqueue;
+    // the frame is the run's first bulk, handed to the driver at its next step.
+    root_free_ = p.t;
+    running_ = true;
+    qc_.runs.Add();
+    qc_.bypassed.Add();
+    run_.Begin();
+    run_.Bypass(m);
+    run_t0_ = p.t;
+    p.step = SimStep::kXmit;
+    return true;
+  }
   if (qdisc_.empty()) first_enqueued_ = p.t;
   cpu_.Work(p, cpu_.c.enqueue);
   (void)qdisc_.Enqueue(m, band);  // cannot fail: the band has room

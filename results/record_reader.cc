@@ -84,6 +84,7 @@ CellConfig ConfigFrom(const json& c) {
   cfg.shape.dedicated = c.at("runner") == "dedicated";
   cfg.shape.nolock = c.at("sync") == "nolock";
   cfg.shape.pfifo = c.at("qdisc") == "pfifo";
+  cfg.bypass = c.value("bypass", false);
   if (const json& b = c.value("bql", json()); b.is_object())
     cfg.bql = BqlBounds{Whole{b.at("limit_min")}, Whole{b.at("limit_max")},
                         b.at("hold_time_ms").get<double>() / 1e3};
@@ -127,6 +128,7 @@ CellResult ResultFrom(const json& r) {
   x.requeues = Whole{r.at("requeues")};
   x.requeued_frames = Whole{r.at("requeued_frames")};
   x.qdisc_missed = r.contains("qdisc_missed") ? Whole{r["qdisc_missed"]} : uint64_t{0};
+  x.bypassed = r.contains("bypassed") ? Whole{r["bypassed"]} : uint64_t{0};
   x.queue_stops = Whole{r.at("queue_stops")};
   x.producer_waits = Whole{r.at("producer_waits")};
   x.reschedules = Whole{r.at("reschedules")};

@@ -405,14 +405,17 @@ TEST_P(PolicyRun, Blist2007OffersNoMoreThanTheFreeSlots) {
   for (const auto& c : rig.driver.calls) EXPECT_EQ(c.offered, c.accepted);
 }
 
-// The simulation's queue stepped by hand, with free locks: two producers and the txirq.
+// The simulation's queue stepped by hand, with free locks: two producers and the txirq. The
+// scripts enqueue and dequeue every frame unless `bypass` says a frame that finds the qdisc
+// empty and idle goes straight to the driver.
 struct SimRig {
-  explicit SimRig(const char* policy_text)
+  explicit SimRig(const char* policy_text, bool bypass = false)
       : policy(MakeFlushPolicy(*ParsePolicySpec(policy_text), 1e9)),
-        cfg([] {
+        cfg([bypass] {
           TxQueueConfig c;
           c.tsc_hz = 1e9;
           c.track_stages = false;
+          c.bypass = bypass;
           return c;
         }()),
         cpu{cycles, window},
@@ -522,6 +525,37 @@ INSTANTIATE_TEST_SUITE_P(Engines, PolicyRun,
                          [](const auto& info) {
                            return kEngineNames[static_cast<size_t>(info.param)];
                          });
+
+// The empty-qdisc bypass on the simulation's queue: a frame that finds the qdisc empty and idle
+// is the run's first bulk (no enqueue, no dequeue); one that comes while that run is in its
+// driver call is enqueued and goes in the same run's next bulk.
+TEST(SimQueueRun, AFrameThatFindsTheQdiscEmptyAndIdleGoesStraightToTheDriver) {
+  SimRig rig("count:4", /*bypass=*/true);
+  auto [driver, q, p1, p2, irq] = std::tie(rig.driver, rig.q, rig.p1, rig.p2, rig.irq);
+  driver.next_capacity = 64;  // the ring opens with 64 slots
+  q.Complete(irq, false);
+  ASSERT_TRUE(q.Enqueue(p1, SimRig::Frame(), 1, false));
+  EXPECT_EQ(p1.step, SimStep::kXmit) << "the frame went into the qdisc";
+  EXPECT_TRUE(q.qdisc().empty());
+  EXPECT_EQ(q.counters().bypassed.Get(), 1u);
+  ASSERT_TRUE(q.Enqueue(p2, SimRig::Frame(), 1, false));  // p1's run holds the qdisc: queued
+  EXPECT_EQ(q.qdisc().backlog(), 1u);
+  EXPECT_EQ(q.counters().bypassed.Get(), 1u);
+  rig.Finish(p1);
+  EXPECT_EQ(driver.Handovers(), Sizes({1, 1}));
+  EXPECT_EQ(q.counters().runs.Get(), 1u);
+  EXPECT_TRUE(q.qdisc().empty());
+  // Without it, the same two frames are enqueued and dequeued: the same run, the same calls.
+  SimRig off("count:4");
+  off.driver.next_capacity = 64;
+  off.q.Complete(off.irq, false);
+  ASSERT_TRUE(off.q.Enqueue(off.p1, SimRig::Frame(), 1, false));
+  EXPECT_EQ(off.p1.step, SimStep::kDequeue);
+  ASSERT_TRUE(off.q.Enqueue(off.p2, SimRig::Frame(), 1, false));
+  off.Finish(off.p1);
+  EXPECT_EQ(off.driver.Handovers(), Sizes({2}));
+  EXPECT_EQ(off.q.counters().bypassed.Get(), 0u);
+}
 
 }  // namespace
 }  // namespace txbatch

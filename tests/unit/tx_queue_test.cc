@@ -238,6 +238,7 @@ TEST(NolockTxQueue, AFrameQueuedWhileTheHolderRunsGoesOutInThatRunWithoutAnother
   cfg.shape.nolock = true;
   cfg.tsc_hz = test::TscHz();
   cfg.track_stages = false;
+  cfg.bypass = false;  // the first frame is enqueued and dequeued: the gate is the second dequeue
   const auto queue = MakeTxQueue(driver, policy, cfg, window);
   rte_mbuf* first = SmallFrame();
   rte_mbuf* second = SmallFrame();
@@ -261,6 +262,37 @@ TEST(NolockTxQueue, AFrameQueuedWhileTheHolderRunsGoesOutInThatRunWithoutAnother
   EXPECT_EQ(queue->counters().reschedules.Get(), 0u);
   if (!in_gate) rte_pktmbuf_free(second);
   EXPECT_EQ(queue->Purge() + driver.Purge(), in_gate ? 2u : 1u);
+  EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
+}
+
+// The empty-qdisc bypass on the real queues: one producer's frames, sent one after another,
+// each find the qdisc empty and idle and go straight to the driver; without it, each is
+// enqueued and dequeued. Either way every frame reaches the driver, in its own run.
+TEST(TxQueue, AFrameThatFindsTheQdiscEmptyAndIdleBypassesItOnBothSyncs) {
+  for (const bool nolock : {false, true})
+    for (const bool bypass : {true, false}) {
+      SCOPED_TRACE(std::string(nolock ? "nolock" : "rootlock") + (bypass ? "" : " --no-bypass"));
+      RunWindow window;
+      KeepingDriver driver;
+      auto policy = MakeFlushPolicy({PolicyKind::kCount, 32}, test::TscHz());
+      TxQueueConfig cfg;
+      cfg.shape.nolock = nolock;
+      cfg.tsc_hz = test::TscHz();
+      cfg.track_stages = false;
+      cfg.bypass = bypass;
+      const auto queue = MakeTxQueue(driver, *policy, cfg, window);
+      for (int i = 0; i < 5; ++i) {
+        rte_mbuf* m = SmallFrame();
+        ASSERT_NE(m, nullptr);
+        EXPECT_TRUE(queue->Send(m, kProducerBand));
+      }
+      EXPECT_EQ(driver.counters().accepted.Get(), 5u);
+      EXPECT_EQ(queue->counters().batch_hist[1].Get(), 5u);  // five driver calls of one
+      EXPECT_EQ(queue->counters().bypassed.Get(), bypass ? 5u : 0u);
+      EXPECT_EQ(queue->counters().runs.Get(), 5u);
+      EXPECT_EQ(queue->backlog(), 0u);
+      EXPECT_EQ(queue->Purge() + driver.Purge(), 5u);
+    }
   EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
 }
 
