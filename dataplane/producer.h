@@ -50,6 +50,9 @@ struct ProducerConfig {
   const FlushPolicy* own_batches = nullptr;
   // Carry stage timestamps (TxMeta) for the sink's latency split: only where frames come back.
   bool track_stages = true;
+  // Stamp every frame with the TSC (latency is measured from it). Off (--no-timing): frames
+  // carry 0, and the clock is read only where pacing or a drain timer needs it.
+  bool stamp = true;
   // Producer i's first sequence number (missing: 0); a session's cells continue each flow.
   std::vector<uint64_t> first_seq;
 };

@@ -6,11 +6,12 @@
 namespace txbatch {
 
 RxSink::RxSink(const RunWindow& window, double tsc_hz, unsigned flows, uint64_t seq_window,
-               bool verify_headers)
+               bool verify_headers, bool timing)
     : window_(window),
       ns_per_tsc_(1e9 / tsc_hz),
       seq_window_(std::bit_ceil(std::max<uint64_t>(seq_window, uint64_t{1} << 16))),
       verify_headers_(verify_headers),
+      timing_(timing),
       flows_(flows, Flow{0, std::vector<uint64_t>(seq_window_ / 64, 0)}),
       meta_offset_(TxMetaOffset()) {}
 
@@ -37,6 +38,7 @@ void RxSink::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arr
     if (window_.Contains(at)) {
       window_frames_.Add();
       window_payload_bytes_.Add(f.payload);
+      if (!timing_) continue;
       const double total = static_cast<double>(at - f.tx_tsc) * ns_per_tsc_;
       latency_.Record(total);
       if (meta_offset_ >= 0) {

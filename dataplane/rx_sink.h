@@ -43,8 +43,9 @@ class RxSink final : public FrameReceiver {
   // `verify_headers`: check every txbatch frame's headers (VerifyHeaders) and count failures as
   // corrupt — needed only behind a link that corrupts; it costs an IPv4 checksum per frame, and
   // the null emu model runs the sink inside its Xmit, where that would count as TX cycles.
+  // `timing`: measure latency (off: --no-timing, frames carry no stamp; counts only).
   RxSink(const RunWindow& window, double tsc_hz, unsigned flows, uint64_t seq_window = 0,
-         bool verify_headers = false);
+         bool verify_headers = false, bool timing = true);
 
   // Flow f's first sequence number is first[f] (a flow continued from an earlier cell); before
   // any frame arrives.
@@ -99,6 +100,7 @@ class RxSink final : public FrameReceiver {
   }
   const uint64_t seq_window_;
   const bool verify_headers_;
+  const bool timing_;
   void Track(Flow& flow, uint64_t seq);
   std::vector<Flow> flows_;
   LatencyHistogram latency_;

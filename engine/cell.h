@@ -53,6 +53,8 @@ struct CellConfig {
   // The empty-qdisc bypass (TxQueueConfig::bypass): KernelBypass of the policy and shape, off
   // with --no-bypass. A record without it ran without one.
   bool bypass = false;
+  // Frames carry TX stamps and the sink measures latency (off: --no-timing, throughput only).
+  bool timing = true;
   BqlBounds bql;  // --bql-limit-min/max, --bql-hold-time
   uint64_t seed = 1;
   std::optional<LinkSpec> link;  // --link: netem's impairments behind the emulated wire

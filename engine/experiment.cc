@@ -48,9 +48,9 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   std::vector<RxSink*> sink_ptrs;
   for (unsigned q = 0; q < nq; ++q) {
     // A link holds up to `limit` frames: a late frame may trail that many and more.
-    sinks.push_back(std::make_unique<RxSink>(window, tsc_hz, cfg.procs,
-                                             cfg.link ? uint64_t{4} * cfg.link->limit : 0,
-                                             /*verify_headers=*/cfg.link && cfg.link->corrupt > 0));
+    sinks.push_back(std::make_unique<RxSink>(
+        window, tsc_hz, cfg.procs, cfg.link ? uint64_t{4} * cfg.link->limit : 0,
+        /*verify_headers=*/cfg.link && cfg.link->corrupt > 0, cfg.timing));
     sinks.back()->StartFlows(first_seq);
     sink_ptrs.push_back(sinks.back().get());
   }
@@ -64,7 +64,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   TxQueueConfig qcfg = QueueConfigFor(cfg, tsc_hz, cpus);
   qcfg.block_when_full = cfg.stream;
   // Stage timestamps cost ~4 ns a frame: only where a sink will read them.
-  qcfg.track_stages = driver.counted_at() != CountedAt::kDriver;
+  qcfg.track_stages = cfg.timing && driver.counted_at() != CountedAt::kDriver;
   std::vector<std::unique_ptr<TxQueue>> queues;
   for (unsigned q = 0; q < nq; ++q)
     queues.push_back(MakeTxQueue(*drivers[q], *policy, qcfg, window));
@@ -79,6 +79,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   pcfg.cpus = cpus;
   if (cfg.shape.noqueue) pcfg.own_batches = policy.get();
   pcfg.track_stages = qcfg.track_stages;
+  pcfg.stamp = cfg.timing;
   pcfg.first_seq = first_seq;
   pcfg.pps_per_producer = PpsPerProducer(cfg, wire);
 

@@ -263,9 +263,9 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   const auto shared_wire = nq > 1 ? std::make_shared<emu::SharedWire>() : nullptr;
   for (unsigned i = 0; i < nq; ++i) {
     Lane& l = lanes_.emplace_back();
-    l.sink = std::make_unique<RxSink>(window_, tsc_hz_, cfg_.procs,
-                                      cfg_.link ? uint64_t{4} * cfg_.link->limit : 0,
-                                      /*verify_headers=*/cfg_.link && cfg_.link->corrupt > 0);
+    l.sink = std::make_unique<RxSink>(
+        window_, tsc_hz_, cfg_.procs, cfg_.link ? uint64_t{4} * cfg_.link->limit : 0,
+        /*verify_headers=*/cfg_.link && cfg_.link->corrupt > 0, cfg_.timing);
     l.sink->StartFlows(first_seq);
     l.driver = emu::CreateEmuDriver(emu_options, *l.sink, window_, tsc_hz_,
                                     cfg_.link ? &*cfg_.link : nullptr, &clock_, shared_wire);

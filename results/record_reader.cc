@@ -85,6 +85,7 @@ CellConfig ConfigFrom(const json& c) {
   cfg.shape.nolock = c.at("sync") == "nolock";
   cfg.shape.pfifo = c.at("qdisc") == "pfifo";
   cfg.bypass = c.value("bypass", false);
+  cfg.timing = c.value("timing", true);
   if (const json& b = c.value("bql", json()); b.is_object())
     cfg.bql = BqlBounds{Whole{b.at("limit_min")}, Whole{b.at("limit_max")},
                         b.at("hold_time_ms").get<double>() / 1e3};

@@ -37,6 +37,7 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
             {"limit_max", c.bql.limit_max},
             {"hold_time_ms", c.bql.hold_s * 1e3}}},
           {"bypass", c.bypass},
+          {"timing", c.timing},
           {"txqueuelen", c.txqueuelen},
           {"producer", c.stream ? "stream" : "datagram"},
           {"rate", c.rate.ToString()},

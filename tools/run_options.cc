@@ -192,6 +192,10 @@ void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) 
 }
 
 void AddRunOptions(CLI::App& cmd, RunArgs& a) {
+  cmd.add_flag("--no-timing", a.no_timing,
+               "Throughput only: frames carry no TX stamp (no TSC read a frame where neither "
+               "--rate nor a drain timer needs the clock) and the sink keeps no latency; records "
+               "say `timing` false and their latency fields are null");
   cmd.add_option(
          "--driver", a.drivers,
          "Driver spec; repeat for several (devargs contain commas). "
@@ -546,6 +550,7 @@ Status BuildCells(const RunArgs& a, const GridParts& g, RunPlan& plan) {
                 c.stream = a.producer == "stream";
                 c.shape = shape;
                 c.bypass = !a.no_bypass && KernelBypass(pol, shape);
+                c.timing = !a.no_timing;
                 c.bql = g.bql;
                 c.seed = a.seed;
                 c.link = g.link;

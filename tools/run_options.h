@@ -35,6 +35,7 @@ struct RunArgs {
   std::string runner = "inline";
   std::string sync = "rootlock";
   std::string qdisc = "pfifo_fast";
+  bool no_timing = false;  // --no-timing: throughput only (no TX stamp read a frame, no latency)
   bool no_bypass = false;  // --no-bypass: every frame enqueued and dequeued (no TCQ_F_CAN_BYPASS)
   uint64_t seed = 1;
   std::string json;

@@ -102,6 +102,30 @@ TEST(Bypass, ChangesNoCountOnEitherSync) {
   }
 }
 
+// --no-timing: throughput only. Frames carry no stamp and the sink keeps no latency (the
+// record's latency fields are null), on a qdisc and without one; the books close and every frame
+// arrives once as with timing.
+TEST(NoTiming, KeepsTheBooksAndLeavesOnlyTheLatencyOut) {
+  const auto run = RunTxbatch(
+      "run --qdisc pfifo_fast,none --driver emu:e1000 --proto udp --size 1000 --procs 2 "
+      "--batch 32 --duration 0.3 --warmup 0.1 --no-timing");
+  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  ASSERT_EQ(run.doc["records"].size(), 2u);
+  for (const json& rec : run.doc["records"]) {
+    ExpectBooksClosed(rec);
+    const json& r = rec["results"];
+    const json& a = r["accounting"];
+    const std::string cell = rec["config"].dump();
+    EXPECT_EQ(rec["config"]["timing"], false) << cell;
+    EXPECT_TRUE(r["latency_ns"].is_null()) << cell;
+    EXPECT_TRUE(r["latency_stages_ns"].is_null()) << cell;
+    EXPECT_GT(r["packets"].get<uint64_t>(), 0u) << cell;
+    EXPECT_EQ(a["received"], a["sent"]) << cell;
+    EXPECT_EQ(a["lost"], 0) << cell;
+    EXPECT_EQ(a["duplicated"], 0) << cell;
+  }
+}
+
 // Overload: datagram producers flat out on every shape, 1 and 8 of them. On the emulated e1000
 // they offer many times what its 1 Gb/s wire takes: the excess is dropped with its reason (a full
 // band, or what the ring refused under --qdisc none), never lost from the books; queueing alone
