@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The emulator against the device it emulates (issue 19's goals), as ratios measured in one run,
+# rounds interleaved (every measurement once per round, in order), medians and minima:
+#   1. dpdk-testpmd --forward-mode=txonly at --burst B against `txbatch run --qdisc none
+#      --policy buffer:B` on net_null0 (same EAL memory mode, one producer / forwarding core,
+#      64-byte frames): txbatch Mpps / testpmd Mpps, per B in BURSTS;
+#   2. pfifo_fast (root lock, inline runner, --batch 32) minus --qdisc none --policy buffer:32 on
+#      net_null0, in ns a frame (1000 / Mpps each);
+#   3. emu:ixgbe,doorbell_ns=100, --qdisc none --policy buffer:1 and buffer:32, 64-byte frames:
+#      Mpps as a fraction of 10 GbE's line rate for them (14.88 Mpps);
+#   4. emu:null, --qdisc none --policy buffer:32: CPU ns a frame (producer and txirq thread time
+#      in the window) over BM_EmuNullPath/32's ns a frame (build/tests/bench/tx_path_bench: the
+#      same per-frame work with no window open, so no latency histograms), run in the same round.
+# Prints every round, then one table: what, median, min, goal.
+#
+# Usage: tools/perf_goals.sh [build]   (ROUNDS=3 BURSTS="1 8 32 64" by default)
+# Needs dpdk-testpmd (Debian 12: package dpdk-dev; scripts/setup.sh installs it) and a build with
+# the benchmarks (meson's default: build/tests/bench/tx_path_bench).
+set -euo pipefail
+build=${1:-build}
+txbatch=$build/tools/txbatch
+bench=$build/tests/bench/tx_path_bench
+rounds=${ROUNDS:-3}
+bursts=${BURSTS:-1 8 32 64}
+for f in "$txbatch" "$bench"; do
+  [[ -x $f ]] || { echo "perf_goals: $f is not there; valid: a built txbatch tree (meson setup" \
+    "build && ninja -C build)" >&2; exit 2; }
+done
+command -v dpdk-testpmd >/dev/null ||
+  { echo "perf_goals: dpdk-testpmd is not installed; valid: apt-get install dpdk-dev" >&2; exit 2; }
+eal=(-l 0,1 --no-huge -m 512 --no-shconf --no-pci --no-telemetry)
+tmp=$(mktemp -d)
+# testpmd leaves its (empty) runtime directory behind; remove it with ours.
+trap 'rm -rf "$tmp"; rmdir "/var/run/dpdk/pg-tp-$$" 2>/dev/null || true' EXIT
+
+testpmd_mpps() {  # burst
+  (sleep 2.5; echo start; sleep 1; echo "show port stats all"; sleep 1
+   echo "show port stats all"; sleep 0.2; echo stop; sleep 0.5; echo quit) |
+    timeout 30 dpdk-testpmd "${eal[@]}" --file-prefix "pg-tp-$$" --vdev net_null0,no-rx=1 -- -i \
+      --forward-mode=txonly --burst="$1" --txpkts=64 --nb-cores=1 --total-num-mbufs=8191 2>&1 |
+    awk '/Tx-pps:/ {pps=$2} END {printf "%.3f\n", pps/1e6}'
+}
+
+# One txbatch cell, 1 s window; prints "Mpps CPU-ns-a-frame".
+txbatch_cell() {  # driver, args...
+  local driver=$1
+  shift
+  "$txbatch" run --driver "$driver" --proto udp --size 18 --procs 1 "$@" --duration 1 \
+    --warmup 0.2 --rounds 1 --json "$tmp/t.json" -- "${eal[@]}" --file-prefix "pg-tx-$$" \
+    >/dev/null
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['records'][0]['results']; \
+print('%.4f %.1f' % (r['mpps'], r['cpu_ns_per_pkt']))" "$tmp/t.json"
+}
+
+bench_ns() {  # ns a frame of BM_EmuNullPath/32
+  "$bench" --benchmark_filter='^BM_EmuNullPath/32$' --benchmark_min_time=0.5 \
+    --benchmark_format=json 2>/dev/null |
+    python3 -c "import json,sys; b=json.load(sys.stdin)['benchmarks'][0]; \
+print('%.2f' % (b['cpu_time'] / 32))"
+}
+
+put() { echo "$2" >>"$tmp/$1"; }  # series value
+for r in $(seq "$rounds"); do
+  line="round $r:"
+  for b in $bursts; do
+    tp=$(testpmd_mpps "$b")
+    read -r none _ < <(txbatch_cell ethdev:net_null0 --qdisc none --policy "buffer:$b")
+    put "ratio.$b" "$(awk -v t="$tp" -v n="$none" 'BEGIN {printf "%.3f", n / t}')"
+    line+=" B$b testpmd $tp none $none;"
+    [[ $b == 32 ]] && none32=$none
+  done
+  if [[ -z ${none32:-} ]]; then
+    read -r none32 _ < <(txbatch_cell ethdev:net_null0 --qdisc none --policy buffer:32)
+  fi
+  read -r pf _ < <(txbatch_cell ethdev:net_null0 --sync rootlock --runner inline --batch 32)
+  put pfifo "$(awk -v p="$pf" -v n="$none32" 'BEGIN {printf "%.1f", 1000 / p - 1000 / n}')"
+  line+=" pfifo_fast $pf;"
+  for b in 1 32; do
+    read -r ix _ < <(txbatch_cell emu:ixgbe,doorbell_ns=100 --qdisc none --policy "buffer:$b")
+    put "ixgbe.$b" "$(awk -v m="$ix" 'BEGIN {printf "%.3f", m / 14.88}')"
+    line+=" ixgbe B$b $ix;"
+  done
+  read -r nm ncpu < <(txbatch_cell emu:null --qdisc none --policy buffer:32)
+  bn=$(bench_ns)
+  put null "$(awk -v c="$ncpu" -v b="$bn" 'BEGIN {printf "%.2f", c / b}')"
+  line+=" emu:null $nm Mpps ${ncpu} ns, bench ${bn} ns"
+  echo "$line"
+  unset none32
+done
+
+stat() {  # series: "median min"
+  sort -g "$tmp/$1" | awk '{a[NR]=$1} END {m = NR % 2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2;
+    printf "%s %s\n", m, a[1]}'
+}
+echo
+printf '%-52s %-8s %-8s %s\n' what median min goal
+for b in $bursts; do
+  read -r m n < <(stat "ratio.$b")
+  printf '%-52s %-8s %-8s %s\n' "none buffer:$b / testpmd burst $b (net_null)" "${m}x" "${n}x" \
+    ">= 1.0x"
+done
+read -r m n < <(stat pfifo)
+printf '%-52s %-8s %-8s %s\n' "pfifo_fast inline minus none, batch 32 (ns/frame)" "+$m" "+$n" \
+  "<= +15"
+for b in 1 32; do
+  read -r m n < <(stat "ixgbe.$b")
+  printf '%-52s %-8s %-8s %s\n' "emu:ixgbe,doorbell_ns=100 buffer:$b / 14.88 Mpps" "$m" "$n" \
+    ">= 0.97"
+done
+read -r m n < <(stat null)
+printf '%-52s %-8s %-8s %s\n' "emu:null buffer:32 CPU ns / BM_EmuNullPath/32" "${m}x" "${n}x" \
+  "<= 1.2x"
