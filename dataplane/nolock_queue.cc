@@ -24,7 +24,8 @@ bool NolockTxQueue::Send(rte_mbuf* m, int band, bool run) {
   // The empty-qdisc bypass (5.14's TCQ_F_CAN_BYPASS for TCQ_F_NOLOCK): an empty qdisc nobody
   // runs, looked at without the flag, then again holding it (TryRun).
   if (run && config_.bypass && !config_.shape.dedicated && qdisc_.empty() && !running_.load() &&
-      !tx_stopped_.load(std::memory_order_acquire) && !aborted_.load() && TryRun(counters_.runs, m))
+      !tx_stopped_.load(std::memory_order_acquire) && !aborted_.load() &&
+      TryRun(counters_.runs, m, band))
     return true;
   while (true) {
     if (aborted_.load()) {
@@ -70,12 +71,12 @@ void NolockTxQueue::WaitForSpace(int band) {
   waiters_.fetch_sub(1);
 }
 
-bool NolockTxQueue::TryRun(Counter& runs, rte_mbuf* bypass) {
+bool NolockTxQueue::TryRun(Counter& runs, rte_mbuf* bypass, int band) {
   // This call's quota (Linux __qdisc_run's): a pass taken again after MISSED goes on with what
   // is left of it. run_ is touched only while the flag is held.
   int quota = kDevTxWeight;
   bool counted = false;
-  bool bypassed = false;
+  bool taken = false;  // `bypass` went to the driver, or into the qdisc while the flag was held
   while (true) {
     if (running_.exchange(true)) {
       // A frame to bypass is in no queue yet: the caller enqueues it, and tries again.
@@ -83,7 +84,7 @@ bool NolockTxQueue::TryRun(Counter& runs, rte_mbuf* bypass) {
       // Somebody runs it: leave the note. If the holder left before seeing it, try again.
       counters_.missed.Add();
       missed_.store(true);
-      if (running_.load()) return bypassed;
+      if (running_.load()) return taken;
       continue;
     }
     if (!counted) runs.Add();
@@ -95,14 +96,19 @@ bool NolockTxQueue::TryRun(Counter& runs, rte_mbuf* bypass) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     run_.Begin(quota);
     // The bypass's second look, holding the flag (a requeue or an enqueue may have come
-    // between): still empty, the frame is the run's first bulk; else this run sends what is
-    // there and the frame goes the usual way after it.
+    // between): still empty, the frame is the run's first bulk; else it is enqueued behind what
+    // is there (5.14: dev_qdisc_enqueue under the seqlock), for this same run — unless its band
+    // is full, when it goes the usual way (it may have to wait) after this run.
     const bool in_hand =
         bypass != nullptr && qdisc_.empty() && !tx_stopped_.load(std::memory_order_acquire);
     if (in_hand) {
       counters_.bypassed.Add();
       run_.Bypass(bypass);
-      bypassed = true;
+      taken = true;
+    } else if (bypass != nullptr) {
+      bool was_empty = false;
+      taken = qdisc_.Enqueue(bypass, band, &was_empty);
+      if (taken && was_empty) first_enqueued_.store(Now());
     }
     bypass = nullptr;
     Run(in_hand);
@@ -113,20 +119,20 @@ bool NolockTxQueue::TryRun(Counter& runs, rte_mbuf* bypass) {
       // is read after the release, not taken from Settle: a producer that found the flag taken
       // just before it was let go left its frame (and MISSED) for this run to see.
       if (!qdisc_.empty()) Kick(true);
-      return bypassed;
+      return taken;
     }
     // Frames enqueued by producers that found the flag taken: this run takes them, within
     // what is left of its quota.
-    if (!missed_.load()) return bypassed;
+    if (!missed_.load()) return taken;
   }
 }
 
 void NolockTxQueue::Run(bool in_hand) {
   const auto stopped = [this] { return tx_stopped_.load(std::memory_order_acquire); };
   while (true) {
-    Tsc t0;
+    Tsc t0, handed;
     if (in_hand) {
-      t0 = Now();
+      t0 = handed = Now();
     } else {
       // The last look is the dequeue itself (under the policy's budget), not an empty(): a
       // frame landing after it is the MISSED note's to catch.
@@ -136,13 +142,16 @@ void NolockTxQueue::Run(bool in_hand) {
       const uint16_t n = run_.Dequeue(
           qdisc_, Device(), [this] { return waiters_.load(); }, &wake);
       if (n == 0) return;
+      // Producers enqueue without a lock: a frame stamped after t0 may be in this bulk, so its
+      // handover is read after the dequeue (under a root lock t0 comes after every enqueue).
+      handed = Now();
       if (wake) {
         std::lock_guard lk(space_mu_);
         space_cv_.notify_all();
       }
     }
     in_hand = false;
-    const uint16_t accepted = Transmit(run_.batch(), t0, run_.handover());
+    const uint16_t accepted = Transmit(run_.batch(), t0, run_.handover(), handed);
     if (run_.Settle(qdisc_, accepted, counters_) != RunNext::kDequeue) return;
   }
 }

@@ -36,9 +36,10 @@ class NolockTxQueue final : public TxQueue {
   void WakeRunner() override;
   // qdisc_run_begin / __qdisc_run / qdisc_run_end: runs the qdisc if the run flag is free
   // (counting the run in `runs`), else leaves the MISSED note for its holder. With `bypass`, a
-  // frame in no queue yet: it goes to the driver as the run's first bulk if the flag is free and
-  // the qdisc still empty holding it (returns true), else the caller enqueues it (false).
-  bool TryRun(Counter& runs, rte_mbuf* bypass = nullptr);
+  // frame of `band` in no queue yet: with the flag won, it goes to the driver as the run's first
+  // bulk if the qdisc is still empty, else into the qdisc for this run (returns true); with the
+  // flag taken, or its band full, the caller enqueues it (false).
+  bool TryRun(Counter& runs, rte_mbuf* bypass = nullptr, int band = 0);
   // QdiscRun's phases until the qdisc is empty, the queue stops or run_'s quota is spent (the
   // caller reads what is left: run_.quota()). Run-flag holder only. `in_hand`: the first bulk
   // is already in run_ (a bypassed frame).

@@ -78,8 +78,8 @@ DequeueContext TxQueue::Device() const {
   return ctx;
 }
 
-uint16_t TxQueue::Transmit(const Batch& batch, Tsc t0, Handover handover) {
-  MarkHandover(batch, t0);
+uint16_t TxQueue::Transmit(const Batch& batch, Tsc t0, Handover handover, Tsc handed) {
+  MarkHandover(batch, handed != 0 ? handed : t0);
   uint16_t accepted;
   {
     std::lock_guard tx(tx_lock_);

@@ -215,8 +215,10 @@ class TxQueue {
 
   // Hands `batch` to the driver under the TX lock, as `handover` says (one call; one call per
   // frame with xmit_more), timed from `t0` (taken before the dequeue) into tx_cycles and counted
-  // in batch_hist. Returns how many frames the driver accepted.
-  uint16_t Transmit(const Batch& batch, Tsc t0, Handover handover = Handover::kBurst);
+  // in batch_hist; the frames' handover stamp is `handed` (0: t0). Returns how many frames the
+  // driver accepted.
+  uint16_t Transmit(const Batch& batch, Tsc t0, Handover handover = Handover::kBurst,
+                    Tsc handed = 0);
   void Kick(bool resched);
   // How long a dedicated runner may sleep: kIrqIdlePoll, or less to meet `flush_by`.
   std::chrono::microseconds RunnerSleep(Tsc flush_by, Tsc now) const;

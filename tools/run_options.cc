@@ -157,12 +157,6 @@ void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) 
                        "count:N, buffer:N[:T], bql, linux-2014, linux-2025, blist-2007"));
   AddWholeNumberOption(cmd, "--mtu", a.mtu, "IP MTU (68..9000); TCP MSS = MTU-52");
   AddWholeNumberOption(cmd, "--txqueuelen", a.txqueuelen, "Frames per pfifo_fast band (1..100000)");
-  cmd.add_flag("--no-bypass", a.no_bypass,
-               "Turn off Linux's empty-qdisc bypass (TCQ_F_CAN_BYPASS: with an inline runner, a "
-               "frame that finds the qdisc empty and not running goes straight to the driver, "
-               "never enqueued; on wherever the kernel a policy names had it: not blist-2007, "
-               "and on --sync nolock from 5.14, so not linux-2014). For A/B against today's "
-               "path; records say `bypass` and count `bypassed` frames");
   AddOptionWithDefault(
       cmd, "--runner", a.runner,
       "Runner style: inline (a producer that finds the qdisc idle runs it, Linux) or "
@@ -192,6 +186,12 @@ void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) 
 }
 
 void AddRunOptions(CLI::App& cmd, RunArgs& a) {
+  cmd.add_flag("--no-bypass", a.no_bypass,
+               "Turn off Linux's empty-qdisc bypass (TCQ_F_CAN_BYPASS: with an inline runner, a "
+               "frame that finds the qdisc empty and not running goes straight to the driver, "
+               "never enqueued; on wherever the kernel a policy names had it: not blist-2007, "
+               "and on --sync nolock from 5.14, so not linux-2014). For A/B against today's "
+               "path; records say `bypass` and count `bypassed` frames");
   cmd.add_flag("--no-timing", a.no_timing,
                "Throughput only: frames carry no TX stamp (no TSC read a frame where neither "
                "--rate nor a drain timer needs the clock) and the sink keeps no latency; records "

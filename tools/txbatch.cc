@@ -27,11 +27,11 @@
 #include "results/sweep.h"
 #include "results/tables.h"
 #include "tools/bridge_cmd.h"
-#include "tools/sink_cmd.h"
 #include "tools/calibrate.h"
 #include "tools/compare.h"
 #include "tools/lab.h"
 #include "tools/run_options.h"
+#include "tools/sink_cmd.h"
 #include "tools/tune.h"
 #include "txbatch_config.h"
 
@@ -142,6 +142,11 @@ int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_m
     auto d = ParseDurationNs(p99_max);
     if (!d) return Fail(kExitBadInput, Error{EINVAL, "--p99-max " + d.error().message});
     p99_max_ns = *d;
+    if (args.no_timing)
+      return Fail(kExitBadInput,
+                  Error{EINVAL,
+                        "--p99-max needs latency, which --no-timing leaves out; valid: "
+                        "drop one of them"});
   }
   auto plan = BuildRunPlan(args);
   if (!plan) return Fail(kExitBadInput, plan.error());
