@@ -122,6 +122,9 @@ std::vector<CellConfig> CalibrationCells(const std::vector<unsigned>& batches, E
   }
   CellConfig inline_cell = BaseCell(kNullNic, engine, base, duration_s, warmup_s);
   inline_cell.policy = {PolicyKind::kCount, 1};
+  // The qdisc's costs are fitted from frames that go through it: one producer inline would
+  // otherwise take the empty-qdisc bypass with every frame (no enqueue, no dequeue to measure).
+  inline_cell.bypass = false;
   cells.push_back(inline_cell);
   return cells;
 }
