@@ -69,8 +69,9 @@ struct TxQueueConfig {
   QueueShape shape;
   // Linux's empty-qdisc bypass (TCQ_F_CAN_BYPASS, set by pfifo_fast_init and fifo_init; for a
   // lock-free qdisc since 5.14): with an inline runner, a frame that finds the qdisc empty and
-  // not running goes straight to the driver (QdiscRun::Bypass). `--no-bypass` turns it off.
-  bool bypass = true;
+  // not running goes straight to the driver (QdiscRun::Bypass). Off unless the cell turns it on
+  // (CellConfig::bypass: KernelBypass of its policy and shape, not with --no-bypass).
+  bool bypass = false;
   bool track_stages = true;  // record handovers in TxMeta (only where frames come back)
   // With track_stages: keep every frame's time from its stamp to the driver call that took it
   // (the bridge: time through it), for TakeHandoverLatency.

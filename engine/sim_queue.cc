@@ -47,10 +47,8 @@ bool SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited) {
     // The empty-qdisc bypass (RootlockTxQueue::Send): the lock for the look only, no enqueue;
     // the frame is the run's first bulk, handed to the driver at its next step.
     root_free_ = p.t;
-    running_ = true;
-    qc_.runs.Add();
+    BeginRun(p, false);
     qc_.bypassed.Add();
-    run_.Begin();
     run_.Bypass(m);
     run_t0_ = p.t;
     p.step = SimStep::kXmit;

@@ -28,18 +28,14 @@ for f in "$txbatch" "$bench"; do
 done
 command -v dpdk-testpmd >/dev/null ||
   { echo "perf_goals: dpdk-testpmd is not installed; valid: apt-get install dpdk-dev" >&2; exit 2; }
-eal=(-l 0,1 --no-huge -m 512 --no-shconf --no-pci --no-telemetry)
+# shellcheck source=tools/testpmd_txonly.sh
+source "$(dirname "$0")/testpmd_txonly.sh"
+eal=("${txonly_eal[@]}")
 tmp=$(mktemp -d)
 # testpmd leaves its (empty) runtime directory behind; remove it with ours.
 trap 'rm -rf "$tmp"; rmdir "/var/run/dpdk/pg-tp-$$" 2>/dev/null || true' EXIT
 
-testpmd_mpps() {  # burst
-  (sleep 2.5; echo start; sleep 1; echo "show port stats all"; sleep 1
-   echo "show port stats all"; sleep 0.2; echo stop; sleep 0.5; echo quit) |
-    timeout 30 dpdk-testpmd "${eal[@]}" --file-prefix "pg-tp-$$" --vdev net_null0,no-rx=1 -- -i \
-      --forward-mode=txonly --burst="$1" --txpkts=64 --nb-cores=1 --total-num-mbufs=8191 2>&1 |
-    awk '/Tx-pps:/ {pps=$2} END {printf "%.3f\n", pps/1e6}'
-}
+testpmd_mpps() { testpmd_txonly_mpps "pg-tp-$$" "$1"; }  # burst
 
 # One txbatch cell, 1 s window; prints "Mpps CPU-ns-a-frame".
 txbatch_cell() {  # driver, args...
@@ -88,25 +84,20 @@ for r in $(seq "$rounds"); do
   unset none32
 done
 
-stat() {  # series: "median min"
-  sort -g "$tmp/$1" | awk '{a[NR]=$1} END {m = NR % 2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2;
-    printf "%s %s\n", m, a[1]}'
+# One row of the table: series, what, unit before / after the numbers, goal.
+row() {
+  local m n
+  read -r m n < <(sort -g "$tmp/$1" | awk '{a[NR]=$1} END {
+    printf "%s %s\n", NR % 2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2, a[1]}')
+  printf '%-52s %-8s %-8s %s\n' "$2" "$3$m$4" "$3$n$4" "$5"
 }
 echo
 printf '%-52s %-8s %-8s %s\n' what median min goal
 for b in $bursts; do
-  read -r m n < <(stat "ratio.$b")
-  printf '%-52s %-8s %-8s %s\n' "none buffer:$b / testpmd burst $b (net_null)" "${m}x" "${n}x" \
-    ">= 1.0x"
+  row "ratio.$b" "none buffer:$b / testpmd burst $b (net_null)" "" x ">= 1.0x"
 done
-read -r m n < <(stat pfifo)
-printf '%-52s %-8s %-8s %s\n' "pfifo_fast inline minus none, batch 32 (ns/frame)" "+$m" "+$n" \
-  "<= +15"
+row pfifo "pfifo_fast inline minus none, batch 32 (ns/frame)" + "" "<= +15"
 for b in 1 32; do
-  read -r m n < <(stat "ixgbe.$b")
-  printf '%-52s %-8s %-8s %s\n' "emu:ixgbe,doorbell_ns=100 buffer:$b / 14.88 Mpps" "$m" "$n" \
-    ">= 0.97"
+  row "ixgbe.$b" "emu:ixgbe,doorbell_ns=100 buffer:$b / 14.88 Mpps" "" "" ">= 0.97"
 done
-read -r m n < <(stat null)
-printf '%-52s %-8s %-8s %s\n' "emu:null buffer:32 CPU ns / BM_EmuNullPath/32" "${m}x" "${n}x" \
-  "<= 1.2x"
+row null "emu:null buffer:32 CPU ns / BM_EmuNullPath/32" "" x "<= 1.2x"

@@ -20,18 +20,14 @@ txbatch=${1:-build/tools/txbatch}
 rounds=${ROUNDS:-5}
 bursts=${BURSTS:-1 8 32 64}
 shapes=${SHAPES:-none rootlock-inline rootlock-dedicated nolock-inline nolock-dedicated}
-eal=(-l 0,1 --no-huge -m 512 --no-shconf --no-pci --no-telemetry)
+# shellcheck source=tools/testpmd_txonly.sh
+source "$(dirname "$0")/testpmd_txonly.sh"
+eal=("${txonly_eal[@]}")
 tmp=$(mktemp -d)
 # testpmd leaves its (empty) runtime directory behind; remove it with ours.
 trap 'rm -rf "$tmp"; rmdir "/var/run/dpdk/vs-tp-$$" 2>/dev/null || true' EXIT
 
-testpmd_mpps() {  # burst
-  (sleep 2.5; echo start; sleep 1; echo "show port stats all"; sleep 1
-   echo "show port stats all"; sleep 0.2; echo stop; sleep 0.5; echo quit) |
-    timeout 30 dpdk-testpmd "${eal[@]}" --file-prefix "vs-tp-$$" --vdev net_null0,no-rx=1 -- -i \
-      --forward-mode=txonly --burst="$1" --txpkts=64 --nb-cores=1 --total-num-mbufs=8191 2>&1 |
-    awk '/Tx-pps:/ {pps=$2} END {printf "%.3f\n", pps/1e6}'
-}
+testpmd_mpps() { testpmd_txonly_mpps "vs-tp-$$" "$1"; }  # burst
 
 txbatch_mpps() {  # shape burst
   local args

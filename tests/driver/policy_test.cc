@@ -23,13 +23,8 @@ unsigned LargestBucket(const json& hist) {
 }
 
 void ExpectBalancedAndDrained(const json& rec) {
-  ExpectBooksClosed(rec);
-  const json& r = rec["results"];
-  const json& a = r["accounting"];
-  const std::string cell = rec["config"].dump();
-  EXPECT_EQ(a["received"], a["sent"]) << cell;
-  EXPECT_EQ(a["lost"], 0) << cell;
-  EXPECT_GT(r["packets"].get<uint64_t>(), 0u) << cell;
+  ExpectDeliveredOnce(rec);
+  EXPECT_GT(rec["results"]["packets"].get<uint64_t>(), 0u) << rec["config"].dump();
 }
 
 TEST(PolicyRun, EveryPolicyRunsWithOneAndEightProducersOnEmuIxgbe) {

@@ -69,4 +69,13 @@ void ExpectBooksClosed(const nlohmann::json& rec) {
   EXPECT_EQ(a["queued"], 0) << cell;  // the drain completed
 }
 
+void ExpectDeliveredOnce(const nlohmann::json& rec) {
+  ExpectBooksClosed(rec);
+  const nlohmann::json& a = rec["results"]["accounting"];
+  const std::string cell = rec["config"].dump();
+  EXPECT_EQ(a["received"], a["sent"]) << cell;
+  EXPECT_EQ(a["lost"], 0) << cell;
+  EXPECT_EQ(a["duplicated"], 0) << cell;
+}
+
 }  // namespace txbatch::test

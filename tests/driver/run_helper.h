@@ -30,6 +30,10 @@ std::vector<uint64_t> SentByDriverCountedRecords(const nlohmann::json& doc);
 // One record's books closed: balanced, every mbuf home, nothing left queued (the drain ended).
 void ExpectBooksClosed(const nlohmann::json& rec);
 
+// The books closed, and every frame sent arrived exactly once: none lost, none duplicated (a
+// loopback or an emulated wire without a link).
+void ExpectDeliveredOnce(const nlohmann::json& rec);
+
 // Free hugepages can hold an in-memory EAL run of the test size.
 bool HugepagesAvailable();
 

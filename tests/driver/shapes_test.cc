@@ -84,19 +84,15 @@ TEST(Bypass, ChangesNoCountOnEitherSync) {
     ASSERT_EQ(run.status, 0) << run.err << run.out;
     ASSERT_EQ(run.doc["records"].size(), 4u);
     for (const json& rec : run.doc["records"]) {
-      ExpectBooksClosed(rec);
+      ExpectDeliveredOnce(rec);
       const json& r = rec["results"];
-      const json& a = r["accounting"];
       const std::string cell = rec["config"].dump();
-      EXPECT_EQ(a["received"], a["sent"]) << cell;
-      EXPECT_EQ(a["lost"], 0) << cell;
-      EXPECT_EQ(a["duplicated"], 0) << cell;
       EXPECT_EQ(rec["config"]["bypass"], !off) << cell;
       if (off) {
         EXPECT_EQ(r["bypassed"], 0) << cell;
       } else if (rec["config"]["procs"] == 1) {
         EXPECT_GT(r["bypassed"].get<uint64_t>(), 0u) << cell;
-        EXPECT_LE(r["bypassed"].get<uint64_t>(), a["sent"].get<uint64_t>()) << cell;
+        EXPECT_LE(r["bypassed"].get<uint64_t>(), r["accounting"]["sent"].get<uint64_t>()) << cell;
       }
     }
   }
@@ -112,17 +108,13 @@ TEST(NoTiming, KeepsTheBooksAndLeavesOnlyTheLatencyOut) {
   ASSERT_EQ(run.status, 0) << run.err << run.out;
   ASSERT_EQ(run.doc["records"].size(), 2u);
   for (const json& rec : run.doc["records"]) {
-    ExpectBooksClosed(rec);
+    ExpectDeliveredOnce(rec);
     const json& r = rec["results"];
-    const json& a = r["accounting"];
     const std::string cell = rec["config"].dump();
     EXPECT_EQ(rec["config"]["timing"], false) << cell;
     EXPECT_TRUE(r["latency_ns"].is_null()) << cell;
     EXPECT_TRUE(r["latency_stages_ns"].is_null()) << cell;
     EXPECT_GT(r["packets"].get<uint64_t>(), 0u) << cell;
-    EXPECT_EQ(a["received"], a["sent"]) << cell;
-    EXPECT_EQ(a["lost"], 0) << cell;
-    EXPECT_EQ(a["duplicated"], 0) << cell;
   }
 }
 

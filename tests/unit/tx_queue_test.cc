@@ -238,7 +238,6 @@ TEST(NolockTxQueue, AFrameQueuedWhileTheHolderRunsGoesOutInThatRunWithoutAnother
   cfg.shape.nolock = true;
   cfg.tsc_hz = test::TscHz();
   cfg.track_stages = false;
-  cfg.bypass = false;  // the first frame is enqueued and dequeued: the gate is the second dequeue
   const auto queue = MakeTxQueue(driver, policy, cfg, window);
   rte_mbuf* first = SmallFrame();
   rte_mbuf* second = SmallFrame();
