@@ -98,7 +98,8 @@ void CheckWireAtFullLoad(const json& rec, double share) {
 // A shared 2-vCPU machine sometimes stops the SCHED_FIFO txirq for longer than a ring holds
 // (seen: an RT thread woken 4-6 ms after its timer). The wire then idles because the modelled
 // interrupt was served late, not because the model is wrong; records show both sides
-// (irq_max_late_us, wire_max_idle_us). Such a run is repeated, at most twice, and said so.
+// (irq_max_late_us, wire_max_idle_us). Such a run is repeated, at most four times, and said so
+// (2026-12-01 a pre-check saw two stalled runs of one case in a row; the third fell 0.01 % short).
 constexpr double kHostStallUs = 1000;  // a stall, not the gaps of a CPU-bound cell
 
 // The share of the wire's ceiling a record must reach (see CheckWireAtFullLoad).
@@ -120,7 +121,7 @@ bool StalledByTheHost(const json& doc, ShareFor share_for) {
 TxbatchRun RunAtFullLoad(const std::string& args, ShareFor share_for) {
   for (int attempt = 1;; ++attempt) {
     TxbatchRun run = RunTxbatch(args);
-    if (attempt == 3 || run.status != 0 || !StalledByTheHost(run.doc, share_for)) return run;
+    if (attempt == 5 || run.status != 0 || !StalledByTheHost(run.doc, share_for)) return run;
     std::printf(
         "note: the txirq was served later than the ring's slack (host stall); re-running "
         "'%s'\n",
