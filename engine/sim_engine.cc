@@ -222,10 +222,11 @@ void Simulation::IrqSleep(SimActor& irq) {
   const Tsc deadline = q.driver().NextCompletion();
   if (deadline != kNever) {
     irq.t = std::max(deadline, irq.t);
-  } else if (Generating() || q.driver().InFlight() > 0 || !q.qdisc().empty()) {
+  } else if (q.driver().IdlePolling() &&
+             (Generating() || q.driver().InFlight() > 0 || !q.qdisc().empty())) {
     irq.t += idle_poll_;  // the idle ring's coalescing bound (kIrqIdlePoll)
   } else {
-    irq.t = kNever;  // nothing will ever need it again
+    irq.t = kNever;  // nothing needs it until a kick (or ever again)
   }
 }
 

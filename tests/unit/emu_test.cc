@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dataplane/frame.h"
+#include "dataplane/link_spec.h"
 #include "dataplane/producer.h"
 #include "dataplane/run_window.h"
 #include "dataplane/rx_sink.h"
@@ -289,6 +290,20 @@ TEST_F(EmuNicTest, NullModelCompletesAtOnce) {
   EXPECT_EQ(nic_->InFlight(), 0u);
   EXPECT_FALSE(nic_->Wire().has_value());
   EXPECT_EQ(sink_.counts().received, 32u);
+  // Nothing is ever left for the completion role: its idle polls would only take the TX lock.
+  EXPECT_FALSE(nic_->IdlePolling());
+}
+
+// A ring, or a link holding what a wire-less model sent, leaves work for the completion role
+// that no stop announces: it keeps polling.
+TEST_F(EmuNicTest, ARingOrALinkKeepsTheCompletionRolePolling) {
+  Make("emu:ixgbe");
+  EXPECT_TRUE(nic_->IdlePolling());
+  auto link = ParseLinkSpec("delay 1ms");
+  ASSERT_TRUE(link.ok()) << link.error().message;
+  auto o = emu::ParseEmuSpec("emu:null");
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(emu::CreateEmuDriver(*o, sink_, window_, test::TscHz(), &*link)->IdlePolling());
 }
 
 }  // namespace
