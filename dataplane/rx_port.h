@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <span>
 
+#include "base/counters.h"
 #include "base/tsc.h"
 
 namespace txbatch {
@@ -30,6 +31,29 @@ class FrameReceiver {
   // Takes `frames` (ownership moves: the receiver frees them), which arrived at `arrival` (TSC,
   // one per frame). Called by one thread at a time.
   virtual void Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival) = 0;
+};
+
+// A receiver's own books: the TSC its Receive calls took and the frames they were handed. The
+// emulated receiver (the sink) runs inside a driver's call or reclaim, under the TX lock, on the
+// sending thread's core; the TX queue takes these cycles out of its TX path's and completion's
+// (tx_cycles, completion_cycles) so `cycles/pkt` and `CPU ns` mean the TX path alone, and the
+// run reports the receiver's share apart. Two TSC reads a Receive call (a burst or a reclaim).
+// Same rule as the receiver: one thread at a time.
+class TimedReceiver final : public FrameReceiver {
+ public:
+  explicit TimedReceiver(FrameReceiver& inner) : inner_(inner) {}
+  void Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival) override {
+    const Tsc t0 = Now();
+    inner_.Receive(frames, arrival);
+    cycles_.Add(Now() - t0);
+    frames_.Add(frames.size());
+  }
+  uint64_t cycles() const { return cycles_.Get(); }
+  uint64_t frames() const { return frames_.Get(); }
+
+ private:
+  FrameReceiver& inner_;
+  Counter cycles_, frames_;
 };
 
 }  // namespace txbatch

@@ -81,13 +81,29 @@ DequeueContext TxQueue::Device() const {
 uint16_t TxQueue::Transmit(const Batch& batch, Tsc t0, Handover handover, Tsc handed) {
   MarkHandover(batch, handed != 0 ? handed : t0);
   uint16_t accepted;
+  uint64_t rx;
   {
     std::lock_guard tx(tx_lock_);
+    const RxBooks before = ReceiverBooks();
     accepted = XmitLocked(batch, handover);
+    rx = BookReceiverLocked(before);
   }
   counters_.batch_hist[batch.size()].Add();
-  counters_.tx_cycles.Add(Now() - t0);
+  counters_.tx_cycles.Add(Now() - t0 - rx);
   return accepted;
+}
+
+TxQueue::RxBooks TxQueue::ReceiverBooks() const {
+  if (config_.receiver == nullptr) return {};
+  return {config_.receiver->cycles(), config_.receiver->frames()};
+}
+
+uint64_t TxQueue::BookReceiverLocked(RxBooks before) {
+  const RxBooks now = ReceiverBooks();
+  const uint64_t cycles = now.cycles - before.cycles;
+  counters_.rx_cycles.Add(cycles);
+  counters_.rx_frames.Add(now.frames - before.frames);
+  return cycles;
 }
 
 uint16_t TxQueue::XmitLocked(const Batch& batch, Handover handover) {
@@ -118,12 +134,14 @@ void TxQueue::Completion(Tsc now, bool resched) {
   {
     std::lock_guard tx(tx_lock_);
     const Tsc t0 = Now();
+    const RxBooks before = ReceiverBooks();
     unsigned reclaimed = 0;
     woke = dev_.Complete(now, &reclaimed);
+    const uint64_t rx = BookReceiverLocked(before);
     if (reclaimed > 0) {
       counters_.completions.Add();
       counters_.completion_frames.Add(reclaimed);
-      counters_.completion_cycles.Add(Now() - t0);
+      counters_.completion_cycles.Add(Now() - t0 - rx);
     }
     PublishLocked();
   }
@@ -139,10 +157,12 @@ uint16_t TxQueue::SendBatch(Batch& batch) {
   {
     // Producers share these counters here, so they are written under the TX lock.
     std::lock_guard tx(tx_lock_);
+    const RxBooks before = ReceiverBooks();
     accepted = XmitLocked(batch, Handover::kBurst);
+    const uint64_t rx = BookReceiverLocked(before);
     counters_.batch_hist[n].Add();
     counters_.dropped_noqueue.Add(n - accepted);
-    counters_.tx_cycles.Add(Now() - t0);
+    counters_.tx_cycles.Add(Now() - t0 - rx);
   }
   batch.ConsumeFront(accepted);
   return accepted;

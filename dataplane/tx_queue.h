@@ -41,6 +41,7 @@
 #include "dataplane/netdev_queue.h"
 #include "dataplane/qdisc.h"
 #include "dataplane/run_window.h"
+#include "dataplane/rx_port.h"
 #include "dataplane/tx_driver.h"
 
 namespace txbatch {
@@ -78,6 +79,9 @@ struct TxQueueConfig {
   bool time_handover = false;
   // Used when the policy reads BQL and the driver reports completions.
   BqlBounds bql;
+  // The receiver the driver delivers to, where it runs inside the driver's calls (the emulated
+  // sink): its cycles are taken out of tx_cycles and completion_cycles into rx_cycles.
+  const TimedReceiver* receiver = nullptr;
 };
 
 // A queue's counters (TxQueueCounters, live: SharedCounter where producers write outside any
@@ -94,10 +98,13 @@ struct TxQueueCountersOf {
   C runs;         // qdisc runs started by producers (or the dedicated runner)
   S missed;       // nolock: producers that found the run flag taken (__QDISC_STATE_MISSED)
   C bypassed;     // frames that went straight to the driver (TxQueueConfig::bypass)
-  C tx_cycles;    // TSC spent dequeuing + in Xmit (the TX path)
+  C tx_cycles;    // TSC spent dequeuing + in Xmit (the TX path), less the receiver's share
   // The completion role's reclaims that freed something: calls, frames, and the TSC they took
-  // under the TX lock (the driver's reclaim and the sink's delivery), for calibrate.
+  // under the TX lock (the driver's reclaim; the receiver's share taken out), for calibrate.
   C completions, completion_frames, completion_cycles;
+  // The receiver's (TxQueueConfig::receiver) TSC inside the TX path's and the completion
+  // role's calls, and the frames it was handed there: written under the TX lock.
+  C rx_cycles, rx_frames;
   // Longest the txirq woke after the completion deadline it slept for, within the run window:
   // the scheduler's (or the host's) delay in serving the modelled interrupt. Large values
   // explain an idle wire.
@@ -129,6 +136,8 @@ struct TxQueueCountersOf {
     f(Sum{}, q.completions...);
     f(Sum{}, q.completion_frames...);
     f(Sum{}, q.completion_cycles...);
+    f(Sum{}, q.rx_cycles...);
+    f(Sum{}, q.rx_frames...);
     f(Max{}, q.irq_max_late_tsc...);
     f(Sum{}, q.batch_hist...);
     f(Sum{}, q.flush_triggers...);
@@ -249,6 +258,14 @@ class TxQueue {
   uint16_t XmitLocked(const Batch& batch, Handover handover);
   // Publishes what runners read without tx_lock_ (stopped, BQL's room, free slots).
   void PublishLocked();
+  // The receiver's books so far (TxQueueConfig::receiver; zeros without one). Under tx_lock_.
+  struct RxBooks {
+    uint64_t cycles = 0, frames = 0;
+  };
+  RxBooks ReceiverBooks() const;
+  // Books the receiver's share since `before` into rx_cycles and rx_frames; returns its cycles,
+  // to take out of the caller's window. Under tx_lock_.
+  uint64_t BookReceiverLocked(RxBooks before);
 
   // Priority-inheriting: the SCHED_FIFO txirq takes it to reclaim (see pi_mutex.h).
   PiMutex tx_lock_;

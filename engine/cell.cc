@@ -146,7 +146,15 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
     if (driver.owns_doorbell()) r.doorbells_per_pkt = static_cast<double>(wd.doorbells) / accepted;
     r.cycles_per_pkt = static_cast<double>(wq.tx_cycles) / accepted;
   }
-  if (r.packets > 0) r.cpu_ns_per_pkt = (b.cpu_ns - a.cpu_ns) / static_cast<double>(r.packets);
+  // The receiver ran on these threads inside the TX path's and the completion role's calls:
+  // its time is its own (results.receiver), not the TX path's CPU.
+  const double rx_ns = static_cast<double>(wq.rx_cycles) * 1e9 / tsc_hz;
+  if (r.packets > 0)
+    r.cpu_ns_per_pkt = std::max(0.0, b.cpu_ns - a.cpu_ns - rx_ns) / static_cast<double>(r.packets);
+  if (wq.rx_frames > 0) {
+    const auto frames = static_cast<double>(wq.rx_frames);
+    r.receiver = ReceiverResult{static_cast<double>(wq.rx_cycles) / frames, rx_ns / frames};
+  }
   if (wq.completions > 0) {
     const auto reclaims = static_cast<double>(wq.completions);
     r.completion_frames_per_call = static_cast<double>(wq.completion_frames) / reclaims;

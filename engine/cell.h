@@ -92,6 +92,10 @@ struct BqlResult {
   uint64_t stops = 0;      // times it stopped the queue in the window (__QUEUE_STATE_STACK_XOFF)
 };
 
+struct ReceiverResult {
+  double cycles_per_pkt = 0, cpu_ns_per_pkt = 0;
+};
+
 struct CellResult {
   // The wall-clock seconds the cell took to run or simulate, drain included (env.cell_wall_s:
   // not a result, it differs between identical simulations).
@@ -107,7 +111,11 @@ struct CellResult {
   std::map<unsigned, uint64_t> batch_hist;  // power-of-two bucket lower bound -> xmit calls
   double xmit_calls_per_pkt = 0;
   std::optional<double> doorbells_per_pkt;
+  // The TX path alone (producers, qdisc, driver, completion role), the receiver's share out.
   double cycles_per_pkt = 0, cpu_ns_per_pkt = 0;
+  // The emulated receiver (the sink, where it runs inside the driver's calls on the sending
+  // threads): TSC and ns a frame it was handed; none where the receiver is elsewhere.
+  std::optional<ReceiverResult> receiver;
   // The completion role's reclaims in the window (those that freed something): frames and TSC
   // per reclaim; none for a driver that completes inside its xmit call.
   std::optional<double> completion_frames_per_call, completion_cycles_per_call;

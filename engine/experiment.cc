@@ -54,7 +54,13 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
     sinks.back()->StartFlows(first_seq);
     sink_ptrs.push_back(sinks.back().get());
   }
-  const std::vector<FrameReceiver*> receivers(sink_ptrs.begin(), sink_ptrs.end());
+  // Each sink's time is booked apart from the TX path it runs inside (TimedReceiver).
+  std::vector<std::unique_ptr<TimedReceiver>> timed;
+  std::vector<FrameReceiver*> receivers;
+  for (RxSink* s : sink_ptrs) {
+    timed.push_back(std::make_unique<TimedReceiver>(*s));
+    receivers.push_back(timed.back().get());
+  }
   auto created = CreateDrivers(cfg.driver_spec, pool, cfg.mtu, receivers, window, tsc_hz,
                                cfg.link ? &*cfg.link : nullptr);
   if (!created) return created.error();
@@ -66,8 +72,11 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   // Stage timestamps cost ~4 ns a frame: only where a sink will read them.
   qcfg.track_stages = cfg.timing && driver.counted_at() != CountedAt::kDriver;
   std::vector<std::unique_ptr<TxQueue>> queues;
-  for (unsigned q = 0; q < nq; ++q)
-    queues.push_back(MakeTxQueue(*drivers[q], *policy, qcfg, window));
+  for (unsigned q = 0; q < nq; ++q) {
+    TxQueueConfig own = qcfg;
+    own.receiver = timed[q].get();
+    queues.push_back(MakeTxQueue(*drivers[q], *policy, own, window));
+  }
 
   const WireSpec wire = driver.Wire().value_or(WireSpec{});
   ProducerConfig pcfg;

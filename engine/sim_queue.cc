@@ -82,14 +82,25 @@ uint16_t SimQueue::SendBatch(SimActor& p, Batch& own) {
   const uint64_t handled = Handled();
   const uint16_t accepted = dev_.Xmit(own.frames(), Handover::kBurst, &stopped_now);
   p.t = std::max(p.t, clock_.now);
-  cpu_.Work(p, cpu_.c.xmit_call + cpu_.c.xmit_frame * n + cpu_.c.deliver * (Handled() - handled));
+  const Tsc rx = BookReceiver(handled);
+  cpu_.Work(p, cpu_.c.xmit_call + cpu_.c.xmit_frame * n + rx);
   tx_free_ = p.t;
   qc_.batch_hist[n].Add();
   qc_.dropped_noqueue.Add(n - accepted);
-  qc_.tx_cycles.Add(p.t - t0);
+  qc_.tx_cycles.Add(p.t - t0 - rx);
   if (stopped_now) Kick(p.t, false);
   own.ConsumeFront(accepted);
   return accepted;
+}
+
+Tsc SimQueue::BookReceiver(uint64_t handled_before) {
+  const uint64_t frames = Handled() - handled_before;
+  const Tsc cycles = cpu_.c.deliver * frames;
+  if (frames > 0) {
+    qc_.rx_cycles.Add(cycles);
+    qc_.rx_frames.Add(frames);
+  }
+  return cycles;
 }
 
 void SimQueue::BeginRun(SimActor& a, bool resched) {
@@ -146,11 +157,12 @@ void SimQueue::Xmit(SimActor& a) {
   bool stopped_now = false;
   accepted_ = dev_.Xmit(batch.frames(), run_.handover(), &stopped_now);
   a.t = std::max(a.t, clock_.now);
+  const Tsc rx = BookReceiver(handled);
   cpu_.Work(a, cpu_.c.xmit_call * (driver_.counters().xmit_calls.Get() - calls) +
-                   cpu_.c.xmit_frame * batch.size() + cpu_.c.deliver * (Handled() - handled));
+                   cpu_.c.xmit_frame * batch.size() + rx);
   tx_free_ = a.t;
   qc_.batch_hist[batch.size()].Add();
-  qc_.tx_cycles.Add(a.t - run_t0_);
+  qc_.tx_cycles.Add(a.t - run_t0_ - rx);
   if (stopped_now) Kick(a.t, false);
   if (accepted_ < batch.size()) {
     a.step = SimStep::kRequeue;  // the refused go back under the root lock
@@ -234,12 +246,12 @@ void SimQueue::Complete(SimActor& irq, bool resched) {
   const uint64_t handled = Handled();
   const bool woke = dev_.Complete(irq.t, &reclaimed);
   const Tsc t0 = irq.t;
-  cpu_.Work(irq, cpu_.c.completion + cpu_.c.completion_frame * reclaimed +
-                     cpu_.c.deliver * (Handled() - handled));
+  const Tsc rx = BookReceiver(handled);
+  cpu_.Work(irq, cpu_.c.completion + cpu_.c.completion_frame * reclaimed + rx);
   if (reclaimed > 0) {
     qc_.completions.Add();
     qc_.completion_frames.Add(reclaimed);
-    qc_.completion_cycles.Add(irq.t - t0);
+    qc_.completion_cycles.Add(irq.t - t0 - rx);
   }
   tx_free_ = irq.t;
   if (woke || resched) Restart(irq);

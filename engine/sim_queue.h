@@ -166,6 +166,9 @@ class SimQueue {
   void EndRun(SimActor& a);
   void Restart(SimActor& irq);
   uint64_t Handled() const { return sink_ != nullptr ? sink_->handled() : 0; }
+  // Books the sink's frames handled since `handled_before` (rx_cycles, rx_frames: `deliver`
+  // each) and returns their cycles, charged on the same CPU but out of the TX path's window.
+  Tsc BookReceiver(uint64_t handled_before);
 
   TxDriver& driver_;
   RxSink* sink_;

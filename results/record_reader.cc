@@ -122,6 +122,9 @@ CellResult ResultFrom(const json& r) {
   x.doorbells_per_pkt = OptNum(r, "doorbells_per_pkt");
   x.cycles_per_pkt = r.at("cycles_per_pkt");
   x.cpu_ns_per_pkt = r.at("cpu_ns_per_pkt");
+  if (const auto v = r.find("receiver"); v != r.end() && v->is_object())
+    x.receiver = ReceiverResult{v->at("cycles_per_pkt").get<double>(),
+                                v->at("cpu_ns_per_pkt").get<double>()};
   if (const auto c = r.find("completions"); c != r.end() && c->is_object()) {
     x.completion_frames_per_call = c->at("frames_per_call").get<double>();
     x.completion_cycles_per_call = c->at("cycles_per_call").get<double>();

@@ -92,6 +92,9 @@ json ResultJson(const CellResult& r) {
           {"doorbells_per_pkt", OptionalNumber(r.doorbells_per_pkt)},
           {"cycles_per_pkt", r.cycles_per_pkt},
           {"cpu_ns_per_pkt", r.cpu_ns_per_pkt},
+          {"receiver", r.receiver ? json{{"cycles_per_pkt", r.receiver->cycles_per_pkt},
+                                         {"cpu_ns_per_pkt", r.receiver->cpu_ns_per_pkt}}
+                                  : json(nullptr)},
           {"completions", r.completion_frames_per_call
                               ? json{{"frames_per_call", *r.completion_frames_per_call},
                                      {"cycles_per_call", r.completion_cycles_per_call.value_or(0)}}

@@ -138,9 +138,10 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   for (const auto& [index, runs] : by_cell) {
     const CellConfig& c = runs.front()->config;
     const bool completion = SeriesOf(c) == "completion";
-    std::vector<double> avg, per_call, per_frame;
+    std::vector<double> avg, per_call, per_frame, receiver;
     for (const CellRecord* r : runs) {
       if (r->result.packets == 0) continue;
+      receiver.push_back(r->result.receiver ? r->result.receiver->cycles_per_pkt : 0);
       if (completion) {
         // Per reclaim: frames and the txirq's cycles under the TX lock.
         if (!r->result.completion_frames_per_call) continue;
@@ -158,7 +159,8 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
         completion ? static_cast<unsigned>(std::lround(
                          c.rate.value * std::chrono::duration<double>(kIrqIdlePoll).count()))
                    : c.policy.frames;
-    cal.points.push_back({SeriesOf(c), limit, Median(avg), Median(per_call), Median(per_frame)});
+    cal.points.push_back(
+        {SeriesOf(c), limit, Median(avg), Median(per_call), Median(per_frame), Median(receiver)});
   }
   const auto series = [&](const std::string& name) {
     std::vector<const CalibrationPoint*> out;
@@ -190,16 +192,21 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   m.tsc_hz = tsc_hz;
   const auto floor0 = [](double v) { return std::max(0.0, v); };
   // The driver: fixed = TX lock + call (the lock alone is not separable here: the base's value
-  // stays); per frame = the call's own work + handing the frame to the sink, which emu:null does
-  // inside the call. A PMD's per-frame work (net_null's slope) is the driver's share.
+  // stays); per frame = the call's own work. A PMD's per-frame work (net_null's slope) is the
+  // driver's share. Handing a frame to the sink, which emu:null does inside the call, is the
+  // receiver's, timed apart (results.receiver); what emu:null's call does a frame beyond
+  // net_null's is charged there too, so emu:null's whole frame costs what it measured.
   m.xmit_call = floor0(cal.none.intercept - m.lock);
   if (!cal.net_null.residuals.empty()) m.xmit_frame = floor0(cal.net_null.slope);
-  m.deliver = floor0(cal.none.slope - m.xmit_frame);
-  // The producer: what each frame costs beyond its share of the driver call (one write per
-  // 60-byte datagram, so write + frame together; the base's write stays).
+  std::vector<double> receiver;
+  for (const auto* p : series("none")) receiver.push_back(p->receiver_cycles);
+  m.deliver = floor0(Median(receiver) + floor0(cal.none.slope - m.xmit_frame));
+  // The producer: what each frame costs beyond its share of the driver call and the receiver's
+  // (one write per 60-byte datagram, so write + frame together; the base's write stays).
   std::vector<double> producer;
   for (const auto* p : series("none"))
-    producer.push_back(p->cycles_per_frame - p->cycles_per_call / p->avg_batch);
+    producer.push_back(p->cycles_per_frame - p->cycles_per_call / p->avg_batch -
+                       p->receiver_cycles);
   cal.producer_cycles = Median(producer);
   m.frame = std::max(1.0, cal.producer_cycles - m.write);
   // The qdisc, from one producer running it inline at count:1: each frame alone goes through the
@@ -212,14 +219,16 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
     return MakeError(EINVAL, "calibrate needs the inline series to fit the qdisc's costs");
   cal.inline_frame = in.front()->cycles_per_frame;
   cal.inline_call = in.front()->cycles_per_call;
+  cal.inline_receiver = in.front()->receiver_cycles;
   const double driver_one = cal.none.intercept + cal.none.slope;  // TX lock + a call of 1
   m.dequeue = floor0(cal.inline_call - driver_one - m.lock - m.dequeue_frame);
-  m.enqueue = floor0(cal.inline_frame - cal.producer_cycles - cal.inline_call - 2 * m.lock);
-  // The txirq: per reclaim = completion + (completion_frame + deliver) x frames reclaimed (the
-  // NIC model hands what it reclaims to the sink), timed inside the TX lock.
+  m.enqueue = floor0(cal.inline_frame - cal.inline_receiver - cal.producer_cycles -
+                     cal.inline_call - 2 * m.lock);
+  // The txirq: per reclaim = completion + completion_frame x frames reclaimed, timed inside the
+  // TX lock, less the sink's share (the NIC model hands what it reclaims to it: deliver).
   if (!cal.completion.residuals.empty()) {
     m.completion = floor0(cal.completion.intercept);
-    m.completion_frame = floor0(cal.completion.slope - m.deliver);
+    m.completion_frame = floor0(cal.completion.slope);
   }
   return cal;
 }
@@ -239,13 +248,17 @@ nlohmann::json Calibration::Json() const {
                    {"batch", p.batch},
                    {"avg_batch", p.avg_batch},
                    {"cycles_per_call", p.cycles_per_call},
-                   {"cycles_per_frame", p.cycles_per_frame}});
+                   {"cycles_per_frame", p.cycles_per_frame},
+                   {"receiver_cycles", p.receiver_cycles}});
   return {{"none", line(none)},
           {"dedicated", line(dedicated)},
           {"net_null", net_null.residuals.empty() ? nlohmann::json(nullptr) : line(net_null)},
           {"completion", completion.residuals.empty() ? nlohmann::json(nullptr) : line(completion)},
           {"producer_cycles", producer_cycles},
-          {"inline", {{"cycles_per_frame", inline_frame}, {"cycles_per_call", inline_call}}},
+          {"inline",
+           {{"cycles_per_frame", inline_frame},
+            {"cycles_per_call", inline_call},
+            {"receiver_cycles", inline_receiver}}},
           {"not_fitted", completion.residuals.empty()
                              ? nlohmann::json{"write", "lock", "lock_contended", "dequeue_frame",
                                               "completion", "completion_frame"}
@@ -324,8 +337,8 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
 
   fmt::print("calibrate: {} rounds of {} cells, {} engine, TSC {:.0f} MHz ({})\n", args.rounds,
              plan.cells.size(), args.engine, tsc_hz / 1e6, session->env.cpu);
-  fmt::print("\n{:<10} {:>6} {:>9} {:>12} {:>11} {:>12}\n", "series", "limit", "avg batch",
-             "cycles/call", "residual", "cycles/frame");
+  fmt::print("\n{:<10} {:>6} {:>9} {:>12} {:>11} {:>12} {:>15}\n", "series", "limit", "avg batch",
+             "cycles/call", "residual", "cycles/frame", "receiver/frame");
   std::map<std::string, size_t> next;
   for (const auto& p : cal->points) {
     const LinearFit* f = p.series == "none"         ? &cal->none
@@ -336,8 +349,8 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
     const size_t i = next[p.series]++;
     const std::string residual =
         f != nullptr && i < f->residuals.size() ? fmt::format("{:+.1f}", f->residuals[i]) : "-";
-    fmt::print("{:<10} {:>6} {:>9.2f} {:>12.1f} {:>11} {:>12.1f}\n", p.series, p.batch, p.avg_batch,
-               p.cycles_per_call, residual, p.cycles_per_frame);
+    fmt::print("{:<10} {:>6} {:>9.2f} {:>12.1f} {:>11} {:>12.1f} {:>15.1f}\n", p.series, p.batch,
+               p.avg_batch, p.cycles_per_call, residual, p.cycles_per_frame, p.receiver_cycles);
   }
   const auto show = [](const char* what, const LinearFit& f) {
     fmt::print(
@@ -358,9 +371,9 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
     fmt::print("  completion: no reclaim was measured; the base's costs are kept\n");
   fmt::print("  producer per frame (write + build): {:.1f} cycles\n", cal->producer_cycles);
   fmt::print(
-      "  inline, count:1: {:.1f} cycles/frame, of which the TX path {:.1f}, the producer "
-      "{:.1f}; the rest is the enqueue and the empty dequeue ending each run\n",
-      cal->inline_frame, cal->inline_call, cal->producer_cycles);
+      "  inline, count:1: {:.1f} cycles/frame, of which the TX path {:.1f}, the receiver {:.1f}, "
+      "the producer {:.1f}; the rest is the enqueue and the empty dequeue ending each run\n",
+      cal->inline_frame, cal->inline_call, cal->inline_receiver, cal->producer_cycles);
   nlohmann::json doc = CostModelJson(cal->model);
   doc["fit"] = cal->Json();
   fmt::print("\ncost model ({}):\n{}\n", args.out, CostModelJson(cal->model)["cycles"].dump());

@@ -58,6 +58,9 @@ struct CalibrationPoint {
   double cycles_per_call = 0;   // TX path (dequeue + driver call) per handover (the completion
                                 // series: per reclaim, avg_batch its frames)
   double cycles_per_frame = 0;  // the whole path: TSC per frame at the measured rate
+  // The receiver's TSC per frame it was handed (results.receiver), out of cycles_per_call but
+  // inside cycles_per_frame: on emu the sink runs in the driver's call, on the sender's core.
+  double receiver_cycles = 0;
 };
 
 struct Calibration {
@@ -67,7 +70,7 @@ struct Calibration {
   LinearFit completion;        // the txirq's cycles per reclaim against the frames it reclaimed
   double producer_cycles = 0;  // write + frame, from the none series
   // The inline point (count:1): cycles per frame, and its TX path per call.
-  double inline_frame = 0, inline_call = 0;
+  double inline_frame = 0, inline_call = 0, inline_receiver = 0;
   nlohmann::json Json() const;  // the "fit" object written with the model
 };
 

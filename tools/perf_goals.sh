@@ -4,13 +4,16 @@
 #   1. dpdk-testpmd --forward-mode=txonly at --burst B against `txbatch run --qdisc none
 #      --policy buffer:B` on net_null0 (same EAL memory mode, one producer / forwarding core,
 #      64-byte frames): txbatch Mpps / testpmd Mpps, per B in BURSTS;
+#      At B = 32 also with --no-timing (no TX stamp a frame), to show what the stamp costs;
 #   2. pfifo_fast (root lock, inline runner, --batch 32) minus --qdisc none --policy buffer:32 on
 #      net_null0, in ns a frame (1000 / Mpps each);
 #   3. emu:ixgbe,doorbell_ns=100, --qdisc none --policy buffer:1 and buffer:32, 64-byte frames:
 #      Mpps as a fraction of 10 GbE's line rate for them (14.88 Mpps);
 #   4. emu:null, --qdisc none --policy buffer:32: CPU ns a frame (producer and txirq thread time
-#      in the window) over BM_EmuNullPath/32's ns a frame (build/tests/bench/tx_path_bench: the
-#      same per-frame work with no window open, so no latency histograms), run in the same round.
+#      in the window: the TX path's, cpu_ns_per_pkt, plus the receiver's, results.receiver, which
+#      runs inside the call) over BM_EmuNullPath/32's ns a frame (build/tests/bench/tx_path_bench:
+#      the same per-frame work with no window open, so no latency histograms), run in the same
+#      round; and the TX path's alone over it, for scale.
 # Prints every round, then one table: what, median, min, goal.
 #
 # Usage: tools/perf_goals.sh [build]   (ROUNDS=3 BURSTS="1 8 32 64" by default)
@@ -37,7 +40,7 @@ trap 'rm -rf "$tmp"; rmdir "/var/run/dpdk/pg-tp-$$" 2>/dev/null || true' EXIT
 
 testpmd_mpps() { testpmd_txonly_mpps "pg-tp-$$" "$1"; }  # burst
 
-# One txbatch cell, 1 s window; prints "Mpps CPU-ns-a-frame".
+# One txbatch cell, 1 s window; prints "Mpps TX-CPU-ns-a-frame receiver-ns-a-frame" (0: none).
 txbatch_cell() {  # driver, args...
   local driver=$1
   shift
@@ -45,7 +48,8 @@ txbatch_cell() {  # driver, args...
     --warmup 0.2 --rounds 1 --json "$tmp/t.json" -- "${eal[@]}" --file-prefix "pg-tx-$$" \
     >/dev/null
   python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['records'][0]['results']; \
-print('%.4f %.1f' % (r['mpps'], r['cpu_ns_per_pkt']))" "$tmp/t.json"
+rx=r.get('receiver') or {}; \
+print('%.4f %.1f %.1f' % (r['mpps'], r['cpu_ns_per_pkt'], rx.get('cpu_ns_per_pkt', 0)))" "$tmp/t.json"
 }
 
 bench_ns() {  # ns a frame of BM_EmuNullPath/32
@@ -60,26 +64,32 @@ for r in $(seq "$rounds"); do
   line="round $r:"
   for b in $bursts; do
     tp=$(testpmd_mpps "$b")
-    read -r none _ < <(txbatch_cell ethdev:net_null0 --qdisc none --policy "buffer:$b")
+    read -r none _ _ < <(txbatch_cell ethdev:net_null0 --qdisc none --policy "buffer:$b")
     put "ratio.$b" "$(awk -v t="$tp" -v n="$none" 'BEGIN {printf "%.3f", n / t}')"
     line+=" B$b testpmd $tp none $none;"
     [[ $b == 32 ]] && none32=$none
+    if [[ $b == 32 ]]; then  # what the per-frame stamp costs: the same without it
+      read -r nt _ _ < <(txbatch_cell ethdev:net_null0 --qdisc none --policy buffer:32 --no-timing)
+      put notiming "$(awk -v t="$tp" -v n="$nt" 'BEGIN {printf "%.3f", n / t}')"
+      line+=" no-timing $nt;"
+    fi
   done
   if [[ -z ${none32:-} ]]; then
-    read -r none32 _ < <(txbatch_cell ethdev:net_null0 --qdisc none --policy buffer:32)
+    read -r none32 _ _ < <(txbatch_cell ethdev:net_null0 --qdisc none --policy buffer:32)
   fi
-  read -r pf _ < <(txbatch_cell ethdev:net_null0 --sync rootlock --runner inline --batch 32)
+  read -r pf _ _ < <(txbatch_cell ethdev:net_null0 --sync rootlock --runner inline --batch 32)
   put pfifo "$(awk -v p="$pf" -v n="$none32" 'BEGIN {printf "%.1f", 1000 / p - 1000 / n}')"
   line+=" pfifo_fast $pf;"
   for b in 1 32; do
-    read -r ix _ < <(txbatch_cell emu:ixgbe,doorbell_ns=100 --qdisc none --policy "buffer:$b")
+    read -r ix _ _ < <(txbatch_cell emu:ixgbe,doorbell_ns=100 --qdisc none --policy "buffer:$b")
     put "ixgbe.$b" "$(awk -v m="$ix" 'BEGIN {printf "%.3f", m / 14.88}')"
     line+=" ixgbe B$b $ix;"
   done
-  read -r nm ncpu < <(txbatch_cell emu:null --qdisc none --policy buffer:32)
+  read -r nm ncpu nrx < <(txbatch_cell emu:null --qdisc none --policy buffer:32)
   bn=$(bench_ns)
-  put null "$(awk -v c="$ncpu" -v b="$bn" 'BEGIN {printf "%.2f", c / b}')"
-  line+=" emu:null $nm Mpps ${ncpu} ns, bench ${bn} ns"
+  put null "$(awk -v c="$ncpu" -v x="$nrx" -v b="$bn" 'BEGIN {printf "%.2f", (c + x) / b}')"
+  put null_tx "$(awk -v c="$ncpu" -v b="$bn" 'BEGIN {printf "%.2f", c / b}')"
+  line+=" emu:null $nm Mpps, TX ${ncpu} ns + receiver ${nrx} ns, bench ${bn} ns"
   echo "$line"
   unset none32
 done
@@ -89,15 +99,18 @@ row() {
   local m n
   read -r m n < <(sort -g "$tmp/$1" | awk '{a[NR]=$1} END {
     printf "%s %s\n", NR % 2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2, a[1]}')
-  printf '%-52s %-8s %-8s %s\n' "$2" "$3$m$4" "$3$n$4" "$5"
+  printf '%-64s %-8s %-8s %s\n' "$2" "$3$m$4" "$3$n$4" "$5"
 }
 echo
-printf '%-52s %-8s %-8s %s\n' what median min goal
+printf '%-64s %-8s %-8s %s\n' what median min goal
 for b in $bursts; do
   row "ratio.$b" "none buffer:$b / testpmd burst $b (net_null)" "" x ">= 1.0x"
 done
+[[ -s $tmp/notiming ]] &&
+  row notiming "  the same, --no-timing (no stamp: what it costs)" "" x "-"
 row pfifo "pfifo_fast inline minus none, batch 32 (ns/frame)" + "" "<= +15"
 for b in 1 32; do
   row "ixgbe.$b" "emu:ixgbe,doorbell_ns=100 buffer:$b / 14.88 Mpps" "" "" ">= 0.97"
 done
-row null "emu:null buffer:32 CPU ns / BM_EmuNullPath/32" "" x "<= 1.2x"
+row null "emu:null buffer:32 CPU ns (TX + receiver) / BM_EmuNullPath/32" "" x "<= 1.2x"
+row null_tx "emu:null buffer:32 TX path's CPU ns alone / the same" "" x "-"

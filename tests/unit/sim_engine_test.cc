@@ -102,12 +102,17 @@ TEST(SimEngine, OneProducerRunsAtTheCostModelsRate) {
     EXPECT_DOUBLE_EQ(r.avg_batch, n);
     ASSERT_TRUE(r.doorbells_per_pkt.has_value());
     EXPECT_NEAR(*r.doorbells_per_pkt, 1.0 / n, 1e-3);
+    // The TX path's books leave the sink's share out: it is the receiver's, exactly `deliver`.
+    EXPECT_NEAR(r.cycles_per_pkt, fixed / n + c.cost.xmit_frame + 5, 1e-3) << "buffer:" << n;
+    ASSERT_TRUE(r.receiver.has_value());
+    EXPECT_DOUBLE_EQ(r.receiver->cycles_per_pkt, c.cost.deliver);
   }
 }
 
 // The txirq's reclaims (results.completions) cost what the model says: completion per reclaim,
-// completion_frame + deliver per frame reclaimed (the NIC hands them to the sink there), exactly;
-// a NIC that completes inside its call has none.
+// completion_frame per frame reclaimed, exactly; `deliver` per frame the NIC hands to the sink
+// there is the receiver's (results.receiver), not the reclaim's. A NIC that completes inside its
+// call has none.
 TEST(SimEngine, ReclaimsCostTheModelsCompletionCosts) {
   CellConfig c = Cell("emu:ixgbe", "count:8", Proto::kUdp, 18, 2);
   c.cost.completion = 300;
@@ -117,8 +122,9 @@ TEST(SimEngine, ReclaimsCostTheModelsCompletionCosts) {
   ASSERT_TRUE(r.completion_frames_per_call.has_value());
   ASSERT_TRUE(r.completion_cycles_per_call.has_value());
   EXPECT_GT(*r.completion_frames_per_call, 1.0);
-  EXPECT_NEAR(*r.completion_cycles_per_call, 300 + (20 + 150) * *r.completion_frames_per_call,
-              1e-6);
+  EXPECT_NEAR(*r.completion_cycles_per_call, 300 + 20 * *r.completion_frames_per_call, 1e-6);
+  ASSERT_TRUE(r.receiver.has_value());
+  EXPECT_DOUBLE_EQ(r.receiver->cycles_per_pkt, 150);
   EXPECT_FALSE(Simulate(Cell("emu:null", "count:8", Proto::kUdp, 18)).completion_frames_per_call);
 }
 
