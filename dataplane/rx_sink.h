@@ -41,8 +41,8 @@ class RxSink final : public FrameReceiver {
   // told apart as reordered (filling a gap) or duplicated; rounded up to a power of two, at least
   // 65536. A link that holds many frames needs a wider one (RunCell: 4 x its limit).
   // `verify_headers`: check every txbatch frame's headers (VerifyHeaders) and count failures as
-  // corrupt — needed only behind a link that corrupts; it costs an IPv4 checksum per frame, and
-  // the null emu model runs the sink inside its Xmit, where that would count as TX cycles.
+  // corrupt — needed only behind a link that corrupts; it costs an IPv4 checksum per frame, on
+  // the sending core where emu runs the sink inside its call (booked as the receiver's).
   // `timing`: measure latency (off: --no-timing, frames carry no stamp; counts only).
   RxSink(const RunWindow& window, double tsc_hz, unsigned flows, uint64_t seq_window = 0,
          bool verify_headers = false, bool timing = true);

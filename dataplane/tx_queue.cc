@@ -14,6 +14,13 @@
 #include "dataplane/tx_meta.h"
 
 namespace txbatch {
+namespace {
+
+// A window's TSC less the receiver's share inside it (0 if a thread that migrated between two
+// cores' TSCs made the window read shorter).
+uint64_t Less(uint64_t window, uint64_t rx) { return window > rx ? window - rx : 0; }
+
+}  // namespace
 
 std::unique_ptr<TxQueue> MakeTxQueue(TxDriver& driver, const FlushPolicy& policy,
                                      const TxQueueConfig& config, const RunWindow& window) {
@@ -89,7 +96,7 @@ uint16_t TxQueue::Transmit(const Batch& batch, Tsc t0, Handover handover, Tsc ha
     rx = BookReceiverLocked(before);
   }
   counters_.batch_hist[batch.size()].Add();
-  counters_.tx_cycles.Add(Now() - t0 - rx);
+  counters_.tx_cycles.Add(Less(Now() - t0, rx));
   return accepted;
 }
 
@@ -141,7 +148,7 @@ void TxQueue::Completion(Tsc now, bool resched) {
     if (reclaimed > 0) {
       counters_.completions.Add();
       counters_.completion_frames.Add(reclaimed);
-      counters_.completion_cycles.Add(Now() - t0 - rx);
+      counters_.completion_cycles.Add(Less(Now() - t0, rx));
     }
     PublishLocked();
   }
@@ -162,7 +169,7 @@ uint16_t TxQueue::SendBatch(Batch& batch) {
     const uint64_t rx = BookReceiverLocked(before);
     counters_.batch_hist[n].Add();
     counters_.dropped_noqueue.Add(n - accepted);
-    counters_.tx_cycles.Add(Now() - t0 - rx);
+    counters_.tx_cycles.Add(Less(Now() - t0, rx));
   }
   batch.ConsumeFront(accepted);
   return accepted;
@@ -219,9 +226,11 @@ void TxQueue::StopIrq() {
 
 void TxQueue::IrqLoop() {
   const bool registered = EnterServiceThread();
+  // BQL learns its limit from completions (dql_completed), which the idle poll reports where
+  // the driver completes inside its call: keep it polling then.
   const bool idle_polling = [this] {
     std::lock_guard tx(tx_lock_);
-    return driver_.IdlePolling();
+    return driver_.IdlePolling() || dev_.has_bql();
   }();
   {
     // A TX-completion interrupt preempts whatever runs; a CFS thread would wait behind the
@@ -269,6 +278,13 @@ void TxQueue::IrqLoop() {
   }
   lk.unlock();
   if (registered) rte_thread_unregister();
+}
+
+std::vector<std::thread::native_handle_type> TxQueue::service_threads() {
+  std::vector<std::thread::native_handle_type> out;
+  for (std::thread* t : {&irq_, &runner_})
+    if (t->joinable()) out.push_back(t->native_handle());
+  return out;
 }
 
 bool TxQueue::Idle() {

@@ -202,7 +202,9 @@ class TxQueue {
   std::optional<uint32_t> bql_limit();
 
   const TxQueueCounters& counters() const { return counters_; }
-  std::thread::native_handle_type irq_thread() { return irq_.native_handle(); }
+  // The threads this queue runs besides the producers (the txirq; a dedicated runner), whose
+  // CPU time is the TX path's too.
+  std::vector<std::thread::native_handle_type> service_threads();
   // Whether the txirq thread got SCHED_FIFO (it preempts producers like a hard IRQ; needs root).
   bool irq_realtime() const { return irq_realtime_.load(); }
 

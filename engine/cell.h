@@ -111,10 +111,12 @@ struct CellResult {
   std::map<unsigned, uint64_t> batch_hist;  // power-of-two bucket lower bound -> xmit calls
   double xmit_calls_per_pkt = 0;
   std::optional<double> doorbells_per_pkt;
-  // The TX path alone (producers, qdisc, driver, completion role), the receiver's share out.
+  // The TX path alone, the receiver's share out: TSC of dequeue + handover a frame, and the
+  // CPU time of the producers, the txirq and a dedicated runner a frame.
   double cycles_per_pkt = 0, cpu_ns_per_pkt = 0;
   // The emulated receiver (the sink, where it runs inside the driver's calls on the sending
-  // threads): TSC and ns a frame it was handed; none where the receiver is elsewhere.
+  // threads): TSC a frame it was handed and the same in ns (TSC time inside those calls: what
+  // cpu_ns_per_pkt leaves out); none where the receiver is elsewhere.
   std::optional<ReceiverResult> receiver;
   // The completion role's reclaims in the window (those that freed something): frames and TSC
   // per reclaim; none for a driver that completes inside its xmit call.

@@ -112,7 +112,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
     DriverCounters dc;
     TxQueueCounters qc;
     for (unsigned q = 0; q < nq; ++q) {
-      cpu_ns += ThreadCpuNs(queues[q]->irq_thread());
+      for (const auto t : queues[q]->service_threads()) cpu_ns += ThreadCpuNs(t);
       AddInto(dc, drivers[q]->counters());
       AddInto(qc, queues[q]->counters());
     }

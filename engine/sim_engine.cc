@@ -222,7 +222,7 @@ void Simulation::IrqSleep(SimActor& irq) {
   const Tsc deadline = q.driver().NextCompletion();
   if (deadline != kNever) {
     irq.t = std::max(deadline, irq.t);
-  } else if (q.driver().IdlePolling() &&
+  } else if ((q.driver().IdlePolling() || q.dev().has_bql()) &&
              (Generating() || q.driver().InFlight() > 0 || !q.qdisc().empty())) {
     irq.t += idle_poll_;  // the idle ring's coalescing bound (kIrqIdlePoll)
   } else {

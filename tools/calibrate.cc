@@ -225,10 +225,15 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   m.enqueue = floor0(cal.inline_frame - cal.inline_receiver - cal.producer_cycles -
                      cal.inline_call - 2 * m.lock);
   // The txirq: per reclaim = completion + completion_frame x frames reclaimed, timed inside the
-  // TX lock, less the sink's share (the NIC model hands what it reclaims to it: deliver).
+  // TX lock, less the sink's share (the NIC model hands what it reclaims to it). The simulation
+  // charges `deliver` a frame there, which holds more than the receiver measured here (emu:null's
+  // call's own extra, above): completion_frame gives that back, so a reclaimed frame costs what
+  // it measured.
   if (!cal.completion.residuals.empty()) {
+    std::vector<double> rx;
+    for (const auto* p : series("completion")) rx.push_back(p->receiver_cycles);
     m.completion = floor0(cal.completion.intercept);
-    m.completion_frame = floor0(cal.completion.slope);
+    m.completion_frame = floor0(cal.completion.slope + Median(rx) - m.deliver);
   }
   return cal;
 }
