@@ -6,7 +6,8 @@
 #      64-byte frames): txbatch Mpps / testpmd Mpps, per B in BURSTS;
 #      At B = 32 also with --no-timing (no TX stamp a frame), to show what the stamp costs;
 #   2. pfifo_fast (root lock, inline runner, --batch 32) minus --qdisc none --policy buffer:32 on
-#      net_null0, in ns a frame (1000 / Mpps each);
+#      net_null0, in ns a frame (1000 / Mpps each); and minus buffer:1, since one producer never
+#      builds a queue on pfifo_fast: every frame takes the empty-qdisc bypass alone, as on Linux;
 #   3. emu:ixgbe,doorbell_ns=100, --qdisc none --policy buffer:1 and buffer:32, 64-byte frames:
 #      Mpps as a fraction of 10 GbE's line rate for them (14.88 Mpps);
 #   4. emu:null, --qdisc none --policy buffer:32: CPU ns a frame (producer and txirq thread time
@@ -68,6 +69,7 @@ for r in $(seq "$rounds"); do
     put "ratio.$b" "$(awk -v t="$tp" -v n="$none" 'BEGIN {printf "%.3f", n / t}')"
     line+=" B$b testpmd $tp none $none;"
     [[ $b == 32 ]] && none32=$none
+    [[ $b == 1 ]] && none1=$none
     if [[ $b == 32 ]]; then  # what the per-frame stamp costs: the same without it
       read -r nt _ _ < <(txbatch_cell ethdev:net_null0 --qdisc none --policy buffer:32 --no-timing)
       put notiming "$(awk -v t="$tp" -v n="$nt" 'BEGIN {printf "%.3f", n / t}')"
@@ -77,8 +79,12 @@ for r in $(seq "$rounds"); do
   if [[ -z ${none32:-} ]]; then
     read -r none32 _ _ < <(txbatch_cell ethdev:net_null0 --qdisc none --policy buffer:32)
   fi
+  if [[ -z ${none1:-} ]]; then
+    read -r none1 _ _ < <(txbatch_cell ethdev:net_null0 --qdisc none --policy buffer:1)
+  fi
   read -r pf _ _ < <(txbatch_cell ethdev:net_null0 --sync rootlock --runner inline --batch 32)
   put pfifo "$(awk -v p="$pf" -v n="$none32" 'BEGIN {printf "%.1f", 1000 / p - 1000 / n}')"
+  put pfifo1 "$(awk -v p="$pf" -v n="$none1" 'BEGIN {printf "%.1f", 1000 / p - 1000 / n}')"
   line+=" pfifo_fast $pf;"
   for b in 1 32; do
     read -r ix _ _ < <(txbatch_cell emu:ixgbe,doorbell_ns=100 --qdisc none --policy "buffer:$b")
@@ -91,7 +97,7 @@ for r in $(seq "$rounds"); do
   put null_tx "$(awk -v c="$ncpu" -v b="$bn" 'BEGIN {printf "%.2f", c / b}')"
   line+=" emu:null $nm Mpps, TX ${ncpu} ns + receiver ${nrx} ns, bench ${bn} ns"
   echo "$line"
-  unset none32
+  unset none32 none1
 done
 
 # One row of the table: series, what, unit before / after the numbers, goal.
@@ -109,6 +115,7 @@ done
 [[ -s $tmp/notiming ]] &&
   row notiming "  the same, --no-timing (no stamp: what it costs)" "" x "-"
 row pfifo "pfifo_fast inline minus none, batch 32 (ns/frame)" + "" "<= +15"
+row pfifo1 "  the same minus none buffer:1 (one producer: its batch is 1)" + "" "-"
 for b in 1 32; do
   row "ixgbe.$b" "emu:ixgbe,doorbell_ns=100 buffer:$b / 14.88 Mpps" "" "" ">= 0.97"
 done
