@@ -10,9 +10,13 @@
 #include <rte_mbuf.h>
 
 #include <cstdint>
+#include <mutex>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include "base/counters.h"
+#include "base/pi_mutex.h"
 #include "base/tsc.h"
 
 namespace txbatch {
@@ -33,27 +37,64 @@ class FrameReceiver {
   virtual void Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival) = 0;
 };
 
-// A receiver's own books: the TSC its Receive calls took and the frames they were handed. The
-// emulated receiver (the sink) runs inside a driver's call or reclaim, under the TX lock, on the
-// sending thread's core; the TX queue takes these cycles out of its TX path's and completion's
-// (tx_cycles, completion_cycles) so `cycles/pkt` and `CPU ns` mean the TX path alone, and the
-// run reports the receiver's share apart. Two TSC reads a Receive call (a burst or a reclaim).
-// Same rule as the receiver: one thread at a time.
-class TimedReceiver final : public FrameReceiver {
+// The emulated receiver's hand-off. Emu's NIC delivers inside its call or reclaim, under the TX
+// lock; a receiver doing its work there (the sink: parse, sequence, histograms, free) would hold
+// the TX lock for it — ~30 us for a 512-frame reclaim, the producers blocked meanwhile — where on
+// Linux the TX completion frees without HARD_TX_LOCK and receiving is another context's. So the
+// driver's deliveries are only staged here (Receive, under the TX lock), and the TX queue hands
+// them on (Flush) after its window, outside the TX lock, under this receiver's own lock: taken
+// before the TX lock is let go, so frames reach the receiver in the order they were delivered.
+// The receiver's time is timed there and booked apart (rx_cycles, rx_frames): `cycles/pkt` and
+// `CPU ns` are the TX path's alone. It still runs on the delivering thread's core.
+class DeferredReceiver final : public FrameReceiver {
  public:
-  explicit TimedReceiver(FrameReceiver& inner) : inner_(inner) {}
-  void Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival) override {
-    const Tsc t0 = Now();
-    inner_.Receive(frames, arrival);
-    cycles_.Add(Now() - t0);
-    frames_.Add(frames.size());
+  // `inherit`: the receiver's lock inherits priority, as the TX lock does where it does (not
+  // with --qdisc none, where producers contend for both: see TxQueue).
+  DeferredReceiver(FrameReceiver& inner, bool inherit) : inner_(inner), mu_(inherit) {}
+  // Whatever is still staged (a queue torn down mid-call) goes back to the pool.
+  ~DeferredReceiver() override {
+    if (!staged_.empty())
+      rte_pktmbuf_free_bulk(staged_.data(), static_cast<unsigned>(staged_.size()));
   }
-  uint64_t cycles() const { return cycles_.Get(); }
-  uint64_t frames() const { return frames_.Get(); }
+  DeferredReceiver(const DeferredReceiver&) = delete;
+  DeferredReceiver& operator=(const DeferredReceiver&) = delete;
+  // The driver's side, under the TX lock.
+  void Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival) override {
+    staged_.insert(staged_.end(), frames.begin(), frames.end());
+    staged_at_.insert(staged_at_.end(), arrival.begin(), arrival.end());
+  }
+  // Under the TX lock: whether a Flush has anything to hand on.
+  bool HasStaged() const { return !staged_.empty(); }
+  // Called holding the TX lock: takes this receiver's lock and what is staged, lets the TX lock
+  // go (`unlock_tx`), hands the frames on and adds the TSC that took (once the lock is held: a
+  // wait for it sleeps, it is no CPU) and their count to `cycles` and `frames` (written under
+  // this receiver's lock only). Where several threads deliver (emu:null, several producers), one
+  // that finds the lock taken waits for it holding the TX lock, as all of the sink's work
+  // waited before the hand-off: frames keep their order.
+  template <class UnlockTx>
+  void Flush(UnlockTx&& unlock_tx, Counter& cycles, Counter& frames) {
+    std::lock_guard rx(mu_);
+    const Tsc t0 = Now();
+    std::swap(staged_, handing_);
+    std::swap(staged_at_, handing_at_);
+    unlock_tx();
+    inner_.Receive(handing_, handing_at_);
+    cycles.Add(Now() - t0);
+    frames.Add(handing_.size());
+    handing_.clear();
+    handing_at_.clear();
+  }
+  // Under the TX lock: nothing staged and nothing being handed on (waits for a Flush under way).
+  bool Idle() {
+    std::lock_guard rx(mu_);
+    return staged_.empty();
+  }
 
  private:
   FrameReceiver& inner_;
-  Counter cycles_, frames_;
+  PiMutex mu_;  // taken under the TX lock, never the other way round; nothing under it locks
+  std::vector<rte_mbuf*> staged_, handing_;
+  std::vector<Tsc> staged_at_, handing_at_;
 };
 
 }  // namespace txbatch

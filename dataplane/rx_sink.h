@@ -3,8 +3,8 @@
 // stamp), tracks sequence numbers per flow (gaps = lost, going back = duplicated or reordered)
 // and counts foreign frames apart by reason. Frees what it receives.
 //
-// Not thread-safe: Receive is called by one thread at a time (the emu driver calls it under the
-// queue's TX lock).
+// Not thread-safe: Receive is called by one thread at a time (a run's emu driver delivers to it
+// through a DeferredReceiver, which hands frames on under its own lock).
 
 #include <rte_mbuf.h>
 

@@ -14,13 +14,6 @@
 #include "dataplane/tx_meta.h"
 
 namespace txbatch {
-namespace {
-
-// A window's TSC less the receiver's share inside it (0 if a thread that migrated between two
-// cores' TSCs made the window read shorter).
-uint64_t Less(uint64_t window, uint64_t rx) { return window > rx ? window - rx : 0; }
-
-}  // namespace
 
 std::unique_ptr<TxQueue> MakeTxQueue(TxDriver& driver, const FlushPolicy& policy,
                                      const TxQueueConfig& config, const RunWindow& window) {
@@ -88,29 +81,22 @@ DequeueContext TxQueue::Device() const {
 uint16_t TxQueue::Transmit(const Batch& batch, Tsc t0, Handover handover, Tsc handed) {
   MarkHandover(batch, handed != 0 ? handed : t0);
   uint16_t accepted;
-  uint64_t rx;
+  Tsc end;
   {
-    std::lock_guard tx(tx_lock_);
-    const RxBooks before = ReceiverBooks();
+    std::unique_lock tx(tx_lock_);
     accepted = XmitLocked(batch, handover);
-    rx = BookReceiverLocked(before);
+    end = Now();
+    HandOn(tx);
   }
   counters_.batch_hist[batch.size()].Add();
-  counters_.tx_cycles.Add(Less(Now() - t0, rx));
+  counters_.tx_cycles.Add(end - t0);
   return accepted;
 }
 
-TxQueue::RxBooks TxQueue::ReceiverBooks() const {
-  if (config_.receiver == nullptr) return {};
-  return {config_.receiver->cycles(), config_.receiver->frames()};
-}
-
-uint64_t TxQueue::BookReceiverLocked(RxBooks before) {
-  const RxBooks now = ReceiverBooks();
-  const uint64_t cycles = now.cycles - before.cycles;
-  counters_.rx_cycles.Add(cycles);
-  counters_.rx_frames.Add(now.frames - before.frames);
-  return cycles;
+void TxQueue::HandOn(std::unique_lock<PiMutex>& tx) {
+  DeferredReceiver* const r = config_.receiver;
+  if (r == nullptr || !r->HasStaged()) return;
+  r->Flush([&tx] { tx.unlock(); }, counters_.rx_cycles, counters_.rx_frames);
 }
 
 uint16_t TxQueue::XmitLocked(const Batch& batch, Handover handover) {
@@ -139,18 +125,17 @@ std::optional<uint32_t> TxQueue::bql_limit() {
 void TxQueue::Completion(Tsc now, bool resched) {
   bool woke;
   {
-    std::lock_guard tx(tx_lock_);
+    std::unique_lock tx(tx_lock_);
     const Tsc t0 = Now();
-    const RxBooks before = ReceiverBooks();
     unsigned reclaimed = 0;
     woke = dev_.Complete(now, &reclaimed);
-    const uint64_t rx = BookReceiverLocked(before);
     if (reclaimed > 0) {
       counters_.completions.Add();
       counters_.completion_frames.Add(reclaimed);
-      counters_.completion_cycles.Add(Less(Now() - t0, rx));
+      counters_.completion_cycles.Add(Now() - t0);
     }
     PublishLocked();
+    HandOn(tx);
   }
   if (woke || resched) Restart(resched);
 }
@@ -163,13 +148,12 @@ uint16_t TxQueue::SendBatch(Batch& batch) {
   uint16_t accepted;
   {
     // Producers share these counters here, so they are written under the TX lock.
-    std::lock_guard tx(tx_lock_);
-    const RxBooks before = ReceiverBooks();
+    std::unique_lock tx(tx_lock_);
     accepted = XmitLocked(batch, Handover::kBurst);
-    const uint64_t rx = BookReceiverLocked(before);
     counters_.batch_hist[n].Add();
     counters_.dropped_noqueue.Add(n - accepted);
-    counters_.tx_cycles.Add(Less(Now() - t0, rx));
+    counters_.tx_cycles.Add(Now() - t0);
+    HandOn(tx);
   }
   batch.ConsumeFront(accepted);
   return accepted;
@@ -290,7 +274,7 @@ std::vector<std::thread::native_handle_type> TxQueue::service_threads() {
 bool TxQueue::Idle() {
   if (!QdiscIdle()) return false;
   std::lock_guard tx(tx_lock_);
-  return driver_.InFlight() == 0;
+  return driver_.InFlight() == 0 && (config_.receiver == nullptr || config_.receiver->Idle());
 }
 
 }  // namespace txbatch

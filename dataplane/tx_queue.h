@@ -17,8 +17,10 @@
 //
 // This base class owns the driver side: tx_lock_ (HARD_TX_LOCK) around every driver call, the
 // txirq, --qdisc none's SendBatch and the counters. Lock order: a qdisc lock is never taken
-// while holding tx_lock_; irq_mu_ may be taken under either (Kick), never the other way round.
-// tx_lock_ and irq_mu_, which the SCHED_FIFO txirq takes on every wake, inherit priority.
+// while holding tx_lock_; irq_mu_ may be taken under either (Kick), never the other way round;
+// the receiver's lock (TxQueueConfig::receiver) is taken under tx_lock_ and nothing is taken
+// under it. tx_lock_ and irq_mu_, which the SCHED_FIFO txirq takes on every wake, inherit
+// priority.
 
 #include <array>
 #include <atomic>
@@ -79,9 +81,10 @@ struct TxQueueConfig {
   bool time_handover = false;
   // Used when the policy reads BQL and the driver reports completions.
   BqlBounds bql;
-  // The receiver the driver delivers to, where it runs inside the driver's calls (the emulated
-  // sink): its cycles are taken out of tx_cycles and completion_cycles into rx_cycles.
-  const TimedReceiver* receiver = nullptr;
+  // The receiver the driver delivers to where it delivers inside its calls (the emulated sink):
+  // what it staged is handed on after each TX-lock section, outside the lock and the TX path's
+  // windows, its time booked into rx_cycles.
+  DeferredReceiver* receiver = nullptr;
 };
 
 // A queue's counters (TxQueueCounters, live: SharedCounter where producers write outside any
@@ -98,12 +101,12 @@ struct TxQueueCountersOf {
   C runs;         // qdisc runs started by producers (or the dedicated runner)
   S missed;       // nolock: producers that found the run flag taken (__QDISC_STATE_MISSED)
   C bypassed;     // frames that went straight to the driver (TxQueueConfig::bypass)
-  C tx_cycles;    // TSC spent dequeuing + in Xmit (the TX path), less the receiver's share
+  C tx_cycles;    // TSC spent dequeuing + in Xmit (the TX path)
   // The completion role's reclaims that freed something: calls, frames, and the TSC they took
-  // under the TX lock (the driver's reclaim; the receiver's share taken out), for calibrate.
+  // under the TX lock (the driver's reclaim), for calibrate.
   C completions, completion_frames, completion_cycles;
-  // The receiver's (TxQueueConfig::receiver) TSC inside the TX path's and the completion
-  // role's calls, and the frames it was handed there: written under the TX lock.
+  // The receiver's (TxQueueConfig::receiver) TSC handing on what the driver delivered, after
+  // the TX path's and the completion role's calls, and those frames: written under its lock.
   C rx_cycles, rx_frames;
   // Longest the txirq woke after the completion deadline it slept for, within the run window:
   // the scheduler's (or the host's) delay in serving the modelled interrupt. Large values
@@ -182,7 +185,8 @@ class TxQueue {
   // Send frees and counts (dropped_aborted) instead of queueing, so producers return. Thread-safe.
   virtual void Abort() = 0;
 
-  // Nothing queued, nobody running, nothing in flight in the driver. Thread-safe.
+  // Nothing queued, nobody running, nothing in flight in the driver, nothing staged for the
+  // receiver or being handed on. Thread-safe.
   bool Idle();
   virtual unsigned backlog() = 0;
   // Frees whatever is still queued (teardown of an abandoned run, every thread stopped); returns
@@ -260,14 +264,10 @@ class TxQueue {
   uint16_t XmitLocked(const Batch& batch, Handover handover);
   // Publishes what runners read without tx_lock_ (stopped, BQL's room, free slots).
   void PublishLocked();
-  // The receiver's books so far (TxQueueConfig::receiver; zeros without one). Under tx_lock_.
-  struct RxBooks {
-    uint64_t cycles = 0, frames = 0;
-  };
-  RxBooks ReceiverBooks() const;
-  // Books the receiver's share since `before` into rx_cycles and rx_frames; returns its cycles,
-  // to take out of the caller's window. Under tx_lock_.
-  uint64_t BookReceiverLocked(RxBooks before);
+  // Called holding tx_lock_ through `tx` at the end of a TX-lock section: what the driver
+  // delivered to TxQueueConfig::receiver is handed on, tx_lock_ let go once the receiver's lock
+  // is held (so `tx` may come back unlocked).
+  void HandOn(std::unique_lock<PiMutex>& tx);
 
   // Priority-inheriting: the SCHED_FIFO txirq takes it to reclaim (see pi_mutex.h).
   PiMutex tx_lock_;

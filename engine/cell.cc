@@ -146,7 +146,7 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
     if (driver.owns_doorbell()) r.doorbells_per_pkt = static_cast<double>(wd.doorbells) / accepted;
     r.cycles_per_pkt = static_cast<double>(wq.tx_cycles) / accepted;
   }
-  // The receiver ran on these threads inside the TX path's and the completion role's calls:
+  // The receiver ran on these threads after the TX path's and the completion role's calls:
   // its time is its own (results.receiver), not the TX path's CPU.
   const double rx_ns = static_cast<double>(wq.rx_cycles) * 1e9 / tsc_hz;
   if (r.packets > 0)

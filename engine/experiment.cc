@@ -54,12 +54,12 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
     sinks.back()->StartFlows(first_seq);
     sink_ptrs.push_back(sinks.back().get());
   }
-  // Each sink's time is booked apart from the TX path it runs inside (TimedReceiver).
-  std::vector<std::unique_ptr<TimedReceiver>> timed;
+  // The drivers deliver into a hand-off each: the sink runs after the TX lock, booked apart.
+  std::vector<std::unique_ptr<DeferredReceiver>> handoffs;
   std::vector<FrameReceiver*> receivers;
   for (RxSink* s : sink_ptrs) {
-    timed.push_back(std::make_unique<TimedReceiver>(*s));
-    receivers.push_back(timed.back().get());
+    handoffs.push_back(std::make_unique<DeferredReceiver>(*s, /*inherit=*/!cfg.shape.noqueue));
+    receivers.push_back(handoffs.back().get());
   }
   auto created = CreateDrivers(cfg.driver_spec, pool, cfg.mtu, receivers, window, tsc_hz,
                                cfg.link ? &*cfg.link : nullptr);
@@ -74,7 +74,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   std::vector<std::unique_ptr<TxQueue>> queues;
   for (unsigned q = 0; q < nq; ++q) {
     TxQueueConfig own = qcfg;
-    own.receiver = timed[q].get();
+    own.receiver = handoffs[q].get();
     queues.push_back(MakeTxQueue(*drivers[q], *policy, own, window));
   }
 

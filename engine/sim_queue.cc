@@ -82,25 +82,30 @@ uint16_t SimQueue::SendBatch(SimActor& p, Batch& own) {
   const uint64_t handled = Handled();
   const uint16_t accepted = dev_.Xmit(own.frames(), Handover::kBurst, &stopped_now);
   p.t = std::max(p.t, clock_.now);
-  const Tsc rx = BookReceiver(handled);
-  cpu_.Work(p, cpu_.c.xmit_call + cpu_.c.xmit_frame * n + rx);
+  cpu_.Work(p, cpu_.c.xmit_call + cpu_.c.xmit_frame * n);
   tx_free_ = p.t;
   qc_.batch_hist[n].Add();
   qc_.dropped_noqueue.Add(n - accepted);
-  qc_.tx_cycles.Add(p.t - t0 - rx);
+  qc_.tx_cycles.Add(p.t - t0);
   if (stopped_now) Kick(p.t, false);
+  HandOn(p, handled);
   own.ConsumeFront(accepted);
   return accepted;
 }
 
-Tsc SimQueue::BookReceiver(uint64_t handled_before) {
+void SimQueue::HandOn(SimActor& a, uint64_t handled_before) {
   const uint64_t frames = Handled() - handled_before;
-  const Tsc cycles = cpu_.c.deliver * frames;
-  if (frames > 0) {
-    qc_.rx_cycles.Add(cycles);
-    qc_.rx_frames.Add(frames);
-  }
-  return cycles;
+  if (frames == 0) return;
+  cpu_.Acquire(a, rx_free_);
+  tx_free_ = std::max(tx_free_, a.t);  // the TX lock is let go once the receiver's is held
+  // The lock's price is the receiver's; a wait for it is left out, as completion_cycles leaves
+  // out the TX lock's: an actor woken earlier than its own last step ended would wait for
+  // itself here.
+  const Tsc t0 = a.t - cpu_.c.lock;
+  cpu_.Work(a, cpu_.c.deliver * frames);
+  rx_free_ = a.t;
+  qc_.rx_cycles.Add(a.t - t0);
+  qc_.rx_frames.Add(frames);
 }
 
 void SimQueue::BeginRun(SimActor& a, bool resched) {
@@ -157,13 +162,13 @@ void SimQueue::Xmit(SimActor& a) {
   bool stopped_now = false;
   accepted_ = dev_.Xmit(batch.frames(), run_.handover(), &stopped_now);
   a.t = std::max(a.t, clock_.now);
-  const Tsc rx = BookReceiver(handled);
   cpu_.Work(a, cpu_.c.xmit_call * (driver_.counters().xmit_calls.Get() - calls) +
-                   cpu_.c.xmit_frame * batch.size() + rx);
+                   cpu_.c.xmit_frame * batch.size());
   tx_free_ = a.t;
   qc_.batch_hist[batch.size()].Add();
-  qc_.tx_cycles.Add(a.t - run_t0_ - rx);
+  qc_.tx_cycles.Add(a.t - run_t0_);
   if (stopped_now) Kick(a.t, false);
+  HandOn(a, handled);
   if (accepted_ < batch.size()) {
     a.step = SimStep::kRequeue;  // the refused go back under the root lock
     handed_over_ = true;         // the accepted are the driver's now
@@ -246,14 +251,14 @@ void SimQueue::Complete(SimActor& irq, bool resched) {
   const uint64_t handled = Handled();
   const bool woke = dev_.Complete(irq.t, &reclaimed);
   const Tsc t0 = irq.t;
-  const Tsc rx = BookReceiver(handled);
-  cpu_.Work(irq, cpu_.c.completion + cpu_.c.completion_frame * reclaimed + rx);
+  cpu_.Work(irq, cpu_.c.completion + cpu_.c.completion_frame * reclaimed);
   if (reclaimed > 0) {
     qc_.completions.Add();
     qc_.completion_frames.Add(reclaimed);
-    qc_.completion_cycles.Add(irq.t - t0 - rx);
+    qc_.completion_cycles.Add(irq.t - t0);
   }
   tx_free_ = irq.t;
+  HandOn(irq, handled);
   if (woke || resched) Restart(irq);
 }
 

@@ -166,9 +166,10 @@ class SimQueue {
   void EndRun(SimActor& a);
   void Restart(SimActor& irq);
   uint64_t Handled() const { return sink_ != nullptr ? sink_->handled() : 0; }
-  // Books the sink's frames handled since `handled_before` (rx_cycles, rx_frames: `deliver`
-  // each) and returns their cycles, charged on the same CPU but out of the TX path's window.
-  Tsc BookReceiver(uint64_t handled_before);
+  // The sink's frames handled since `handled_before`, handed on after the TX lock as the real
+  // queue does (DeferredReceiver): `deliver` each on `a`, under the receiver's lock, booked as
+  // rx_cycles (the lock included) and rx_frames.
+  void HandOn(SimActor& a, uint64_t handled_before);
 
   TxDriver& driver_;
   RxSink* sink_;
@@ -185,6 +186,7 @@ class SimQueue {
   std::vector<SimActor*> waiters_;   // blocked producers, in the order they blocked
   Tsc root_free_ = 0, tx_free_ = 0;  // when its root lock and TX lock are next free
   Tsc first_enqueued_ = 0;
+  Tsc rx_free_ = 0;  // when the receiver's lock is next free
   Tsc run_t0_ = 0;  // the current bulk's start (tx_cycles)
   uint16_t accepted_ = 0;
   bool handed_over_ = false;  // between the driver call and Settle: accepted_ are the driver's

@@ -193,14 +193,20 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   const auto floor0 = [](double v) { return std::max(0.0, v); };
   // The driver: fixed = TX lock + call (the lock alone is not separable here: the base's value
   // stays); per frame = the call's own work. A PMD's per-frame work (net_null's slope) is the
-  // driver's share. Handing a frame to the sink, which emu:null does inside the call, is the
-  // receiver's, timed apart (results.receiver); what emu:null's call does a frame beyond
-  // net_null's is charged there too, so emu:null's whole frame costs what it measured.
+  // driver's share. Handing frames to the sink, which emu:null does after each call, is the
+  // receiver's, timed apart (results.receiver): its cycles a call = its lock + deliver x n.
+  // What emu:null's call does a frame beyond net_null's is charged to deliver too, so emu:null's
+  // whole frame costs what it measured.
   m.xmit_call = floor0(cal.none.intercept - m.lock);
   if (!cal.net_null.residuals.empty()) m.xmit_frame = floor0(cal.net_null.slope);
-  std::vector<double> receiver;
-  for (const auto* p : series("none")) receiver.push_back(p->receiver_cycles);
-  m.deliver = floor0(Median(receiver) + floor0(cal.none.slope - m.xmit_frame));
+  {
+    std::vector<double> x, y;
+    for (const auto* p : series("none"))
+      x.push_back(p->avg_batch), y.push_back(p->receiver_cycles * p->avg_batch);
+    cal.receiver = FitLine(x, y);
+  }
+  const double emu_extra = floor0(cal.none.slope - m.xmit_frame);
+  m.deliver = floor0(cal.receiver.slope + emu_extra);
   // The producer: what each frame costs beyond its share of the driver call and the receiver's
   // (one write per 60-byte datagram, so write + frame together; the base's write stays).
   std::vector<double> producer;
@@ -225,15 +231,18 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   m.enqueue = floor0(cal.inline_frame - cal.inline_receiver - cal.producer_cycles -
                      cal.inline_call - 2 * m.lock);
   // The txirq: per reclaim = completion + completion_frame x frames reclaimed, timed inside the
-  // TX lock, less the sink's share (the NIC model hands what it reclaims to it). The simulation
-  // charges `deliver` a frame there, which holds more than the receiver measured here (emu:null's
-  // call's own extra, above): completion_frame gives that back, so a reclaimed frame costs what
-  // it measured.
+  // TX lock (the NIC model hands what it reclaims to the sink after it). The simulation charges
+  // `deliver` a frame there, not what the receiver measured in the reclaims (its own line, on
+  // the txirq's colder cache, and deliver holds emu:null's call's extra): completion_frame gives
+  // the difference back, so a reclaimed frame costs what it measured.
   if (!cal.completion.residuals.empty()) {
-    std::vector<double> rx;
-    for (const auto* p : series("completion")) rx.push_back(p->receiver_cycles);
+    std::vector<double> x, y;
+    for (const auto* p : series("completion"))
+      x.push_back(p->avg_batch), y.push_back(p->receiver_cycles * p->avg_batch);
+    const LinearFit rx = FitLine(x, y);
     m.completion = floor0(cal.completion.intercept);
-    m.completion_frame = floor0(cal.completion.slope + Median(rx) - m.deliver);
+    // A reclaimed frame's receiver measured rx.slope there; the simulation charges deliver.
+    m.completion_frame = floor0(cal.completion.slope + rx.slope - m.deliver);
   }
   return cal;
 }
@@ -256,6 +265,7 @@ nlohmann::json Calibration::Json() const {
                    {"cycles_per_frame", p.cycles_per_frame},
                    {"receiver_cycles", p.receiver_cycles}});
   return {{"none", line(none)},
+          {"receiver", line(receiver)},
           {"dedicated", line(dedicated)},
           {"net_null", net_null.residuals.empty() ? nlohmann::json(nullptr) : line(net_null)},
           {"completion", completion.residuals.empty() ? nlohmann::json(nullptr) : line(completion)},
@@ -369,6 +379,7 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
   show("  dedicated (root lock + dequeue + the call)", cal->dedicated);
   if (!cal->net_null.residuals.empty())
     show("  net_null (TX lock + the PMD's burst)", cal->net_null);
+  show("  receiver (its lock + the sink, after the call)", cal->receiver);
   fmt::print("cycles per txirq reclaim = fixed + per-frame x n (n: frames reclaimed):\n");
   if (reclaims)
     show("  completion (emu:ixgbe's ring, inside the TX lock)", cal->completion);

@@ -5,9 +5,9 @@
 // Series, one producer of 60-byte UDP frames on a wire-less NIC (emu:null, no injected costs),
 // each at batch limits N (default 1 … 256):
 // * `none`      — --qdisc none --policy buffer:N: cycles per driver call against frames in it
-//                 gives the driver's fixed and per-frame cost (emu:null hands each frame to the
-//                 sink inside the call: that is `deliver`); the rest of a frame's time is the
-//                 producer's;
+//                 gives the driver's fixed and per-frame cost; the receiver's time (emu:null
+//                 hands each frame to the sink after the call, timed apart) gives `deliver`; the
+//                 rest of a frame's time is the producer's;
 // * `net_null`  — the same on ethdev:net_null0: a DPDK PMD's per-frame work, taken as the
 //                 driver's share of the per-frame cost (`xmit_frame`; the rest is `deliver`);
 // * `inline`    — an inline runner at count:1, flat out: each frame alone through enqueue, a
@@ -67,6 +67,9 @@ struct Calibration {
   CostModel model;
   std::vector<CalibrationPoint> points;
   LinearFit none, dedicated, net_null;
+  // The none series' receiver: its cycles a call (results.receiver x avg batch) = its lock +
+  // deliver x n.
+  LinearFit receiver;
   LinearFit completion;        // the txirq's cycles per reclaim against the frames it reclaimed
   double producer_cycles = 0;  // write + frame, from the none series
   // The inline point (count:1): cycles per frame, and its TX path per call.

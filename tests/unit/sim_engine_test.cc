@@ -93,7 +93,7 @@ TEST(SimEngine, OneProducerRunsAtTheCostModelsRate) {
     // The idle txirq's polls (every 125 us) take the TX lock: free, so they never delay the
     // producer and the formula is exact.
     c.cost.completion = c.cost.completion_frame = c.cost.lock = c.cost.lock_contended = 0;
-    // emu:null hands each frame to the sink inside the call: `deliver` per frame there.
+    // emu:null hands each frame to the sink after the call: `deliver` per frame, same CPU.
     const double per_frame = c.cost.write + c.cost.frame + c.cost.xmit_frame + c.cost.deliver + 5;
     const double fixed = c.cost.xmit_call + 100;
     const double expect_mpps = 1e9 / (fixed / n + per_frame) / 1e6;
@@ -118,6 +118,7 @@ TEST(SimEngine, ReclaimsCostTheModelsCompletionCosts) {
   c.cost.completion = 300;
   c.cost.completion_frame = 20;
   c.cost.deliver = 150;
+  c.cost.lock = c.cost.lock_contended = 0;  // the receiver's lock: free, so it costs deliver alone
   const CellResult r = Simulate(c);
   ASSERT_TRUE(r.completion_frames_per_call.has_value());
   ASSERT_TRUE(r.completion_cycles_per_call.has_value());
