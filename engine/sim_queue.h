@@ -187,7 +187,7 @@ class SimQueue {
   Tsc root_free_ = 0, tx_free_ = 0;  // when its root lock and TX lock are next free
   Tsc first_enqueued_ = 0;
   Tsc rx_free_ = 0;  // when the receiver's lock is next free
-  Tsc run_t0_ = 0;  // the current bulk's start (tx_cycles)
+  Tsc run_t0_ = 0;   // the current bulk's start (tx_cycles)
   uint16_t accepted_ = 0;
   bool handed_over_ = false;  // between the driver call and Settle: accepted_ are the driver's
   const int meta_offset_;     // TxMetaOffset() with config.track_stages, else -1
