@@ -42,7 +42,7 @@ class RxSink final : public FrameReceiver {
   // 65536. A link that holds many frames needs a wider one (RunCell: 4 x its limit).
   // `verify_headers`: check every txbatch frame's headers (VerifyHeaders) and count failures as
   // corrupt — needed only behind a link that corrupts; it costs an IPv4 checksum per frame, on
-  // the sending core where emu runs the sink inside its call (booked as the receiver's).
+  // the sending core where emu's deliveries are handed on (booked as the receiver's).
   // `timing`: measure latency (off: --no-timing, frames carry no stamp; counts only).
   RxSink(const RunWindow& window, double tsc_hz, unsigned flows, uint64_t seq_window = 0,
          bool verify_headers = false, bool timing = true);

@@ -114,9 +114,9 @@ struct CellResult {
   // The TX path alone, the receiver's share out: TSC of dequeue + handover a frame, and the
   // CPU time of the producers, the txirq and a dedicated runner a frame.
   double cycles_per_pkt = 0, cpu_ns_per_pkt = 0;
-  // The emulated receiver (the sink, where it runs inside the driver's calls on the sending
-  // threads): TSC a frame it was handed and the same in ns (TSC time inside those calls: what
-  // cpu_ns_per_pkt leaves out); none where the receiver is elsewhere.
+  // The emulated receiver (the sink, handed what the driver's calls delivered, after them, on
+  // the same threads): TSC a frame and the same in ns (TSC time while it held its lock: what
+  // cpu_ns_per_pkt leaves out); none where no frame reaches an in-process receiver.
   std::optional<ReceiverResult> receiver;
   // The completion role's reclaims in the window (those that freed something): frames and TSC
   // per reclaim; none for a driver that completes inside its xmit call.

@@ -168,6 +168,13 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
       if (p.series == name) out.push_back(&p);
     return out;
   };
+  // A series' receiver: its cycles a call (results.receiver x avg batch) against avg batch.
+  const auto receiver_line = [&](const std::string& name) {
+    std::vector<double> x, y;
+    for (const auto* p : series(name))
+      x.push_back(p->avg_batch), y.push_back(p->receiver_cycles * p->avg_batch);
+    return FitLine(x, y);
+  };
   const auto fit = [&](const std::string& name, LinearFit* f) -> Status {
     const auto pts = series(name);
     if (pts.size() < 2)
@@ -199,12 +206,7 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   // whole frame costs what it measured.
   m.xmit_call = floor0(cal.none.intercept - m.lock);
   if (!cal.net_null.residuals.empty()) m.xmit_frame = floor0(cal.net_null.slope);
-  {
-    std::vector<double> x, y;
-    for (const auto* p : series("none"))
-      x.push_back(p->avg_batch), y.push_back(p->receiver_cycles * p->avg_batch);
-    cal.receiver = FitLine(x, y);
-  }
+  cal.receiver = receiver_line("none");
   const double emu_extra = floor0(cal.none.slope - m.xmit_frame);
   m.deliver = floor0(cal.receiver.slope + emu_extra);
   // The producer: what each frame costs beyond its share of the driver call and the receiver's
@@ -236,10 +238,7 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   // the txirq's colder cache, and deliver holds emu:null's call's extra): completion_frame gives
   // the difference back, so a reclaimed frame costs what it measured.
   if (!cal.completion.residuals.empty()) {
-    std::vector<double> x, y;
-    for (const auto* p : series("completion"))
-      x.push_back(p->avg_batch), y.push_back(p->receiver_cycles * p->avg_batch);
-    const LinearFit rx = FitLine(x, y);
+    const LinearFit rx = receiver_line("completion");
     m.completion = floor0(cal.completion.intercept);
     // A reclaimed frame's receiver measured rx.slope there; the simulation charges deliver.
     m.completion_frame = floor0(cal.completion.slope + rx.slope - m.deliver);

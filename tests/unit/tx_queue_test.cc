@@ -73,6 +73,19 @@ unsigned Produce(TxQueue& queue, uint16_t flow, unsigned frames) {
   return queued;
 }
 
+// `n` frames of flow 0 built by `b` into one batch (--qdisc none's own batches).
+Batch BuiltBatch(FrameBuilder& b, unsigned n) {
+  Batch batch;
+  for (unsigned i = 0; i < n; ++i) {
+    rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
+    EXPECT_NE(m, nullptr);
+    if (m == nullptr) break;
+    b.Build(m, 100, Now());
+    batch.Push(m);
+  }
+  return batch;
+}
+
 class TxQueueShape : public ::testing::TestWithParam<Shape> {};
 
 INSTANTIATE_TEST_SUITE_P(SyncAndRunner, TxQueueShape,
@@ -313,13 +326,8 @@ TEST(TxQueue, NoqueueHandsBatchesOverAndLeavesTheRefusedToTheCaller) {
   const auto q = MakeTxQueue(*nic, *policy, cfg, window);
   TxQueue& queue = *q;
   FrameBuilder b(Proto::kUdp, 0);
-  Batch batch;
-  for (int i = 0; i < 12; ++i) {
-    rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
-    ASSERT_NE(m, nullptr);
-    b.Build(m, 100, Now());
-    batch.Push(m);
-  }
+  Batch batch = BuiltBatch(b, 12);
+  ASSERT_EQ(batch.size(), 12);
   EXPECT_EQ(queue.SendBatch(batch), 8);  // the ring takes 8
   EXPECT_EQ(batch.size(), 4);            // the caller still holds the refused 4
   EXPECT_EQ(queue.counters().dropped_noqueue.Get(), 4u);
@@ -386,13 +394,7 @@ TEST(TxQueue, TheReceiversTimeIsBookedApartFromTheTxPathAndTheReclaim) {
     if (k.noqueue) {
       FrameBuilder b(Proto::kUdp, 0);
       for (unsigned sent = 0; sent < kFrames; sent += 16) {
-        Batch batch;
-        for (int i = 0; i < 16; ++i) {
-          rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
-          ASSERT_NE(m, nullptr);
-          b.Build(m, 100, Now());
-          batch.Push(m);
-        }
+        Batch batch = BuiltBatch(b, 16);
         ASSERT_EQ(q->SendBatch(batch), 16);
       }
     } else {
