@@ -214,16 +214,19 @@ TEST(EthdevPayload, EveryDriverCountsTheSameBytesPerFrame) {
 
 // The qdisc is visible in latency: on a loopback port (latency = the frame's own RX TSC minus
 // its TX stamp), frames that waited behind a full txqueuelen take far longer than frames sent
-// at 10 % of that load, which find the qdisc empty. A long txqueuelen makes the queueing
-// delay (backlog / throughput, ~20 ms) dominate the light-load delay by a wide margin: that is
-// the completion role's RX poll (<= 125 us) plus, with 8 paced producers on 2 CPUs, their
-// contention — 0.15-0.55 ms at 10 % load here, which a 30000-frame qdisc (~5 ms) did not
-// always clear by 10x.
+// at 10 % of that load, which find the qdisc empty. Batch 1 makes the drain (a driver call a
+// frame) reliably slower than 8 producers: at batch 32 they outran it only by a little once the
+// receiver left the TX lock (2026-12-02), and a run whose drain, run now and then on the
+// SCHED_FIFO completion role, caught up left the qdisc empty (producer_waits 0 in 2-4 of 12
+// runs, the failure CI saw). At batch 1 here: waits 160-205 in 10 of 10 runs, p50 27-49 ms full
+// against 0.11-0.12 ms at 10 % load (the completion role's RX poll, <= 125 us, and 8 paced
+// producers' contention on 2 CPUs: up to 0.55 ms seen), a margin the 10x below keeps on a VM
+// that stalls.
 class LoopbackLatency : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(LoopbackLatency, AFullQdiscShowsInLatency) {
   const std::string common = "run --driver " + GetParam() +
-                             " --proto udp --size 200 --procs 8 --batch 32 --txqueuelen 100000 "
+                             " --proto udp --size 200 --procs 8 --batch 1 --txqueuelen 50000 "
                              "--duration 0.5 --warmup 0.2";
   const auto full = RunTxbatch(common);
   ASSERT_EQ(full.status, 0) << full.err;
