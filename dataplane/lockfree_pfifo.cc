@@ -44,7 +44,7 @@ uint16_t LockfreePfifo::DequeueBulk(Batch& batch, const DequeueBudget& budget) {
   return taken;
 }
 
-void LockfreePfifo::Requeue(std::span<rte_mbuf* const> frames) {
+void LockfreePfifo::Requeue(std::span<rte_mbuf* const> frames, bool /*as_list*/) {
   requeue_.PushFront(frames);
   backlog_.fetch_add(static_cast<unsigned>(frames.size()));
 }

@@ -41,8 +41,9 @@ class LockfreePfifo {
   uint16_t DequeueBulk(Batch& batch, uint16_t max_frames) {
     return DequeueBulk(batch, DequeueBudget{max_frames});
   }
-  // Puts refused `frames` (in order) back ahead of everything. Run-flag holder only.
-  void Requeue(std::span<rte_mbuf* const> frames);
+  // Puts refused `frames` (in order) back ahead of everything; they hold no band's slot, so
+  // `as_list` (how a 3.18 qdisc would have counted them) changes nothing. Run-flag holder only.
+  void Requeue(std::span<rte_mbuf* const> frames, bool as_list = false);
 
   // Frames queued, requeue slot included. A frame counts from just before it is pushed, so a
   // reader may briefly see one that a dequeue cannot take yet.

@@ -10,14 +10,17 @@ int BandForPriority(uint8_t priority) {
   return kPrio2Band[priority & 15];
 }
 
-PfifoFast::PfifoFast(unsigned limit, int bands)
-    : limit_(limit), single_(bands == 1), mask_(std::bit_ceil(std::max(limit, 1u)) - 1) {
+PfifoFast::PfifoFast(unsigned limit, int bands, QdiscLimit bound)
+    : limit_(limit),
+      single_(bands == 1),
+      bound_(bound),
+      mask_(std::bit_ceil(std::max(limit, 1u)) - 1) {
   for (int i = 0; i < (single_ ? 1 : kPfifoBands); ++i) bands_[i].slots.resize(mask_ + 1);
 }
 
 bool PfifoFast::Enqueue(rte_mbuf* m, int band) {
+  if (band_full(band)) return false;
   Fifo& b = bands_[Band(band)];
-  if (b.count >= limit_) return false;
   b.slots[(b.head + b.count) & mask_] = m;
   ++b.count;
   ++backlog_;
@@ -40,8 +43,9 @@ uint16_t PfifoFast::DequeueBulk(Batch& batch, const DequeueBudget& budget) {
   return taken;
 }
 
-void PfifoFast::Requeue(std::span<rte_mbuf* const> frames) {
+void PfifoFast::Requeue(std::span<rte_mbuf* const> frames, bool as_list) {
   requeue_.PushFront(frames);
+  list_ = as_list;
   backlog_ += static_cast<unsigned>(frames.size());
 }
 

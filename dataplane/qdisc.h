@@ -1,8 +1,10 @@
 #pragma once
-// pfifo_fast, the Linux default qdisc: three FIFO bands served in strict priority, each bounded
-// by txqueuelen (drop-tail), plus a requeue slot ahead of them for frames a driver refused
-// (Linux dev_requeue_skb: the refused frames go back to the head, in order, and are not counted
-// against the limit).
+// pfifo_fast, the Linux default qdisc: three FIFO bands served in strict priority, drop-tail at
+// txqueuelen, plus a requeue slot ahead of them for frames a driver refused (Linux
+// dev_requeue_skb: the refused frames go back to the head, in order). Before 4.16 (root-locked)
+// the limit is the qdisc's length, every band and the requeued frames together; the lock-free
+// pfifo_fast of 4.16 on bounds each band (lockfree_pfifo.h), and so does this one when asked
+// (the simulation's lock-free queue).
 //
 // Not thread-safe: every member is called under the queue's root lock (TxQueue).
 
@@ -67,15 +69,25 @@ class RequeueSlot {
   unsigned count_ = 0;
 };
 
+// What a qdisc's limit bounds.
+enum class QdiscLimit : uint8_t {
+  // The qdisc's length (q.qlen): pfifo_fast before 4.16 (`skb_queue_len(&qdisc->q) <
+  // tx_queue_len`) and tc's pfifo (`sch->q.qlen < sch->limit`). Requeued frames count: one a
+  // frame, or one for a 3.18 requeued list (dev_requeue_skb's `q->q.qlen++` for q->gso_skb).
+  kLength,
+  // Each band on its own (4.16 on: a ring of tx_queue_len per band); requeued frames hold no slot.
+  kPerBand,
+};
+
 // With `bands` = 1 it is Linux's pfifo: one drop-tail FIFO of `limit` frames, priorities ignored
 // (--qdisc pfifo, a qdisc installed by tc rather than the device's default).
 class PfifoFast {
  public:
-  // `limit` frames per band (pfifo_fast checks each band against tx_queue_len).
-  explicit PfifoFast(unsigned limit = kDefaultTxQueueLen, int bands = kPfifoBands);
+  explicit PfifoFast(unsigned limit = kDefaultTxQueueLen, int bands = kPfifoBands,
+                     QdiscLimit bound = QdiscLimit::kLength);
 
   // Appends `m` to `band`. Returns false, leaving `m` with the caller to drop and count, when the
-  // band already holds `limit` frames.
+  // limit is reached (band_full).
   [[nodiscard]] bool Enqueue(rte_mbuf* m, int band);
 
   // Moves frames into `batch`, requeued ones first, then band 0, 1, 2, while `budget` allows
@@ -85,9 +97,10 @@ class PfifoFast {
     return DequeueBulk(batch, DequeueBudget{max_frames});
   }
 
-  // Puts `frames` (refused by the driver, in their original order) back at the head.
+  // Puts `frames` (refused by the driver, in their original order) back at the head; `as_list`:
+  // they count as one towards the length (FlushPolicy's requeues_as_list).
   // Precondition: frames.size() <= kMaxBatch - requeued().
-  void Requeue(std::span<rte_mbuf* const> frames);
+  void Requeue(std::span<rte_mbuf* const> frames, bool as_list = false);
 
   // Frames queued, requeue slot included.
   unsigned backlog() const { return backlog_; }
@@ -95,7 +108,14 @@ class PfifoFast {
   unsigned requeued() const { return requeue_.size(); }
   unsigned limit() const { return limit_; }
   bool empty() const { return backlog_ == 0; }
-  bool band_full(int band) const { return bands_[Band(band)].count >= limit_; }
+  // What the limit counts (QdiscLimit::kLength): frames in the bands, and the requeued ones.
+  unsigned length() const {
+    const unsigned r = requeue_.size();
+    return backlog_ - r + (list_ && r > 0 ? 1 : r);
+  }
+  bool band_full(int band) const {
+    return bound_ == QdiscLimit::kPerBand ? bands_[Band(band)].count >= limit_ : length() >= limit_;
+  }
 
   // Frees every queued frame (teardown after an aborted run); returns how many.
   unsigned Purge();
@@ -109,6 +129,8 @@ class PfifoFast {
   int Band(int band) const { return single_ ? 0 : band; }
   unsigned limit_;
   bool single_;  // pfifo: every frame in band 0
+  QdiscLimit bound_;
+  bool list_ = false;  // the requeued frames are one list (Requeue's as_list)
   uint32_t mask_;
   std::array<Fifo, kPfifoBands> bands_;
   RequeueSlot requeue_;

@@ -55,8 +55,10 @@ TEST(PfifoFast, Prio2BandMatchesLinux) {
   EXPECT_EQ(BandForPriority(7), 0);  // TC_PRIO_CONTROL
 }
 
-TYPED_TEST(Pfifo, DropsTailAtTheLimitPerBand) {
-  TypeParam q(3);
+// 4.16 on, the lock-free pfifo_fast: a ring of tx_queue_len per band (pfifo_fast_init's
+// skb_array_init per band; the enqueue fails only when its band's ring is full).
+template <class Q>
+void ExpectEachBandBounded(Q& q) {
   auto f = Alloc(5);
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(q.Enqueue(f[i], 1));
   EXPECT_TRUE(q.band_full(1));
@@ -64,6 +66,32 @@ TYPED_TEST(Pfifo, DropsTailAtTheLimitPerBand) {
   EXPECT_TRUE(q.Enqueue(f[4], 0));   // another band still has room
   EXPECT_EQ(q.backlog(), 4u);
   EXPECT_EQ(q.Purge(), 4u);
+  rte_pktmbuf_free(f[3]);
+  EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
+}
+
+TEST(LockfreePfifo, DropsTailAtTheLimitPerBand) {
+  LockfreePfifo q(3);
+  ExpectEachBandBounded(q);
+}
+
+TEST(PfifoFast, BoundsEachBandWhereAskedAsTheLockfreeOne) {
+  PfifoFast q(3, kPfifoBands, QdiscLimit::kPerBand);
+  ExpectEachBandBounded(q);
+}
+
+// Before 4.16, pfifo_fast_enqueue checks the qdisc's length, every band together
+// (`skb_queue_len(&qdisc->q) < qdisc_dev(qdisc)->tx_queue_len`, 3.18): a band with room is
+// refused once the others hold the limit.
+TEST(PfifoFast, DropsTailAtTheLimitOfAllBandsTogether) {
+  PfifoFast q(3);
+  auto f = Alloc(4);
+  EXPECT_TRUE(q.Enqueue(f[0], 1));
+  EXPECT_TRUE(q.Enqueue(f[1], 1));
+  EXPECT_TRUE(q.Enqueue(f[2], 0));
+  EXPECT_TRUE(q.band_full(2)) << "an empty band, full with the qdisc";
+  EXPECT_FALSE(q.Enqueue(f[3], 2));
+  EXPECT_EQ(q.Purge(), 3u);
   rte_pktmbuf_free(f[3]);
   EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
 }
@@ -97,8 +125,10 @@ TYPED_TEST(Pfifo, RequeuedFramesComeBackFirstInTheirOrder) {
   rte_pktmbuf_free(f[5]);
 }
 
-TYPED_TEST(Pfifo, RequeueIsNotCountedAgainstTheLimit) {
-  TypeParam q(2);
+// Requeued frames on the lock-free qdisc wait in q->gso_skb, outside the bands' rings: they
+// take no band's room.
+TEST(LockfreePfifo, RequeueIsNotCountedAgainstTheLimit) {
+  LockfreePfifo q(2);
   auto f = Alloc(3);
   ASSERT_TRUE(q.Enqueue(f[0], 1));
   Batch b;
@@ -109,6 +139,32 @@ TYPED_TEST(Pfifo, RequeueIsNotCountedAgainstTheLimit) {
   EXPECT_EQ(q.backlog(), 3u);
   EXPECT_EQ(DequeueAll(q), (std::vector<rte_mbuf*>{f[0], f[1], f[2]}));
   rte_pktmbuf_free_bulk(f.data(), 3);
+}
+
+// On a root-locked qdisc they are still part of its length (dev_requeue_skb: "it's still part
+// of the queue", q->q.qlen++): one each (4.x on), or one for the whole list 3.18 kept in
+// q->gso_skb.
+TEST(PfifoFast, RequeuedFramesCountTowardsTheLengthOneEachOrOneForAList) {
+  PfifoFast q(4);
+  auto f = Alloc(6);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(q.Enqueue(f[i], 1));
+  Batch b;
+  ASSERT_EQ(q.DequeueBulk(b, 3), 3);
+  ASSERT_TRUE(q.Enqueue(f[3], 1));
+  q.Requeue(b.frames());  // one each: 3 + 1 = the limit
+  EXPECT_EQ(q.length(), 4u);
+  EXPECT_TRUE(q.band_full(1));
+  EXPECT_FALSE(q.Enqueue(f[4], 1));
+  b.Clear();
+  ASSERT_EQ(q.DequeueBulk(b, 3), 3);
+  q.Requeue(b.frames(), /*as_list=*/true);  // 3.18: the list is one entry
+  EXPECT_EQ(q.length(), 2u);
+  EXPECT_EQ(q.backlog(), 4u);
+  EXPECT_TRUE(q.Enqueue(f[4], 1));
+  EXPECT_TRUE(q.Enqueue(f[5], 1));
+  EXPECT_TRUE(q.band_full(1));
+  EXPECT_EQ(DequeueAll(q), (std::vector<rte_mbuf*>{f[0], f[1], f[2], f[3], f[4], f[5]}));
+  rte_pktmbuf_free_bulk(f.data(), 6);
 }
 
 // A frame's test tag, shared between a producer and the consumer.
