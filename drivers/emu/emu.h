@@ -24,6 +24,9 @@ struct EmuOptions {
   unsigned free_thresh = 32;    // reclaim / queue-wake threshold (descriptors)
   double doorbell_ns = 0;       // cost of one tail-register write
   double desc_ns = 0;           // cost of writing one descriptor
+  // The queue stops once fewer than this many descriptors are free after a post (the driver's
+  // maybe_stop_tx); 1: only a full ring. At most free_thresh, where it wakes.
+  unsigned stop_slack = 1;
   // IPoIB models: the IB link MTU (2048 or 4096; IPoIB MTU 4 less) and a GRH on every packet
   // (a globally routed peer). link_mtu 0: an Ethernet model.
   unsigned link_mtu = 0;

@@ -141,8 +141,9 @@ class EmuNic final : public TxDriver {
 
  private:
   // Writes descriptors for `frames` (as many as the ring has room for) and rings the doorbell
-  // unless `more` says another frame follows at once (xmit_more); a ring that fills is rung
-  // anyway, as Linux drivers do when their queue stops.
+  // unless `more` says another frame follows at once (xmit_more). The queue stops once fewer
+  // than stop_slack descriptors are free (maybe_stop_tx), and a queue that stops is rung anyway,
+  // as e1000 and ixgbe do (`netif_xmit_stopped(txq) || !netdev_xmit_more()`).
   uint16_t Post(std::span<rte_mbuf* const> frames, bool more) {
     if (frames.empty()) return 0;
     const Tsc now = Clock();
@@ -161,14 +162,14 @@ class EmuNic final : public TxDriver {
     }
     unrung_ += n;
     counters_.accepted.Add(n);
-    const bool full = count_ + unrung_ == ring_.size();
+    const bool stops = !stopped_ && FreeSlots() < options_.stop_slack;
     double cost = desc_tsc_ * n;  // the CPU time the descriptor writes take
-    if (!more || full) {
+    if (!more || stops || stopped_) {
       RingDoorbell(now);
       cost += doorbell_tsc_;  // and the MMIO tail write
     }
     Spend(now, cost);
-    if (full) {
+    if (stops) {
       stopped_ = true;
       counters_.stops.Add();
     }

@@ -18,8 +18,8 @@ namespace {
 // Device costs are busy-waits on the sending CPU; 100 us is already a hundred times any MMIO.
 constexpr double kMaxCostNs = 100e3;
 constexpr std::string_view kKeys =
-    "rate_mbps, ring, free_thresh, doorbell_ns, desc_ns, stall_at_ms, stall_ms, down_at_ms, "
-    "down_ms (and for ipoib models link_mtu, grh)";
+    "rate_mbps, ring, free_thresh, stop_slack, doorbell_ns, desc_ns, stall_at_ms, stall_ms, "
+    "down_at_ms, down_ms (and for ipoib models link_mtu, grh)";
 constexpr unsigned kIpoibHeader = 4;
 // A fault's times: up to an hour, far beyond any run.
 constexpr double kMaxFaultMs = 3.6e6;
@@ -57,9 +57,10 @@ bool ParseDouble(std::string_view text, double& out) {
 }  // namespace
 
 std::string EmuOptions::ToString() const {
-  std::string s =
-      fmt::format("emu:{},rate_mbps={:.10g},ring={},free_thresh={},doorbell_ns={:g},desc_ns={:g}",
-                  model, rate_mbps, ring, free_thresh, doorbell_ns, desc_ns);
+  std::string s = fmt::format(
+      "emu:{},rate_mbps={:.10g},ring={},free_thresh={},stop_slack={},doorbell_ns={:g},"
+      "desc_ns={:g}",
+      model, rate_mbps, ring, free_thresh, stop_slack, doorbell_ns, desc_ns);
   if (link_mtu > 0) s += fmt::format(",link_mtu={},grh={}", link_mtu, grh ? 1 : 0);
   if (stall_ms > 0) s += fmt::format(",stall_at_ms={:g},stall_ms={:g}", stall_at_ms, stall_ms);
   if (down_ms > 0) s += fmt::format(",down_at_ms={:g},down_ms={:g}", down_at_ms, down_ms);
@@ -85,9 +86,9 @@ std::string DescribeModels() {
   std::string s;
   for (const auto& m : kModels)
     s += fmt::format(
-        "  emu:{:<6} {} (rate_mbps={:.10g} ring={} free_thresh={} doorbell_ns={:g} "
+        "  emu:{:<6} {} (rate_mbps={:.10g} ring={} free_thresh={} stop_slack={} doorbell_ns={:g} "
         "desc_ns={:g}{})\n",
-        m.name, m.about, m.rate_mbps, m.ring, m.free_thresh, m.doorbell_ns, m.desc_ns,
+        m.name, m.about, m.rate_mbps, m.ring, m.free_thresh, m.stop_slack, m.doorbell_ns, m.desc_ns,
         m.link_mtu > 0 ? fmt::format(" link_mtu={} grh=0", m.link_mtu) : std::string());
   return s;
 }
@@ -114,6 +115,7 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
   o.rate_mbps = traits->rate_mbps;
   o.ring = traits->ring;
   o.free_thresh = traits->free_thresh;
+  bool slack_given = false;
   o.doorbell_ns = traits->doorbell_ns;
   o.desc_ns = traits->desc_ns;
   o.link_mtu = traits->link_mtu;
@@ -158,6 +160,10 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
     } else if (key == "free_thresh") {
       st = range(1, 16384, true);
       if (st) o.free_thresh = static_cast<unsigned>(v);
+    } else if (key == "stop_slack") {
+      st = range(1, 16384, true);
+      if (st) o.stop_slack = static_cast<unsigned>(v);
+      slack_given = true;
     } else if ((key == "link_mtu" || key == "grh") && traits->link_mtu == 0) {
       return MakeError(EINVAL, fmt::format("key '{}' in driver '{}' belongs to the ipoib models "
                                            "(an InfiniBand link); valid keys: {}",
@@ -182,6 +188,13 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
     return MakeError(ERANGE, fmt::format("free_thresh={} in driver '{}' exceeds ring={}; valid: "
                                          "1..ring",
                                          o.free_thresh, spec, o.ring));
+  // A queue must wake with more room than it stops at, or it would stop again at once.
+  if (slack_given && o.stop_slack > o.free_thresh)
+    return MakeError(ERANGE, fmt::format("stop_slack={} in driver '{}' exceeds free_thresh={}, "
+                                         "where the queue wakes; valid: 1..free_thresh",
+                                         o.stop_slack, spec, o.free_thresh));
+  // The model's own, within a small ring's wake threshold.
+  if (!slack_given) o.stop_slack = std::min(traits->stop_slack, o.free_thresh);
   return o;
 }
 

@@ -15,6 +15,9 @@ struct ModelTraits {
   unsigned free_thresh;  // reclaim / wake threshold (IPoIB: a signalled request every this many)
   double doorbell_ns;    // one MMIO tail write (IPoIB: one ibv_post_send's doorbell)
   double desc_ns;        // one descriptor write (IPoIB: one work request)
+  // The driver stops its queue once fewer descriptors than this are free after a frame (its
+  // maybe_stop_tx: room for one more skb of MAX_SKB_FRAGS + 1 fragments); 1 = only when full.
+  unsigned stop_slack;
   std::string_view about;
   unsigned link_mtu = 0;  // InfiniBand (IPoIB datagram mode): the link MTU; 0 = Ethernet
 };
@@ -27,21 +30,24 @@ inline constexpr double kIbSdrMbps = 8000, kIbDdrMbps = 16000, kIbQdrMbps = 3200
 
 inline constexpr std::array<ModelTraits, 7> kModels = {{
     // 82540EM-class GbE: 256 descriptors (e1000 default TxDescriptors), wake at 32 free
-    // (TX_WAKE_THRESHOLD); an uncached PCI MMIO write of the tail register ~ 0.5 us.
-    {"e1000", 1000, 256, 32, 500, 20, "1 Gb/s GbE, ring 256"},
+    // (TX_WAKE_THRESHOLD); an uncached PCI MMIO write of the tail register ~ 0.5 us; stopped
+    // with fewer than MAX_SKB_FRAGS + 2 = 19 free (3.18 e1000_xmit_frame; + 7 from 4.x).
+    {"e1000", 1000, 256, 32, 500, 20, 19, "1 Gb/s GbE, ring 256"},
     // 82599-class 10 GbE: 512 descriptors (DPDK ixgbe default nb_tx_desc), tx_free_thresh 32;
-    // a posted PCIe MMIO write ~ 150 ns of CPU time.
-    {"ixgbe", 10000, 512, 32, 150, 10, "10 Gb/s, ring 512"},
+    // a posted PCIe MMIO write ~ 150 ns of CPU time; stopped with fewer than DESC_NEEDED =
+    // MAX_SKB_FRAGS + 4 = 21 free (ixgbe_tx_map's ixgbe_maybe_stop_tx, 3.18 to 6.9).
+    {"ixgbe", 10000, 512, 32, 150, 10, 21, "10 Gb/s, ring 512"},
     // No wire, no device cost: what is left is the software path alone.
-    {"null", 0, 4096, 32, 0, 0, "infinitely fast, accepts everything at once"},
+    {"null", 0, 4096, 32, 0, 0, 1, "infinitely fast, accepts everything at once"},
     // IPoIB datagram mode on a UD QP (the verbs driver's shape): a 512-deep send queue, a
     // signalled request every 16 (slots come back 16 at a time), ~30 ns to write a work request
     // and ~150 ns for the doorbell of a post (a posted MMIO, as ixgbe's; doorbell batching is the
-    // point of Kalia et al., ATC '16). Link MTU 2048: IPoIB MTU 2044.
-    {"ipoib-sdr", kIbSdrMbps, 512, 16, 150, 30, "IB 4x SDR, 8 Gb/s, IPoIB UD", 2048},
-    {"ipoib-ddr", kIbDdrMbps, 512, 16, 150, 30, "IB 4x DDR, 16 Gb/s, IPoIB UD", 2048},
-    {"ipoib-qdr", kIbQdrMbps, 512, 16, 150, 30, "IB 4x QDR, 32 Gb/s, IPoIB UD", 2048},
-    {"ipoib-fdr", kIbFdrMbps, 512, 16, 150, 30, "IB 4x FDR, 54.55 Gb/s, IPoIB UD", 2048},
+    // point of Kalia et al., ATC '16). Link MTU 2048: IPoIB MTU 2044. ipoib_send stops the queue
+    // when the send queue is full (`++priv->tx_outstanding == ipoib_sendq_size`).
+    {"ipoib-sdr", kIbSdrMbps, 512, 16, 150, 30, 1, "IB 4x SDR, 8 Gb/s, IPoIB UD", 2048},
+    {"ipoib-ddr", kIbDdrMbps, 512, 16, 150, 30, 1, "IB 4x DDR, 16 Gb/s, IPoIB UD", 2048},
+    {"ipoib-qdr", kIbQdrMbps, 512, 16, 150, 30, 1, "IB 4x QDR, 32 Gb/s, IPoIB UD", 2048},
+    {"ipoib-fdr", kIbFdrMbps, 512, 16, 150, 30, 1, "IB 4x FDR, 54.55 Gb/s, IPoIB UD", 2048},
 }};
 
 }  // namespace txbatch::emu
