@@ -54,17 +54,18 @@ DequeueBudget BqlPolicy::Budget(const DequeueContext& ctx) const {
 
 DequeueBudget LinuxBulkPolicy::Budget(const DequeueContext& ctx) const {
   if (ctx.requeued > 0) {
-    // 2014: dev_requeue_skb kept the refused remainder as one list (q->gso_skb), which the next
-    // dequeue returns as it was. 2025: requeued frames sit in a queue and come back one by one,
-    // without bulking (dequeue_skb returns a gso_skb alone).
-    const auto n = cap_by_quota_ ? uint16_t{1}
-                                 : static_cast<uint16_t>(std::min<unsigned>(ctx.requeued, kMaxBatch));
-    return {n, INT64_MAX, Handover::kXmitMore};
+    // 2014 (3.18 dequeue_skb): the refused remainder is one list in q->gso_skb, handed back
+    // whole with `*packets = 1` and nothing bulked onto it. 2025 (6.x): requeued frames sit in a
+    // queue and come back one per dequeue, each a packet, never bulked (the gso_skb path skips
+    // the bulk dequeue).
+    if (cap_by_quota_) return {1, INT64_MAX, Handover::kXmitMore};
+    return {static_cast<uint16_t>(std::min<unsigned>(ctx.requeued, kMaxBatch)), INT64_MAX,
+            Handover::kXmitMore, /*one_packet=*/true};
   }
-  // try_bulk_dequeue_skb_slow: the first frame and up to 8 more, no byte limit.
-  if (!ctx.may_bulk) return {kSlowPathExtra + 1, INT64_MAX, Handover::kXmitMore};
+  // try_bulk_dequeue_skb: the first frame, then more while bytes remain; 0345552a653c stops
+  // once `++cnt >= budget` (the quota left) frames were added after the first.
   const uint16_t frames =
-      cap_by_quota_ ? static_cast<uint16_t>(std::clamp(ctx.quota_left, 1, int{kMaxBatch}))
+      cap_by_quota_ ? static_cast<uint16_t>(std::clamp(ctx.quota_left + 1, 1, int{kMaxBatch}))
                     : kMaxBatch;
   return {frames, BqlBytes(ctx), Handover::kXmitMore};
 }

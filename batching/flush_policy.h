@@ -7,14 +7,19 @@
 // * `buffer:N[:T]` — accumulate N frames or until the first has waited T µs (rte_eth_tx_buffer);
 // * `bql` — take frames while their bytes fit what Linux's dynamic queue limits allow
 //   (dql_avail), handed over in one driver call;
-// * `linux-2014` — Linux 3.18's bulk dequeue: bounded only by BQL, each frame its own driver
-//   call with xmit_more on all but the last (one doorbell per bulk); a qdisc that is not the
-//   device's default pfifo_fast takes the slow path (8 frames after the first); a refused remainder comes
-//   back as the bulk it was;
-// * `linux-2025` — as 2014, but each bulk is also capped by what is left of the run's quota
-//   (upstream 0345552a653c), and a requeued frame comes back alone, without bulking or xmit_more;
+// * `linux-2014` — Linux 3.18's bulk dequeue (try_bulk_dequeue_skb): bounded only by BQL, each
+//   frame its own driver call with xmit_more on all but the last (one doorbell per bulk); a
+//   refused remainder comes back as the list it was (q->gso_skb), counted as one packet;
+// * `linux-2025` — as 2014 on a 6.x kernel with upstream 0345552a653c: each bulk is also capped
+//   at 1 + the quota left (`if (++cnt >= budget) break;` counts the frames after the first), and
+//   a requeued frame comes back alone (q->gso_skb is a queue since 4.x), without xmit_more;
 // * `blist-2007` — the batching skb API: the frames go on a per-device list the driver drains in
 //   one call (hard_start_xmit_batch), bounded by the driver's free slots.
+//
+// Every qdisc txbatch runs belongs to one TX queue (TCQ_F_ONETXQUEUE: qdisc_create sets it on a
+// single-queue device, mq on each per-queue child), so the kernel policies always take the fast
+// path; the slow path of 4.8 on (9 frames for the same queue) is a root qdisc's over several TX
+// queues, a shape txbatch does not model.
 //
 // A policy answers "what may the next dequeue take, and how does it go" from what the runner
 // knows (DequeueContext); the runner, the qdisc and BQL (batching/dql.h) do the rest.
@@ -30,11 +35,8 @@
 
 namespace txbatch {
 
-// Linux dev_tx_weight: frames one qdisc run may send before it must yield and reschedule.
+// Linux dev_tx_weight: packets one qdisc run may send before it must yield and reschedule.
 inline constexpr int kDevTxWeight = 64;
-// Linux try_bulk_dequeue_skb_slow: a qdisc that may not bulk adds at most this many frames to
-// the first one (`do { ... } while (++cnt < 8)`: 9 in all).
-inline constexpr uint16_t kSlowPathExtra = 8;
 
 // How a bulk goes to the driver.
 enum class Handover : uint8_t {
@@ -49,7 +51,6 @@ struct DequeueContext {
   int quota_left = kDevTxWeight;  // of this qdisc run
   bool has_bql = false;           // the driver reports completions, so dql_avail means something
   int64_t bql_avail = 0;          // bytes BQL lets the stack queue (dql_avail; may be negative)
-  bool may_bulk = true;           // the qdisc is the device's default (TCQ_F_ONETXQUEUE)
   unsigned requeued = 0;          // frames waiting at the head after a driver refused them
   unsigned free_slots = kMaxBatch;  // descriptors the driver has free (blist-2007)
 };
@@ -62,6 +63,10 @@ struct DequeueBudget {
   uint16_t frames = 1;
   int64_t bytes = INT64_MAX;  // the byte budget, first frame included
   Handover handover = Handover::kBurst;
+  // What the bulk costs the run's quota (__qdisc_run's `quota -= packets`): a packet a frame,
+  // or one for the whole bulk — 3.18's requeued list, which dequeue_skb hands back with
+  // `*packets = 1`.
+  bool one_packet = false;
 };
 
 enum class PolicyKind : uint8_t { kCount, kBuffer, kBql, kLinux2014, kLinux2025, kBlist2007 };
@@ -92,6 +97,12 @@ struct PolicySpec {
   }
   // The kernel's qdisc-run policies: they bulk-dequeue from a qdisc, so need one.
   bool needs_qdisc() const { return uses_bql() || kind == PolicyKind::kBlist2007; }
+  // Whether frames a driver refused go back as one list (3.18's q->gso_skb: one entry of the
+  // qdisc's length, handed back whole) rather than frame by frame (a queue since 4.x).
+  bool requeues_as_list() const { return kind == PolicyKind::kLinux2014; }
+  // Whether a BQL stop ends an xmit_more chain (dev_hard_start_xmit broke on
+  // netif_xmit_stopped until 4.20; since then only a driver's own stop does).
+  bool bql_stop_ends_chain() const { return kind != PolicyKind::kLinux2025; }
   bool operator==(const PolicySpec&) const = default;
 };
 

@@ -9,30 +9,35 @@ namespace txbatch {
 
 NetdevQueue::NetdevQueue(TxDriver& driver, const FlushPolicy& policy, const BqlBounds& bql,
                          double tsc_hz, TxQueueCounters& counters)
-    : driver_(driver), counters_(counters) {
+    : driver_(driver), counters_(counters), bql_ends_chain_(policy.spec().bql_stop_ends_chain()) {
   if (policy.spec().uses_bql() && driver.has_bql()) {
     dql_.emplace(static_cast<Tsc>(bql.hold_s * tsc_hz), bql.limit_min, bql.limit_max);
     counters_.bql_limit_max.Max(dql_->limit());
   }
 }
 
-uint16_t NetdevQueue::Xmit(std::span<rte_mbuf* const> frames, Handover handover,
-                           bool* stopped_now) {
+uint16_t NetdevQueue::Xmit(std::span<rte_mbuf* const> frames, Handover handover, bool* stopped_now,
+                           bool from_qdisc) {
   const bool was_stopped = Stopped();
+  *stopped_now = false;
+  if (from_qdisc && was_stopped) return 0;
   const auto n = static_cast<uint16_t>(frames.size());
   uint16_t accepted = 0;
   if (handover == Handover::kXmitMore) {
     // dev_hard_start_xmit: one call per frame, xmit_more on all but the last; a queue that
-    // stops (ring full, or BQL) before the last ends the chain and the rest is requeued. A
-    // driver accounts a frame to BQL before deciding on the doorbell, so a frame that will stop
-    // the queue goes without xmit_more (`netif_xmit_stopped(txq) || !netdev_xmit_more()`).
+    // stops before the last ends the chain and the rest is requeued — the driver's stop (ring
+    // full), and BQL's until 4.20 (netif_xmit_stopped; since, netif_tx_queue_stopped). A driver
+    // accounts a frame to BQL before deciding on the doorbell, and e1000 and ixgbe ring it on a
+    // stopped queue (`netif_xmit_stopped(txq) || !netdev_xmit_more()`): a frame that stops the
+    // queue through BQL, and on 4.20 on every frame after it in the chain, goes without
+    // xmit_more.
     while (accepted < n) {
       const uint32_t len = rte_pktmbuf_pkt_len(frames[accepted]);  // before the driver owns it
-      const bool bql_stops = dql_ && dql_->Avail() - static_cast<int64_t>(len) < 0;
-      if (!driver_.XmitOne(frames[accepted], accepted + 1 < n && !bql_stops)) break;
+      const bool bql_stopped = dql_ && (bql_xoff_ || dql_->Avail() - static_cast<int64_t>(len) < 0);
+      if (!driver_.XmitOne(frames[accepted], accepted + 1 < n && !bql_stopped)) break;
       ++accepted;
       if (dql_) BqlSent(len);
-      if (accepted < n && Stopped()) break;
+      if (accepted < n && (bql_ends_chain_ ? Stopped() : driver_.Stopped())) break;
     }
   } else {
     std::array<uint32_t, kMaxBatch> len;

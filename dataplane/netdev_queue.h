@@ -25,10 +25,15 @@ class NetdevQueue {
               TxQueueCounters& counters);
 
   // Offers `frames` to the driver as `handover` says (one call, or one call per frame with
-  // xmit_more on all but the last; a queue that stops before the last ends the chain). Returns
+  // xmit_more on all but the last; a queue that stops before the last ends the chain — a BQL
+  // stop only where the policy's kernel ended it, FlushPolicy's bql_stop_ends_chain). Returns
   // how many it accepted (ownership as TxDriver::Xmit); `*stopped_now` says the queue went from
-  // running to stopped in this call, so the completion role must be told.
-  uint16_t Xmit(std::span<rte_mbuf* const> frames, Handover handover, bool* stopped_now);
+  // running to stopped in this call, so the completion role must be told. `from_qdisc`: a qdisc
+  // run's bulk, which a stopped queue refuses whole without a driver call (sch_direct_xmit's
+  // netif_xmit_frozen_or_stopped under HARD_TX_LOCK); --qdisc none's batches are offered as a
+  // DPDK burst is, whatever the queue's state.
+  uint16_t Xmit(std::span<rte_mbuf* const> frames, Handover handover, bool* stopped_now,
+                bool from_qdisc = true);
 
   // The completion role at `now`: the driver reclaims, BQL learns the bytes completed. Returns
   // whether that restarted a stopped queue (netif_tx_wake_queue); `reclaimed` (if given) gets
@@ -51,6 +56,7 @@ class NetdevQueue {
   TxDriver& driver_;
   TxQueueCounters& counters_;
   std::optional<DynamicQueueLimits> dql_;
+  const bool bql_ends_chain_;  // FlushPolicy's bql_stop_ends_chain
   bool bql_xoff_ = false;      // __QUEUE_STATE_STACK_XOFF
   uint64_t bql_reported_ = 0;  // the driver's completed_bytes already reported to dql_
 };

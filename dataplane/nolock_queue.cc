@@ -21,11 +21,11 @@ NolockTxQueue::NolockTxQueue(TxDriver& driver, const FlushPolicy& policy,
 NolockTxQueue::~NolockTxQueue() { StopIrq(); }
 
 bool NolockTxQueue::Send(rte_mbuf* m, int band, bool run) {
-  // The empty-qdisc bypass (5.14's TCQ_F_CAN_BYPASS for TCQ_F_NOLOCK): an empty qdisc nobody
-  // runs, looked at without the flag, then again holding it (TryRun).
-  if (run && config_.bypass && !config_.shape.dedicated && qdisc_.empty() && !running_.load() &&
-      !tx_stopped_.load(std::memory_order_acquire) && !aborted_.load() &&
-      TryRun(counters_.runs, m, band))
+  // The empty-qdisc bypass (5.14's TCQ_F_CAN_BYPASS for TCQ_F_NOLOCK): a qdisc that looks empty
+  // and nobody runs, looked at without the flag, then again holding it (TryRun). The queue's
+  // state is not looked at: a stopped queue refuses the frame in the handover.
+  if (run && config_.bypass && !config_.shape.dedicated && LooksEmpty() && !running_.load() &&
+      !aborted_.load() && TryRun(counters_.runs, m, band))
     return true;
   while (true) {
     if (aborted_.load()) {
@@ -72,62 +72,59 @@ void NolockTxQueue::WaitForSpace(int band) {
 }
 
 bool NolockTxQueue::TryRun(Counter& runs, rte_mbuf* bypass, int band) {
-  // This call's quota (Linux __qdisc_run's): a pass taken again after MISSED goes on with what
-  // is left of it. run_ is touched only while the flag is held.
-  int quota = kDevTxWeight;
-  bool counted = false;
-  bool taken = false;  // `bypass` went to the driver, or into the qdisc while the flag was held
-  while (true) {
-    if (running_.exchange(true)) {
-      // A frame to bypass is in no queue yet: the caller enqueues it, and tries again.
-      if (bypass != nullptr) return false;
-      // Somebody runs it: leave the note. If the holder left before seeing it, try again.
-      counters_.missed.Add();
-      missed_.store(true);
-      if (running_.load()) return taken;
-      continue;
-    }
-    if (!counted) runs.Add();
-    counted = true;
-    missed_.store(false);
-    // Frames pushed by a producer that lost the flag, and a restart the txirq published, must be
-    // seen by this run: order them before its first look at the queue (C++'s model, not only
-    // x86's, guarantees it with the fence).
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    run_.Begin(quota);
-    // The bypass's second look, holding the flag (a requeue or an enqueue may have come
-    // between): still empty, the frame is the run's first bulk; else it is enqueued behind what
-    // is there (5.14: dev_qdisc_enqueue under the seqlock), for this same run — unless its band
-    // is full, when it goes the usual way (it may have to wait) after this run.
-    const bool in_hand =
-        bypass != nullptr && qdisc_.empty() && !tx_stopped_.load(std::memory_order_acquire);
-    if (in_hand) {
-      counters_.bypassed.Add();
-      run_.Bypass(bypass);
-      taken = true;
-    } else if (bypass != nullptr) {
-      bool was_empty = false;
-      taken = qdisc_.Enqueue(bypass, band, &was_empty);
-      if (taken && was_empty) first_enqueued_.store(Now());
-    }
-    bypass = nullptr;
-    Run(in_hand);
-    quota = run_.quota();
-    running_.store(false);
-    if (quota <= 0) {
-      // __netif_schedule, once the flag is free for the softirq role's fresh run. The backlog
-      // is read after the release, not taken from Settle: a producer that found the flag taken
-      // just before it was let go left its frame (and MISSED) for this run to see.
-      if (!qdisc_.empty()) Kick(true);
-      return taken;
-    }
-    // Frames enqueued by producers that found the flag taken: this run takes them, within
-    // what is left of its quota.
-    if (!missed_.load()) return taken;
+  if (running_.exchange(true)) {
+    // A frame to bypass is in no queue yet: the caller enqueues it, and tries again.
+    if (bypass != nullptr) return false;
+    // qdisc_run_begin (5.14): somebody runs it, so leave the note and try once more — either
+    // this thread wins the flag, or the holder reads the note when it lets the flag go. A note
+    // already there is the holder's to read: no second try.
+    counters_.missed.Add();
+    if (missed_.exchange(true)) return false;
+    if (running_.exchange(true)) return false;
+  }
+  runs.Add();
+  // Frames pushed by a producer that lost the flag, and a restart the txirq published, must be
+  // seen by this run: order them before its first look at the queue (C++'s model, not only
+  // x86's, guarantees it with the fence).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  run_.Begin();
+  // The bypass's second look, holding the flag (a requeue or an enqueue may have come between;
+  // 5.14 retests nolock_qdisc_is_empty under q->seqlock): still empty, the frame is the run's
+  // first bulk; else it is enqueued behind what is there (dev_qdisc_enqueue under the seqlock),
+  // for this same run — unless its band is full, when it goes the usual way (it may have to
+  // wait) after this run.
+  bool taken = false;
+  const bool in_hand = bypass != nullptr && LooksEmpty();
+  if (in_hand) {
+    counters_.bypassed.Add();
+    run_.Bypass(bypass);
+    taken = true;
+  } else if (bypass != nullptr) {
+    bool was_empty = false;
+    taken = qdisc_.Enqueue(bypass, band, &was_empty);
+    if (taken && was_empty) first_enqueued_.store(Now());
+  }
+  // A spent quota (__qdisc_run's set_bit) or a requeue (dev_requeue_skb's) leaves the note.
+  if (Run(in_hand) == RunNext::kReschedule) missed_.store(true);
+  // qdisc_run_end: the flag goes, then the note is read (a store-load pair: seq_cst). A note
+  // left by a producer after the run's last look, or by the run itself, reschedules: the txirq
+  // runs the qdisc with a fresh quota (__netif_schedule, net_tx_action).
+  running_.store(false);
+  if (missed_.load()) Kick(true);
+  return taken;
+}
+
+void NolockTxQueue::NoteStopped() {
+  missed_.store(false);
+  // Read after the note is cleared: a wake's reschedule that the clear may have taken is kept.
+  if (!tx_stopped_.load()) {
+    missed_.store(true);
+  } else {
+    drain_note_.store(true);
   }
 }
 
-void NolockTxQueue::Run(bool in_hand) {
+RunNext NolockTxQueue::Run(bool in_hand) {
   const auto stopped = [this] { return tx_stopped_.load(std::memory_order_acquire); };
   while (true) {
     Tsc t0, handed;
@@ -136,12 +133,22 @@ void NolockTxQueue::Run(bool in_hand) {
     } else {
       // The last look is the dequeue itself (under the policy's budget), not an empty(): a
       // frame landing after it is the MISSED note's to catch.
-      if (!run_.Open(stopped, /*resched_pending=*/nullptr)) return;
+      if (!run_.Open(stopped, /*resched_pending=*/nullptr)) {
+        NoteStopped();  // dequeue_skb's qdisc_maybe_clear_missed
+        return RunNext::kEnd;
+      }
       t0 = Now();
       bool wake = false;
-      const uint16_t n = run_.Dequeue(
-          qdisc_, Device(), [this] { return waiters_.load(); }, &wake);
-      if (n == 0) return;
+      const auto waiters = [this] { return waiters_.load(); };
+      uint16_t n = run_.Dequeue(qdisc_, Device(), waiters, &wake);
+      if (n == 0 && (missed_.load() || drain_note_.load())) {
+        // pfifo_fast_dequeue (5.14): an empty look with a note clears MISSED and DRAINING and
+        // looks once more; a producer that left the note before the clear has its frame seen.
+        missed_.store(false);
+        drain_note_.store(false);
+        n = run_.Dequeue(qdisc_, Device(), waiters, &wake);
+      }
+      if (n == 0) return RunNext::kEnd;
       // Producers enqueue without a lock: a frame stamped after t0 may be in this bulk, so its
       // handover is read after the dequeue (under a root lock t0 comes after every enqueue).
       handed = Now();
@@ -152,13 +159,21 @@ void NolockTxQueue::Run(bool in_hand) {
     }
     in_hand = false;
     const uint16_t accepted = Transmit(run_.batch(), t0, run_.handover(), handed);
-    if (run_.Settle(qdisc_, accepted, counters_) != RunNext::kDequeue) return;
+    const RunNext next = run_.Settle(qdisc_, accepted, counters_, stopped);
+    if (next == RunNext::kDequeue) continue;
+    // A requeue into a stopped queue: the run the kernel's requeue schedules finds it stopped
+    // and leaves DRAINING (sch_direct_xmit, then dequeue_skb's qdisc_maybe_clear_missed).
+    if (next == RunNext::kEnd && stopped()) NoteStopped();
+    return next;
   }
 }
 
-void NolockTxQueue::Restart(bool /*resched*/) {
-  // No kPending here: a run in progress is the flag's holder, told through MISSED by TryRun.
-  switch (OnRestart(config_.shape.dedicated, /*running=*/false, qdisc_.empty())) {
+void NolockTxQueue::Restart(bool resched) {
+  // No kPending here: a run in progress is the flag's holder, told through MISSED by TryRun. A
+  // reschedule runs even a qdisc that looks empty (net_tx_action's qdisc_run): a producer that
+  // found the note already set left its frame to this run.
+  const bool nothing = qdisc_.empty() && !resched && !missed_.load();
+  switch (OnRestart(config_.shape.dedicated, /*running=*/false, nothing)) {
     case RestartAction::kWakeRunner:
       WakeRunner();  // netif_wake_queue: the runner goes on
       break;
@@ -215,7 +230,7 @@ void NolockTxQueue::RunnerLoop() {
     counters_.runs.Add();
     counters_.flush_triggers[static_cast<size_t>(why)].Add();
     run_.Begin();
-    Run();  // a dedicated runner goes on after its quota: it has no softirq to hand to
+    (void)Run();  // a dedicated runner goes on after its quota: it has no softirq to hand to
     running_.store(false);
     if (!qdisc_.empty()) first_enqueued_.store(Now());  // what is left starts a new wait
   }

@@ -1,10 +1,13 @@
 #pragma once
-// pfifo_fast as Linux >= 4.16 runs it (TCQ_F_NOLOCK, with the MISSED flag of 5.14): producers
-// enqueue into lock-free bands without any qdisc lock, and the qdisc is run by whoever wins an
-// exclusive run flag (qdisc_run_begin's spin_trylock on q->seqlock). A producer that loses
-// leaves a note (__QDISC_STATE_MISSED) instead of waiting; the holder, on leaving, sees it and
-// runs again (or reschedules through the txirq once its quota is spent), so no frame is left
-// behind. Frames the driver refused wait in the qdisc's private requeue slot.
+// pfifo_fast as Linux >= 4.16 runs it (TCQ_F_NOLOCK, with the MISSED and DRAINING notes of 5.14
+// and the bypass for it): producers enqueue into lock-free bands without any qdisc lock, and the
+// qdisc is run by whoever wins an exclusive run flag (qdisc_run_begin's spin_trylock on
+// q->seqlock). A producer that loses leaves a note (__QDISC_STATE_MISSED) instead of waiting. The
+// holder's run takes what producers enqueue meanwhile (an empty dequeue with a note clears it and
+// looks once more, pfifo_fast_dequeue); a note still there when it lets the flag go — or a spent
+// quota, or a requeue, which leave one — reschedules the qdisc through the txirq with a fresh
+// quota (qdisc_run_end's __netif_schedule), so no frame is left behind. Frames the driver refused
+// wait in the qdisc's private requeue slot.
 
 #include <atomic>
 #include <condition_variable>
@@ -35,15 +38,22 @@ class NolockTxQueue final : public TxQueue {
   void RunnerLoop() override;
   void WakeRunner() override;
   // qdisc_run_begin / __qdisc_run / qdisc_run_end: runs the qdisc if the run flag is free
-  // (counting the run in `runs`), else leaves the MISSED note for its holder. With `bypass`, a
-  // frame of `band` in no queue yet: with the flag won, it goes to the driver as the run's first
-  // bulk if the qdisc is still empty, else into the qdisc for this run (returns true); with the
-  // flag taken, or its band full, the caller enqueues it (false).
+  // (counting the run in `runs`), else leaves the MISSED note for its holder; a note left when
+  // the flag goes kicks the txirq to run it again. With `bypass`, a frame of `band` in no queue
+  // yet: with the flag won, it goes to the driver as the run's first bulk if the qdisc still looks
+  // empty, else into the qdisc for this run (returns true); with the flag taken, or its band
+  // full, the caller enqueues it (false).
   bool TryRun(Counter& runs, rte_mbuf* bypass = nullptr, int band = 0);
-  // QdiscRun's phases until the qdisc is empty, the queue stops or run_'s quota is spent (the
-  // caller reads what is left: run_.quota()). Run-flag holder only. `in_hand`: the first bulk
-  // is already in run_ (a bypassed frame).
-  void Run(bool in_hand = false);
+  // QdiscRun's phases until the qdisc is empty, the queue stops, a requeue, or run_'s quota is
+  // spent; returns how it ended (kReschedule: a note must be left). Run-flag holder only.
+  // `in_hand`: the first bulk is already in run_ (a bypassed frame).
+  RunNext Run(bool in_hand = false);
+  // nolock_qdisc_is_empty and more: nothing queued, no MISSED or DRAINING note.
+  bool LooksEmpty() const { return !missed_.load() && !drain_note_.load() && qdisc_.empty(); }
+  // qdisc_maybe_clear_missed, for a run that found the queue stopped: MISSED goes (the wake
+  // reschedules), DRAINING keeps producers from bypassing meanwhile; a wake that came in between
+  // keeps its MISSED. Run-flag holder only.
+  void NoteStopped();
   // Why the dedicated runner should run the qdisc now (kNone: not yet).
   FlushTrigger Ready(Tsc now) const;
   // A stream producer's wait for room in `band` (or Abort).
@@ -52,8 +62,9 @@ class NolockTxQueue final : public TxQueue {
   LockfreePfifo qdisc_;
   std::atomic<bool> running_{false};  // the run flag (q->seqlock)
   std::atomic<bool> missed_{false};   // __QDISC_STATE_MISSED
+  std::atomic<bool> drain_note_{false};  // __QDISC_STATE_DRAINING: a run found the queue stopped
   std::atomic<bool> aborted_{false};
-  std::atomic<bool> draining_{false};
+  std::atomic<bool> draining_{false};   // generation ended (Drain): a dedicated runner sends all
   std::atomic<Tsc> first_enqueued_{0};  // when the backlog last became non-empty
   QdiscRun<LockfreePfifo> run_;         // the run-flag holder's
 

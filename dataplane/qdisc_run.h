@@ -12,9 +12,11 @@
 //      ends the run;
 //   2. hand over — the caller gives batch() to the driver (its TX lock, its clock) and learns
 //      how many frames were accepted;
-//   3. Settle — the refused frames go back to the head (requeue counted), the quota is charged,
-//      and the run goes on, ends, or ends asking the completion role to run it again
-//      (__netif_schedule) when the quota is spent with frames left.
+//   3. Settle — the quota is charged (a packet a frame; 3.18's requeued list one; the bypass's
+//      frame none), the refused frames go back to the head (requeue counted) and the run ends
+//      (sch_direct_xmit after dev_requeue_skb), else the run goes on, or ends asking the
+//      completion role to run it again (__netif_schedule) when the quota is spent with frames
+//      left.
 // The decisions around a run are here too: when a dedicated runner runs (RunnerReady), until
 // when it may sleep (RunnerWakeBy) and what a completion that restarted the queue does
 // (OnRestart).
@@ -78,10 +80,10 @@ class QdiscRun {
     return true;
   }
 
-  // Then the dequeue. `device` is what the policy reads of the device (BQL's room, free slots,
-  // whether bulking is allowed); the quota and the requeued count are filled in here. Returns
-  // how many frames batch() holds now (0: the run ends); `wake` says whether blocked producers
-  // should be woken: `waiters()` of them wait and the backlog fell to the wake level. The count
+  // Then the dequeue. `device` is what the policy reads of the device (BQL's room, free slots);
+  // the quota and the requeued count are filled in here. Returns how many frames batch() holds
+  // now (0: the run ends); `wake` says whether blocked producers should be woken: `waiters()`
+  // of them wait and the backlog fell to the wake level. The count
   // is read after the dequeue: a producer counts itself before it looks at its band (the
   // lock-free queue's Dekker pair), so one that still saw it full is seen here.
   template <class WaitersFn>
@@ -92,31 +94,46 @@ class QdiscRun {
     const DequeueBudget budget = policy_.Budget(device);
     handover_ = budget.handover;
     const uint16_t n = qdisc.DequeueBulk(batch_, budget);
+    packets_ = budget.one_packet ? 1 : n;
     *wake = n > 0 && waiters() > 0 && qdisc.backlog() <= wake_level_;
     return n;
   }
 
   // Instead of phase 1, Linux's empty-qdisc bypass (TCQ_F_CAN_BYPASS, __dev_xmit_skb): a frame
   // that found the qdisc empty and took the run goes to the driver as the run's first bulk,
-  // never enqueued nor dequeued; the run then goes on from Settle as after any bulk (what the
-  // driver refuses is requeued, sch_direct_xmit's dev_requeue_skb). The caller counts it.
+  // never enqueued nor dequeued, whether or not the queue is stopped (no kernel's condition
+  // looks; sch_direct_xmit finds it stopped and requeues the frame). It costs the run no quota:
+  // the kernel's __qdisc_run begins after it, with dev_tx_weight of its own. The run then goes
+  // on from Settle as after any bulk. The caller counts it.
   void Bypass(rte_mbuf* m) {
     batch_.Clear();
     batch_.Push(m);
     handover_ = Handover::kBurst;
+    packets_ = 0;
   }
 
-  // Phase 3, after the driver accepted `accepted` of batch(): requeues the rest at the head
-  // (counted in `c`), charges the quota and says what comes next. Leaves batch() empty.
-  RunNext Settle(Qdisc& qdisc, uint16_t accepted, TxQueueCounters& c) {
+  // Phase 3, after the driver accepted `accepted` of batch(): charges the quota, requeues the
+  // rest at the head (counted in `c`) and says what comes next; `stopped()` reads whether the
+  // driver's queue is stopped now. Leaves batch() empty.
+  template <class StoppedFn>
+  RunNext Settle(Qdisc& qdisc, uint16_t accepted, TxQueueCounters& c, StoppedFn&& stopped) {
     const uint16_t n = batch_.size();
-    if (accepted < n) {
-      qdisc.Requeue(batch_.frames().subspan(accepted));
+    quota_ -= packets_;
+    const bool refused = accepted < n;
+    if (refused)
+      qdisc.Requeue(batch_.frames().subspan(accepted), policy_.spec().requeues_as_list());
+    batch_.Clear();
+    if (refused) {
       c.requeues.Add();
       c.requeued_frames.Add(n - accepted);
+      // sch_direct_xmit ends the run after dev_requeue_skb (3.18 returns its 0, 4.x on false),
+      // and dev_requeue_skb schedules the softirq (__netif_schedule; a lock-free qdisc's MISSED
+      // does it at qdisc_run_end). That run finds a stopped queue and does nothing, so only a
+      // queue still open is rescheduled; the wake restarts a stopped one. A dedicated runner
+      // goes on (and sees the stopped queue).
+      if (dedicated_) return RunNext::kDequeue;
+      return stopped() ? RunNext::kEnd : RunNext::kReschedule;
     }
-    batch_.Clear();
-    quota_ -= n;
     if (quota_ > 0) return RunNext::kDequeue;
     // __netif_schedule: the softirq role continues (a dedicated runner just goes on).
     return !dedicated_ && !qdisc.empty() ? RunNext::kReschedule : RunNext::kEnd;
@@ -133,6 +150,7 @@ class QdiscRun {
   const bool dedicated_;
   const unsigned wake_level_;
   int quota_ = kDevTxWeight;
+  int packets_ = 0;  // what the bulk in hand costs the quota (DequeueBudget::one_packet)
   Batch batch_;
   Handover handover_ = Handover::kBurst;
 };

@@ -64,8 +64,9 @@ bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
 }
 
 bool RootlockTxQueue::CanBypass() const {
-  return config_.bypass && !config_.shape.dedicated && !running_ && qdisc_.empty() &&
-         !tx_stopped_.load(std::memory_order_acquire);
+  // `TCQ_F_CAN_BYPASS && !qdisc_qlen(q) && qdisc_run_begin(q)` (3.18 and 6.9 alike): the queue's
+  // state is not looked at; a stopped one refuses the frame in the driver handover.
+  return config_.bypass && !config_.shape.dedicated && !running_ && qdisc_.empty();
 }
 
 void RootlockTxQueue::Run(std::unique_lock<std::mutex>& root, bool in_hand) {
@@ -89,7 +90,9 @@ void RootlockTxQueue::Run(std::unique_lock<std::mutex>& root, bool in_hand) {
     root.unlock();
     const uint16_t accepted = Transmit(run_.batch(), t0, run_.handover());
     root.lock();
-    const RunNext next = run_.Settle(qdisc_, accepted, counters_);
+    const RunNext next = run_.Settle(qdisc_, accepted, counters_, [this] {
+      return tx_stopped_.load(std::memory_order_acquire);
+    });
     if (next == RunNext::kDequeue) continue;
     if (next == RunNext::kReschedule) Kick(true);  // __netif_schedule
     break;

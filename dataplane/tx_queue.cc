@@ -73,7 +73,6 @@ DequeueContext TxQueue::Device() const {
   DequeueContext ctx;
   ctx.has_bql = dev_.has_bql();
   ctx.bql_avail = bql_avail_.load(std::memory_order_acquire);
-  ctx.may_bulk = !config_.shape.pfifo;
   ctx.free_slots = free_slots_.load(std::memory_order_acquire);
   return ctx;
 }
@@ -82,13 +81,15 @@ uint16_t TxQueue::Transmit(const Batch& batch, Tsc t0, Handover handover, Tsc ha
   MarkHandover(batch, handed != 0 ? handed : t0);
   uint16_t accepted;
   Tsc end;
+  bool offered;
   {
     std::unique_lock tx(tx_lock_);
-    accepted = XmitLocked(batch, handover);
+    offered = !dev_.Stopped();  // a stopped queue refuses the bulk without a driver call
+    accepted = XmitLocked(batch, handover, /*from_qdisc=*/true);
     end = Now();
     HandOn(tx);
   }
-  counters_.batch_hist[batch.size()].Add();
+  if (offered) counters_.batch_hist[batch.size()].Add();
   counters_.tx_cycles.Add(end - t0);
   return accepted;
 }
@@ -99,9 +100,9 @@ void TxQueue::HandOn(std::unique_lock<PiMutex>& tx) {
   r->Flush([&tx] { tx.unlock(); }, counters_.rx_cycles, counters_.rx_frames);
 }
 
-uint16_t TxQueue::XmitLocked(const Batch& batch, Handover handover) {
+uint16_t TxQueue::XmitLocked(const Batch& batch, Handover handover, bool from_qdisc) {
   bool stopped_now = false;
-  const uint16_t accepted = dev_.Xmit(batch.frames(), handover, &stopped_now);
+  const uint16_t accepted = dev_.Xmit(batch.frames(), handover, &stopped_now, from_qdisc);
   PublishLocked();
   // netif_tx_stop_queue: only the completion role can restart it, at its next deadline. Told
   // once, when the queue stops: with --qdisc none producers keep offering to a stopped queue,
@@ -149,7 +150,7 @@ uint16_t TxQueue::SendBatch(Batch& batch) {
   {
     // Producers share these counters here, so they are written under the TX lock.
     std::unique_lock tx(tx_lock_);
-    accepted = XmitLocked(batch, Handover::kBurst);
+    accepted = XmitLocked(batch, Handover::kBurst, /*from_qdisc=*/false);
     counters_.batch_hist[n].Add();
     counters_.dropped_noqueue.Add(n - accepted);
     counters_.tx_cycles.Add(Now() - t0);

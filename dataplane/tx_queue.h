@@ -57,8 +57,7 @@ inline constexpr std::chrono::microseconds kIrqIdlePoll{125};
 struct QueueShape {
   bool noqueue =
       false;            // --qdisc none: producers call SendBatch, nothing is queued (Linux noqueue)
-  bool pfifo = false;   // --qdisc pfifo: one band, installed by tc (no TCQ_F_ONETXQUEUE: the
-                        // kernel policies take the slow path)
+  bool pfifo = false;   // --qdisc pfifo: one band, installed by tc, root-locked
   bool nolock = false;  // --sync nolock: lock-free bands and a run flag (TCQ_F_NOLOCK, >= 4.16)
   bool dedicated = false;  // --runner dedicated: one runner thread, producers only enqueue
   bool operator==(const QueueShape&) const = default;
@@ -259,9 +258,9 @@ class TxQueue {
   // `now`, when the run began to take the bulk (its dequeue is the qdisc's, no TSC read of its
   // own), or when a producer's own batch went (--qdisc none).
   void MarkHandover(const Batch& batch, Tsc now);
-  // One handover; publishes whether the queue stopped and kicks the txirq if it did.
-  // Called under tx_lock_.
-  uint16_t XmitLocked(const Batch& batch, Handover handover);
+  // One handover (NetdevQueue::Xmit's `from_qdisc`); publishes whether the queue stopped and
+  // kicks the txirq if it did. Called under tx_lock_.
+  uint16_t XmitLocked(const Batch& batch, Handover handover, bool from_qdisc);
   // Publishes what runners read without tx_lock_ (stopped, BQL's room, free slots).
   void PublishLocked();
   // Called holding tx_lock_ through `tx` at the end of a TX-lock section: what the driver

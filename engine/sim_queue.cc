@@ -42,10 +42,10 @@ bool SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited) {
   }
   // A frame that waited enters the stack now (RootlockTxQueue::Send).
   if (waited) RestampTx(m, p.t);
-  if (config_.bypass && !config_.shape.dedicated && !running_ && qdisc_.empty() &&
-      !dev_.Stopped()) {
+  if (config_.bypass && !config_.shape.dedicated && !running_ && qdisc_.empty()) {
     // The empty-qdisc bypass (RootlockTxQueue::Send): the lock for the look only, no enqueue;
-    // the frame is the run's first bulk, handed to the driver at its next step.
+    // the frame is the run's first bulk, handed to the driver at its next step (which a stopped
+    // queue refuses).
     root_free_ = p.t;
     BeginRun(p, false);
     qc_.bypassed.Add();
@@ -80,7 +80,8 @@ uint16_t SimQueue::SendBatch(SimActor& p, Batch& own) {
   if (meta_offset_ >= 0) MarkHandover(own.frames(), p.t, meta_offset_);
   bool stopped_now = false;
   const uint64_t handled = Handled();
-  const uint16_t accepted = dev_.Xmit(own.frames(), Handover::kBurst, &stopped_now);
+  const uint16_t accepted =
+      dev_.Xmit(own.frames(), Handover::kBurst, &stopped_now, /*from_qdisc=*/false);
   p.t = std::max(p.t, clock_.now);
   cpu_.Work(p, cpu_.c.xmit_call + cpu_.c.xmit_frame * n);
   tx_free_ = p.t;
@@ -136,7 +137,6 @@ void SimQueue::Dequeue(SimActor& a) {
   DequeueContext device;
   device.has_bql = dev_.has_bql();
   device.bql_avail = dev_.bql_avail();
-  device.may_bulk = !config_.shape.pfifo;
   device.free_slots = driver_.FreeSlots();
   bool wake = false;
   const uint16_t n = run_.Dequeue(
@@ -160,12 +160,14 @@ void SimQueue::Xmit(SimActor& a) {
   const uint64_t handled = Handled();
   clock_.now = a.t;
   bool stopped_now = false;
+  const bool offered = !dev_.Stopped();  // a stopped queue refuses the bulk without a call
   accepted_ = dev_.Xmit(batch.frames(), run_.handover(), &stopped_now);
   a.t = std::max(a.t, clock_.now);
-  cpu_.Work(a, cpu_.c.xmit_call * (driver_.counters().xmit_calls.Get() - calls) +
-                   cpu_.c.xmit_frame * batch.size());
+  if (offered)
+    cpu_.Work(a, cpu_.c.xmit_call * (driver_.counters().xmit_calls.Get() - calls) +
+                     cpu_.c.xmit_frame * batch.size());
   tx_free_ = a.t;
-  qc_.batch_hist[batch.size()].Add();
+  if (offered) qc_.batch_hist[batch.size()].Add();
   qc_.tx_cycles.Add(a.t - run_t0_);
   if (stopped_now) Kick(a.t, false);
   HandOn(a, handled);
@@ -185,7 +187,7 @@ void SimQueue::Requeue(SimActor& a) {
 
 void SimQueue::Settle(SimActor& a) {
   handed_over_ = false;
-  switch (run_.Settle(qdisc_, accepted_, qc_)) {
+  switch (run_.Settle(qdisc_, accepted_, qc_, [this] { return dev_.Stopped(); })) {
     case RunNext::kDequeue:
       a.step = SimStep::kDequeue;
       return;

@@ -147,10 +147,10 @@ void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) 
                  "queued, never wait); buffer:N[:T] (accumulate N frames or T microseconds, DPDK "
                  "rte_eth_tx_buffer; --qdisc none or --runner dedicated); bql (frames while their "
                  "bytes fit Linux's dynamic queue limit, one driver call; emu drivers); "
-                 "linux-2014 (bulk bounded by BQL only, one call per frame with xmit_more so the "
-                 "doorbell rings once per bulk, 9 frames at most from a qdisc other than "
-                 "pfifo_fast, a 64-frame run quota); linux-2025 (as 2014, each bulk also capped "
-                 "by the quota left, requeued frames sent alone); blist-2007 (a list drained in "
+                 "linux-2014 (Linux 3.18: bulk bounded by BQL only, one call per frame with "
+                 "xmit_more so the doorbell rings once per bulk, a 64-packet run quota); "
+                 "linux-2025 (6.x with 0345552a653c: each bulk also capped at 1 + the quota left, "
+                 "requeued frames sent alone); blist-2007 (a list drained in "
                  "one driver call, as many frames as the driver has free slots). Not together "
                  "with --batch")
       ->check(NonEmpty("--policy needs a policy or a comma-separated list of them; valid: "
@@ -169,8 +169,8 @@ void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) 
       "lists too: a grid axis");
   AddOptionWithDefault(cmd, "--qdisc", a.qdisc,
                        "Qdisc: pfifo_fast (3 bands, drop-tail, the device's default), pfifo (one "
-                       "band, as installed by tc: the kernel policies take the slow path; rootlock "
-                       "only), or none (Linux noqueue: each producer hands its own batches to the "
+                       "band, as installed by tc; rootlock only), or none (Linux noqueue: each "
+                       "producer hands its own batches to the "
                        "driver under the TX lock; refused frames are dropped, counted as noqueue)");
   AddWholeNumberOption(cmd, "--bql-limit-min", a.bql_limit_min,
                        "BQL's lowest limit in bytes (sysfs byte_queue_limits/limit_min)");

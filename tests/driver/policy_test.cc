@@ -80,7 +80,11 @@ TEST(PolicyRun, BqlOnANicWithoutAWireLearnsOfCompletionsMadeInsideXmit) {
   }
 }
 
-TEST(PolicyRun, APfifoQdiscSendsTheKernelPoliciesDownTheNineFrameSlowPath) {
+// tc's pfifo on a one-queue device has TCQ_F_ONETXQUEUE (qdisc_create), so the kernel policies
+// bulk by BQL there as on pfifo_fast, not 9 at a time (the slow path is a root qdisc's over
+// several TX queues): 8 producers keep a backlog and BQL lets bulks of tens of frames through
+// (here 2014's reach 128-511, 2025's stop at its 1 + 64).
+TEST(PolicyRun, APfifoQdiscBulksByBqlAsPfifoFastDoes) {
   const auto run = RunTxbatch(
       "run --driver emu:ixgbe --qdisc pfifo --policy linux-2014,linux-2025 --proto udp "
       "--size 1000 --procs 8 --duration 0.2 --warmup 0.05");
@@ -88,8 +92,11 @@ TEST(PolicyRun, APfifoQdiscSendsTheKernelPoliciesDownTheNineFrameSlowPath) {
   for (const json& rec : run.doc["records"]) {
     ExpectBalancedAndDrained(rec);
     EXPECT_EQ(rec["config"]["qdisc"], "pfifo");
-    EXPECT_LE(LargestBucket(rec["results"]["batch_hist"]), 8u)  // the 8..15 bucket: at most 9
+    EXPECT_GE(LargestBucket(rec["results"]["batch_hist"]), 16u)
         << rec["results"]["batch_hist"].dump();
+    if (rec["config"]["policy"] == "linux-2025")
+      EXPECT_LE(LargestBucket(rec["results"]["batch_hist"]), 64u)
+          << rec["results"]["batch_hist"].dump();
   }
 }
 

@@ -142,15 +142,17 @@ TEST(KernelPolicies, BudgetsFromWhatTheRunnerKnows) {
   const auto blist = MakeFlushPolicy(*ParsePolicySpec("blist-2007"), 1e9);
   EXPECT_EQ(blist->Budget(ctx).frames, 7);
   EXPECT_EQ(blist->Budget(ctx).handover, Handover::kList);
-  ctx.may_bulk = false;  // the slow path: the first frame and 8 more, bytes unbounded
   const auto l2014 = MakeFlushPolicy(*ParsePolicySpec("linux-2014"), 1e9);
-  EXPECT_EQ(l2014->Budget(ctx).frames, 9);
-  EXPECT_EQ(l2014->Budget(ctx).bytes, INT64_MAX);
-  ctx.may_bulk = true;
+  EXPECT_EQ(l2014->Budget(ctx).bytes, 0) << "no BQL, no bulk (qdisc_avail_bulklimit is 0)";
+  EXPECT_FALSE(l2014->Budget(ctx).one_packet);
   ctx.requeued = 5;
-  EXPECT_EQ(l2014->Budget(ctx).frames, 5);  // the requeued list, as it was
+  // 3.18 dequeue_skb: the requeued list as it was, one packet for the quota.
+  EXPECT_EQ(l2014->Budget(ctx).frames, 5);
+  EXPECT_EQ(l2014->Budget(ctx).bytes, INT64_MAX);
+  EXPECT_TRUE(l2014->Budget(ctx).one_packet);
   const auto l2025 = MakeFlushPolicy(*ParsePolicySpec("linux-2025"), 1e9);
-  EXPECT_EQ(l2025->Budget(ctx).frames, 1);  // alone
+  EXPECT_EQ(l2025->Budget(ctx).frames, 1);  // alone, a packet of its own
+  EXPECT_FALSE(l2025->Budget(ctx).one_packet);
 }
 
 }  // namespace

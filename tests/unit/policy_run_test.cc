@@ -7,15 +7,26 @@
 // root-locked queue, the lock-free queue (--sync nolock) and the simulation's queue
 // (engine/sim_queue.h, stepped by its actors). A pfifo case runs root-locked on the nolock row
 // too, as txbatch runs it (MakeTxQueue: tc's pfifo has no TCQ_F_NOLOCK here).
+//
+// The kernel traces (the cases that cite a function and a version) were worked by hand from the
+// kernel's source: net/sched/sch_generic.c (dequeue_skb, try_bulk_dequeue_skb, sch_direct_xmit,
+// dev_requeue_skb, __qdisc_run), net/core/dev.c (__dev_xmit_skb, dev_hard_start_xmit) and
+// include/net/sch_generic.h (qdisc_run_begin/end) of 3.18 for linux-2014 and of 6.9 with
+// upstream 0345552a653c ("net_sched: limit try_bulk_dequeue_skb() batches") for linux-2025.
 #include <gtest/gtest.h>
 
 #include <array>
+#include <climits>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <thread>
 #include <tuple>
 #include <vector>
 
 #include "batching/flush_policy.h"
+#include "dataplane/netdev_queue.h"
+#include "dataplane/qdisc_run.h"
 #include "dataplane/run_window.h"
 #include "dataplane/tx_queue.h"
 #include "engine/sim_queue.h"
@@ -42,14 +53,16 @@ class ScriptedDriver final : public TxDriver {
   ~ScriptedDriver() override { Purge(); }
 
   uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
-    const auto n = static_cast<uint16_t>(std::min<size_t>(frames.size(), FreeSlots()));
+    Hook();
+    const auto n = static_cast<uint16_t>(std::min<size_t>(frames.size(), Room()));
     Take(frames.first(n));
     calls.push_back({static_cast<uint16_t>(frames.size()), n, false, false});
     if (n > 0) counters_.doorbells.Add();
     return n;
   }
   bool XmitOne(rte_mbuf* m, bool more) override {
-    const bool ok = FreeSlots() > 0;
+    Hook();
+    const bool ok = Room() > 0;
     if (ok) Take({&m, 1});
     calls.push_back({1, static_cast<uint16_t>(ok), true, more});
     if (ok) unrung_ = true;
@@ -109,12 +122,25 @@ class ScriptedDriver final : public TxDriver {
   unsigned capacity = 0;       // ring slots (0 until the first completion: the ring is closed)
   unsigned next_capacity = 0;  // what the next Complete gives
   unsigned to_complete = 0;
+  // Frames it takes before it refuses without stopping (a PMD's tx_burst short of room it does
+  // not announce); UINT_MAX: as many as the ring has.
+  unsigned take_limit = UINT_MAX;
+  // Run once, at the next driver call: what other CPUs do meanwhile.
+  std::function<void()> on_call;
   std::vector<Call> calls;
 
  private:
+  unsigned Room() const { return std::min(FreeSlots(), take_limit); }
+  void Hook() {
+    if (!on_call) return;
+    const auto f = std::move(on_call);
+    on_call = nullptr;
+    f();
+  }
   void Take(std::span<rte_mbuf* const> frames) {
     for (rte_mbuf* m : frames) ring_.push_back(m);
     counters_.accepted.Add(frames.size());
+    if (take_limit != UINT_MAX) take_limit -= static_cast<unsigned>(frames.size());
   }
   bool bql_;
   bool unrung_ = false;
@@ -128,9 +154,13 @@ class PlayedQueue {
  public:
   virtual ~PlayedQueue() = default;
   virtual bool Send(rte_mbuf* m, int band) = 0;
+  // Another producer's send, made while a run is in its driver call (Rig's
+  // QueueDuringTheNextDriverCall): on another thread, or another actor of the simulation.
+  virtual bool SendAsAnother(rte_mbuf* m, int band) = 0;
   virtual void Completion(Tsc now, bool resched) = 0;
   virtual const TxQueueCounters& counters() const = 0;
   virtual std::optional<uint32_t> bql_limit() = 0;
+  virtual unsigned backlog() = 0;
   virtual unsigned Purge() = 0;
 };
 
@@ -140,9 +170,16 @@ class RealQueue final : public PlayedQueue {
             const RunWindow& window)
       : q_(MakeTxQueue(driver, policy, cfg, window)) {}
   bool Send(rte_mbuf* m, int band) override { return q_->Send(m, band); }
+  bool SendAsAnother(rte_mbuf* m, int band) override {
+    bool sent = false;
+    std::thread other([&] { sent = q_->Send(m, band); });
+    other.join();
+    return sent;
+  }
   void Completion(Tsc now, bool resched) override { q_->Completion(now, resched); }
   const TxQueueCounters& counters() const override { return q_->counters(); }
   std::optional<uint32_t> bql_limit() override { return q_->bql_limit(); }
+  unsigned backlog() override { return q_->backlog(); }
   unsigned Purge() override { return q_->Purge(); }
 
  private:
@@ -156,23 +193,19 @@ class SimulatedQueue final : public PlayedQueue {
   SimulatedQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfig& cfg,
                  const RunWindow& window)
       : cpu_{cycles_, window}, q_(driver, nullptr, policy, cfg, cpu_, clock_) {
-    producer_.role = SimRole::kProducer;
-    producer_.step = producer_.home = SimStep::kBuild;
-    producer_.q = &q_;
+    for (SimActor* p : {&producer_, &other_}) {
+      p->role = SimRole::kProducer;
+      p->step = p->home = SimStep::kBuild;
+      p->q = &q_;
+    }
     irq_.role = SimRole::kIrq;
     irq_.step = irq_.home = SimStep::kIrq;
     irq_.q = &q_;
     q_.Attach(&irq_, nullptr);
   }
-  bool Send(rte_mbuf* m, int band) override {
-    producer_.t = clock_.now;
-    if (!q_.Enqueue(producer_, m, band, false)) {
-      rte_pktmbuf_free(m);
-      return false;
-    }
-    Finish(producer_);
-    return true;
-  }
+  bool Send(rte_mbuf* m, int band) override { return SendBy(producer_, m, band); }
+  // The run in progress is another actor's: this one only enqueues.
+  bool SendAsAnother(rte_mbuf* m, int band) override { return SendBy(other_, m, band); }
   void Completion(Tsc now, bool resched) override {
     clock_.now = std::max(clock_.now, now);
     irq_.t = clock_.now;
@@ -183,9 +216,19 @@ class SimulatedQueue final : public PlayedQueue {
   }
   const TxQueueCounters& counters() const override { return q_.counters(); }
   std::optional<uint32_t> bql_limit() override { return q_.dev().bql_limit(); }
+  unsigned backlog() override { return q_.qdisc().backlog(); }
   unsigned Purge() override { return q_.Purge(); }
 
  private:
+  bool SendBy(SimActor& p, rte_mbuf* m, int band) {
+    p.t = clock_.now;
+    if (!q_.Enqueue(p, m, band, false)) {
+      rte_pktmbuf_free(m);
+      return false;
+    }
+    Finish(p);
+    return true;
+  }
   // Steps the run `a` began (if it did) to its end.
   void Finish(SimActor& a) {
     for (int steps = 0; a.step != a.home; ++steps) {
@@ -197,14 +240,16 @@ class SimulatedQueue final : public PlayedQueue {
   VirtualClock clock_;
   SimCpu cpu_;
   SimQueue q_;
-  SimActor producer_, irq_;
+  SimActor producer_, other_, irq_;
 };
 
 constexpr std::array<const char*, 3> kEngineNames = {"rootlock", "nolock", "sim"};
 
 struct Rig {
+  // `bypass`: the empty-qdisc bypass where the policy's kernel has it for the shape
+  // (KernelBypass), as a cell runs unless --no-bypass.
   Rig(Engine engine, const char* policy_text, bool pfifo = false, BqlBounds bql = {},
-      bool driver_bql = true)
+      bool driver_bql = true, bool bypass = false)
       : driver(driver_bql) {
     auto spec = ParsePolicySpec(policy_text);
     EXPECT_TRUE(spec.ok()) << policy_text;
@@ -215,6 +260,7 @@ struct Rig {
     cfg.shape.pfifo = pfifo;
     cfg.shape.nolock = engine == Engine::kNolock;
     cfg.bql = bql;
+    cfg.bypass = bypass && KernelBypass(*spec, cfg.shape);
     if (engine == Engine::kSim)
       queue = std::make_unique<SimulatedQueue>(driver, *policy, cfg, window);
     else
@@ -224,14 +270,15 @@ struct Rig {
     driver.Purge();
     queue->Purge();
   }
-  // Queues `n` frames of kFrameBytes while the ring is closed (nothing is sent: the queue is
-  // stopped).
-  void Queue(unsigned n) {
+  // Sends `n` frames of kFrameBytes (while the ring is closed: queues them; nothing is sent, the
+  // queue is stopped). `another`: as another producer while a run is in its driver call.
+  void Queue(unsigned n, bool another = false) {
     for (unsigned i = 0; i < n; ++i) {
       rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
       ASSERT_NE(m, nullptr);
       ASSERT_NE(rte_pktmbuf_append(m, kFrameBytes), nullptr);
-      ASSERT_TRUE(queue->Send(m, kProducerBandForTest));
+      ASSERT_TRUE(another ? queue->SendAsAnother(m, kProducerBandForTest)
+                          : queue->Send(m, kProducerBandForTest));
     }
   }
   // The txirq's work at `now`: `complete` frames complete and the ring has `capacity` slots.
@@ -240,6 +287,11 @@ struct Rig {
     driver.to_complete = complete;
     driver.calls.clear();
     queue->Completion(now, resched);
+  }
+  // At the driver's next call, another producer queues `n` frames (the run holds its run flag
+  // or has let the root lock go, as while another CPU sends).
+  void QueueDuringTheNextDriverCall(unsigned n) {
+    driver.on_call = [this, n] { Queue(n, /*another=*/true); };
   }
   static constexpr int kProducerBandForTest = 1;
   RunWindow window;
@@ -251,6 +303,9 @@ struct Rig {
 class PolicyRun : public ::testing::TestWithParam<Engine> {};
 
 using Sizes = std::vector<uint16_t>;
+
+// Deep BQL: a fixed 1 MB limit never bounds a bulk here.
+constexpr BqlBounds kDeepBql{1'000'000, 1'000'000, 1.0};
 
 TEST_P(PolicyRun, BqlBulksFollowTheLimitAsItGrowsFromZero) {
   Rig rig(GetParam(), "bql");
@@ -293,19 +348,29 @@ TEST_P(PolicyRun, BqlBulksShrinkOnceSlackOutlastsTheHoldTime) {
     EXPECT_LE(n, shrunk / kFrameBytes + 1) << "limit " << shrunk;
 }
 
-TEST_P(PolicyRun, Linux2014SlowPathTakesTheFirstFrameAndEightMoreWithOneDoorbellEach) {
-  Rig rig(GetParam(), "linux-2014", /*pfifo=*/true, BqlBounds{}, /*driver_bql=*/false);
+// tc's pfifo bulks as pfifo_fast does. qdisc_create sets TCQ_F_ONETXQUEUE on any qdisc of a
+// device with one TX queue (`if (!netif_is_multiqueue(dev))`, 3.17 to 6.9), so 3.18's
+// dequeue_skb takes try_bulk_dequeue_skb, bounded by BQL alone: 30 frames queued while the queue
+// was stopped go as one chain when it wakes — {30}, one doorbell. (The slow path of 4.8 on, 9
+// frames, is a root qdisc's over several TX queues.)
+TEST_P(PolicyRun, TcPfifoBulksByBqlAsPfifoFastDoes) {
+  Rig rig(GetParam(), "linux-2014", /*pfifo=*/true, kDeepBql);
   rig.Queue(30);
   rig.Irq(1, 512, 0);
-  EXPECT_EQ(rig.driver.Handovers(), Sizes({9, 9, 9, 3}));
-  int doorbells = 0, unmarked = 0;
+  EXPECT_EQ(rig.driver.Handovers(), Sizes({30}));
+  int unmarked = 0;
   for (const auto& c : rig.driver.calls) {
     EXPECT_TRUE(c.one) << "one driver call per frame";
     unmarked += !c.more;
   }
-  doorbells = static_cast<int>(rig.driver.counters().doorbells.Get());
-  EXPECT_EQ(unmarked, 4) << "xmit_more on all but the last frame of each bulk";
-  EXPECT_EQ(doorbells, 4);  // one per bulk
+  EXPECT_EQ(unmarked, 1) << "xmit_more on all but the chain's last frame";
+  EXPECT_EQ(rig.driver.counters().doorbells.Get(), 1u);
+  // Without BQL (qdisc_avail_bulklimit = dql_avail = 0: bytelimit = 0 - len) every restart
+  // hands one frame over: 30 x {1}, as pfifo_fast.
+  Rig plain(GetParam(), "linux-2014", /*pfifo=*/true, BqlBounds{}, /*driver_bql=*/false);
+  plain.Queue(30);
+  plain.Irq(1, 512, 0);
+  EXPECT_EQ(plain.driver.Handovers(), Sizes(30, 1));
 }
 
 TEST_P(PolicyRun, WithoutBqlTheFastPathDoesNotBulk) {
@@ -315,35 +380,141 @@ TEST_P(PolicyRun, WithoutBqlTheFastPathDoesNotBulk) {
   EXPECT_EQ(rig.driver.Handovers(), Sizes(10, 1));  // bytelimit 0 - len: the first frame alone
 }
 
-// Deep BQL: a fixed 1 MB limit never bounds a bulk here.
-constexpr BqlBounds kDeepBql{1'000'000, 1'000'000, 1.0};
-
+// The quota (dev_tx_weight, 64) against 100 frames queued, deep BQL.
+// 3.18: try_bulk_dequeue_skb has no frame cap, so one bulk takes all 100 (packets 100: quota
+// -36, __netif_schedule for a run that finds nothing).
+// 0345552a653c: try_bulk_dequeue_skb(..., budget = the quota left) adds frames after the first
+// until `++cnt >= budget`: {65} (packets 65, quota -1, the run ends and reschedules); the
+// softirq's run has a fresh quota of 64: {35}.
 TEST_P(PolicyRun, TheQuotaEndsARunThatTheTxirqReschedules) {
   Rig r2014(GetParam(), "linux-2014", false, kDeepBql);
   r2014.Queue(100);
   r2014.Irq(1, 512, 0);
-  EXPECT_EQ(r2014.driver.Handovers(), Sizes({100}));  // only BQL bounds a 2014 bulk: quota overshot
+  EXPECT_EQ(r2014.driver.Handovers(), Sizes({100}));
   Rig r2025(GetParam(), "linux-2025", false, kDeepBql);
   r2025.Queue(100);
   r2025.Irq(1, 512, 0);
-  EXPECT_EQ(r2025.driver.Handovers(), Sizes({64}));  // capped by the quota; the run yields
+  EXPECT_EQ(r2025.driver.Handovers(), Sizes({65}));
   const uint64_t before = r2025.queue->counters().reschedules.Get();
   r2025.Irq(2, 512, 0, /*resched=*/true);  // __netif_schedule: the softirq runs it again
-  EXPECT_EQ(r2025.driver.Handovers(), Sizes({36}));
+  EXPECT_EQ(r2025.driver.Handovers(), Sizes({35}));
   EXPECT_EQ(r2025.queue->counters().reschedules.Get(), before + 1);
 }
 
-TEST(PolicyBudget, Linux2025CapsEachBulkByTheQuotaLeft) {
+TEST(PolicyBudget, Linux2025CapsEachBulkAtOneMoreThanTheQuotaLeft) {
   const auto policy = MakeFlushPolicy(*ParsePolicySpec("linux-2025"), 1e9);
   DequeueContext ctx;
   ctx.has_bql = true;
   ctx.bql_avail = 1'000'000;
-  ctx.quota_left = 64 - 40;  // after a 40-frame bulk
-  EXPECT_EQ(policy->Budget(ctx).frames, 24);
+  ctx.quota_left = 64 - 40;  // after a 40-frame bulk: the first frame and 24 more
+  EXPECT_EQ(policy->Budget(ctx).frames, 25);
   const auto old = MakeFlushPolicy(*ParsePolicySpec("linux-2014"), 1e9);
   EXPECT_EQ(old->Budget(ctx).frames, kMaxBatch);
   EXPECT_EQ(old->Budget(ctx).bytes, 1'000'000);
   EXPECT_EQ(old->Budget(ctx).handover, Handover::kXmitMore);
+}
+
+// 3.18 charges a requeued list one packet. 200 frames, deep BQL, a ring of 100: the first bulk
+// takes all 200, the ring takes 100 and stops, and dev_requeue_skb keeps the other 100 as one
+// list in q->gso_skb (sch_direct_xmit returns 0: the run ends). 20 more are queued meanwhile. At
+// the wake dequeue_skb hands the list back whole with `*packets = 1` (quota 63), so the same run
+// goes on to the 20: {100, 20}. Charged a packet a frame, the run would have ended after the
+// list and left the 20 to a reschedule.
+TEST_P(PolicyRun, A2014RequeuedListCostsTheQuotaOnePacket) {
+  Rig rig(GetParam(), "linux-2014", false, kDeepBql);
+  rig.Queue(200);
+  rig.Irq(1, 100, 0);
+  EXPECT_EQ(rig.driver.Handovers(), Sizes({100}));
+  EXPECT_EQ(rig.queue->counters().requeued_frames.Get(), 100u);
+  rig.Queue(20);
+  const uint64_t resched = rig.queue->counters().reschedules.Get();
+  rig.Irq(2, 200, 100);  // the ring empties and has 200 slots
+  EXPECT_EQ(rig.driver.Handovers(), Sizes({100, 20}));
+  EXPECT_EQ(rig.queue->counters().reschedules.Get(), resched + 1) << "one run, the wake's";
+}
+
+// A requeue ends the run (3.18 sch_direct_xmit returns dev_requeue_skb's 0; 6.9 returns false)
+// and schedules the softirq (__netif_schedule; a lock-free qdisc's MISSED note does it at
+// qdisc_run_end), whose run has a fresh quota. A driver that refuses without stopping (a PMD's
+// short tx_burst) shows it: {10} of 30 taken, the run ends asking for a reschedule, and the
+// reschedule sends the rest.
+TEST_P(PolicyRun, ARequeueEndsTheRunAndReschedulesIt) {
+  Rig rig(GetParam(), "count:30");
+  rig.Queue(30);
+  rig.driver.take_limit = 10;
+  rig.Irq(1, 512, 0);
+  EXPECT_EQ(rig.driver.Handovers(), Sizes({30})) << "one bulk offered, 20 refused";
+  EXPECT_EQ(rig.queue->counters().requeued_frames.Get(), 20u);
+  EXPECT_EQ(rig.queue->backlog(), 20u) << "the run ended at the requeue";
+  rig.driver.take_limit = UINT_MAX;
+  rig.Irq(2, 512, 0, /*resched=*/true);
+  EXPECT_EQ(rig.driver.Handovers(), Sizes({20}));
+  EXPECT_EQ(rig.queue->backlog(), 0u);
+}
+
+// The empty-qdisc bypass does not look at the queue's state: neither 3.18's nor 6.9's
+// __dev_xmit_skb condition does (`TCQ_F_CAN_BYPASS && !qdisc_qlen(q) && qdisc_run_begin(q)`;
+// 6.9 NOLOCK: `nolock_qdisc_is_empty(q) && qdisc_run_begin(q)`). The first of 100 frames sent
+// into a stopped queue takes it; sch_direct_xmit finds the queue stopped, calls no driver and
+// requeues it; the other 99 are enqueued. At the wake the requeued frame goes first and alone
+// (the gso_skb path never bulks), costing one packet:
+//   3.18 (linux-2014): {1}, then a bulk bounded by BQL alone: {1, 99};
+//   6.9 + 0345552a653c (linux-2025): {1}, then 1 + 63: {1, 64}, the quota spent (63 - 64 = -1),
+//   a reschedule and {35}.
+// linux-2014 on --sync nolock has no bypass (3.18 had no lock-free qdisc; it came with 5.14):
+// all 100 are enqueued and go as one bulk, {100}.
+TEST_P(PolicyRun, AFrameThatBypassesIntoAStoppedQueueIsRequeuedAndGoesFirstAlone) {
+  Rig r2014(GetParam(), "linux-2014", false, kDeepBql, true, /*bypass=*/true);
+  r2014.Queue(100);
+  EXPECT_EQ(r2014.driver.calls.size(), 0u) << "a stopped queue's driver is not called";
+  r2014.Irq(1, 512, 0);
+  const bool bypassed = GetParam() != Engine::kNolock;
+  EXPECT_EQ(r2014.queue->counters().bypassed.Get(), bypassed ? 1u : 0u);
+  EXPECT_EQ(r2014.driver.Handovers(), bypassed ? Sizes({1, 99}) : Sizes({100}));
+  Rig r2025(GetParam(), "linux-2025", false, kDeepBql, true, /*bypass=*/true);
+  r2025.Queue(100);
+  r2025.Irq(1, 512, 0);
+  EXPECT_EQ(r2025.queue->counters().bypassed.Get(), 1u);
+  EXPECT_EQ(r2025.queue->counters().requeued_frames.Get(), 1u);
+  EXPECT_EQ(r2025.driver.Handovers(), Sizes({1, 64}));
+  r2025.Irq(2, 512, 0, /*resched=*/true);
+  EXPECT_EQ(r2025.driver.Handovers(), Sizes({35}));
+}
+
+// A frame that bypasses costs its run no quota: __dev_xmit_skb's sch_direct_xmit comes before
+// __qdisc_run, which begins with dev_tx_weight of its own. One frame sent into an open, empty
+// queue goes alone, and 100 queued during its driver call follow in the same run as 1 + 64
+// (0345552a653c's cap at the whole quota): {1, 65}, then {35} after the reschedule.
+TEST_P(PolicyRun, TheBypassedFrameCostsTheRunNoQuota) {
+  Rig rig(GetParam(), "linux-2025", false, kDeepBql, true, /*bypass=*/true);
+  rig.Irq(1, 512, 0);  // the ring opens; nothing is queued
+  rig.driver.calls.clear();
+  rig.QueueDuringTheNextDriverCall(100);
+  rig.Queue(1);
+  EXPECT_EQ(rig.queue->counters().bypassed.Get(), 1u);
+  EXPECT_EQ(rig.driver.Handovers(), Sizes({1, 65}));
+  rig.Irq(2, 512, 0, /*resched=*/true);
+  EXPECT_EQ(rig.driver.Handovers(), Sizes({35}));
+}
+
+// Frames another producer queues while a run is in its driver call go in that same run, within
+// its quota; only what the quota leaves is rescheduled, with a fresh quota. 6.9: a lock-free
+// qdisc's producer that finds q->seqlock taken leaves MISSED (qdisc_run_begin) and returns; the
+// holder's __qdisc_run dequeues its frames, and pfifo_fast_dequeue clears MISSED only when it
+// finds nothing; the root-locked one enqueues under the root lock the run let go. 14 queued, 86
+// more during the first driver call, deep BQL, linux-2025: {14} (quota 50), {51} (1 + 50; quota
+// -1: MISSED or __netif_schedule), then the softirq's {35}.
+TEST_P(PolicyRun, FramesQueuedDuringARunGoInThatRunWithinItsQuota) {
+  Rig rig(GetParam(), "linux-2025", false, kDeepBql);
+  rig.Queue(14);
+  rig.QueueDuringTheNextDriverCall(86);
+  rig.Irq(1, 512, 0);
+  EXPECT_EQ(rig.driver.Handovers(), Sizes({14, 51}));
+  if (GetParam() == Engine::kNolock) {
+    EXPECT_GT(rig.queue->counters().missed.Get(), 0u);
+  }
+  rig.Irq(2, 512, 0, /*resched=*/true);
+  EXPECT_EQ(rig.driver.Handovers(), Sizes({35}));
 }
 
 TEST_P(PolicyRun, RequeuedFramesComeBackAsTheirListIn2014AndAloneIn2025) {
@@ -368,18 +539,53 @@ TEST_P(PolicyRun, RequeuedFramesComeBackAsTheirListIn2014AndAloneIn2025) {
             r2014.queue->counters().requeued_frames.Get());
 }
 
-TEST_P(PolicyRun, AFrameThatStopsTheQueueThroughBqlRingsTheDoorbell) {
-  // Slow path (no byte bound) into a fixed 3000-byte limit: the 4th frame takes the queue over
-  // it, so it goes without xmit_more and the chain ends; nothing is left unrung.
-  Rig rig(GetParam(), "linux-2014", true, BqlBounds{3000, 3000, 1.0});
-  rig.Queue(20);
-  rig.Irq(1, 512, 0);
-  ASSERT_GE(rig.driver.calls.size(), 4u);
-  std::vector<bool> more;
-  for (size_t i = 0; i < 4; ++i) more.push_back(rig.driver.calls[i].more);
-  EXPECT_EQ(more, std::vector<bool>({true, true, true, false}));
-  EXPECT_EQ(rig.driver.calls.size(), 4u);
-  EXPECT_EQ(rig.queue->counters().requeued_frames.Get(), 5u);  // the rest of the 9
+// A BQL stop in the middle of an xmit_more chain (one longer than BQL's room: a 3.18 requeued
+// list, handed back without a byte check), at NetdevQueue, below the qdisc. Until 4.20
+// dev_hard_start_xmit broke on netif_xmit_stopped, BQL's STACK_XOFF included: the frame that
+// stopped the queue goes without xmit_more (e1000 and ixgbe ring a stopped queue's doorbell) and
+// the rest is left to requeue. Since 4.20 it breaks on netif_tx_queue_stopped, the driver's own
+// stop: the chain goes on, and every frame after the stop is rung as a stopped queue's. A fixed
+// 3000-byte limit and five 1000-byte frames: the 4th takes the bytes in flight over it.
+TEST(NetdevQueueChain, ABqlStopEndsTheChainUntil420AndNotSince) {
+  struct Case {
+    const char* policy;
+    uint16_t accepted;
+    std::vector<bool> more;
+    uint64_t doorbells;
+  };
+  for (const Case& k : {Case{"linux-2014", 4, {true, true, true, false}, 1},
+                        Case{"linux-2025", 5, {true, true, true, false, false}, 2}}) {
+    SCOPED_TRACE(k.policy);
+    ScriptedDriver driver(/*bql=*/true);
+    driver.capacity = 512;
+    const auto policy = MakeFlushPolicy(*ParsePolicySpec(k.policy), 1e9);
+    TxQueueCounters counters;
+    NetdevQueue dev(driver, *policy, BqlBounds{3000, 3000, 1.0}, 1e9, counters);
+    std::array<rte_mbuf*, 5> frames;
+    for (rte_mbuf*& m : frames) {
+      m = rte_pktmbuf_alloc(test::Pool());
+      ASSERT_NE(m, nullptr);
+      ASSERT_NE(rte_pktmbuf_append(m, kFrameBytes), nullptr);
+    }
+    bool stopped_now = false;
+    const uint16_t accepted = dev.Xmit(frames, Handover::kXmitMore, &stopped_now);
+    EXPECT_EQ(accepted, k.accepted);
+    std::vector<bool> more;
+    for (const auto& c : driver.calls) more.push_back(c.more);
+    EXPECT_EQ(more, k.more);
+    EXPECT_EQ(driver.counters().doorbells.Get(), k.doorbells);
+    EXPECT_TRUE(stopped_now);
+    EXPECT_EQ(counters.bql_stops.Get(), 1u);
+    rte_pktmbuf_free_bulk(frames.data() + accepted, frames.size() - accepted);
+    // And a stopped queue refuses a qdisc's bulk without calling the driver
+    // (sch_direct_xmit's netif_xmit_frozen_or_stopped under HARD_TX_LOCK).
+    driver.calls.clear();
+    rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(dev.Xmit({&m, 1}, Handover::kXmitMore, &stopped_now), 0);
+    EXPECT_TRUE(driver.calls.empty());
+    rte_pktmbuf_free(m);
+  }
 }
 
 TEST_P(PolicyRun, CountNTakesRequeuedFramesFirstThenTheBandsInOneCall) {
