@@ -381,10 +381,6 @@ std::optional<std::string> SimUnsupported(const CellConfig& cfg) {
         "--engine sim runs the emulated NIC only, not '{}'; valid: an emu: driver "
         "(emu:e1000, emu:ixgbe, emu:null, emu:ipoib-*), or --engine real",
         cfg.driver);
-  if (cfg.shape.nolock)
-    return std::string(
-        "--engine sim models the root-locked qdisc only; valid: --sync rootlock "
-        "with --engine sim, or --engine real for --sync nolock");
   if (!(cfg.cost.tsc_hz > 0)) return std::string("the cost model's tsc_hz must be positive");
   if (std::llround(cfg.cost.frame) < 1)
     return std::string(

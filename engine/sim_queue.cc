@@ -30,11 +30,13 @@ SimQueue::SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy,
       cpu_(cpu),
       clock_(clock),
       dev_(driver, policy, config.bql, config.tsc_hz, qc_),
-      qdisc_(config.txqueuelen, config.shape.pfifo ? 1 : kPfifoBands),
+      qdisc_(config.txqueuelen, config.shape.pfifo ? 1 : kPfifoBands,
+             config.shape.nolock ? QdiscLimit::kPerBand : QdiscLimit::kLength),
       run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen)),
       meta_offset_(config.track_stages ? TxMetaOffset() : -1) {}
 
 bool SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited) {
+  if (config_.shape.nolock) return EnqueueNolock(p, m, band, waited);
   cpu_.Acquire(p, root_free_);
   if (qdisc_.band_full(band)) {
     root_free_ = p.t;
@@ -47,11 +49,7 @@ bool SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited) {
     // the frame is the run's first bulk, handed to the driver at its next step (which a stopped
     // queue refuses).
     root_free_ = p.t;
-    BeginRun(p, false);
-    qc_.bypassed.Add();
-    run_.Bypass(m);
-    run_t0_ = p.t;
-    p.step = SimStep::kXmit;
+    Bypass(p, m);
     return true;
   }
   if (qdisc_.empty()) first_enqueued_ = p.t;
@@ -64,6 +62,49 @@ bool SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited) {
     BeginRun(p, false);  // as __dev_xmit_skb: run the qdisc after the enqueue
   }
   return true;
+}
+
+bool SimQueue::EnqueueNolock(SimActor& p, rte_mbuf* m, int band, bool waited) {
+  // NolockTxQueue::Send: no root lock; the run flag is one atomic exchange (`lock`), a lost one
+  // leaves MISSED for the holder (qdisc_run_begin).
+  if (qdisc_.band_full(band)) return false;
+  if (waited) RestampTx(m, p.t);
+  if (config_.bypass && !config_.shape.dedicated && !running_ && LooksEmpty()) {
+    cpu_.Work(p, cpu_.c.lock);  // the flag, won: still empty, the frame is the first bulk
+    Bypass(p, m);
+    return true;
+  }
+  if (qdisc_.empty()) first_enqueued_ = p.t;
+  cpu_.Work(p, cpu_.c.enqueue);
+  (void)qdisc_.Enqueue(m, band);  // cannot fail: the band has room
+  if (config_.shape.dedicated) {
+    WakeRunner(p.t);
+    return true;
+  }
+  cpu_.Work(p, cpu_.c.lock);  // the flag: won, or the note left
+  if (!running_) {
+    BeginRun(p, false);
+  } else {
+    qc_.missed.Add();
+    missed_ = true;
+  }
+  return true;
+}
+
+void SimQueue::Bypass(SimActor& p, rte_mbuf* m) {
+  BeginRun(p, false);
+  qc_.bypassed.Add();
+  run_.Bypass(m);
+  run_t0_ = p.t;
+  p.step = SimStep::kXmit;
+}
+
+bool SimQueue::LooksEmpty() const { return !missed_ && !drain_note_ && qdisc_.empty(); }
+
+void SimQueue::NoteStopped() {
+  // qdisc_maybe_clear_missed: MISSED goes (the wake reschedules), DRAINING stays.
+  missed_ = false;
+  drain_note_ = true;
 }
 
 void SimQueue::Block(SimActor& p) {
@@ -130,20 +171,29 @@ void SimQueue::StepRun(SimActor& a) {
 }
 
 void SimQueue::Dequeue(SimActor& a) {
+  const bool nolock = config_.shape.nolock;
   // A stopped queue ends the run before it takes the root lock (not charged).
-  if (!run_.Open([this] { return dev_.Stopped(); }, &resched_pending_)) return EndRun(a);
+  if (!run_.Open([this] { return dev_.Stopped(); }, nolock ? nullptr : &resched_pending_)) {
+    if (nolock) NoteStopped();  // dequeue_skb's qdisc_maybe_clear_missed
+    return EndRun(a);
+  }
   run_t0_ = a.t;
-  cpu_.Acquire(a, root_free_);
+  if (!nolock) cpu_.Acquire(a, root_free_);  // the lock-free run holds its flag throughout
   DequeueContext device;
   device.has_bql = dev_.has_bql();
   device.bql_avail = dev_.bql_avail();
   device.free_slots = driver_.FreeSlots();
   bool wake = false;
-  const uint16_t n = run_.Dequeue(
-      qdisc_, device, [this] { return waiters_.size(); }, &wake);
+  const auto waiters = [this] { return waiters_.size(); };
+  uint16_t n = run_.Dequeue(qdisc_, device, waiters, &wake);
+  if (n == 0 && nolock && (missed_ || drain_note_)) {
+    // pfifo_fast_dequeue: an empty look with a note clears it and looks once more.
+    missed_ = drain_note_ = false;
+    n = run_.Dequeue(qdisc_, device, waiters, &wake);
+  }
   // A dequeue that finds nothing (the one ending every run) costs only its lock.
   if (n > 0) cpu_.Work(a, cpu_.c.dequeue + cpu_.c.dequeue_frame * n);
-  root_free_ = a.t;
+  if (!nolock) root_free_ = a.t;
   if (n == 0) return EndRun(a);
   if (wake) {
     for (SimActor* w : waiters_) SimCpu::Wake(*w, a.t);
@@ -180,6 +230,7 @@ void SimQueue::Xmit(SimActor& a) {
 }
 
 void SimQueue::Requeue(SimActor& a) {
+  if (config_.shape.nolock) return Settle(a);  // the requeue slot is the flag holder's
   cpu_.Acquire(a, root_free_);
   Settle(a);
   root_free_ = a.t;
@@ -192,9 +243,15 @@ void SimQueue::Settle(SimActor& a) {
       a.step = SimStep::kDequeue;
       return;
     case RunNext::kReschedule:
-      Kick(a.t, true);  // __netif_schedule
+      // __netif_schedule; a lock-free qdisc leaves MISSED, read as its flag goes (EndRun).
+      if (config_.shape.nolock)
+        missed_ = true;
+      else
+        Kick(a.t, true);
       return EndRun(a);
     case RunNext::kEnd:
+      // A requeue into a stopped queue leaves DRAINING (NolockTxQueue::Run).
+      if (config_.shape.nolock && dev_.Stopped()) NoteStopped();
       return EndRun(a);
   }
 }
@@ -204,6 +261,8 @@ void SimQueue::EndRun(SimActor& a) {
   running_ = false;
   a.step = a.home;
   if (a.role == SimRole::kRunner && !qdisc_.empty()) first_enqueued_ = a.t;  // a new wait
+  // qdisc_run_end: a note left for the run reschedules it through the txirq.
+  if (config_.shape.nolock && missed_) Kick(a.t, true);
 }
 
 void SimQueue::Poll(SimActor& r, bool draining) {
@@ -226,7 +285,19 @@ void SimQueue::Kick(Tsc at, bool resched) {
   if (irq_ != nullptr && irq_->step == SimStep::kIrq) SimCpu::Wake(*irq_, at);
 }
 
-void SimQueue::Restart(SimActor& irq) {
+void SimQueue::Restart(SimActor& irq, bool resched) {
+  if (config_.shape.nolock && !config_.shape.dedicated) {
+    // NolockTxQueue::Restart: a reschedule runs even a qdisc that looks empty; a run in
+    // progress is told through MISSED (the txirq's qdisc_run_begin loses the flag).
+    if (qdisc_.empty() && !resched && !missed_) return;
+    cpu_.Work(irq, cpu_.c.lock);
+    if (running_) {
+      qc_.missed.Add();
+      missed_ = true;
+      return;
+    }
+    return BeginRun(irq, true);
+  }
   switch (OnRestart(config_.shape.dedicated, running_, qdisc_.empty())) {
     case RestartAction::kWakeRunner:
       return WakeRunner(irq.t);  // netif_wake_queue: the runner goes on
@@ -261,7 +332,7 @@ void SimQueue::Complete(SimActor& irq, bool resched) {
   }
   tx_free_ = irq.t;
   HandOn(irq, handled);
-  if (woke || resched) Restart(irq);
+  if (woke || resched) Restart(irq, resched);
 }
 
 bool SimQueue::Drained() const {

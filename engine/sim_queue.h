@@ -5,7 +5,10 @@
 // queues run; here each phase is one actor step — the dequeue under the root lock, the driver
 // call under the TX lock, the requeue under the root lock again — charged the cost model's
 // cycles. The locks are spin locks granted in time order: an actor that finds one held spins
-// (CPU time) until it is free.
+// (CPU time) until it is free. With --sync nolock there is no root lock: producers enqueue into
+// per-band bands and the run holds a flag (NolockTxQueue's MISSED and DRAINING notes, a note
+// left when the flag goes rescheduling through the txirq); the flag costs `lock` to take or to
+// lose, the bands' cache lines between CPUs are not modelled.
 //
 // Not thread-safe: the simulation has no threads. Public so that scripted tests can play a queue
 // the way tests/unit/policy_run_test.cc plays the real ones.
@@ -164,7 +167,16 @@ class SimQueue {
   void Requeue(SimActor& a);
   void Settle(SimActor& a);
   void EndRun(SimActor& a);
-  void Restart(SimActor& irq);
+  // `resched`: a run spent its quota (or a note was left) and asked for this one.
+  void Restart(SimActor& irq, bool resched);
+  // --sync nolock: Enqueue without a root lock (NolockTxQueue::Send).
+  bool EnqueueNolock(SimActor& p, rte_mbuf* m, int band, bool waited);
+  // `m` goes to the driver as the first bulk of a run by `p` (the empty-qdisc bypass).
+  void Bypass(SimActor& p, rte_mbuf* m);
+  // --sync nolock: nothing queued and no note (NolockTxQueue::LooksEmpty).
+  bool LooksEmpty() const;
+  // --sync nolock: a run found the queue stopped (qdisc_maybe_clear_missed).
+  void NoteStopped();
   uint64_t Handled() const { return sink_ != nullptr ? sink_->handled() : 0; }
   // The sink's frames handled since `handled_before`, handed on after the TX lock as the real
   // queue does (DeferredReceiver): `deliver` each on `a`, under the receiver's lock, booked as
@@ -192,6 +204,7 @@ class SimQueue {
   bool handed_over_ = false;  // between the driver call and Settle: accepted_ are the driver's
   const int meta_offset_;     // TxMetaOffset() with config.track_stages, else -1
   bool running_ = false, resched_pending_ = false;
+  bool missed_ = false, drain_note_ = false;  // --sync nolock: MISSED, DRAINING
   bool irq_kicked_ = false, irq_resched_ = false;
 };
 

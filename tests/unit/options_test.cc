@@ -323,7 +323,6 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
       "lab",
       "run --engine warp",
       "run --engine sim --driver ethdev:net_null0",
-      "run --engine real,sim --sync nolock",
       "run --engine sim --cost-model /nonexistent/cost.json",
       "run --engine sim --cost-model /proc/self/status",
       "run --queues 0",

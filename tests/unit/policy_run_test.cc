@@ -5,8 +5,9 @@
 //
 // Every case runs on the three places a qdisc is run (QdiscRun, dataplane/qdisc_run.h): the
 // root-locked queue, the lock-free queue (--sync nolock) and the simulation's queue
-// (engine/sim_queue.h, stepped by its actors). A pfifo case runs root-locked on the nolock row
-// too, as txbatch runs it (MakeTxQueue: tc's pfifo has no TCQ_F_NOLOCK here).
+// (engine/sim_queue.h, stepped by its actors), root-locked and lock-free. A pfifo case runs
+// root-locked on the nolock rows too, as txbatch runs it (MakeTxQueue: tc's pfifo has no
+// TCQ_F_NOLOCK here).
 //
 // The kernel traces (the cases that cite a function and a version) were worked by hand from the
 // kernel's source: net/sched/sch_generic.c (dequeue_skb, try_bulk_dequeue_skb, sch_direct_xmit,
@@ -147,7 +148,9 @@ class ScriptedDriver final : public TxDriver {
   std::deque<rte_mbuf*> ring_;
 };
 
-enum class Engine { kRootlock, kNolock, kSim };
+enum class Engine { kRootlock, kNolock, kSim, kSimNolock };
+bool Simulated(Engine e) { return e == Engine::kSim || e == Engine::kSimNolock; }
+bool Lockfree(Engine e) { return e == Engine::kNolock || e == Engine::kSimNolock; }
 
 // A queue as a case plays it: a producer's send, and the txirq's work at a virtual time.
 class PlayedQueue {
@@ -243,7 +246,7 @@ class SimulatedQueue final : public PlayedQueue {
   SimActor producer_, other_, irq_;
 };
 
-constexpr std::array<const char*, 3> kEngineNames = {"rootlock", "nolock", "sim"};
+constexpr std::array<const char*, 4> kEngineNames = {"rootlock", "nolock", "sim", "sim_nolock"};
 
 struct Rig {
   // `bypass`: the empty-qdisc bypass where the policy's kernel has it for the shape
@@ -258,10 +261,10 @@ struct Rig {
     cfg.tsc_hz = 1e9;  // the virtual clock ticks in ns
     cfg.track_stages = false;
     cfg.shape.pfifo = pfifo;
-    cfg.shape.nolock = engine == Engine::kNolock;
+    cfg.shape.nolock = Lockfree(engine);
     cfg.bql = bql;
     cfg.bypass = bypass && KernelBypass(*spec, cfg.shape);
-    if (engine == Engine::kSim)
+    if (Simulated(engine))
       queue = std::make_unique<SimulatedQueue>(driver, *policy, cfg, window);
     else
       queue = std::make_unique<RealQueue>(driver, *policy, cfg, window);
@@ -468,7 +471,7 @@ TEST_P(PolicyRun, AFrameThatBypassesIntoAStoppedQueueIsRequeuedAndGoesFirstAlone
   r2014.Queue(100);
   EXPECT_EQ(r2014.driver.calls.size(), 0u) << "a stopped queue's driver is not called";
   r2014.Irq(1, 512, 0);
-  const bool bypassed = GetParam() != Engine::kNolock;
+  const bool bypassed = !Lockfree(GetParam());
   EXPECT_EQ(r2014.queue->counters().bypassed.Get(), bypassed ? 1u : 0u);
   EXPECT_EQ(r2014.driver.Handovers(), bypassed ? Sizes({1, 99}) : Sizes({100}));
   Rig r2025(GetParam(), "linux-2025", false, kDeepBql, true, /*bypass=*/true);
@@ -510,7 +513,7 @@ TEST_P(PolicyRun, FramesQueuedDuringARunGoInThatRunWithinItsQuota) {
   rig.QueueDuringTheNextDriverCall(86);
   rig.Irq(1, 512, 0);
   EXPECT_EQ(rig.driver.Handovers(), Sizes({14, 51}));
-  if (GetParam() == Engine::kNolock) {
+  if (Lockfree(GetParam())) {
     EXPECT_GT(rig.queue->counters().missed.Get(), 0u);
   }
   rig.Irq(2, 512, 0, /*resched=*/true);
@@ -727,7 +730,8 @@ TEST(SimQueueRun, PurgeBetweenTheDriverCallAndTheRequeueFreesEveryFrameOnce) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, PolicyRun,
-                         ::testing::Values(Engine::kRootlock, Engine::kNolock, Engine::kSim),
+                         ::testing::Values(Engine::kRootlock, Engine::kNolock, Engine::kSim,
+                                           Engine::kSimNolock),
                          [](const auto& info) {
                            return kEngineNames[static_cast<size_t>(info.param)];
                          });
