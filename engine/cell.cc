@@ -58,6 +58,20 @@ TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::ve
   return q;
 }
 
+std::string EraMix(const PolicySpec& policy, const QueueShape& shape) {
+  if (shape.noqueue || shape.pfifo) return {};
+  if (policy.kind == PolicyKind::kLinux2025 && !shape.nolock)
+    return "linux-2025 names a 6.x kernel, whose pfifo_fast is lock-free (4.16 on); --sync "
+           "rootlock runs it on the root-locked pfifo_fast of before 4.16";
+  if ((policy.kind == PolicyKind::kLinux2014 || policy.kind == PolicyKind::kBlist2007) &&
+      shape.nolock)
+    return fmt::format(
+        "{} names Linux {}, whose pfifo_fast took a root lock; --sync nolock runs "
+        "it on the lock-free pfifo_fast of 4.16 on",
+        policy.ToString(), policy.kind == PolicyKind::kLinux2014 ? "3.18" : "2.6 (2007)");
+  return {};
+}
+
 unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
   // The band producers use (kProducerBand), the requeue slot, the ring, each producer's stash
   // of fresh mbufs and the per-lcore caches (each may hold up to 1.5x its size): queueing alone can

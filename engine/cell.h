@@ -53,6 +53,9 @@ struct CellConfig {
   // The empty-qdisc bypass (TxQueueConfig::bypass): KernelBypass of the policy and shape, off
   // with --no-bypass. A record without it ran without one.
   bool bypass = false;
+  // Where an explicit --sync pairs a kernel policy with a qdisc of another era (EraMix), the
+  // sentence that says so (the run header, config.era_mix); empty otherwise.
+  std::string era_mix;
   // Frames carry TX stamps and the sink measures latency (off: --no-timing, throughput only).
   bool timing = true;
   BqlBounds bql;  // --bql-limit-min/max, --bql-hold-time
@@ -170,6 +173,11 @@ struct CellResult {
 // The books close (DESIGN.md Terms): generated = sent + dropped + queued, sent + duplicated =
 // received + lost + in flight (where frames come back), and every mbuf is back in its pool.
 bool Balanced(const Books& books);
+
+// The sentence for a kernel policy on a qdisc its kernel did not have: linux-2025 (6.x) on the
+// root-locked pfifo_fast of before 4.16, linux-2014 (3.18) or blist-2007 (2.6) on the lock-free
+// one of 4.16 on; empty where the two belong together (bql ran on both).
+std::string EraMix(const PolicySpec& policy, const QueueShape& shape);
 
 // The TX queue's configuration for `cfg`'s shape (txqueuelen, qdisc, runner, sync, BQL), its
 // txirq allowed on `cpus`. Stage tracking and the producers' blocking are the caller's.

@@ -85,6 +85,7 @@ CellConfig ConfigFrom(const json& c) {
   cfg.shape.nolock = c.at("sync") == "nolock";
   cfg.shape.pfifo = c.at("qdisc") == "pfifo";
   cfg.bypass = c.value("bypass", false);
+  if (c.contains("era_mix") && c["era_mix"].is_string()) cfg.era_mix = c["era_mix"];
   cfg.timing = c.value("timing", true);
   if (const json& b = c.value("bql", json()); b.is_object())
     cfg.bql = BqlBounds{Whole{b.at("limit_min")}, Whole{b.at("limit_max")},

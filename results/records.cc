@@ -37,6 +37,7 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
             {"limit_max", c.bql.limit_max},
             {"hold_time_ms", c.bql.hold_s * 1e3}}},
           {"bypass", c.bypass},
+          {"era_mix", c.era_mix.empty() ? json(nullptr) : json(c.era_mix)},
           {"timing", c.timing},
           {"txqueuelen", c.txqueuelen},
           {"producer", c.stream ? "stream" : "datagram"},

@@ -77,6 +77,12 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
   fmt::print(out, "{}; EAL {} ({}): {}\n", dpdk, env.eal_mode, env.eal_why,
              fmt::join(env.eal_args, " "));
   fmt::print(out, "CPU {}, TSC {:.3f} GHz; {}\n", env.cpu, env.tsc_hz / 1e9, env.pinning);
+  // A kernel policy on another era's qdisc (an explicit --sync): once per sentence.
+  std::vector<std::string> mixes;
+  for (const auto& cell : cells)
+    if (!cell.era_mix.empty() && std::find(mixes.begin(), mixes.end(), cell.era_mix) == mixes.end())
+      mixes.push_back(cell.era_mix);
+  for (const auto& m : mixes) fmt::print(out, "note: {}\n", m);
   std::set<std::string> drivers;
   bool emulated = false;
   for (const auto& cell : cells) {

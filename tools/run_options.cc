@@ -164,9 +164,11 @@ void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) 
   AddOptionWithDefault(
       cmd, "--sync", a.sync,
       "Qdisc locking: rootlock (one lock around enqueue and dequeue, Linux before "
-      "4.16) or nolock (lock-free bands, an exclusive run flag and a private requeue "
-      "slot, Linux 4.16 on: TCQ_F_NOLOCK). --runner, --sync and --qdisc take comma-separated "
-      "lists too: a grid axis");
+      "4.16), nolock (lock-free bands, an exclusive run flag and a private requeue "
+      "slot, Linux 4.16 on: TCQ_F_NOLOCK) or auto (as the policy's kernel ran pfifo_fast: "
+      "nolock for linux-2025 and bql, rootlock for the others and for pfifo). A kernel policy "
+      "given another era's qdisc runs with a note saying so. --runner, --sync and --qdisc take "
+      "comma-separated lists too: a grid axis");
   AddOptionWithDefault(cmd, "--qdisc", a.qdisc,
                        "Qdisc: pfifo_fast (3 bands, drop-tail, the device's default), pfifo (one "
                        "band, as installed by tc; rootlock only), or none (Linux noqueue: each "
@@ -291,7 +293,7 @@ Status ParseChoices(const RunArgs& a, GridParts& g, RunPlan& plan) {
   auto runners = ParseChoiceList("--runner", a.runner, {"inline", "dedicated"});
   if (!runners) return runners.error();
   g.runners = std::move(*runners);
-  auto syncs = ParseChoiceList("--sync", a.sync, {"rootlock", "nolock"});
+  auto syncs = ParseChoiceList("--sync", a.sync, {"auto", "rootlock", "nolock"});
   if (!syncs) return syncs.error();
   g.syncs = std::move(*syncs);
   auto qdiscs = ParseChoiceList("--qdisc", a.qdisc, {"pfifo_fast", "pfifo", "none"});
@@ -380,14 +382,16 @@ Status BuildShapes(const RunArgs& a, const GridParts& g, RunPlan& plan) {
                                          "would never send; valid: buffer:N:T, or N <= {}",
                                          p.ToString(), p.frames, a.txqueuelen, a.txqueuelen));
         }
-        QueueShape shape;
-        shape.noqueue = q == "none";
-        shape.dedicated = r == "dedicated";
-        shape.nolock = y == "nolock";
-        shape.pfifo = q == "pfifo";
+        ShapeChoice choice;
+        choice.shape.noqueue = q == "none";
+        choice.shape.dedicated = r == "dedicated";
+        choice.shape.nolock = y == "nolock";
+        choice.shape.pfifo = q == "pfifo";
+        // The era decides only where there is a lock-free form (pfifo_fast).
+        choice.era_sync = y == "auto" && q == "pfifo_fast";
         // --qdisc none has no runner or sync: one shape, however many of those were listed.
-        if (std::find(plan.shapes.begin(), plan.shapes.end(), shape) == plan.shapes.end())
-          plan.shapes.push_back(shape);
+        if (std::find(plan.shapes.begin(), plan.shapes.end(), choice) == plan.shapes.end())
+          plan.shapes.push_back(choice);
       }
   return {};
 }
@@ -531,9 +535,11 @@ Status BuildCells(const RunArgs& a, const GridParts& g, RunPlan& plan) {
     for (unsigned p : g.procs)
       for (unsigned s : g.sizes)
         for (size_t d = 0; d < g.drivers.size(); ++d)
-          for (const QueueShape& shape : plan.shapes)
+          for (const ShapeChoice& choice : plan.shapes)
             for (const std::string& engine : g.engines)
               for (const PolicySpec& pol : plan.policies) {
+                QueueShape shape = choice.shape;
+                if (choice.era_sync) shape.nolock = KernelNolock(pol, shape);
                 CellConfig c;
                 c.driver = g.drivers[d];
                 c.driver_spec = g.specs[d];
@@ -550,6 +556,7 @@ Status BuildCells(const RunArgs& a, const GridParts& g, RunPlan& plan) {
                 c.stream = a.producer == "stream";
                 c.shape = shape;
                 c.bypass = !a.no_bypass && KernelBypass(pol, shape);
+                if (!choice.era_sync) c.era_mix = EraMix(pol, shape);
                 c.timing = !a.no_timing;
                 c.bql = g.bql;
                 c.seed = a.seed;

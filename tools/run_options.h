@@ -33,7 +33,7 @@ struct RunArgs {
   std::string producer = "stream";
   unsigned txqueuelen = kDefaultTxQueueLen;
   std::string runner = "inline";
-  std::string sync = "rootlock";
+  std::string sync = "auto";  // auto: each policy on its kernel's qdisc (KernelNolock)
   std::string qdisc = "pfifo_fast";
   bool no_timing = false;  // --no-timing: throughput only (no TX stamp read a frame, no latency)
   bool no_bypass = false;  // --no-bypass: every frame enqueued and dequeued (no TCQ_F_CAN_BYPASS)
@@ -52,10 +52,18 @@ struct RunArgs {
 
 // The validated plan: every cell in run order (interleaved: for each procs, size, driver and
 // qdisc shape the policies follow each other, so drift hits batching off and on alike).
+// A qdisc shape as the options gave it: with `era_sync` (--sync auto) each policy gets the
+// synchronisation its kernel ran the qdisc with (KernelNolock), decided cell by cell.
+struct ShapeChoice {
+  QueueShape shape;
+  bool era_sync = false;
+  bool operator==(const ShapeChoice&) const = default;
+};
+
 struct RunPlan {
   std::vector<CellConfig> cells;
   std::vector<PolicySpec> policies;
-  std::vector<QueueShape> shapes;
+  std::vector<ShapeChoice> shapes;
   // Each grid axis (option name) and how many values it was given: compare needs exactly one
   // with two values.
   std::vector<std::pair<std::string, size_t>> axes;

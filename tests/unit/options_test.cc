@@ -32,6 +32,44 @@ TEST(RunPlan, DefaultIsTheBwTcpGridInterleaved) {
   EXPECT_EQ(plan->cells.back().size, 262144u);
 }
 
+// Without --sync each policy runs on the qdisc its kernel had: linux-2025 (6.x) and bql on the
+// lock-free pfifo_fast of 4.16 on, linux-2014 (3.18), blist-2007 and the DPDK-style count:N on
+// the root-locked one; tc's pfifo is root-locked in every kernel. An explicit --sync runs as
+// asked, and a kernel policy given another era's qdisc carries the sentence that says so.
+TEST(RunPlan, EachKernelPolicyRunsOnItsKernelsQdiscUnlessTold) {
+  const auto syncs = [](RunArgs a) {
+    a.policy = "count:32,linux-2014,linux-2025,bql,blist-2007";
+    a.drivers = {"emu:ixgbe"};
+    a.size = "64";
+    a.procs = "1";
+    std::vector<std::pair<bool, bool>> out;  // nolock, an era mix noted
+    auto plan = BuildRunPlan(a);
+    EXPECT_TRUE(plan.ok()) << plan.error().message;
+    if (plan.ok())
+      for (const CellConfig& c : plan->cells) out.push_back({c.shape.nolock, !c.era_mix.empty()});
+    return out;
+  };
+  using V = std::vector<std::pair<bool, bool>>;
+  RunArgs a;
+  EXPECT_EQ(syncs(a),
+            (V{{false, false}, {false, false}, {true, false}, {true, false}, {false, false}}));
+  a.qdisc = "pfifo";
+  EXPECT_EQ(syncs(a), (V(5, {false, false})));
+  a.qdisc = "pfifo_fast";
+  a.sync = "rootlock";
+  EXPECT_EQ(syncs(a),
+            (V{{false, false}, {false, false}, {false, true}, {false, false}, {false, false}}));
+  a.sync = "nolock";
+  EXPECT_EQ(syncs(a), (V{{true, false}, {true, true}, {true, false}, {true, false}, {true, true}}));
+  a.sync = "rootlock";
+  a.policy = "linux-2025";
+  auto plan = BuildRunPlan(a);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->cells.front().era_mix,
+            "linux-2025 names a 6.x kernel, whose pfifo_fast is lock-free (4.16 on); --sync "
+            "rootlock runs it on the root-locked pfifo_fast of before 4.16");
+}
+
 struct BadCase {
   const char* what;
   RunArgs args;
@@ -117,7 +155,7 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
   add(
       "runner", [](RunArgs& a) { a.runner = "softirq"; }, "valid: inline, dedicated");
   add(
-      "sync", [](RunArgs& a) { a.sync = "seqlock"; }, "valid: rootlock, nolock");
+      "sync", [](RunArgs& a) { a.sync = "seqlock"; }, "valid: auto, rootlock, nolock");
   add(
       "buffer deeper than the band, no timer",
       [](RunArgs& a) {
@@ -478,7 +516,7 @@ TEST(Cli, HelpExplainsEveryOptionWithItsDefault) {
                           "--runner",        "--sync",
                           "--qdisc",         "--json",
                           "--eal-memory",    "--rounds",
-                          "--link",          "or nolock",
+                          "--link",          "or auto (as",
                           "grid axis",       "distribution uniform|normal",
                           "linux-2014",      "linux-2025",
                           "blist-2007",      "bql",
