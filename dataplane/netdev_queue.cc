@@ -27,10 +27,10 @@ uint16_t NetdevQueue::Xmit(std::span<rte_mbuf* const> frames, Handover handover,
     // dev_hard_start_xmit: one call per frame, xmit_more on all but the last; a queue that
     // stops before the last ends the chain and the rest is requeued — the driver's stop (ring
     // full), and BQL's until 4.20 (netif_xmit_stopped; since, netif_tx_queue_stopped). A driver
-    // accounts a frame to BQL before deciding on the doorbell, and e1000 and ixgbe ring it on a
-    // stopped queue (`netif_xmit_stopped(txq) || !netdev_xmit_more()`): a frame that stops the
-    // queue through BQL, and on 4.20 on every frame after it in the chain, goes without
-    // xmit_more.
+    // accounts a frame to BQL before deciding on the doorbell, and rings it on a stopped queue
+    // (ixgbe in 3.18 and 6.x, e1000 in 6.x: `netif_xmit_stopped(txq) || !netdev_xmit_more()`;
+    // 3.18's e1000 rang every frame, which emu does not model): a frame that stops the queue
+    // through BQL, and on 4.20 on every frame after it in the chain, goes without xmit_more.
     while (accepted < n) {
       const uint32_t len = rte_pktmbuf_pkt_len(frames[accepted]);  // before the driver owns it
       const bool bql_stopped = dql_ && (bql_xoff_ || dql_->Avail() - static_cast<int64_t>(len) < 0);

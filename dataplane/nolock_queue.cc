@@ -10,7 +10,9 @@ namespace txbatch {
 
 // Every flag below is sequentially consistent: the run flag and MISSED, and a waiter's count
 // and the backlog, are each a store-then-load pair on two threads (Dekker), which only a single
-// total order keeps from both missing the other.
+// total order keeps from both missing the other. Where one side of a pair is not one of these
+// flags (the published tx_stopped_, a lock-free band's pop), a seq_cst fence stands where the
+// kernel has its barrier (smp_mb__after_atomic after clearing MISSED).
 
 NolockTxQueue::NolockTxQueue(TxDriver& driver, const FlushPolicy& policy,
                              const TxQueueConfig& config, const RunWindow& window)
@@ -116,7 +118,9 @@ bool NolockTxQueue::TryRun(Counter& runs, rte_mbuf* bypass, int band) {
 
 void NolockTxQueue::NoteStopped() {
   missed_.store(false);
-  // Read after the note is cleared: a wake's reschedule that the clear may have taken is kept.
+  // Read after the note is cleared: a wake's reschedule that the clear may have taken is kept
+  // (the txirq published the restart, then fences before it reads MISSED: Restart).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!tx_stopped_.load()) {
     missed_.store(true);
   } else {
@@ -146,6 +150,7 @@ RunNext NolockTxQueue::Run(bool in_hand) {
         // looks once more; a producer that left the note before the clear has its frame seen.
         missed_.store(false);
         drain_note_.store(false);
+        std::atomic_thread_fence(std::memory_order_seq_cst);  // the dequeue after the clear
         n = run_.Dequeue(qdisc_, Device(), waiters, &wake);
       }
       if (n == 0) return RunNext::kEnd;
@@ -172,6 +177,9 @@ void NolockTxQueue::Restart(bool resched) {
   // No kPending here: a run in progress is the flag's holder, told through MISSED by TryRun. A
   // reschedule runs even a qdisc that looks empty (net_tx_action's qdisc_run): a producer that
   // found the note already set left its frame to this run.
+  // The restart was published (tx_stopped_, a release store) before this: order it before
+  // these reads, as a holder's NoteStopped orders its clear before reading tx_stopped_.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   const bool nothing = qdisc_.empty() && !resched && !missed_.load();
   switch (OnRestart(config_.shape.dedicated, /*running=*/false, nothing)) {
     case RestartAction::kWakeRunner:

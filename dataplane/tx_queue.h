@@ -99,7 +99,8 @@ struct TxQueueCountersOf {
   C reschedules;  // qdisc runs started by the txirq role
   C runs;         // qdisc runs started by producers (or the dedicated runner)
   S missed;       // nolock: producers that found the run flag taken (__QDISC_STATE_MISSED)
-  C bypassed;     // frames that went straight to the driver (TxQueueConfig::bypass)
+  C bypassed;     // frames that took the empty-qdisc bypass (TxQueueConfig::bypass): straight
+                  // to the driver, or, a stopped queue refusing them, into the requeue slot
   C tx_cycles;    // TSC spent dequeuing + in Xmit (the TX path)
   // The completion role's reclaims that freed something: calls, frames, and the TSC they took
   // under the TX lock (the driver's reclaim), for calibrate.
@@ -230,8 +231,8 @@ class TxQueue {
 
   // Hands `batch` to the driver under the TX lock, as `handover` says (one call; one call per
   // frame with xmit_more), timed from `t0` (taken before the dequeue) into tx_cycles and counted
-  // in batch_hist; the frames' handover stamp is `handed` (0: t0). Returns how many frames the
-  // driver accepted.
+  // in batch_hist (unless a stopped queue refused it whole, with no driver call); the frames'
+  // handover stamp is `handed` (0: t0). Returns how many frames the driver accepted.
   uint16_t Transmit(const Batch& batch, Tsc t0, Handover handover = Handover::kBurst,
                     Tsc handed = 0);
   void Kick(bool resched);

@@ -113,7 +113,13 @@ class EmuNic final : public TxDriver {
     // they would be without a link.
     if (count_ == 0)
       return link_next == kNever ? kNever : std::min(link_next, Clock() + idle_poll_tsc_);
-    const unsigned k = std::min(count_, options_.free_thresh);
+    // Reclaim in batches of free_thresh; a stopped queue as soon as its wake threshold is free
+    // (it stopped with stop_slack - 1 free, so fewer have to go).
+    const unsigned room = static_cast<unsigned>(ring_.size()) - count_;
+    const unsigned k =
+        stopped_
+            ? std::clamp(options_.free_thresh - std::min(room, options_.free_thresh), 1u, count_)
+            : std::min(count_, options_.free_thresh);
     return std::min(link_next, ring_[(head_ + k - 1) % ring_.size()].departure);
   }
 

@@ -188,13 +188,18 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
     return MakeError(ERANGE, fmt::format("free_thresh={} in driver '{}' exceeds ring={}; valid: "
                                          "1..ring",
                                          o.free_thresh, spec, o.ring));
-  // A queue must wake with more room than it stops at, or it would stop again at once.
-  if (slack_given && o.stop_slack > o.free_thresh)
-    return MakeError(ERANGE, fmt::format("stop_slack={} in driver '{}' exceeds free_thresh={}, "
-                                         "where the queue wakes; valid: 1..free_thresh",
-                                         o.stop_slack, spec, o.free_thresh));
-  // The model's own, within a small ring's wake threshold.
-  if (!slack_given) o.stop_slack = std::min(traits->stop_slack, o.free_thresh);
+  // A queue must wake with more room than it stops at, or it would stop again after a frame:
+  // stop_slack < free_thresh (a free_thresh of 1 leaves only 1, a full ring).
+  const unsigned most_slack = std::max(1u, o.free_thresh - 1);
+  if (slack_given && o.stop_slack > most_slack)
+    return MakeError(ERANGE, fmt::format("stop_slack={} in driver '{}' is not below "
+                                         "free_thresh={}, where the queue wakes; valid: 1..{}",
+                                         o.stop_slack, spec, o.free_thresh, most_slack));
+  // The model's own, within a small ring: below the wake threshold, and leaving the ring at least
+  // its wake threshold to fill (a ring of free_thresh slots stops only when full).
+  if (!slack_given)
+    o.stop_slack =
+        std::max(1u, std::min({traits->stop_slack, o.free_thresh - 1, o.ring - o.free_thresh}));
   return o;
 }
 

@@ -113,14 +113,18 @@ TEST(EmuSpec, ModelDefaultsAndOverrides) {
 
 // The queue stops with room left for one more skb of MAX_SKB_FRAGS + 1 fragments, as the
 // drivers' maybe_stop_tx do: e1000 below 19 free (3.18), ixgbe below DESC_NEEDED = 21; IPoIB
-// only when its send queue is full. A ring smaller than that stops at its wake threshold, and a
-// slack above the wake threshold is refused (the queue would stop again as it wakes).
+// only when its send queue is full. A small ring keeps less: below its wake threshold, and at
+// most what leaves it that threshold to fill (a ring of free_thresh slots stops only when full).
+// A slack that is not below the wake threshold is refused (the queue would stop again a frame
+// after it woke).
 TEST(EmuSpec, EachModelStopsItsQueueWithTheSlackItsDriverKeeps) {
   for (const auto& [spec, slack] :
        std::vector<std::pair<const char*, unsigned>>{{"emu:e1000", 19},
                                                      {"emu:ixgbe", 21},
                                                      {"emu:ipoib-qdr", 1},
-                                                     {"emu:e1000,ring=16,free_thresh=4", 4},
+                                                     {"emu:e1000,ring=16,free_thresh=4", 3},
+                                                     {"emu:e1000,ring=16,free_thresh=16", 1},
+                                                     {"emu:e1000,ring=8,free_thresh=1", 1},
                                                      {"emu:e1000,stop_slack=5", 5}}) {
     auto o = emu::ParseEmuSpec(spec);
     ASSERT_TRUE(o.ok()) << spec << ": " << o.error().message;
@@ -130,11 +134,11 @@ TEST(EmuSpec, EachModelStopsItsQueueWithTheSlackItsDriverKeeps) {
     ASSERT_TRUE(again.ok()) << o->ToString();
     EXPECT_EQ(again->stop_slack, slack) << o->ToString();
   }
-  const auto above = emu::ParseEmuSpec("emu:e1000,stop_slack=33");
+  const auto above = emu::ParseEmuSpec("emu:e1000,stop_slack=32");
   ASSERT_FALSE(above.ok());
-  EXPECT_NE(above.error().message.find("stop_slack=33 in driver 'emu:e1000,stop_slack=33' "
-                                       "exceeds free_thresh=32, where the queue wakes; valid: "
-                                       "1..free_thresh"),
+  EXPECT_NE(above.error().message.find("stop_slack=32 in driver 'emu:e1000,stop_slack=32' is "
+                                       "not below free_thresh=32, where the queue wakes; valid: "
+                                       "1..31"),
             std::string::npos)
       << above.error().message;
   EXPECT_FALSE(emu::ParseEmuSpec("emu:e1000,stop_slack=0").ok());
@@ -291,12 +295,12 @@ TEST_F(EmuNicTest, TheQueueStopsWithTheDriversSlackLeftAndRingsThere) {
   EXPECT_EQ(nic_->FreeSlots(), 18u);
   EXPECT_EQ(nic_->counters().doorbells.Get(), 1u) << "stopped: the driver rings anyway";
   EXPECT_EQ(nic_->counters().stops.Get(), 1u);
-  while (nic_->InFlight() > 32) {  // 14 complete: 32 free, the wake threshold
-    const Tsc d = nic_->NextCompletion();
-    while (Now() < d) {
-    }
-    nic_->Complete(d);
+  // The txirq's deadline is when the wake threshold is free: 14 more gone, 32 free.
+  const Tsc wake = nic_->NextCompletion();
+  while (Now() < wake) {
   }
+  EXPECT_EQ(nic_->Complete(wake), 14u);
+  EXPECT_EQ(nic_->FreeSlots(), 32u);
   EXPECT_FALSE(nic_->Stopped());
   while (nic_->InFlight() > 0) {
     const Tsc d = nic_->NextCompletion();

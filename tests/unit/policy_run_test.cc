@@ -14,6 +14,9 @@
 // dev_requeue_skb, __qdisc_run), net/core/dev.c (__dev_xmit_skb, dev_hard_start_xmit) and
 // include/net/sch_generic.h (qdisc_run_begin/end) of 3.18 for linux-2014 and of 6.9 with
 // upstream 0345552a653c ("net_sched: limit try_bulk_dequeue_skb() batches") for linux-2025.
+// A Rig runs without the empty-qdisc bypass unless a case asks for it: its traces are the
+// kernel's when the qdisc was not empty and idle at the first enqueue (with the bypass, the
+// first frame into a stopped queue goes alone at the wake: the bypass cases show that).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -354,8 +357,8 @@ TEST_P(PolicyRun, BqlBulksShrinkOnceSlackOutlastsTheHoldTime) {
 // tc's pfifo bulks as pfifo_fast does. qdisc_create sets TCQ_F_ONETXQUEUE on any qdisc of a
 // device with one TX queue (`if (!netif_is_multiqueue(dev))`, 3.17 to 6.9), so 3.18's
 // dequeue_skb takes try_bulk_dequeue_skb, bounded by BQL alone: 30 frames queued while the queue
-// was stopped go as one chain when it wakes — {30}, one doorbell. (The slow path of 4.8 on, 9
-// frames, is a root qdisc's over several TX queues.)
+// was stopped (and, no bypass, enqueued from the first) go as one chain when it wakes — {30},
+// one doorbell. (The slow path of 4.8 on, 9 frames, is a root qdisc's over several TX queues.)
 TEST_P(PolicyRun, TcPfifoBulksByBqlAsPfifoFastDoes) {
   Rig rig(GetParam(), "linux-2014", /*pfifo=*/true, kDeepBql);
   rig.Queue(30);
