@@ -9,12 +9,14 @@
 #include <rte_mbuf.h>
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "base/counters.h"
 #include "base/tsc.h"
+#include "batching/batch.h"
 #include "dataplane/frame.h"
 #include "dataplane/histogram.h"
 #include "dataplane/run_window.h"
@@ -70,7 +72,7 @@ class RxSink final : public FrameReceiver {
   const LatencyHistogram& wire() const { return wire_; }
   // Whole latency by the frame's position in its driver call: bucket b holds positions
   // [2^(b-1), 2^b) (bucket 0: the first frame).
-  static constexpr size_t kPositionBuckets = 10;  // up to kMaxBatch = 512
+  static constexpr size_t kPositionBuckets = std::bit_width(kMaxBatch - 1u) + 1u;  // to kMaxBatch
   const std::array<LatencyHistogram, kPositionBuckets>& by_position() const { return position_; }
   SinkCounts counts() const;
   // Adds `other`'s counts and histograms to this sink's (a cell's per-queue sinks, each closed,

@@ -28,9 +28,20 @@ bool Balanced(const Books& k) {
          (!k.link_lost || *k.link_lost == k.lost) && k.mbufs_in_use == 0;
 }
 
+namespace {
+
+// Frames a queue's requeue slot may hold beyond its bands: one bulk's refusals, and a bulk
+// comes out of the bands.
+unsigned RequeueBound(const CellConfig& cfg) {
+  return std::min<unsigned>(kMaxBatch, cfg.txqueuelen * kPfifoBands);
+}
+
+}  // namespace
+
 double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire) {
   const double frames =
-      (static_cast<double>(cfg.txqueuelen) + kMaxBatch + cfg.driver_spec.ring()) * cfg.queues +
+      (static_cast<double>(cfg.txqueuelen) + RequeueBound(cfg) + cfg.driver_spec.ring()) *
+          cfg.queues +
       cfg.procs;
   double s = kDrainSlackS + frames * cfg.driver_spec.modelled_cost_ns() * 1e-9;
   if (wire.bits_per_s > 0)
@@ -76,10 +87,10 @@ unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
   // The band producers use (kProducerBand), the requeue slot, the ring, each producer's stash
   // of fresh mbufs and the per-lcore caches (each may hold up to 1.5x its size): queueing alone can
   // never exhaust the pool.
-  const uint64_t n =
-      (uint64_t{cfg.txqueuelen} + kMaxBatch + cfg.driver_spec.ring()) * std::max(1u, cfg.queues) +
-      uint64_t{cfg.procs} * kProducerStash + (cfg.link ? cfg.link->limit : 0) +
-      (lcores + cfg.procs + 2) * (kPoolCache * 3 / 2) + 1024;
+  const uint64_t n = (uint64_t{cfg.txqueuelen} + RequeueBound(cfg) + cfg.driver_spec.ring()) *
+                         std::max(1u, cfg.queues) +
+                     uint64_t{cfg.procs} * kProducerStash + (cfg.link ? cfg.link->limit : 0) +
+                     (lcores + cfg.procs + 2) * (kPoolCache * 3 / 2) + 1024;
   return static_cast<unsigned>(std::min<uint64_t>(n, 1u << 22));
 }
 

@@ -140,8 +140,9 @@ void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) 
                  "Batch limits, comma-separated; N means --policy count:N, 1 is batching off "
                  "[default: " +
                      std::string(batch_default) + "]")
-      ->check(NonEmpty("--batch needs a batch limit or a comma-separated list of them; valid: "
-                       "integers in 1..512 (e.g. --batch 1,32)"));
+      ->check(NonEmpty(fmt::format("--batch needs a batch limit or a comma-separated list of "
+                                   "them; valid: integers in 1..{} (e.g. --batch 1,32)",
+                                   kMaxBatch)));
   cmd.add_option("--policy", a.policy,
                  "Batching policies, comma-separated: count:N (take at most N frames already "
                  "queued, never wait); buffer:N[:T] (accumulate N frames or T microseconds, DPDK "

@@ -5,7 +5,8 @@
 
 namespace txbatch::ethdev {
 
-// 1024 TX and RX descriptors: DPDK examples' usual size, and more than a batch (<= 512) needs.
+// 1024 TX and RX descriptors: DPDK examples' usual size; a larger batch is refused in part and
+// requeued, as a full ring refuses it.
 inline constexpr uint16_t kRingSize = 1024;
 
 }  // namespace txbatch::ethdev

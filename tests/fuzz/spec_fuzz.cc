@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 4:
-      (void)ParseUnsignedList("--batch", text, 1, 512);
+      (void)ParseUnsignedList("--batch", text, 1, kMaxBatch);
       break;
     case 5: {
       const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);

@@ -71,10 +71,10 @@ TEST(CountPolicy, ParsesValidSpecs) {
 
 TEST(CountPolicy, RejectsBadSpecsWithTheValidForm) {
   for (const char* bad :
-       {"count:0", "count:513", "count:", "count:x", "count:3x", "bql:3", "linux", "", "32"}) {
+       {"count:0", "count:4097", "count:", "count:x", "count:3x", "bql:3", "linux", "", "32"}) {
     auto p = ParsePolicySpec(bad);
     ASSERT_FALSE(p.ok()) << bad;
-    EXPECT_NE(p.error().message.find("valid: count:N or buffer:N[:T] with N in 1..512"),
+    EXPECT_NE(p.error().message.find("valid: count:N or buffer:N[:T] with N in 1..4096"),
               std::string::npos)
         << p.error().message;
   }
@@ -111,7 +111,7 @@ TEST(CountPolicy, FlushesWhatAWriteProducedOrNFrames) {
 }
 
 TEST(BufferPolicy, RejectsBadForms) {
-  for (const char* bad : {"buffer:", "buffer:0", "buffer:513", "buffer:8:", "buffer:8:0",
+  for (const char* bad : {"buffer:", "buffer:0", "buffer:4097", "buffer:8:", "buffer:8:0",
                           "buffer:8:x", "count:8:100", "buffer:8:2000000"})
     EXPECT_FALSE(ParsePolicySpec(bad).ok()) << bad;
 }

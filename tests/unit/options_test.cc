@@ -91,9 +91,9 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
       },
       "give one");
   add(
-      "batch 0", [](RunArgs& a) { a.batch = "0"; }, "1..512");
+      "batch 0", [](RunArgs& a) { a.batch = "0"; }, "1..4096");
   add(
-      "batch list junk", [](RunArgs& a) { a.batch = "1,,32"; }, "1..512");
+      "batch list junk", [](RunArgs& a) { a.batch = "1,,32"; }, "1..4096");
   add(
       "policy", [](RunArgs& a) { a.policy = "bql:4"; }, "valid: count:N");
   add(

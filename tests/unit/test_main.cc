@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "batching/batch.h"
 #include "dataplane/eal.h"
 #include "dataplane/mempool.h"
 #include "tests/unit/test_eal.h"
@@ -13,16 +14,18 @@ namespace {
 
 std::unique_ptr<Eal> g_eal;
 PoolPtr g_pool;
+// Two full batches (kMaxBatch), less one: a power of two less one suits the mempool's ring.
+constexpr unsigned kPoolMbufs = 2 * kMaxBatch - 1;
 
 class EalEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
-    auto plan = PlanEal(PoolBytes(2047, 1500), {}, EalMemory::kNoHuge);
+    auto plan = PlanEal(PoolBytes(kPoolMbufs, 1500), {}, EalMemory::kNoHuge);
     ASSERT_TRUE(plan.ok());
     auto eal = Eal::Start(*plan);
     ASSERT_TRUE(eal.ok()) << eal.error().message;
     g_eal = std::move(*eal);
-    auto pool = CreatePacketPool("unit_pool", 2047, 1500);
+    auto pool = CreatePacketPool("unit_pool", kPoolMbufs, 1500);
     ASSERT_TRUE(pool.ok()) << pool.error().message;
     g_pool = std::move(*pool);
   }
