@@ -56,6 +56,9 @@ struct CellConfig {
   // Where an explicit --sync pairs a kernel policy with a qdisc of another era (EraMix), the
   // sentence that says so (the run header, config.era_mix); empty otherwise.
   std::string era_mix;
+  // --sync auto chose the synchronisation (KernelNolock): the cell is judged against batching
+  // off in its grid's shape whichever sync each side got (config.sync_auto).
+  bool sync_auto = false;
   // Frames carry TX stamps and the sink measures latency (off: --no-timing, throughput only).
   bool timing = true;
   BqlBounds bql;  // --bql-limit-min/max, --bql-hold-time

@@ -38,6 +38,7 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
             {"hold_time_ms", c.bql.hold_s * 1e3}}},
           {"bypass", c.bypass},
           {"era_mix", c.era_mix.empty() ? json(nullptr) : json(c.era_mix)},
+          {"sync_auto", c.sync_auto},
           {"timing", c.timing},
           {"txqueuelen", c.txqueuelen},
           {"producer", c.stream ? "stream" : "datagram"},

@@ -175,12 +175,18 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
   std::vector<CellConfig> configs;
   for (const auto& rec : records) configs.push_back(rec.config);
   const bool name_shape = ShapesVary(configs);
+  // --sync auto gave some policies another sync than batching off's: say what is compared.
+  bool auto_mixed = false;
+  for (const auto& c : configs)
+    auto_mixed |= c.sync_auto && c.shape.nolock != configs.front().shape.nolock;
   if (rounds >= 2)
     fmt::print(out,
                "\n{} interleaved rounds (every cell once per round, in order): each row shows "
-               "medians; vs {}: MB/s and cycles/pkt against the same cell without the policy "
+               "medians; vs {}: MB/s and cycles/pkt against the same cell without the policy{} "
                "(paired t on log ratios, 95% CI; equiv = within ±{:g}%)\n",
-               rounds, policies.front().ToString(), kEquivalenceMargin * 100);
+               rounds, policies.front().ToString(),
+               auto_mixed ? ", each policy on its kernel's qdisc (--sync auto)" : "",
+               kEquivalenceMargin * 100);
   const auto lat = [](const std::optional<double>& ns) -> std::string {
     if (!ns) return "-";  // nothing received: no latency
     return *ns >= 1e6 ? fmt::format("{:.2f}ms", *ns / 1e6) : fmt::format("{:.1f}us", *ns / 1e3);

@@ -558,6 +558,7 @@ Status BuildCells(const RunArgs& a, const GridParts& g, RunPlan& plan) {
                 c.shape = shape;
                 c.bypass = !a.no_bypass && KernelBypass(pol, shape);
                 if (!choice.era_sync) c.era_mix = EraMix(pol, shape);
+                c.sync_auto = choice.era_sync;
                 c.timing = !a.no_timing;
                 c.bql = g.bql;
                 c.seed = a.seed;

@@ -1,4 +1,4 @@
-// The A/B verdict on synthetic rounds with known answers.
+// The A/B verdict on synthetic rounds with known answers, and the rows judged with it.
 #include "results/verdict.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "results/summary.h"
 
 namespace txbatch {
 namespace {
@@ -168,6 +170,45 @@ TEST(Verdict, ThePrintedIntervalGivesTheSameVerdictAsTheInterval) {
           << text << " for " << e.ci_lo << "–" << e.ci_hi;
     }
   }
+}
+
+}  // namespace
+}  // namespace txbatch
+
+namespace txbatch {
+namespace {
+
+// Rounds of two cells, batching off (count:1) and a kernel policy, on the same grid shape.
+std::vector<CellRecord> TwoCells(bool sync_auto, bool policy_nolock) {
+  std::vector<CellRecord> out;
+  for (int round = 1; round <= 3; ++round)
+    for (int cell = 0; cell < 2; ++cell) {
+      CellRecord r;
+      r.cell = cell;
+      r.round = round;
+      r.config.driver = "emu:ixgbe";
+      r.config.policy = *ParsePolicySpec(cell == 0 ? "count:1" : "linux-2025");
+      r.config.shape.nolock = cell == 1 && policy_nolock;
+      r.config.sync_auto = sync_auto;
+      r.result.mb_per_s = cell == 0 ? 100 + round : 200 + round;
+      r.result.cycles_per_pkt = cell == 0 ? 800 + round : 400 + round;
+      out.push_back(r);
+    }
+  return out;
+}
+
+// With --sync auto each policy runs on its kernel's qdisc, and is still judged against batching
+// off in its grid's shape: linux-2025 (lock-free) against count:1 (root-locked). Two syncs given
+// on the command line are two shapes, each judged against its own batching off.
+TEST(Summary, AutoSyncJudgesAPolicyAgainstBatchingOffWhateverSyncEachGot) {
+  const auto autos = TwoCells(/*sync_auto=*/true, /*policy_nolock=*/true);
+  const auto rows = Summarise(autos, *ParsePolicySpec("count:1"));
+  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_TRUE(rows[1].bw_vs_off.has_value());
+  EXPECT_EQ(rows[1].bw_verdict, Verdict::kBetter);
+  EXPECT_EQ(rows[1].cycles_verdict, Verdict::kBetter);
+  const auto given = TwoCells(/*sync_auto=*/false, /*policy_nolock=*/true);
+  EXPECT_FALSE(Summarise(given, *ParsePolicySpec("count:1"))[1].bw_vs_off.has_value());
 }
 
 }  // namespace
