@@ -16,11 +16,10 @@ NetdevQueue::NetdevQueue(TxDriver& driver, const FlushPolicy& policy, const BqlB
   }
 }
 
-uint16_t NetdevQueue::Xmit(std::span<rte_mbuf* const> frames, Handover handover, bool* stopped_now,
-                           bool from_qdisc) {
+XmitResult NetdevQueue::Xmit(std::span<rte_mbuf* const> frames, Handover handover,
+                             bool from_qdisc) {
   const bool was_stopped = Stopped();
-  *stopped_now = false;
-  if (from_qdisc && was_stopped) return 0;
+  if (from_qdisc && was_stopped) return {};
   const auto n = static_cast<uint16_t>(frames.size());
   uint16_t accepted = 0;
   if (handover == Handover::kXmitMore) {
@@ -47,8 +46,7 @@ uint16_t NetdevQueue::Xmit(std::span<rte_mbuf* const> frames, Handover handover,
     if (dql_)
       for (uint16_t i = 0; i < accepted; ++i) BqlSent(len[i]);
   }
-  *stopped_now = Stopped() && !was_stopped;
-  return accepted;
+  return {accepted, /*offered=*/true, /*stopped_now=*/Stopped() && !was_stopped};
 }
 
 void NetdevQueue::BqlSent(uint32_t bytes) {

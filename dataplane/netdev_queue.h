@@ -17,6 +17,13 @@ namespace txbatch {
 
 struct TxQueueCounters;
 
+// What one handover did (NetdevQueue::Xmit).
+struct XmitResult {
+  uint16_t accepted = 0;     // frames the driver took (ownership as TxDriver::Xmit)
+  bool offered = false;      // the driver was called: a stopped queue refuses a qdisc's bulk
+  bool stopped_now = false;  // the queue went from running to stopped: tell the completion role
+};
+
 class NetdevQueue {
  public:
   // BQL is kept when `policy` reads it and the driver reports completions (has_bql); its hold
@@ -26,14 +33,12 @@ class NetdevQueue {
 
   // Offers `frames` to the driver as `handover` says (one call, or one call per frame with
   // xmit_more on all but the last; a queue that stops before the last ends the chain — a BQL
-  // stop only where the policy's kernel ended it, FlushPolicy's bql_stop_ends_chain). Returns
-  // how many it accepted (ownership as TxDriver::Xmit); `*stopped_now` says the queue went from
-  // running to stopped in this call, so the completion role must be told. `from_qdisc`: a qdisc
-  // run's bulk, which a stopped queue refuses whole without a driver call (sch_direct_xmit's
-  // netif_xmit_frozen_or_stopped under HARD_TX_LOCK); --qdisc none's batches are offered as a
-  // DPDK burst is, whatever the queue's state.
-  uint16_t Xmit(std::span<rte_mbuf* const> frames, Handover handover, bool* stopped_now,
-                bool from_qdisc = true);
+  // stop only where the policy's kernel ended it, FlushPolicy's bql_stop_ends_chain).
+  // `from_qdisc`: a qdisc run's bulk, which a stopped queue refuses whole without a driver call
+  // (sch_direct_xmit's netif_xmit_frozen_or_stopped under HARD_TX_LOCK); --qdisc none's batches
+  // are offered as a DPDK burst is, whatever the queue's state.
+  [[nodiscard]] XmitResult Xmit(std::span<rte_mbuf* const> frames, Handover handover,
+                                bool from_qdisc = true);
 
   // The completion role at `now`: the driver reclaims, BQL learns the bytes completed. Returns
   // whether that restarted a stopped queue (netif_tx_wake_queue); `reclaimed` (if given) gets

@@ -81,7 +81,7 @@ bool NolockTxQueue::TryRun(Counter& runs, rte_mbuf* bypass, int band) {
     // this thread wins the flag, or the holder reads the note when it lets the flag go. A note
     // already there is the holder's to read: no second try.
     counters_.missed.Add();
-    if (missed_.exchange(true)) return false;
+    if (notes_.missed.exchange(true)) return false;
     if (running_.exchange(true)) return false;
   }
   runs.Add();
@@ -107,25 +107,13 @@ bool NolockTxQueue::TryRun(Counter& runs, rte_mbuf* bypass, int band) {
     if (taken && was_empty) first_enqueued_.store(Now());
   }
   // A spent quota (__qdisc_run's set_bit) or a requeue (dev_requeue_skb's) leaves the note.
-  if (Run(in_hand) == RunNext::kReschedule) missed_.store(true);
+  if (Run(in_hand) == RunNext::kReschedule) notes_.missed.store(true);
   // qdisc_run_end: the flag goes, then the note is read (a store-load pair: seq_cst). A note
   // left by a producer after the run's last look, or by the run itself, reschedules: the txirq
   // runs the qdisc with a fresh quota (__netif_schedule, net_tx_action).
   running_.store(false);
-  if (missed_.load()) Kick(true);
+  if (notes_.missed.load()) Kick(true);
   return taken;
-}
-
-void NolockTxQueue::NoteStopped() {
-  missed_.store(false);
-  // Read after the note is cleared: a wake's reschedule that the clear may have taken is kept
-  // (the txirq published the restart, then fences before it reads MISSED: Restart).
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (!tx_stopped_.load()) {
-    missed_.store(true);
-  } else {
-    drain_note_.store(true);
-  }
 }
 
 RunNext NolockTxQueue::Run(bool in_hand) {
@@ -145,14 +133,10 @@ RunNext NolockTxQueue::Run(bool in_hand) {
       bool wake = false;
       const auto waiters = [this] { return waiters_.load(); };
       uint16_t n = run_.Dequeue(qdisc_, Device(), waiters, &wake);
-      if (n == 0 && (missed_.load() || drain_note_.load())) {
-        // pfifo_fast_dequeue (5.14): an empty look with a note clears MISSED and DRAINING and
-        // looks once more; a producer that left the note before the clear has its frame seen.
-        missed_.store(false);
-        drain_note_.store(false);
-        std::atomic_thread_fence(std::memory_order_seq_cst);  // the dequeue after the clear
+      // pfifo_fast_dequeue (5.14): a producer that left its note before the clear has its
+      // frame seen by the second look.
+      if (n == 0 && notes_.ClearForAnotherLook())
         n = run_.Dequeue(qdisc_, Device(), waiters, &wake);
-      }
       if (n == 0) return RunNext::kEnd;
       // Producers enqueue without a lock: a frame stamped after t0 may be in this bulk, so its
       // handover is read after the dequeue (under a root lock t0 comes after every enqueue).
@@ -180,7 +164,7 @@ void NolockTxQueue::Restart(bool resched) {
   // The restart was published (tx_stopped_, a release store) before this: order it before
   // these reads, as a holder's NoteStopped orders its clear before reading tx_stopped_.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  const bool nothing = qdisc_.empty() && !resched && !missed_.load();
+  const bool nothing = notes_.NothingToRestart(qdisc_.empty(), resched);
   switch (OnRestart(config_.shape.dedicated, /*running=*/false, nothing)) {
     case RestartAction::kWakeRunner:
       WakeRunner();  // netif_wake_queue: the runner goes on

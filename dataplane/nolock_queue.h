@@ -49,11 +49,11 @@ class NolockTxQueue final : public TxQueue {
   // `in_hand`: the first bulk is already in run_ (a bypassed frame).
   RunNext Run(bool in_hand = false);
   // nolock_qdisc_is_empty and more: nothing queued, no MISSED or DRAINING note.
-  bool LooksEmpty() const { return !missed_.load() && !drain_note_.load() && qdisc_.empty(); }
-  // qdisc_maybe_clear_missed, for a run that found the queue stopped: MISSED goes (the wake
-  // reschedules), DRAINING keeps producers from bypassing meanwhile; a wake that came in between
-  // keeps its MISSED. Run-flag holder only.
-  void NoteStopped();
+  bool LooksEmpty() const { return notes_.LooksEmpty(qdisc_.empty()); }
+  // qdisc_maybe_clear_missed, for a run that found the queue stopped. Run-flag holder only.
+  void NoteStopped() {
+    notes_.QueueStopped([this] { return tx_stopped_.load(); });
+  }
   // Why the dedicated runner should run the qdisc now (kNone: not yet).
   FlushTrigger Ready(Tsc now) const;
   // A stream producer's wait for room in `band` (or Abort).
@@ -61,8 +61,7 @@ class NolockTxQueue final : public TxQueue {
 
   LockfreePfifo qdisc_;
   std::atomic<bool> running_{false};  // the run flag (q->seqlock)
-  std::atomic<bool> missed_{false};   // __QDISC_STATE_MISSED
-  std::atomic<bool> drain_note_{false};  // __QDISC_STATE_DRAINING: a run found the queue stopped
+  QdiscNotes<std::atomic<bool>> notes_;  // MISSED and DRAINING
   std::atomic<bool> aborted_{false};
   std::atomic<bool> draining_{false};   // generation ended (Drain): a dedicated runner sends all
   std::atomic<Tsc> first_enqueued_{0};  // when the backlog last became non-empty

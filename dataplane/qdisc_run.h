@@ -22,6 +22,7 @@
 // (OnRestart).
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "base/tsc.h"
@@ -54,6 +55,53 @@ inline bool KernelNolock(const PolicySpec& policy, const QueueShape& shape) {
   if (shape.noqueue || shape.pfifo) return false;
   return policy.kind == PolicyKind::kLinux2025 || policy.kind == PolicyKind::kBql;
 }
+
+// A lock-free qdisc's notes (5.14's __QDISC_STATE_MISSED and __QDISC_STATE_DRAINING) and their
+// rules, written once for the real lock-free queue (Flag = std::atomic<bool>: a note is a
+// store-then-load pair between threads, and a seq_cst fence stands where the kernel has its
+// barrier) and for the simulation's (Flag = SimFlag: one thread).
+template <class Flag>
+struct QdiscNotes {
+  Flag missed{false};    // a producer lost the run flag, or a run left work (quota, requeue)
+  Flag draining{false};  // a run found the queue stopped
+
+  // nolock_qdisc_is_empty, the bands looked at too (`empty`).
+  bool LooksEmpty(bool empty) const { return !missed.load() && !draining.load() && empty; }
+  // qdisc_maybe_clear_missed, for a run that found the queue stopped: MISSED goes (the wake
+  // reschedules) and DRAINING keeps producers from the bypass; `stopped()` is read after the
+  // clear, so a wake that came in between keeps its MISSED.
+  template <class StoppedFn>
+  void QueueStopped(StoppedFn&& stopped) {
+    missed.store(false);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!stopped())
+      missed.store(true);
+    else
+      draining.store(true);
+  }
+  // pfifo_fast_dequeue: a dequeue that found nothing with a note set clears both and looks once
+  // more (returns whether to); the look comes after the clear (smp_mb__after_atomic).
+  bool ClearForAnotherLook() {
+    if (!missed.load() && !draining.load()) return false;
+    missed.store(false);
+    draining.store(false);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return true;
+  }
+  // Whether the completion role's restart has nothing to run: net_tx_action runs even a qdisc
+  // that looks empty when asked to reschedule or a note is set (a producer that found MISSED
+  // already set left its frame to that run).
+  bool NothingToRestart(bool empty, bool resched) const {
+    return empty && !resched && !missed.load();
+  }
+};
+
+// A note of the simulation's lock-free queue, read and written as std::atomic<bool> is.
+struct SimFlag {
+  bool v = false;
+  bool load() const { return v; }
+  void store(bool x) { v = x; }
+};
 
 // What a run does after Settle.
 enum class RunNext : uint8_t {

@@ -79,19 +79,17 @@ DequeueContext TxQueue::Device() const {
 
 uint16_t TxQueue::Transmit(const Batch& batch, Tsc t0, Handover handover, Tsc handed) {
   MarkHandover(batch, handed != 0 ? handed : t0);
-  uint16_t accepted;
+  XmitResult x;
   Tsc end;
-  bool offered;
   {
     std::unique_lock tx(tx_lock_);
-    offered = !dev_.Stopped();  // a stopped queue refuses the bulk without a driver call
-    accepted = XmitLocked(batch, handover, /*from_qdisc=*/true);
+    x = XmitLocked(batch, handover, /*from_qdisc=*/true);
     end = Now();
     HandOn(tx);
   }
-  if (offered) counters_.batch_hist[batch.size()].Add();
+  if (x.offered) counters_.batch_hist[batch.size()].Add();
   counters_.tx_cycles.Add(end - t0);
-  return accepted;
+  return x.accepted;
 }
 
 void TxQueue::HandOn(std::unique_lock<PiMutex>& tx) {
@@ -100,16 +98,15 @@ void TxQueue::HandOn(std::unique_lock<PiMutex>& tx) {
   r->Flush([&tx] { tx.unlock(); }, counters_.rx_cycles, counters_.rx_frames);
 }
 
-uint16_t TxQueue::XmitLocked(const Batch& batch, Handover handover, bool from_qdisc) {
-  bool stopped_now = false;
-  const uint16_t accepted = dev_.Xmit(batch.frames(), handover, &stopped_now, from_qdisc);
+XmitResult TxQueue::XmitLocked(const Batch& batch, Handover handover, bool from_qdisc) {
+  const XmitResult x = dev_.Xmit(batch.frames(), handover, from_qdisc);
   PublishLocked();
   // netif_tx_stop_queue: only the completion role can restart it, at its next deadline. Told
   // once, when the queue stops: with --qdisc none producers keep offering to a stopped queue,
   // and a kick per refused batch had them and the SCHED_FIFO txirq ping-pong (~12 us a frame).
   // Kick takes irq_mu_, never tx_lock_, so calling it here keeps the lock order.
-  if (stopped_now) Kick(false);
-  return accepted;
+  if (x.stopped_now) Kick(false);
+  return x;
 }
 
 void TxQueue::PublishLocked() {
@@ -150,7 +147,7 @@ uint16_t TxQueue::SendBatch(Batch& batch) {
   {
     // Producers share these counters here, so they are written under the TX lock.
     std::unique_lock tx(tx_lock_);
-    accepted = XmitLocked(batch, Handover::kBurst, /*from_qdisc=*/false);
+    accepted = XmitLocked(batch, Handover::kBurst, /*from_qdisc=*/false).accepted;
     counters_.batch_hist[n].Add();
     counters_.dropped_noqueue.Add(n - accepted);
     counters_.tx_cycles.Add(Now() - t0);

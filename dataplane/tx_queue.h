@@ -261,7 +261,7 @@ class TxQueue {
   void MarkHandover(const Batch& batch, Tsc now);
   // One handover (NetdevQueue::Xmit's `from_qdisc`); publishes whether the queue stopped and
   // kicks the txirq if it did. Called under tx_lock_.
-  uint16_t XmitLocked(const Batch& batch, Handover handover, bool from_qdisc);
+  XmitResult XmitLocked(const Batch& batch, Handover handover, bool from_qdisc);
   // Publishes what runners read without tx_lock_ (stopped, BQL's room, free slots).
   void PublishLocked();
   // Called holding tx_lock_ through `tx` at the end of a TX-lock section: what the driver

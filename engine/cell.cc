@@ -69,8 +69,10 @@ TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::ve
   return q;
 }
 
-std::string EraMix(const PolicySpec& policy, const QueueShape& shape) {
-  if (shape.noqueue || shape.pfifo) return {};
+std::string EraMix(const CellConfig& cfg) {
+  const PolicySpec& policy = cfg.policy;
+  const QueueShape& shape = cfg.shape;
+  if (cfg.sync_auto || shape.noqueue || shape.pfifo) return {};
   if (policy.kind == PolicyKind::kLinux2025 && !shape.nolock)
     return "linux-2025 names a 6.x kernel, whose pfifo_fast is lock-free (4.16 on); --sync "
            "rootlock runs it on the root-locked pfifo_fast of before 4.16";

@@ -53,9 +53,6 @@ struct CellConfig {
   // The empty-qdisc bypass (TxQueueConfig::bypass): KernelBypass of the policy and shape, off
   // with --no-bypass. A record without it ran without one.
   bool bypass = false;
-  // Where an explicit --sync pairs a kernel policy with a qdisc of another era (EraMix), the
-  // sentence that says so (the run header, config.era_mix); empty otherwise.
-  std::string era_mix;
   // --sync auto chose the synchronisation (KernelNolock): the cell is judged against batching
   // off in its grid's shape whichever sync each side got (config.sync_auto).
   bool sync_auto = false;
@@ -177,10 +174,11 @@ struct CellResult {
 // received + lost + in flight (where frames come back), and every mbuf is back in its pool.
 bool Balanced(const Books& books);
 
-// The sentence for a kernel policy on a qdisc its kernel did not have: linux-2025 (6.x) on the
-// root-locked pfifo_fast of before 4.16, linux-2014 (3.18) or blist-2007 (2.6) on the lock-free
-// one of 4.16 on; empty where the two belong together (bql ran on both).
-std::string EraMix(const PolicySpec& policy, const QueueShape& shape);
+// Where an explicit --sync put a kernel policy on a qdisc its kernel did not have — linux-2025
+// (6.x) on the root-locked pfifo_fast of before 4.16, linux-2014 (3.18) or blist-2007 (2.6) on
+// the lock-free one of 4.16 on — the sentence that says so (the run header, config.era_mix);
+// empty where the two belong together (bql ran on both) or --sync auto chose.
+std::string EraMix(const CellConfig& cfg);
 
 // The TX queue's configuration for `cfg`'s shape (txqueuelen, qdisc, runner, sync, BQL), its
 // txirq allowed on `cpus`. Stage tracking and the producers' blocking are the caller's.

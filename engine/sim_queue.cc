@@ -69,7 +69,8 @@ bool SimQueue::EnqueueNolock(SimActor& p, rte_mbuf* m, int band, bool waited) {
   // leaves MISSED for the holder (qdisc_run_begin).
   if (qdisc_.band_full(band)) return false;
   if (waited) RestampTx(m, p.t);
-  if (config_.bypass && !config_.shape.dedicated && !running_ && LooksEmpty()) {
+  if (config_.bypass && !config_.shape.dedicated && !running_ &&
+      notes_.LooksEmpty(qdisc_.empty())) {
     cpu_.Work(p, cpu_.c.lock);  // the flag, won: still empty, the frame is the first bulk
     Bypass(p, m);
     return true;
@@ -86,7 +87,7 @@ bool SimQueue::EnqueueNolock(SimActor& p, rte_mbuf* m, int band, bool waited) {
     BeginRun(p, false);
   } else {
     qc_.missed.Add();
-    missed_ = true;
+    notes_.missed.store(true);
   }
   return true;
 }
@@ -97,14 +98,6 @@ void SimQueue::Bypass(SimActor& p, rte_mbuf* m) {
   run_.Bypass(m);
   run_t0_ = p.t;
   p.step = SimStep::kXmit;
-}
-
-bool SimQueue::LooksEmpty() const { return !missed_ && !drain_note_ && qdisc_.empty(); }
-
-void SimQueue::NoteStopped() {
-  // qdisc_maybe_clear_missed: MISSED goes (the wake reschedules), DRAINING stays.
-  missed_ = false;
-  drain_note_ = true;
 }
 
 void SimQueue::Block(SimActor& p) {
@@ -119,17 +112,16 @@ uint16_t SimQueue::SendBatch(SimActor& p, Batch& own) {
   cpu_.Acquire(p, tx_free_);
   clock_.now = p.t;
   if (meta_offset_ >= 0) MarkHandover(own.frames(), p.t, meta_offset_);
-  bool stopped_now = false;
   const uint64_t handled = Handled();
-  const uint16_t accepted =
-      dev_.Xmit(own.frames(), Handover::kBurst, &stopped_now, /*from_qdisc=*/false);
+  const XmitResult x = dev_.Xmit(own.frames(), Handover::kBurst, /*from_qdisc=*/false);
+  const uint16_t accepted = x.accepted;
   p.t = std::max(p.t, clock_.now);
   cpu_.Work(p, cpu_.c.xmit_call + cpu_.c.xmit_frame * n);
   tx_free_ = p.t;
   qc_.batch_hist[n].Add();
   qc_.dropped_noqueue.Add(n - accepted);
   qc_.tx_cycles.Add(p.t - t0);
-  if (stopped_now) Kick(p.t, false);
+  if (x.stopped_now) Kick(p.t, false);
   HandOn(p, handled);
   own.ConsumeFront(accepted);
   return accepted;
@@ -173,8 +165,9 @@ void SimQueue::StepRun(SimActor& a) {
 void SimQueue::Dequeue(SimActor& a) {
   const bool nolock = config_.shape.nolock;
   // A stopped queue ends the run before it takes the root lock (not charged).
-  if (!run_.Open([this] { return dev_.Stopped(); }, nolock ? nullptr : &resched_pending_)) {
-    if (nolock) NoteStopped();  // dequeue_skb's qdisc_maybe_clear_missed
+  const auto stopped = [this] { return dev_.Stopped(); };
+  if (!run_.Open(stopped, nolock ? nullptr : &resched_pending_)) {
+    if (nolock) notes_.QueueStopped(stopped);  // dequeue_skb's qdisc_maybe_clear_missed
     return EndRun(a);
   }
   run_t0_ = a.t;
@@ -186,11 +179,8 @@ void SimQueue::Dequeue(SimActor& a) {
   bool wake = false;
   const auto waiters = [this] { return waiters_.size(); };
   uint16_t n = run_.Dequeue(qdisc_, device, waiters, &wake);
-  if (n == 0 && nolock && (missed_ || drain_note_)) {
-    // pfifo_fast_dequeue: an empty look with a note clears it and looks once more.
-    missed_ = drain_note_ = false;
+  if (n == 0 && nolock && notes_.ClearForAnotherLook())  // pfifo_fast_dequeue
     n = run_.Dequeue(qdisc_, device, waiters, &wake);
-  }
   // A dequeue that finds nothing (the one ending every run) costs only its lock.
   if (n > 0) cpu_.Work(a, cpu_.c.dequeue + cpu_.c.dequeue_frame * n);
   if (!nolock) root_free_ = a.t;
@@ -209,17 +199,17 @@ void SimQueue::Xmit(SimActor& a) {
   const uint64_t calls = driver_.counters().xmit_calls.Get();
   const uint64_t handled = Handled();
   clock_.now = a.t;
-  bool stopped_now = false;
-  const bool offered = !dev_.Stopped();  // a stopped queue refuses the bulk without a call
-  accepted_ = dev_.Xmit(batch.frames(), run_.handover(), &stopped_now);
+  const XmitResult x = dev_.Xmit(batch.frames(), run_.handover());
+  accepted_ = x.accepted;
   a.t = std::max(a.t, clock_.now);
-  if (offered)
+  if (x.offered) {
     cpu_.Work(a, cpu_.c.xmit_call * (driver_.counters().xmit_calls.Get() - calls) +
                      cpu_.c.xmit_frame * batch.size());
+    qc_.batch_hist[batch.size()].Add();
+  }
   tx_free_ = a.t;
-  if (offered) qc_.batch_hist[batch.size()].Add();
   qc_.tx_cycles.Add(a.t - run_t0_);
-  if (stopped_now) Kick(a.t, false);
+  if (x.stopped_now) Kick(a.t, false);
   HandOn(a, handled);
   if (accepted_ < batch.size()) {
     a.step = SimStep::kRequeue;  // the refused go back under the root lock
@@ -245,13 +235,14 @@ void SimQueue::Settle(SimActor& a) {
     case RunNext::kReschedule:
       // __netif_schedule; a lock-free qdisc leaves MISSED, read as its flag goes (EndRun).
       if (config_.shape.nolock)
-        missed_ = true;
+        notes_.missed.store(true);
       else
         Kick(a.t, true);
       return EndRun(a);
     case RunNext::kEnd:
       // A requeue into a stopped queue leaves DRAINING (NolockTxQueue::Run).
-      if (config_.shape.nolock && dev_.Stopped()) NoteStopped();
+      if (config_.shape.nolock && dev_.Stopped())
+        notes_.QueueStopped([this] { return dev_.Stopped(); });
       return EndRun(a);
   }
 }
@@ -262,7 +253,7 @@ void SimQueue::EndRun(SimActor& a) {
   a.step = a.home;
   if (a.role == SimRole::kRunner && !qdisc_.empty()) first_enqueued_ = a.t;  // a new wait
   // qdisc_run_end: a note left for the run reschedules it through the txirq.
-  if (config_.shape.nolock && missed_) Kick(a.t, true);
+  if (config_.shape.nolock && notes_.missed.load()) Kick(a.t, true);
 }
 
 void SimQueue::Poll(SimActor& r, bool draining) {
@@ -286,23 +277,24 @@ void SimQueue::Kick(Tsc at, bool resched) {
 }
 
 void SimQueue::Restart(SimActor& irq, bool resched) {
-  if (config_.shape.nolock && !config_.shape.dedicated) {
-    // NolockTxQueue::Restart: a reschedule runs even a qdisc that looks empty; a run in
-    // progress is told through MISSED (the txirq's qdisc_run_begin loses the flag).
-    if (qdisc_.empty() && !resched && !missed_) return;
+  const bool nolock = config_.shape.nolock;
+  const bool empty = nolock ? notes_.NothingToRestart(qdisc_.empty(), resched) : qdisc_.empty();
+  const RestartAction action = OnRestart(config_.shape.dedicated, running_, empty);
+  // The lock-free run flag is tried (NolockTxQueue::TryRun): `lock`, won or lost.
+  if (nolock && (action == RestartAction::kPending || action == RestartAction::kRun))
     cpu_.Work(irq, cpu_.c.lock);
-    if (running_) {
-      qc_.missed.Add();
-      missed_ = true;
-      return;
-    }
-    return BeginRun(irq, true);
-  }
-  switch (OnRestart(config_.shape.dedicated, running_, qdisc_.empty())) {
+  switch (action) {
     case RestartAction::kWakeRunner:
       return WakeRunner(irq.t);  // netif_wake_queue: the runner goes on
     case RestartAction::kPending:
-      resched_pending_ = true;
+      // The run in progress sees it: once more under the root lock, or, lock-free, through the
+      // MISSED note the txirq leaves when its qdisc_run_begin loses the flag.
+      if (nolock) {
+        qc_.missed.Add();
+        notes_.missed.store(true);
+      } else {
+        resched_pending_ = true;
+      }
       return;
     case RestartAction::kRun:
       return BeginRun(irq, true);

@@ -173,10 +173,6 @@ class SimQueue {
   bool EnqueueNolock(SimActor& p, rte_mbuf* m, int band, bool waited);
   // `m` goes to the driver as the first bulk of a run by `p` (the empty-qdisc bypass).
   void Bypass(SimActor& p, rte_mbuf* m);
-  // --sync nolock: nothing queued and no note (NolockTxQueue::LooksEmpty).
-  bool LooksEmpty() const;
-  // --sync nolock: a run found the queue stopped (qdisc_maybe_clear_missed).
-  void NoteStopped();
   uint64_t Handled() const { return sink_ != nullptr ? sink_->handled() : 0; }
   // The sink's frames handled since `handled_before`, handed on after the TX lock as the real
   // queue does (DeferredReceiver): `deliver` each on `a`, under the receiver's lock, booked as
@@ -204,7 +200,7 @@ class SimQueue {
   bool handed_over_ = false;  // between the driver call and Settle: accepted_ are the driver's
   const int meta_offset_;     // TxMetaOffset() with config.track_stages, else -1
   bool running_ = false, resched_pending_ = false;
-  bool missed_ = false, drain_note_ = false;  // --sync nolock: MISSED, DRAINING
+  QdiscNotes<SimFlag> notes_;  // --sync nolock: MISSED and DRAINING
   bool irq_kicked_ = false, irq_resched_ = false;
 };
 

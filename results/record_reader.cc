@@ -85,7 +85,6 @@ CellConfig ConfigFrom(const json& c) {
   cfg.shape.nolock = c.at("sync") == "nolock";
   cfg.shape.pfifo = c.at("qdisc") == "pfifo";
   cfg.bypass = c.value("bypass", false);
-  if (c.contains("era_mix") && c["era_mix"].is_string()) cfg.era_mix = c["era_mix"];
   cfg.sync_auto = c.value("sync_auto", false);
   cfg.timing = c.value("timing", true);
   if (const json& b = c.value("bql", json()); b.is_object())

@@ -37,7 +37,7 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
             {"limit_max", c.bql.limit_max},
             {"hold_time_ms", c.bql.hold_s * 1e3}}},
           {"bypass", c.bypass},
-          {"era_mix", c.era_mix.empty() ? json(nullptr) : json(c.era_mix)},
+          {"era_mix", EraMix(c).empty() ? json(nullptr) : json(EraMix(c))},
           {"sync_auto", c.sync_auto},
           {"timing", c.timing},
           {"txqueuelen", c.txqueuelen},

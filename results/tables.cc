@@ -80,8 +80,9 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
   // A kernel policy on another era's qdisc (an explicit --sync): once per sentence.
   std::vector<std::string> mixes;
   for (const auto& cell : cells)
-    if (!cell.era_mix.empty() && std::find(mixes.begin(), mixes.end(), cell.era_mix) == mixes.end())
-      mixes.push_back(cell.era_mix);
+    if (const std::string m = EraMix(cell);
+        !m.empty() && std::find(mixes.begin(), mixes.end(), m) == mixes.end())
+      mixes.push_back(m);
   for (const auto& m : mixes) fmt::print(out, "note: {}\n", m);
   std::set<std::string> drivers;
   bool emulated = false;

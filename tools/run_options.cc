@@ -557,7 +557,6 @@ Status BuildCells(const RunArgs& a, const GridParts& g, RunPlan& plan) {
                 c.stream = a.producer == "stream";
                 c.shape = shape;
                 c.bypass = !a.no_bypass && KernelBypass(pol, shape);
-                if (!choice.era_sync) c.era_mix = EraMix(pol, shape);
                 c.sync_auto = choice.era_sync;
                 c.timing = !a.no_timing;
                 c.bql = g.bql;

@@ -46,7 +46,7 @@ TEST(RunPlan, EachKernelPolicyRunsOnItsKernelsQdiscUnlessTold) {
     auto plan = BuildRunPlan(a);
     EXPECT_TRUE(plan.ok()) << plan.error().message;
     if (plan.ok())
-      for (const CellConfig& c : plan->cells) out.push_back({c.shape.nolock, !c.era_mix.empty()});
+      for (const CellConfig& c : plan->cells) out.push_back({c.shape.nolock, !EraMix(c).empty()});
     return out;
   };
   using V = std::vector<std::pair<bool, bool>>;
@@ -65,7 +65,7 @@ TEST(RunPlan, EachKernelPolicyRunsOnItsKernelsQdiscUnlessTold) {
   a.policy = "linux-2025";
   auto plan = BuildRunPlan(a);
   ASSERT_TRUE(plan.ok());
-  EXPECT_EQ(plan->cells.front().era_mix,
+  EXPECT_EQ(EraMix(plan->cells.front()),
             "linux-2025 names a 6.x kernel, whose pfifo_fast is lock-free (4.16 on); --sync "
             "rootlock runs it on the root-locked pfifo_fast of before 4.16");
 }

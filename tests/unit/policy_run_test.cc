@@ -573,14 +573,14 @@ TEST(NetdevQueueChain, ABqlStopEndsTheChainUntil420AndNotSince) {
       ASSERT_NE(m, nullptr);
       ASSERT_NE(rte_pktmbuf_append(m, kFrameBytes), nullptr);
     }
-    bool stopped_now = false;
-    const uint16_t accepted = dev.Xmit(frames, Handover::kXmitMore, &stopped_now);
+    const XmitResult x = dev.Xmit(frames, Handover::kXmitMore);
+    const uint16_t accepted = x.accepted;
     EXPECT_EQ(accepted, k.accepted);
     std::vector<bool> more;
     for (const auto& c : driver.calls) more.push_back(c.more);
     EXPECT_EQ(more, k.more);
     EXPECT_EQ(driver.counters().doorbells.Get(), k.doorbells);
-    EXPECT_TRUE(stopped_now);
+    EXPECT_TRUE(x.stopped_now);
     EXPECT_EQ(counters.bql_stops.Get(), 1u);
     rte_pktmbuf_free_bulk(frames.data() + accepted, frames.size() - accepted);
     // And a stopped queue refuses a qdisc's bulk without calling the driver
@@ -588,7 +588,9 @@ TEST(NetdevQueueChain, ABqlStopEndsTheChainUntil420AndNotSince) {
     driver.calls.clear();
     rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
     ASSERT_NE(m, nullptr);
-    EXPECT_EQ(dev.Xmit({&m, 1}, Handover::kXmitMore, &stopped_now), 0);
+    const XmitResult refused = dev.Xmit({&m, 1}, Handover::kXmitMore);
+    EXPECT_EQ(refused.accepted, 0);
+    EXPECT_FALSE(refused.offered);
     EXPECT_TRUE(driver.calls.empty());
     rte_pktmbuf_free(m);
   }
