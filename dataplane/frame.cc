@@ -6,6 +6,7 @@
 #include <rte_tcp.h>
 #include <rte_udp.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/enum_names.h"
@@ -102,14 +103,8 @@ void FrameBuilder::MakeTemplate(unsigned payload) {
   tmpl_payload_ = payload;
 }
 
-void FrameBuilder::Build(rte_mbuf* m, unsigned payload, Tsc tx_tsc) {
+uint8_t* FrameBuilder::WriteHeaders(uint8_t* p, unsigned payload, Tsc tx_tsc, uint16_t ip_ids) {
   if (payload != tmpl_payload_) MakeTemplate(payload);
-  const unsigned len = FrameBytes(proto_, payload);
-  m->data_len = static_cast<uint16_t>(len);
-  m->pkt_len = len;
-  m->tx_offload =
-      rte_mbuf_tx_offload(kEthHeaderBytes, kIpv4HeaderBytes, L4HeaderBytes(proto_), 0, 0, 0, 0);
-  auto* p = rte_pktmbuf_mtod(m, uint8_t*);
   // Fixed-size copies (the compiler emits a few vector moves), then the per-frame fields.
   if (proto_ == Proto::kUdp)
     std::memcpy(p, tmpl_.data(), kEthHeaderBytes + kIpv4HeaderBytes + kUdpHeaderBytes);
@@ -117,7 +112,8 @@ void FrameBuilder::Build(rte_mbuf* m, unsigned payload, Tsc tx_tsc) {
     std::memcpy(p, tmpl_.data(), kEthHeaderBytes + kIpv4HeaderBytes + kTcpHeaderBytes);
 
   auto* ip = reinterpret_cast<rte_ipv4_hdr*>(p + kEthHeaderBytes);
-  const uint16_t id_be = rte_cpu_to_be_16(ip_id_++);
+  const uint16_t id_be = rte_cpu_to_be_16(ip_id_);
+  ip_id_ = static_cast<uint16_t>(ip_id_ + ip_ids);
   ip->packet_id = id_be;
   uint32_t sum = tmpl_ip_sum_ + id_be;
   sum = (sum & 0xffff) + (sum >> 16);
@@ -130,11 +126,13 @@ void FrameBuilder::Build(rte_mbuf* m, unsigned payload, Tsc tx_tsc) {
     tcp->sent_seq = rte_cpu_to_be_32(tcp_seq_);
     const uint32_t tsval = rte_cpu_to_be_32(static_cast<uint32_t>(tx_tsc >> 21));
     std::memcpy(l4p + sizeof(rte_tcp_hdr) + 4, &tsval, 4);
-    m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
     tcp_seq_ += payload;
   }
+  return l4p + L4HeaderBytes(proto_);
+}
 
-  auto* h = reinterpret_cast<TxbatchHeader*>(l4p + L4HeaderBytes(proto_));
+void FrameBuilder::WriteTxbatchHeader(rte_mbuf* m, uint8_t* payload, Tsc tx_tsc) {
+  auto* h = reinterpret_cast<TxbatchHeader*>(payload);
   h->magic_be = rte_cpu_to_be_16(kTxbatchMagic);
   h->flow_be = rte_cpu_to_be_16(flow_);
   PutSeq48(h->seq_be, seq_++);
@@ -145,6 +143,40 @@ void FrameBuilder::Build(rte_mbuf* m, unsigned payload, Tsc tx_tsc) {
     t->to_handover = t->to_wire = 0;
     t->position = t->flags = 0;
   }
+}
+
+void FrameBuilder::Build(rte_mbuf* m, unsigned payload, Tsc tx_tsc) {
+  const unsigned len = FrameBytes(proto_, payload);
+  m->data_len = static_cast<uint16_t>(len);
+  m->pkt_len = len;
+  m->tx_offload =
+      rte_mbuf_tx_offload(kEthHeaderBytes, kIpv4HeaderBytes, L4HeaderBytes(proto_), 0, 0, 0, 0);
+  if (proto_ == Proto::kTcp) m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
+  uint8_t* p = rte_pktmbuf_mtod(m, uint8_t*);
+  WriteTxbatchHeader(m, WriteHeaders(p, payload, tx_tsc, 1), tx_tsc);
+}
+
+void FrameBuilder::BuildGso(std::span<rte_mbuf* const> slices, unsigned payload, unsigned mss,
+                            Tsc tx_tsc) {
+  const auto n = static_cast<uint16_t>(slices.size());
+  rte_mbuf* head = slices[0];
+  const unsigned hdr = FrameBytes(proto_, 0);
+  uint8_t* p = WriteHeaders(rte_pktmbuf_mtod(head, uint8_t*), payload, tx_tsc, n);
+  unsigned left = payload;
+  for (uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* s = slices[i];
+    const unsigned take = std::min(left, mss);
+    left -= take;
+    if (i > 0) p = rte_pktmbuf_mtod(s, uint8_t*);
+    s->data_len = static_cast<uint16_t>(take + (i == 0 ? hdr : 0));
+    s->next = i + 1 < n ? slices[i + 1] : nullptr;
+    WriteTxbatchHeader(s, p, tx_tsc);
+  }
+  head->nb_segs = n;
+  head->pkt_len = hdr + payload;
+  head->tx_offload =
+      rte_mbuf_tx_offload(kEthHeaderBytes, kIpv4HeaderBytes, kTcpHeaderBytes, mss, 0, 0, 0);
+  head->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM | RTE_MBUF_F_TX_TCP_SEG;
 }
 
 bool VerifyHeaders(const uint8_t* p, size_t len, uint16_t flow) {

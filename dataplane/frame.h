@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "base/tsc.h"
@@ -72,11 +73,19 @@ class FrameBuilder {
   // per-frame fields (IP id and checksum, TCP sequence and TSval, the txbatch header) written.
   void Build(rte_mbuf* m, unsigned payload, Tsc tx_tsc);
 
-  // The frame built last never entered the stack (a datagram dropped at a full qdisc): give back
-  // its sequence numbers, so the receiver's sequence gaps count only frames lost after the qdisc.
-  void Unbuild(unsigned payload) {
-    --seq_;
-    --ip_id_;
+  // Writes a GSO frame (gso.h) of `payload` TCP payload bytes cut into slices of `mss`: one mbuf
+  // per slice, chained from slices[0], which holds the headers too; each slice starts with its
+  // own txbatch header (the next sequence number) and `tx_tsc`. Its segments get the IP ids and
+  // TCP sequence numbers that many Build calls would have given. Precondition: TCP, slices.size()
+  // == ceil(payload / mss) <= kMaxGsoSegs, each fresh as for Build.
+  void BuildGso(std::span<rte_mbuf* const> slices, unsigned payload, unsigned mss, Tsc tx_tsc);
+
+  // The frame built last never entered the stack (a datagram dropped at a full qdisc, a batch
+  // the driver refused): give back the sequence numbers of its `frames` wire frames (a GSO
+  // frame's segments), so the receiver's sequence gaps count only frames lost after the qdisc.
+  void Unbuild(unsigned payload, unsigned frames = 1) {
+    seq_ -= frames;
+    ip_id_ = static_cast<uint16_t>(ip_id_ - frames);
     if (proto_ == Proto::kTcp) tcp_seq_ -= payload;
   }
 
@@ -91,6 +100,11 @@ class FrameBuilder {
   uint16_t ip_id_ = 0;
   int meta_offset_;  // TxMetaOffset(): the stage timestamps' mbuf field, or -1
   void MakeTemplate(unsigned payload);
+  // Writes the headers of a frame (or GSO frame) of `payload` L4 payload bytes at `p`, taking
+  // `ip_ids` IP ids; returns where the payload starts.
+  uint8_t* WriteHeaders(uint8_t* p, unsigned payload, Tsc tx_tsc, uint16_t ip_ids);
+  // Writes the txbatch header at `payload` (the next sequence number) and `m`'s stage stamps.
+  void WriteTxbatchHeader(rte_mbuf* m, uint8_t* payload, Tsc tx_tsc);
   std::array<uint8_t, 80> tmpl_{};  // Ethernet + IPv4 + L4 headers for tmpl_payload_
   unsigned tmpl_payload_ = ~0u;
   uint32_t tmpl_ip_sum_ = 0;  // IPv4 header sum with packet_id = 0, checksum = 0

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "dataplane/frame.h"
+#include "dataplane/gso.h"
 
 namespace txbatch {
 
@@ -18,7 +19,7 @@ NolockTxQueue::NolockTxQueue(TxDriver& driver, const FlushPolicy& policy,
                              const TxQueueConfig& config, const RunWindow& window)
     : TxQueue(driver, policy, config, window),
       qdisc_(config.txqueuelen),
-      run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen)) {}
+      run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen), MaxBulk(config)) {}
 
 NolockTxQueue::~NolockTxQueue() { StopIrq(); }
 
@@ -31,7 +32,7 @@ bool NolockTxQueue::Send(rte_mbuf* m, int band, bool run) {
     return true;
   while (true) {
     if (aborted_.load()) {
-      counters_.dropped_aborted.Add();
+      counters_.dropped_aborted.Add(WireFrames(m));
       rte_pktmbuf_free(m);
       return false;
     }
@@ -41,7 +42,7 @@ bool NolockTxQueue::Send(rte_mbuf* m, int band, bool run) {
       break;
     }
     if (!config_.block_when_full) {
-      counters_.dropped_qdisc_full.Add();
+      counters_.dropped_qdisc_full.Add(WireFrames(m));
       rte_pktmbuf_free(m);
       return false;
     }

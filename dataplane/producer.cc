@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "dataplane/gso.h"
 #include "dataplane/workload.h"
 
 namespace txbatch {
@@ -151,7 +152,8 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
   FrameBuilder builder(cfg.proto, static_cast<uint16_t>(index), cfg.track_stages,
                        index < cfg.first_seq.size() ? cfg.first_seq[index] : 0);
   stats.next_seq.store(builder.next_seq());
-  Segmenter segmenter(cfg.proto, cfg.size, cfg.mtu);
+  Segmenter segmenter(cfg.proto, cfg.size, cfg.mtu, cfg.gso_frames);
+  const unsigned mss = segmenter.mss();
   const double interval = cfg.pps_per_producer > 0 ? cfg.tsc_hz / cfg.pps_per_producer : 0;
   // Producers start evenly staggered within one interval.
   double next = static_cast<double>(Now()) + interval * index / std::max(1u, cfg.procs);
@@ -166,7 +168,7 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
     // Refused: dropped (counted by the queue). They are this flow's newest frames, so their
     // sequence numbers go back and the receiver's gaps keep meaning loss after the driver.
     for (auto it = batch.frames().rbegin(); it != batch.frames().rend(); ++it)
-      builder.Unbuild(PayloadBytes(*it));
+      builder.Unbuild(PayloadBytes(*it), WireFrames(*it));
     rte_pktmbuf_free_bulk(batch.frames().data(), batch.size());
     batch.Clear();
   };
@@ -198,21 +200,30 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
         if (ahead <= 0 && until >= next) break;
         if (ahead > 0) SleepNs(std::min(ahead, kPaceSliceNs));
       }
-      next += interval;
+      // The pace is in wire frames: a GSO frame waits for as many intervals as it has segments.
+      next += interval * ((payload + mss - 1) / mss);
     }
-    rte_mbuf* m = stash.Take();
-    if (m == nullptr) {
-      stats.alloc_failures.Add();
-      SleepNs(kAllocBackoffNs);
-      return;
-    }
+    // A GSO frame takes an mbuf per slice (gso.h).
+    const unsigned slices = (payload + mss - 1) / mss;
+    std::array<rte_mbuf*, kMaxGsoSegs> chain;
+    for (unsigned i = 0; i < slices; ++i)
+      if ((chain[i] = stash.Take()) == nullptr) {
+        rte_pktmbuf_free_bulk(chain.data(), i);
+        stats.alloc_failures.Add();
+        SleepNs(kAllocBackoffNs);
+        return;
+      }
+    rte_mbuf* const m = chain[0];
     // One TSC read per frame: its stamp, the start of a batch and the policy's clock.
     const Tsc now = clock_per_frame ? Now() : 0;
     last_now = now;
-    builder.Build(m, payload, now);
-    stats.generated.Add();
+    if (slices > 1)
+      builder.BuildGso({chain.data(), slices}, payload, mss, now);
+    else
+      builder.Build(m, payload, now);
+    stats.generated.Add(slices);
     if (own == nullptr) {
-      if (!queue.Send(m, kProducerBand)) builder.Unbuild(payload);
+      if (!queue.Send(m, kProducerBand)) builder.Unbuild(payload, slices);
       return;
     }
     if (batch.empty()) first = now;

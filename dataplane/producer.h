@@ -55,11 +55,13 @@ struct ProducerConfig {
   bool stamp = true;
   // Producer i's first sequence number (missing: 0); a session's cells continue each flow.
   std::vector<uint64_t> first_seq;
+  // TCP streams hand the stack GSO frames (--offload gso or tso, gso.h), not MSS frames.
+  bool gso_frames = false;
 };
 
 // One producer's counters, on its own cache line (producers write them on every frame).
 struct alignas(64) ProducerStats {
-  Counter generated;
+  Counter generated;                    // wire frames: a GSO frame counts as its segments
   Counter alloc_failures;               // mbufs it could not get: never generated, not in the books
   std::atomic<bool> registered{false};  // got an EAL lcore id (and so a mempool cache)
   // The sequence number its flow would have used next when it stopped: frames below it entered

@@ -28,6 +28,7 @@
 #include "base/tsc.h"
 #include "batching/batch.h"
 #include "batching/flush_policy.h"
+#include "dataplane/gso.h"
 #include "dataplane/tx_queue.h"
 
 namespace txbatch {
@@ -103,6 +104,12 @@ struct SimFlag {
   void store(bool x) { v = x; }
 };
 
+// The most frames one bulk of a queue configured so may hold: a bulk the stack cuts into
+// segments before the driver (--offload gso) must fit a Batch once cut (kMaxGsoBulk, gso.h).
+inline uint16_t MaxBulk(const TxQueueConfig& config) {
+  return config.segment_gso ? kMaxGsoBulk : kMaxBatch;
+}
+
 // What a run does after Settle.
 enum class RunNext : uint8_t {
   kDequeue,     // go on: the next bulk
@@ -116,8 +123,11 @@ class QdiscRun {
  public:
   // `dedicated`: a dedicated runner, which goes on after its quota (it has no softirq to
   // hand the rest to). `wake_level`: blocked producers are woken once the backlog falls to it.
-  QdiscRun(const FlushPolicy& policy, bool dedicated, unsigned wake_level)
-      : policy_(policy), dedicated_(dedicated), wake_level_(wake_level) {}
+  // `max_bulk`: the most frames a bulk may hold (below kMaxBatch where the stack cuts GSO
+  // frames into segments before the driver: MaxBulk).
+  QdiscRun(const FlushPolicy& policy, bool dedicated, unsigned wake_level,
+           uint16_t max_bulk = kMaxBatch)
+      : policy_(policy), dedicated_(dedicated), wake_level_(wake_level), max_bulk_(max_bulk) {}
 
   // A run starts with a fresh quota (dev_tx_weight), or what is left of one (a run flag's
   // holder that let its flag go and took it again after MISSED).
@@ -148,7 +158,8 @@ class QdiscRun {
     batch_.Clear();
     device.quota_left = quota_;
     device.requeued = qdisc.requeued();
-    const DequeueBudget budget = policy_.Budget(device);
+    DequeueBudget budget = policy_.Budget(device);
+    budget.frames = std::min(budget.frames, max_bulk_);
     handover_ = budget.handover;
     const uint16_t n = qdisc.DequeueBulk(batch_, budget);
     packets_ = budget.one_packet ? 1 : n;
@@ -206,6 +217,7 @@ class QdiscRun {
   const FlushPolicy& policy_;
   const bool dedicated_;
   const unsigned wake_level_;
+  const uint16_t max_bulk_;
   int quota_ = kDevTxWeight;
   int packets_ = 0;  // what the bulk in hand costs the quota (DequeueBudget::one_packet)
   Batch batch_;

@@ -3,6 +3,7 @@
 #include <rte_lcore.h>
 
 #include "dataplane/frame.h"
+#include "dataplane/gso.h"
 
 namespace txbatch {
 
@@ -10,7 +11,7 @@ RootlockTxQueue::RootlockTxQueue(TxDriver& driver, const FlushPolicy& policy,
                                  const TxQueueConfig& config, const RunWindow& window)
     : TxQueue(driver, policy, config, window),
       qdisc_(config.txqueuelen, config.shape.pfifo ? 1 : kPfifoBands),
-      run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen)) {}
+      run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen), MaxBulk(config)) {}
 
 RootlockTxQueue::~RootlockTxQueue() { StopIrq(); }
 
@@ -20,12 +21,12 @@ bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
   bool waited = false;
   while (aborted_ || qdisc_.band_full(band)) {
     if (aborted_) {
-      counters_.dropped_aborted.Add();
+      counters_.dropped_aborted.Add(WireFrames(m));
       queued = false;
       break;
     }
     if (!config_.block_when_full) {
-      counters_.dropped_qdisc_full.Add();
+      counters_.dropped_qdisc_full.Add(WireFrames(m));
       queued = false;
       break;
     }

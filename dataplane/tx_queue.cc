@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "dataplane/gso.h"
 #include "dataplane/nolock_queue.h"
 #include "dataplane/qdisc_run.h"
 #include "dataplane/rootlock_queue.h"
@@ -77,7 +78,8 @@ DequeueContext TxQueue::Device() const {
   return ctx;
 }
 
-uint16_t TxQueue::Transmit(const Batch& batch, Tsc t0, Handover handover, Tsc handed) {
+uint16_t TxQueue::Transmit(Batch& batch, Tsc t0, Handover handover, Tsc handed) {
+  if (config_.segment_gso) SegmentBatch(batch);
   MarkHandover(batch, handed != 0 ? handed : t0);
   XmitResult x;
   Tsc end;
@@ -139,9 +141,10 @@ void TxQueue::Completion(Tsc now, bool resched) {
 }
 
 uint16_t TxQueue::SendBatch(Batch& batch) {
-  const uint16_t n = batch.size();
-  if (n == 0) return 0;
+  if (batch.empty()) return 0;
   const Tsc t0 = Now();
+  if (config_.segment_gso) SegmentBatch(batch);
+  const uint16_t n = batch.size();
   MarkHandover(batch, t0);
   uint16_t accepted;
   {
@@ -149,7 +152,7 @@ uint16_t TxQueue::SendBatch(Batch& batch) {
     std::unique_lock tx(tx_lock_);
     accepted = XmitLocked(batch, Handover::kBurst, /*from_qdisc=*/false).accepted;
     counters_.batch_hist[n].Add();
-    counters_.dropped_noqueue.Add(n - accepted);
+    counters_.dropped_noqueue.Add(WireFrames(batch.frames().subspan(accepted)));
     counters_.tx_cycles.Add(Now() - t0);
     HandOn(tx);
   }

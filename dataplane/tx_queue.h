@@ -74,6 +74,9 @@ struct TxQueueConfig {
   // not running goes straight to the driver (QdiscRun::Bypass). Off unless the cell turns it on
   // (CellConfig::bypass: KernelBypass of its policy and shape, not with --no-bypass).
   bool bypass = false;
+  // --offload gso: the stack cuts GSO frames into segments between the dequeue and the driver
+  // (validate_xmit_skb; gso.h), and a bulk holds at most kMaxGsoBulk frames (MaxBulk).
+  bool segment_gso = false;
   bool track_stages = true;  // record handovers in TxMeta (only where frames come back)
   // With track_stages: keep every frame's time from its stamp to the driver call that took it
   // (the bridge: time through it), for TakeHandoverLatency.
@@ -170,7 +173,8 @@ class TxQueue {
   // The producer path of `--qdisc none` (Linux noqueue): hands `batch` to the driver under the
   // TX lock (HARD_TX_LOCK) and returns how many it accepted. Those leave `batch`; the refused
   // ones stay in it, counted as dropped_noqueue, for the caller to free (Linux drops what a
-  // device without a queue refuses). Thread-safe.
+  // device without a queue refuses). With segment_gso its GSO frames are cut into segments
+  // first (at most kMaxGsoBulk frames then). Thread-safe.
   uint16_t SendBatch(Batch& batch);
 
   // Starts / stops the txirq thread (and the dedicated runner). Stop only once Idle() (or when
@@ -232,9 +236,10 @@ class TxQueue {
   // Hands `batch` to the driver under the TX lock, as `handover` says (one call; one call per
   // frame with xmit_more), timed from `t0` (taken before the dequeue) into tx_cycles and counted
   // in batch_hist (unless a stopped queue refused it whole, with no driver call); the frames'
-  // handover stamp is `handed` (0: t0). Returns how many frames the driver accepted.
-  uint16_t Transmit(const Batch& batch, Tsc t0, Handover handover = Handover::kBurst,
-                    Tsc handed = 0);
+  // handover stamp is `handed` (0: t0). With segment_gso its GSO frames are first cut into
+  // segments, in `batch`, outside the TX lock (validate_xmit_skb_list). Returns how many
+  // frames of `batch` (as it is then) the driver accepted.
+  uint16_t Transmit(Batch& batch, Tsc t0, Handover handover = Handover::kBurst, Tsc handed = 0);
   void Kick(bool resched);
   // How long a dedicated runner may sleep: kIrqIdlePoll, or less to meet `flush_by`.
   std::chrono::microseconds RunnerSleep(Tsc flush_by, Tsc now) const;

@@ -41,7 +41,7 @@ unsigned RequeueBound(const CellConfig& cfg) {
 double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire) {
   const double frames =
       (static_cast<double>(cfg.txqueuelen) + RequeueBound(cfg) + cfg.driver_spec.ring()) *
-          cfg.queues +
+          cfg.queues * SlicesPerFrame(cfg) +
       cfg.procs;
   double s = kDrainSlackS + frames * cfg.driver_spec.modelled_cost_ns() * 1e-9;
   if (wire.bits_per_s > 0)
@@ -66,6 +66,7 @@ TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::ve
   q.shape = cfg.shape;
   q.bypass = cfg.bypass;
   q.bql = cfg.bql;
+  q.segment_gso = cfg.offload == Offload::kGso && cfg.proto == Proto::kTcp;
   return q;
 }
 
@@ -85,12 +86,19 @@ std::string EraMix(const CellConfig& cfg) {
   return {};
 }
 
+unsigned SlicesPerFrame(const CellConfig& cfg) {
+  if (cfg.offload == Offload::kNone || cfg.proto != Proto::kTcp) return 1;
+  const unsigned mss = MaxPayload(cfg.proto, cfg.mtu);
+  return GsoSizeGoal(mss) / mss;
+}
+
 unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
   // The band producers use (kProducerBand), the requeue slot, the ring, each producer's stash
   // of fresh mbufs and the per-lcore caches (each may hold up to 1.5x its size): queueing alone can
   // never exhaust the pool.
+  // A GSO frame holds an mbuf per slice wherever a frame would be (gso.h).
   const uint64_t n = (uint64_t{cfg.txqueuelen} + RequeueBound(cfg) + cfg.driver_spec.ring()) *
-                         std::max(1u, cfg.queues) +
+                         std::max(1u, cfg.queues) * SlicesPerFrame(cfg) +
                      uint64_t{cfg.procs} * kProducerStash + (cfg.link ? cfg.link->limit : 0) +
                      (lcores + cfg.procs + 2) * (kPoolCache * 3 / 2) + 1024;
   return static_cast<unsigned>(std::min<uint64_t>(n, 1u << 22));

@@ -17,6 +17,7 @@
 #include "batching/dql.h"
 #include "batching/flush_policy.h"
 #include "dataplane/frame.h"
+#include "dataplane/gso.h"
 #include "dataplane/histogram.h"
 #include "dataplane/link_spec.h"
 #include "dataplane/producer.h"
@@ -44,6 +45,9 @@ struct CellConfig {
   // i mod queues (XPS); on emu their rings share one wire.
   unsigned queues = 1;
   unsigned mtu = 1500;
+  // --offload: a TCP stream's large writes go as GSO frames, cut into MSS frames by the stack
+  // before the driver (gso) or by the NIC (tso); none: the producer writes MSS frames (gso.h).
+  Offload offload = Offload::kNone;
   unsigned txqueuelen = kDefaultTxQueueLen;
   double duration_s = 1.0;
   double warmup_s = 0.1;
@@ -190,6 +194,10 @@ double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire);
 
 // Frames per second each producer offers under --rate (0: as fast as it can).
 double PpsPerProducer(const CellConfig& cfg, const WireSpec& wire);
+
+// The mbufs one frame of `cfg`'s stack may hold: a GSO frame's slices (TCP's size goal over the
+// MSS) with --offload gso or tso, else 1.
+unsigned SlicesPerFrame(const CellConfig& cfg);
 
 // Mbufs a pool must hold for `cfg` (qdisc bands + ring + frames in producers' hands + caches).
 unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores);

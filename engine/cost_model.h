@@ -30,6 +30,9 @@ struct CostModel {
   // Per frame handed to the receiver (txbatch's sink: parse, sequence, latency histograms), where
   // the NIC model delivers: in the completion role, or inside the call on a wire-less NIC.
   double deliver = 215.9;
+  // Per segment the stack cuts from a GSO frame before the driver (--offload gso: a header copy,
+  // the IP checksum and the TCP fields, gso.h's SegmentGso).
+  double gso_segment = 40;
   // Where the numbers came from (doc/cost-model.json is this model, with calibrate's fit).
   std::string source =
       "txbatch calibrate --rounds 5 (real engine), 2026-11-30, on the project's machine: 2 vCPU "

@@ -24,6 +24,7 @@ constexpr std::pair<const char*, double CostModel::*> kCosts[] = {
     {"completion", &CostModel::completion},
     {"completion_frame", &CostModel::completion_frame},
     {"deliver", &CostModel::deliver},
+    {"gso_segment", &CostModel::gso_segment},
 };
 
 std::string CostNames() {

@@ -90,6 +90,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   pcfg.track_stages = qcfg.track_stages;
   pcfg.stamp = cfg.timing;
   pcfg.first_seq = first_seq;
+  pcfg.gso_frames = cfg.offload != Offload::kNone;
   pcfg.pps_per_producer = PpsPerProducer(cfg, wire);
 
   std::atomic<bool> stop_producers{false};

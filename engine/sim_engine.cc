@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 
 #include "batching/batch.h"
 #include "dataplane/frame.h"
+#include "dataplane/gso.h"
 #include "dataplane/netdev_queue.h"
 #include "dataplane/producer.h"
 #include "dataplane/qdisc.h"
@@ -141,19 +143,27 @@ void Simulation::Build(SimActor& p) {
       p.t = std::min(next, by);
       return;
     }
-    p.next_pace += interval_;
   }
-  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
-  const unsigned payload = p.write[p.next_frame++];
-  if (m == nullptr) {
+  const unsigned payload = p.write[p.next_frame];
+  const unsigned mss = segmenters_[p.index].mss();
+  // A GSO frame takes an mbuf per slice and a pace interval per segment (RunProducer's).
+  const unsigned slices = (payload + mss - 1) / mss;
+  if (interval_ > 0 && !p.finishing) p.next_pace += interval_ * slices;
+  ++p.next_frame;
+  std::array<rte_mbuf*, kMaxGsoSegs> chain;
+  if (rte_pktmbuf_alloc_bulk(pool_, chain.data(), slices) != 0) {
     // The pool is empty (--pool-size): back off as the real producer does, asleep.
     stats_[p.index].alloc_failures.Add();
     p.t += static_cast<Tsc>(kAllocBackoffS * tsc_hz_);
     return;
   }
-  cpu_.Work(p, c_.frame);
-  builders_[p.index].Build(m, payload, p.t);
-  stats_[p.index].generated.Add();
+  rte_mbuf* const m = chain[0];
+  cpu_.Work(p, c_.frame * slices);
+  if (slices > 1)
+    builders_[p.index].BuildGso({chain.data(), slices}, payload, mss, p.t);
+  else
+    builders_[p.index].Build(m, payload, p.t);
+  stats_[p.index].generated.Add(slices);
   p.held = m;
   p.held_payload = payload;
   p.held_waited = false;
@@ -180,9 +190,9 @@ void Simulation::Enqueue(SimActor& p) {
   }
   // The band is full: a datagram is dropped, a stream producer blocks until a run frees room.
   if (!cfg_.stream) {
-    q.counters().dropped_qdisc_full.Add();
+    q.counters().dropped_qdisc_full.Add(WireFrames(m));
+    builders_[p.index].Unbuild(p.held_payload, WireFrames(m));
     rte_pktmbuf_free(m);
-    builders_[p.index].Unbuild(p.held_payload);
     p.held = nullptr;
     return;
   }
@@ -204,7 +214,7 @@ void Simulation::FlushOwn(SimActor& p, FlushTrigger why) {
   p.q->SendBatch(p, p.own);
   // Refused (Linux drops what a device without a queue refuses): their numbers go back.
   for (auto it = p.own.frames().rbegin(); it != p.own.frames().rend(); ++it)
-    builders_[p.index].Unbuild(PayloadBytes(*it));
+    builders_[p.index].Unbuild(PayloadBytes(*it), WireFrames(*it));
   if (!p.own.empty()) rte_pktmbuf_free_bulk(p.own.frames().data(), p.own.size());
   p.own.Clear();
 }
@@ -280,7 +290,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   for (unsigned i = 0; i < cfg_.procs; ++i) {
     builders_.emplace_back(cfg_.proto, static_cast<uint16_t>(i), /*track_stages=*/true,
                            first_seq[i]);
-    segmenters_.emplace_back(cfg_.proto, cfg_.size, cfg_.mtu);
+    segmenters_.emplace_back(cfg_.proto, cfg_.size, cfg_.mtu, cfg_.offload != Offload::kNone);
     stats_[i].registered = true;
     stats_[i].next_seq.store(first_seq[i]);
     SimActor& p = actors_.emplace_back();

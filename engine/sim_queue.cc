@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "dataplane/frame.h"
+#include "dataplane/gso.h"
 #include "dataplane/tx_meta.h"
 
 namespace txbatch {
@@ -19,7 +20,8 @@ SimCycles::SimCycles(const CostModel& c)
       xmit_frame(Round(c.xmit_frame)),
       completion(Round(c.completion)),
       completion_frame(Round(c.completion_frame)),
-      deliver(Round(c.deliver)) {}
+      deliver(Round(c.deliver)),
+      gso_segment(Round(c.gso_segment)) {}
 
 SimQueue::SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy,
                    const TxQueueConfig& config, const SimCpu& cpu, VirtualClock& clock)
@@ -32,7 +34,7 @@ SimQueue::SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy,
       dev_(driver, policy, config.bql, config.tsc_hz, qc_),
       qdisc_(config.txqueuelen, config.shape.pfifo ? 1 : kPfifoBands,
              config.shape.nolock ? QdiscLimit::kPerBand : QdiscLimit::kLength),
-      run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen)),
+      run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen), MaxBulk(config)),
       meta_offset_(config.track_stages ? TxMetaOffset() : -1) {}
 
 bool SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited) {
@@ -108,6 +110,7 @@ void SimQueue::Block(SimActor& p) {
 
 uint16_t SimQueue::SendBatch(SimActor& p, Batch& own) {
   const Tsc t0 = p.t;
+  Segment(p, own);
   const auto n = own.size();
   cpu_.Acquire(p, tx_free_);
   clock_.now = p.t;
@@ -119,7 +122,7 @@ uint16_t SimQueue::SendBatch(SimActor& p, Batch& own) {
   cpu_.Work(p, cpu_.c.xmit_call + cpu_.c.xmit_frame * n);
   tx_free_ = p.t;
   qc_.batch_hist[n].Add();
-  qc_.dropped_noqueue.Add(n - accepted);
+  qc_.dropped_noqueue.Add(WireFrames(own.frames().subspan(accepted)));
   qc_.tx_cycles.Add(p.t - t0);
   if (x.stopped_now) Kick(p.t, false);
   HandOn(p, handled);
@@ -192,8 +195,13 @@ void SimQueue::Dequeue(SimActor& a) {
   a.step = SimStep::kXmit;
 }
 
+void SimQueue::Segment(SimActor& a, Batch& batch) {
+  if (config_.segment_gso) cpu_.Work(a, cpu_.c.gso_segment * SegmentBatch(batch));
+}
+
 void SimQueue::Xmit(SimActor& a) {
-  const Batch& batch = run_.batch();
+  Batch& batch = run_.batch();
+  Segment(a, batch);  // validate_xmit_skb_list: after the root lock, before the TX lock
   cpu_.Acquire(a, tx_free_);
   if (meta_offset_ >= 0) MarkHandover(batch.frames(), a.t, meta_offset_);
   const uint64_t calls = driver_.counters().xmit_calls.Get();

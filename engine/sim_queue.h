@@ -39,7 +39,7 @@ struct SimCycles {
   static Tsc Round(double x) { return static_cast<Tsc>(std::llround(std::max(0.0, x))); }
   Tsc write = 0, frame = 0, lock = 0, lock_contended = 0, enqueue = 0, dequeue = 0,
       dequeue_frame = 0, xmit_call = 0, xmit_frame = 0, completion = 0, completion_frame = 0,
-      deliver = 0;
+      deliver = 0, gso_segment = 0;
 };
 
 enum class SimRole : uint8_t { kProducer, kRunner, kIrq };
@@ -163,6 +163,8 @@ class SimQueue {
 
  private:
   void Dequeue(SimActor& a);
+  // --offload gso: cuts `batch`'s GSO frames into segments (SegmentBatch) on `a`'s CPU.
+  void Segment(SimActor& a, Batch& batch);
   void Xmit(SimActor& a);
   void Requeue(SimActor& a);
   void Settle(SimActor& a);

@@ -71,6 +71,8 @@ CellConfig ConfigFrom(const json& c) {
   cfg.driver = c.value("driver_given", c.at("driver").get<std::string>());
   if (auto spec = ParseDriverSpec(c.at("driver").get<std::string>())) cfg.driver_spec = *spec;
   cfg.proto = c.at("proto") == "udp" ? Proto::kUdp : Proto::kTcp;
+  // Records before --offload: none.
+  if (auto o = ParseOffload(c.value("offload", "none"))) cfg.offload = *o;
   if (auto p = ParsePolicySpec(c.at("policy").get<std::string>())) cfg.policy = *p;
   cfg.size = Whole{c.at("size")};
   cfg.procs = Whole{c.at("procs")};

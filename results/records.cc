@@ -20,6 +20,7 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
   return {{"driver", c.driver_spec.ToString()},
           {"driver_given", c.driver},
           {"proto", ProtoName(c.proto)},
+          {"offload", OffloadName(c.offload)},
           {"policy", c.policy.ToString()},
           {"batch", c.policy.frames},
           {"size", c.size},

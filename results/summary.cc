@@ -46,7 +46,7 @@ bool SameCellOtherPolicy(const CellConfig& x, const CellConfig& y) {
   CellConfig a = x;
   if (x.sync_auto && y.sync_auto) a.shape.nolock = y.shape.nolock;
   return x.driver == y.driver && ShapeName(a) == ShapeName(y) && x.size == y.size &&
-         x.procs == y.procs && x.proto == y.proto;
+         x.procs == y.procs && x.proto == y.proto && x.offload == y.offload;
 }
 
 }  // namespace

@@ -69,8 +69,16 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
                     c.txqueuelen, c.shape.dedicated ? "dedicated" : "inline",
                     c.shape.nolock ? "nolock" : "rootlock", producers);
   }
-  fmt::print(out, "txbatch {} — batched TX, {} framing, MTU {}, {}, rate {}\n", TXBATCH_VERSION,
-             ProtoName(c.proto), c.mtu, shape, c.rate.ToString());
+  // GSO frames (gso.h): who cuts them, and how large they are.
+  std::string offload;
+  if (c.proto == Proto::kTcp && c.offload != Offload::kNone) {
+    const unsigned mss = MaxPayload(c.proto, c.mtu);
+    offload = fmt::format(" (offload {}: GSO frames of up to {} x {} B, cut by {})",
+                          OffloadName(c.offload), GsoSizeGoal(mss) / mss, mss,
+                          c.offload == Offload::kTso ? "the NIC" : "the stack before the driver");
+  }
+  fmt::print(out, "txbatch {} — batched TX, {} framing{}, MTU {}, {}, rate {}\n", TXBATCH_VERSION,
+             ProtoName(c.proto), offload, c.mtu, shape, c.rate.ToString());
   // rte_version() says "DPDK 22.11.11" itself; older records may hold the bare number.
   const std::string dpdk =
       env.dpdk_version.starts_with("DPDK") ? env.dpdk_version : "DPDK " + env.dpdk_version;

@@ -228,6 +228,10 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
   AddOptionWithDefault(cmd, "--proto", a.proto,
                        "Framing: tcp (one byte stream in full-MSS segments) or udp (a datagram per "
                        "write, split at MTU-28)");
+  AddOptionWithDefault(cmd, "--offload", a.offload,
+                       "Where a tcp stream is cut into MSS frames: none (the producer writes "
+                       "them), gso (it hands the stack 64 KiB GSO frames, cut before the driver "
+                       "on the CPU) or tso (cut by the NIC on the wire: emu:e1000, emu:ixgbe)");
   AddOptionWithDefault(
       cmd, "--rate", a.rate,
       "Offered load: max, or frames/s (40000pps, 40kpps, 1mpps) or wire bit/s with "
@@ -269,6 +273,7 @@ struct GridParts {
   std::vector<std::string> runners, syncs, qdiscs, engines;
   CostModel cost;
   Proto proto = Proto::kTcp;
+  Offload offload = Offload::kNone;
   std::vector<unsigned> sizes, procs, queues;
   unsigned max_queues = 1;
   RateSpec rate;
@@ -291,6 +296,14 @@ Status CheckChoice(std::string_view option, const std::string& v,
 Status ParseChoices(const RunArgs& a, GridParts& g, RunPlan& plan) {
   if (Status s = CheckChoice("--proto", a.proto, {"tcp", "udp"}); !s) return s;
   if (Status s = CheckChoice("--producer", a.producer, {"stream", "datagram"}); !s) return s;
+  auto offload = ParseOffload(a.offload);
+  if (!offload) return offload.error();
+  g.offload = *offload;
+  if (g.offload != Offload::kNone && a.proto != "tcp")
+    return MakeError(EINVAL, fmt::format("--offload {} cuts a TCP stream into MSS frames, and "
+                                         "--proto {} has none; valid: --offload none with "
+                                         "--proto udp, or --proto tcp",
+                                         a.offload, a.proto));
   auto runners = ParseChoiceList("--runner", a.runner, {"inline", "dedicated"});
   if (!runners) return runners.error();
   g.runners = std::move(*runners);
@@ -369,6 +382,13 @@ Status BuildShapes(const RunArgs& a, const GridParts& g, RunPlan& plan) {
                                          "has none; valid with --qdisc none: count:N or "
                                          "buffer:N[:T]",
                                          p.ToString()));
+          if (a.offload == "gso" && q == "none" && p.frames > kMaxGsoBulk)
+            return MakeError(
+                EINVAL, fmt::format("policy {} with --offload gso and --qdisc none batches "
+                                    "up to {} GSO frames, and the stack cuts at most {} at "
+                                    "once into segments (a batch of {} frames); valid: a "
+                                    "batch of 1..{}",
+                                    p.ToString(), p.frames, kMaxGsoBulk, kMaxBatch, kMaxGsoBulk));
           if (p.kind == PolicyKind::kBuffer && q != "none" && r != "dedicated")
             return MakeError(EINVAL,
                              fmt::format("policy {} waits for frames to accumulate, which needs "
@@ -504,6 +524,16 @@ Status ParseDrivers(const RunArgs& a, const std::vector<PolicySpec>& policies, G
       return MakeError(ENOTSUP, fmt::format("--queues {} on {}: the verbs driver posts on one "
                                             "queue pair; valid: --queues 1 with verbs",
                                             g.max_queues, d));
+    if (g.offload == Offload::kTso) {
+      const auto* e = std::get_if<emu::EmuOptions>(&spec->options);
+      if (e == nullptr || e->tso_desc_bytes == 0)
+        return MakeError(ENOTSUP,
+                         fmt::format("--offload tso needs a NIC that cuts GSO frames on the wire, "
+                                     "and {} has no TSO here; valid: --offload tso with emu:e1000 "
+                                     "or emu:ixgbe, or --offload gso (cut by the stack) with any "
+                                     "driver",
+                                     d));
+    }
     if (g.link && !spec->emulated())
       return MakeError(ENOTSUP,
                        fmt::format("--link puts a link behind the emulated NIC's wire, "
@@ -545,6 +575,7 @@ Status BuildCells(const RunArgs& a, const GridParts& g, RunPlan& plan) {
                 c.driver = g.drivers[d];
                 c.driver_spec = g.specs[d];
                 c.proto = g.proto;
+                c.offload = g.offload;
                 c.policy = pol;
                 c.size = s;
                 c.procs = p;

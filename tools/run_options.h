@@ -28,6 +28,7 @@ struct RunArgs {
   // if the policies lack it, moved to the front if it is elsewhere).
   bool batching_off_first = false;
   std::string proto = "tcp";
+  std::string offload = "none";  // --offload: none, gso or tso (gso.h)
   unsigned mtu = 1500;
   std::string rate = "max";
   std::string producer = "stream";

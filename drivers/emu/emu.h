@@ -31,6 +31,9 @@ struct EmuOptions {
   // (a globally routed peer). link_mtu 0: an Ethernet model.
   unsigned link_mtu = 0;
   bool grh = false;
+  // TSO (--offload tso; the model's, not a key): the bytes one data descriptor carries of a GSO
+  // frame, which the NIC cuts into MSS frames on the wire; 0: no TSO (e1000 4096, ixgbe 16384).
+  unsigned tso_desc_bytes = 0;
   // A fault to test against: `stall_ms` after `stall_at_ms` from the NIC's creation its wire
   // sends nothing (completions stop, the ring fills, the queue stops), then resumes. 0: never.
   double stall_at_ms = 0;

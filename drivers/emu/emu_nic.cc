@@ -9,14 +9,17 @@
 
 #include "batching/batch.h"
 #include "dataplane/frame.h"
+#include "dataplane/gso.h"
 #include "dataplane/link_model.h"
 #include "drivers/emu/emu.h"
 
 namespace txbatch::emu {
 namespace {
 
-// Frames handed to the sink per Receive call while reclaiming.
+// Frames handed to the sink per Receive call while reclaiming (a GSO frame's segments may take
+// it up to kDeliverChunk - 1 + kMaxGsoSegs).
 inline constexpr unsigned kDeliverChunk = 64;
+inline constexpr unsigned kDeliverRoom = kDeliverChunk + kMaxGsoSegs;
 
 class EmuNic final : public TxDriver {
  public:
@@ -50,19 +53,21 @@ class EmuNic final : public TxDriver {
   ~EmuNic() override { Purge(); }
 
   unsigned Purge() override {
-    unsigned n = count_ + unrung_;
+    unsigned n = frames_in_ring_;
     for (count_ += unrung_, unrung_ = 0; count_ > 0; --count_) {
       rte_pktmbuf_free(ring_[head_].m);
       head_ = (head_ + 1) % ring_.size();
     }
+    descs_used_ = frames_in_ring_ = 0;
     if (link_) n += link_->Purge();
     return n;
   }
 
   uint16_t Xmit(std::span<rte_mbuf* const> frames) override { return Post(frames, false); }
   bool XmitOne(rte_mbuf* m, bool more) override { return Post({&m, 1}, more) == 1; }
+  // Free descriptors (a GSO frame takes several: Descs).
   unsigned FreeSlots() const override {
-    return infinite_ ? kMaxBatch : static_cast<unsigned>(ring_.size()) - count_ - unrung_;
+    return infinite_ ? kMaxBatch : static_cast<unsigned>(ring_.size()) - descs_used_;
   }
   bool has_bql() const override { return true; }
 
@@ -70,18 +75,29 @@ class EmuNic final : public TxDriver {
 
   unsigned Complete(Tsc now) override {
     unsigned done = 0;
-    std::array<rte_mbuf*, kDeliverChunk> frames;
-    std::array<Tsc, kDeliverChunk> arrival;
+    std::array<rte_mbuf*, kDeliverRoom> frames;
+    std::array<Tsc, kDeliverRoom> arrival;
     while (count_ > 0) {
       unsigned k = 0;
       unsigned reclaimed = 0;
       while (count_ > 0 && k < kDeliverChunk && ring_[head_].departure <= now) {
         const Desc& d = ring_[head_];
         counters_.completed_bytes.Add(rte_pktmbuf_pkt_len(d.m));
+        const unsigned wire_frames = WireFrames(d.m);
         if (d.departure >= down_from_ && d.departure < down_until_) {
           // The link is down (down_ms): the frame is lost past the wire, counted here.
-          link_down_lost_.Add();
+          link_down_lost_.Add(wire_frames);
           rte_pktmbuf_free(d.m);
+        } else if (wire_frames > 1) {
+          // TSO: the NIC sent it as MSS frames, one after the other from its first bit.
+          const unsigned n = SegmentGso(d.m, std::span(frames).subspan(k));
+          double at = d.start;
+          for (unsigned i = 0; i < n; ++i) {
+            at += wire_.WireBytes(rte_pktmbuf_pkt_len(frames[k + i])) * tsc_per_wire_byte_;
+            arrival[k + i] = std::min(static_cast<Tsc>(at), d.departure);
+            CountDeparture(frames[k + i], arrival[k + i]);
+          }
+          k += n;
         } else {
           CountDeparture(d.m, d.departure);
           frames[k] = d.m;
@@ -89,20 +105,23 @@ class EmuNic final : public TxDriver {
           ++k;
         }
         ++reclaimed;
+        descs_used_ -= d.descs;
+        frames_in_ring_ -= wire_frames;
         head_ = (head_ + 1) % ring_.size();
         --count_;
       }
-      done += reclaimed - k;
+      // Entries (a GSO frame is one) reclaimed; `k` counts the frames delivered.
+      const unsigned delivered = k;
+      done += reclaimed;
       if (reclaimed == 0) break;
       if (link_) {
-        for (unsigned i = 0; i < k; ++i) link_->Offer(frames[i], arrival[i]);
-      } else if (k > 0) {
-        sink_.Receive({frames.data(), k}, {arrival.data(), k});
+        for (unsigned i = 0; i < delivered; ++i) link_->Offer(frames[i], arrival[i]);
+      } else if (delivered > 0) {
+        sink_.Receive({frames.data(), delivered}, {arrival.data(), delivered});
       }
-      done += k;
     }
     if (link_) DeliverFromLink(now);
-    if (stopped_ && ring_.size() - count_ >= options_.free_thresh) stopped_ = false;
+    if (stopped_ && FreeSlots() >= options_.free_thresh) stopped_ = false;
     return done;
   }
 
@@ -113,14 +132,13 @@ class EmuNic final : public TxDriver {
     // they would be without a link.
     if (count_ == 0)
       return link_next == kNever ? kNever : std::min(link_next, Clock() + idle_poll_tsc_);
-    // Reclaim in batches of free_thresh; a stopped queue as soon as its wake threshold is free
-    // (it stopped with stop_slack - 1 free, so fewer have to go).
-    const unsigned room = static_cast<unsigned>(ring_.size()) - count_;
-    const unsigned k =
-        stopped_
-            ? std::clamp(options_.free_thresh - std::min(room, options_.free_thresh), 1u, count_)
-            : std::min(count_, options_.free_thresh);
-    return std::min(link_next, ring_[(head_ + k - 1) % ring_.size()].departure);
+    // Reclaim in batches of free_thresh descriptors; a stopped queue as soon as its wake
+    // threshold is free (it stopped with stop_slack - 1 free, so fewer have to go).
+    const unsigned room = static_cast<unsigned>(ring_.size()) - (descs_used_ - UnrungDescs());
+    const unsigned need =
+        stopped_ ? std::max(1u, options_.free_thresh - std::min(room, options_.free_thresh))
+                 : options_.free_thresh;
+    return std::min(link_next, ring_[(head_ + EntriesFreeing(need) - 1) % ring_.size()].departure);
   }
 
   // A model without a wire (emu:null) completes and delivers inside its call: with no link
@@ -128,7 +146,7 @@ class EmuNic final : public TxDriver {
   // from the producers 8000 times a second for nothing).
   bool IdlePolling() const override { return !infinite_ || link_.has_value(); }
 
-  unsigned InFlight() const override { return count_ + unrung_ + (link_ ? link_->InFlight() : 0); }
+  unsigned InFlight() const override { return frames_in_ring_ + (link_ ? link_->InFlight() : 0); }
   std::map<std::string, uint64_t> ExtraCounters() const override {
     if (down_until_ == 0) return {};
     return {{"link_down_lost", link_down_lost_.Get()}};
@@ -156,20 +174,27 @@ class EmuNic final : public TxDriver {
     counters_.xmit_calls.Add();
     counters_.offered.Add(frames.size());
     if (infinite_) return XmitInfinite(frames, now, more);
-    const unsigned n = std::min<unsigned>(static_cast<unsigned>(frames.size()), FreeSlots());
+    unsigned n = 0, descs = 0, wire_frames = 0;
+    for (; n < frames.size(); ++n) {
+      const unsigned need = Descs(frames[n]);
+      if (need > FreeSlots()) break;
+      Desc& d = ring_[(head_ + count_ + unrung_) % ring_.size()];
+      d.m = frames[n];
+      d.departure = kNever;  // the NIC has not seen it yet
+      d.descs = need;
+      descs_used_ += need;
+      descs += need;
+      wire_frames += WireFrames(frames[n]);
+      ++unrung_;
+    }
     if (n == 0) {
       if (unrung_ > 0) RingDoorbell(now);  // whatever was written must not wait for a doorbell
       return 0;
     }
-    for (unsigned i = 0; i < n; ++i) {
-      Desc& d = ring_[(head_ + count_ + unrung_ + i) % ring_.size()];
-      d.m = frames[i];
-      d.departure = kNever;  // the NIC has not seen it yet
-    }
-    unrung_ += n;
-    counters_.accepted.Add(n);
+    frames_in_ring_ += wire_frames;
+    counters_.accepted.Add(wire_frames);
     const bool stops = !stopped_ && FreeSlots() < options_.stop_slack;
-    double cost = desc_tsc_ * n;  // the CPU time the descriptor writes take
+    double cost = desc_tsc_ * descs;  // the CPU time the descriptor writes take
     if (!more || stops || stopped_) {
       RingDoorbell(now);
       cost += doorbell_tsc_;  // and the MMIO tail write
@@ -210,7 +235,9 @@ class EmuNic final : public TxDriver {
         t->flags |= kMetaWireKnown;
       }
       // departure = max(now, link_free) + bytes x 8 / rate: serialisation, lazily from the TSC.
-      free_at += wire_.WireBytes(rte_pktmbuf_pkt_len(d.m)) * tsc_per_wire_byte_;
+      // A GSO frame leaves as its MSS frames, back to back (TSO).
+      d.start = free_at;
+      free_at += WireBytesOf(d.m) * tsc_per_wire_byte_;
       d.departure = static_cast<Tsc>(free_at);
     }
   }
@@ -225,8 +252,39 @@ class EmuNic final : public TxDriver {
 
   struct Desc {
     rte_mbuf* m;
-    Tsc departure;  // TSC at which its last bit leaves the wire
+    Tsc departure;   // TSC at which its last bit leaves the wire
+    double start;    // TSC (fractional) at which its first bit does
+    unsigned descs;  // descriptors it takes (Descs)
   };
+
+  // Descriptors frame `m` takes: 1, or for a GSO frame (TSO) a context descriptor and one per
+  // tso_desc_bytes of it (e1000/ixgbe_tx_map's TXD_USE_COUNT over the skb).
+  unsigned Descs(const rte_mbuf* m) const {
+    if (!IsGso(m)) return 1;
+    return 1 + (rte_pktmbuf_pkt_len(m) + options_.tso_desc_bytes - 1) / options_.tso_desc_bytes;
+  }
+  // Bytes `m` takes on the wire: a GSO frame's segments each with its headers and overhead.
+  double WireBytesOf(const rte_mbuf* m) const {
+    const unsigned len = rte_pktmbuf_pkt_len(m);
+    if (!IsGso(m)) return wire_.WireBytes(len);
+    const unsigned hdr = m->l2_len + m->l3_len + m->l4_len, mss = m->tso_segsz;
+    const unsigned payload = len - hdr, full = payload / mss, last = payload % mss;
+    return full * wire_.WireBytes(hdr + mss) + (last > 0 ? wire_.WireBytes(hdr + last) : 0);
+  }
+  // Descriptors written after the last doorbell.
+  unsigned UnrungDescs() const {
+    unsigned n = 0;
+    for (unsigned i = 0; i < unrung_; ++i) n += ring_[(head_ + count_ + i) % ring_.size()].descs;
+    return n;
+  }
+  // How many rung entries from the head free at least `descs` descriptors (at least 1, at most
+  // count_).
+  unsigned EntriesFreeing(unsigned descs) const {
+    unsigned k = 0, freed = 0;
+    while (k < count_ && (k == 0 || freed < descs))
+      freed += ring_[(head_ + k++) % ring_.size()].descs;
+    return k;
+  }
 
   uint16_t XmitInfinite(std::span<rte_mbuf* const> frames, Tsc now, bool more) {
     // Accepts everything at once and completes it at once: only software cost remains.
@@ -305,8 +363,10 @@ class EmuNic final : public TxDriver {
   Tsc down_from_ = 0, down_until_ = 0;
   Counter link_down_lost_;
   unsigned head_ = 0;
-  unsigned count_ = 0;   // descriptors the NIC has seen (rung), from head_
-  unsigned unrung_ = 0;  // written after them under xmit_more, waiting for the doorbell
+  unsigned count_ = 0;           // frames the NIC has seen (rung), from head_
+  unsigned unrung_ = 0;          // written after them under xmit_more, waiting for the doorbell
+  unsigned descs_used_ = 0;      // descriptors the count_ + unrung_ frames take
+  unsigned frames_in_ring_ = 0;  // wire frames they are (a GSO frame: its segments)
   bool stopped_ = false;
   std::optional<LinkModel> link_;  // --link: what lies between the wire and the sink
 };

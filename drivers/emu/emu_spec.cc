@@ -119,6 +119,7 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
   o.doorbell_ns = traits->doorbell_ns;
   o.desc_ns = traits->desc_ns;
   o.link_mtu = traits->link_mtu;
+  o.tso_desc_bytes = traits->tso_desc_bytes;
   for (size_t i = 1; i < parts.size(); ++i) {
     const std::string_view kv = parts[i];
     const size_t eq = kv.find('=');

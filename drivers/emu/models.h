@@ -20,6 +20,10 @@ struct ModelTraits {
   unsigned stop_slack;
   std::string_view about;
   unsigned link_mtu = 0;  // InfiniBand (IPoIB datagram mode): the link MTU; 0 = Ethernet
+  // TSO (--offload tso): the most bytes one data descriptor carries (the driver's
+  // MAX_DATA_PER_TXD); a GSO frame takes a context descriptor and one per that many bytes.
+  // 0: the model has no TSO.
+  unsigned tso_desc_bytes = 0;
 };
 
 // IB 4x data rates after line encoding: SDR, DDR, QDR 2.5/5/10 Gbaud x 4 lanes with 8b/10b; FDR
@@ -32,11 +36,13 @@ inline constexpr std::array<ModelTraits, 7> kModels = {{
     // 82540EM-class GbE: 256 descriptors (e1000 default TxDescriptors), wake at 32 free
     // (TX_WAKE_THRESHOLD); an uncached PCI MMIO write of the tail register ~ 0.5 us; stopped
     // with fewer than MAX_SKB_FRAGS + 2 = 19 free (3.18 e1000_xmit_frame; + 7 from 4.x).
-    {"e1000", 1000, 256, 32, 500, 20, 19, "1 Gb/s GbE, ring 256"},
+    // TSO: E1000_MAX_DATA_PER_TXD = 1 << 12 bytes a data descriptor, after a context one.
+    {"e1000", 1000, 256, 32, 500, 20, 19, "1 Gb/s GbE, ring 256", 0, 4096},
     // 82599-class 10 GbE: 512 descriptors (DPDK ixgbe default nb_tx_desc), tx_free_thresh 32;
     // a posted PCIe MMIO write ~ 150 ns of CPU time; stopped with fewer than DESC_NEEDED =
     // MAX_SKB_FRAGS + 4 = 21 free (ixgbe_tx_map's ixgbe_maybe_stop_tx, 3.18 to 6.9).
-    {"ixgbe", 10000, 512, 32, 150, 10, 21, "10 Gb/s, ring 512"},
+    // TSO: IXGBE_MAX_DATA_PER_TXD = 1 << 14 bytes a data descriptor, after a context one.
+    {"ixgbe", 10000, 512, 32, 150, 10, 21, "10 Gb/s, ring 512", 0, 16384},
     // No wire, no device cost: what is left is the software path alone.
     {"null", 0, 4096, 32, 0, 0, 1, "infinitely fast, accepts everything at once"},
     // IPoIB datagram mode on a UD QP (the verbs driver's shape): a 512-deep send queue, a

@@ -97,6 +97,37 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
   add(
       "policy", [](RunArgs& a) { a.policy = "bql:4"; }, "valid: count:N");
   add(
+      "offload", [](RunArgs& a) { a.offload = "lro"; }, "valid: none, gso, tso");
+  add(
+      "offload on udp",
+      [](RunArgs& a) {
+        a.offload = "gso";
+        a.proto = "udp";
+      },
+      "--offload none with --proto udp");
+  add(
+      "tso on a NIC without it",
+      [](RunArgs& a) {
+        a.offload = "tso";
+        a.drivers = {"emu:null"};
+      },
+      "has no TSO here");
+  add(
+      "tso on a DPDK port",
+      [](RunArgs& a) {
+        a.offload = "tso";
+        a.drivers = {"ethdev:net_null0"};
+      },
+      "valid: --offload tso with emu:e1000 or emu:ixgbe");
+  add(
+      "gso batches beyond one cut batch",
+      [](RunArgs& a) {
+        a.offload = "gso";
+        a.qdisc = "none";
+        a.batch = "92";
+      },
+      "a batch of 1..91");
+  add(
       "kernel policy without a qdisc",
       [](RunArgs& a) {
         a.policy = "linux-2014";
@@ -306,6 +337,8 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
       "run --batch 1 --policy count:1",
       "run --size 10",
       "run --proto sctp",
+      "run --offload tso --driver emu:null",
+      "run --offload gso --proto udp",
       "run --driver emu:e1000,ring=3",
       "run --driver nic:eth0",
       "run --mtu 10000",
@@ -522,7 +555,7 @@ TEST(Cli, HelpExplainsEveryOptionWithItsDefault) {
                           "blist-2007",      "bql",
                           "xmit_more",       "--bql-limit-min",
                           "--bql-limit-max", "--bql-hold-time",
-                          "pfifo (one"})
+                          "pfifo (one",      "--offload"})
     EXPECT_NE(o.out.find(opt), std::string::npos) << opt;
   // Every command documents itself.
   for (const char* cmd :

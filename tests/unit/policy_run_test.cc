@@ -29,6 +29,8 @@
 #include <vector>
 
 #include "batching/flush_policy.h"
+#include "dataplane/frame.h"
+#include "dataplane/gso.h"
 #include "dataplane/netdev_queue.h"
 #include "dataplane/qdisc_run.h"
 #include "dataplane/run_window.h"
@@ -254,8 +256,9 @@ constexpr std::array<const char*, 4> kEngineNames = {"rootlock", "nolock", "sim"
 struct Rig {
   // `bypass`: the empty-qdisc bypass where the policy's kernel has it for the shape
   // (KernelBypass), as a cell runs unless --no-bypass.
+  // `segment_gso`: the stack cuts GSO frames into segments before the driver (--offload gso).
   Rig(Engine engine, const char* policy_text, bool pfifo = false, BqlBounds bql = {},
-      bool driver_bql = true, bool bypass = false)
+      bool driver_bql = true, bool bypass = false, bool segment_gso = false)
       : driver(driver_bql) {
     auto spec = ParsePolicySpec(policy_text);
     EXPECT_TRUE(spec.ok()) << policy_text;
@@ -267,6 +270,7 @@ struct Rig {
     cfg.shape.nolock = Lockfree(engine);
     cfg.bql = bql;
     cfg.bypass = bypass && KernelBypass(*spec, cfg.shape);
+    cfg.segment_gso = segment_gso;
     if (Simulated(engine))
       queue = std::make_unique<SimulatedQueue>(driver, *policy, cfg, window);
     else
@@ -287,6 +291,16 @@ struct Rig {
                           : queue->Send(m, kProducerBandForTest));
     }
   }
+  // Sends `n` GSO frames (gso.h) of `slices` MSS slices each, as Queue does frames.
+  void QueueGso(unsigned n, unsigned slices) {
+    for (unsigned i = 0; i < n; ++i) {
+      std::array<rte_mbuf*, kMaxGsoSegs> chain;
+      ASSERT_EQ(rte_pktmbuf_alloc_bulk(test::Pool(), chain.data(), slices), 0);
+      const unsigned mss = MaxPayload(Proto::kTcp, 1500);
+      gso_builder.BuildGso({chain.data(), slices}, slices * mss, mss, 0);
+      ASSERT_TRUE(queue->Send(chain[0], kProducerBandForTest));
+    }
+  }
   // The txirq's work at `now`: `complete` frames complete and the ring has `capacity` slots.
   void Irq(Tsc now, unsigned capacity, unsigned complete, bool resched = false) {
     driver.next_capacity = capacity;
@@ -300,6 +314,7 @@ struct Rig {
     driver.on_call = [this, n] { Queue(n, /*another=*/true); };
   }
   static constexpr int kProducerBandForTest = 1;
+  FrameBuilder gso_builder{Proto::kTcp, 0, /*track_stages=*/false};
   RunWindow window;
   ScriptedDriver driver;
   std::unique_ptr<FlushPolicy> policy;
@@ -405,6 +420,24 @@ TEST_P(PolicyRun, TheQuotaEndsARunThatTheTxirqReschedules) {
   r2025.Irq(2, 512, 0, /*resched=*/true);  // __netif_schedule: the softirq runs it again
   EXPECT_EQ(r2025.driver.Handovers(), Sizes({35}));
   EXPECT_EQ(r2025.queue->counters().reschedules.Get(), before + 1);
+}
+
+// A GSO frame is one packet for the quota and the bulk, as a GSO skb is to __qdisc_run and
+// try_bulk_dequeue_skb: 100 GSO frames of 2 MSS slices under linux-2025 go as the kernel's
+// {65}, {35} bulks. With gso the stack cuts each bulk into its segments before the driver
+// (validate_xmit_skb_list): the driver sees {130}, {70}, one xmit_more chain a bulk; with tso the
+// driver gets the GSO frames themselves. Counted a packet a segment, the first run would have
+// ended after 33 GSO frames.
+TEST_P(PolicyRun, AGsoFrameIsOnePacketForTheQuotaAndTheBulk) {
+  for (const bool segment : {true, false}) {
+    Rig rig(GetParam(), "linux-2025", false, kDeepBql, true, false, segment);
+    rig.QueueGso(100, 2);
+    rig.Irq(1, 512, 0);
+    EXPECT_EQ(rig.driver.Handovers(), segment ? Sizes({130}) : Sizes({65})) << segment;
+    rig.Irq(2, 512, 0, /*resched=*/true);
+    EXPECT_EQ(rig.driver.Handovers(), segment ? Sizes({70}) : Sizes({35})) << segment;
+    EXPECT_EQ(rig.queue->backlog(), 0u);
+  }
 }
 
 TEST(PolicyBudget, Linux2025CapsEachBulkAtOneMoreThanTheQuotaLeft) {
