@@ -169,6 +169,8 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
     // sequence numbers go back and the receiver's gaps keep meaning loss after the driver.
     for (auto it = batch.frames().rbegin(); it != batch.frames().rend(); ++it)
       builder.Unbuild(PayloadBytes(*it), WireFrames(*it));
+    if (cfg.tsq != nullptr)
+      for (rte_mbuf* m : batch.frames()) cfg.tsq->Uncharge(index, PayloadBytes(m));
     rte_pktmbuf_free_bulk(batch.frames().data(), batch.size());
     batch.Clear();
   };
@@ -203,6 +205,11 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
       // The pace is in wire frames: a GSO frame waits for as many intervals as it has segments.
       next += interval * ((payload + mss - 1) / mss);
     }
+    // tcp_small_queue_check: with too much below the socket, wait for completions.
+    if (cfg.tsq != nullptr && cfg.tsq->Throttled(index)) {
+      stats.tsq_waits.Add();
+      cfg.tsq->WaitForRoom(index);
+    }
     // A GSO frame takes an mbuf per slice (gso.h).
     const unsigned slices = (payload + mss - 1) / mss;
     std::array<rte_mbuf*, kMaxGsoSegs> chain;
@@ -222,8 +229,12 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
     else
       builder.Build(m, payload, now);
     stats.generated.Add(slices);
+    if (cfg.tsq != nullptr) cfg.tsq->Charge(index, payload);
     if (own == nullptr) {
-      if (!queue.Send(m, kProducerBand)) builder.Unbuild(payload, slices);
+      if (!queue.Send(m, kProducerBand)) {
+        builder.Unbuild(payload, slices);
+        if (cfg.tsq != nullptr) cfg.tsq->Uncharge(index, payload);
+      }
       return;
     }
     if (batch.empty()) first = now;

@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "batching/flush_policy.h"
 #include "dataplane/frame.h"
+#include "dataplane/tsq.h"
 #include "dataplane/tx_driver.h"
 #include "dataplane/tx_queue.h"
 
@@ -57,12 +58,16 @@ struct ProducerConfig {
   std::vector<uint64_t> first_seq;
   // TCP streams hand the stack GSO frames (--offload gso or tso, gso.h), not MSS frames.
   bool gso_frames = false;
+  // TCP Small Queues (tsq.h; flow = producer index): each frame waits for room below the
+  // socket and is charged there. Null: no TSQ.
+  TsqLedger* tsq = nullptr;
 };
 
 // One producer's counters, on its own cache line (producers write them on every frame).
 struct alignas(64) ProducerStats {
   Counter generated;                    // wire frames: a GSO frame counts as its segments
   Counter alloc_failures;               // mbufs it could not get: never generated, not in the books
+  Counter tsq_waits;                    // times TCP Small Queues throttled it (tsq.h)
   std::atomic<bool> registered{false};  // got an EAL lcore id (and so a mempool cache)
   // The sequence number its flow would have used next when it stopped: frames below it entered
   // the stack, so a receiver missing the last of them knows they were lost.

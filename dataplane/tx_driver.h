@@ -17,6 +17,7 @@
 namespace txbatch {
 
 struct LinkCounters;
+class TsqLedger;
 
 // What a link adds to every frame on the wire, the one place each number is written.
 // Ethernet, beyond the frame (header .. payload): FCS 4, preamble + SFD 8, inter-frame gap 12.
@@ -179,6 +180,10 @@ class TxDriver {
   // How a driver whose port can be of more than one kind reached it ("ib", "roce_v2": the
   // verbs driver, known once the device is open); empty for the others.
   virtual std::string link_layer() const { return {}; }
+  // TCP Small Queues (tsq.h): a driver that reclaims frames after their completion (the
+  // emulated NIC) releases each one's bytes from `tsq` there. Others ignore it (and TSQ does not
+  // run on them: their completions are not seen).
+  virtual void set_tsq(TsqLedger* /*tsq*/) {}
 
   const DriverCounters& counters() const { return counters_; }
 

@@ -86,6 +86,10 @@ std::string EraMix(const CellConfig& cfg) {
   return {};
 }
 
+bool TsqActive(const CellConfig& cfg) {
+  return cfg.tsq > 0 && cfg.proto == Proto::kTcp && cfg.stream && cfg.driver_spec.emulated();
+}
+
 unsigned SlicesPerFrame(const CellConfig& cfg) {
   if (cfg.offload == Offload::kNone || cfg.proto != Proto::kTcp) return 1;
   const unsigned mss = MaxPayload(cfg.proto, cfg.mtu);
@@ -242,6 +246,7 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   Books& k = r.books;
   for (const auto& s : stats) k.generated += s.generated.Get();
   for (const auto& s : stats) r.alloc_failures += s.alloc_failures.Get();
+  for (const auto& s : stats) r.tsq_waits += s.tsq_waits.Get();
   for (size_t t = 0; t < kFlushTriggers; ++t) {
     r.flush_triggers[t] = qc.flush_triggers[t].Get();
     for (const auto& s : stats) r.flush_triggers[t] += s.flush_triggers[t].Get();

@@ -48,6 +48,9 @@ struct CellConfig {
   // --offload: a TCP stream's large writes go as GSO frames, cut into MSS frames by the stack
   // before the driver (gso) or by the NIC (tso); none: the producer writes MSS frames (gso.h).
   Offload offload = Offload::kNone;
+  // --tsq: TCP Small Queues' limit, bytes below each stream producer's socket (tsq.h); 0 = off.
+  // Runs only where it applies (TsqActive).
+  uint64_t tsq = 0;
   unsigned txqueuelen = kDefaultTxQueueLen;
   double duration_s = 1.0;
   double warmup_s = 0.1;
@@ -138,6 +141,7 @@ struct CellResult {
   uint64_t bypassed = 0;
   uint64_t queue_stops = 0;     // times the driver's queue stopped (ring full)
   uint64_t producer_waits = 0;  // times a stream producer blocked on a full band
+  uint64_t tsq_waits = 0;       // times TCP Small Queues throttled a producer (over the run)
   std::map<std::string, uint64_t> drops;
   uint64_t drops_total = 0;
   std::optional<LatencySummary> latency;
@@ -194,6 +198,10 @@ double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire);
 
 // Frames per second each producer offers under --rate (0: as fast as it can).
 double PpsPerProducer(const CellConfig& cfg, const WireSpec& wire);
+
+// Whether TCP Small Queues run in `cfg` (tsq.h): a limit, TCP stream producers, and a driver
+// whose completions release the bytes (the emulated NIC's).
+bool TsqActive(const CellConfig& cfg);
 
 // The mbufs one frame of `cfg`'s stack may hold: a GSO frame's slices (TCP's size goal over the
 // MSS) with --offload gso or tso, else 1.

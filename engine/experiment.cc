@@ -12,6 +12,7 @@
 #include "dataplane/producer.h"
 #include "dataplane/run_window.h"
 #include "dataplane/rx_sink.h"
+#include "dataplane/tsq.h"
 #include "dataplane/tx_queue.h"
 
 namespace txbatch {
@@ -61,6 +62,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
     handoffs.push_back(std::make_unique<DeferredReceiver>(*s, /*inherit=*/!cfg.shape.noqueue));
     receivers.push_back(handoffs.back().get());
   }
+  std::optional<TsqLedger> tsq;  // TCP Small Queues: outlives the drivers that release into it
   auto created = CreateDrivers(cfg.driver_spec, pool, cfg.mtu, receivers, window, tsc_hz,
                                cfg.link ? &*cfg.link : nullptr);
   if (!created) return created.error();
@@ -91,6 +93,11 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   pcfg.stamp = cfg.timing;
   pcfg.first_seq = first_seq;
   pcfg.gso_frames = cfg.offload != Offload::kNone;
+  if (TsqActive(cfg)) {
+    tsq.emplace(cfg.procs, cfg.tsq);
+    for (auto& d : drivers) d->set_tsq(&*tsq);
+    pcfg.tsq = &*tsq;
+  }
   pcfg.pps_per_producer = PpsPerProducer(cfg, wire);
 
   std::atomic<bool> stop_producers{false};
@@ -156,6 +163,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   const bool drained = producers_done.load() == cfg.procs && idle();
   if (!drained)
     for (auto& q : queues) q->Abort();  // blocked producers drop (counted "aborted") and return
+  if (!drained && tsq) tsq->Abort();    // throttled ones return too
   for (auto& t : producers) t.join();
   for (auto& q : queues) q->StopIrq();
   if (!drained) {

@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <memory>
+#include <optional>
 
 #include "batching/batch.h"
 #include "dataplane/frame.h"
@@ -16,6 +17,7 @@
 #include "dataplane/run_window.h"
 #include "dataplane/rx_sink.h"
 #include "dataplane/tx_meta.h"
+#include "dataplane/tsq.h"
 #include "dataplane/tx_queue.h"
 #include "dataplane/workload.h"
 #include "drivers/emu/emu.h"
@@ -78,6 +80,7 @@ class Simulation {
   std::vector<FrameBuilder> builders_;
   std::vector<Segmenter> segmenters_;
   std::unique_ptr<FlushPolicy> policy_;
+  std::optional<TsqLedger> tsq_;  // TCP Small Queues (TsqActive): outlives the drivers
   std::vector<Lane> lanes_;
   const Tsc idle_poll_;
   // Producers, then each queue's dedicated runner (if any), then each queue's txirq.
@@ -144,6 +147,14 @@ void Simulation::Build(SimActor& p) {
       return;
     }
   }
+  // tcp_small_queue_check: with too much below the socket, sleep until a release.
+  if (tsq_ && tsq_->Throttled(p.index)) {
+    if (!p.tsq_throttled) stats_[p.index].tsq_waits.Add();
+    p.tsq_throttled = true;
+    p.t = kNever;
+    return;
+  }
+  p.tsq_throttled = false;
   const unsigned payload = p.write[p.next_frame];
   const unsigned mss = segmenters_[p.index].mss();
   // A GSO frame takes an mbuf per slice and a pace interval per segment (RunProducer's).
@@ -164,6 +175,7 @@ void Simulation::Build(SimActor& p) {
   else
     builders_[p.index].Build(m, payload, p.t);
   stats_[p.index].generated.Add(slices);
+  if (tsq_) tsq_->Charge(p.index, payload);
   p.held = m;
   p.held_payload = payload;
   p.held_waited = false;
@@ -191,6 +203,7 @@ void Simulation::Enqueue(SimActor& p) {
   // The band is full: a datagram is dropped, a stream producer blocks until a run frees room.
   if (!cfg_.stream) {
     q.counters().dropped_qdisc_full.Add(WireFrames(m));
+    if (tsq_) tsq_->Uncharge(p.index, p.held_payload);
     builders_[p.index].Unbuild(p.held_payload, WireFrames(m));
     rte_pktmbuf_free(m);
     p.held = nullptr;
@@ -215,6 +228,8 @@ void Simulation::FlushOwn(SimActor& p, FlushTrigger why) {
   // Refused (Linux drops what a device without a queue refuses): their numbers go back.
   for (auto it = p.own.frames().rbegin(); it != p.own.frames().rend(); ++it)
     builders_[p.index].Unbuild(PayloadBytes(*it), WireFrames(*it));
+  if (tsq_)
+    for (rte_mbuf* m : p.own.frames()) tsq_->Uncharge(p.index, PayloadBytes(m));
   if (!p.own.empty()) rte_pktmbuf_free_bulk(p.own.frames().data(), p.own.size());
   p.own.Clear();
 }
@@ -281,6 +296,16 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     l.driver = emu::CreateEmuDriver(emu_options, *l.sink, window_, tsc_hz_,
                                     cfg_.link ? &*cfg_.link : nullptr, &clock_, shared_wire);
     l.q = std::make_unique<SimQueue>(*l.driver, l.sink.get(), *policy_, qcfg, cpu_, clock_);
+  }
+  if (TsqActive(cfg_)) {
+    tsq_.emplace(cfg_.procs, cfg_.tsq);
+    for (Lane& l : lanes_) l.driver->set_tsq(&*tsq_);
+    // A release wakes its flow's throttled producer, at the releasing step's time (the
+    // kernel's TSQ tasklet runs on the completing CPU); it looks again.
+    tsq_->set_on_release([this](unsigned flow) {
+      SimActor& p = actors_[flow];
+      if (p.tsq_throttled) SimCpu::Wake(p, clock_.now);
+    });
   }
   const WireSpec wire = lanes_.front().driver->Wire().value_or(WireSpec{});
   const double pps = PpsPerProducer(cfg_, wire);

@@ -75,6 +75,7 @@ struct SimActor {
   rte_mbuf* held = nullptr;
   unsigned held_payload = 0;
   bool held_waited = false;
+  bool tsq_throttled = false;  // asleep until TCP Small Queues let it send (tsq.h)
   double next_pace = 0;
   Batch own;  // --qdisc none: its own batch
   Tsc own_first = 0;

@@ -73,6 +73,8 @@ CellConfig ConfigFrom(const json& c) {
   cfg.proto = c.at("proto") == "udp" ? Proto::kUdp : Proto::kTcp;
   // Records before --offload: none.
   if (auto o = ParseOffload(c.value("offload", "none"))) cfg.offload = *o;
+  // Records before --tsq, and cells where it did not run: 0.
+  if (c.contains("tsq") && !c["tsq"].is_null()) cfg.tsq = Whole{c["tsq"]};
   if (auto p = ParsePolicySpec(c.at("policy").get<std::string>())) cfg.policy = *p;
   cfg.size = Whole{c.at("size")};
   cfg.procs = Whole{c.at("procs")};
@@ -138,6 +140,7 @@ CellResult ResultFrom(const json& r) {
   x.bypassed = r.contains("bypassed") ? Whole{r["bypassed"]} : uint64_t{0};
   x.queue_stops = Whole{r.at("queue_stops")};
   x.producer_waits = Whole{r.at("producer_waits")};
+  x.tsq_waits = r.contains("tsq_waits") ? Whole{r["tsq_waits"]} : uint64_t{0};
   x.reschedules = Whole{r.at("reschedules")};
   x.drops = Counts(r.at("drops"));
   x.drops_total = Whole{r.at("drops_total")};

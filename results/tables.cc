@@ -49,7 +49,11 @@ bool ShapesVary(const std::vector<CellConfig>& cells) {
 void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const RunEnv& env) {
   const CellConfig& c = cells.front();
   const std::string producers =
-      c.stream ? "stream (block on a full qdisc)" : "datagram (drop on a full qdisc)";
+      !c.stream       ? "datagram (drop on a full qdisc)"
+      : TsqActive(c) ? fmt::format("stream (block on a full qdisc, and beyond {} bytes below "
+                                    "the socket: TCP Small Queues)",
+                                    c.tsq)
+                      : "stream (block on a full qdisc)";
   std::string shape;
   if (ShapesVary(cells)) {
     std::vector<std::string> names;

@@ -232,6 +232,12 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                        "Where a tcp stream is cut into MSS frames: none (the producer writes "
                        "them), gso (it hands the stack 64 KiB GSO frames, cut before the driver "
                        "on the CPU) or tso (cut by the NIC on the wire: emu:e1000, emu:ixgbe)");
+  AddWholeNumberOption(cmd, "--tsq", a.tsq,
+                       "TCP Small Queues: bytes of TCP payload a stream producer keeps below its "
+                       "socket (qdisc and ring, until the NIC completes them) before it waits, as "
+                       "tcp_limit_output_bytes (1 MiB since Linux 5.0; 131072 in 3.6-4.6); 0 = "
+                       "off. Runs with tcp stream producers on emu drivers (others' completions "
+                       "are not seen)");
   AddOptionWithDefault(
       cmd, "--rate", a.rate,
       "Offered load: max, or frames/s (40000pps, 40kpps, 1mpps) or wire bit/s with "
@@ -457,6 +463,9 @@ Status ParseCellValues(const RunArgs& a, GridParts& g) {
   auto rate = ParseRate(a.rate);
   if (!rate) return rate.error();
   g.rate = *rate;
+  if (a.tsq > kMaxTsqBytes)
+    return MakeError(ERANGE, fmt::format("--tsq {} is out of range; valid: 0 (off) or 1..{} bytes",
+                                         a.tsq, kMaxTsqBytes));
   if (a.pool_size != 0 && (a.pool_size < 64 || a.pool_size > (1u << 22)))
     return MakeError(ERANGE, fmt::format("--pool-size {} is out of range; valid: 0 (sized for the "
                                          "cells) or 64..4194304 mbufs",
@@ -576,6 +585,7 @@ Status BuildCells(const RunArgs& a, const GridParts& g, RunPlan& plan) {
                 c.driver_spec = g.specs[d];
                 c.proto = g.proto;
                 c.offload = g.offload;
+                c.tsq = a.tsq;
                 c.policy = pol;
                 c.size = s;
                 c.procs = p;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dataplane/eal.h"
+#include "dataplane/tsq.h"
 #include "engine/cell.h"
 
 namespace txbatch {
@@ -29,6 +30,7 @@ struct RunArgs {
   bool batching_off_first = false;
   std::string proto = "tcp";
   std::string offload = "none";  // --offload: none, gso or tso (gso.h)
+  uint64_t tsq = kDefaultTsqBytes;  // --tsq: TCP Small Queues' bytes a stream socket (tsq.h)
   unsigned mtu = 1500;
   std::string rate = "max";
   std::string producer = "stream";

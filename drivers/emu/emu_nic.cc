@@ -11,6 +11,7 @@
 #include "dataplane/frame.h"
 #include "dataplane/gso.h"
 #include "dataplane/link_model.h"
+#include "dataplane/tsq.h"
 #include "drivers/emu/emu.h"
 
 namespace txbatch::emu {
@@ -55,6 +56,7 @@ class EmuNic final : public TxDriver {
   unsigned Purge() override {
     unsigned n = frames_in_ring_;
     for (count_ += unrung_, unrung_ = 0; count_ > 0; --count_) {
+      if (tsq_ != nullptr) tsq_->Release(ring_[head_].m);
       rte_pktmbuf_free(ring_[head_].m);
       head_ = (head_ + 1) % ring_.size();
     }
@@ -83,6 +85,7 @@ class EmuNic final : public TxDriver {
       while (count_ > 0 && k < kDeliverChunk && ring_[head_].departure <= now) {
         const Desc& d = ring_[head_];
         counters_.completed_bytes.Add(rte_pktmbuf_pkt_len(d.m));
+        if (tsq_ != nullptr) tsq_->Release(d.m);  // the skb is freed: tcp_wfree
         const unsigned wire_frames = WireFrames(d.m);
         if (d.departure >= down_from_ && d.departure < down_until_) {
           // The link is down (down_ms): the frame is lost past the wire, counted here.
@@ -162,6 +165,7 @@ class EmuNic final : public TxDriver {
   CountedAt counted_at() const override { return CountedAt::kWire; }
   bool owns_doorbell() const override { return true; }
   std::string Describe() const override { return options_.ToString(); }
+  void set_tsq(TsqLedger* tsq) override { tsq_ = tsq; }
 
  private:
   // Writes descriptors for `frames` (as many as the ring has room for) and rings the doorbell
@@ -299,6 +303,7 @@ class EmuNic final : public TxDriver {
     std::array<Tsc, kMaxBatch> arrival;
     for (unsigned i = 0; i < n; ++i) {
       counters_.completed_bytes.Add(rte_pktmbuf_pkt_len(frames[i]));
+      if (tsq_ != nullptr) tsq_->Release(frames[i]);
       CountDeparture(frames[i], now);
       arrival[i] = now;
       if (meta_offset_ >= 0) {
@@ -369,6 +374,7 @@ class EmuNic final : public TxDriver {
   unsigned frames_in_ring_ = 0;  // wire frames they are (a GSO frame: its segments)
   bool stopped_ = false;
   std::optional<LinkModel> link_;  // --link: what lies between the wire and the sink
+  TsqLedger* tsq_ = nullptr;       // TCP Small Queues: released as frames are reclaimed
 };
 
 }  // namespace
