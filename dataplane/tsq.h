@@ -49,6 +49,8 @@ class TsqLedger {
   bool Throttled(unsigned flow) const { return flows_[flow].bytes.load() > limit_; }
   int64_t Below(unsigned flow) const { return flows_[flow].bytes.load(); }
   uint64_t limit() const { return static_cast<uint64_t>(limit_); }
+  // Times `flow`'s producer went to sleep in WaitForRoom (each look that found it over).
+  uint32_t sleeps(unsigned flow) const { return flows_[flow].sleeps.load(); }
 
   // The producer of `flow`: sleeps while it is throttled, until a release brings it to the limit
   // or Abort. Returns whether it waited.
@@ -60,6 +62,7 @@ class TsqLedger {
       f.waiting.store(true);
       if (f.bytes.load() <= limit_) break;
       waited = true;
+      f.sleeps.fetch_add(1);
       f.epoch.wait(epoch);
     }
     f.waiting.store(false);
@@ -96,6 +99,7 @@ class TsqLedger {
     std::atomic<int64_t> bytes{0};
     std::atomic<uint32_t> epoch{0};
     std::atomic<bool> waiting{false};
+    std::atomic<uint32_t> sleeps{0};
   };
   const int64_t limit_;
   std::unique_ptr<Flow[]> flows_;
