@@ -110,10 +110,13 @@ class FrameBuilder {
   uint32_t tmpl_ip_sum_ = 0;  // IPv4 header sum with packet_id = 0, checksum = 0
 };
 
-// Rewrites the TX stamp of a frame built by FrameBuilder (from the lengths it set; no parsing).
+// Rewrites the TX stamp of a frame built by FrameBuilder (from the lengths it set; no parsing),
+// and of every slice of a GSO frame (FrameBuilder::BuildGso: each starts with its header).
 inline void RestampTx(rte_mbuf* m, Tsc tx_tsc) {
   auto* h = rte_pktmbuf_mtod_offset(m, TxbatchHeader*, m->l2_len + m->l3_len + m->l4_len);
   h->tx_tsc = tx_tsc;
+  for (rte_mbuf* s = m->next; s != nullptr; s = s->next)
+    rte_pktmbuf_mtod(s, TxbatchHeader*)->tx_tsc = tx_tsc;
   if (const int off = TxMetaOffset(); off >= 0) MetaOf(m, off)->stamp = tx_tsc;
 }
 

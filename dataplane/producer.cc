@@ -152,7 +152,9 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
   FrameBuilder builder(cfg.proto, static_cast<uint16_t>(index), cfg.track_stages,
                        index < cfg.first_seq.size() ? cfg.first_seq[index] : 0);
   stats.next_seq.store(builder.next_seq());
-  Segmenter segmenter(cfg.proto, cfg.size, cfg.mtu, cfg.gso_frames);
+  // At full speed the flow always has data in flight: a GSO frame short of the goal waits.
+  Segmenter segmenter(cfg.proto, cfg.size, cfg.mtu, cfg.gso_frames,
+                      /*defer=*/cfg.pps_per_producer == 0);
   const unsigned mss = segmenter.mss();
   const double interval = cfg.pps_per_producer > 0 ? cfg.tsc_hz / cfg.pps_per_producer : 0;
   // Producers start evenly staggered within one interval.

@@ -2,9 +2,11 @@
 // How application writes become frames (DESIGN.md Terms, "size"):
 //  * tcp: writes form one byte stream cut into full-MSS segments (autocorking); a partial segment
 //    waits for the next write and is flushed only when the producer stops. With GSO frames
-//    (--offload gso or tso, gso.h) the full segments a write completes go as frames of up to
-//    TCP's size goal (GsoSizeGoal: 45 x 1448 at MTU 1500), as tcp_sendmsg fills an skb up to
-//    it; more than one MSS makes a GSO frame;
+//    (--offload gso or tso, gso.h) the stream goes as frames of TCP's size goal (GsoSizeGoal:
+//    45 x 1448 at MTU 1500), as tcp_sendmsg fills an skb up to it, and what is short of the goal
+//    waits for the next write, as TSO deferral (tcp_tso_should_defer) and autocorking hold a
+//    partial skb while the flow has data in flight — a stream at full speed always has; a
+//    paced one (`defer` false) sends the full segments of each write at once;
 //  * udp: one datagram per write if it fits in MTU - 28, else several (no IP fragments).
 
 #include <algorithm>
@@ -17,22 +19,25 @@ namespace txbatch {
 
 class Segmenter {
  public:
-  // `gso`: TCP's full segments go as GSO frames of up to the size goal (--offload gso, tso).
-  Segmenter(Proto proto, unsigned size, unsigned mtu, bool gso = false)
+  // `gso`: TCP's segments go as GSO frames of the size goal (--offload gso, tso); `defer`: what
+  // is short of it waits for the next write (else a write's full segments go at once).
+  Segmenter(Proto proto, unsigned size, unsigned mtu, bool gso = false, bool defer = true)
       : proto_(proto),
         size_(size),
         max_(MaxPayload(proto, mtu)),
-        goal_(gso && proto == Proto::kTcp ? GsoSizeGoal(max_) : max_) {}
+        goal_(gso && proto == Proto::kTcp ? GsoSizeGoal(max_) : max_),
+        defer_(defer) {}
 
   // Calls emit(payload_bytes) for each frame one write of `size` bytes produces now.
   template <typename Emit>
   void Write(Emit&& emit) {
     if (proto_ == Proto::kTcp) {
       pending_ += size_;
-      while (pending_ >= max_) {
-        const auto take = static_cast<unsigned>(std::min<uint64_t>(pending_ / max_ * max_, goal_));
-        emit(take);
-        pending_ -= take;
+      for (; pending_ >= goal_; pending_ -= goal_) emit(goal_);
+      if (!defer_ && pending_ >= max_) {
+        const auto full = static_cast<unsigned>(pending_ / max_ * max_);
+        emit(full);
+        pending_ -= full;
       }
       return;
     }
@@ -46,11 +51,16 @@ class Segmenter {
     emit(left);
   }
 
-  // Calls emit once for the partial TCP segment still corked, if any (at least a header long).
+  // Calls emit once for the TCP bytes still corked, if any (at least a header long): a partial
+  // segment, or with GSO a frame short of the goal (its last slice partial).
   template <typename Emit>
   void Flush(Emit&& emit) {
     if (pending_ == 0) return;
-    emit(std::max<unsigned>(pending_, kTxbatchHeaderBytes));
+    // Every slice carries a txbatch header: a last slice shorter than one is padded to it.
+    auto bytes = static_cast<unsigned>(pending_);
+    if (const unsigned tail = bytes % max_; tail > 0 && tail < kTxbatchHeaderBytes)
+      bytes += kTxbatchHeaderBytes - tail;
+    emit(bytes);
     pending_ = 0;
   }
 
@@ -64,6 +74,7 @@ class Segmenter {
   unsigned size_;
   unsigned max_;
   unsigned goal_;  // the largest TCP frame: max_, or the GSO size goal
+  bool defer_;     // GSO: hold what is short of the goal for the next write
   uint64_t pending_ = 0;
 };
 

@@ -16,8 +16,8 @@
 #include "dataplane/qdisc.h"
 #include "dataplane/run_window.h"
 #include "dataplane/rx_sink.h"
-#include "dataplane/tx_meta.h"
 #include "dataplane/tsq.h"
+#include "dataplane/tx_meta.h"
 #include "dataplane/tx_queue.h"
 #include "dataplane/workload.h"
 #include "drivers/emu/emu.h"
@@ -315,7 +315,8 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   for (unsigned i = 0; i < cfg_.procs; ++i) {
     builders_.emplace_back(cfg_.proto, static_cast<uint16_t>(i), /*track_stages=*/true,
                            first_seq[i]);
-    segmenters_.emplace_back(cfg_.proto, cfg_.size, cfg_.mtu, cfg_.offload != Offload::kNone);
+    segmenters_.emplace_back(cfg_.proto, cfg_.size, cfg_.mtu, cfg_.offload != Offload::kNone,
+                             /*defer=*/interval_ == 0);
     stats_[i].registered = true;
     stats_[i].next_seq.store(first_seq[i]);
     SimActor& p = actors_.emplace_back();

@@ -193,11 +193,14 @@ class EmuNic final : public TxDriver {
     }
     if (n == 0) {
       if (unrung_ > 0) RingDoorbell(now);  // whatever was written must not wait for a doorbell
+      StopRefusing();
       return 0;
     }
     frames_in_ring_ += wire_frames;
     counters_.accepted.Add(wire_frames);
-    const bool stops = !stopped_ && FreeSlots() < options_.stop_slack;
+    // A frame that did not fit stops the queue too (NETDEV_TX_BUSY's netif_stop_queue): only a
+    // GSO frame can meet that with the queue open, behind a stop_slack below its descriptors.
+    const bool stops = !stopped_ && (FreeSlots() < options_.stop_slack || n < frames.size());
     double cost = desc_tsc_ * descs;  // the CPU time the descriptor writes take
     if (!more || stops || stopped_) {
       RingDoorbell(now);
@@ -209,6 +212,14 @@ class EmuNic final : public TxDriver {
       counters_.stops.Add();
     }
     return static_cast<uint16_t>(n);
+  }
+
+  // Nothing fitted: the queue stops (a ring model's refusal always leaves it stopped, so the
+  // completion role is what restarts it).
+  void StopRefusing() {
+    if (stopped_) return;
+    stopped_ = true;
+    counters_.stops.Add();
   }
 
   // The tail write at `now`: the NIC sees every descriptor written since the last one, and their

@@ -7,6 +7,7 @@
 #include <rte_ip.h>
 #include <rte_tcp.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <memory>
@@ -43,17 +44,40 @@ TEST(Gso, TheSizeGoalIsTcpsWholeMssUnderGsoMaxSize) {
   EXPECT_EQ(GsoSizeGoal(70000), 70000u);           // at least one segment
 }
 
-TEST(Gso, AStreamsFullSegmentsGoAsFramesUpToTheSizeGoal) {
-  // 4096-byte writes: the full segments each write completes, one GSO frame a write; the
-  // remainder waits for the next write, as without offload.
+TEST(Gso, AStreamGoesAsFramesOfTheSizeGoal) {
+  // At full speed (deferring): frames of the size goal only; 4096-byte writes fill one in 16.
   Segmenter small(Proto::kTcp, 4096, 1500, /*gso=*/true);
   std::vector<unsigned> got;
-  for (int w = 0; w < 3; ++w) small.Write([&](unsigned p) { got.push_back(p); });
-  EXPECT_EQ(got, (std::vector<unsigned>{2 * kMss, 3 * kMss, 3 * kMss}));  // 12288 = 8 x 1448 + 704
-  // 200000-byte writes: frames of the size goal, then the whole segments left.
-  Segmenter big(Proto::kTcp, 200000, 1500, /*gso=*/true);
+  for (int w = 0; w < 16; ++w) small.Write([&](unsigned p) { got.push_back(p); });
+  EXPECT_EQ(got, (std::vector<unsigned>{45 * kMss}));  // 65536 - 65160 = 376 left
+  // 65536-byte writes never leave a runt: what is short of the goal joins the next write's.
+  Segmenter big(Proto::kTcp, 65536, 1500, /*gso=*/true);
   got.clear();
-  big.Write([&](unsigned p) { got.push_back(p); });
+  for (int w = 0; w < 200; ++w) big.Write([&](unsigned p) { got.push_back(p); });
+  EXPECT_EQ(got.size(), 201u);  // 200 x 65536 = 201 x 65160 + 10040
+  EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](unsigned p) { return p == 45 * kMss; }));
+  got.clear();
+  big.Flush([&](unsigned p) { got.push_back(p); });
+  EXPECT_EQ(got, (std::vector<unsigned>{10040}));  // 7 slices, the last one partial
+  // A last slice shorter than the txbatch header is padded to it (as a lone frame always was).
+  Segmenter odd(Proto::kTcp, 2 * kMss + 5, 1500, /*gso=*/true);
+  got.clear();
+  odd.Write([&](unsigned p) { got.push_back(p); });
+  odd.Flush([&](unsigned p) { got.push_back(p); });
+  EXPECT_EQ(got, (std::vector<unsigned>{2 * kMss + 18}));
+  Segmenter tiny(Proto::kTcp, 5, 1500, /*gso=*/false);
+  got.clear();
+  tiny.Write([&](unsigned p) { got.push_back(p); });
+  tiny.Flush([&](unsigned p) { got.push_back(p); });
+  EXPECT_EQ(got, (std::vector<unsigned>{18}));
+  // Paced (not deferring): each write's full segments at once, the sub-MSS rest corked.
+  Segmenter paced(Proto::kTcp, 4096, 1500, /*gso=*/true, /*defer=*/false);
+  got.clear();
+  for (int w = 0; w < 3; ++w) paced.Write([&](unsigned p) { got.push_back(p); });
+  EXPECT_EQ(got, (std::vector<unsigned>{2 * kMss, 3 * kMss, 3 * kMss}));  // 12288 = 8 x 1448 + 704
+  Segmenter bigger(Proto::kTcp, 200000, 1500, /*gso=*/true, /*defer=*/false);
+  got.clear();
+  bigger.Write([&](unsigned p) { got.push_back(p); });
   EXPECT_EQ(got, (std::vector<unsigned>{45 * kMss, 45 * kMss, 45 * kMss, 3 * kMss}));
   // Without offload: MSS frames. UDP never makes GSO frames.
   Segmenter plain(Proto::kTcp, 4096, 1500, /*gso=*/false);
@@ -138,6 +162,20 @@ TEST(Gso, ABatchIsCutInPlaceAndInOrder) {
   EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
 }
 
+// A GSO frame that waited for room in the qdisc is restamped whole: every segment cut from it
+// carries the new stamp.
+TEST(Gso, ARestampReachesEverySlice) {
+  FrameBuilder b(Proto::kTcp, 0);
+  rte_mbuf* m = BuildGso(b, 3 * kMss, 100);
+  RestampTx(m, 200);
+  std::array<rte_mbuf*, kMaxGsoSegs> seg;
+  ASSERT_EQ(SegmentGso(m, seg), 3u);
+  for (unsigned i = 0; i < 3; ++i) {
+    EXPECT_EQ(ParseFrame(seg[i]).tx_tsc, 200u) << i;
+    rte_pktmbuf_free(seg[i]);
+  }
+}
+
 TEST(Gso, UnbuildGivesBackEverySegmentsNumbers) {
   FrameBuilder b(Proto::kTcp, 2);
   rte_mbuf* m = BuildGso(b, 4 * kMss, 0);
@@ -192,6 +230,37 @@ TEST(Gso, TheEmulatedNicCutsAGsoFrameOnTheWire) {
   EXPECT_EQ(sink.counts().received, 45u);
   EXPECT_EQ(sink.counts().lost, 0u);
   EXPECT_EQ(sink.counts().foreign, 0u);
+  nic.reset();
+  EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
+}
+
+// A GSO frame that does not fit the descriptors left stops the queue (as a driver's
+// NETDEV_TX_BUSY path does), so the completion role restarts it: with stop_slack 1 a ring of 32
+// takes one 17-descriptor frame, refuses the next and stops with 15 free.
+TEST(Gso, AFrameThatDoesNotFitStopsTheQueue) {
+  auto o = emu::ParseEmuSpec("emu:e1000,ring=32,free_thresh=20,stop_slack=1,doorbell_ns=0");
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  RunWindow window;
+  RxSink sink(window, test::TscHz(), 1);
+  auto nic = emu::CreateEmuDriver(*o, sink, window, test::TscHz());
+  FrameBuilder b(Proto::kTcp, 0);
+  std::array<rte_mbuf*, 2> f = {BuildGso(b, 45 * kMss, Now()), BuildGso(b, 45 * kMss, Now())};
+  EXPECT_EQ(nic->Xmit(f), 1);
+  EXPECT_EQ(nic->FreeSlots(), 15u);
+  EXPECT_TRUE(nic->Stopped());
+  EXPECT_EQ(nic->counters().stops.Get(), 1u);
+  EXPECT_EQ(nic->Xmit({&f[1], 1}), 0);  // still stopped: no second stop
+  EXPECT_EQ(nic->counters().stops.Get(), 1u);
+  while (nic->InFlight() > 0) {
+    const Tsc d = nic->NextCompletion();
+    while (Now() < d) {
+    }
+    nic->Complete(d);
+  }
+  EXPECT_FALSE(nic->Stopped());
+  EXPECT_EQ(nic->Xmit({&f[1], 1}), 1);
+  EXPECT_EQ(nic->Purge(), 45u);
+  EXPECT_EQ(sink.counts().received, 45u);
   nic.reset();
   EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
 }
