@@ -100,10 +100,18 @@ unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
   // The band producers use (kProducerBand), the requeue slot, the ring, each producer's stash
   // of fresh mbufs and the per-lcore caches (each may hold up to 1.5x its size): queueing alone can
   // never exhaust the pool.
-  // A GSO frame holds an mbuf per slice wherever a frame would be (gso.h).
-  const uint64_t n = (uint64_t{cfg.txqueuelen} + RequeueBound(cfg) + cfg.driver_spec.ring()) *
-                         std::max(1u, cfg.queues) * SlicesPerFrame(cfg) +
-                     uint64_t{cfg.procs} * kProducerStash + (cfg.link ? cfg.link->limit : 0) +
+  // A GSO frame holds an mbuf per slice wherever a frame would be (gso.h). TCP Small Queues
+  // bound what is below every socket (qdisc and ring) at its limit and one frame more, the frame
+  // in hand included (it is charged before it is handed over).
+  const uint64_t slices = SlicesPerFrame(cfg);
+  uint64_t below = (uint64_t{cfg.txqueuelen} + RequeueBound(cfg) + cfg.driver_spec.ring()) *
+                   std::max(1u, cfg.queues) * slices;
+  if (TsqActive(cfg)) {
+    const uint64_t mss = MaxPayload(cfg.proto, cfg.mtu);
+    below = std::min(below, cfg.procs * ((cfg.tsq + mss - 1) / mss + 2 * slices));
+  }
+  const uint64_t n = below + uint64_t{cfg.procs} * (kProducerStash + slices) +
+                     (cfg.link ? cfg.link->limit : 0) +
                      (lcores + cfg.procs + 2) * (kPoolCache * 3 / 2) + 1024;
   return static_cast<unsigned>(std::min<uint64_t>(n, 1u << 22));
 }
