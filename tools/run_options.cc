@@ -231,7 +231,8 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
   AddOptionWithDefault(cmd, "--offload", a.offload,
                        "Where a tcp stream is cut into MSS frames: none (the producer writes "
                        "them), gso (it hands the stack 64 KiB GSO frames, cut before the driver "
-                       "on the CPU) or tso (cut by the NIC on the wire: emu:e1000, emu:ixgbe)");
+                       "on the CPU), tso (cut by the NIC on the wire: emu:e1000, emu:ixgbe) or "
+                       "auto (tso where the driver has it, as Linux turns TSO on; else none)");
   AddWholeNumberOption(cmd, "--tsq", a.tsq,
                        "TCP Small Queues: bytes of TCP payload a stream producer keeps below its "
                        "socket (qdisc and ring, until the NIC completes them) before it waits, as "
@@ -280,6 +281,7 @@ struct GridParts {
   CostModel cost;
   Proto proto = Proto::kTcp;
   Offload offload = Offload::kNone;
+  bool offload_auto = false;  // --offload auto: each driver's (AutoOffload)
   std::vector<unsigned> sizes, procs, queues;
   unsigned max_queues = 1;
   RateSpec rate;
@@ -288,6 +290,14 @@ struct GridParts {
   std::vector<std::string> drivers;  // as given (emu:e1000 when none was)
   std::vector<DriverSpec> specs;     // drivers[i]'s
 };
+
+// --offload auto: TSO where the driver has it (Linux turns it on wherever the NIC offers it) for
+// a TCP stream; nothing else cuts (no GSO by default: a DPDK port sends what it is given).
+Offload AutoOffload(Proto proto, const DriverSpec& spec) {
+  const auto* e = std::get_if<emu::EmuOptions>(&spec.options);
+  return proto == Proto::kTcp && e != nullptr && e->tso_desc_bytes > 0 ? Offload::kTso
+                                                                       : Offload::kNone;
+}
 
 Status CheckChoice(std::string_view option, const std::string& v,
                    std::initializer_list<std::string_view> valid) {
@@ -302,9 +312,15 @@ Status CheckChoice(std::string_view option, const std::string& v,
 Status ParseChoices(const RunArgs& a, GridParts& g, RunPlan& plan) {
   if (Status s = CheckChoice("--proto", a.proto, {"tcp", "udp"}); !s) return s;
   if (Status s = CheckChoice("--producer", a.producer, {"stream", "datagram"}); !s) return s;
-  auto offload = ParseOffload(a.offload);
-  if (!offload) return offload.error();
-  g.offload = *offload;
+  g.offload_auto = a.offload == "auto";
+  if (!g.offload_auto) {
+    auto offload = ParseOffload(a.offload);
+    if (!offload)
+      return MakeError(EINVAL, fmt::format("--offload '{}' is not valid; valid: auto, none, gso, "
+                                           "tso",
+                                           a.offload));
+    g.offload = *offload;
+  }
   if (g.offload != Offload::kNone && a.proto != "tcp")
     return MakeError(EINVAL, fmt::format("--offload {} cuts a TCP stream into MSS frames, and "
                                          "--proto {} has none; valid: --offload none with "
@@ -584,7 +600,7 @@ Status BuildCells(const RunArgs& a, const GridParts& g, RunPlan& plan) {
                 c.driver = g.drivers[d];
                 c.driver_spec = g.specs[d];
                 c.proto = g.proto;
-                c.offload = g.offload;
+                c.offload = g.offload_auto ? AutoOffload(g.proto, g.specs[d]) : g.offload;
                 c.tsq = a.tsq;
                 c.policy = pol;
                 c.size = s;

@@ -29,7 +29,8 @@ struct RunArgs {
   // if the policies lack it, moved to the front if it is elsewhere).
   bool batching_off_first = false;
   std::string proto = "tcp";
-  std::string offload = "none";  // --offload: none, gso or tso (gso.h)
+  // --offload: auto, none, gso or tso (gso.h); auto: tso where the emulated NIC has it.
+  std::string offload = "auto";
   uint64_t tsq = kDefaultTsqBytes;  // --tsq: TCP Small Queues' bytes a stream socket (tsq.h)
   unsigned mtu = 1500;
   std::string rate = "max";

@@ -105,7 +105,8 @@ TEST(PolicyRun, OnADeepBqlLimitThe2025QuotaCapLowersRequeues) {
   // 512-slot ring refuses the rest; 2025 takes at most what is left of the 64-frame quota.
   const auto run = RunTxbatch(
       "run --driver emu:ixgbe --policy linux-2014,linux-2025 --bql-limit-min 2000000 "
-      "--bql-limit-max 2000000 --size 65536 --procs 8 --duration 0.2 --warmup 0.05");
+      "--bql-limit-max 2000000 --size 65536 --procs 8 --offload none --duration 0.2 "
+      "--warmup 0.05");
   ASSERT_EQ(run.status, 0) << run.err << run.out;
   ASSERT_EQ(run.doc["records"].size(), 2u);
   const json& r2014 = run.doc["records"][0]["results"];

@@ -30,6 +30,27 @@ TEST(RunPlan, DefaultIsTheBwTcpGridInterleaved) {
   EXPECT_EQ(plan->cells[0].procs, 1u);
   EXPECT_EQ(plan->cells.back().procs, 8u);
   EXPECT_EQ(plan->cells.back().size, 262144u);
+  // As the 2007 thread's kernel on its e1000: TSO, and TCP Small Queues at 5.0's limit.
+  EXPECT_EQ(plan->cells[0].offload, Offload::kTso);
+  EXPECT_EQ(plan->cells[0].tsq, kDefaultTsqBytes);
+}
+
+// --offload auto: TSO where the driver has it, for a TCP stream; none elsewhere.
+TEST(RunPlan, OffloadAutoIsTsoWhereTheNicHasIt) {
+  const auto offload = [](const char* driver, const char* proto) {
+    RunArgs a;
+    a.drivers = {driver};
+    a.proto = proto;
+    auto plan = BuildRunPlan(a);
+    EXPECT_TRUE(plan.ok()) << driver;
+    return plan.ok() ? plan->cells.front().offload : Offload::kGso;
+  };
+  EXPECT_EQ(offload("emu:e1000", "tcp"), Offload::kTso);
+  EXPECT_EQ(offload("emu:ixgbe", "tcp"), Offload::kTso);
+  EXPECT_EQ(offload("emu:ixgbe", "udp"), Offload::kNone);
+  EXPECT_EQ(offload("emu:null", "tcp"), Offload::kNone);
+  EXPECT_EQ(offload("emu:ipoib-qdr", "tcp"), Offload::kNone);
+  EXPECT_EQ(offload("ethdev:net_null0", "tcp"), Offload::kNone);
 }
 
 // Without --sync each policy runs on the qdisc its kernel had: linux-2025 (6.x) and bql on the
@@ -97,7 +118,7 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
   add(
       "policy", [](RunArgs& a) { a.policy = "bql:4"; }, "valid: count:N");
   add(
-      "offload", [](RunArgs& a) { a.offload = "lro"; }, "valid: none, gso, tso");
+      "offload", [](RunArgs& a) { a.offload = "lro"; }, "valid: auto, none, gso, tso");
   add(
       "offload on udp",
       [](RunArgs& a) {
