@@ -212,16 +212,18 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
       stats.tsq_waits.Add();
       cfg.tsq->WaitForRoom(index);
     }
-    // A GSO frame takes an mbuf per slice (gso.h).
+    // A GSO frame takes an mbuf per slice (gso.h), all or none at once: producers that each
+    // held part of a frame in a short pool would wait for each other for ever.
     const unsigned slices = (payload + mss - 1) / mss;
     std::array<rte_mbuf*, kMaxGsoSegs> chain;
-    for (unsigned i = 0; i < slices; ++i)
-      if ((chain[i] = stash.Take()) == nullptr) {
-        rte_pktmbuf_free_bulk(chain.data(), i);
-        stats.alloc_failures.Add();
-        SleepNs(kAllocBackoffNs);
-        return;
-      }
+    const bool got = slices == 1
+                         ? (chain[0] = stash.Take()) != nullptr
+                         : rte_pktmbuf_alloc_bulk(pool, chain.data(), slices) == 0;
+    if (!got) {
+      stats.alloc_failures.Add();
+      SleepNs(kAllocBackoffNs);
+      return;
+    }
     rte_mbuf* const m = chain[0];
     // One TSC read per frame: its stamp, the start of a batch and the policy's clock.
     const Tsc now = clock_per_frame ? Now() : 0;
