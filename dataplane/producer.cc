@@ -165,6 +165,9 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
   Batch batch;
   Tsc first = 0;
   const auto flush = [&] {
+    // Its own batch is the producer's until now: TSQ charges it as it goes below the socket.
+    if (cfg.tsq != nullptr)
+      for (rte_mbuf* m : batch.frames()) cfg.tsq->Charge(index, PayloadBytes(m));
     queue.SendBatch(batch);
     if (batch.empty()) return;
     // Refused: dropped (counted by the queue). They are this flow's newest frames, so their
@@ -216,9 +219,8 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
     // held part of a frame in a short pool would wait for each other for ever.
     const unsigned slices = (payload + mss - 1) / mss;
     std::array<rte_mbuf*, kMaxGsoSegs> chain;
-    const bool got = slices == 1
-                         ? (chain[0] = stash.Take()) != nullptr
-                         : rte_pktmbuf_alloc_bulk(pool, chain.data(), slices) == 0;
+    const bool got = slices == 1 ? (chain[0] = stash.Take()) != nullptr
+                                 : rte_pktmbuf_alloc_bulk(pool, chain.data(), slices) == 0;
     if (!got) {
       stats.alloc_failures.Add();
       SleepNs(kAllocBackoffNs);
@@ -233,8 +235,8 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
     else
       builder.Build(m, payload, now);
     stats.generated.Add(slices);
-    if (cfg.tsq != nullptr) cfg.tsq->Charge(index, payload);
     if (own == nullptr) {
+      if (cfg.tsq != nullptr) cfg.tsq->Charge(index, payload);
       if (!queue.Send(m, kProducerBand)) {
         builder.Unbuild(payload, slices);
         if (cfg.tsq != nullptr) cfg.tsq->Uncharge(index, payload);

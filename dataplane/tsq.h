@@ -57,8 +57,11 @@ class TsqLedger {
   bool WaitForRoom(unsigned flow) {
     Flow& f = flows_[flow];
     bool waited = false;
-    while (!aborted_.load()) {
+    while (true) {
+      // The epoch before the abort flag: an Abort after this look bumps it, and the wait
+      // returns at once.
       const uint32_t epoch = f.epoch.load();
+      if (aborted_.load()) break;
       f.waiting.store(true);
       if (f.bytes.load() <= limit_) break;
       waited = true;

@@ -175,7 +175,7 @@ void Simulation::Build(SimActor& p) {
   else
     builders_[p.index].Build(m, payload, p.t);
   stats_[p.index].generated.Add(slices);
-  if (tsq_) tsq_->Charge(p.index, payload);
+  if (tsq_ && !cfg_.shape.noqueue) tsq_->Charge(p.index, payload);  // own batch: at FlushOwn
   p.held = m;
   p.held_payload = payload;
   p.held_waited = false;
@@ -224,6 +224,9 @@ void Simulation::Finish(SimActor& p) {
 
 void Simulation::FlushOwn(SimActor& p, FlushTrigger why) {
   stats_[p.index].flush_triggers[static_cast<size_t>(why)].Add();
+  // Its own batch goes below the socket now (RunProducer's).
+  if (tsq_)
+    for (rte_mbuf* m : p.own.frames()) tsq_->Charge(p.index, PayloadBytes(m));
   p.q->SendBatch(p, p.own);
   // Refused (Linux drops what a device without a queue refuses): their numbers go back.
   for (auto it = p.own.frames().rbegin(); it != p.own.frames().rend(); ++it)

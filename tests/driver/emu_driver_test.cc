@@ -276,6 +276,19 @@ TEST(Offload, TsqKeepsAStreamsQueueShort) {
   EXPECT_GT(res["0"]["latency_ns"]["p50"].get<double>(), 10e6) << res["0"].dump();
 }
 
+// Under --qdisc none TSQ charges a producer's own batch when it goes below the socket: a batch
+// of 8 GSO frames over a 128 KiB limit once slept for ever on bytes nothing would release.
+TEST(Offload, TsqWithAProducersOwnBatches) {
+  const auto run = RunTxbatch(
+      "run --driver emu:e1000 --qdisc none --policy buffer:8 --tsq 131072 "
+      "--size 65536 --procs 2 --duration 0.2 --warmup 0.05");
+  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  const json& rec = run.doc["records"][0];
+  CheckBooksAndDrain(rec);
+  EXPECT_GT(rec["results"]["packets"].get<uint64_t>(), 1000u);
+  EXPECT_GT(rec["results"]["tsq_waits"].get<uint64_t>(), 0u);
+}
+
 TEST(Workload, DatagramProducersDropOnAFullQdiscAndTheBooksSayWhy) {
   const auto run = RunAtFullLoad(
       "run --driver emu:e1000 --producer datagram --proto udp --size 1400 "

@@ -99,6 +99,20 @@ TEST(Tsq, ItKeepsAStreamsQueueShortAndTheWireFull) {
   }
 }
 
+// Under --qdisc none a producer's own batch is its own until it hands it over: TSQ charges it
+// then. (Charged as it was built, a batch of 8 GSO frames was over a 128 KiB limit after 3, and
+// the producer slept on bytes nothing would release: the drain never ended.)
+TEST(Tsq, AProducersOwnBatchIsChargedWhenItGoes) {
+  CellConfig c = TcpCell(131072, 1, Offload::kTso);
+  c.shape.noqueue = true;
+  c.policy = *ParsePolicySpec("buffer:8");
+  auto r = SimulateCell(c, test::Pool());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->books.balanced);
+  EXPECT_GT(r->packets, 1000u);
+  EXPECT_GT(r->tsq_waits, 0u);
+}
+
 // Eight streams under TSQ: each keeps its own limit, so together they hold eight times it.
 TEST(Tsq, EachStreamHasItsOwnLimit) {
   auto one = SimulateCell(TcpCell(131072, 1, Offload::kTso), test::Pool());
