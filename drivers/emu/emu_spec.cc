@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dataplane/frame.h"
+#include "dataplane/gso.h"
 #include "drivers/emu/emu.h"
 #include "drivers/emu/models.h"
 
@@ -201,6 +202,11 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
   if (!slack_given)
     o.stop_slack =
         std::max(1u, std::min({traits->stop_slack, o.free_thresh - 1, o.ring - o.free_thresh}));
+  // TSO needs a wire to cut the frame on and a ring that holds the largest GSO frame (GSO_MAX_SIZE
+  // bytes: a context descriptor and one per tso_desc_bytes); without either the model has none.
+  if (o.tso_desc_bytes > 0 &&
+      (o.rate_mbps <= 0 || o.ring < 1 + (kGsoMaxSize + o.tso_desc_bytes - 1) / o.tso_desc_bytes))
+    o.tso_desc_bytes = 0;
   return o;
 }
 

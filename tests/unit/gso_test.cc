@@ -199,6 +199,17 @@ TEST(Gso, UnbuildGivesBackEverySegmentsNumbers) {
 // TSO on the emulated e1000: a 45-slice GSO frame takes a context descriptor and one per 4096
 // bytes, its 45 MSS frames leave back to back (1538 wire bytes each, 12.304 us at 1 Gb/s), the
 // sink gets each as an ordinary frame, and the books count 45 wire frames.
+// TSO needs a wire to cut on and a ring that holds the largest GSO frame (17 descriptors on
+// e1000, 5 on ixgbe); a model without has none, and --offload auto gives it MSS frames.
+TEST(Gso, TsoNeedsAWireAndARingThatHoldsAFrame) {
+  EXPECT_EQ(emu::ParseEmuSpec("emu:e1000,ring=17,free_thresh=8")->tso_desc_bytes, 4096u);
+  EXPECT_EQ(emu::ParseEmuSpec("emu:e1000,ring=16,free_thresh=8")->tso_desc_bytes, 0u);
+  EXPECT_EQ(emu::ParseEmuSpec("emu:ixgbe,ring=8,free_thresh=4")->tso_desc_bytes, 16384u);
+  EXPECT_EQ(emu::ParseEmuSpec("emu:ixgbe,rate_mbps=0")->tso_desc_bytes, 0u);
+  EXPECT_EQ(emu::ParseEmuSpec("emu:null")->tso_desc_bytes, 0u);
+  EXPECT_EQ(emu::ParseEmuSpec("emu:ipoib-qdr")->tso_desc_bytes, 0u);
+}
+
 TEST(Gso, TheEmulatedNicCutsAGsoFrameOnTheWire) {
   auto o = emu::ParseEmuSpec("emu:e1000,free_thresh=1,doorbell_ns=0,desc_ns=0");
   ASSERT_TRUE(o.ok());
