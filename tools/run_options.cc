@@ -622,6 +622,21 @@ Status BuildCells(const RunArgs& a, const GridParts& g, RunPlan& plan) {
                 c.engine = engine == "sim" ? Engine::kSim : Engine::kReal;
                 c.pool_size = a.pool_size;
                 c.cost = g.cost;
+                // A dedicated runner waiting for N frames with no timer, behind streams that TCP
+                // Small Queues stop short of N: nothing would ever be sent.
+                if (TsqActive(c) && shape.dedicated && pol.kind == PolicyKind::kBuffer &&
+                    pol.timeout_us == 0) {
+                  const uint64_t frame = uint64_t{SlicesPerFrame(c)} * MaxPayload(c.proto, c.mtu);
+                  const uint64_t most = uint64_t{(p + nq - 1) / nq} * (c.tsq / frame + 1);
+                  if (pol.frames > most)
+                    return MakeError(
+                        EINVAL, fmt::format("policy {} waits for {} frames, and TCP Small Queues "
+                                            "(--tsq {}) let {} producers keep at most {} queued "
+                                            "at a runner: it would never send; valid: "
+                                            "buffer:N:T, N <= {}, or --tsq 0",
+                                            pol.ToString(), pol.frames, c.tsq, (p + nq - 1) / nq,
+                                            most, most));
+                }
                 if (c.engine == Engine::kSim)
                   if (auto why = SimUnsupported(c)) return MakeError(ENOTSUP, *why);
                 plan.cells.push_back(c);

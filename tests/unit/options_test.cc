@@ -149,6 +149,14 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
       },
       "a batch of 1..91");
   add(
+      "a runner waiting for more than TSQ lets through",
+      [](RunArgs& a) {
+        a.runner = "dedicated";
+        a.policy = "buffer:64";
+        a.procs = "1";
+      },
+      "it would never send; valid: buffer:N:T, N <= 17, or --tsq 0");
+  add(
       "kernel policy without a qdisc",
       [](RunArgs& a) {
         a.policy = "linux-2014";
