@@ -17,8 +17,9 @@
 // payload, and every mbuf goes back to the pool as the frame it became.
 //
 // The books count wire frames (segments): a GSO frame counts as its segments where frames are
-// generated, dropped, queued, sent and in flight; the qdisc and the driver's calls count it as
-// one (avg_batch is in packets the stack handed over).
+// generated, dropped, sent and in flight (`queued`, the qdisc's backlog in packets, is 0 after a
+// drain); the qdisc and the driver's calls count it as one (avg_batch is in packets the stack
+// handed over).
 
 #include <rte_mbuf.h>
 
