@@ -43,6 +43,9 @@ struct [[gnu::packed]] TxbatchHeader {
 };
 static_assert(sizeof(TxbatchHeader) == kTxbatchHeaderBytes);
 
+// The mbufs a frame of `payload` bytes takes with slices of `mss` (a GSO frame's; 1: a frame).
+constexpr unsigned SlicesOf(unsigned payload, unsigned mss) { return (payload + mss - 1) / mss; }
+
 // L4 header bytes for the protocol.
 constexpr unsigned L4HeaderBytes(Proto p) {
   return p == Proto::kUdp ? kUdpHeaderBytes : kTcpHeaderBytes;
@@ -79,6 +82,17 @@ class FrameBuilder {
   // TCP sequence numbers that many Build calls would have given. Precondition: TCP, slices.size()
   // == ceil(payload / mss) <= kMaxGsoSegs, each fresh as for Build.
   void BuildGso(std::span<rte_mbuf* const> slices, unsigned payload, unsigned mss, Tsc tx_tsc);
+
+  // What a producer builds of `payload` bytes in `slices` (SlicesOf(payload, mss) fresh mbufs):
+  // a frame in one, else a GSO frame (BuildGso). Returns the frame (slices[0]).
+  rte_mbuf* BuildSlices(std::span<rte_mbuf* const> slices, unsigned payload, unsigned mss,
+                        Tsc tx_tsc) {
+    if (slices.size() > 1)
+      BuildGso(slices, payload, mss, tx_tsc);
+    else
+      Build(slices[0], payload, tx_tsc);
+    return slices[0];
+  }
 
   // The frame built last never entered the stack (a datagram dropped at a full qdisc, a batch
   // the driver refused): give back the sequence numbers of its `frames` wire frames (a GSO

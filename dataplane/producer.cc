@@ -208,7 +208,7 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
         if (ahead > 0) SleepNs(std::min(ahead, kPaceSliceNs));
       }
       // The pace is in wire frames: a GSO frame waits for as many intervals as it has segments.
-      next += interval * ((payload + mss - 1) / mss);
+      next += interval * SlicesOf(payload, mss);
     }
     // tcp_small_queue_check: with too much below the socket, wait for completions.
     if (cfg.tsq != nullptr && cfg.tsq->Throttled(index)) {
@@ -217,7 +217,7 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
     }
     // A GSO frame takes an mbuf per slice (gso.h), all or none at once: producers that each
     // held part of a frame in a short pool would wait for each other for ever.
-    const unsigned slices = (payload + mss - 1) / mss;
+    const unsigned slices = SlicesOf(payload, mss);
     std::array<rte_mbuf*, kMaxGsoSegs> chain;
     const bool got = slices == 1 ? (chain[0] = stash.Take()) != nullptr
                                  : rte_pktmbuf_alloc_bulk(pool, chain.data(), slices) == 0;
@@ -226,14 +226,10 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
       SleepNs(kAllocBackoffNs);
       return;
     }
-    rte_mbuf* const m = chain[0];
     // One TSC read per frame: its stamp, the start of a batch and the policy's clock.
     const Tsc now = clock_per_frame ? Now() : 0;
     last_now = now;
-    if (slices > 1)
-      builder.BuildGso({chain.data(), slices}, payload, mss, now);
-    else
-      builder.Build(m, payload, now);
+    rte_mbuf* const m = builder.BuildSlices({chain.data(), slices}, payload, mss, now);
     stats.generated.Add(slices);
     if (own == nullptr) {
       if (cfg.tsq != nullptr) cfg.tsq->Charge(index, payload);

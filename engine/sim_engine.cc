@@ -158,7 +158,7 @@ void Simulation::Build(SimActor& p) {
   const unsigned payload = p.write[p.next_frame];
   const unsigned mss = segmenters_[p.index].mss();
   // A GSO frame takes an mbuf per slice and a pace interval per segment (RunProducer's).
-  const unsigned slices = (payload + mss - 1) / mss;
+  const unsigned slices = SlicesOf(payload, mss);
   if (interval_ > 0 && !p.finishing) p.next_pace += interval_ * slices;
   ++p.next_frame;
   std::array<rte_mbuf*, kMaxGsoSegs> chain;
@@ -168,12 +168,8 @@ void Simulation::Build(SimActor& p) {
     p.t += static_cast<Tsc>(kAllocBackoffS * tsc_hz_);
     return;
   }
-  rte_mbuf* const m = chain[0];
   cpu_.Work(p, c_.frame * slices);
-  if (slices > 1)
-    builders_[p.index].BuildGso({chain.data(), slices}, payload, mss, p.t);
-  else
-    builders_[p.index].Build(m, payload, p.t);
+  rte_mbuf* const m = builders_[p.index].BuildSlices({chain.data(), slices}, payload, mss, p.t);
   stats_[p.index].generated.Add(slices);
   if (tsq_ && !cfg_.shape.noqueue) tsq_->Charge(p.index, payload);  // own batch: at FlushOwn
   p.held = m;
