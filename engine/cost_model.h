@@ -10,6 +10,9 @@
 
 namespace txbatch {
 
+// The most CPUs a model may name (the simulation keeps a run queue for each).
+inline constexpr unsigned kMaxModelCpus = 1024;
+
 struct CostModel {
   double tsc_hz = 2.6e9;  // the clock the cycles were counted in (the virtual TSC's rate)
   // Producer side.
@@ -33,12 +36,31 @@ struct CostModel {
   // Per segment the stack cuts from a GSO frame before the driver (--offload gso: a header copy,
   // the IP checksum and the TCP fields, gso.h's SegmentGso).
   double gso_segment = 40;
+  // The machine (sim_engine.h, "CPUs and the scheduler"): threads share `cpus` CPUs as the real
+  // engine places them. 0: every thread on a CPU of its own and no scheduler costs, the
+  // built-in model's (it predates the scheduler); `txbatch calibrate` measures them here.
+  unsigned cpus = 0;
+  // A futex system call: a thread that finds a mutex held enters one to sleep, and its holder
+  // one to wake it (glibc's lll_lock_wait / lll_unlock_wake).
+  double futex = 0;
+  // Switching a CPU from one thread to another (schedule(): the switch and the cold start after).
+  double context_switch = 0;
+  // From a wake-up to the woken thread running on another CPU (an IPI, and in a VM the host
+  // waking the vCPU): time that passes, not CPU time spent.
+  double wakeup = 0;
+  // The time slice of threads sharing a CPU (EEVDF's base slice, 0.75 ms x (1 + log2 CPUs) up to
+  // 8 CPUs: 1.5 ms on 2) at tsc_hz.
+  double slice = 3.9e6;
+  // Per frame that changes CPU on its way (built on one, dequeued on another): its mbuf's and
+  // data's cache lines move.
+  double handover = 0;
   // Where the numbers came from (doc/cost-model.json is this model, with calibrate's fit).
   std::string source =
       "txbatch calibrate --rounds 5 (real engine), 2026-11-30, on the project's machine: 2 vCPU "
       "AMD EPYC under KVM, TSC 2600 MHz, Debian 12, DPDK 22.11; fitted: frame, xmit_call, "
       "xmit_frame (net_null's), deliver, enqueue, dequeue; kept (estimates from tx_path_bench): "
-      "write, lock, lock_contended, dequeue_frame, completion, completion_frame";
+      "write, lock, lock_contended, dequeue_frame, completion, completion_frame; no scheduler "
+      "(cpus 0: a CPU per thread)";
   bool operator==(const CostModel&) const = default;
 };
 

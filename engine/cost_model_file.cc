@@ -25,6 +25,11 @@ constexpr std::pair<const char*, double CostModel::*> kCosts[] = {
     {"completion_frame", &CostModel::completion_frame},
     {"deliver", &CostModel::deliver},
     {"gso_segment", &CostModel::gso_segment},
+    {"futex", &CostModel::futex},
+    {"context_switch", &CostModel::context_switch},
+    {"wakeup", &CostModel::wakeup},
+    {"slice", &CostModel::slice},
+    {"handover", &CostModel::handover},
 };
 
 std::string CostNames() {
@@ -38,14 +43,16 @@ std::string CostNames() {
 nlohmann::json CostModelJson(const CostModel& model) {
   nlohmann::json cycles = nlohmann::json::object();
   for (const auto& [name, member] : kCosts) cycles[name] = model.*member;
-  return {{"tsc_hz", model.tsc_hz}, {"source", model.source}, {"cycles", cycles}};
+  return {
+      {"tsc_hz", model.tsc_hz}, {"cpus", model.cpus}, {"source", model.source}, {"cycles", cycles}};
 }
 
 Result<CostModel> CostModelFromJson(const nlohmann::json& doc, const std::string& where) {
   const auto bad = [&](const std::string& what) {
-    return MakeError(EINVAL, fmt::format("cost model {}: {}; valid: {{\"tsc_hz\": HZ, \"source\": "
-                                         "TEXT, \"cycles\": {{{}: cycles >= 0}}}}",
-                                         where, what, CostNames()));
+    return MakeError(EINVAL, fmt::format("cost model {}: {}; valid: {{\"tsc_hz\": HZ, \"cpus\": "
+                                         "0..{}, \"source\": TEXT, \"cycles\": {{{}: cycles "
+                                         ">= 0}}}}",
+                                         where, what, kMaxModelCpus, CostNames()));
   };
   if (!doc.is_object()) return bad("not a JSON object");
   CostModel m;
@@ -53,6 +60,10 @@ Result<CostModel> CostModelFromJson(const nlohmann::json& doc, const std::string
     if (key == "tsc_hz") {
       if (!value.is_number() || !(value.get<double>() > 0)) return bad("tsc_hz must be > 0");
       m.tsc_hz = value.get<double>();
+    } else if (key == "cpus") {
+      if (!value.is_number_unsigned() || value.get<uint64_t>() > kMaxModelCpus)
+        return bad(fmt::format("cpus must be a whole number 0..{}", kMaxModelCpus));
+      m.cpus = value.get<unsigned>();
     } else if (key == "source") {
       if (!value.is_string()) return bad("source must be text");
       m.source = value.get<std::string>();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <deque>
 #include <memory>
 #include <optional>
 
@@ -30,6 +31,15 @@ namespace {
 constexpr double kAllocBackoffS = 20e-6;
 // The virtual TSC at the cell's start: any origin but 0 (the NIC reads 0 as "never sent").
 constexpr double kOriginS = 1.0;
+
+// A simulated CPU: the CFS thread on it and those waiting their turn (a SCHED_FIFO thread
+// runs whenever it is runnable, ahead of them).
+struct SimCore {
+  SimActor* cur = nullptr;         // the CFS thread it runs (asleep or not), or nobody yet
+  Tsc slice_end = 0;               // cur's turn ends here when others wait
+  std::deque<SimActor*> runnable;  // waiting for it, in the order they became runnable
+  unsigned producers = 0;          // pinned to it (where the txirq and runner go)
+};
 
 // The TX queue's sink and driver; the queue (sim_queue.h) refers to both.
 struct Lane {
@@ -57,6 +67,17 @@ class Simulation {
   // Scheduling.
   SimActor* Earliest();
   void StepActor(SimActor& a);
+  // Whether `a` may step now on its CPU: false when it waits for it (queued) or was moved in
+  // time (a switch onto its CPU): pick again.
+  bool Dispatch(SimActor& a);
+  // After `a`'s step that began at `start`: a FIFO step delays what it preempted; a CFS thread
+  // that sleeps or spent its turn gives its CPU to the next that waits.
+  void AfterStep(SimActor& a, Tsc start);
+  // `core` runs the next thread that waits for it, from `at` (a context switch).
+  void Switch(SimCore& core, Tsc at);
+  // The CPU the txirq or dedicated runner of queue `q` runs on (the least loaded, ties the
+  // last): where the kernel's wake-up would place a thread allowed everywhere.
+  int ServiceCpu(unsigned q);
 
   // Producers.
   void Build(SimActor& p);
@@ -85,6 +106,8 @@ class Simulation {
   const Tsc idle_poll_;
   // Producers, then each queue's dedicated runner (if any), then each queue's txirq.
   std::vector<SimActor> actors_;
+  std::vector<SimCore> cores_;          // empty: every actor on a CPU of its own (cost.cpus 0)
+  const SimActor* stepping_ = nullptr;  // the actor whose step runs
   bool draining_ = false;
   unsigned producers_left_ = 0;
   double interval_ = 0;  // --rate: TSC between a producer's frames
@@ -105,11 +128,13 @@ void Simulation::StepActor(SimActor& a) {
     case SimStep::kEnqueue:
     case SimStep::kBlocked:
       return Enqueue(a);
+    case SimStep::kFlush:
+      return FlushOwn(a, a.flush_why);
     case SimStep::kDequeue:
     case SimStep::kXmit:
     case SimStep::kRequeue:
       a.q->StepRun(a);
-      if (a.step == SimStep::kIrq) IrqSleep(a);  // the txirq's run ended
+      if (a.step == SimStep::kIrq && a.t != kNever) IrqSleep(a);  // the txirq's run ended
       return;
     case SimStep::kPoll:
       return a.q->Poll(a, draining_);
@@ -119,6 +144,74 @@ void Simulation::StepActor(SimActor& a) {
       a.t = kNever;
       return;
   }
+}
+
+bool Simulation::Dispatch(SimActor& a) {
+  if (cores_.empty() || a.fifo) return true;
+  SimCore& core = cores_[static_cast<size_t>(a.cpu)];
+  if (core.cur == &a) return true;
+  SimActor* cur = core.cur;
+  // The CPU is taken while its thread is runnable (it steps again where its last step ended);
+  // one asleep leaves it free from where its last step's CPU time ended.
+  if (cur != nullptr && cur->t != kNever && cur->t <= cur->ran_to) {
+    a.queued = true;
+    a.want = a.t;
+    a.t = kNever;
+    core.runnable.push_back(&a);
+    return false;
+  }
+  // Free (its thread asleep, or none): a switch onto it once the last step's CPU time ended.
+  const Tsc from = std::max(a.t, cur != nullptr ? cur->ran_to : a.t);
+  core.cur = &a;
+  a.t = from;
+  if (cur != nullptr) cpu_.Work(a, c_.context_switch);
+  core.slice_end = a.t + c_.slice;
+  return false;
+}
+
+void Simulation::Switch(SimCore& core, Tsc at) {
+  SimActor& next = *core.runnable.front();
+  core.runnable.pop_front();
+  next.queued = false;
+  next.t = std::max(next.want, at);
+  cpu_.Work(next, c_.context_switch);
+  core.cur = &next;
+  core.slice_end = next.t + c_.slice;
+}
+
+void Simulation::AfterStep(SimActor& a, Tsc start) {
+  if (cores_.empty()) return;
+  SimCore& core = cores_[static_cast<size_t>(a.cpu)];
+  if (a.fifo) {
+    // It preempted the CFS thread of its CPU: what that thread had to do in [start, ran_to)
+    // happens after, with a switch each way.
+    SimActor* cur = core.cur;
+    if (cur == nullptr || cur->t == kNever || cur->queued || a.ran_to <= start) return;
+    const Tsc end = a.ran_to + 2 * c_.context_switch;
+    if (cur->ran_to > start)
+      cur->t += end - start;  // its last step was running
+    else if (cur->t < end)
+      cur->t = end;
+    return;
+  }
+  if (core.cur != &a || core.runnable.empty()) return;
+  const bool asleep = a.t == kNever || a.t > a.ran_to;
+  if (asleep) return Switch(core, a.ran_to);
+  if (a.t < core.slice_end) return;
+  // Its turn is spent: to the back of the queue, the next thread runs.
+  a.queued = true;
+  a.want = a.t;
+  a.t = kNever;
+  core.runnable.push_back(&a);
+  Switch(core, a.ran_to);
+}
+
+int Simulation::ServiceCpu(unsigned q) {
+  if (cores_.empty()) return -1;
+  size_t best = cores_.size() - 1 - q % cores_.size();
+  for (size_t i = cores_.size(); i-- > 0;)
+    if (cores_[i].producers < cores_[best].producers) best = i;
+  return static_cast<int>(best);
 }
 
 void Simulation::Build(SimActor& p) {
@@ -191,8 +284,14 @@ void Simulation::Enqueue(SimActor& p) {
     if (why != FlushTrigger::kNone) FlushOwn(p, why);
     return;
   }
-  p.step = SimStep::kBuild;
-  if (q.Enqueue(p, m, kProducerBand, p.held_waited)) {
+  const SimStep step = p.step;
+  p.step = SimStep::kBuild;  // or the run the enqueue begins
+  const SimQueue::Put put = q.Enqueue(p, m, kProducerBand, p.held_waited);
+  if (put == SimQueue::Put::kRetry) {
+    p.step = step;  // the root lock was held: asleep, the same step again
+    return;
+  }
+  if (put == SimQueue::Put::kDone) {
     p.held = nullptr;
     return;
   }
@@ -211,7 +310,10 @@ void Simulation::Enqueue(SimActor& p) {
 }
 
 void Simulation::Finish(SimActor& p) {
-  if (!p.own.empty()) FlushOwn(p, FlushTrigger::kEnd);
+  if (!p.own.empty()) {
+    FlushOwn(p, FlushTrigger::kEnd);
+    if (p.step == SimStep::kFlush) return;  // the TX lock was held: again after the flush
+  }
   stats_[p.index].next_seq.store(builders_[p.index].next_seq());
   p.step = SimStep::kDone;
   p.t = kNever;
@@ -219,11 +321,19 @@ void Simulation::Finish(SimActor& p) {
 }
 
 void Simulation::FlushOwn(SimActor& p, FlushTrigger why) {
-  stats_[p.index].flush_triggers[static_cast<size_t>(why)].Add();
   // Its own batch goes below the socket now (RunProducer's).
   if (tsq_)
     for (rte_mbuf* m : p.own.frames()) tsq_->Charge(p.index, PayloadBytes(m));
-  p.q->SendBatch(p, p.own);
+  if (!p.q->SendBatch(p, p.own)) {
+    // The TX lock was held: asleep, the flush again when it wakes (nothing went).
+    if (tsq_)
+      for (rte_mbuf* m : p.own.frames()) tsq_->Uncharge(p.index, PayloadBytes(m));
+    p.flush_why = why;
+    p.step = SimStep::kFlush;
+    return;
+  }
+  if (p.step == SimStep::kFlush) p.step = SimStep::kBuild;
+  stats_[p.index].flush_triggers[static_cast<size_t>(why)].Add();
   // Refused (Linux drops what a device without a queue refuses): their numbers go back.
   for (auto it = p.own.frames().rbegin(); it != p.own.frames().rend(); ++it)
     builders_[p.index].Unbuild(PayloadBytes(*it), WireFrames(*it));
@@ -234,7 +344,14 @@ void Simulation::FlushOwn(SimActor& p, FlushTrigger why) {
 }
 
 void Simulation::Irq(SimActor& irq) {
-  irq.q->Complete(irq, irq.q->TakeKicks());
+  SimQueue& q = *irq.q;
+  const bool resched = q.TakeKicks();
+  if (!q.Complete(irq, resched)) {
+    // The TX lock was held: asleep, again when woken; what it was told waits for it (a kick
+    // does not wake a thread asleep in a lock).
+    if (resched) q.Kick(irq, true);
+    return;
+  }
   if (irq.step == SimStep::kIrq) IrqSleep(irq);  // else it runs the qdisc first
 }
 
@@ -247,7 +364,7 @@ void Simulation::IrqSleep(SimActor& irq) {
   if (deadline != kNever) {
     irq.t = std::max(deadline, irq.t);
   } else if ((q.driver().IdlePolling() || q.dev().has_bql()) &&
-             (Generating() || q.driver().InFlight() > 0 || !q.qdisc().empty())) {
+             (Generating() || q.driver().InFlight() > 0 || !q.qdisc().empty() || q.running())) {
     irq.t += idle_poll_;  // the idle ring's coalescing bound (kIrqIdlePoll)
   } else {
     irq.t = kNever;  // nothing needs it until a kick (or ever again)
@@ -303,7 +420,11 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     // kernel's TSQ tasklet runs on the completing CPU); it looks again.
     tsq_->set_on_release([this](unsigned flow) {
       SimActor& p = actors_[flow];
-      if (p.tsq_throttled) SimCpu::Wake(p, clock_.now);
+      if (!p.tsq_throttled) return;
+      if (stepping_ != nullptr)
+        cpu_.WakeFrom(*stepping_, p, clock_.now);
+      else
+        SimCpu::Wake(p, clock_.now);
     });
   }
   const WireSpec wire = lanes_.front().driver->Wire().value_or(WireSpec{});
@@ -311,6 +432,13 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   interval_ = pps > 0 ? tsc_hz_ / pps : 0;
 
   actors_.reserve(cfg_.procs + 2 * nq);  // never reallocated: queues point into it
+  // The CPUs, and each actor on one as the real engine places them: producer i pinned to CPU
+  // i mod cpus, the txirq and runner (allowed everywhere) where the fewest producers are; or
+  // (cpus 0) every actor on a CPU of its own.
+  cores_.resize(cfg_.cost.cpus);
+  int own_cpu = 0;
+  const auto place = [&](SimActor& a, int cpu) { a.cpu = cores_.empty() ? own_cpu++ : cpu; };
+  std::vector<int> flow_cpus;
   for (unsigned i = 0; i < cfg_.procs; ++i) {
     builders_.emplace_back(cfg_.proto, static_cast<uint16_t>(i), /*track_stages=*/true,
                            first_seq[i]);
@@ -326,6 +454,9 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     // Paced producers start evenly staggered within one interval.
     p.next_pace = static_cast<double>(origin) + interval_ * i / cfg_.procs;
     p.t = origin;
+    place(p, cores_.empty() ? 0 : static_cast<int>(i % cores_.size()));
+    if (!cores_.empty()) ++cores_[static_cast<size_t>(p.cpu)].producers;
+    flow_cpus.push_back(p.cpu);
   }
   producers_left_ = cfg_.procs;
   std::vector<SimActor*> runners(nq, nullptr);
@@ -336,6 +467,8 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
       r.q = lanes_[i].q.get();
       r.step = r.home = SimStep::kPoll;
       r.t = kNever;
+      place(r, ServiceCpu(i));
+      if (!cores_.empty()) ++cores_[static_cast<size_t>(r.cpu)].producers;  // CFS, as they
       runners[i] = &r;
     }
   for (unsigned i = 0; i < nq; ++i) {
@@ -344,7 +477,9 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     irq.q = lanes_[i].q.get();
     irq.step = irq.home = SimStep::kIrq;
     irq.t = origin + idle_poll_;
-    lanes_[i].q->Attach(&irq, runners[i]);
+    irq.fifo = true;
+    place(irq, ServiceCpu(i));
+    lanes_[i].q->Attach(&irq, runners[i], flow_cpus);
   }
 
   const double budget_s = DrainBudgetS(cfg_, wire);
@@ -361,11 +496,18 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
       b = Snapshot();
       ended = true;
       draining_ = true;  // generation stops; a dedicated runner sends what buffer:N holds
-      for (Lane& l : lanes_) l.q->WakeRunner(window_end);
+      for (Lane& l : lanes_) l.q->WakeRunner(nullptr, window_end);
     }
     if (next->t > deadline) break;
+    if (!Dispatch(*next)) continue;
     last = next->t;
+    const Tsc start = next->t;
+    next->ran_to = start;
+    next->lock_wait = false;
+    stepping_ = next;
     StepActor(*next);
+    stepping_ = nullptr;
+    AfterStep(*next, start);
   }
   if (!in_window) a = Snapshot();
   if (!ended) b = Snapshot();

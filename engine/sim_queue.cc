@@ -4,6 +4,7 @@
 
 #include "dataplane/frame.h"
 #include "dataplane/gso.h"
+#include "dataplane/tsq.h"
 #include "dataplane/tx_meta.h"
 
 namespace txbatch {
@@ -21,7 +22,76 @@ SimCycles::SimCycles(const CostModel& c)
       completion(Round(c.completion)),
       completion_frame(Round(c.completion_frame)),
       deliver(Round(c.deliver)),
-      gso_segment(Round(c.gso_segment)) {}
+      gso_segment(Round(c.gso_segment)),
+      futex(Round(c.futex)),
+      context_switch(Round(c.context_switch)),
+      wakeup(Round(c.wakeup)),
+      slice(Round(c.slice)),
+      handover(Round(c.handover)) {}
+
+bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
+  // The release at free_at (already stepped) wakes `a`: its holder's futex call after it, then
+  // the wake-up's latency.
+  const auto woken_by_holder = [&] {
+    SimActor& h = *l.holder;
+    if (window.Contains(l.free_at)) h.busy += c.futex;
+    if (h.t != kNever && !h.queued) h.t += c.futex;
+    a.t = l.free_at + c.futex + (Remote(h, a) ? c.wakeup : 0);
+    a.lock_wait = true;
+    return false;
+  };
+  if (l.woken == &a) {  // woken by a release
+    if (l.free_at <= a.t) {
+      l.woken = nullptr;
+      l.handed = false;
+      Work(a, c.lock_contended + c.lock);  // the line comes from the last holder's core
+      return true;
+    }
+    l.handed = l.handoff;  // taken meanwhile: asleep again, woken as that holder lets go
+    return woken_by_holder();
+  }
+  if (l.holder == &a && l.woken == nullptr) a.t = std::max(a.t, l.free_at);  // its own release
+  // Its line comes from the last holder's core when that was another.
+  const Tsc line = l.holder != nullptr && Remote(*l.holder, a) ? c.lock_contended : 0;
+  // Held, or kept for the thread a release woke: handed to it, or (a plain mutex) that thread
+  // is due first (its wake-up at or before a.t: ties in time would otherwise always go to the
+  // lower actor number).
+  const auto held = [&] {
+    return l.free_at > a.t || (l.woken != nullptr && (l.handed || l.woken->t <= a.t));
+  };
+  if (!held()) {
+    Work(a, line + c.lock);
+    return true;
+  }
+  // Held: into the kernel to sleep. Freed meanwhile, the call returns and the lock is taken.
+  Work(a, c.futex);
+  if (!held()) {
+    Work(a, c.lock_contended + c.lock);
+    return true;
+  }
+  if (l.woken == nullptr && l.holder != nullptr && l.holder != &a && l.free_at > a.t - c.futex) {
+    l.woken = &a;
+    l.handed = l.handoff;
+    return woken_by_holder();
+  }
+  a.t = kNever;  // a later release wakes it
+  a.lock_wait = true;
+  l.sleepers.push_back(&a);
+  return false;
+}
+
+void SimCpu::Release(SimActor& a, SimLock& l) const {
+  l.free_at = a.t;
+  l.holder = &a;
+  if (l.woken != nullptr) return;  // a woken thread has not come yet: it tries then
+  if (l.sleepers.empty()) return;
+  SimActor* s = l.sleepers.front();
+  l.sleepers.erase(l.sleepers.begin());
+  l.woken = s;
+  l.handed = l.handoff;
+  Work(a, c.futex);
+  s->t = a.t + (Remote(a, *s) ? c.wakeup : 0);  // asleep in the lock: nothing else woke it
+}
 
 SimQueue::SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy,
                    const TxQueueConfig& config, const SimCpu& cpu, VirtualClock& clock)
@@ -37,12 +107,12 @@ SimQueue::SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy,
       run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen), MaxBulk(config)),
       meta_offset_(config.track_stages ? TxMetaOffset() : -1) {}
 
-bool SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited) {
+SimQueue::Put SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited) {
   if (config_.shape.nolock) return EnqueueNolock(p, m, band, waited);
-  cpu_.Acquire(p, root_free_);
+  if (!cpu_.Acquire(p, root_)) return Put::kRetry;
   if (qdisc_.band_full(band)) {
-    root_free_ = p.t;
-    return false;
+    cpu_.Release(p, root_);
+    return Put::kFull;
   }
   // A frame that waited enters the stack now (RootlockTxQueue::Send).
   if (waited) RestampTx(m, p.t);
@@ -50,39 +120,39 @@ bool SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited) {
     // The empty-qdisc bypass (RootlockTxQueue::Send): the lock for the look only, no enqueue;
     // the frame is the run's first bulk, handed to the driver at its next step (which a stopped
     // queue refuses).
-    root_free_ = p.t;
+    cpu_.Release(p, root_);
     Bypass(p, m);
-    return true;
+    return Put::kDone;
   }
   if (qdisc_.empty()) first_enqueued_ = p.t;
   cpu_.Work(p, cpu_.c.enqueue);
   (void)qdisc_.Enqueue(m, band);  // cannot fail: the band has room
-  root_free_ = p.t;
+  cpu_.Release(p, root_);
   if (config_.shape.dedicated) {
-    WakeRunner(p.t);  // producers only enqueue; the runner sends
+    WakeRunner(&p, p.t);  // producers only enqueue; the runner sends
   } else if (!running_) {
     BeginRun(p, false);  // as __dev_xmit_skb: run the qdisc after the enqueue
   }
-  return true;
+  return Put::kDone;
 }
 
-bool SimQueue::EnqueueNolock(SimActor& p, rte_mbuf* m, int band, bool waited) {
+SimQueue::Put SimQueue::EnqueueNolock(SimActor& p, rte_mbuf* m, int band, bool waited) {
   // NolockTxQueue::Send: no root lock; the run flag is one atomic exchange (`lock`), a lost one
   // leaves MISSED for the holder (qdisc_run_begin).
-  if (qdisc_.band_full(band)) return false;
+  if (qdisc_.band_full(band)) return Put::kFull;
   if (waited) RestampTx(m, p.t);
   if (config_.bypass && !config_.shape.dedicated && !running_ &&
       notes_.LooksEmpty(qdisc_.empty())) {
     cpu_.Work(p, cpu_.c.lock);  // the flag, won: still empty, the frame is the first bulk
     Bypass(p, m);
-    return true;
+    return Put::kDone;
   }
   if (qdisc_.empty()) first_enqueued_ = p.t;
   cpu_.Work(p, cpu_.c.enqueue);
   (void)qdisc_.Enqueue(m, band);  // cannot fail: the band has room
   if (config_.shape.dedicated) {
-    WakeRunner(p.t);
-    return true;
+    WakeRunner(&p, p.t);
+    return Put::kDone;
   }
   cpu_.Work(p, cpu_.c.lock);  // the flag: won, or the note left
   if (!running_) {
@@ -91,7 +161,7 @@ bool SimQueue::EnqueueNolock(SimActor& p, rte_mbuf* m, int band, bool waited) {
     qc_.missed.Add();
     notes_.missed.store(true);
   }
-  return true;
+  return Put::kDone;
 }
 
 void SimQueue::Bypass(SimActor& p, rte_mbuf* m) {
@@ -108,23 +178,22 @@ void SimQueue::Block(SimActor& p) {
   waiters_.push_back(&p);
 }
 
-uint16_t SimQueue::SendBatch(SimActor& p, Batch& own) {
+std::optional<uint16_t> SimQueue::SendBatch(SimActor& p, Batch& own) {
   const Tsc t0 = p.t;
-  Segment(p, own);
+  Segment(p, own);  // once: a batch cut before a retry has no GSO frame left
+  if (!cpu_.Acquire(p, tx_)) return std::nullopt;
   const auto n = own.size();
-  cpu_.Acquire(p, tx_free_);
   clock_.now = p.t;
   if (meta_offset_ >= 0) MarkHandover(own.frames(), p.t, meta_offset_);
   const uint64_t handled = Handled();
   const XmitResult x = dev_.Xmit(own.frames(), Handover::kBurst, /*from_qdisc=*/false);
   const uint16_t accepted = x.accepted;
-  p.t = std::max(p.t, clock_.now);
+  cpu_.RunTo(p, clock_.now);
   cpu_.Work(p, cpu_.c.xmit_call + cpu_.c.xmit_frame * n);
-  tx_free_ = p.t;
   qc_.batch_hist[n].Add();
   qc_.dropped_noqueue.Add(WireFrames(own.frames().subspan(accepted)));
   qc_.tx_cycles.Add(p.t - t0);
-  if (x.stopped_now) Kick(p.t, false);
+  if (x.stopped_now) Kick(p, false);
   HandOn(p, handled);
   own.ConsumeFront(accepted);
   return accepted;
@@ -132,9 +201,12 @@ uint16_t SimQueue::SendBatch(SimActor& p, Batch& own) {
 
 void SimQueue::HandOn(SimActor& a, uint64_t handled_before) {
   const uint64_t frames = Handled() - handled_before;
-  if (frames == 0) return;
-  cpu_.Acquire(a, rx_free_);
-  tx_free_ = std::max(tx_free_, a.t);  // the TX lock is let go once the receiver's is held
+  if (frames == 0) {
+    cpu_.Release(a, tx_);
+    return;
+  }
+  cpu_.Spin(a, rx_free_);
+  cpu_.Release(a, tx_);  // the TX lock is let go once the receiver's is held
   // The lock's price is the receiver's; a wait for it is left out, as completion_cycles leaves
   // out the TX lock's: an actor woken earlier than its own last step ended would wait for
   // itself here.
@@ -174,7 +246,7 @@ void SimQueue::Dequeue(SimActor& a) {
     return EndRun(a);
   }
   run_t0_ = a.t;
-  if (!nolock) cpu_.Acquire(a, root_free_);  // the lock-free run holds its flag throughout
+  if (!nolock && !cpu_.Acquire(a, root_)) return;  // the lock-free run holds its flag throughout
   DequeueContext device;
   device.has_bql = dev_.has_bql();
   device.bql_avail = dev_.bql_avail();
@@ -185,14 +257,23 @@ void SimQueue::Dequeue(SimActor& a) {
   if (n == 0 && nolock && notes_.ClearForAnotherLook())  // pfifo_fast_dequeue
     n = run_.Dequeue(qdisc_, device, waiters, &wake);
   // A dequeue that finds nothing (the one ending every run) costs only its lock.
-  if (n > 0) cpu_.Work(a, cpu_.c.dequeue + cpu_.c.dequeue_frame * n);
-  if (!nolock) root_free_ = a.t;
+  if (n > 0) cpu_.Work(a, cpu_.c.dequeue + cpu_.c.dequeue_frame * n + Handovers(a));
+  if (!nolock) cpu_.Release(a, root_);
   if (n == 0) return EndRun(a);
   if (wake) {
-    for (SimActor* w : waiters_) SimCpu::Wake(*w, a.t);
+    for (SimActor* w : waiters_) cpu_.WakeFrom(a, *w, a.t);
     waiters_.clear();
   }
   a.step = SimStep::kXmit;
+}
+
+Tsc SimQueue::Handovers(const SimActor& a) {
+  unsigned moved = 0;
+  for (const rte_mbuf* m : run_.batch().frames()) {
+    const unsigned flow = FlowOf(m);
+    if (flow < flow_cpus_.size() && flow_cpus_[flow] != a.cpu) ++moved;  // a GSO frame: its head
+  }
+  return cpu_.c.handover * moved;
 }
 
 void SimQueue::Segment(SimActor& a, Batch& batch) {
@@ -202,22 +283,21 @@ void SimQueue::Segment(SimActor& a, Batch& batch) {
 void SimQueue::Xmit(SimActor& a) {
   Batch& batch = run_.batch();
   Segment(a, batch);  // validate_xmit_skb_list: after the root lock, before the TX lock
-  cpu_.Acquire(a, tx_free_);
+  if (!cpu_.Acquire(a, tx_)) return;  // cut once: a retry finds no GSO frame left
   if (meta_offset_ >= 0) MarkHandover(batch.frames(), a.t, meta_offset_);
   const uint64_t calls = driver_.counters().xmit_calls.Get();
   const uint64_t handled = Handled();
   clock_.now = a.t;
   const XmitResult x = dev_.Xmit(batch.frames(), run_.handover());
   accepted_ = x.accepted;
-  a.t = std::max(a.t, clock_.now);
+  cpu_.RunTo(a, clock_.now);
   if (x.offered) {
     cpu_.Work(a, cpu_.c.xmit_call * (driver_.counters().xmit_calls.Get() - calls) +
                      cpu_.c.xmit_frame * batch.size());
     qc_.batch_hist[batch.size()].Add();
   }
-  tx_free_ = a.t;
   qc_.tx_cycles.Add(a.t - run_t0_);
-  if (x.stopped_now) Kick(a.t, false);
+  if (x.stopped_now) Kick(a, false);
   HandOn(a, handled);
   if (accepted_ < batch.size()) {
     a.step = SimStep::kRequeue;  // the refused go back under the root lock
@@ -229,9 +309,9 @@ void SimQueue::Xmit(SimActor& a) {
 
 void SimQueue::Requeue(SimActor& a) {
   if (config_.shape.nolock) return Settle(a);  // the requeue slot is the flag holder's
-  cpu_.Acquire(a, root_free_);
+  if (!cpu_.Acquire(a, root_)) return;
   Settle(a);
-  root_free_ = a.t;
+  cpu_.Release(a, root_);
 }
 
 void SimQueue::Settle(SimActor& a) {
@@ -245,7 +325,7 @@ void SimQueue::Settle(SimActor& a) {
       if (config_.shape.nolock)
         notes_.missed.store(true);
       else
-        Kick(a.t, true);
+        Kick(a, true);
       return EndRun(a);
     case RunNext::kEnd:
       // A requeue into a stopped queue leaves DRAINING (NolockTxQueue::Run).
@@ -261,7 +341,7 @@ void SimQueue::EndRun(SimActor& a) {
   a.step = a.home;
   if (a.role == SimRole::kRunner && !qdisc_.empty()) first_enqueued_ = a.t;  // a new wait
   // qdisc_run_end: a note left for the run reschedules it through the txirq.
-  if (config_.shape.nolock && notes_.missed.load()) Kick(a.t, true);
+  if (config_.shape.nolock && notes_.missed.load()) Kick(a, true);
 }
 
 void SimQueue::Poll(SimActor& r, bool draining) {
@@ -278,10 +358,14 @@ void SimQueue::Poll(SimActor& r, bool draining) {
   BeginRun(r, false);
 }
 
-void SimQueue::Kick(Tsc at, bool resched) {
+void SimQueue::Kick(const SimActor& from, bool resched) {
   irq_kicked_ = true;
   irq_resched_ |= resched;
-  if (irq_ != nullptr && irq_->step == SimStep::kIrq) SimCpu::Wake(*irq_, at);
+  if (irq_ == nullptr || irq_->step != SimStep::kIrq) return;
+  if (&from == irq_)
+    SimCpu::Wake(*irq_, from.t);
+  else
+    cpu_.WakeFrom(from, *irq_, from.t);
 }
 
 void SimQueue::Restart(SimActor& irq, bool resched) {
@@ -293,7 +377,7 @@ void SimQueue::Restart(SimActor& irq, bool resched) {
     cpu_.Work(irq, cpu_.c.lock);
   switch (action) {
     case RestartAction::kWakeRunner:
-      return WakeRunner(irq.t);  // netif_wake_queue: the runner goes on
+      return WakeRunner(&irq, irq.t);  // netif_wake_queue: the runner goes on
     case RestartAction::kPending:
       // The run in progress sees it: once more under the root lock, or, lock-free, through the
       // MISSED note the txirq leaves when its qdisc_run_begin loses the flag.
@@ -317,8 +401,8 @@ bool SimQueue::TakeKicks() {
   return resched;
 }
 
-void SimQueue::Complete(SimActor& irq, bool resched) {
-  cpu_.Acquire(irq, tx_free_);
+bool SimQueue::Complete(SimActor& irq, bool resched) {
+  if (!cpu_.Acquire(irq, tx_)) return false;
   clock_.now = irq.t;
   unsigned reclaimed = 0;
   const uint64_t handled = Handled();
@@ -330,9 +414,9 @@ void SimQueue::Complete(SimActor& irq, bool resched) {
     qc_.completion_frames.Add(reclaimed);
     qc_.completion_cycles.Add(irq.t - t0);
   }
-  tx_free_ = irq.t;
   HandOn(irq, handled);
   if (woke || resched) Restart(irq, resched);
+  return true;
 }
 
 bool SimQueue::Drained() const {

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "base/tsc.h"
@@ -39,7 +40,8 @@ struct SimCycles {
   static Tsc Round(double x) { return static_cast<Tsc>(std::llround(std::max(0.0, x))); }
   Tsc write = 0, frame = 0, lock = 0, lock_contended = 0, enqueue = 0, dequeue = 0,
       dequeue_frame = 0, xmit_call = 0, xmit_frame = 0, completion = 0, completion_frame = 0,
-      deliver = 0, gso_segment = 0;
+      deliver = 0, gso_segment = 0, futex = 0, context_switch = 0, wakeup = 0, slice = 0,
+      handover = 0;
 };
 
 enum class SimRole : uint8_t { kProducer, kRunner, kIrq };
@@ -54,12 +56,13 @@ enum class SimStep : uint8_t {
   kRequeue,  // runner: put what the driver refused back at the head
   kPoll,     // dedicated runner: is there something to send?
   kIrq,      // txirq: reclaim completions
+  kFlush,    // producer (--qdisc none): hand its own batch to the driver (the TX lock was held)
   kDone,
 };
 
 class SimQueue;
 
-// A simulated thread, on its own simulated CPU.
+// A simulated thread, on one of the simulated CPUs (sim_engine.h, "CPUs and the scheduler").
 struct SimActor {
   SimRole role = SimRole::kProducer;
   SimQueue* q = nullptr;  // the TX queue it sends on (producer i: queue i mod queues)
@@ -68,6 +71,14 @@ struct SimActor {
   Tsc t = kNever;                  // when its next step happens (kNever: asleep until woken)
   Tsc busy = 0;                    // cycles of CPU it used inside the window
   SimStep home = SimStep::kBuild;  // where it goes back to when a qdisc run ends
+  // The scheduler's.
+  int cpu = -1;            // the CPU it runs on (-1: a CPU of its own, shared with nobody)
+  bool fifo = false;       // SCHED_FIFO (the txirq): preempts whatever runs on its CPU
+  bool queued = false;     // runnable, waiting for its CPU (t is kNever meanwhile; `want` holds it)
+  bool lock_wait = false;  // asleep in a lock's futex: only the lock's release wakes it
+  Tsc want = 0;            // queued: when it became runnable
+  Tsc ran_to = 0;          // where its last step's CPU time ended (t beyond it: asleep between)
+  FlushTrigger flush_why = FlushTrigger::kNone;  // kFlush: why its own batch goes
   // Producer.
   std::vector<unsigned> write;  // payloads of the current write's frames
   size_t next_frame = 0;
@@ -81,6 +92,24 @@ struct SimActor {
   Tsc own_first = 0;
 };
 
+// A mutex of the simulated queue, as the real queues' are futex mutexes: free from `free_at`,
+// last let go by `holder`. A thread that finds it held enters the kernel (futex_wait) and sleeps;
+// the holder, letting go, enters it too to wake one sleeper, which runs after the wake-up's
+// latency. A plain mutex (the root lock, std::mutex) is free meanwhile: whoever comes first takes
+// it and the woken thread may find it held again and sleep again (glibc's lll_lock_wait /
+// lll_unlock_wake). A priority-inheriting one (the TX lock, PiMutex) is handed to the woken
+// thread by the kernel (FUTEX_UNLOCK_PI): nobody else takes it until that thread has run.
+struct SimLock {
+  explicit SimLock(bool handoff = false) : handoff(handoff) {}
+  bool handoff;
+  Tsc free_at = 0;
+  SimActor* holder = nullptr;
+  // The sleeper a release woke, on its way; `handed`: the lock is kept for it (a handoff lock).
+  SimActor* woken = nullptr;
+  bool handed = false;
+  std::vector<SimActor*> sleepers;  // asleep for a later release, in the order they slept
+};
+
 // The CPU time every actor step is charged: the cost model and the measurement window.
 struct SimCpu {
   const SimCycles& c;
@@ -88,15 +117,45 @@ struct SimCpu {
   void Work(SimActor& a, Tsc cycles) const {
     if (window.Contains(a.t)) a.busy += cycles;
     a.t += cycles;
+    a.ran_to = a.t;
   }
-  // Spin lock free from `free_at`: `a` spins until then (CPU time), pays the acquisition, and
-  // more when it had to wait (the lock's line comes from the last holder's core).
-  void Acquire(SimActor& a, Tsc free_at) const {
+  // `a` runs on to `t`: a driver call's device work (the emulated doorbell's and descriptors'
+  // busy-waits, CPU time on the real engine too).
+  void RunTo(SimActor& a, Tsc t) const {
+    if (t > a.t) Work(a, t - a.t);
+  }
+  // Whether a wake by `from` reaches `to` across CPUs (the wake-up's latency then).
+  static bool Remote(const SimActor& from, const SimActor& to) {
+    return from.cpu < 0 || to.cpu < 0 || from.cpu != to.cpu;
+  }
+  // `a` takes `l` at a.t: true when it holds it (paying the acquisition, and the line's move
+  // from the last holder's core when it had to wait). False when it is held: `a` has gone to
+  // sleep (its t the wake-up, or kNever until a release wakes it) and tries its step again then,
+  // so a step takes its lock before anything else it does.
+  bool Acquire(SimActor& a, SimLock& l) const;
+  // `a`, holding `l`, lets go of it at a.t, waking its first sleeper (a futex call of its own).
+  void Release(SimActor& a, SimLock& l) const;
+  // A spin lock free from `free_at` (the receiver's): `a` spins until then (CPU time).
+  void Spin(SimActor& a, Tsc free_at) const {
     if (free_at > a.t) Work(a, free_at - a.t + c.lock_contended);
     Work(a, c.lock);
   }
+  // Wakes a sleeping `a` at `at`, or where its last step ended if that is later (a step is
+  // stepped whole: a wake from another actor's earlier time finds it past it). A runnable one
+  // keeps its time; one waiting for its CPU keeps its place, runnable from `at` at the latest.
   static void Wake(SimActor& a, Tsc at) {
-    if (a.t == kNever || a.t > at) a.t = at;
+    if (a.lock_wait) return;
+    if (a.queued) {
+      a.want = std::min(a.want, at);
+      return;
+    }
+    const Tsc when = std::max(at, a.ran_to);  // not before its own last step ended
+    if (a.t == kNever || a.t > when) a.t = when;
+  }
+  // Wakes `a` by a thread on `from`'s CPU at `at`: after the wake-up's latency where they run on
+  // different CPUs (a futex wake-up: a condition variable, a blocked producer, the txirq's kick).
+  void WakeFrom(const SimActor& from, SimActor& a, Tsc at) const {
+    Wake(a, at + (Remote(from, a) ? c.wakeup : 0));
   }
 };
 
@@ -108,23 +167,28 @@ class SimQueue {
   SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy, const TxQueueConfig& config,
            const SimCpu& cpu, VirtualClock& clock);
 
-  // The actors that play this queue's txirq and (--runner dedicated) its runner.
-  void Attach(SimActor* irq, SimActor* runner) {
+  // The actors that play this queue's txirq and (--runner dedicated) its runner, and the CPU
+  // each flow's frames are built on (a frame dequeued on another CPU costs `handover`).
+  void Attach(SimActor* irq, SimActor* runner, std::vector<int> flow_cpus = {}) {
     irq_ = irq;
     runner_ = runner;
+    flow_cpus_ = std::move(flow_cpus);
   }
 
   // Producer `p`, at p.t, puts `m` (ownership moves on success) into `band` under the root lock.
   // `waited`: it was blocked, so the frame is restamped. A full band returns false (m stays the
   // caller's, to drop or to Block on). Then, as Send: wakes the dedicated runner, or starts a run
   // by `p` (p.step becomes kDequeue) when nobody runs.
-  bool Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited);
+  // kRetry: the root lock was held; `p` sleeps and steps again (m stays the caller's).
+  enum class Put : uint8_t { kDone, kFull, kRetry };
+  Put Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited);
   // `p` sleeps until a run frees room (p.t becomes kNever).
   void Block(SimActor& p);
 
   // --qdisc none: `p` hands `own` to the driver under the TX lock (TxQueue::SendBatch); the
-  // accepted leave `own`, the refused stay for the caller to drop.
-  uint16_t SendBatch(SimActor& p, Batch& own);
+  // accepted leave `own`, the refused stay for the caller to drop. Nothing when the TX lock was
+  // held: `p` sleeps and tries again (own cut into segments, nothing else changed).
+  std::optional<uint16_t> SendBatch(SimActor& p, Batch& own);
 
   // A qdisc run by `a`, begun (counted as a run or, `resched`, a reschedule) or stepped: one of
   // its phases per call while a.step is kDequeue, kXmit or kRequeue. When it ends a.step is
@@ -133,10 +197,11 @@ class SimQueue {
   void StepRun(SimActor& a);
 
   // The txirq's reclaim at irq.t (TxQueue::Completion): may begin a run by `irq`, when the
-  // reclaim restarted a stopped queue or `resched` (a run spent its quota) asks for one.
-  void Complete(SimActor& irq, bool resched);
-  // Tells the txirq: the queue stopped, or (`resched`) a run spent its quota.
-  void Kick(Tsc at, bool resched);
+  // reclaim restarted a stopped queue or `resched` (a run spent its quota) asks for one. False
+  // when the TX lock was held: `irq` sleeps and tries again (nothing done).
+  bool Complete(SimActor& irq, bool resched);
+  // `from` tells the txirq: the queue stopped, or (`resched`) a run spent its quota.
+  void Kick(const SimActor& from, bool resched);
   bool kicked() const { return irq_kicked_ || irq_resched_; }
   // The txirq wakes: what it was told since it last woke (whether a reschedule was asked for),
   // forgotten now.
@@ -145,12 +210,19 @@ class SimQueue {
   // A dedicated runner's poll at r.t (`draining`: generation ended): begins a run, or sets r.t
   // to when it looks again (kNever: when woken).
   void Poll(SimActor& r, bool draining);
-  void WakeRunner(Tsc at) {
-    if (runner_ != nullptr && runner_->step == SimStep::kPoll) SimCpu::Wake(*runner_, at);
+  // By `from` (the wake-up's latency across CPUs), or by the engine (null: at `at`).
+  void WakeRunner(const SimActor* from, Tsc at) {
+    if (runner_ == nullptr || runner_->step != SimStep::kPoll) return;
+    if (from != nullptr)
+      cpu_.WakeFrom(*from, *runner_, at);
+    else
+      SimCpu::Wake(*runner_, at);
   }
 
   // Nothing queued, nobody running or blocked, nothing in the driver.
   bool Drained() const;
+  // A qdisc run is in progress (a bulk may be in its runner's hand, on its way to the driver).
+  bool running() const { return running_; }
   // Frees what an abandoned run left (qdisc, the bulk in hand, the driver); returns how many.
   unsigned Purge();
 
@@ -164,6 +236,9 @@ class SimQueue {
 
  private:
   void Dequeue(SimActor& a);
+  // `handover` for each frame of the bulk in hand that was built on another CPU than `a`'s (a
+  // GSO frame once: the CPU reads its head's lines; the NIC reads the slices' data).
+  Tsc Handovers(const SimActor& a);
   // --offload gso: cuts `batch`'s GSO frames into segments (SegmentBatch) on `a`'s CPU.
   void Segment(SimActor& a, Batch& batch);
   void Xmit(SimActor& a);
@@ -173,7 +248,7 @@ class SimQueue {
   // `resched`: a run spent its quota (or a note was left) and asked for this one.
   void Restart(SimActor& irq, bool resched);
   // --sync nolock: Enqueue without a root lock (NolockTxQueue::Send).
-  bool EnqueueNolock(SimActor& p, rte_mbuf* m, int band, bool waited);
+  Put EnqueueNolock(SimActor& p, rte_mbuf* m, int band, bool waited);
   // `m` goes to the driver as the first bulk of a run by `p` (the empty-qdisc bypass).
   void Bypass(SimActor& p, rte_mbuf* m);
   uint64_t Handled() const { return sink_ != nullptr ? sink_->handled() : 0; }
@@ -194,8 +269,9 @@ class SimQueue {
   QdiscRun<PfifoFast> run_;  // the current run's (one at a time: running_)
   SimActor* irq_ = nullptr;
   SimActor* runner_ = nullptr;
-  std::vector<SimActor*> waiters_;   // blocked producers, in the order they blocked
-  Tsc root_free_ = 0, tx_free_ = 0;  // when its root lock and TX lock are next free
+  std::vector<SimActor*> waiters_;  // blocked producers, in the order they blocked
+  std::vector<int> flow_cpus_;
+  SimLock root_, tx_{/*handoff=*/true};  // its root lock and TX lock
   Tsc first_enqueued_ = 0;
   Tsc rx_free_ = 0;  // when the receiver's lock is next free
   Tsc run_t0_ = 0;   // the current bulk's start (tx_cycles)

@@ -49,11 +49,12 @@ bool ShapesVary(const std::vector<CellConfig>& cells) {
 void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const RunEnv& env) {
   const CellConfig& c = cells.front();
   const std::string producers =
-      !c.stream       ? "datagram (drop on a full qdisc)"
-      : TsqActive(c) ? fmt::format("stream (block on a full qdisc, and beyond {} bytes below "
-                                    "the socket: TCP Small Queues)",
-                                    c.tsq)
-                      : "stream (block on a full qdisc)";
+      !c.stream      ? "datagram (drop on a full qdisc)"
+      : TsqActive(c) ? fmt::format(
+                           "stream (block on a full qdisc, and beyond {} bytes below "
+                           "the socket: TCP Small Queues)",
+                           c.tsq)
+                     : "stream (block on a full qdisc)";
   std::string shape;
   if (ShapesVary(cells)) {
     std::vector<std::string> names;
@@ -114,9 +115,13 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
     if (cell.engine == Engine::kSim) {
       fmt::print(out,
                  "engine sim (rows marked sim): one thread steps producers, runner and txirq on "
-                 "a virtual clock of {:.3f} GHz; CPU costs from the cost model ({}); cycles, CPU "
-                 "ns and latency are the model's, not measured\n",
-                 cell.cost.tsc_hz / 1e9, cell.cost.source);
+                 "a virtual clock of {:.3f} GHz, {}; CPU costs from the cost model ({}); cycles, "
+                 "CPU ns and latency are the model's, not measured\n",
+                 cell.cost.tsc_hz / 1e9,
+                 cell.cost.cpus == 0 ? std::string("each on a CPU of its own (no scheduler)")
+                                     : fmt::format("sharing {} CPUs as the real engine places them",
+                                                   cell.cost.cpus),
+                 cell.cost.source);
       break;
     }
   if (c.link)

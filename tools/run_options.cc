@@ -268,6 +268,14 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                  "(default: built in, see doc/design.md)")
       ->check(NonEmpty("--cost-model needs a file name; valid: a JSON file as txbatch calibrate "
                        "writes (without --cost-model: the built-in costs)"));
+  cmd.add_option("--cpus", a.cpus,
+                 fmt::format("The simulated machine's CPUs (--engine sim): threads share them as "
+                             "the real engine places them (producer i on CPU i mod N, the txirq "
+                             "and runner where fewest producers are), with the cost model's "
+                             "scheduler costs; 0 = a CPU per thread (0..{}; default: the cost "
+                             "model's cpus)",
+                             kMaxModelCpus))
+      ->transform(WholeNumber("--cpus", 2));
   cmd.add_option("--json", a.json, "Write result records (schema_version 1) to this file")
       ->check(NonEmpty(kJsonNeedsName));
 }
@@ -342,6 +350,18 @@ Status ParseChoices(const RunArgs& a, GridParts& g, RunPlan& plan) {
     auto loaded = LoadCostModel(a.cost_model);
     if (!loaded) return loaded.error();
     g.cost = *loaded;
+  }
+  if (a.cpus >= 0) {
+    if (std::find(g.engines.begin(), g.engines.end(), "sim") == g.engines.end())
+      return MakeError(EINVAL, fmt::format("--cpus {} sets the simulated machine's CPUs, and no "
+                                           "cell runs on --engine sim; valid: --engine sim (or "
+                                           "real,sim) with --cpus, or no --cpus",
+                                           a.cpus));
+    if (static_cast<unsigned>(a.cpus) > kMaxModelCpus)
+      return MakeError(ERANGE, fmt::format("--cpus {} is out of range; valid: 0..{} (0: a CPU "
+                                           "per thread)",
+                                           a.cpus, kMaxModelCpus));
+    g.cost.cpus = static_cast<unsigned>(a.cpus);
   }
   auto memory = ParseEalMemory(a.eal_memory);
   if (!memory) return memory.error();

@@ -52,6 +52,7 @@ struct RunArgs {
   unsigned pool_size = 0;       // --pool-size; 0 = sized for the cells
   std::string engine = "real";  // real, sim, or both (a grid axis)
   std::string cost_model;       // the simulation engine's cost file; empty = built-in defaults
+  int cpus = -1;                // --cpus: the simulated machine's CPUs; -1 = the cost model's
 };
 
 // The validated plan: every cell in run order (interleaved: for each procs, size, driver and

@@ -230,7 +230,7 @@ class SimulatedQueue final : public PlayedQueue {
  private:
   bool SendBy(SimActor& p, rte_mbuf* m, int band) {
     p.t = clock_.now;
-    if (!q_.Enqueue(p, m, band, false)) {
+    if (q_.Enqueue(p, m, band, false) != SimQueue::Put::kDone) {
       rte_pktmbuf_free(m);
       return false;
     }
@@ -716,15 +716,15 @@ TEST(SimQueueRun, ARescheduleDuringARunDoesNotMakeItOfferAStoppedQueue) {
   driver.next_capacity = 4;  // the ring opens with 4 slots
   q.Complete(irq, false);
   for (int i = 0; i < 3; ++i) {  // three frames go out, one slot is left
-    ASSERT_TRUE(q.Enqueue(p1, SimRig::Frame(), 1, false));
+    ASSERT_EQ(q.Enqueue(p1, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
     rig.Finish(p1);
   }
   ASSERT_EQ(driver.FreeSlots(), 1u);
-  ASSERT_TRUE(q.Enqueue(p1, SimRig::Frame(), 1, false));
+  ASSERT_EQ(q.Enqueue(p1, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
   q.StepRun(p1);  // p1's run dequeued its frame and is about to call the driver
   ASSERT_EQ(p1.step, SimStep::kXmit);
   for (int i = 0; i < 3; ++i) {  // p2 enqueues meanwhile (p1 runs the qdisc)
-    ASSERT_TRUE(q.Enqueue(p2, SimRig::Frame(), 1, false));
+    ASSERT_EQ(q.Enqueue(p2, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
     ASSERT_EQ(p2.step, SimStep::kBuild) << "a producer that finds the qdisc running only enqueues";
   }
   // A run spent its quota: the txirq reschedules, and finds p1 running: a restart is pending.
@@ -753,7 +753,7 @@ TEST(SimQueueRun, PurgeBetweenTheDriverCallAndTheRequeueFreesEveryFrameOnce) {
   auto [driver, q, p, irq] = std::tie(rig.driver, rig.q, rig.p1, rig.irq);
   const unsigned in_use = rte_mempool_in_use_count(test::Pool());
   for (int i = 0; i < 12; ++i) {  // the ring is closed: every run ends at once
-    ASSERT_TRUE(q.Enqueue(p, SimRig::Frame(), 1, false));
+    ASSERT_EQ(q.Enqueue(p, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
     rig.Finish(p);
   }
   driver.next_capacity = 5;
@@ -782,11 +782,12 @@ TEST(SimQueueRun, AFrameThatFindsTheQdiscEmptyAndIdleGoesStraightToTheDriver) {
   auto [driver, q, p1, p2, irq] = std::tie(rig.driver, rig.q, rig.p1, rig.p2, rig.irq);
   driver.next_capacity = 64;  // the ring opens with 64 slots
   q.Complete(irq, false);
-  ASSERT_TRUE(q.Enqueue(p1, SimRig::Frame(), 1, false));
+  ASSERT_EQ(q.Enqueue(p1, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
   EXPECT_EQ(p1.step, SimStep::kXmit) << "the frame went into the qdisc";
   EXPECT_TRUE(q.qdisc().empty());
   EXPECT_EQ(q.counters().bypassed.Get(), 1u);
-  ASSERT_TRUE(q.Enqueue(p2, SimRig::Frame(), 1, false));  // p1's run holds the qdisc: queued
+  ASSERT_EQ(q.Enqueue(p2, SimRig::Frame(), 1, false),
+            SimQueue::Put::kDone);  // p1's run holds the qdisc: queued
   EXPECT_EQ(q.qdisc().backlog(), 1u);
   EXPECT_EQ(q.counters().bypassed.Get(), 1u);
   rig.Finish(p1);
@@ -797,9 +798,9 @@ TEST(SimQueueRun, AFrameThatFindsTheQdiscEmptyAndIdleGoesStraightToTheDriver) {
   SimRig off("count:4");
   off.driver.next_capacity = 64;
   off.q.Complete(off.irq, false);
-  ASSERT_TRUE(off.q.Enqueue(off.p1, SimRig::Frame(), 1, false));
+  ASSERT_EQ(off.q.Enqueue(off.p1, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
   EXPECT_EQ(off.p1.step, SimStep::kDequeue);
-  ASSERT_TRUE(off.q.Enqueue(off.p2, SimRig::Frame(), 1, false));
+  ASSERT_EQ(off.q.Enqueue(off.p2, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
   off.Finish(off.p1);
   EXPECT_EQ(off.driver.Handovers(), Sizes({2}));
   EXPECT_EQ(off.q.counters().bypassed.Get(), 0u);
