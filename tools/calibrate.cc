@@ -1,11 +1,14 @@
 #include "tools/calibrate.h"
 
 #include <fmt/format.h>
+#include <sched.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "dataplane/tx_queue.h"
 #include "drivers/factory.h"
@@ -246,6 +249,24 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   return cal;
 }
 
+double KernelSliceS(unsigned cpus) {
+  const unsigned counted = std::clamp(cpus, 1u, 8u);
+  return 0.75e-3 * std::bit_width(counted);  // 1 + floor(log2(counted))
+}
+
+void ApplyScheduler(const SchedulerProbe& probe, Calibration& cal) {
+  CostModel& m = cal.model;
+  m.cpus = probe.cpus;
+  m.futex = probe.futex;
+  m.context_switch = probe.context_switch();
+  m.wakeup = probe.wakeup();
+  m.slice = KernelSliceS(probe.cpus) * m.tsc_hz;
+  m.handover = probe.handover();
+  // A lock's line from another core: what lock_contended charges (sim_queue.h, SimLock).
+  if (probe.line_pass > 0) m.lock_contended = probe.line_pass;
+  cal.scheduler = probe;
+}
+
 nlohmann::json Calibration::Json() const {
   const auto line = [](const LinearFit& f) {
     return nlohmann::json{
@@ -273,12 +294,198 @@ nlohmann::json Calibration::Json() const {
            {{"cycles_per_frame", inline_frame},
             {"cycles_per_call", inline_call},
             {"receiver_cycles", inline_receiver}}},
-          {"not_fitted", completion.residuals.empty()
-                             ? nlohmann::json{"write", "lock", "lock_contended", "dequeue_frame",
-                                              "completion", "completion_frame"}
-                             : nlohmann::json{"write", "lock", "lock_contended", "dequeue_frame"}},
+          {"not_fitted",
+           [&] {
+             nlohmann::json kept = {"write", "lock"};
+             if (!LineMeasured()) kept.push_back("lock_contended");
+             kept.push_back("dequeue_frame");
+             if (completion.residuals.empty()) {
+               kept.push_back("completion");
+               kept.push_back("completion_frame");
+             }
+             return kept;
+           }()},
+          {"scheduler",
+           !scheduler ? nlohmann::json(nullptr)
+                      : nlohmann::json{{"cpus", scheduler->cpus},
+                                       {"futex_cycles", scheduler->futex},
+                                       {"same_cpu_handoff_cycles", scheduler->same_cpu_handoff},
+                                       {"cross_cpu_handoff_cycles", scheduler->cross_cpu_handoff},
+                                       {"line_pass_cycles", scheduler->line_pass},
+                                       {"slice_s", KernelSliceS(scheduler->cpus)}}},
           {"points", pts}};
 }
+
+Result<std::vector<CellConfig>> CheckCells(unsigned cpus, const std::string& cost_model,
+                                           double duration_s, double warmup_s) {
+  std::string procs = "1";
+  for (unsigned p = 2; p <= 4 * std::max(1u, cpus) && p <= 64; p *= 2)
+    procs += fmt::format(",{}", p);
+  std::vector<CellConfig> cells;
+  for (const auto& [driver, proto, size] :
+       {std::tuple{"emu:ixgbe", "udp", "64"}, std::tuple{"emu:e1000", "tcp", "65536"}}) {
+    RunArgs a;
+    a.drivers = {driver};
+    a.proto = proto;
+    a.size = size;
+    a.procs = procs;
+    a.batch = "1,32";
+    a.sync = "rootlock,nolock";
+    a.runner = "inline,dedicated";
+    a.engine = "real,sim";
+    a.cost_model = cost_model;
+    a.duration_s = duration_s;
+    a.warmup_s = warmup_s;
+    a.rounds = 1;
+    auto plan = BuildRunPlan(a);
+    if (!plan) return plan.error();
+    cells.insert(cells.end(), plan->cells.begin(), plan->cells.end());
+  }
+  return cells;
+}
+
+namespace {
+
+// A cell of the check whatever its engine.
+std::string CheckKey(const CellConfig& c) {
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}", c.driver, ProtoName(c.proto), c.size, c.procs,
+                     c.shape.nolock, c.shape.dedicated, c.policy.ToString());
+}
+
+struct Rounds {
+  const CellConfig* cell = nullptr;
+  std::vector<double> mpps, cycles;
+};
+
+std::string BatchingVerdict(const Rounds& off, const Rounds& on) {
+  const auto e = EstimateRatio(off.mpps, on.mpps);
+  if (!e) return "-";
+  return std::string(VerdictName(Judge(*e, /*higher_is_better=*/true)));
+}
+
+}  // namespace
+
+std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned cpus) {
+  std::map<std::string, Rounds> real, sim;
+  std::vector<std::string> order;
+  for (const CellRecord& r : records) {
+    auto& side = r.config.engine == Engine::kSim ? sim : real;
+    const std::string key = CheckKey(r.config);
+    Rounds& x = side[key];
+    if (x.cell == nullptr) {
+      x.cell = &r.config;
+      if (r.config.engine == Engine::kReal) order.push_back(key);
+    }
+    x.mpps.push_back(r.result.mpps);
+    x.cycles.push_back(r.result.cycles_per_pkt);
+  }
+  std::vector<CheckRow> rows;
+  for (const std::string& key : order) {
+    const auto s = sim.find(key);
+    if (s == sim.end()) continue;
+    const Rounds& r = real[key];
+    CheckRow row;
+    row.cell = *r.cell;
+    row.threads = row.cell.procs + (row.cell.shape.dedicated ? 1 : 0);
+    row.real_mpps = Median(r.mpps);
+    row.real_lo = *std::min_element(r.mpps.begin(), r.mpps.end());
+    row.real_hi = *std::max_element(r.mpps.begin(), r.mpps.end());
+    row.sim_mpps = Median(s->second.mpps);
+    row.real_cycles = Median(r.cycles);
+    row.sim_cycles = Median(s->second.cycles);
+    const bool over = row.threads > cpus;
+    const double bound = over ? 0.30 : 0.15;
+    const auto within = [&](double sim_v, double real_v) {
+      return real_v > 0 && std::abs(sim_v / real_v - 1) <= bound;
+    };
+    const bool mpps_ok = within(row.sim_mpps, row.real_mpps) ||
+                         (over && row.sim_mpps >= row.real_lo && row.sim_mpps <= row.real_hi);
+    const bool cycles_ok = within(row.sim_cycles, row.real_cycles);
+    row.agrees = mpps_ok && cycles_ok;
+    if (row.agrees) {
+      row.why = within(row.sim_mpps, row.real_mpps)
+                    ? fmt::format("agrees (within {:.0f} %)", bound * 100)
+                    : "agrees (inside the real spread)";
+    } else {
+      row.why = fmt::format(
+          "off:{}{}", mpps_ok ? "" : fmt::format(" Mpps {:.2f}x", row.sim_mpps / row.real_mpps),
+          cycles_ok ? ""
+                    : fmt::format(" cycles {:.2f}x",
+                                  row.real_cycles > 0 ? row.sim_cycles / row.real_cycles : 0.0));
+    }
+    // Batching's verdict, on the batched row: against the same cell at count:1.
+    if (row.cell.policy.frames > 1) {
+      CellConfig off = row.cell;
+      off.policy = PolicySpec{PolicyKind::kCount, 1};
+      const std::string off_key = CheckKey(off);
+      if (real.count(off_key) && sim.count(off_key)) {
+        row.batching_real = BatchingVerdict(real[off_key], r);
+        row.batching_sim = BatchingVerdict(sim[off_key], s->second);
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+namespace {
+
+int CheckCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_user_args,
+                 RunEnv env, EalMemory memory, const std::optional<OutputFile>& json) {
+  // The grid needs the machine's CPUs before EAL runs: what this process may run on.
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  sched_getaffinity(0, sizeof(allowed), &allowed);
+  const unsigned cpus = static_cast<unsigned>(std::max(1, CPU_COUNT(&allowed)));
+  auto cells = CheckCells(cpus, args.cost_model, args.duration_s, args.warmup_s);
+  if (!cells) return Fail(kExitBadInput, cells.error());
+  int status = kExitOk;
+  auto session = StartSession(*cells, memory, eal_user_args, std::move(env), &status);
+  if (!session) return Fail(status, session.error());
+  std::vector<CellRecord> records;
+  bool balanced = true;
+  fmt::print(
+      "calibrate --check: {} cells on both engines, {} interleaved rounds, on {} CPUs ({}); "
+      "the simulation's cost model: {}\n",
+      cells->size() / 2, args.rounds, cpus, session->env.cpu, cells->back().cost.source);
+  std::fflush(stdout);
+  MeasureGrid(*cells, args.rounds, *session, 0, records, &status, &balanced);
+  if (status != kExitOk) return status;
+  const auto rows = CheckRows(records, cpus);
+  fmt::print(
+      "\n{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>19} {:>7} {:>6} {:>8} {:>8} {:>6}  "
+      "{:<28} {}\n",
+      "driver", "prot", "size", "procs", "sync", "runner", "batch", "real Mpps (spread)", "sim",
+      "s/r", "real cyc", "sim cyc", "s/r", "verdict", "batching real / sim");
+  unsigned agree = 0, verdicts = 0, same = 0;
+  for (const CheckRow& r : rows) {
+    agree += r.agrees;
+    const bool judged = !r.batching_real.empty();
+    verdicts += judged;
+    same += judged && r.batching_real == r.batching_sim;
+    fmt::print(
+        "{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>7.3f} ({:.2f}-{:.2f}) {:>7.3f} {:>6.2f} "
+        "{:>8.0f} {:>8.0f} {:>6.2f}  {:<28} {}\n",
+        r.cell.driver, ProtoName(r.cell.proto), r.cell.size, r.cell.procs,
+        r.cell.shape.nolock ? "nolock" : "rootlock",
+        r.cell.shape.dedicated ? "dedicated" : "inline", r.cell.policy.ToString(), r.real_mpps,
+        r.real_lo, r.real_hi, r.sim_mpps, r.real_mpps > 0 ? r.sim_mpps / r.real_mpps : 0.0,
+        r.real_cycles, r.sim_cycles, r.real_cycles > 0 ? r.sim_cycles / r.real_cycles : 0.0, r.why,
+        judged ? fmt::format("{} / {}{}", r.batching_real, r.batching_sim,
+                             r.batching_real == r.batching_sim ? "" : "  (differ)")
+               : std::string());
+  }
+  fmt::print(
+      "\n{} of {} cells agree (Mpps and cycles/pkt within 15 % with no more threads than the {} "
+      "CPUs, within 30 % or inside the real rounds' spread beyond); batching's verdict the same "
+      "on both engines in {} of {}.\n",
+      agree, rows.size(), cpus, same, verdicts);
+  nlohmann::json doc = ToJson(records, session->env);
+  session->pool.reset();
+  return Finish(json, doc, status, balanced);
+}
+
+}  // namespace
 
 int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_user_args,
                      RunEnv env) {
@@ -308,6 +515,15 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
     auto loaded = LoadCostModel(args.cost_model);
     if (!loaded) return Fail(kExitBadInput, loaded.error());
     base = *loaded;
+  }
+  if (args.check) {
+    if (args.engine != "real")
+      return Fail(kExitBadInput, Error{EINVAL,
+                                       "--check runs both engines itself; valid: "
+                                       "--check without --engine"});
+    auto json = PrepareOutput(args.json);
+    if (!json) return Fail(kExitBadInput, json.error());
+    return CheckCommand(args, eal_user_args, std::move(env), *memory, *json);
   }
   auto model_out = OutputFile::Check(args.out, "--out file");
   if (!model_out) return Fail(kExitBadInput, model_out.error());
@@ -340,14 +556,25 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
   const double tsc_hz = engine == Engine::kSim ? base.tsc_hz : session->env.tsc_hz;
   auto cal = FitCostModel(records, tsc_hz, base);
   if (!cal) return Fail(kExitBadInput, cal.error());
+  // The machine itself: its CPUs and what passing a futex between threads costs on them (the
+  // sim engine calibrates the simulation of `base`, whose machine stays).
+  if (engine == Engine::kReal) ApplyScheduler(ProbeScheduler(session->env.cpus, args.rounds), *cal);
   const bool reclaims = !cal->completion.residuals.empty();
   cal->model.source = fmt::format(
       "txbatch calibrate ({} engine) on {}, TSC {:.0f} MHz, {}; fitted: frame, xmit_call, "
       "xmit_frame (net_null's), deliver, enqueue, dequeue{}; kept from the base: write, lock, "
-      "lock_contended, dequeue_frame{}",
+      "{}dequeue_frame{}; {}",
       args.engine, session->env.cpu, tsc_hz / 1e6, session->env.started_at,
       reclaims ? ", completion, completion_frame" : "",
-      reclaims ? "" : ", completion, completion_frame (no reclaim was measured)");
+      cal->LineMeasured() ? "" : "lock_contended, ",
+      reclaims ? "" : ", completion, completion_frame (no reclaim was measured)",
+      cal->scheduler
+          ? fmt::format("the machine measured: {} CPUs, futex, context_switch and wakeup from a "
+                        "futex ping-pong, lock_contended and handover from a cache line's, slice "
+                        "the kernel's default",
+                        cal->scheduler->cpus)
+          : std::string("the machine's (cpus, futex, context_switch, wakeup, slice, handover) "
+                        "kept from the base"));
 
   fmt::print("calibrate: {} rounds of {} cells, {} engine, TSC {:.0f} MHz ({})\n", args.rounds,
              plan.cells.size(), args.engine, tsc_hz / 1e6, session->env.cpu);
@@ -389,6 +616,15 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
       "  inline, count:1: {:.1f} cycles/frame, of which the TX path {:.1f}, the receiver {:.1f}, "
       "the producer {:.1f}; the rest is the enqueue and the empty dequeue ending each run\n",
       cal->inline_frame, cal->inline_call, cal->inline_receiver, cal->producer_cycles);
+  if (cal->scheduler) {
+    const SchedulerProbe& p = *cal->scheduler;
+    fmt::print(
+        "the scheduler ({} CPUs): a futex call {:.0f} cycles; a futex handoff {:.0f} cycles on one "
+        "CPU (context_switch {:.0f}) and {:.0f} across two (wakeup {:.0f}); a cache line across "
+        "two {:.0f} (handover {:.0f}, {} lines); slice {:.2f} ms\n",
+        p.cpus, p.futex, p.same_cpu_handoff, p.context_switch(), p.cross_cpu_handoff, p.wakeup(),
+        p.line_pass, p.handover(), kHandoverLines, KernelSliceS(p.cpus) * 1e3);
+  }
   nlohmann::json doc = CostModelJson(cal->model);
   doc["fit"] = cal->Json();
   fmt::print("\ncost model ({}):\n{}\n", args.out, CostModelJson(cal->model)["cycles"].dump());

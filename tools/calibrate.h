@@ -18,6 +18,7 @@
 // share, completions, contention) keep the base model's values, and the file says so.
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "dataplane/eal.h"
 #include "engine/cost_model.h"
 #include "engine/record.h"
+#include "tools/sched_probe.h"
 
 namespace txbatch {
 
@@ -48,6 +50,9 @@ struct CalibrateArgs {
   std::string cost_model;       // the base model: kept costs, and the sim engine's costs
   std::string json;             // the measured records
   std::string eal_memory = "auto";
+  // --check: writes no model; runs CheckGrid on both engines and says, cell by cell, whether
+  // the simulation of --cost-model agrees with this machine.
+  bool check = false;
 };
 
 // One series point, medians over the rounds.
@@ -74,6 +79,10 @@ struct Calibration {
   double producer_cycles = 0;  // write + frame, from the none series
   // The inline point (count:1): cycles per frame, and its TX path per call.
   double inline_frame = 0, inline_call = 0, inline_receiver = 0;
+  // The real engine's machine: its CPUs and scheduler (ApplyScheduler); absent on the sim engine.
+  std::optional<SchedulerProbe> scheduler;
+  // Whether a cache line's move between CPUs was measured (lock_contended and handover).
+  bool LineMeasured() const { return scheduler && scheduler->line_pass > 0; }
   nlohmann::json Json() const;  // the "fit" object written with the model
 };
 
@@ -86,6 +95,37 @@ std::vector<CellConfig> CalibrationCells(const std::vector<unsigned>& batches, E
 // sentence when a series has too few points.
 Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double tsc_hz,
                                  const CostModel& base);
+
+// The kernel's time slice for threads sharing a CPU on a machine of `cpus` CPUs, in seconds:
+// EEVDF's base slice (sysctl_sched_base_slice, 0.75 ms) scaled as the kernel scales it by
+// default (SCHED_TUNABLESCALING_LOG: 1 + log2 of the CPUs, counted up to 8).
+double KernelSliceS(unsigned cpus);
+
+// Writes what `probe` measured into `m` (cpus, futex, context_switch, wakeup, and the kernel's
+// slice at m.tsc_hz) and remembers it in `cal`.
+void ApplyScheduler(const SchedulerProbe& probe, Calibration& cal);
+
+// `calibrate --check`'s reference grid, on both engines (--engine real,sim: sim cells carry
+// `cost`): emu:ixgbe udp 64 B and emu:e1000 tcp 64 KiB, procs 1, 2, 4 ... up to 4x `cpus`,
+// batch 1 and 32, root lock and lock-free, inline and dedicated runner.
+Result<std::vector<CellConfig>> CheckCells(unsigned cpus, const std::string& cost_model,
+                                           double duration_s, double warmup_s);
+
+// One cell of the check: the real engine's rounds against the simulation's.
+struct CheckRow {
+  CellConfig cell;                                               // the real engine's
+  unsigned threads = 0;                                          // producers + a dedicated runner
+  double real_mpps = 0, real_lo = 0, real_hi = 0, sim_mpps = 0;  // medians; the real spread
+  double real_cycles = 0, sim_cycles = 0;                        // cycles/pkt, medians
+  // Within the bound (15 % with no more threads than CPUs, 30 % beyond) or, oversubscribed,
+  // inside the real rounds' spread, Mpps and cycles/pkt both.
+  bool agrees = false;
+  std::string why;  // the verdict in words
+  // Batching's verdict (batch 32 against batch 1, Mpps) on each engine, on the batch-32 row.
+  std::string batching_real, batching_sim;
+};
+// Pairs each real cell of `records` with its simulated twin (same config but the engine).
+std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned cpus);
 
 // The whole command; returns the exit status.
 int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_user_args,

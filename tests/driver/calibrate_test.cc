@@ -1,9 +1,12 @@
 // txbatch calibrate end to end on the real engine: a short run writes a cost model with every
 // series' fit, the costs it claims to have fitted, and a file the simulation loads.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "tests/driver/run_helper.h"
@@ -37,7 +40,34 @@ TEST(CalibrateRun, WritesAFittedCostModelTheSimulationLoads) {
   EXPECT_NE(model["source"].get<std::string>().find("completion, completion_frame; kept"),
             std::string::npos)
       << model["source"];
+  // What the file says it kept is what it did not measure.
+  for (const json& kept : fit["not_fitted"])
+    EXPECT_NE(model["source"].get<std::string>().find(kept.get<std::string>()), std::string::npos)
+        << kept;
   EXPECT_NE(run.out.find("cycles per txirq reclaim"), std::string::npos) << run.out;
+  // The machine: its CPUs (the ones txbatch may run on), what a futex call and a handoff cost
+  // there, the kernel's slice at its TSC.
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  const unsigned cpus = static_cast<unsigned>(CPU_COUNT(&allowed));
+  EXPECT_EQ(model["cpus"], cpus);
+  ASSERT_TRUE(fit["scheduler"].is_object()) << fit.dump();
+  EXPECT_EQ(fit["scheduler"]["cpus"], cpus);
+  EXPECT_GT(model["cycles"]["futex"].get<double>(), 0);
+  EXPECT_NEAR(model["cycles"]["futex"].get<double>(),
+              fit["scheduler"]["futex_cycles"].get<double>(), 1e-6);
+  EXPECT_GT(fit["scheduler"]["same_cpu_handoff_cycles"].get<double>(),
+            fit["scheduler"]["futex_cycles"].get<double>());
+  EXPECT_NEAR(model["cycles"]["slice"].get<double>(),
+              fit["scheduler"]["slice_s"].get<double>() * model["tsc_hz"].get<double>(), 1);
+  if (cpus > 1) {
+    EXPECT_GT(fit["scheduler"]["line_pass_cycles"].get<double>(), 0);
+    EXPECT_NEAR(model["cycles"]["handover"].get<double>(),
+                2 * fit["scheduler"]["line_pass_cycles"].get<double>(), 1e-6);
+    EXPECT_NEAR(model["cycles"]["lock_contended"].get<double>(),
+                fit["scheduler"]["line_pass_cycles"].get<double>(), 1e-6);
+  }
+  EXPECT_NE(run.out.find("the scheduler ("), std::string::npos) << run.out;
   // The records: the completion cells report their reclaims.
   size_t reclaiming = 0;
   for (const json& rec : run.doc["records"]) {
@@ -53,7 +83,51 @@ TEST(CalibrateRun, WritesAFittedCostModelTheSimulationLoads) {
   ASSERT_EQ(sim.status, 0) << sim.err;
   EXPECT_EQ(sim.doc["records"][0]["config"]["cost_model"]["source"], model["source"])
       << sim.doc["records"][0]["config"].dump();
+  EXPECT_EQ(sim.doc["records"][0]["config"]["cost_model"]["cpus"], cpus);
+  EXPECT_NE(sim.out.find(fmt::format("sharing {} CPUs as the real engine places them", cpus)),
+            std::string::npos)
+      << sim.out;
   std::filesystem::remove(out);
+}
+
+// calibrate --check: the reference grid on both engines, a row per cell with the real rounds'
+// spread, sim/real and a verdict, batching's verdict on each engine, and a summary; the records
+// of both engines in --json. (Short windows: this checks the command, not the model.)
+TEST(CalibrateRun, CheckComparesTheSimulationWithThisMachineCellByCell) {
+  const auto run = RunTxbatch("calibrate --check --rounds 2 --duration 0.02");
+  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  const unsigned cpus = static_cast<unsigned>(CPU_COUNT(&allowed));
+  unsigned procs_values = 1;
+  for (unsigned p = 2; p <= 4 * cpus && p <= 64; p *= 2) ++procs_values;
+  // 2 workloads x procs x 2 batch limits x 2 syncs x 2 runners, on both engines, 2 rounds.
+  const size_t cells = 2 * procs_values * 2 * 2 * 2;
+  const json& doc = run.doc;
+  EXPECT_EQ(doc["records"].size(), cells * 2 * 2);
+  size_t sim = 0;
+  for (const json& rec : doc["records"]) {
+    sim += rec["config"]["engine"] == "sim";
+    EXPECT_TRUE(rec["results"]["accounting"]["balanced"].get<bool>());
+  }
+  EXPECT_EQ(sim, cells * 2);
+  // One row per cell, each with a verdict; the batched rows with batching's on each engine.
+  size_t rows = 0, batching = 0;
+  std::istringstream out(run.out);
+  for (std::string line; std::getline(out, line);) {
+    if (line.rfind("emu:", 0) != 0) continue;
+    ++rows;
+    EXPECT_TRUE(line.find("agrees") != std::string::npos || line.find("off:") != std::string::npos)
+        << line;
+    batching += line.find(" / ") != std::string::npos;
+  }
+  EXPECT_EQ(rows, cells);
+  EXPECT_EQ(batching, cells / 2);
+  EXPECT_NE(run.out.find(fmt::format("cells agree (Mpps and cycles/pkt within 15 % with no more "
+                                     "threads than the {} CPUs",
+                                     cpus)),
+            std::string::npos)
+      << run.out;
 }
 
 }  // namespace

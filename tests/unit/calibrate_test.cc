@@ -93,6 +93,36 @@ TEST(Calibrate, RecoversTheCostsOfASimulatedMachine) {
   EXPECT_DOUBLE_EQ(m.tsc_hz, truth.tsc_hz);
 }
 
+// The simulated machine's CPUs travel in the cost model file; a count that is not a whole number
+// in range is refused with a sentence naming the key.
+TEST(Calibrate, TheCostModelFileCarriesTheMachinesCpus) {
+  CostModel m;
+  m.cpus = 2;
+  m.futex = 2400;
+  m.wakeup = 10000;
+  auto back = CostModelFromJson(CostModelJson(m), "test");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back, m);
+  for (const char* bad :
+       {R"({"cpus": -1})", R"({"cpus": 2.5})", R"({"cpus": 1025})", R"({"cpus": "2"})"}) {
+    auto r = CostModelFromJson(nlohmann::json::parse(bad), "test");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find("cpus must be a whole number 0..1024"), std::string::npos)
+        << r.error().message;
+  }
+}
+
+// The kernel's slice for threads sharing a CPU: EEVDF's 0.75 ms base slice times 1 + log2 of
+// the CPUs, counted up to 8.
+TEST(Calibrate, TheKernelsSliceGrowsWithTheLogOfTheCpus) {
+  EXPECT_DOUBLE_EQ(KernelSliceS(1), 0.75e-3);
+  EXPECT_DOUBLE_EQ(KernelSliceS(2), 1.5e-3);
+  EXPECT_DOUBLE_EQ(KernelSliceS(3), 1.5e-3);
+  EXPECT_DOUBLE_EQ(KernelSliceS(4), 2.25e-3);
+  EXPECT_DOUBLE_EQ(KernelSliceS(8), 3e-3);
+  EXPECT_DOUBLE_EQ(KernelSliceS(64), 3e-3);
+}
+
 // The cost model shipped in doc/ is the built-in default: one source of truth, checked.
 TEST(Calibrate, TheShippedCostModelIsTheBuiltInDefault) {
   const std::filesystem::path file =

@@ -468,6 +468,13 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
       "compare --batch 32,32",
       "calibrate --out ''",
       "calibrate --json ''",
+      // Issue 22: the simulated machine's CPUs.
+      "run --engine sim --cpus -1",
+      "run --engine sim --cpus 1025",
+      "run --engine sim --cpus 2.5",
+      "run --cpus 2",
+      "calibrate --check --out cost.json",
+      "calibrate --check --engine sim",
       "sink --port net_null0 --json ''",
       "bridge --port-a net_null0 --port-b net_null1 --link ''",
       "respond --port net_null0 --ip 10.0.0.2 --link ''",
@@ -527,6 +534,8 @@ TEST(Cli, MessagesNameTheCause) {
            Case{"run --pool-size ''", "--pool-size '' is not a whole number"},
            Case{"run --json ''", "--json needs a file name (or - for standard output)"},
            Case{"run --link ''", "--link needs netem words"},
+           Case{"run --cpus 2", "no cell runs on --engine sim"},
+           Case{"run --engine sim --cpus 1025", "--cpus 1025 is out of range; valid: 0..1024"},
            Case{"bridge --port-a net_null0 --port-b net_null0,size=64", "are the same port"},
            Case{"run --driver 'ethdev:net_null0,size=\"64\"'", "(no quotes)"},
        }) {

@@ -1,0 +1,115 @@
+#include "tools/sched_probe.h"
+
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "base/tsc.h"
+#include "results/verdict.h"
+
+namespace txbatch {
+namespace {
+
+constexpr int kPasses = 2000;
+constexpr int kCalls = 20000;
+constexpr int kLinePasses = 100000;
+
+long Futex(std::atomic<int>* word, int op, int value) {
+  return syscall(SYS_futex, reinterpret_cast<int*>(word), op, value, nullptr, nullptr, 0);
+}
+
+void PinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+// TSC cycles a FUTEX_WAKE costs with nobody waiting: the system call's own price.
+double FutexCall(int cpu) {
+  double cycles = 0;
+  std::thread t([&] {
+    PinTo(cpu);
+    std::atomic<int> word{0};
+    const Tsc t0 = Now();
+    for (int i = 0; i < kCalls; ++i) Futex(&word, FUTEX_WAKE_PRIVATE, 1);
+    cycles = static_cast<double>(Now() - t0) / kCalls;
+  });
+  t.join();
+  return cycles;
+}
+
+// Two threads on `a` and `b` pass a turn back and forth through a futex word: TSC cycles a pass.
+double Handoff(int a, int b) {
+  std::atomic<int> turn{0};
+  const auto player = [&](int me, int cpu) {
+    PinTo(cpu);
+    for (int i = 0; i < kPasses; ++i) {
+      while (turn.load() != me) Futex(&turn, FUTEX_WAIT_PRIVATE, 1 - me);
+      turn.store(1 - me);
+      Futex(&turn, FUTEX_WAKE_PRIVATE, 1);
+    }
+  };
+  const Tsc t0 = Now();
+  std::thread x(player, 0, a), y(player, 1, b);
+  x.join();
+  y.join();
+  return static_cast<double>(Now() - t0) / (2.0 * kPasses);
+}
+
+// Two threads on `a` and `b` spin on one cache line, each writing it in turn: TSC cycles a pass
+// (the line's move from the writer's core to the reader's).
+double LinePass(int a, int b) {
+  alignas(64) std::atomic<int> turn{0};
+  const auto player = [&](int me, int cpu) {
+    PinTo(cpu);
+    for (int i = 0; i < kLinePasses; ++i) {
+      while (turn.load(std::memory_order_acquire) != me) __builtin_ia32_pause();
+      turn.store(1 - me, std::memory_order_release);
+    }
+  };
+  const Tsc t0 = Now();
+  std::thread x(player, 0, a), y(player, 1, b);
+  x.join();
+  y.join();
+  return static_cast<double>(Now() - t0) / (2.0 * kLinePasses);
+}
+
+}  // namespace
+
+double SchedulerProbe::handover() const { return kHandoverLines * line_pass; }
+
+double SchedulerProbe::context_switch() const {
+  return std::max(0.0, same_cpu_handoff - 2 * futex);
+}
+
+double SchedulerProbe::wakeup() const {
+  return cross_cpu_handoff > 0 ? std::max(0.0, cross_cpu_handoff - 2 * futex) : 0;
+}
+
+SchedulerProbe ProbeScheduler(const std::vector<int>& cpus, int rounds) {
+  SchedulerProbe p;
+  p.cpus = static_cast<unsigned>(cpus.size());
+  if (cpus.empty()) return p;
+  std::vector<double> calls, same, cross, line;
+  for (int r = 0; r < std::max(1, rounds); ++r) {
+    calls.push_back(FutexCall(cpus[0]));
+    same.push_back(Handoff(cpus[0], cpus[0]));
+    if (cpus.size() > 1) {
+      cross.push_back(Handoff(cpus[0], cpus[1]));
+      line.push_back(LinePass(cpus[0], cpus[1]));
+    }
+  }
+  p.futex = Median(calls);
+  p.same_cpu_handoff = Median(same);
+  p.cross_cpu_handoff = cross.empty() ? 0 : Median(cross);
+  p.line_pass = line.empty() ? 0 : Median(line);
+  return p;
+}
+
+}  // namespace txbatch

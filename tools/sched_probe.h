@@ -1,0 +1,32 @@
+#pragma once
+// The scheduler's costs on this machine, for the simulation's CPUs (engine/sim_engine.h, "CPUs
+// and the scheduler"), measured the way the real engine pays them: two threads passing a turn
+// through a futex (what a contended std::mutex or PiMutex does), on one CPU and on two. Control
+// plane: `txbatch calibrate` runs it before its cells.
+
+#include <vector>
+
+namespace txbatch {
+
+struct SchedulerProbe {
+  unsigned cpus = 0;             // the CPUs txbatch may run on (the simulation's `cpus`)
+  double futex = 0;              // TSC cycles of one futex call (FUTEX_WAKE, nobody waiting)
+  double same_cpu_handoff = 0;   // one pass of the turn, both threads pinned to one CPU
+  double cross_cpu_handoff = 0;  // one pass across two CPUs (0 with one CPU)
+  double line_pass = 0;  // a cache line written on one CPU and read on another (0 with one CPU)
+  // A pass is the waker's futex call, then (one CPU) a switch to the woken thread or (two) the
+  // wake-up's latency, then the woken thread's return from its own futex call.
+  double context_switch() const;  // same_cpu_handoff less two futex calls, at least 0
+  double wakeup() const;          // cross_cpu_handoff less two futex calls, at least 0
+  // A frame built on one CPU and dequeued on another: the lines it moves with (kHandoverLines:
+  // its mbuf's first line, with the lengths, flags and buffer address the driver reads, and its
+  // data's first, with the headers and the TX stamp).
+  double handover() const;
+};
+inline constexpr unsigned kHandoverLines = 2;
+
+// Medians over `rounds` (each 2000 futex passes, 20000 futex calls, 100000 line passes) on `cpus`
+// (the first one, and the first two for what crosses CPUs).
+SchedulerProbe ProbeScheduler(const std::vector<int>& cpus, int rounds);
+
+}  // namespace txbatch
