@@ -59,8 +59,7 @@ struct CostModel {
       "txbatch calibrate --rounds 5 (real engine), 2026-11-30, on the project's machine: 2 vCPU "
       "AMD EPYC under KVM, TSC 2600 MHz, Debian 12, DPDK 22.11; fitted: frame, xmit_call, "
       "xmit_frame (net_null's), deliver, enqueue, dequeue; kept (estimates from tx_path_bench): "
-      "write, lock, lock_contended, dequeue_frame, completion, completion_frame; no scheduler "
-      "(cpus 0: a CPU per thread)";
+      "write, lock, lock_contended, dequeue_frame, completion, completion_frame";
   bool operator==(const CostModel&) const = default;
 };
 

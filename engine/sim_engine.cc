@@ -38,7 +38,8 @@ struct SimCore {
   SimActor* cur = nullptr;         // the CFS thread it runs (asleep or not), or nobody yet
   Tsc slice_end = 0;               // cur's turn ends here when others wait
   std::deque<SimActor*> runnable;  // waiting for it, in the order they became runnable
-  unsigned producers = 0;          // pinned to it (where the txirq and runner go)
+  unsigned producers = 0;          // CFS threads placed on it (where the txirq and runner go)
+  unsigned fifo = 0;               // txirqs placed on it
 };
 
 // The TX queue's sink and driver; the queue (sim_queue.h) refers to both.
@@ -75,9 +76,10 @@ class Simulation {
   void AfterStep(SimActor& a, Tsc start);
   // `core` runs the next thread that waits for it, from `at` (a context switch).
   void Switch(SimCore& core, Tsc at);
-  // The CPU the txirq or dedicated runner of queue `q` runs on (the least loaded, ties the
-  // last): where the kernel's wake-up would place a thread allowed everywhere.
-  int ServiceCpu(unsigned q);
+  // The CPU the txirq (`fifo`) or dedicated runner of queue `q` runs on: the one with the fewest
+  // producers (and, for a txirq, the fewest txirqs), ties the last — where the kernel's wake-up
+  // would place a thread allowed everywhere.
+  int ServiceCpu(unsigned q, bool fifo);
 
   // Producers.
   void Build(SimActor& p);
@@ -188,10 +190,18 @@ void Simulation::AfterStep(SimActor& a, Tsc start) {
     SimActor* cur = core.cur;
     if (cur == nullptr || cur->t == kNever || cur->queued || a.ran_to <= start) return;
     const Tsc end = a.ran_to + 2 * c_.context_switch;
-    if (cur->ran_to > start)
-      cur->t += end - start;  // its last step was running
-    else if (cur->t < end)
-      cur->t = end;
+    const bool running = cur->ran_to > start;  // its last step was running at `start`
+    if (!running && cur->t >= end) return;     // asleep throughout: nothing was preempted
+    if (window_.Contains(start)) a.busy += 2 * c_.context_switch;  // the switches in and out
+    if (running) {
+      // The rest of its step runs after: its CPU time ends later, and so does its next step
+      // where it went straight on.
+      const bool straight_on = cur->t == cur->ran_to;
+      cur->ran_to += end - start;
+      cur->t = straight_on ? cur->ran_to : std::max(cur->t, cur->ran_to);
+    } else {
+      cur->t = cur->ran_to = end;  // runnable: it runs once the txirq is done
+    }
     return;
   }
   if (core.cur != &a || core.runnable.empty()) return;
@@ -206,11 +216,14 @@ void Simulation::AfterStep(SimActor& a, Tsc start) {
   Switch(core, a.ran_to);
 }
 
-int Simulation::ServiceCpu(unsigned q) {
+int Simulation::ServiceCpu(unsigned q, bool fifo) {
   if (cores_.empty()) return -1;
   size_t best = cores_.size() - 1 - q % cores_.size();
+  const auto load = [&](size_t i) {
+    return std::pair{cores_[i].producers, fifo ? cores_[i].fifo : 0u};
+  };
   for (size_t i = cores_.size(); i-- > 0;)
-    if (cores_[i].producers < cores_[best].producers) best = i;
+    if (load(i) < load(best)) best = i;
   return static_cast<int>(best);
 }
 
@@ -467,7 +480,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
       r.q = lanes_[i].q.get();
       r.step = r.home = SimStep::kPoll;
       r.t = kNever;
-      place(r, ServiceCpu(i));
+      place(r, ServiceCpu(i, /*fifo=*/false));
       if (!cores_.empty()) ++cores_[static_cast<size_t>(r.cpu)].producers;  // CFS, as they
       runners[i] = &r;
     }
@@ -478,7 +491,8 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     irq.step = irq.home = SimStep::kIrq;
     irq.t = origin + idle_poll_;
     irq.fifo = true;
-    place(irq, ServiceCpu(i));
+    place(irq, ServiceCpu(i, /*fifo=*/true));
+    if (!cores_.empty()) ++cores_[static_cast<size_t>(irq.cpu)].fifo;
     lanes_[i].q->Attach(&irq, runners[i], flow_cpus);
   }
 

@@ -3,18 +3,22 @@
 // clock, with the real qdisc (PfifoFast) and its run (QdiscRun, stepped by SimQueue: the real
 // queues' code), flush policies, BQL and driver handover (NetdevQueue),
 // the emulated NIC, wire and link, frame builder and sink — every frame a real mbuf — but no
-// threads. Producers, the qdisc's runner and the TX-completion role are actors, each on its own
-// simulated CPU; the engine always steps the actor whose clock is earliest (ties by index), one
-// frame or one bulk per step, so the interleaving is per frame, never a batch as one event.
+// threads. Producers, the qdisc's runner and the TX-completion role are actors on simulated CPUs
+// (the cost model's `cpus`, placed as the real engine places its threads; 0: a CPU each); the
+// engine always steps the runnable actor whose clock is earliest (ties by index), one frame or
+// one bulk per step, so the interleaving is per frame, never a batch as one event. Actors that
+// share a CPU take turns (a time slice, a context switch); the SCHED_FIFO txirq preempts.
 //
 // CPU time comes from a cost model (cost_model.h): per write, per frame built, per lock taken
-// (more when it was held by another CPU), per frame enqueued, per bulk and per frame dequeued,
-// per driver call and per frame in it, per completion wake and per frame reclaimed. The NIC's own
-// costs (doorbell, descriptors) are the emu model's, as on the real engine. The root lock and the
-// TX lock are spin locks granted in time order. The txirq sleeps until the NIC's next modelled
-// completion or a kick, exactly as the real one (tx_queue.h), so rings, stops and restarts
-// behave as on the real engine; what is not modelled: CPUs shared by several threads, caches,
-// the scheduler.
+// (more when its last holder ran on another CPU), per frame enqueued, per bulk and per frame
+// dequeued, per driver call and per frame in it, per completion wake and per frame reclaimed,
+// and the scheduler's (a futex call, a context switch, a wake-up's latency, a frame's move
+// between CPUs). The NIC's own costs (doorbell, descriptors) are the emu model's, as on the real
+// engine. The root lock and the TX lock are futex mutexes: a held one is a sleep, and the step
+// is tried again when its holder's release wakes the sleeper. The txirq sleeps until the NIC's
+// next modelled completion or a kick, exactly as the real one (tx_queue.h), so rings, stops and
+// restarts behave as on the real engine. doc/design.md, "The simulation engine", says what is
+// not modelled.
 //
 // Same config and seed, same result, byte for byte (the `env` block aside). Supports the emu
 // drivers, every policy, --qdisc pfifo_fast|pfifo|none, --runner inline|dedicated, --sync

@@ -35,24 +35,29 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
   const auto woken_by_holder = [&] {
     SimActor& h = *l.holder;
     if (window.Contains(l.free_at)) h.busy += c.futex;
-    if (h.t != kNever && !h.queued) h.t += c.futex;
+    if (h.t != kNever && !h.queued) {
+      if (h.ran_to == h.t) h.ran_to += c.futex;  // still running: its CPU stays taken
+      h.t += c.futex;
+    }
     a.t = l.free_at + c.futex + (Remote(h, a) ? c.wakeup : 0);
     a.lock_wait = true;
     return false;
+  };
+  // Its line comes from the last holder's core when that was another.
+  const auto line = [&] {
+    return l.holder != nullptr && Remote(*l.holder, a) ? c.lock_contended : Tsc{0};
   };
   if (l.woken == &a) {  // woken by a release
     if (l.free_at <= a.t) {
       l.woken = nullptr;
       l.handed = false;
-      Work(a, c.lock_contended + c.lock);  // the line comes from the last holder's core
+      Work(a, line() + c.lock);
       return true;
     }
     l.handed = l.handoff;  // taken meanwhile: asleep again, woken as that holder lets go
     return woken_by_holder();
   }
   if (l.holder == &a && l.woken == nullptr) a.t = std::max(a.t, l.free_at);  // its own release
-  // Its line comes from the last holder's core when that was another.
-  const Tsc line = l.holder != nullptr && Remote(*l.holder, a) ? c.lock_contended : 0;
   // Held, or kept for the thread a release woke: handed to it, or (a plain mutex) that thread
   // is due first (its wake-up at or before a.t: ties in time would otherwise always go to the
   // lower actor number).
@@ -60,13 +65,13 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
     return l.free_at > a.t || (l.woken != nullptr && (l.handed || l.woken->t <= a.t));
   };
   if (!held()) {
-    Work(a, line + c.lock);
+    Work(a, line() + c.lock);
     return true;
   }
   // Held: into the kernel to sleep. Freed meanwhile, the call returns and the lock is taken.
   Work(a, c.futex);
   if (!held()) {
-    Work(a, c.lock_contended + c.lock);
+    Work(a, line() + c.lock);
     return true;
   }
   if (l.woken == nullptr && l.holder != nullptr && l.holder != &a && l.free_at > a.t - c.futex) {
@@ -179,9 +184,11 @@ void SimQueue::Block(SimActor& p) {
 }
 
 std::optional<uint16_t> SimQueue::SendBatch(SimActor& p, Batch& own) {
-  const Tsc t0 = p.t;
+  if (p.send_t0 == kNever) p.send_t0 = p.t;  // a retry's wait is the TX path's too (as Xmit's)
   Segment(p, own);  // once: a batch cut before a retry has no GSO frame left
   if (!cpu_.Acquire(p, tx_)) return std::nullopt;
+  const Tsc t0 = p.send_t0;
+  p.send_t0 = kNever;
   const auto n = own.size();
   clock_.now = p.t;
   if (meta_offset_ >= 0) MarkHandover(own.frames(), p.t, meta_offset_);

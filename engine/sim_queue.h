@@ -4,11 +4,11 @@
 // on a virtual clock. The qdisc run is QdiscRun's (dataplane/qdisc_run.h), the code the real
 // queues run; here each phase is one actor step — the dequeue under the root lock, the driver
 // call under the TX lock, the requeue under the root lock again — charged the cost model's
-// cycles. The locks are spin locks granted in time order: an actor that finds one held spins
-// (CPU time) until it is free. With --sync nolock there is no root lock: producers enqueue into
-// per-band bands and the run holds a flag (NolockTxQueue's MISSED and DRAINING notes, a note
-// left when the flag goes rescheduling through the txirq); the flag costs `lock` to take or to
-// lose, the bands' cache lines between CPUs are not modelled.
+// cycles. The root and TX locks are futex mutexes (SimLock): an actor that finds one held
+// sleeps and tries its step again when woken. With --sync nolock there is no root lock: producers
+// enqueue into per-band bands and the run holds a flag (NolockTxQueue's MISSED and DRAINING notes,
+// a note left when the flag goes rescheduling through the txirq); the flag costs `lock` to take or
+// to lose, the bands' cache lines between CPUs are not modelled.
 //
 // Not thread-safe: the simulation has no threads. Public so that scripted tests can play a queue
 // the way tests/unit/policy_run_test.cc plays the real ones.
@@ -79,6 +79,7 @@ struct SimActor {
   Tsc want = 0;            // queued: when it became runnable
   Tsc ran_to = 0;          // where its last step's CPU time ended (t beyond it: asleep between)
   FlushTrigger flush_why = FlushTrigger::kNone;  // kFlush: why its own batch goes
+  Tsc send_t0 = kNever;  // kFlush: when its first try began (tx_cycles counts the retries)
   // Producer.
   std::vector<unsigned> write;  // payloads of the current write's frames
   size_t next_frame = 0;

@@ -407,11 +407,13 @@ std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned
                     ? fmt::format("agrees (within {:.0f} %)", bound * 100)
                     : "agrees (inside the real spread)";
     } else {
+      const auto ratio = [](double sim_v, double real_v) {
+        return real_v > 0 ? sim_v / real_v : 0;
+      };
       row.why = fmt::format(
-          "off:{}{}", mpps_ok ? "" : fmt::format(" Mpps {:.2f}x", row.sim_mpps / row.real_mpps),
-          cycles_ok ? ""
-                    : fmt::format(" cycles {:.2f}x",
-                                  row.real_cycles > 0 ? row.sim_cycles / row.real_cycles : 0.0));
+          "off:{}{}",
+          mpps_ok ? "" : fmt::format(" Mpps {:.2f}x", ratio(row.sim_mpps, row.real_mpps)),
+          cycles_ok ? "" : fmt::format(" cycles {:.2f}x", ratio(row.sim_cycles, row.real_cycles)));
     }
     // Batching's verdict, on the batched row: against the same cell at count:1.
     if (row.cell.policy.frames > 1) {
@@ -457,12 +459,15 @@ int CheckCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_
       "{:<28} {}\n",
       "driver", "prot", "size", "procs", "sync", "runner", "batch", "real Mpps (spread)", "sim",
       "s/r", "real cyc", "sim cyc", "s/r", "verdict", "batching real / sim");
-  unsigned agree = 0, verdicts = 0, same = 0;
+  unsigned agree = 0, verdicts = 0, same = 0, decisive = 0, decisive_same = 0;
   for (const CheckRow& r : rows) {
     agree += r.agrees;
     const bool judged = !r.batching_real.empty();
     verdicts += judged;
     same += judged && r.batching_real == r.batching_sim;
+    decisive += judged && r.batching_real != "inconclusive";
+    decisive_same +=
+        judged && r.batching_real != "inconclusive" && r.batching_real == r.batching_sim;
     fmt::print(
         "{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>7.3f} ({:.2f}-{:.2f}) {:>7.3f} {:>6.2f} "
         "{:>8.0f} {:>8.0f} {:>6.2f}  {:<28} {}\n",
@@ -477,9 +482,10 @@ int CheckCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_
   }
   fmt::print(
       "\n{} of {} cells agree (Mpps and cycles/pkt within 15 % with no more threads than the {} "
-      "CPUs, within 30 % or inside the real rounds' spread beyond); batching's verdict the same "
-      "on both engines in {} of {}.\n",
-      agree, rows.size(), cpus, same, verdicts);
+      "CPUs, within 30 % or inside the real rounds' Mpps spread beyond); batching's verdict the "
+      "same on both engines in {} of {} ({} of the {} the real rounds decided: not "
+      "inconclusive).\n",
+      agree, rows.size(), cpus, same, verdicts, decisive_same, decisive);
   nlohmann::json doc = ToJson(records, session->env);
   session->pool.reset();
   return Finish(json, doc, status, balanced);
@@ -517,6 +523,12 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
     base = *loaded;
   }
   if (args.check) {
+    if (args.rounds < 2)
+      return Fail(kExitBadInput, Error{ERANGE, fmt::format("--check needs two or more --rounds "
+                                                           "(the real engine's spread and "
+                                                           "batching's verdict), and {} was "
+                                                           "given; valid: 2..100",
+                                                           args.rounds)});
     if (args.engine != "real")
       return Fail(kExitBadInput, Error{EINVAL,
                                        "--check runs both engines itself; valid: "
@@ -558,7 +570,15 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
   if (!cal) return Fail(kExitBadInput, cal.error());
   // The machine itself: its CPUs and what passing a futex between threads costs on them (the
   // sim engine calibrates the simulation of `base`, whose machine stays).
-  if (engine == Engine::kReal) ApplyScheduler(ProbeScheduler(session->env.cpus, args.rounds), *cal);
+  if (engine == Engine::kReal) {
+    if (auto probe = ProbeScheduler(session->env.cpus, args.rounds))
+      ApplyScheduler(*probe, *cal);
+    else
+      std::fprintf(stderr,
+                   "txbatch: calibrate could not pin a thread to the CPUs it may run on: the "
+                   "machine's costs (cpus, futex, context_switch, wakeup, slice, handover) are "
+                   "kept from the base model\n");
+  }
   const bool reclaims = !cal->completion.residuals.empty();
   cal->model.source = fmt::format(
       "txbatch calibrate ({} engine) on {}, TSC {:.0f} MHz, {}; fitted: frame, xmit_call, "

@@ -117,8 +117,8 @@ struct CheckRow {
   unsigned threads = 0;                                          // producers + a dedicated runner
   double real_mpps = 0, real_lo = 0, real_hi = 0, sim_mpps = 0;  // medians; the real spread
   double real_cycles = 0, sim_cycles = 0;                        // cycles/pkt, medians
-  // Within the bound (15 % with no more threads than CPUs, 30 % beyond) or, oversubscribed,
-  // inside the real rounds' spread, Mpps and cycles/pkt both.
+  // Mpps and cycles/pkt each within the bound (15 % with no more threads than CPUs, 30 %
+  // beyond); Mpps, oversubscribed, may instead lie inside the real rounds' spread.
   bool agrees = false;
   std::string why;  // the verdict in words
   // Batching's verdict (batch 32 against batch 1, Mpps) on each engine, on the batch-32 row.

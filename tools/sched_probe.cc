@@ -2,6 +2,7 @@
 
 #include <linux/futex.h>
 #include <pthread.h>
+#include <rte_pause.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,11 +24,20 @@ long Futex(std::atomic<int>* word, int op, int value) {
   return syscall(SYS_futex, reinterpret_cast<int*>(word), op, value, nullptr, nullptr, 0);
 }
 
-void PinTo(int cpu) {
+bool PinTo(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
+
+// Whether a thread may be pinned to `cpu` (unpinned, two spinners on one CPU would take a time
+// slice a pass: LinePass would run for minutes).
+bool CanPin(int cpu) {
+  bool ok = false;
+  std::thread t([&] { ok = PinTo(cpu); });
+  t.join();
+  return ok;
 }
 
 // TSC cycles a FUTEX_WAKE costs with nobody waiting: the system call's own price.
@@ -69,7 +79,7 @@ double LinePass(int a, int b) {
   const auto player = [&](int me, int cpu) {
     PinTo(cpu);
     for (int i = 0; i < kLinePasses; ++i) {
-      while (turn.load(std::memory_order_acquire) != me) __builtin_ia32_pause();
+      while (turn.load(std::memory_order_acquire) != me) rte_pause();
       turn.store(1 - me, std::memory_order_release);
     }
   };
@@ -92,10 +102,11 @@ double SchedulerProbe::wakeup() const {
   return cross_cpu_handoff > 0 ? std::max(0.0, cross_cpu_handoff - 2 * futex) : 0;
 }
 
-SchedulerProbe ProbeScheduler(const std::vector<int>& cpus, int rounds) {
+std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int rounds) {
+  if (cpus.empty() || !CanPin(cpus[0]) || (cpus.size() > 1 && !CanPin(cpus[1])))
+    return std::nullopt;
   SchedulerProbe p;
   p.cpus = static_cast<unsigned>(cpus.size());
-  if (cpus.empty()) return p;
   std::vector<double> calls, same, cross, line;
   for (int r = 0; r < std::max(1, rounds); ++r) {
     calls.push_back(FutexCall(cpus[0]));

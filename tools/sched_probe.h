@@ -4,6 +4,7 @@
 // through a futex (what a contended std::mutex or PiMutex does), on one CPU and on two. Control
 // plane: `txbatch calibrate` runs it before its cells.
 
+#include <optional>
 #include <vector>
 
 namespace txbatch {
@@ -26,7 +27,8 @@ struct SchedulerProbe {
 inline constexpr unsigned kHandoverLines = 2;
 
 // Medians over `rounds` (each 2000 futex passes, 20000 futex calls, 100000 line passes) on `cpus`
-// (the first one, and the first two for what crosses CPUs).
-SchedulerProbe ProbeScheduler(const std::vector<int>& cpus, int rounds);
+// (the first one, and the first two for what crosses CPUs). Nothing where no CPU is given or a
+// thread cannot be pinned to them.
+std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int rounds);
 
 }  // namespace txbatch

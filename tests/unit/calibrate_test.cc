@@ -123,6 +123,52 @@ TEST(Calibrate, TheKernelsSliceGrowsWithTheLogOfTheCpus) {
   EXPECT_DOUBLE_EQ(KernelSliceS(64), 3e-3);
 }
 
+// calibrate --check's rows: each real cell paired with its simulated twin, the real rounds'
+// median and spread, the verdict by the bound (15 % with no more threads than CPUs, 30 % beyond,
+// or inside the real spread oversubscribed), and batching's verdict on each engine.
+TEST(Calibrate, CheckRowsPairEachRealCellWithItsSimulation) {
+  std::vector<CellRecord> records;
+  const auto add = [&](unsigned procs, uint16_t batch, Engine engine, std::vector<double> mpps,
+                       double cycles) {
+    for (size_t i = 0; i < mpps.size(); ++i) {
+      CellRecord r;
+      r.config.driver = "emu:ixgbe";
+      r.config.proto = Proto::kUdp;
+      r.config.size = 64;
+      r.config.procs = procs;
+      r.config.policy = PolicySpec{PolicyKind::kCount, batch};
+      r.config.engine = engine;
+      r.result.mpps = mpps[i];
+      r.result.cycles_per_pkt = cycles;
+      r.round = static_cast<int>(i) + 1;
+      records.push_back(r);
+    }
+  };
+  add(1, 1, Engine::kReal, {1.0, 1.1, 0.9}, 600);
+  add(1, 1, Engine::kSim, {1.05, 1.05, 1.05}, 610);
+  add(1, 32, Engine::kReal, {2.0, 2.1, 1.9}, 300);
+  add(1, 32, Engine::kSim, {3.0, 3.0, 3.0}, 300);
+  add(4, 1, Engine::kReal, {0.5, 1.0, 0.8}, 1000);
+  add(4, 1, Engine::kSim, {0.55, 0.55, 0.55}, 1200);
+  add(4, 32, Engine::kReal, {1.0, 1.0, 1.0}, 500);  // no sim twin: no row
+  const auto rows = CheckRows(records, /*cpus=*/2);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_DOUBLE_EQ(rows[0].real_mpps, 1.0);
+  EXPECT_DOUBLE_EQ(rows[0].real_lo, 0.9);
+  EXPECT_DOUBLE_EQ(rows[0].real_hi, 1.1);
+  EXPECT_DOUBLE_EQ(rows[0].sim_mpps, 1.05);
+  EXPECT_TRUE(rows[0].agrees);
+  EXPECT_EQ(rows[0].why, "agrees (within 15 %)");
+  EXPECT_TRUE(rows[0].batching_real.empty());  // the batch-1 row carries none
+  EXPECT_FALSE(rows[1].agrees);
+  EXPECT_EQ(rows[1].why, "off: Mpps 1.50x");
+  EXPECT_EQ(rows[1].batching_real, "better");
+  EXPECT_EQ(rows[1].batching_sim, "better");
+  EXPECT_EQ(rows[2].threads, 4u);
+  EXPECT_TRUE(rows[2].agrees) << rows[2].why;  // 0.69x, but inside 0.5-1.0; cycles 1.2x < 1.3
+  EXPECT_EQ(rows[2].why, "agrees (inside the real spread)");
+}
+
 // The cost model shipped in doc/ is the built-in default: one source of truth, checked.
 TEST(Calibrate, TheShippedCostModelIsTheBuiltInDefault) {
   const std::filesystem::path file =
