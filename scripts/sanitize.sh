@@ -10,7 +10,10 @@
 # Left out of the driver suite here: the cases that assert performance against the modelled wire
 # or between configurations (an instrumented build runs 2-3x slower; they run in the normal
 # build): Models/EmuRun (>= 99.5 % of the wire), the loopback latency ratio, compare's and tune's
-# verdicts.
+# verdicts, the datagram overload's drop share (it needs one producer to outrun the wire by a
+# tenth: an instrumented producer of 1000-byte frames on e1000 barely does, and once dropped only
+# 5 %), and calibrate --check (a grid of 256 cell runs; the simulation it drives is in the unit
+# suite).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log=$(mktemp)
@@ -36,7 +39,7 @@ mkdir -p build-asan/meson-logs
 build-asan/tests/unit/unit_tests >build-asan/meson-logs/unit.txt 2>&1 \
   || { tail -50 build-asan/meson-logs/unit.txt >&2; echo "sanitize: unit suite failed" >&2; exit 1; }
 build-asan/tests/driver/driver_tests \
-  --gtest_filter='-Models/EmuRun.*:Loopbacks/LoopbackLatency.*:Compare*:Tune*:CalibrateRun.Check*' \
+  --gtest_filter='-Models/EmuRun.*:Loopbacks/LoopbackLatency.*:Compare*:Tune*:CalibrateRun.Check*:EveryShape/ShapeRun.DatagramOverload*' \
   >build-asan/meson-logs/driver.txt 2>&1 \
   || { grep -E 'Failure|ERROR|runtime error|FAILED' -A5 build-asan/meson-logs/driver.txt | head -60 >&2;
        echo "sanitize: driver suite failed" >&2; exit 1; }
