@@ -136,7 +136,7 @@ void Simulation::StepActor(SimActor& a) {
     case SimStep::kXmit:
     case SimStep::kRequeue:
       a.q->StepRun(a);
-      if (a.step == SimStep::kIrq && a.t != kNever) IrqSleep(a);  // the txirq's run ended
+      if (a.step == SimStep::kIrq) IrqSleep(a);  // the txirq's run ended
       return;
     case SimStep::kPoll:
       return a.q->Poll(a, draining_);

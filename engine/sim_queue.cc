@@ -57,7 +57,6 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
     l.handed = l.handoff;  // taken meanwhile: asleep again, woken as that holder lets go
     return woken_by_holder();
   }
-  if (l.holder == &a && l.woken == nullptr) a.t = std::max(a.t, l.free_at);  // its own release
   // Held, or kept for the thread a release woke: handed to it, or (a plain mutex) that thread
   // is due first (its wake-up at or before a.t: ties in time would otherwise always go to the
   // lower actor number).
@@ -368,11 +367,7 @@ void SimQueue::Poll(SimActor& r, bool draining) {
 void SimQueue::Kick(const SimActor& from, bool resched) {
   irq_kicked_ = true;
   irq_resched_ |= resched;
-  if (irq_ == nullptr || irq_->step != SimStep::kIrq) return;
-  if (&from == irq_)
-    SimCpu::Wake(*irq_, from.t);
-  else
-    cpu_.WakeFrom(from, *irq_, from.t);
+  if (irq_ != nullptr && irq_->step == SimStep::kIrq) cpu_.WakeFrom(from, *irq_, from.t);
 }
 
 void SimQueue::Restart(SimActor& irq, bool resched) {

@@ -253,9 +253,10 @@ class SimQueue {
   // `m` goes to the driver as the first bulk of a run by `p` (the empty-qdisc bypass).
   void Bypass(SimActor& p, rte_mbuf* m);
   uint64_t Handled() const { return sink_ != nullptr ? sink_->handled() : 0; }
-  // The sink's frames handled since `handled_before`, handed on after the TX lock as the real
-  // queue does (DeferredReceiver): `deliver` each on `a`, under the receiver's lock, booked as
-  // rx_cycles (the lock included) and rx_frames.
+  // Ends a TX-lock section of `a`'s: lets the TX lock go and hands the sink's frames handled
+  // since `handled_before` on after it, as the real queue does (DeferredReceiver): `deliver`
+  // each on `a`, under the receiver's lock (taken before the TX lock goes), booked as rx_cycles
+  // (the lock included) and rx_frames.
   void HandOn(SimActor& a, uint64_t handled_before);
 
   TxDriver& driver_;

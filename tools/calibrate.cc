@@ -15,6 +15,8 @@
 #include "engine/cost_model_file.h"
 #include "engine/session.h"
 #include "results/records.h"
+#include "results/summary.h"
+#include "results/tables.h"
 #include "results/verdict.h"
 #include "tools/run_options.h"
 
@@ -346,53 +348,39 @@ Result<std::vector<CellConfig>> CheckCells(unsigned cpus, const std::string& cos
 
 namespace {
 
-// A cell of the check whatever its engine.
-std::string CheckKey(const CellConfig& c) {
-  return fmt::format("{}|{}|{}|{}|{}|{}|{}", c.driver, ProtoName(c.proto), c.size, c.procs,
-                     c.shape.nolock, c.shape.dedicated, c.policy.ToString());
-}
-
-struct Rounds {
-  const CellConfig* cell = nullptr;
-  std::vector<double> mpps, cycles;
-};
-
-std::string BatchingVerdict(const Rounds& off, const Rounds& on) {
-  const auto e = EstimateRatio(off.mpps, on.mpps);
-  if (!e) return "-";
-  return std::string(VerdictName(Judge(*e, /*higher_is_better=*/true)));
+// `sim` is `real`'s simulated twin: the same cell and policy on the other engine.
+bool Twins(const CellConfig& real, const CellConfig& sim) {
+  CellConfig as_real = sim;
+  as_real.engine = Engine::kReal;
+  return real.driver == sim.driver && real.proto == sim.proto && real.size == sim.size &&
+         real.procs == sim.procs && real.policy == sim.policy &&
+         ShapeName(real) == ShapeName(as_real);
 }
 
 }  // namespace
 
 std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned cpus) {
-  std::map<std::string, Rounds> real, sim;
-  std::vector<std::string> order;
-  for (const CellRecord& r : records) {
-    auto& side = r.config.engine == Engine::kSim ? sim : real;
-    const std::string key = CheckKey(r.config);
-    Rounds& x = side[key];
-    if (x.cell == nullptr) {
-      x.cell = &r.config;
-      if (r.config.engine == Engine::kReal) order.push_back(key);
-    }
-    x.mpps.push_back(r.result.mpps);
-    x.cycles.push_back(r.result.cycles_per_pkt);
-  }
+  // Medians per cell, and batching's verdict against the same cell at count:1, as every table.
+  const std::vector<CellSummary> cells = Summarise(records, PolicySpec{PolicyKind::kCount, 1});
   std::vector<CheckRow> rows;
-  for (const std::string& key : order) {
-    const auto s = sim.find(key);
-    if (s == sim.end()) continue;
-    const Rounds& r = real[key];
+  for (const CellSummary& real : cells) {
+    if (real.config.engine != Engine::kReal) continue;
+    const auto sim = std::find_if(cells.begin(), cells.end(), [&](const CellSummary& s) {
+      return s.config.engine == Engine::kSim && Twins(real.config, s.config);
+    });
+    if (sim == cells.end()) continue;
     CheckRow row;
-    row.cell = *r.cell;
+    row.cell = real.config;
     row.threads = row.cell.procs + (row.cell.shape.dedicated ? 1 : 0);
-    row.real_mpps = Median(r.mpps);
-    row.real_lo = *std::min_element(r.mpps.begin(), r.mpps.end());
-    row.real_hi = *std::max_element(r.mpps.begin(), r.mpps.end());
-    row.sim_mpps = Median(s->second.mpps);
-    row.real_cycles = Median(r.cycles);
-    row.sim_cycles = Median(s->second.cycles);
+    row.real_mpps = real.mpps;
+    const auto [lo, hi] = std::minmax_element(
+        real.runs.begin(), real.runs.end(),
+        [](const CellRecord* x, const CellRecord* y) { return x->result.mpps < y->result.mpps; });
+    row.real_lo = (*lo)->result.mpps;
+    row.real_hi = (*hi)->result.mpps;
+    row.sim_mpps = sim->mpps;
+    row.real_cycles = real.cycles_per_pkt;
+    row.sim_cycles = sim->cycles_per_pkt;
     const bool over = row.threads > cpus;
     const double bound = over ? 0.30 : 0.15;
     const auto within = [&](double sim_v, double real_v) {
@@ -415,15 +403,9 @@ std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned
           mpps_ok ? "" : fmt::format(" Mpps {:.2f}x", ratio(row.sim_mpps, row.real_mpps)),
           cycles_ok ? "" : fmt::format(" cycles {:.2f}x", ratio(row.sim_cycles, row.real_cycles)));
     }
-    // Batching's verdict, on the batched row: against the same cell at count:1.
-    if (row.cell.policy.frames > 1) {
-      CellConfig off = row.cell;
-      off.policy = PolicySpec{PolicyKind::kCount, 1};
-      const std::string off_key = CheckKey(off);
-      if (real.count(off_key) && sim.count(off_key)) {
-        row.batching_real = BatchingVerdict(real[off_key], r);
-        row.batching_sim = BatchingVerdict(sim[off_key], s->second);
-      }
+    if (real.bw_vs_off && sim->bw_vs_off) {
+      row.batching_real = VerdictName(real.bw_verdict);
+      row.batching_sim = VerdictName(sim->bw_verdict);
     }
     rows.push_back(std::move(row));
   }

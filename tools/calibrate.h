@@ -121,7 +121,8 @@ struct CheckRow {
   // beyond); Mpps, oversubscribed, may instead lie inside the real rounds' spread.
   bool agrees = false;
   std::string why;  // the verdict in words
-  // Batching's verdict (batch 32 against batch 1, Mpps) on each engine, on the batch-32 row.
+  // Batching's verdict on each engine (throughput against the same cell at count:1, as the
+  // tables' "BW vs off"), on the batched row; empty on the count:1 row.
   std::string batching_real, batching_sim;
 };
 // Pairs each real cell of `records` with its simulated twin (same config but the engine).
