@@ -52,6 +52,7 @@ struct Max {};
 
 inline uint64_t ValueOf(const Counter& c) { return c.Get(); }
 inline uint64_t ValueOf(const SharedCounter& c) { return c.Get(); }
+inline uint64_t ValueOf(uint64_t v) { return v; }
 
 namespace counters_detail {
 template <class T>

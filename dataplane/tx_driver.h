@@ -104,8 +104,9 @@ struct DriverCounts : DriverCountersOf<uint64_t> {};
 //   post refused), doorbells if owns_doorbell(), completed_bytes if has_bql(), window_frames and
 //   the window_* bytes for what it counted as sent (where counted_at() says) inside the run
 //   window, last_departure, and window_busy_tsc and window_max_idle_tsc where it models a wire.
-//   A cell's throughput comes from these alone; its per-frame costs divide the queue's counters
-//   (tx_cycles, batch_hist) and CPU time by `accepted`.
+//   A cell's window is read under that lock too (TxQueue::DriverCountsNow): a call's counters
+//   are one cut. A cell's throughput comes from these alone; its per-frame costs divide the queue's
+//   counters (tx_cycles, batch_hist) and CPU time by `accepted`.
 // * Frames: an accepted frame is the driver's until it is freed or handed to its receiver.
 //   Purge and the destructor free what the driver itself holds; what a DPDK port's PMD still
 //   holds comes back when the port stops and closes (its last queue's driver gone). The

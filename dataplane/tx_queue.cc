@@ -272,6 +272,13 @@ std::vector<std::thread::native_handle_type> TxQueue::service_threads() {
   return out;
 }
 
+DriverCounts TxQueue::DriverCountsNow() {
+  std::lock_guard tx(tx_lock_);
+  DriverCounts c{};
+  ReadInto(c, driver_.counters());
+  return c;
+}
+
 bool TxQueue::Idle() {
   if (!QdiscIdle()) return false;
   std::lock_guard tx(tx_lock_);

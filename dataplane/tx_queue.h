@@ -210,6 +210,10 @@ class TxQueue {
   std::optional<uint32_t> bql_limit();
 
   const TxQueueCounters& counters() const { return counters_; }
+  // The driver's counters read as one cut, under the TX lock the driver keeps them under: a
+  // handover's doorbell, its accepted frames and its departures fall on the same side of the
+  // cut (the run window's ends are read while the queue's threads send). Thread-safe.
+  DriverCounts DriverCountsNow();
   // The threads this queue runs besides the producers (the txirq; a dedicated runner), whose
   // CPU time is the TX path's too.
   std::vector<std::thread::native_handle_type> service_threads();

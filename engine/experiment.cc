@@ -121,7 +121,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
     TxQueueCounters qc;
     for (unsigned q = 0; q < nq; ++q) {
       for (const auto t : queues[q]->service_threads()) cpu_ns += ThreadCpuNs(t);
-      AddInto(dc, drivers[q]->counters());
+      AddInto(dc, queues[q]->DriverCountsNow());  // one cut a queue (a post and its doorbell)
       AddInto(qc, queues[q]->counters());
     }
     for (auto& t : producers) cpu_ns += ThreadCpuNs(t.native_handle());

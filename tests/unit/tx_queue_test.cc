@@ -336,6 +336,87 @@ TEST(TxQueue, NoqueueHandsBatchesOverAndLeavesTheRefusedToTheCaller) {
   EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
 }
 
+// A driver that rings its doorbell, then waits in Xmit until the test lets it go (at most
+// kGateWait) before it counts the frames accepted: a verbs post between ibv_post_send and its
+// books, where the run window's end may be read.
+class DoorbellFirstDriver final : public TxDriver {
+ public:
+  static constexpr std::chrono::seconds kGateWait{10};
+  ~DoorbellFirstDriver() override { Purge(); }
+  uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
+    counters_.xmit_calls.Add();
+    counters_.offered.Add(frames.size());
+    counters_.doorbells.Add();
+    {
+      std::unique_lock lk(mu_);
+      in_xmit_ = true;
+      cv_.notify_all();
+      cv_.wait_for(lk, kGateWait, [&] { return released_; });
+    }
+    for (rte_mbuf* m : frames) kept_.push_back(m);
+    counters_.accepted.Add(frames.size());
+    return static_cast<uint16_t>(frames.size());
+  }
+  bool WaitInXmit() {
+    std::unique_lock lk(mu_);
+    return cv_.wait_for(lk, kGateWait, [&] { return in_xmit_; });
+  }
+  void Release() {
+    std::lock_guard lk(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  bool Stopped() const override { return false; }
+  unsigned Complete(Tsc) override { return 0; }
+  Tsc NextCompletion() const override { return kNever; }
+  unsigned InFlight() const override { return static_cast<unsigned>(kept_.size()); }
+  unsigned Purge() override {
+    const auto n = static_cast<unsigned>(kept_.size());
+    for (rte_mbuf* m : kept_) rte_pktmbuf_free(m);
+    kept_.clear();
+    return n;
+  }
+  std::optional<WireSpec> Wire() const override { return std::nullopt; }
+  CountedAt counted_at() const override { return CountedAt::kDriver; }
+  bool owns_doorbell() const override { return true; }
+  std::string Describe() const override { return "doorbell-first"; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool in_xmit_ = false, released_ = false;
+  std::deque<rte_mbuf*> kept_;
+};
+
+// CI saw doorbells_per_pkt 1.001 at count:1 on soft RoCE: the window's end was read between a
+// post's doorbell and its accepted frames. The queue reads its driver's counters under the TX
+// lock the driver keeps them under, so a reading made while a handover is in the driver waits
+// for it and sees both or neither.
+TEST(TxQueue, TheDriversCountersAreReadAsOneCutWhileAHandoverIsInTheDriver) {
+  RunWindow window;
+  DoorbellFirstDriver driver;
+  auto policy = MakeFlushPolicy({PolicyKind::kCount, 1}, test::TscHz());
+  TxQueueConfig cfg;
+  cfg.tsc_hz = test::TscHz();
+  cfg.track_stages = false;
+  const auto queue = MakeTxQueue(driver, *policy, cfg, window);
+  rte_mbuf* m = SmallFrame();
+  ASSERT_NE(m, nullptr);
+  std::thread sender([&] { EXPECT_TRUE(queue->Send(m, kProducerBand)); });
+  const bool in_xmit = driver.WaitInXmit();
+  EXPECT_TRUE(in_xmit) << "the frame never reached the driver";
+  auto reading = std::async(std::launch::async, [&] { return queue->DriverCountsNow(); });
+  // Long enough for a reading that does not wait for the TX lock to see the doorbell alone.
+  reading.wait_for(std::chrono::milliseconds(50));
+  driver.Release();
+  const DriverCounts c = reading.get();
+  sender.join();
+  EXPECT_EQ(c.doorbells, c.accepted);
+  EXPECT_EQ(c.accepted, in_xmit ? 1u : 0u);
+  EXPECT_EQ(queue->Purge() + driver.Purge(), 1u);
+  EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
+}
+
 // A receiver that spins `spin` of TSC a frame, and counts the calls during which
 // `tx_lock_probe` said the TX lock was held.
 class SlowReceiver final : public FrameReceiver {
