@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "base/output_file.h"
 #include "dataplane/eal.h"
 #include "dataplane/mempool.h"
 #include "engine/cell.h"
 #include "engine/record.h"
-#include "base/output_file.h"
 
 namespace txbatch {
 
@@ -24,6 +24,9 @@ inline constexpr int kExitUnbalanced = 3;
 // SIGINT or SIGTERM stopped a measuring command: what was measured is printed and written,
 // records marked `interrupted` (scripts tell a cut-short run from a complete one by this).
 inline constexpr int kExitInterrupted = 4;
+// A measurement too noisy to trust: calibrate's fit is poor (--min-r2). What was measured is
+// written (--json); what it would have fitted is not.
+inline constexpr int kExitPoorFit = 5;
 
 // Prints "txbatch: <sentence>" on stderr and returns `code`.
 int Fail(int code, const Error& e);
@@ -59,8 +62,8 @@ std::optional<CellResult> MeasureCell(const CellConfig& cell, Session& s, int* s
 // Runs every cell once per round (interleaved), appending to `records` (cells numbered from
 // `first_cell`). Stops at a signal or a failed cell (status set). A progress line with an ETA
 // goes to stderr when it is a terminal.
-void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& session,
-                 int first_cell, std::vector<CellRecord>& records, int* status, bool* balanced);
+void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& session, int first_cell,
+                 std::vector<CellRecord>& records, int* status, bool* balanced);
 
 // Checks an output file named on the command line before anything runs (an empty `path`: none
 // asked for). One that is standard output ("-", /dev/stdout) claims it: from here on everything

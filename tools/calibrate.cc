@@ -251,6 +251,27 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   return cal;
 }
 
+std::optional<std::string> PoorFit(const Calibration& cal, double min_r2) {
+  const std::pair<const char*, const LinearFit*> fits[] = {
+      {"none series' fit (the driver call)", &cal.none},
+      {"net_null series' fit (a PMD's burst)", &cal.net_null},
+      {"receiver's fit (deliver)", &cal.receiver},
+      {"completion series' fit (the txirq's reclaim)", &cal.completion}};
+  const std::pair<const char*, const LinearFit*>* worst = nullptr;
+  for (const auto& f : fits)
+    if (!f.second->residuals.empty() && f.second->r2 < min_r2 &&
+        (worst == nullptr || f.second->r2 < worst->second->r2))
+      worst = &f;
+  if (worst == nullptr) return std::nullopt;
+  return fmt::format(
+      "the {} has R² {:.3f}, below --min-r2 {:.2f}: the "
+      "measurement was too noisy to fit, and no cost model was written; run calibrate again on "
+      "an idle machine, with more --rounds or a longer --duration (or accept the fit with "
+      "--min-r2 {:.2f})",
+      worst->first, worst->second->r2, min_r2,
+      std::max(0.0, std::floor(worst->second->r2 * 100) / 100));
+}
+
 double KernelSliceS(unsigned cpus) {
   const unsigned counted = std::clamp(cpus, 1u, 8u);
   return 0.75e-3 * std::bit_width(counted);  // 1 + floor(log2(counted))
@@ -492,6 +513,10 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
     return Fail(kExitBadInput, Error{ERANGE, fmt::format("--duration {} is out of range; valid: "
                                                          "0.01..60 seconds",
                                                          args.duration_s)});
+  if (!(args.min_r2 >= 0 && args.min_r2 <= 1))
+    return Fail(kExitBadInput, Error{ERANGE, fmt::format("--min-r2 {} is out of range; valid: "
+                                                         "0..1 (0 accepts any fit)",
+                                                         args.min_r2)});
   if (args.rounds < 1 || args.rounds > 100)
     return Fail(kExitBadInput, Error{ERANGE, fmt::format("--rounds {} is out of range; valid: "
                                                          "1..100",
@@ -626,6 +651,13 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
         "two {:.0f} (handover {:.0f}, {} lines); slice {:.2f} ms\n",
         p.cpus, p.futex, p.same_cpu_handoff, p.context_switch(), p.cross_cpu_handoff, p.wakeup(),
         p.line_pass, p.handover(), kHandoverLines, KernelSliceS(p.cpus) * 1e3);
+  }
+  if (const auto poor = PoorFit(*cal, args.min_r2)) {
+    nlohmann::json records_doc = ToJson(records, session->env);
+    session->pool.reset();
+    std::fprintf(stderr, "txbatch: calibrate: %s\n", poor->c_str());
+    const int written = Finish(*json, records_doc, status, balanced);
+    return written == kExitOk ? kExitPoorFit : written;
   }
   nlohmann::json doc = CostModelJson(cal->model);
   doc["fit"] = cal->Json();

@@ -53,6 +53,9 @@ struct CalibrateArgs {
   // --check: writes no model; runs CheckGrid on both engines and says, cell by cell, whether
   // the simulation of --cost-model agrees with this machine.
   bool check = false;
+  // The least R² every fit that gives a written cost must have (none, net_null, receiver,
+  // completion); below it calibrate writes no model (PoorFit). 0 accepts any fit.
+  double min_r2 = 0.95;
 };
 
 // One series point, medians over the rounds.
@@ -95,6 +98,10 @@ std::vector<CellConfig> CalibrationCells(const std::vector<unsigned>& batches, E
 // sentence when a series has too few points.
 Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double tsc_hz,
                                  const CostModel& base);
+
+// Whether a fit that gives a written cost explains less of its points than `min_r2`: the
+// worst such fit in words (its series, R², and what to do), or nothing when every one passes.
+std::optional<std::string> PoorFit(const Calibration& cal, double min_r2);
 
 // The kernel's time slice for threads sharing a CPU on a machine of `cpus` CPUs, in seconds:
 // EEVDF's base slice (sysctl_sched_base_slice, 0.75 ms) scaled as the kernel scales it by

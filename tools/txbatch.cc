@@ -486,13 +486,17 @@ void AddCalibrateCommand(CLI::App& app, Commands& c) {
   cal.add_option("--json", a.json, "Also write the measured records here")
       ->check(NonEmpty(kJsonNeedsName));
   AddOptionWithDefault(cal, "--eal-memory", a.eal_memory, "auto, no-huge or in-memory");
+  AddDecimalOption(cal, "--min-r2", a.min_r2,
+                   "Write no model if a fit that gives a cost explains less of its points "
+                   "(R², 0..1; 0 accepts any fit); exit 5");
   cal.add_flag("--check", a.check,
                "Write no model: run a reference grid (emu:ixgbe udp 64 B and emu:e1000 tcp 64 "
                "KiB; procs 1 up to 4x the CPUs; batch 1 and 32; rootlock and nolock; inline and "
                "dedicated) on both engines in interleaved rounds, the simulation on --cost-model, "
                "and print sim/real per cell beside the real rounds' spread, a verdict per cell "
                "and batching's verdict on each engine")
-      ->excludes(cal.get_option("--out"));
+      ->excludes(cal.get_option("--out"))
+      ->excludes(cal.get_option("--min-r2"));
 }
 
 // Every command, in the order --help lists them.
