@@ -12,6 +12,17 @@ namespace {
 
 using nlohmann::json;
 
+// Under ThreadSanitizer (scripts/tsan.sh) the 8-producer cell has left the window without a
+// departure (CI on 94fc5b6; 2 of 35 runs here, 2026-12-02: the SCHED_FIFO txirq at 100 % of a CPU
+// for the whole cell, ~0.95 s, 6-9 thousand frames generated instead of 30-270 thousand; no race
+// reported; never in 15 runs of the normal build): there the window's rates and latency are not
+// what the build checks, the link's books are. As in ShapeRun (shapes_test.cc).
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kWindowRatesHold = false;
+#else
+constexpr bool kWindowRatesHold = true;
+#endif
+
 TEST(Link, ImpairmentsAreCountedAndTheBooksClose) {
   const auto run = RunTxbatch(
       "run --driver emu:e1000 --proto udp --size 1000 --procs 1,8 --batch 32 --duration 0.3 "
@@ -37,7 +48,10 @@ TEST(Link, ImpairmentsAreCountedAndTheBooksClose) {
     EXPECT_EQ(l["dropped_limit"], 0);
     EXPECT_EQ(r["mbufs_in_use_at_exit"], 0);
     // The link's delay shows in latency (2 ms +- 0.5 ms normal jitter, plus the queue before).
-    EXPECT_GT(r["latency_ns"]["p50"].get<double>(), 1.5e6);
+    if (kWindowRatesHold) {
+      ASSERT_TRUE(r["latency_ns"].is_object()) << "no frame arrived in the window: " << cell;
+      EXPECT_GT(r["latency_ns"]["p50"].get<double>(), 1.5e6);
+    }
   }
 }
 
@@ -49,9 +63,7 @@ TEST(Link, TheDrainWaitsForALongDelayAndSaysSo) {
       "run --driver emu:ixgbe --proto udp --size 64 --procs 1 --batch 32 --rate 20kpps "
       "--duration 0.05 --warmup 0.01 --link \"delay 5500ms\"");
   ASSERT_EQ(run.status, 0) << run.err;
-  EXPECT_NE(run.err.find("the drain waits up to"),
-            std::string::npos)
-      << run.err;
+  EXPECT_NE(run.err.find("the drain waits up to"), std::string::npos) << run.err;
   ASSERT_EQ(run.doc["records"].size(), 1u);
   const json& rec = run.doc["records"][0];
   ExpectBooksClosed(rec);
