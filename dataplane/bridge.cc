@@ -156,10 +156,10 @@ DirectionCounts BridgeDirection::Counts() {
   c.rx_bytes = rx_bytes_;
   c.filtered = filtered_;
   c.oversize = oversize_;
-  const DriverCounters& d = out_.counters();
+  const DriverCounts d = queue_->DriverCountsNow();  // one cut, as a run window's
   const TxQueueCounters& q = queue_->counters();
-  c.sent = d.accepted.Get();
-  c.xmit_calls = d.xmit_calls.Get();
+  c.sent = d.accepted;
+  c.xmit_calls = d.xmit_calls;
   c.qdisc_full = q.dropped_qdisc_full.Get();
   c.noqueue = q.dropped_noqueue.Get();
   for (size_t i = 1; i < q.batch_hist.size(); ++i) {

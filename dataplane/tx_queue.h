@@ -19,8 +19,9 @@
 // txirq, --qdisc none's SendBatch and the counters. Lock order: a qdisc lock is never taken
 // while holding tx_lock_; irq_mu_ may be taken under either (Kick), never the other way round;
 // the receiver's lock (TxQueueConfig::receiver) is taken under tx_lock_ and nothing is taken
-// under it. tx_lock_ and irq_mu_, which the SCHED_FIFO txirq takes on every wake, inherit
-// priority.
+// under it; the control thread takes tx_lock_ alone, to read the driver's counters as one cut
+// (DriverCountsNow). tx_lock_ and irq_mu_, which the SCHED_FIFO txirq takes on every wake,
+// inherit priority (tx_lock_ not with --qdisc none, whose many producers contend on it).
 
 #include <array>
 #include <atomic>

@@ -243,10 +243,10 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   // the txirq's colder cache, and deliver holds emu:null's call's extra): completion_frame gives
   // the difference back, so a reclaimed frame costs what it measured.
   if (!cal.completion.residuals.empty()) {
-    const LinearFit rx = receiver_line("completion");
+    cal.completion_receiver = receiver_line("completion");
     m.completion = floor0(cal.completion.intercept);
-    // A reclaimed frame's receiver measured rx.slope there; the simulation charges deliver.
-    m.completion_frame = floor0(cal.completion.slope + rx.slope - m.deliver);
+    // A reclaimed frame's receiver measured its slope there; the simulation charges deliver.
+    m.completion_frame = floor0(cal.completion.slope + cal.completion_receiver.slope - m.deliver);
   }
   return cal;
 }
@@ -256,20 +256,22 @@ std::optional<std::string> PoorFit(const Calibration& cal, double min_r2) {
       {"none series' fit (the driver call)", &cal.none},
       {"net_null series' fit (a PMD's burst)", &cal.net_null},
       {"receiver's fit (deliver)", &cal.receiver},
-      {"completion series' fit (the txirq's reclaim)", &cal.completion}};
+      {"completion series' fit (the txirq's reclaim)", &cal.completion},
+      {"completion series' receiver fit (completion_frame)", &cal.completion_receiver}};
   const std::pair<const char*, const LinearFit*>* worst = nullptr;
   for (const auto& f : fits)
-    if (!f.second->residuals.empty() && f.second->r2 < min_r2 &&
+    if (!f.second->residuals.empty() && !(f.second->r2 >= min_r2) &&
         (worst == nullptr || f.second->r2 < worst->second->r2))
       worst = &f;
   if (worst == nullptr) return std::nullopt;
+  // Cut down, never rounded up: "R² 0.950, below --min-r2 0.95" cannot be printed.
+  const double r2 = worst->second->r2;
   return fmt::format(
-      "the {} has R² {:.3f}, below --min-r2 {:.2f}: the "
-      "measurement was too noisy to fit, and no cost model was written; run calibrate again on "
-      "an idle machine, with more --rounds or a longer --duration (or accept the fit with "
-      "--min-r2 {:.2f})",
-      worst->first, worst->second->r2, min_r2,
-      std::max(0.0, std::floor(worst->second->r2 * 100) / 100));
+      "the {} has R² {:.3f}, below --min-r2 {:g}: the measurement was too noisy to fit, and no "
+      "cost model was written; run calibrate again on an idle machine, with more --rounds or a "
+      "longer --duration (or accept the fit with --min-r2 {:g})",
+      worst->first, std::floor(r2 * 1000) / 1000, min_r2,
+      std::max(0.0, std::floor(r2 * 100) / 100));
 }
 
 double KernelSliceS(unsigned cpus) {
@@ -307,36 +309,39 @@ nlohmann::json Calibration::Json() const {
                    {"cycles_per_call", p.cycles_per_call},
                    {"cycles_per_frame", p.cycles_per_frame},
                    {"receiver_cycles", p.receiver_cycles}});
-  return {{"none", line(none)},
-          {"receiver", line(receiver)},
-          {"dedicated", line(dedicated)},
-          {"net_null", net_null.residuals.empty() ? nlohmann::json(nullptr) : line(net_null)},
-          {"completion", completion.residuals.empty() ? nlohmann::json(nullptr) : line(completion)},
-          {"producer_cycles", producer_cycles},
-          {"inline",
-           {{"cycles_per_frame", inline_frame},
-            {"cycles_per_call", inline_call},
-            {"receiver_cycles", inline_receiver}}},
-          {"not_fitted",
-           [&] {
-             nlohmann::json kept = {"write", "lock"};
-             if (!LineMeasured()) kept.push_back("lock_contended");
-             kept.push_back("dequeue_frame");
-             if (completion.residuals.empty()) {
-               kept.push_back("completion");
-               kept.push_back("completion_frame");
-             }
-             return kept;
-           }()},
-          {"scheduler",
-           !scheduler ? nlohmann::json(nullptr)
-                      : nlohmann::json{{"cpus", scheduler->cpus},
-                                       {"futex_cycles", scheduler->futex},
-                                       {"same_cpu_handoff_cycles", scheduler->same_cpu_handoff},
-                                       {"cross_cpu_handoff_cycles", scheduler->cross_cpu_handoff},
-                                       {"line_pass_cycles", scheduler->line_pass},
-                                       {"slice_s", KernelSliceS(scheduler->cpus)}}},
-          {"points", pts}};
+  return {
+      {"none", line(none)},
+      {"receiver", line(receiver)},
+      {"dedicated", line(dedicated)},
+      {"net_null", net_null.residuals.empty() ? nlohmann::json(nullptr) : line(net_null)},
+      {"completion", completion.residuals.empty() ? nlohmann::json(nullptr) : line(completion)},
+      {"completion_receiver",
+       completion_receiver.residuals.empty() ? nlohmann::json(nullptr) : line(completion_receiver)},
+      {"producer_cycles", producer_cycles},
+      {"inline",
+       {{"cycles_per_frame", inline_frame},
+        {"cycles_per_call", inline_call},
+        {"receiver_cycles", inline_receiver}}},
+      {"not_fitted",
+       [&] {
+         nlohmann::json kept = {"write", "lock"};
+         if (!LineMeasured()) kept.push_back("lock_contended");
+         kept.push_back("dequeue_frame");
+         if (completion.residuals.empty()) {
+           kept.push_back("completion");
+           kept.push_back("completion_frame");
+         }
+         return kept;
+       }()},
+      {"scheduler", !scheduler
+                        ? nlohmann::json(nullptr)
+                        : nlohmann::json{{"cpus", scheduler->cpus},
+                                         {"futex_cycles", scheduler->futex},
+                                         {"same_cpu_handoff_cycles", scheduler->same_cpu_handoff},
+                                         {"cross_cpu_handoff_cycles", scheduler->cross_cpu_handoff},
+                                         {"line_pass_cycles", scheduler->line_pass},
+                                         {"slice_s", KernelSliceS(scheduler->cpus)}}},
+      {"points", pts}};
 }
 
 Result<std::vector<CellConfig>> CheckCells(unsigned cpus, const std::string& cost_model,
@@ -634,10 +639,12 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
     show("  net_null (TX lock + the PMD's burst)", cal->net_null);
   show("  receiver (its lock + the sink, after the call)", cal->receiver);
   fmt::print("cycles per txirq reclaim = fixed + per-frame x n (n: frames reclaimed):\n");
-  if (reclaims)
+  if (reclaims) {
     show("  completion (emu:ixgbe's ring, inside the TX lock)", cal->completion);
-  else
+    show("  its receiver (the sink, after the reclaim)", cal->completion_receiver);
+  } else {
     fmt::print("  completion: no reclaim was measured; the base's costs are kept\n");
+  }
   fmt::print("  producer per frame (write + build): {:.1f} cycles\n", cal->producer_cycles);
   fmt::print(
       "  inline, count:1: {:.1f} cycles/frame, of which the TX path {:.1f}, the receiver {:.1f}, "

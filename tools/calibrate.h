@@ -54,7 +54,8 @@ struct CalibrateArgs {
   // the simulation of --cost-model agrees with this machine.
   bool check = false;
   // The least R² every fit that gives a written cost must have (none, net_null, receiver,
-  // completion); below it calibrate writes no model (PoorFit). 0 accepts any fit.
+  // completion and its receiver line); below it calibrate writes no model (PoorFit). 0 accepts
+  // any fit.
   double min_r2 = 0.95;
 };
 
@@ -78,8 +79,9 @@ struct Calibration {
   // The none series' receiver: its cycles a call (results.receiver x avg batch) = its lock +
   // deliver x n.
   LinearFit receiver;
-  LinearFit completion;        // the txirq's cycles per reclaim against the frames it reclaimed
-  double producer_cycles = 0;  // write + frame, from the none series
+  LinearFit completion;           // the txirq's cycles per reclaim against the frames it reclaimed
+  LinearFit completion_receiver;  // the receiver's cycles per reclaim, likewise (completion_frame)
+  double producer_cycles = 0;     // write + frame, from the none series
   // The inline point (count:1): cycles per frame, and its TX path per call.
   double inline_frame = 0, inline_call = 0, inline_receiver = 0;
   // The real engine's machine: its CPUs and scheduler (ApplyScheduler); absent on the sim engine.
