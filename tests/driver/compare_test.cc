@@ -55,9 +55,10 @@ TEST(Compare, FullFramesOnE1000AreLinkBoundSoOnlyTheCostPerFrameMoves) {
   const auto run = RunTxbatch("compare --offload none --rounds 8 --duration 0.25 --warmup 0.05");
   ASSERT_EQ(run.status, 0) << run.err;
   ExpectRoundsInterleavedAndBalanced(run.doc, 8);
-  // Every round reaches the wire, except one in which the host stalled the txirq (a vCPU
+  // Every round reaches the wire, except those in which the host stalled the txirq (a vCPU
   // descheduled for milliseconds: CI once saw 16 ms late, the wire idle 13 ms of a 250 ms
-  // window): the result says so (model_checks.irq_max_late_us), and then only that round.
+  // window; CI on fce1c22 saw 3 of the 16 cells stalled): the result says so
+  // (model_checks.irq_max_late_us), and then only those rounds, at most a quarter of them.
   unsigned stalled = 0;
   for (const json& rec : run.doc["records"]) {
     if (rec["results"]["link_bound"].get<bool>()) continue;
@@ -65,7 +66,7 @@ TEST(Compare, FullFramesOnE1000AreLinkBoundSoOnlyTheCostPerFrameMoves) {
     EXPECT_GT(late_us, 1000.0) << "not link-bound without a host stall: " << rec["results"].dump();
     ++stalled;
   }
-  EXPECT_LE(stalled, 2u);
+  EXPECT_LE(stalled, 4u);
   auto m = MetricsByName(run.doc);
   // The medians agree to 1 % whatever one round did; the verdict (a confidence interval over the
   // rounds) is "equivalent" unless a stalled round widened it.
@@ -78,7 +79,13 @@ TEST(Compare, FullFramesOnE1000AreLinkBoundSoOnlyTheCostPerFrameMoves) {
     EXPECT_NE(m["MB/s"]["verdict"], "worse") << m["MB/s"].dump();
   }
   EXPECT_EQ(m["doorbells/pkt"]["verdict"], "better") << m["doorbells/pkt"].dump();
-  EXPECT_EQ(m["CPU ns/pkt"]["verdict"], "better") << m["CPU ns/pkt"].dump();
+  // A stalled round's CPU time per frame is the host's too: it can widen the interval past a
+  // verdict (CI on fce1c22: 3 stalled, CPU ns 0.40-2.37x), never turn it.
+  if (stalled == 0) {
+    EXPECT_EQ(m["CPU ns/pkt"]["verdict"], "better") << m["CPU ns/pkt"].dump();
+  } else {
+    EXPECT_NE(m["CPU ns/pkt"]["verdict"], "worse") << m["CPU ns/pkt"].dump();
+  }
   EXPECT_LT(m["CPU ns/pkt"]["median_b"].get<double>(), m["CPU ns/pkt"]["median_a"].get<double>());
 }
 
