@@ -571,11 +571,15 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
   bool balanced = true;
   MeasureGrid(plan.cells, plan.rounds, *session, 0, records, &status, &balanced);
   if (status != kExitOk) return status;
-  if (StopRequested()) {  // what was measured is written; a fit of part of it is not
-    std::fprintf(stderr, "txbatch: calibrate was interrupted: no cost model was written\n");
-    nlohmann::json records_doc = ToJson(records, session->env);
+  // The measured records to --json (whether a model was written or not) and the exit status.
+  const auto finish = [&] {
+    const nlohmann::json records_doc = ToJson(records, session->env);
     session->pool.reset();
     return Finish(*json, records_doc, status, balanced);
+  };
+  if (StopRequested()) {  // what was measured is written; a fit of part of it is not
+    std::fprintf(stderr, "txbatch: calibrate was interrupted: no cost model was written\n");
+    return finish();
   }
   const double tsc_hz = engine == Engine::kSim ? base.tsc_hz : session->env.tsc_hz;
   auto cal = FitCostModel(records, tsc_hz, base);
@@ -660,19 +664,15 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
         p.line_pass, p.handover(), kHandoverLines, KernelSliceS(p.cpus) * 1e3);
   }
   if (const auto poor = PoorFit(*cal, args.min_r2)) {
-    nlohmann::json records_doc = ToJson(records, session->env);
-    session->pool.reset();
     std::fprintf(stderr, "txbatch: calibrate: %s\n", poor->c_str());
-    const int written = Finish(*json, records_doc, status, balanced);
+    const int written = finish();
     return written == kExitOk ? kExitPoorFit : written;
   }
   nlohmann::json doc = CostModelJson(cal->model);
   doc["fit"] = cal->Json();
   fmt::print("\ncost model ({}):\n{}\n", args.out, CostModelJson(cal->model)["cycles"].dump());
   if (Status s = model_out->Write(doc.dump(2) + "\n"); !s) return Fail(kExitBadInput, s.error());
-  nlohmann::json records_doc = ToJson(records, session->env);
-  session->pool.reset();
-  return Finish(*json, records_doc, status, balanced);
+  return finish();
 }
 
 }  // namespace txbatch

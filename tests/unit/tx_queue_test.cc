@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -177,11 +178,46 @@ TEST(Books, BalanceOnlyWhenEveryFrameAndMbufIsAccountedFor) {
   EXPECT_FALSE(Balanced(uncounted));
 }
 
-// A driver that takes every frame and keeps it (never stops, never completes).
+// A point a thread stops at until the test lets it go (at most kWait): the test waits for the
+// thread to arrive, looks at what it wants to see meanwhile, and releases it.
+class Gate {
+ public:
+  static constexpr std::chrono::seconds kWait{10};
+  void Stop() {
+    std::unique_lock lk(mu_);
+    arrived_ = true;
+    cv_.notify_all();
+    cv_.wait_for(lk, kWait, [&] { return released_; });
+  }
+  // Waits (bounded) until a thread stopped here; false if none came.
+  bool WaitArrived() {
+    std::unique_lock lk(mu_);
+    return cv_.wait_for(lk, kWait, [&] { return arrived_; });
+  }
+  void Release() {
+    std::lock_guard lk(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool arrived_ = false, released_ = false;
+};
+
+// A driver that takes every frame and keeps it (never stops, never completes). Given a gate, it
+// owns a doorbell and rings it, then stops at the gate inside Xmit before it counts the frames
+// accepted: a verbs post between ibv_post_send and its books.
 class KeepingDriver final : public TxDriver {
  public:
+  explicit KeepingDriver(Gate* after_doorbell = nullptr) : after_doorbell_(after_doorbell) {}
   ~KeepingDriver() override { Purge(); }
   uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
+    if (after_doorbell_ != nullptr) {
+      counters_.doorbells.Add();
+      after_doorbell_->Stop();
+    }
     for (rte_mbuf* m : frames) kept_.push_back(m);
     counters_.accepted.Add(frames.size());
     return static_cast<uint16_t>(frames.size());
@@ -198,46 +234,30 @@ class KeepingDriver final : public TxDriver {
   }
   std::optional<WireSpec> Wire() const override { return std::nullopt; }
   CountedAt counted_at() const override { return CountedAt::kDriver; }
-  bool owns_doorbell() const override { return false; }
+  bool owns_doorbell() const override { return after_doorbell_ != nullptr; }
   std::string Describe() const override { return "keeping"; }
 
  private:
+  Gate* const after_doorbell_;
   std::deque<rte_mbuf*> kept_;
 };
 
-// count:1, except that the run-flag holder's second dequeue stops in Budget until the test
-// releases it (at most kGateWait) and then takes nothing: it stands in for the race the MISSED
-// note is for, a holder whose last look found the qdisc empty while a producer's frame landed
-// before it dropped the flag.
+// count:1, except that the run-flag holder's second dequeue stops in Budget at the gate until
+// the test releases it and then takes nothing: it stands in for the race the MISSED note is
+// for, a holder whose last look found the qdisc empty while a producer's frame landed before it
+// dropped the flag.
 class GatedPolicy final : public FlushPolicy {
  public:
-  static constexpr std::chrono::seconds kGateWait{10};
   GatedPolicy() : FlushPolicy({PolicyKind::kCount, 1}) {}
   DequeueBudget Budget(const DequeueContext&) const override {
-    std::unique_lock lk(mu_);
-    if (++calls_ != 2) return {1};
-    in_gate_ = true;
-    cv_.notify_all();
-    cv_.wait_for(lk, kGateWait, [&] { return released_; });
+    if (calls_.fetch_add(1) + 1 != 2) return {1};
+    gate.Stop();
     return {0};
   }
-  // Waits (bounded) until the holder is in the gate; false if it never came.
-  bool WaitInGate() {
-    std::unique_lock lk(mu_);
-    return cv_.wait_for(lk, kGateWait, [&] { return in_gate_; });
-  }
-  void Release() {
-    std::lock_guard lk(mu_);
-    released_ = true;
-    cv_.notify_all();
-  }
+  mutable Gate gate;
 
  private:
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  mutable int calls_ = 0;
-  mutable bool in_gate_ = false;
-  bool released_ = false;
+  mutable std::atomic<int> calls_{0};
 };
 
 rte_mbuf* SmallFrame() {
@@ -263,7 +283,7 @@ TEST(NolockTxQueue, AFrameQueuedWhileTheHolderRunsGoesOutInThatRunWithoutAnother
   ASSERT_TRUE(first != nullptr && second != nullptr);
   // The holder sends the first frame and stops in its next dequeue, holding the run flag.
   std::thread holder([&] { EXPECT_TRUE(queue->Send(first, kProducerBand)); });
-  const bool in_gate = policy.WaitInGate();
+  const bool in_gate = policy.gate.WaitArrived();
   EXPECT_TRUE(in_gate) << "the holder never reached its second dequeue";
   if (in_gate) {
     // This producer finds the flag taken: it only enqueues and leaves the note.
@@ -271,7 +291,7 @@ TEST(NolockTxQueue, AFrameQueuedWhileTheHolderRunsGoesOutInThatRunWithoutAnother
     EXPECT_EQ(queue->counters().missed.Get(), 1u);
     EXPECT_EQ(driver.counters().accepted.Get(), 1u);
   }
-  policy.Release();
+  policy.gate.Release();
   holder.join();
   // The holder saw the note on leaving and ran again: the frame went out, in its run.
   EXPECT_EQ(driver.counters().accepted.Get(), 2u);
@@ -336,65 +356,14 @@ TEST(TxQueue, NoqueueHandsBatchesOverAndLeavesTheRefusedToTheCaller) {
   EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
 }
 
-// A driver that rings its doorbell, then waits in Xmit until the test lets it go (at most
-// kGateWait) before it counts the frames accepted: a verbs post between ibv_post_send and its
-// books, where the run window's end may be read.
-class DoorbellFirstDriver final : public TxDriver {
- public:
-  static constexpr std::chrono::seconds kGateWait{10};
-  ~DoorbellFirstDriver() override { Purge(); }
-  uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
-    counters_.xmit_calls.Add();
-    counters_.offered.Add(frames.size());
-    counters_.doorbells.Add();
-    {
-      std::unique_lock lk(mu_);
-      in_xmit_ = true;
-      cv_.notify_all();
-      cv_.wait_for(lk, kGateWait, [&] { return released_; });
-    }
-    for (rte_mbuf* m : frames) kept_.push_back(m);
-    counters_.accepted.Add(frames.size());
-    return static_cast<uint16_t>(frames.size());
-  }
-  bool WaitInXmit() {
-    std::unique_lock lk(mu_);
-    return cv_.wait_for(lk, kGateWait, [&] { return in_xmit_; });
-  }
-  void Release() {
-    std::lock_guard lk(mu_);
-    released_ = true;
-    cv_.notify_all();
-  }
-  bool Stopped() const override { return false; }
-  unsigned Complete(Tsc) override { return 0; }
-  Tsc NextCompletion() const override { return kNever; }
-  unsigned InFlight() const override { return static_cast<unsigned>(kept_.size()); }
-  unsigned Purge() override {
-    const auto n = static_cast<unsigned>(kept_.size());
-    for (rte_mbuf* m : kept_) rte_pktmbuf_free(m);
-    kept_.clear();
-    return n;
-  }
-  std::optional<WireSpec> Wire() const override { return std::nullopt; }
-  CountedAt counted_at() const override { return CountedAt::kDriver; }
-  bool owns_doorbell() const override { return true; }
-  std::string Describe() const override { return "doorbell-first"; }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool in_xmit_ = false, released_ = false;
-  std::deque<rte_mbuf*> kept_;
-};
-
 // CI saw doorbells_per_pkt 1.001 at count:1 on soft RoCE: the window's end was read between a
 // post's doorbell and its accepted frames. The queue reads its driver's counters under the TX
 // lock the driver keeps them under, so a reading made while a handover is in the driver waits
 // for it and sees both or neither.
 TEST(TxQueue, TheDriversCountersAreReadAsOneCutWhileAHandoverIsInTheDriver) {
   RunWindow window;
-  DoorbellFirstDriver driver;
+  Gate after_doorbell;
+  KeepingDriver driver(&after_doorbell);
   auto policy = MakeFlushPolicy({PolicyKind::kCount, 1}, test::TscHz());
   TxQueueConfig cfg;
   cfg.tsc_hz = test::TscHz();
@@ -403,12 +372,12 @@ TEST(TxQueue, TheDriversCountersAreReadAsOneCutWhileAHandoverIsInTheDriver) {
   rte_mbuf* m = SmallFrame();
   ASSERT_NE(m, nullptr);
   std::thread sender([&] { EXPECT_TRUE(queue->Send(m, kProducerBand)); });
-  const bool in_xmit = driver.WaitInXmit();
+  const bool in_xmit = after_doorbell.WaitArrived();
   EXPECT_TRUE(in_xmit) << "the frame never reached the driver";
   auto reading = std::async(std::launch::async, [&] { return queue->DriverCountsNow(); });
   // Long enough for a reading that does not wait for the TX lock to see the doorbell alone.
   reading.wait_for(std::chrono::milliseconds(50));
-  driver.Release();
+  after_doorbell.Release();
   const DriverCounts c = reading.get();
   sender.join();
   EXPECT_EQ(c.doorbells, c.accepted);
