@@ -144,6 +144,10 @@ class TxDriver {
 
   // True when the ring cannot take another frame (netif_tx_queue_stopped). Under the TX lock.
   virtual bool Stopped() const = 0;
+  // Why a queue that stays Stopped() does, in words that finish "…refused frames to the end:"
+  // (a drain that could not finish says it): where the driver can tell more than a full ring
+  // (an ethdev port whose link went down). Control plane, under the TX lock.
+  virtual std::string StopCause() const { return "its ring stayed full"; }
 
   // The TX-completion role (IRQ + NAPI clean): reclaims descriptors whose frames left the wire
   // by `now`, hands arrived frames to the receive side and restarts a stopped queue once enough

@@ -279,6 +279,12 @@ DriverCounts TxQueue::DriverCountsNow() {
   return c;
 }
 
+std::optional<std::string> TxQueue::StoppedBecause() {
+  std::lock_guard tx(tx_lock_);
+  if (!driver_.Stopped()) return std::nullopt;
+  return driver_.StopCause();
+}
+
 bool TxQueue::Idle() {
   if (!QdiscIdle()) return false;
   std::lock_guard tx(tx_lock_);

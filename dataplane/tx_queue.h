@@ -31,6 +31,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -215,6 +216,9 @@ class TxQueue {
   // handover's doorbell, its accepted frames and its departures fall on the same side of the
   // cut (the run window's ends are read while the queue's threads send). Thread-safe.
   DriverCounts DriverCountsNow();
+  // When the driver's queue is stopped now: why, as its driver says (TxDriver::StopCause); a
+  // drain that ends with it so waited for the device, not for txbatch. Thread-safe.
+  std::optional<std::string> StoppedBecause();
   // The threads this queue runs besides the producers (the txirq; a dedicated runner), whose
   // CPU time is the TX path's too.
   std::vector<std::thread::native_handle_type> service_threads();

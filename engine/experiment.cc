@@ -167,8 +167,17 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   for (auto& t : producers) t.join();
   for (auto& q : queues) q->StopIrq();
   if (!drained) {
+    // A driver still refusing frames is the device (or its peer) not taking them; anything
+    // else left over is txbatch's own fault.
+    std::optional<std::string> refused;
+    for (unsigned q = 0; q < nq && !refused; ++q) refused = queues[q]->StoppedBecause();
     unsigned purged = 0;
     for (unsigned q = 0; q < nq; ++q) purged += queues[q]->Purge() + drivers[q]->Purge();
+    if (refused)
+      return MakeError(EIO, fmt::format("the drain did not finish within {:.1f} s: {} refused "
+                                        "frames to the end ({}); the {} frames still queued or "
+                                        "in the ring were freed",
+                                        drain_budget_s, driver.Describe(), *refused, purged));
     return MakeError(EIO, fmt::format("the drain did not finish within {:.1f} s ({} frames still "
                                       "queued or in the ring were freed); this is a txbatch bug",
                                       drain_budget_s, purged));

@@ -214,6 +214,15 @@ class EthdevPort final : public TxDriver {
   }
 
   bool Stopped() const override { return stopped_; }
+  std::string StopCause() const override {
+    // A PMD takes nothing while its link is down (net_memif: the peer went away); else the ring
+    // is full, which for a port another process reads (memif) means that reader stopped.
+    rte_eth_link link{};
+    if (rte_eth_link_get_nowait(port_, &link) == 0 && link.link_status == RTE_ETH_LINK_DOWN)
+      return "its link is down";
+    return "its ring stayed full: whatever takes frames from it (the NIC, or the peer process "
+           "of a memif port) stopped";
+  }
 
   unsigned Complete(Tsc now) override {
     unsigned done = 0;
