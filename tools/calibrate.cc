@@ -438,6 +438,26 @@ std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned
   return rows;
 }
 
+CheckTally Tally(std::span<const CheckRow> rows) {
+  CheckTally t;
+  for (const CheckRow& r : rows) {
+    ++t.cells;
+    t.agree += r.agrees;
+    if (r.batching_real.empty()) continue;
+    ++t.judged;
+    const bool same = r.batching_real == r.batching_sim;
+    t.same += same;
+    if (r.batching_real == "inconclusive") continue;
+    ++t.decisive;
+    t.decisive_same += same;
+  }
+  return t;
+}
+
+bool CheckHolds(const CheckTally& t) {
+  return t.cells > 0 && t.agree == t.cells && t.same == t.judged;
+}
+
 namespace {
 
 int CheckCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_user_args,
@@ -462,20 +482,14 @@ int CheckCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_
   MeasureGrid(*cells, args.rounds, *session, 0, records, &status, &balanced);
   if (status != kExitOk) return status;
   const auto rows = CheckRows(records, cpus);
+  const CheckTally t = Tally(rows);
   fmt::print(
       "\n{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>19} {:>7} {:>6} {:>8} {:>8} {:>6}  "
       "{:<28} {}\n",
       "driver", "prot", "size", "procs", "sync", "runner", "batch", "real Mpps (spread)", "sim",
       "s/r", "real cyc", "sim cyc", "s/r", "verdict", "batching real / sim");
-  unsigned agree = 0, verdicts = 0, same = 0, decisive = 0, decisive_same = 0;
   for (const CheckRow& r : rows) {
-    agree += r.agrees;
     const bool judged = !r.batching_real.empty();
-    verdicts += judged;
-    same += judged && r.batching_real == r.batching_sim;
-    decisive += judged && r.batching_real != "inconclusive";
-    decisive_same +=
-        judged && r.batching_real != "inconclusive" && r.batching_real == r.batching_sim;
     fmt::print(
         "{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>7.3f} ({:.2f}-{:.2f}) {:>7.3f} {:>6.2f} "
         "{:>8.0f} {:>8.0f} {:>6.2f}  {:<28} {}\n",
@@ -493,10 +507,17 @@ int CheckCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_
       "CPUs, within 30 % or inside the real rounds' Mpps spread beyond); batching's verdict the "
       "same on both engines in {} of {} ({} of the {} the real rounds decided: not "
       "inconclusive).\n",
-      agree, rows.size(), cpus, same, verdicts, decisive_same, decisive);
+      t.agree, t.cells, cpus, t.same, t.judged, t.decisive_same, t.decisive);
   nlohmann::json doc = ToJson(records, session->env);
   session->pool.reset();
-  return Finish(json, doc, status, balanced);
+  const int finished = Finish(json, doc, status, balanced);
+  if (finished != kExitOk || !args.strict || CheckHolds(t)) return finished;
+  fmt::print(stderr,
+             "txbatch: calibrate --check --strict: the simulation does not agree with this "
+             "machine ({} of {} cells agree, batching's verdict the same in {} of {}): exit "
+             "5\n",
+             t.agree, t.cells, t.same, t.judged);
+  return kExitPoorFit;
 }
 
 }  // namespace
@@ -534,6 +555,10 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
     if (!loaded) return Fail(kExitBadInput, loaded.error());
     base = *loaded;
   }
+  if (args.strict && !args.check)
+    return Fail(kExitBadInput, Error{EINVAL,
+                                     "--strict judges what --check finds, and --check was not "
+                                     "given; valid: --check --strict"});
   if (args.check) {
     if (args.rounds < 2)
       return Fail(kExitBadInput, Error{ERANGE, fmt::format("--check needs two or more --rounds "

@@ -53,6 +53,8 @@ struct CalibrateArgs {
   // --check: writes no model; runs CheckGrid on both engines and says, cell by cell, whether
   // the simulation of --cost-model agrees with this machine.
   bool check = false;
+  // --strict (with --check): the model must pass the bar, CheckHolds, or exit 5.
+  bool strict = false;
   // The least R² every fit that gives a written cost must have (none, net_null, receiver,
   // completion and its receiver line); below it calibrate writes no model (PoorFit). 0 accepts
   // any fit.
@@ -136,6 +138,17 @@ struct CheckRow {
 };
 // Pairs each real cell of `records` with its simulated twin (same config but the engine).
 std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned cpus);
+
+// The check's counts: cells, those that agree, the batched rows (batching judged on both
+// engines), those whose verdict is the same, and of them the ones the real rounds decided.
+struct CheckTally {
+  unsigned cells = 0, agree = 0, judged = 0, same = 0, decisive = 0, decisive_same = 0;
+};
+CheckTally Tally(std::span<const CheckRow> rows);
+// Whether the simulation passes: every cell agrees and batching's verdict is the same on both
+// engines in every batched row (an inconclusive real verdict included: the sim must say so
+// too). `--check --strict` exits 5 otherwise. A check with no cell does not pass.
+bool CheckHolds(const CheckTally& t);
 
 // The whole command; returns the exit status.
 int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_user_args,

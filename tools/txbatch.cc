@@ -1,7 +1,8 @@
 // The txbatch command. Control plane only: options, EAL, pools, the grid of cells, output.
 //
 // Exit status (DESIGN.md Terms): 0 ok; 2 bad input or missing device; 3 books do not balance;
-// 4 interrupted; 5 calibrate's fit too poor to trust (--min-r2); 1 internal error. SIGINT/SIGTERM
+// 4 interrupted; 5 the cost model not to be trusted (calibrate's fit below --min-r2, or
+// calibrate --check --strict disagreeing); 1 internal error. SIGINT/SIGTERM
 // stop the run, print and write what was measured, clean up and exit 4.
 
 #include <fmt/format.h>
@@ -336,7 +337,8 @@ void AddTopLevel(CLI::App& app) {
   app.footer(
       "Exit status: 0 ok, 2 bad input or missing device, 3 books do not balance, 4 "
       "interrupted by SIGINT/SIGTERM (what was measured is printed and written), 5 calibrate's "
-      "fit below --min-r2 (no model written), 1 internal error.\nDrivers:\n" +
+      "fit below --min-r2 (no model written) or --check --strict disagreeing, 1 internal "
+      "error.\nDrivers:\n" +
       emu::DescribeModels() +
       "  ethdev:DEVARGS a DPDK vdev txbatch creates (net_null0, net_ring0 as a loopback, "
       "net_pcap0,tx_pcap=FILE, net_tap0,iface=NAME, net_af_packet0,iface=NAME, …)\n"
@@ -497,6 +499,9 @@ void AddCalibrateCommand(CLI::App& app, Commands& c) {
                "and batching's verdict on each engine")
       ->excludes(cal.get_option("--out"))
       ->excludes(cal.get_option("--min-r2"));
+  cal.add_flag("--strict", a.strict,
+               "With --check: exit 5 unless every cell agrees and batching's verdict is the same "
+               "on both engines in every batched row (for scripts and CI)");
 }
 
 // Every command, in the order --help lists them.

@@ -124,9 +124,27 @@ TEST(CalibrateRun, APoorFitWritesNoModelAndSaysWhich) {
 // calibrate --check: the reference grid on both engines, a row per cell with the real rounds'
 // spread, sim/real and a verdict, batching's verdict on each engine, and a summary; the records
 // of both engines in --json. (Short windows: this checks the command, not the model.)
+// With --strict, the exit status is the summary's verdict: 0 only when every cell agrees and
+// batching's verdict is the same in every batched row, else 5 with one sentence (these 0.02-s
+// windows decide nothing about the model; the status must match what was printed).
 TEST(CalibrateRun, CheckComparesTheSimulationWithThisMachineCellByCell) {
-  const auto run = RunTxbatch("calibrate --check --rounds 2 --duration 0.02");
-  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  const auto run = RunTxbatch("calibrate --check --strict --rounds 2 --duration 0.02");
+  const std::regex summary(
+      R"((\d+) of (\d+) cells agree .* the same on both engines in (\d+) of (\d+) )");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(run.out, m, summary)) << run.err << run.out;
+  const bool holds = m[1] == m[2] && m[3] == m[4];
+  if (holds) {
+    ASSERT_EQ(run.status, 0) << run.err << run.out;
+  } else {
+    ASSERT_EQ(run.status, 5) << run.err << run.out;
+    EXPECT_NE(run.err.find(fmt::format("calibrate --check --strict: the simulation does not agree "
+                                       "with this machine ({} of {} cells agree, batching's "
+                                       "verdict the same in {} of {}): exit 5",
+                                       m[1].str(), m[2].str(), m[3].str(), m[4].str())),
+              std::string::npos)
+        << run.err;
+  }
   cpu_set_t allowed;
   ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
   const unsigned cpus = static_cast<unsigned>(CPU_COUNT(&allowed));

@@ -209,6 +209,38 @@ TEST(Calibrate, CheckRowsPairEachRealCellWithItsSimulation) {
   EXPECT_EQ(rows[2].why, "agrees (inside the real spread)");
 }
 
+// --check --strict's bar, the issue's: every cell agrees, and batching's verdict is the same on
+// both engines in every batched row, an inconclusive real one included.
+TEST(Calibrate, StrictCheckPassesOnlyWhenEveryCellAndEveryVerdictAgree) {
+  const auto row = [](bool agrees, std::string real = "", std::string sim = "") {
+    CheckRow r;
+    r.agrees = agrees;
+    r.batching_real = std::move(real);
+    r.batching_sim = std::move(sim);
+    return r;
+  };
+  std::vector<CheckRow> rows = {row(true), row(true, "better", "better"), row(true),
+                                row(true, "inconclusive", "inconclusive")};
+  CheckTally t = Tally(rows);
+  EXPECT_EQ(t.cells, 4u);
+  EXPECT_EQ(t.agree, 4u);
+  EXPECT_EQ(t.judged, 2u);
+  EXPECT_EQ(t.same, 2u);
+  EXPECT_EQ(t.decisive, 1u);
+  EXPECT_EQ(t.decisive_same, 1u);
+  EXPECT_TRUE(CheckHolds(t));
+
+  rows[2].agrees = false;  // one cell off
+  EXPECT_FALSE(CheckHolds(Tally(rows)));
+  rows[2].agrees = true;
+  rows[3].batching_sim = "better";  // the real rounds could not tell; the sim claims to
+  t = Tally(rows);
+  EXPECT_EQ(t.same, 1u);
+  EXPECT_EQ(t.decisive_same, 1u);
+  EXPECT_FALSE(CheckHolds(t));
+  EXPECT_FALSE(CheckHolds(Tally({})));  // nothing checked passes nothing
+}
+
 // The cost model shipped in doc/ is the built-in default: one source of truth, checked.
 TEST(Calibrate, TheShippedCostModelIsTheBuiltInDefault) {
   const std::filesystem::path file =

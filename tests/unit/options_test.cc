@@ -478,6 +478,7 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
       "calibrate --min-r2 1.5",
       "calibrate --min-r2 -0.1",
       "calibrate --check --min-r2 0.5",
+      "calibrate --strict",
       "sink --port net_null0 --json ''",
       "bridge --port-a net_null0 --port-b net_null1 --link ''",
       "respond --port net_null0 --ip 10.0.0.2 --link ''",
