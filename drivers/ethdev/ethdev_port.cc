@@ -41,8 +41,9 @@ using Drivers = std::vector<std::unique_ptr<TxDriver>>;
 constexpr uint16_t kRxBurst = 64;
 // How long a port may take to report link up before the run gives up on it.
 constexpr double kLinkWaitS = 3.0;
-// How long a memif port waits for its peer to read the shared rings before it closes.
-constexpr double kMemifLingerS = 0.2;
+// How long a port whose frames leave on another party's time (a memif peer's reads, a virtio
+// backend's) waits for that party to take what the PMD accepted, before the port stops.
+constexpr double kLingerS = 0.2;
 // How often the completion role polls RX (and retries a full TX ring): ports have no
 // completion interrupt here, so the txirq thread polls at this interval while frames are out.
 constexpr double kPollNs = 20e3;
@@ -60,6 +61,12 @@ std::string Why(uint64_t mark, int err) {
 // frees them in virtio_dev_close; e1000, ixgbe, i40e and mlx5 give them back at stop).
 bool KeepsMbufsUntilClose(const char* driver_name) {
   return driver_name != nullptr && std::string_view(driver_name) == "net_virtio";
+}
+
+// PMDs whose device takes frames from the TX ring on its own time, with no way to ask whether
+// it has (MakeQueues's linger): a memif peer process, a virtio backend.
+bool SendsOnItsOwnTime(std::string_view driver_name) {
+  return driver_name == "net_memif" || driver_name == "net_virtio";
 }
 
 // Why a port EAL probed is gone: GiveBackHeldMbufs could not bring it back. Control plane.
@@ -165,13 +172,17 @@ class EthdevPort final : public TxDriver {
 
   ~EthdevPort() override {
     Purge();
-    // A memif peer in another process reads the shared rings on its own time: what was accepted
-    // is still there when the run ends, and closing the port tears the rings down with it. Give
-    // the peer a moment (kMemifLingerS) to read them, as a socket's linger does.
-    if (linger_ && counters_.accepted.Get() > 0) rte_delay_us_sleep(kMemifLingerS * 1e6);
+    // A memif peer in another process reads the shared rings on its own time, and so does a
+    // virtio device's backend (QEMU's virtio-net from a bottom half, vhost from its thread):
+    // what was accepted may still be in the ring when the cell ends, and stopping or closing
+    // the port drops it (net_virtio's close resets the device: virtio_net_drop_tx_queue_data)
+    // though the books count it sent. Neither PMD says when its ring is empty (no
+    // tx_descriptor_status, no tx_done_cleanup): give the other side a moment (kLingerS), as a
+    // socket's linger does.
+    if (linger_ && counters_.accepted.Get() > 0) rte_delay_us_sleep(kLingerS * 1e6);
     owned_.reset();  // the last queue of the port stops, closes and removes it
   }
-  // Frames leave through a peer process's reads (net_memif): wait before closing.
+  // Frames leave on another party's time (net_memif, net_virtio): wait before the port stops.
   void SetLinger() { linger_ = true; }
 
   uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
@@ -742,7 +753,7 @@ Result<Drivers> CreateEthdevDrivers(const EthdevOptions& o, rte_mempool* pool, u
   }
   return MakeQueues(port, rx_port, a->virtual_dev, std::move(owned),
                     o.ToString() + fmt::format(" (port {}, {})", port, a->driver_name), sinks,
-                    window, tsc_hz, /*linger=*/a->driver_name == "net_memif");
+                    window, tsc_hz, SendsOnItsOwnTime(a->driver_name));
 }
 
 }  // namespace txbatch::ethdev

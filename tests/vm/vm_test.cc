@@ -31,7 +31,6 @@
 #include <vector>
 
 #include "dataplane/frame.h"
-#include "drivers/ethdev/ring_size.h"
 #include "tests/test_files.h"
 
 namespace txbatch::test {
@@ -64,7 +63,9 @@ struct Boot {
   int lab_status = -1;  // vm-lab.sh boot's: 0 when the guest ran its job and powered off
   int job_status = -1;  // the job's, as the guest said
   std::string console;
-  std::string Console() const { return console.substr(console.size() > 6000 ? console.size() - 6000 : 0); }
+  std::string Console() const {
+    return console.substr(console.size() > 6000 ? console.size() - 6000 : 0);
+  }
 };
 
 // The guests' folders of the test running now: removed when it passes (a tcp capture is tens of
@@ -117,8 +118,8 @@ std::string Nic(const std::string& model, const std::string& out_name, const std
 
 // The guest's side of a run on the NIC at 00:04.0, bound to `driver`, its JSON sent back.
 std::string RunJob(const std::string& bind, const std::string& args, const std::string& eal) {
-  return bind + "\ntxbatch " + args + (args.starts_with("run") ? " --rounds 1" : "") + " --json /tmp/r.json -- -l 0-1 -a 0000:00:04.0 " + eal +
-         "\nresult run.json /tmp/r.json\n";
+  return bind + "\ntxbatch " + args + (args.starts_with("run") ? " --rounds 1" : "") +
+         " --json /tmp/r.json -- -l 0-1 -a 0000:00:04.0 " + eal + "\nresult run.json /tmp/r.json\n";
 }
 const char kUio[] = "hugepages 64\nbind 0000:00:04.0 uio_pci_generic";
 const char kVfio[] = "bind 0000:00:04.0 vfio-pci";
@@ -170,12 +171,13 @@ Wire ReadWire(const std::string& pcap_path, Proto proto) {
 uint64_t U(const json& v) { return v.is_number() ? v.get<uint64_t>() : 0; }
 
 // The run's records (`cells` of them) against the wire: books closed, and what each cell sent is
-// what its PMD counted; all cells together are what the capture holds. `tail_in_ring`: the
-// device transmits after the doorbell, from a ring it consumes on its own time (QEMU's
-// virtio-net, from a bottom half): what it still held when the port closed at txbatch's exit
-// is dropped by the device's reset (virtio_net_drop_tx_queue_data), so the capture may miss a
-// tail of the last cell — at most the TX ring — and nothing before it (no gap in any flow).
-void CheckRunAgainstWire(const Boot& b, Proto proto, size_t cells, bool tail_in_ring = false) {
+// what its PMD counted; all cells together are what the capture holds, to the frame. On virtio
+// the device transmits from its ring after the doorbell, on its own time (QEMU's virtio-net, from
+// a bottom half that TCG's busy vCPUs can hold off for milliseconds); what the ring still held
+// when a cell's port stopped and closed was dropped by the device's reset: the tail of any cell
+// but the last was missing from the capture (CI on 8187288: 50 frames of cell 3 of 4), until the
+// port lingered for the backend before it stops (ethdev_port.cc, SendsOnItsOwnTime).
+void CheckRunAgainstWire(const Boot& b, Proto proto, size_t cells) {
   ASSERT_EQ(b.lab_status, 0) << b.Console();
   ASSERT_EQ(b.job_status, 0) << b.Console();
   const std::string doc_text = Slurp(b.out + "/run.json");
@@ -193,7 +195,8 @@ void CheckRunAgainstWire(const Boot& b, Proto proto, size_t cells, bool tail_in_
     EXPECT_GT(U(a["sent"]), 0u) << cell;
     EXPECT_EQ(r["counted_at"], "driver") << cell;
     // The PMD's own count of what it put in the ring, per cell.
-    EXPECT_EQ(U(r["driver_counters"]["pmd_opackets"]), U(a["sent"])) << cell << r["driver_counters"];
+    EXPECT_EQ(U(r["driver_counters"]["pmd_opackets"]), U(a["sent"]))
+        << cell << r["driver_counters"];
     EXPECT_EQ(U(r["driver_counters"]["pmd_oerrors"]), 0u) << cell;
     // Four producers keep the qdisc full: batch 32 hands the PMD many frames a call (measured
     // 24-32 on these guests), the path a one-frame test never takes.
@@ -205,12 +208,7 @@ void CheckRunAgainstWire(const Boot& b, Proto proto, size_t cells, bool tail_in_
   const Wire w = ReadWire(b.out + "/wire.pcap", proto);
   EXPECT_EQ(w.not_ok, 0u) << w.first_problem;
   EXPECT_EQ(w.gaps, 0u) << w.first_problem;
-  if (!tail_in_ring) {
-    EXPECT_EQ(w.frames, sent) << w.first_problem;
-  } else {
-    EXPECT_LE(w.frames, sent) << w.first_problem;
-    EXPECT_LE(sent - std::min(sent, w.frames), uint64_t{ethdev::kRingSize}) << w.first_problem;
-  }
+  EXPECT_EQ(w.frames, sent) << w.first_problem;
 }
 
 // Short cells: under TCG a guest sends ~10^5 frames/s; each cell is a few 10^4 frames.
@@ -219,12 +217,11 @@ const char kCells[] = "--duration 0.25 --warmup 0.05";
 // One guest, one NIC, one run: the NIC's model, how it is bound, the run and what it must show.
 struct PmdCase {
   const char* name;
-  const char* nic;      // QEMU's -device model
-  bool vfio;            // vfio-pci behind an emulated IOMMU (q35, intel_iommu=on), else uio
-  const char* args;     // txbatch run's, before kCells
+  const char* nic;   // QEMU's -device model
+  bool vfio;         // vfio-pci behind an emulated IOMMU (q35, intel_iommu=on), else uio
+  const char* args;  // txbatch run's, before kCells
   Proto proto;
   size_t cells;
-  bool tail_in_ring = false;  // see CheckRunAgainstWire
 };
 
 // e1000 (82540EM) and e1000e (82574L) on net_e1000_em, virtio-net on net_virtio, under
@@ -236,11 +233,14 @@ const PmdCase kPmdCases[] = {
      "--runner dedicated --proto tcp --size 65536 --batch 1,32 --procs 1", Proto::kTcp, 2},
     {"e1000_noqueue_buffer", "e1000", false,
      "--qdisc none --policy buffer:32 --proto udp --size 64 --procs 1", Proto::kUdp, 1},
-    {"e1000e_uio", "e1000e", false, "--proto udp --size 1400 --batch 1,32 --procs 4", Proto::kUdp, 2},
+    {"e1000e_uio", "e1000e", false, "--proto udp --size 1400 --batch 1,32 --procs 4", Proto::kUdp,
+     2},
     {"e1000_vfio_iommu", "e1000", true, "--proto udp --size 64 --batch 1,32 --procs 4", Proto::kUdp,
      2},
+    // Eight cells: seven ends of a cell where the port stops with the ring perhaps not yet sent
+    // (on the code before the linger, 2 of 3 runs of these eight cells lost frames).
     {"virtio_uio", "virtio-net-pci,disable-modern=off", false,
-     "--proto udp --size 64 --batch 1,32 --procs 1,4", Proto::kUdp, 4, /*tail_in_ring=*/true},
+     "--proto udp --size 64 --batch 1,4,8,32 --procs 1,4", Proto::kUdp, 8},
 };
 
 class VmPmd : public ::testing::TestWithParam<PmdCase> {};
@@ -251,14 +251,14 @@ TEST_P(VmPmd, EveryFrameOnTheWireIsTxbatchsAndCounted) {
       c.vfio ? "-machine q35,kernel-irqchip=split -device intel-iommu,intremap=on,caching-mode=on "
              : "";
   if (c.vfio) setenv("TXBATCH_VM_CMDLINE", "intel_iommu=on", 1);
-  const Boot b = BootGuest(
-      c.name,
-      RunJob(c.vfio ? kVfio : kUio, "run --driver ethdev:port=0 " + std::string(c.args) + " " +
-                                         kCells,
-             c.vfio ? "--no-huge -m 256" : "--in-memory"),
-      machine + Nic(c.nic, c.name, "user,id=n0,restrict=on"));
+  const Boot b =
+      BootGuest(c.name,
+                RunJob(c.vfio ? kVfio : kUio,
+                       "run --driver ethdev:port=0 " + std::string(c.args) + " " + kCells,
+                       c.vfio ? "--no-huge -m 256" : "--in-memory"),
+                machine + Nic(c.nic, c.name, "user,id=n0,restrict=on"));
   unsetenv("TXBATCH_VM_CMDLINE");
-  CheckRunAgainstWire(b, c.proto, c.cells, c.tail_in_ring);
+  CheckRunAgainstWire(b, c.proto, c.cells);
   if (c.vfio) {
     // The IOMMU was on, and faulted no DMA (its faults are error lines: in the kernel's log,
     // which the guest sends, not on its quiet console).
@@ -381,12 +381,14 @@ TEST(VmTwoHosts, RunOnOneE1000SinkOnAnotherEveryFrameArrives) {
   ASSERT_TRUE(sink.AwaitConsole("receiving; SIGINT or SIGTERM stops it", 180))
       << Slurp(sink.out() + "/console.log");
   // Paced at what a TCG guest receives without falling behind: 0 lost is then the claim.
-  const Boot run = BootGuest(
-      "two_run",
-      RunJob(kUio, std::string("run --driver ethdev:port=0 --proto udp --size 256 --batch 1,32 "
-                               "--procs 2 --rate 20kpps ") + kCells,
-             "--in-memory"),
-      Nic("e1000", "two_run", "socket,id=n0,connect=" + cable));
+  const Boot run =
+      BootGuest("two_run",
+                RunJob(kUio,
+                       std::string("run --driver ethdev:port=0 --proto udp --size 256 --batch 1,32 "
+                                   "--procs 2 --rate 20kpps ") +
+                           kCells,
+                       "--in-memory"),
+                Nic("e1000", "two_run", "socket,id=n0,connect=" + cable));
   EXPECT_TRUE(sink.Tell("go")) << "the sink's guest is gone";
   const Boot b = sink.Wait();
   CheckRunAgainstWire(run, Proto::kUdp, 2);
@@ -409,8 +411,7 @@ TEST(VmTwoHosts, RunOnOneE1000SinkOnAnotherEveryFrameArrives) {
 
 // Soft RoCE (rdma_rxe, a real libibverbs provider) on the guest's e1000, bound to the kernel's
 // driver: the hardware suite, a run to a sink on the same port, and two guests.
-const char kRxe[] =
-    "modprobe e1000\nrxe_up eth0\nip addr add 10.0.0.1/24 dev eth0\n";
+const char kRxe[] = "modprobe e1000\nrxe_up eth0\nip addr add 10.0.0.1/24 dev eth0\n";
 // The sink's own QP, from its banner ("senders give qpn=0x11,qkey=...").
 std::string SinkQpn(const std::string& console) {
   const std::string key = "senders give qpn=";
@@ -432,8 +433,10 @@ constexpr char kRxeMtu[] = "--mtu 1020";
 TEST(VmRxe, TheHardwareSuitePassesOnSoftRoce) {
   if (Env("TXBATCH_VM_BINS").find("hw_tests") == std::string::npos)
     GTEST_FAIL() << "the vm suite was built without libibverbs: no hw_tests for the guest";
-  const Boot b = BootGuest("rxe_hw", std::string(kRxe) + "hw_tests > /tmp/hw.txt 2>&1 || st=$?\n"
-                                     "result hw.txt /tmp/hw.txt\nexit ${st:-0}\n",
+  const Boot b = BootGuest("rxe_hw",
+                           std::string(kRxe) +
+                               "hw_tests > /tmp/hw.txt 2>&1 || st=$?\n"
+                               "result hw.txt /tmp/hw.txt\nexit ${st:-0}\n",
                            "-netdev user,id=n0,restrict=on -device e1000,netdev=n0,addr=04.0");
   ASSERT_EQ(b.lab_status, 0) << b.Console();
   const std::string hw = Slurp(b.out + "/hw.txt");
@@ -487,12 +490,12 @@ TEST(VmRxe, RunToASinkOnTheSamePortEveryFrameArrivesAndBatchingShowsInThePosts) 
       " --stats 0 --json /tmp/s.json > /tmp/sink.out 2>&1 &\npid=$!\n"
       "i=0; until grep -q receiving /tmp/sink.out; do i=$((i+1)); [ $i -lt 300 ]; sleep 0.1; done\n"
       "qpn=$(sed -n 's/.*senders give qpn=\\(0x[0-9a-f]*\\),.*/\\1/p' /tmp/sink.out)\n"
-      "txbatch run --driver verbs:rxe0:1,qpn=$qpn,qkey=" + kQkey + ",gid=::ffff:10.0.0.1 " +
-      kRxeMtu + " " + kRocePaced +
+      "txbatch run --driver verbs:rxe0:1,qpn=$qpn,qkey=" +
+      kQkey + ",gid=::ffff:10.0.0.1 " + kRxeMtu + " " + kRocePaced +
       " --json /tmp/r.json\nkill -INT $pid\nwait $pid || st=$?\ncat /tmp/sink.out\n"
       "result run.json /tmp/r.json\nresult sink.json /tmp/s.json\nexit ${st:-0}\n";
-  const Boot b =
-      BootGuest("rxe_self", job, "-netdev user,id=n0,restrict=on -device e1000,netdev=n0,addr=04.0");
+  const Boot b = BootGuest("rxe_self", job,
+                           "-netdev user,id=n0,restrict=on -device e1000,netdev=n0,addr=04.0");
   ASSERT_EQ(b.lab_status, 0) << b.Console();
   ASSERT_EQ(b.job_status, 0) << b.Console();
   const json sender = json::parse(Slurp(b.out + "/run.json"));
@@ -519,8 +522,8 @@ TEST(VmRxe, TwoGuestsOverASocketCableEveryFrameArrives) {
   const Boot run = BootGuest(
       "rxe_two_run",
       std::string(kRxe) + "ping -c 1 -W 5 10.0.0.2\ntxbatch run --driver verbs:rxe0:1,qpn=" + qpn +
-          ",qkey=" + kQkey + ",gid=::ffff:10.0.0.2 " + kRxeMtu +
-          " " + kRocePaced + " --json /tmp/r.json\nresult run.json /tmp/r.json\n",
+          ",qkey=" + kQkey + ",gid=::ffff:10.0.0.2 " + kRxeMtu + " " + kRocePaced +
+          " --json /tmp/r.json\nresult run.json /tmp/r.json\n",
       "-netdev socket,id=n0,connect=" + cable +
           " -device e1000,netdev=n0,addr=04.0,mac=52:54:00:12:34:01");
   EXPECT_TRUE(sink.Tell("go")) << "the sink's guest is gone";
