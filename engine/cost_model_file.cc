@@ -28,6 +28,7 @@ constexpr std::pair<const char*, double CostModel::*> kCosts[] = {
     {"futex", &CostModel::futex},
     {"context_switch", &CostModel::context_switch},
     {"wakeup", &CostModel::wakeup},
+    {"remote_wake", &CostModel::remote_wake},
     {"slice", &CostModel::slice},
     {"handover", &CostModel::handover},
 };

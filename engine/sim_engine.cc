@@ -109,7 +109,7 @@ class Simulation {
   // Producers, then each queue's dedicated runner (if any), then each queue's txirq.
   std::vector<SimActor> actors_;
   std::vector<SimCore> cores_;          // empty: every actor on a CPU of its own (cost.cpus 0)
-  const SimActor* stepping_ = nullptr;  // the actor whose step runs
+  SimActor* stepping_ = nullptr;  // the actor whose step runs
   bool draining_ = false;
   unsigned producers_left_ = 0;
   double interval_ = 0;  // --rate: TSC between a producer's frames
@@ -518,6 +518,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     const Tsc start = next->t;
     next->ran_to = start;
     next->lock_wait = false;
+    next->signalled = false;
     stepping_ = next;
     StepActor(*next);
     stepping_ = nullptr;

@@ -26,6 +26,7 @@ SimCycles::SimCycles(const CostModel& c)
       futex(Round(c.futex)),
       context_switch(Round(c.context_switch)),
       wakeup(Round(c.wakeup)),
+      remote_wake(Round(c.remote_wake)),
       slice(Round(c.slice)),
       handover(Round(c.handover)) {}
 
@@ -34,12 +35,14 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
   // the wake-up's latency.
   const auto woken_by_holder = [&] {
     SimActor& h = *l.holder;
-    if (window.Contains(l.free_at)) h.busy += c.futex;
+    const bool remote = Remote(h, a);
+    const Tsc call = c.futex + (remote ? c.remote_wake : 0);
+    if (window.Contains(l.free_at)) h.busy += call;
     if (h.t != kNever && !h.queued) {
-      if (h.ran_to == h.t) h.ran_to += c.futex;  // still running: its CPU stays taken
-      h.t += c.futex;
+      if (h.ran_to == h.t) h.ran_to += call;  // still running: its CPU stays taken
+      h.t += call;
     }
-    a.t = l.free_at + c.futex + (Remote(h, a) ? c.wakeup : 0);
+    a.t = l.free_at + call + (remote ? c.wakeup : 0);
     a.lock_wait = true;
     return false;
   };
@@ -93,8 +96,9 @@ void SimCpu::Release(SimActor& a, SimLock& l) const {
   l.sleepers.erase(l.sleepers.begin());
   l.woken = s;
   l.handed = l.handoff;
-  Work(a, c.futex);
-  s->t = a.t + (Remote(a, *s) ? c.wakeup : 0);  // asleep in the lock: nothing else woke it
+  const bool remote = Remote(a, *s);
+  Work(a, c.futex + (remote ? c.remote_wake : 0));
+  s->t = a.t + (remote ? c.wakeup : 0);  // asleep in the lock: nothing else woke it
 }
 
 SimQueue::SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy,
@@ -364,7 +368,7 @@ void SimQueue::Poll(SimActor& r, bool draining) {
   BeginRun(r, false);
 }
 
-void SimQueue::Kick(const SimActor& from, bool resched) {
+void SimQueue::Kick(SimActor& from, bool resched) {
   irq_kicked_ = true;
   irq_resched_ |= resched;
   if (irq_ != nullptr && irq_->step == SimStep::kIrq) cpu_.WakeFrom(from, *irq_, from.t);

@@ -40,8 +40,8 @@ struct SimCycles {
   static Tsc Round(double x) { return static_cast<Tsc>(std::llround(std::max(0.0, x))); }
   Tsc write = 0, frame = 0, lock = 0, lock_contended = 0, enqueue = 0, dequeue = 0,
       dequeue_frame = 0, xmit_call = 0, xmit_frame = 0, completion = 0, completion_frame = 0,
-      deliver = 0, gso_segment = 0, futex = 0, context_switch = 0, wakeup = 0, slice = 0,
-      handover = 0;
+      deliver = 0, gso_segment = 0, futex = 0, context_switch = 0, wakeup = 0, remote_wake = 0,
+      slice = 0, handover = 0;
 };
 
 enum class SimRole : uint8_t { kProducer, kRunner, kIrq };
@@ -76,6 +76,7 @@ struct SimActor {
   bool fifo = false;       // SCHED_FIFO (the txirq): preempts whatever runs on its CPU
   bool queued = false;     // runnable, waiting for its CPU (t is kNever meanwhile; `want` holds it)
   bool lock_wait = false;  // asleep in a lock's futex: only the lock's release wakes it
+  bool signalled = false;  // woken through a futex, on its way: another notify finds no waiter
   Tsc want = 0;            // queued: when it became runnable
   Tsc ran_to = 0;          // where its last step's CPU time ended (t beyond it: asleep between)
   FlushTrigger flush_why = FlushTrigger::kNone;  // kFlush: why its own batch goes
@@ -153,10 +154,27 @@ struct SimCpu {
     const Tsc when = std::max(at, a.ran_to);  // not before its own last step ended
     if (a.t == kNever || a.t > when) a.t = when;
   }
-  // Wakes `a` by a thread on `from`'s CPU at `at`: after the wake-up's latency where they run on
-  // different CPUs (a futex wake-up: a condition variable, a blocked producer, the txirq's kick).
-  void WakeFrom(const SimActor& from, SimActor& a, Tsc at) const {
-    Wake(a, at + (Remote(from, a) ? c.wakeup : 0));
+  // Whether `a` sleeps where a condition variable's notify would wake it: not runnable, not
+  // waiting for its CPU, not already woken (on its way), not asleep in a lock's futex (which
+  // only the lock's release wakes).
+  static bool Asleep(const SimActor& a, Tsc at) {
+    return !a.queued && !a.lock_wait && !a.signalled &&
+           (a.t == kNever || a.t > std::max(at, a.ran_to));
+  }
+  // `from` wakes `a` at `at` (from.t or before) through a futex (a condition variable, a blocked
+  // producer, the txirq's kick). Where `a` sleeps, `from` pays the futex call that wakes it — with
+  // the IPI (`remote_wake`) where `a` is on another CPU — and `a` runs after the call and the
+  // wake-up's latency; one awake or on its way needs no call (glibc's notify finds no waiter).
+  void WakeFrom(SimActor& from, SimActor& a, Tsc at) const {
+    if (a.signalled) return;  // woken already, on its way: the notify finds no waiter
+    const bool remote = Remote(from, a);
+    Tsc call = 0;
+    if (Asleep(a, at)) {
+      call = c.futex + (remote ? c.remote_wake : 0);
+      Work(from, call);
+      a.signalled = true;
+    }
+    Wake(a, at + call + (remote ? c.wakeup : 0));
   }
 };
 
@@ -202,7 +220,7 @@ class SimQueue {
   // when the TX lock was held: `irq` sleeps and tries again (nothing done).
   bool Complete(SimActor& irq, bool resched);
   // `from` tells the txirq: the queue stopped, or (`resched`) a run spent its quota.
-  void Kick(const SimActor& from, bool resched);
+  void Kick(SimActor& from, bool resched);
   bool kicked() const { return irq_kicked_ || irq_resched_; }
   // The txirq wakes: what it was told since it last woke (whether a reschedule was asked for),
   // forgotten now.
@@ -212,7 +230,7 @@ class SimQueue {
   // to when it looks again (kNever: when woken).
   void Poll(SimActor& r, bool draining);
   // By `from` (the wake-up's latency across CPUs), or by the engine (null: at `at`).
-  void WakeRunner(const SimActor* from, Tsc at) {
+  void WakeRunner(SimActor* from, Tsc at) {
     if (runner_ == nullptr || runner_->step != SimStep::kPoll) return;
     if (from != nullptr)
       cpu_.WakeFrom(*from, *runner_, at);

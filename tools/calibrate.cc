@@ -285,6 +285,7 @@ void ApplyScheduler(const SchedulerProbe& probe, Calibration& cal) {
   m.futex = probe.futex;
   m.context_switch = probe.context_switch();
   m.wakeup = probe.wakeup();
+  m.remote_wake = probe.remote_wake();
   m.slice = KernelSliceS(probe.cpus) * m.tsc_hz;
   m.handover = probe.handover();
   // A lock's line from another core: what lock_contended charges (sim_queue.h, SimLock).
@@ -333,14 +334,15 @@ nlohmann::json Calibration::Json() const {
          }
          return kept;
        }()},
-      {"scheduler", !scheduler
-                        ? nlohmann::json(nullptr)
-                        : nlohmann::json{{"cpus", scheduler->cpus},
-                                         {"futex_cycles", scheduler->futex},
-                                         {"same_cpu_handoff_cycles", scheduler->same_cpu_handoff},
-                                         {"cross_cpu_handoff_cycles", scheduler->cross_cpu_handoff},
-                                         {"line_pass_cycles", scheduler->line_pass},
-                                         {"slice_s", KernelSliceS(scheduler->cpus)}}},
+      {"scheduler",
+       !scheduler ? nlohmann::json(nullptr)
+                  : nlohmann::json{{"cpus", scheduler->cpus},
+                                   {"futex_cycles", scheduler->futex},
+                                   {"same_cpu_handoff_cycles", scheduler->same_cpu_handoff},
+                                   {"cross_cpu_handoff_cycles", scheduler->cross_cpu_handoff},
+                                   {"cross_cpu_wake_call_cycles", scheduler->cross_cpu_wake_call},
+                                   {"line_pass_cycles", scheduler->line_pass},
+                                   {"slice_s", KernelSliceS(scheduler->cpus)}}},
       {"points", pts}};
 }
 
@@ -617,7 +619,8 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
     else
       std::fprintf(stderr,
                    "txbatch: calibrate could not pin a thread to the CPUs it may run on: the "
-                   "machine's costs (cpus, futex, context_switch, wakeup, slice, handover) are "
+                   "machine's costs (cpus, futex, context_switch, wakeup, remote_wake, slice, "
+                   "handover) are "
                    "kept from the base model\n");
   }
   const bool reclaims = !cal->completion.residuals.empty();
@@ -630,12 +633,14 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
       cal->LineMeasured() ? "" : "lock_contended, ",
       reclaims ? "" : ", completion, completion_frame (no reclaim was measured)",
       cal->scheduler
-          ? fmt::format("the machine measured: {} CPUs, futex, context_switch and wakeup from a "
+          ? fmt::format("the machine measured: {} CPUs, futex, context_switch, wakeup and "
+                        "remote_wake from a "
                         "futex ping-pong, lock_contended and handover from a cache line's, slice "
                         "the kernel's default",
                         cal->scheduler->cpus)
-          : std::string("the machine's (cpus, futex, context_switch, wakeup, slice, handover) "
-                        "kept from the base"));
+          : std::string(
+                "the machine's (cpus, futex, context_switch, wakeup, remote_wake, slice, handover) "
+                "kept from the base"));
 
   fmt::print("calibrate: {} rounds of {} cells, {} engine, TSC {:.0f} MHz ({})\n", args.rounds,
              plan.cells.size(), args.engine, tsc_hz / 1e6, session->env.cpu);
@@ -683,10 +688,12 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
     const SchedulerProbe& p = *cal->scheduler;
     fmt::print(
         "the scheduler ({} CPUs): a futex call {:.0f} cycles; a futex handoff {:.0f} cycles on one "
-        "CPU (context_switch {:.0f}) and {:.0f} across two (wakeup {:.0f}); a cache line across "
-        "two {:.0f} (handover {:.0f}, {} lines); slice {:.2f} ms\n",
-        p.cpus, p.futex, p.same_cpu_handoff, p.context_switch(), p.cross_cpu_handoff, p.wakeup(),
-        p.line_pass, p.handover(), kHandoverLines, KernelSliceS(p.cpus) * 1e3);
+        "CPU (context_switch {:.0f}) and {:.0f} across two, of which the waker's call {:.0f} "
+        "(remote_wake {:.0f}) and the wait after it (wakeup {:.0f}); a cache line across two "
+        "{:.0f} (handover {:.0f}, {} lines); slice {:.2f} ms\n",
+        p.cpus, p.futex, p.same_cpu_handoff, p.context_switch(), p.cross_cpu_handoff,
+        p.cross_cpu_wake_call, p.remote_wake(), p.wakeup(), p.line_pass, p.handover(),
+        kHandoverLines, KernelSliceS(p.cpus) * 1e3);
   }
   if (const auto poor = PoorFit(*cal, args.min_r2)) {
     std::fprintf(stderr, "txbatch: calibrate: %s\n", poor->c_str());

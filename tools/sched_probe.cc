@@ -54,22 +54,37 @@ double FutexCall(int cpu) {
   return cycles;
 }
 
-// Two threads on `a` and `b` pass a turn back and forth through a futex word: TSC cycles a pass.
-double Handoff(int a, int b) {
+struct Passes {
+  double pass = 0;       // TSC cycles a pass
+  double wake_call = 0;  // the median FUTEX_WAKE call (the other thread asleep in FUTEX_WAIT)
+};
+
+// Two threads on `a` and `b` pass a turn back and forth through a futex word. The other thread
+// has long been asleep when a turn is passed (a pass is tens of microseconds on a guest): the
+// wake call is what waking a sleeper costs its waker.
+Passes Handoff(int a, int b) {
   std::atomic<int> turn{0};
+  std::vector<double> calls[2];
   const auto player = [&](int me, int cpu) {
     PinTo(cpu);
+    calls[me].reserve(kPasses);
     for (int i = 0; i < kPasses; ++i) {
       while (turn.load() != me) Futex(&turn, FUTEX_WAIT_PRIVATE, 1 - me);
       turn.store(1 - me);
+      const Tsc w0 = Now();
       Futex(&turn, FUTEX_WAKE_PRIVATE, 1);
+      calls[me].push_back(static_cast<double>(Now() - w0));
     }
   };
   const Tsc t0 = Now();
   std::thread x(player, 0, a), y(player, 1, b);
   x.join();
   y.join();
-  return static_cast<double>(Now() - t0) / (2.0 * kPasses);
+  Passes p;
+  p.pass = static_cast<double>(Now() - t0) / (2.0 * kPasses);
+  calls[0].insert(calls[0].end(), calls[1].begin(), calls[1].end());
+  p.wake_call = Median(calls[0]);
+  return p;
 }
 
 // Two threads on `a` and `b` spin on one cache line, each writing it in turn: TSC cycles a pass
@@ -98,8 +113,12 @@ double SchedulerProbe::context_switch() const {
   return std::max(0.0, same_cpu_handoff - 2 * futex);
 }
 
+double SchedulerProbe::remote_wake() const {
+  return cross_cpu_wake_call > 0 ? std::max(0.0, cross_cpu_wake_call - futex) : 0;
+}
+
 double SchedulerProbe::wakeup() const {
-  return cross_cpu_handoff > 0 ? std::max(0.0, cross_cpu_handoff - 2 * futex) : 0;
+  return cross_cpu_handoff > 0 ? std::max(0.0, cross_cpu_handoff - 2 * futex - remote_wake()) : 0;
 }
 
 std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int rounds) {
@@ -107,18 +126,21 @@ std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int r
     return std::nullopt;
   SchedulerProbe p;
   p.cpus = static_cast<unsigned>(cpus.size());
-  std::vector<double> calls, same, cross, line;
+  std::vector<double> calls, same, cross, cross_wake, line;
   for (int r = 0; r < std::max(1, rounds); ++r) {
     calls.push_back(FutexCall(cpus[0]));
-    same.push_back(Handoff(cpus[0], cpus[0]));
+    same.push_back(Handoff(cpus[0], cpus[0]).pass);
     if (cpus.size() > 1) {
-      cross.push_back(Handoff(cpus[0], cpus[1]));
+      const Passes across = Handoff(cpus[0], cpus[1]);
+      cross.push_back(across.pass);
+      cross_wake.push_back(across.wake_call);
       line.push_back(LinePass(cpus[0], cpus[1]));
     }
   }
   p.futex = Median(calls);
   p.same_cpu_handoff = Median(same);
   p.cross_cpu_handoff = cross.empty() ? 0 : Median(cross);
+  p.cross_cpu_wake_call = cross_wake.empty() ? 0 : Median(cross_wake);
   p.line_pass = line.empty() ? 0 : Median(line);
   return p;
 }

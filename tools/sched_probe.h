@@ -10,15 +10,18 @@
 namespace txbatch {
 
 struct SchedulerProbe {
-  unsigned cpus = 0;             // the CPUs txbatch may run on (the simulation's `cpus`)
-  double futex = 0;              // TSC cycles of one futex call (FUTEX_WAKE, nobody waiting)
-  double same_cpu_handoff = 0;   // one pass of the turn, both threads pinned to one CPU
-  double cross_cpu_handoff = 0;  // one pass across two CPUs (0 with one CPU)
+  unsigned cpus = 0;               // the CPUs txbatch may run on (the simulation's `cpus`)
+  double futex = 0;                // TSC cycles of one futex call (FUTEX_WAKE, nobody waiting)
+  double same_cpu_handoff = 0;     // one pass of the turn, both threads pinned to one CPU
+  double cross_cpu_handoff = 0;    // one pass across two CPUs (0 with one CPU)
+  double cross_cpu_wake_call = 0;  // its waker's FUTEX_WAKE call, the sleeper on the other CPU
   double line_pass = 0;  // a cache line written on one CPU and read on another (0 with one CPU)
-  // A pass is the waker's futex call, then (one CPU) a switch to the woken thread or (two) the
-  // wake-up's latency, then the woken thread's return from its own futex call.
+  // A pass is the waker's futex call (across CPUs: with the IPI, remote_wake), then (one CPU) a
+  // switch to the woken thread or (two) the wake-up's latency, then the woken thread's return
+  // from its own futex call.
   double context_switch() const;  // same_cpu_handoff less two futex calls, at least 0
-  double wakeup() const;          // cross_cpu_handoff less two futex calls, at least 0
+  double remote_wake() const;     // cross_cpu_wake_call less a futex call, at least 0
+  double wakeup() const;  // cross_cpu_handoff less two futex calls and remote_wake, at least 0
   // A frame built on one CPU and dequeued on another: the lines it moves with (kHandoverLines:
   // its mbuf's first line, with the lengths, flags and buffer address the driver reads, and its
   // data's first, with the headers and the TX stamp).

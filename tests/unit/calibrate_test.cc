@@ -136,6 +136,7 @@ TEST(Calibrate, TheCostModelFileCarriesTheMachinesCpus) {
   m.cpus = 2;
   m.futex = 2400;
   m.wakeup = 10000;
+  m.remote_wake = 32000;
   auto back = CostModelFromJson(CostModelJson(m), "test");
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(*back, m);
