@@ -29,10 +29,7 @@ TxQueue::TxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfi
       policy_(policy),
       config_(config),
       window_(window),
-      // With --qdisc none every producer takes the TX lock for every batch (HARD_TX_LOCK):
-      // inheritance's strict hand-over made that contention collapse (measured), so only the
-      // qdisc shapes, where producers rarely take it, keep priority inheritance for the txirq.
-      tx_lock_(/*inherit=*/!config.shape.noqueue),
+      tx_lock_(/*inherit=*/config.tx_lock_inherits),
       dev_(driver, policy, config.bql, config.tsc_hz, counters_),
       meta_offset_(config.track_stages ? TxMetaOffset() : -1) {
   if (config.time_handover && meta_offset_ >= 0)

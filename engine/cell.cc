@@ -58,8 +58,15 @@ double PpsPerProducer(const CellConfig& cfg, const WireSpec& wire) {
   return 0;
 }
 
+bool TxLockInherits(const CellConfig& cfg, size_t cpus) {
+  if (cfg.shape.noqueue) return false;
+  if (cfg.shape.dedicated) return true;
+  return cpus == 0 || cfg.procs > cpus;
+}
+
 TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::vector<int>& cpus) {
   TxQueueConfig q;
+  q.tx_lock_inherits = TxLockInherits(cfg, cpus.size());
   q.txqueuelen = cfg.txqueuelen;
   q.tsc_hz = tsc_hz;
   q.irq_cpus = cpus;

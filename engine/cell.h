@@ -188,6 +188,18 @@ bool Balanced(const Books& books);
 // empty where the two belong together (bql ran on both) or --sync auto chose.
 std::string EraMix(const CellConfig& cfg);
 
+// Whether a cell's TX lock (and its receiver's lock, taken under it) inherits priority
+// (TxQueueConfig::tx_lock_inherits), on `cpus` CPUs (0: not known). Inheritance lifts a holder
+// that a sibling thread on its CPU preempted while the SCHED_FIFO txirq waits for the lock (that
+// inversion left the e1000 ring idle for 3 ms); where every producer takes the lock for every
+// bulk, its contended futex_lock_pi/futex_unlock_pi calls cost more than the inversion saves. So:
+// not with --qdisc none (every producer, every batch: collapsed, measured); kept with a
+// dedicated runner (producers rarely take it; the runner shares a CPU with producers); inline,
+// only where producers outnumber the CPUs (each is pinned to a CPU of its own otherwise: no
+// sibling to preempt a holder) — 2 inline producers on 2 CPUs sent 2.4x the frames at batch 1
+// without it (0.48 -> 1.15 Mpps on emu:ixgbe udp 64 B, this project's 2-vCPU guest).
+bool TxLockInherits(const CellConfig& cfg, size_t cpus);
+
 // The TX queue's configuration for `cfg`'s shape (txqueuelen, qdisc, runner, sync, BQL), its
 // txirq allowed on `cpus`. Stage tracking and the producers' blocking are the caller's.
 TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::vector<int>& cpus);

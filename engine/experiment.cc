@@ -59,7 +59,8 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   std::vector<std::unique_ptr<DeferredReceiver>> handoffs;
   std::vector<FrameReceiver*> receivers;
   for (RxSink* s : sink_ptrs) {
-    handoffs.push_back(std::make_unique<DeferredReceiver>(*s, /*inherit=*/!cfg.shape.noqueue));
+    handoffs.push_back(
+        std::make_unique<DeferredReceiver>(*s, /*inherit=*/TxLockInherits(cfg, cpus.size())));
     receivers.push_back(handoffs.back().get());
   }
   std::optional<TsqLedger> tsq;  // TCP Small Queues: outlives the drivers that release into it

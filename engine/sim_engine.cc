@@ -108,7 +108,7 @@ class Simulation {
   const Tsc idle_poll_;
   // Producers, then each queue's dedicated runner (if any), then each queue's txirq.
   std::vector<SimActor> actors_;
-  std::vector<SimCore> cores_;          // empty: every actor on a CPU of its own (cost.cpus 0)
+  std::vector<SimCore> cores_;    // empty: every actor on a CPU of its own (cost.cpus 0)
   SimActor* stepping_ = nullptr;  // the actor whose step runs
   bool draining_ = false;
   unsigned producers_left_ = 0;
@@ -414,6 +414,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   // The real queue's shape; frames are always stamped at the handover (they come back).
   TxQueueConfig qcfg = QueueConfigFor(cfg_, tsc_hz_, {});
   qcfg.track_stages = true;
+  qcfg.tx_lock_inherits = TxLockInherits(cfg_, cfg_.cost.cpus);  // the simulated machine's
   // --queues: the rings' one wire.
   const auto shared_wire = nq > 1 ? std::make_shared<emu::SharedWire>() : nullptr;
   for (unsigned i = 0; i < nq; ++i) {

@@ -113,6 +113,7 @@ SimQueue::SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy,
       qdisc_(config.txqueuelen, config.shape.pfifo ? 1 : kPfifoBands,
              config.shape.nolock ? QdiscLimit::kPerBand : QdiscLimit::kLength),
       run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen), MaxBulk(config)),
+      tx_(/*handoff=*/config.tx_lock_inherits),
       meta_offset_(config.track_stages ? TxMetaOffset() : -1) {}
 
 SimQueue::Put SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited) {

@@ -291,7 +291,8 @@ class SimQueue {
   SimActor* runner_ = nullptr;
   std::vector<SimActor*> waiters_;  // blocked producers, in the order they blocked
   std::vector<int> flow_cpus_;
-  SimLock root_, tx_{/*handoff=*/true};  // its root lock and TX lock
+  SimLock root_;
+  SimLock tx_;  // its TX lock: a handoff one where it inherits priority (tx_lock_inherits)
   Tsc first_enqueued_ = 0;
   Tsc rx_free_ = 0;  // when the receiver's lock is next free
   Tsc run_t0_ = 0;   // the current bulk's start (tx_cycles)

@@ -97,6 +97,26 @@ struct BadCase {
   const char* must_say;
 };
 
+// The TX lock inherits priority only where a holder can be preempted by a sibling thread on its
+// CPU while the txirq waits: with a dedicated runner, and inline where producers outnumber the
+// CPUs; never with --qdisc none. The queue takes it from QueueConfigFor (2 inline producers on
+// 2 CPUs: a priority-inheriting TX lock cost 2.4x the frames, doc/perf.md).
+TEST(RunPlan, TheTxLockInheritsPriorityOnlyWhereAHolderCanBePreempted) {
+  CellConfig c;
+  c.procs = 2;
+  EXPECT_FALSE(TxLockInherits(c, 2));
+  EXPECT_FALSE(QueueConfigFor(c, 1e9, {0, 1}).tx_lock_inherits);
+  EXPECT_FALSE(TxLockInherits(c, 4));
+  EXPECT_TRUE(TxLockInherits(c, 1));
+  EXPECT_TRUE(QueueConfigFor(c, 1e9, {0}).tx_lock_inherits);
+  EXPECT_TRUE(TxLockInherits(c, 0));  // CPUs not known
+  c.shape.dedicated = true;
+  EXPECT_TRUE(TxLockInherits(c, 2));
+  c.shape.dedicated = false;
+  c.shape.noqueue = true;
+  EXPECT_FALSE(TxLockInherits(c, 1));
+}
+
 TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
   std::vector<BadCase> cases;
   const auto add = [&](const char* what, auto mutate, const char* must_say) {
