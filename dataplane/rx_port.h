@@ -48,8 +48,9 @@ class FrameReceiver {
 // `CPU ns` are the TX path's alone. It still runs on the delivering thread's core.
 class DeferredReceiver final : public FrameReceiver {
  public:
-  // `inherit`: the receiver's lock inherits priority, as the TX lock does where it does (not
-  // with --qdisc none, where producers contend for both: see TxQueue).
+  // `inherit`: the receiver's lock inherits priority, as the TX lock does where it does
+  // (TxQueueConfig::tx_lock_inherits: not with --qdisc none, nor for inline producers no more
+  // than the CPUs, where producers contend for both).
   DeferredReceiver(FrameReceiver& inner, bool inherit) : inner_(inner), mu_(inherit) {}
   // Whatever is still staged (a queue torn down mid-call) goes back to the pool.
   ~DeferredReceiver() override {

@@ -196,8 +196,8 @@ std::string EraMix(const CellConfig& cfg);
 // not with --qdisc none (every producer, every batch: collapsed, measured); kept with a
 // dedicated runner (producers rarely take it; the runner shares a CPU with producers); inline,
 // only where producers outnumber the CPUs (each is pinned to a CPU of its own otherwise: no
-// sibling to preempt a holder) — 2 inline producers on 2 CPUs sent 2.4x the frames at batch 1
-// without it (0.48 -> 1.15 Mpps on emu:ixgbe udp 64 B, this project's 2-vCPU guest).
+// sibling to preempt a holder) — 2 inline producers on 2 CPUs sent 2.6x the frames at batch 1
+// without it (0.44-0.47 -> 1.22-1.23 Mpps on emu:ixgbe udp 64 B, a 2-vCPU guest; doc/perf.md).
 bool TxLockInherits(const CellConfig& cfg, size_t cpus);
 
 // The TX queue's configuration for `cfg`'s shape (txqueuelen, qdisc, runner, sync, BQL), its

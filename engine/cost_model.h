@@ -50,7 +50,7 @@ struct CostModel {
   double wakeup = 0;
   // What the waker's futex call costs beyond `futex` when the thread it wakes sleeps on another
   // CPU: the inter-processor interrupt that reaches that CPU (on a guest, a VM exit and the host
-  // kicking the vCPU; measured 34-39 thousand cycles, 13-15 us, on this project's 2-vCPU guest,
+  // kicking the vCPU; measured 32-39 thousand cycles, 12-15 us, on this project's 2-vCPU guest,
   // where a local futex call is 250). CPU time of the waker; `wakeup` is the wait after it.
   double remote_wake = 0;
   // The time slice of threads sharing a CPU (EEVDF's base slice, 0.75 ms x (1 + log2 CPUs) up to

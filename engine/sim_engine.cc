@@ -414,7 +414,9 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   // The real queue's shape; frames are always stamped at the handover (they come back).
   TxQueueConfig qcfg = QueueConfigFor(cfg_, tsc_hz_, {});
   qcfg.track_stages = true;
-  qcfg.tx_lock_inherits = TxLockInherits(cfg_, cfg_.cost.cpus);  // the simulated machine's
+  // On the simulated machine's CPUs; with none (a CPU per thread, the built-in model's) the TX
+  // lock stays the handoff lock it always was there.
+  qcfg.tx_lock_inherits = cfg_.cost.cpus == 0 || TxLockInherits(cfg_, cfg_.cost.cpus);
   // --queues: the rings' one wire.
   const auto shared_wire = nq > 1 ? std::make_shared<emu::SharedWire>() : nullptr;
   for (unsigned i = 0; i < nq; ++i) {
@@ -435,9 +437,12 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     tsq_->set_on_release([this](unsigned flow) {
       SimActor& p = actors_[flow];
       if (!p.tsq_throttled) return;
-      if (stepping_ != nullptr)
-        cpu_.WakeFrom(*stepping_, p, clock_.now);
-      else
+      if (stepping_ != nullptr) {
+        // Inside the stepping actor's driver call, at the driver's clock: the call ran to here,
+        // the wake's futex call comes after.
+        cpu_.RunTo(*stepping_, clock_.now);
+        cpu_.WakeFrom(*stepping_, p, stepping_->t);
+      } else
         SimCpu::Wake(p, clock_.now);
     });
   }
@@ -519,7 +524,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     const Tsc start = next->t;
     next->ran_to = start;
     next->lock_wait = false;
-    next->signalled = false;
+    next->signalled = kNever;
     stepping_ = next;
     StepActor(*next);
     stepping_ = nullptr;

@@ -39,8 +39,11 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
     const Tsc call = c.futex + (remote ? c.remote_wake : 0);
     if (window.Contains(l.free_at)) h.busy += call;
     if (h.t != kNever && !h.queued) {
-      if (h.ran_to == h.t) h.ran_to += call;  // still running: its CPU stays taken
-      h.t += call;
+      // The call ends its last step later; its next step follows where it went straight on,
+      // else (asleep on a timer) keeps its time unless the call runs past it.
+      const bool straight_on = h.ran_to == h.t;
+      h.ran_to += call;
+      h.t = straight_on ? h.ran_to : std::max(h.t, h.ran_to);
     }
     a.t = l.free_at + call + (remote ? c.wakeup : 0);
     a.lock_wait = true;
@@ -269,12 +272,13 @@ void SimQueue::Dequeue(SimActor& a) {
     n = run_.Dequeue(qdisc_, device, waiters, &wake);
   // A dequeue that finds nothing (the one ending every run) costs only its lock.
   if (n > 0) cpu_.Work(a, cpu_.c.dequeue + cpu_.c.dequeue_frame * n + Handovers(a));
-  if (!nolock) cpu_.Release(a, root_);
-  if (n == 0) return EndRun(a);
-  if (wake) {
-    for (SimActor* w : waiters_) cpu_.WakeFrom(a, *w, a.t);
+  if (n > 0 && wake) {
+    // space_cv_.notify_all() under the root lock: one futex call wakes every blocked producer.
+    cpu_.WakeAllFrom(a, waiters_, a.t);
     waiters_.clear();
   }
+  if (!nolock) cpu_.Release(a, root_);
+  if (n == 0) return EndRun(a);
   a.step = SimStep::kXmit;
 }
 

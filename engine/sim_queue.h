@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "base/tsc.h"
@@ -76,9 +77,11 @@ struct SimActor {
   bool fifo = false;       // SCHED_FIFO (the txirq): preempts whatever runs on its CPU
   bool queued = false;     // runnable, waiting for its CPU (t is kNever meanwhile; `want` holds it)
   bool lock_wait = false;  // asleep in a lock's futex: only the lock's release wakes it
-  bool signalled = false;  // woken through a futex, on its way: another notify finds no waiter
-  Tsc want = 0;            // queued: when it became runnable
-  Tsc ran_to = 0;          // where its last step's CPU time ended (t beyond it: asleep between)
+  // When a notify woke it from a futex sleep (on its way: a later notify finds no waiter);
+  // kNever since its last step.
+  Tsc signalled = kNever;
+  Tsc want = 0;    // queued: when it became runnable
+  Tsc ran_to = 0;  // where its last step's CPU time ended (t beyond it: asleep between)
   FlushTrigger flush_why = FlushTrigger::kNone;  // kFlush: why its own batch goes
   Tsc send_t0 = kNever;  // kFlush: when its first try began (tx_cycles counts the retries)
   // Producer.
@@ -155,26 +158,42 @@ struct SimCpu {
     if (a.t == kNever || a.t > when) a.t = when;
   }
   // Whether `a` sleeps where a condition variable's notify would wake it: not runnable, not
-  // waiting for its CPU, not already woken (on its way), not asleep in a lock's futex (which
-  // only the lock's release wakes).
+  // waiting for its CPU, not asleep in a lock's futex (which only the lock's release wakes).
   static bool Asleep(const SimActor& a, Tsc at) {
-    return !a.queued && !a.lock_wait && !a.signalled &&
-           (a.t == kNever || a.t > std::max(at, a.ran_to));
+    return !a.queued && !a.lock_wait && (a.t == kNever || a.t > std::max(at, a.ran_to));
   }
-  // `from` wakes `a` at `at` (from.t or before) through a futex (a condition variable, a blocked
-  // producer, the txirq's kick). Where `a` sleeps, `from` pays the futex call that wakes it — with
-  // the IPI (`remote_wake`) where `a` is on another CPU — and `a` runs after the call and the
-  // wake-up's latency; one awake or on its way needs no call (glibc's notify finds no waiter).
+  // `from` wakes `a` at `at` (from.t or before) through a futex: a condition variable's
+  // notify_one (a blocked producer, the dedicated runner, the txirq's kick, a TCP Small Queues
+  // release). As WakeAllFrom with `a` alone.
   void WakeFrom(SimActor& from, SimActor& a, Tsc at) const {
-    if (a.signalled) return;  // woken already, on its way: the notify finds no waiter
-    const bool remote = Remote(from, a);
-    Tsc call = 0;
-    if (Asleep(a, at)) {
-      call = c.futex + (remote ? c.remote_wake : 0);
-      Work(from, call);
-      a.signalled = true;
+    SimActor* const one[] = {&a};
+    WakeAllFrom(from, one, at);
+  }
+  // `from` wakes each of `all` at `at` with one futex call (notify_all). Where one sleeps,
+  // `from` pays the call — with the IPI (`remote_wake`) where one is on another CPU — and each
+  // sleeper runs after the call and, across CPUs, the wake-up's latency. One already woken by a
+  // notify at or before `at` is on its way: nothing (glibc finds no waiter). One woken by a
+  // later notify (steps are stepped whole: an earlier notify can be stepped after a later one)
+  // is woken by this one instead, sooner; the later waker's call is not taken back. One awake
+  // needs no call.
+  void WakeAllFrom(SimActor& from, std::span<SimActor* const> all, Tsc at) const {
+    const auto sleeping = [&](const SimActor& a) {
+      return a.signalled != kNever ? at < a.signalled : Asleep(a, at);
+    };
+    bool any = false, remote = false;
+    for (const SimActor* a : all)
+      if (sleeping(*a)) {
+        any = true;
+        remote |= Remote(from, *a);
+      }
+    const Tsc call = any ? c.futex + (remote ? c.remote_wake : 0) : 0;
+    Work(from, call);
+    for (SimActor* a : all) {
+      if (a->signalled != kNever && at >= a->signalled) continue;
+      const bool woken = sleeping(*a);
+      if (woken) a->signalled = at;
+      Wake(*a, at + (woken ? call : 0) + (Remote(from, *a) ? c.wakeup : 0));
     }
-    Wake(a, at + call + (remote ? c.wakeup : 0));
   }
 };
 

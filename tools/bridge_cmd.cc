@@ -273,6 +273,9 @@ int BridgeCommand(BridgeArgs a, const std::vector<std::string>& eal_args) {
       return Fail(kExitBadInput, st.error());
   TxQueueConfig qcfg = QueueConfigFor(*cell, tsc_hz, fwd->eal->cpus());
   qcfg.time_handover = !a.no_timing;
+  // TxLockInherits reasons about run's producers, each pinned to a CPU; the bridge's forwarders
+  // are not: their TX locks inherit priority as before (not with --qdisc none).
+  qcfg.tx_lock_inherits = !cell->shape.noqueue;
   bool balanced;
   {
     // Frames longer than the bridge's MTU or the out-port's are dropped, counted oversize.
@@ -368,6 +371,7 @@ int RespondCommand(RespondArgs a, const std::vector<std::string>& eal_args) {
     ResponderFilter filter(mac, *ip, static_cast<uint16_t>(a.udp_echo));
     TxQueueConfig qcfg = QueueConfigFor(*cell, tsc_hz, fwd->eal->cpus());
     qcfg.time_handover = true;
+    qcfg.tx_lock_inherits = !cell->shape.noqueue;  // as the bridge's: not run's producers
     BridgeDirection dir("replies", *p->rx, *p->tx, cell->policy, qcfg,
                         link->has_value() ? &**link : nullptr, tsc_hz, std::min(cell->mtu, p->mtu),
                         &filter);

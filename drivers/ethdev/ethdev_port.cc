@@ -139,10 +139,22 @@ struct Owned {
 // What the TX queues of one port share: the port, released when the last of them goes.
 struct PortOwner {
   explicit PortOwner(Owned o) : owned(std::move(o)) {}
-  ~PortOwner() { owned.Release(); }
+  ~PortOwner() {
+    // A memif peer in another process reads the shared rings on its own time, and so does a
+    // virtio device's backend (QEMU's virtio-net from a bottom half, vhost from its thread):
+    // what was accepted may still be in the ring when the cell ends, and stopping or closing
+    // the port drops it (net_virtio's close resets the device: virtio_net_drop_tx_queue_data)
+    // though the books count it sent. Neither PMD says when its ring is empty (no
+    // tx_descriptor_status, no tx_done_cleanup): give the other side a moment (kLingerS), as a
+    // socket's linger does — once for the port, after its last queue went.
+    if (linger && sent) rte_delay_us_sleep(kLingerS * 1e6);
+    owned.Release();
+  }
   PortOwner(const PortOwner&) = delete;
   PortOwner& operator=(const PortOwner&) = delete;
   Owned owned;
+  bool linger = false;  // its frames leave on another party's time (SendsOnItsOwnTime)
+  bool sent = false;    // a queue of it accepted a frame (set as each queue goes)
 };
 
 class EthdevPort final : public TxDriver {
@@ -172,18 +184,9 @@ class EthdevPort final : public TxDriver {
 
   ~EthdevPort() override {
     Purge();
-    // A memif peer in another process reads the shared rings on its own time, and so does a
-    // virtio device's backend (QEMU's virtio-net from a bottom half, vhost from its thread):
-    // what was accepted may still be in the ring when the cell ends, and stopping or closing
-    // the port drops it (net_virtio's close resets the device: virtio_net_drop_tx_queue_data)
-    // though the books count it sent. Neither PMD says when its ring is empty (no
-    // tx_descriptor_status, no tx_done_cleanup): give the other side a moment (kLingerS), as a
-    // socket's linger does.
-    if (linger_ && counters_.accepted.Get() > 0) rte_delay_us_sleep(kLingerS * 1e6);
+    if (counters_.accepted.Get() > 0) owned_->sent = true;  // the port lingers if it must
     owned_.reset();  // the last queue of the port stops, closes and removes it
   }
-  // Frames leave on another party's time (net_memif, net_virtio): wait before the port stops.
-  void SetLinger() { linger_ = true; }
 
   uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
     if (frames.empty()) return 0;
@@ -336,7 +339,6 @@ class EthdevPort final : public TxDriver {
   const RunWindow& window_;
   const Tsc poll_tsc_;
   bool stopped_ = false;
-  bool linger_ = false;
   Tsc retry_at_ = 0;   // when a stopped non-loopback port is tried again
   Tsc next_poll_ = 0;  // when a loopback's RX is polled next
   unsigned in_flight_ = 0;
@@ -429,11 +431,11 @@ Drivers MakeQueues(uint16_t tx_port, std::optional<uint16_t> rx_port, bool virtu
                    const std::string& spec, std::span<FrameReceiver* const> sinks,
                    const RunWindow& window, double tsc_hz, bool linger = false) {
   auto owner = std::make_shared<PortOwner>(std::move(owned));
+  owner->linger = linger;
   Drivers out;
   for (size_t q = 0; q < sinks.size(); ++q) {
     auto d = std::make_unique<EthdevPort>(tx_port, rx_port, static_cast<uint16_t>(q), virtual_dev,
                                           owner, spec, sinks[q], window, tsc_hz);
-    if (linger) d->SetLinger();
     out.push_back(std::move(d));
   }
   return out;

@@ -100,7 +100,7 @@ struct BadCase {
 // The TX lock inherits priority only where a holder can be preempted by a sibling thread on its
 // CPU while the txirq waits: with a dedicated runner, and inline where producers outnumber the
 // CPUs; never with --qdisc none. The queue takes it from QueueConfigFor (2 inline producers on
-// 2 CPUs: a priority-inheriting TX lock cost 2.4x the frames, doc/perf.md).
+// 2 CPUs: a priority-inheriting TX lock cost 2.6x the frames, doc/perf.md).
 TEST(RunPlan, TheTxLockInheritsPriorityOnlyWhereAHolderCanBePreempted) {
   CellConfig c;
   c.procs = 2;

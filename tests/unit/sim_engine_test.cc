@@ -311,10 +311,17 @@ TEST(SimCpu, AWakeThatReachesASleeperOnAnotherCpuCostsTheWakerTheIpi) {
   EXPECT_EQ(from.t, 10u + 5100);
   EXPECT_EQ(from.busy, 5100u);
   EXPECT_EQ(remote.t, 10u + 5100 + 1000);
-  EXPECT_TRUE(remote.signalled);
+  EXPECT_EQ(remote.signalled, 10u);
   cpu.WakeFrom(from, remote, from.t);  // on its way: no call, and not woken earlier
   EXPECT_EQ(from.t, 5110u);
   EXPECT_EQ(remote.t, 6110u);
+  SimActor early;  // a notify at 5 stepped after the one at 10 (steps are stepped whole)
+  early.cpu = 0;
+  early.t = early.ran_to = 5;
+  cpu.WakeFrom(early, remote, early.t);  // woke it first: pays, and it runs sooner
+  EXPECT_EQ(early.t, 5u + 5100);
+  EXPECT_EQ(remote.t, 5u + 5100 + 1000);
+  EXPECT_EQ(remote.signalled, 5u);
   cpu.WakeFrom(from, local, from.t);  // on the waker's CPU: the call, no IPI, no latency
   EXPECT_EQ(from.t, 5110u + 100);
   EXPECT_EQ(local.t, 5210u);
