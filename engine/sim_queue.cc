@@ -36,7 +36,7 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
   const auto woken_by_holder = [&] {
     SimActor& h = *l.holder;
     const bool remote = Remote(h, a);
-    const Tsc call = c.futex + (remote ? c.remote_wake : 0);
+    const Tsc call = WakeCall(remote);
     if (window.Contains(l.free_at)) h.busy += call;
     if (h.t != kNever && !h.queued) {
       // The call ends its last step later; its next step follows where it went straight on,
@@ -100,7 +100,7 @@ void SimCpu::Release(SimActor& a, SimLock& l) const {
   l.woken = s;
   l.handed = l.handoff;
   const bool remote = Remote(a, *s);
-  Work(a, c.futex + (remote ? c.remote_wake : 0));
+  Work(a, WakeCall(remote));
   s->t = a.t + (remote ? c.wakeup : 0);  // asleep in the lock: nothing else woke it
 }
 

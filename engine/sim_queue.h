@@ -133,6 +133,8 @@ struct SimCpu {
   static bool Remote(const SimActor& from, const SimActor& to) {
     return from.cpu < 0 || to.cpu < 0 || from.cpu != to.cpu;
   }
+  // What the futex call that wakes a sleeper costs its waker: `remote_wake` more across CPUs.
+  Tsc WakeCall(bool remote) const { return c.futex + (remote ? c.remote_wake : 0); }
   // `a` takes `l` at a.t: true when it holds it (paying the acquisition, and the line's move
   // from the last holder's core when it had to wait). False when it is held: `a` has gone to
   // sleep (its t the wake-up, or kNever until a release wakes it) and tries its step again then,
@@ -186,7 +188,7 @@ struct SimCpu {
         any = true;
         remote |= Remote(from, *a);
       }
-    const Tsc call = any ? c.futex + (remote ? c.remote_wake : 0) : 0;
+    const Tsc call = any ? WakeCall(remote) : 0;
     Work(from, call);
     for (SimActor* a : all) {
       if (a->signalled != kNever && at >= a->signalled) continue;

@@ -285,6 +285,18 @@ TEST(SimEngine, TheTxirqPreemptsTheProducerOnItsCpu) {
   EXPECT_EQ(ResultsJson(c, shared), ResultsJson(c, Simulate(c)));
 }
 
+// A SimCpu on `m`'s costs whose window holds every time: what the scripted lock and wake tests
+// step actors on by hand.
+struct CpuRig {
+  explicit CpuRig(const CostModel& m) : c(m) {
+    window.start = 0;
+    window.end = kNever - 1;
+  }
+  const SimCycles c;
+  RunWindow window;
+  const SimCpu cpu{c, window};
+};
+
 // A futex wake that reaches a sleeper on another CPU costs its waker the IPI (`remote_wake`: on
 // this project's 2-vCPU guest 32-39 thousand cycles, a local futex call 250), then the sleeper
 // runs after the wake-up's latency. A thread already woken and on its way, or awake, needs no
@@ -297,11 +309,8 @@ TEST(SimCpu, AWakeThatReachesASleeperOnAnotherCpuCostsTheWakerTheIpi) {
   m.wakeup = 1000;
   m.remote_wake = 5000;
   m.lock = 10;
-  const SimCycles c(m);
-  RunWindow window;
-  window.start = 0;
-  window.end = kNever - 1;
-  const SimCpu cpu{c, window};
+  const CpuRig rig(m);
+  const SimCpu& cpu = rig.cpu;
   SimActor from, remote, local, awake;
   from.cpu = 0, remote.cpu = 1, local.cpu = 0, awake.cpu = 1;
   from.t = from.ran_to = 10;
@@ -354,11 +363,8 @@ TEST(SimLock, AThreadThatFindsAMutexHeldSleepsUntilItsHolderWakesIt) {
   m.lock_contended = 50;
   m.futex = 100;
   m.wakeup = 1000;
-  const SimCycles c(m);
-  RunWindow window;
-  window.start = 0;
-  window.end = kNever - 1;
-  const SimCpu cpu{c, window};
+  const CpuRig rig(m);
+  const SimCpu& cpu = rig.cpu;
   for (const bool handoff : {false, true}) {
     SCOPED_TRACE(handoff ? "handoff" : "plain");
     SimActor h, w, x;
