@@ -41,17 +41,34 @@ result() {
   { echo "txbatch-vm-begin $1"; cat "$2"; echo; echo "txbatch-vm-end"; } > "$RESULTS"
 }
 
+# ipv6_ready NETDEV: NETDEV has its link-local IPv6 address and none still in duplicate address
+# detection (/proc/net/if_inet6: address, index, prefix, scope, flags, name; scope 20 is link,
+# flag 0x40 IFA_F_TENTATIVE).
+ipv6_ready() {
+  found=
+  while read -r _ _ _ scope flags dev; do
+    [ "$dev" = "$1" ] || continue
+    [ $((0x$flags & 0x40)) -eq 0 ] || return 1
+    [ "$scope" = 20 ] && found=1
+  done < /proc/net/if_inet6
+  [ -n "$found" ]
+}
+
 # rxe_up NETDEV: soft RoCE on NETDEV (modules in the order rdma_rxe needs; the netdev's carrier up
-# first, else `rdma link add` fails).
+# first, else `rdma link add` fails). Returns once NETDEV's IPv6 addresses are usable: rxe's
+# RoCE v2 GIDs are its addresses, and one still tentative has no local route, so an address
+# handle to it waits for a neighbour that never answers and fails after 1 s (ETIMEDOUT). The
+# lab's guests have MACs of their own: no duplicate address detection.
 rxe_up() {
   for m in crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe; do
     modprobe "$m" || return 1
   done
+  echo 0 > "/proc/sys/net/ipv6/conf/$1/accept_dad"
   ip link set "$1" up
   i=0
-  while [ "$(cat "/sys/class/net/$1/carrier" 2>/dev/null)" != 1 ]; do
+  while [ "$(cat "/sys/class/net/$1/carrier" 2>/dev/null)" != 1 ] || ! ipv6_ready "$1"; do
     i=$((i + 1))
-    [ $i -gt 100 ] && { echo "rxe_up: $1 has no carrier"; return 1; }
+    [ $i -gt 100 ] && { echo "rxe_up: $1 has no carrier or no usable link-local IPv6 address"; return 1; }
     sleep 0.1
   done
   rdma link add rxe0 type rxe netdev "$1"

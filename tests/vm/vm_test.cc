@@ -437,10 +437,24 @@ TEST(VmRxe, TheHardwareSuitePassesOnSoftRoce) {
     GTEST_FAIL() << "the vm suite was built without libibverbs: no hw_tests for the guest";
   const Boot b = BootGuest("rxe_hw",
                            std::string(kRxe) +
+                               "grep ' eth0$' /proc/net/if_inet6 > /tmp/inet6.txt\n"
+                               "result inet6.txt /tmp/inet6.txt\n"
                                "hw_tests > /tmp/hw.txt 2>&1 || st=$?\n"
                                "result hw.txt /tmp/hw.txt\nexit ${st:-0}\n",
                            "-netdev user,id=n0,restrict=on -device e1000,netdev=n0,addr=04.0");
   ASSERT_EQ(b.lab_status, 0) << b.Console();
+  // rxe_up returned with eth0's IPv6 addresses usable (its RoCE v2 GIDs): none tentative, the
+  // link-local one there. An address handle to a tentative GID timed out (ETIMEDOUT) when the
+  // suite ran within duplicate address detection's second.
+  const std::string inet6 = Slurp(b.out + "/inet6.txt");
+  std::istringstream lines(inet6);
+  bool link_local = false;
+  for (std::string addr, index, prefix, scope, flags, dev;
+       lines >> addr >> index >> prefix >> scope >> flags >> dev;) {
+    EXPECT_EQ(std::stoul(flags, nullptr, 16) & 0x40, 0u) << "tentative: " << inet6;
+    link_local |= scope == "20";
+  }
+  EXPECT_TRUE(link_local) << inet6;
   const std::string hw = Slurp(b.out + "/hw.txt");
   EXPECT_EQ(b.job_status, 0) << hw << b.Console();
   EXPECT_NE(hw.find("[       OK ] HardwareVerbs."), std::string::npos) << hw;
