@@ -407,6 +407,16 @@ class SlowReceiver final : public FrameReceiver {
   const Tsc spin_;
 };
 
+// Under ThreadSanitizer (scripts/tsan.sh) the TX path runs 6-50x slower and each probe's thread
+// start stalls the others: the windows' own work, measured 2.5-15 million cycles against the
+// spins' 17 million (CI, 2026-12-03, 1 run in 6; no race reported), is no longer a small part of
+// the spins. There the books and the free TX lock are what the build checks, not the ratio.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kWindowsSmallerThanSpins = false;
+#else
+constexpr bool kWindowsSmallerThanSpins = true;
+#endif
+
 // The receiver's work (emu hands frames to the sink inside the driver's call or the txirq's
 // reclaim, under the TX lock) is handed on after the TX lock and booked apart: rx_cycles holds
 // at least every spin, the TX path's and the completion role's windows leave it out, and the
@@ -461,7 +471,8 @@ TEST(TxQueue, TheReceiversTimeIsBookedApartFromTheTxPathAndTheReclaim) {
     EXPECT_EQ(slow.tx_lock_held, 0u);
     // The windows' own work is a small part of the spins; with the spins inside they would
     // hold all of them.
-    EXPECT_LT(c.tx_cycles.Get() + c.completion_cycles.Get(), c.rx_cycles.Get() / 4);
+    if (kWindowsSmallerThanSpins)
+      EXPECT_LT(c.tx_cycles.Get() + c.completion_cycles.Get(), c.rx_cycles.Get() / 4);
     EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
   }
 }
