@@ -22,7 +22,8 @@
 #   bind BDF DRIVER      unbinds the PCI device BDF and binds it to DRIVER (loads the module)
 #   hugepages N          reserves N 2 MB hugepages
 #   result NAME FILE     sends FILE to the host as OUT/NAME
-#   rxe_up NETDEV        loads soft RoCE and creates rxe0 on NETDEV once its carrier is up
+#   rxe_up NETDEV        loads soft RoCE and creates rxe0 on NETDEV once its carrier is up and
+#                        its IPv6 addresses are usable (no duplicate address detection)
 set -euo pipefail
 here=$PWD  # relative DIR, JOB and OUT are the caller's
 cd "$(dirname "$0")/.."
