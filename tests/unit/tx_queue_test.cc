@@ -471,8 +471,9 @@ TEST(TxQueue, TheReceiversTimeIsBookedApartFromTheTxPathAndTheReclaim) {
     EXPECT_EQ(slow.tx_lock_held, 0u);
     // The windows' own work is a small part of the spins; with the spins inside they would
     // hold all of them.
-    if (kWindowsSmallerThanSpins)
+    if (kWindowsSmallerThanSpins) {
       EXPECT_LT(c.tx_cycles.Get() + c.completion_cycles.Get(), c.rx_cycles.Get() / 4);
+    }
     EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
   }
 }
