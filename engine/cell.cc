@@ -124,7 +124,7 @@ unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
 }
 
 CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, double cpu_ns,
-                             uint64_t ctxsw) {
+                             ContextSwitches ctxsw) {
   CounterSnapshot s{};
   ReadInto(s.d, d);
   ReadInto(s.q, q);
@@ -224,7 +224,8 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
     r.bql = BqlResult{*limit, qc.bql_limit_max.Get(), wq.bql_stops};
   r.reschedules = wq.reschedules;
   r.driver_counters = driver.ExtraCounters();  // over the whole cell (warm-up and drain too)
-  r.involuntary_ctxsw = b.ctxsw - a.ctxsw;
+  r.voluntary_ctxsw = b.ctxsw.voluntary - a.ctxsw.voluntary;
+  r.involuntary_ctxsw = b.ctxsw.involuntary - a.ctxsw.involuntary;
   r.latency = sink.latency().Summary();
   r.lat_before_driver = sink.before_driver().Summary();
   r.lat_driver_ring = sink.driver_ring().Summary();

@@ -172,6 +172,10 @@ struct CellResult {
   double irq_max_late_us = 0;   // longest the txirq woke after its deadline, in the window
   uint64_t foreign = 0;
   uint64_t alloc_failures = 0;  // mbufs a producer could not get: never generated, not in the books
+  // Context switches in the window, process-wide (the simulation: its actors'): a thread that
+  // slept (a lock's futex, a condition variable, a timer) and one preempted (its turn spent, or
+  // the SCHED_FIFO txirq).
+  uint64_t voluntary_ctxsw = 0;
   uint64_t involuntary_ctxsw = 0;
   bool interrupted = false;
   bool txirq_realtime = false;
@@ -224,15 +228,18 @@ unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores);
 
 // The counters a cell's result is computed from, read at one moment (the window's start or end):
 // the drivers' and the queues' (every queue's, summed), the CPU time of the cell's threads and
-// their involuntary context switches.
+// their context switches.
+struct ContextSwitches {
+  uint64_t voluntary = 0, involuntary = 0;
+};
 struct CounterSnapshot {
   DriverCounts d{};
   TxQueueCounts q{};
-  uint64_t ctxsw = 0;
+  ContextSwitches ctxsw{};
   double cpu_ns = 0;
 };
 CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, double cpu_ns,
-                             uint64_t ctxsw);
+                             ContextSwitches ctxsw);
 
 // A cell's TX queues added up for its result: counters summed, what is still queued or in
 // flight, BQL's largest limit.

@@ -26,10 +26,10 @@ double ThreadCpuNs(pthread_t t) {
   return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
 }
 
-uint64_t InvoluntaryCtxsw() {
+ContextSwitches ProcessCtxsw() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  return static_cast<uint64_t>(ru.ru_nivcsw);
+  return {static_cast<uint64_t>(ru.ru_nvcsw), static_cast<uint64_t>(ru.ru_nivcsw)};
 }
 
 }  // namespace
@@ -126,7 +126,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
       AddInto(qc, queues[q]->counters());
     }
     for (auto& t : producers) cpu_ns += ThreadCpuNs(t.native_handle());
-    return TakeSnapshot(dc, qc, cpu_ns, InvoluntaryCtxsw());
+    return TakeSnapshot(dc, qc, cpu_ns, ProcessCtxsw());
   };
   // Sleeps for `seconds` unless a signal asks to stop; returns false if it did.
   const auto sleep_for = [&](double seconds) {

@@ -111,6 +111,9 @@ class Simulation {
   std::vector<SimCore> cores_;    // empty: every actor on a CPU of its own (cost.cpus 0)
   SimActor* stepping_ = nullptr;  // the actor whose step runs
   bool draining_ = false;
+  // Its actors' context switches: a step after which the actor sleeps (voluntary), a turn spent
+  // or a preemption by the txirq (involuntary).
+  ContextSwitches switches_;
   unsigned producers_left_ = 0;
   double interval_ = 0;  // --rate: TSC between a producer's frames
   Tsc stop_at_ = kNever;
@@ -193,6 +196,7 @@ void Simulation::AfterStep(SimActor& a, Tsc start) {
     const bool running = cur->ran_to > start;  // its last step was running at `start`
     if (!running && cur->t >= end) return;     // asleep throughout: nothing was preempted
     if (window_.Contains(start)) a.busy += 2 * c_.context_switch;  // the switches in and out
+    ++switches_.involuntary;                                       // preempted
     if (running) {
       // The rest of its step runs after: its CPU time ends later, and so does its next step
       // where it went straight on.
@@ -209,6 +213,7 @@ void Simulation::AfterStep(SimActor& a, Tsc start) {
   if (asleep) return Switch(core, a.ran_to);
   if (a.t < core.slice_end) return;
   // Its turn is spent: to the back of the queue, the next thread runs.
+  ++switches_.involuntary;
   a.queued = true;
   a.want = a.t;
   a.t = kNever;
@@ -393,7 +398,7 @@ CounterSnapshot Simulation::Snapshot() const {
     AddInto(dc, l.driver->counters());
     AddInto(qc, l.q->counters());
   }
-  return TakeSnapshot(dc, qc, static_cast<double>(busy) * 1e9 / tsc_hz_, 0);
+  return TakeSnapshot(dc, qc, static_cast<double>(busy) * 1e9 / tsc_hz_, switches_);
 }
 
 Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
@@ -528,6 +533,8 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     stepping_ = next;
     StepActor(*next);
     stepping_ = nullptr;
+    // Asleep after it (a lock, a condition variable, a timer): a voluntary switch.
+    if (next->t == kNever || next->t > next->ran_to) ++switches_.voluntary;
     AfterStep(*next, start);
   }
   if (!in_window) a = Snapshot();

@@ -206,6 +206,8 @@ CellResult ResultFrom(const json& r) {
   x.irq_max_late_us = m.at("irq_max_late_us");
   x.foreign = Whole{r.at("foreign_frames")};
   x.alloc_failures = Whole{r.at("alloc_failures")};
+  if (r.contains("voluntary_ctxsw"))  // written since 2026-12-03
+    x.voluntary_ctxsw = Whole{r.at("voluntary_ctxsw")};
   x.involuntary_ctxsw = Whole{r.at("involuntary_ctxsw")};
   x.txirq_realtime = r.at("txirq_realtime");
   x.unregistered_threads = Whole{r.at("unregistered_threads")};

@@ -161,6 +161,7 @@ json ResultJson(const CellResult& r) {
             {"irq_max_late_us", r.irq_max_late_us}}},
           {"foreign_frames", r.foreign},
           {"alloc_failures", r.alloc_failures},
+          {"voluntary_ctxsw", r.voluntary_ctxsw},
           {"involuntary_ctxsw", r.involuntary_ctxsw},
           {"txirq_realtime", r.txirq_realtime},
           {"unregistered_threads", r.unregistered_threads},

@@ -409,6 +409,16 @@ std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned
     row.sim_mpps = sim->mpps;
     row.real_cycles = real.cycles_per_pkt;
     row.sim_cycles = sim->cycles_per_pkt;
+    const auto sleeps = [](const CellSummary& s) {
+      std::vector<double> v;
+      for (const CellRecord* r : s.runs)
+        if (r->result.packets > 0)
+          v.push_back(1e3 * static_cast<double>(r->result.voluntary_ctxsw) /
+                      static_cast<double>(r->result.packets));
+      return v.empty() ? 0.0 : Median(v);
+    };
+    row.real_sleeps = sleeps(real);
+    row.sim_sleeps = sleeps(*sim);
     const bool over = row.threads > cpus;
     const double bound = over ? 0.30 : 0.15;
     const auto within = [&](double sim_v, double real_v) {
@@ -486,20 +496,21 @@ int CheckCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_
   const auto rows = CheckRows(records, cpus);
   const CheckTally t = Tally(rows);
   fmt::print(
-      "\n{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>19} {:>7} {:>6} {:>8} {:>8} {:>6}  "
-      "{:<28} {}\n",
+      "\n{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>19} {:>7} {:>6} {:>8} {:>8} {:>6} "
+      "{:>13}  {:<28} {}\n",
       "driver", "prot", "size", "procs", "sync", "runner", "batch", "real Mpps (spread)", "sim",
-      "s/r", "real cyc", "sim cyc", "s/r", "verdict", "batching real / sim");
+      "s/r", "real cyc", "sim cyc", "s/r", "sleeps/kpkt", "verdict", "batching real / sim");
   for (const CheckRow& r : rows) {
     const bool judged = !r.batching_real.empty();
     fmt::print(
         "{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>7.3f} ({:.2f}-{:.2f}) {:>7.3f} {:>6.2f} "
-        "{:>8.0f} {:>8.0f} {:>6.2f}  {:<28} {}\n",
+        "{:>8.0f} {:>8.0f} {:>6.2f} {:>6.1f}/{:<6.1f}  {:<28} {}\n",
         r.cell.driver, ProtoName(r.cell.proto), r.cell.size, r.cell.procs,
         r.cell.shape.nolock ? "nolock" : "rootlock",
         r.cell.shape.dedicated ? "dedicated" : "inline", r.cell.policy.ToString(), r.real_mpps,
         r.real_lo, r.real_hi, r.sim_mpps, r.real_mpps > 0 ? r.sim_mpps / r.real_mpps : 0.0,
-        r.real_cycles, r.sim_cycles, r.real_cycles > 0 ? r.sim_cycles / r.real_cycles : 0.0, r.why,
+        r.real_cycles, r.sim_cycles, r.real_cycles > 0 ? r.sim_cycles / r.real_cycles : 0.0,
+        r.real_sleeps, r.sim_sleeps, r.why,
         judged ? fmt::format("{} / {}{}", r.batching_real, r.batching_sim,
                              r.batching_real == r.batching_sim ? "" : "  (differ)")
                : std::string());

@@ -128,6 +128,9 @@ struct CheckRow {
   unsigned threads = 0;                                          // producers + a dedicated runner
   double real_mpps = 0, real_lo = 0, real_hi = 0, sim_mpps = 0;  // medians; the real spread
   double real_cycles = 0, sim_cycles = 0;                        // cycles/pkt, medians
+  // Voluntary context switches (sleeps) a thousand frames, medians: where the model's threads
+  // sleep as often as the real ones (a diagnostic, not part of the verdict).
+  double real_sleeps = 0, sim_sleeps = 0;
   // Mpps and cycles/pkt each within the bound (15 % with no more threads than CPUs, 30 %
   // beyond); Mpps, oversubscribed, may instead lie inside the real rounds' spread.
   bool agrees = false;

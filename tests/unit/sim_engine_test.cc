@@ -265,6 +265,11 @@ TEST(SimEngine, ThreadsSharingACpuTakeTurnsOnIt) {
   EXPECT_LT(one.mpps, two.mpps * 0.6);
   EXPECT_GT(one.mpps, two.mpps * 0.4);
   EXPECT_NEAR(two.mpps, own.mpps, own.mpps * 0.01);  // a CPU each either way
+  // Each turn spent is an involuntary switch: about one a slice in the window on the shared CPU.
+  const double turns = c.duration_s * c.cost.tsc_hz / c.cost.slice;
+  EXPECT_GT(static_cast<double>(one.involuntary_ctxsw), turns * 0.8);
+  EXPECT_LT(static_cast<double>(one.involuntary_ctxsw), turns * 1.2);
+  EXPECT_EQ(own.involuntary_ctxsw, 0u);
   c.cost.cpus = 1;
   EXPECT_EQ(ResultsJson(c, one), ResultsJson(c, Simulate(c)));
 }
@@ -282,7 +287,29 @@ TEST(SimEngine, TheTxirqPreemptsTheProducerOnItsCpu) {
   const CellResult shared = Simulate(c);
   EXPECT_LT(shared.mpps, apart.mpps * 0.8);
   EXPECT_LE(shared.cpu_ns_per_pkt * shared.mpps * 1e6 / 1e9, 1.0 + 1e-9);
+  EXPECT_GT(shared.involuntary_ctxsw, 0u);  // each preemption a switch
+  EXPECT_EQ(apart.involuntary_ctxsw, 0u);
   EXPECT_EQ(ResultsJson(c, shared), ResultsJson(c, Simulate(c)));
+}
+
+// A thread's sleeps are its voluntary context switches: a dedicated runner that a paced producer
+// wakes for each frame sleeps once a frame; producers flat out on a NIC with no wire, with a CPU
+// each and no queue, never sleep.
+TEST(SimEngine, EverySleepIsAVoluntaryContextSwitch) {
+  CellConfig c = Cell("emu:null", "count:1", Proto::kUdp, 18, 1);
+  c.shape.dedicated = true;
+  c.rate = RateSpec{RateSpec::Unit::kPps, 100e3};
+  const CellResult paced = Simulate(c);
+  ASSERT_GT(paced.packets, 1000u);
+  // The runner once a frame, the producer between frames (its pace): two a frame.
+  EXPECT_GE(paced.voluntary_ctxsw, 2 * paced.packets - 2);
+  EXPECT_LE(paced.voluntary_ctxsw, 2 * paced.packets + 2);
+  CellConfig flat = Cell("emu:null", "buffer:8", Proto::kUdp, 18, 2);
+  flat.shape.noqueue = true;
+  flat.stream = false;
+  const CellResult never = Simulate(flat);
+  ASSERT_GT(never.packets, 1000u);
+  EXPECT_EQ(never.voluntary_ctxsw, 0u);
 }
 
 // A SimCpu on `m`'s costs whose window holds every time: what the scripted lock and wake tests
