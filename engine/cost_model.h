@@ -56,9 +56,12 @@ struct CostModel {
   // The time slice of threads sharing a CPU (EEVDF's base slice, 0.75 ms x (1 + log2 CPUs) up to
   // 8 CPUs: 1.5 ms on 2) at tsc_hz.
   double slice = 3.9e6;
-  // Per frame that changes CPU on its way (built on one, dequeued on another): its mbuf's and
-  // data's cache lines move.
+  // A frame that changes CPU on its way (built on one, dequeued on another): per frame, its
+  // mbuf's and data's cache lines moving (`handover`); per bulk that holds one, the qdisc's own
+  // lines its producers wrote (the band's ring and indices, the backlog: `handover_bulk`).
+  // `txbatch calibrate` fits both from a dedicated runner against the same calls inline.
   double handover = 0;
+  double handover_bulk = 0;
   // Where the numbers came from (doc/cost-model.json is this model, with calibrate's fit).
   std::string source =
       "txbatch calibrate --rounds 5 (real engine), 2026-11-30, on the project's machine: 2 vCPU "

@@ -31,6 +31,7 @@ constexpr std::pair<const char*, double CostModel::*> kCosts[] = {
     {"remote_wake", &CostModel::remote_wake},
     {"slice", &CostModel::slice},
     {"handover", &CostModel::handover},
+    {"handover_bulk", &CostModel::handover_bulk},
 };
 
 std::string CostNames() {

@@ -28,7 +28,8 @@ SimCycles::SimCycles(const CostModel& c)
       wakeup(Round(c.wakeup)),
       remote_wake(Round(c.remote_wake)),
       slice(Round(c.slice)),
-      handover(Round(c.handover)) {}
+      handover(Round(c.handover)),
+      handover_bulk(Round(c.handover_bulk)) {}
 
 bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
   // The release at free_at (already stepped) wakes `a`: its holder's futex call after it, then
@@ -139,12 +140,18 @@ SimQueue::Put SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited)
   if (qdisc_.empty()) first_enqueued_ = p.t;
   cpu_.Work(p, cpu_.c.enqueue);
   (void)qdisc_.Enqueue(m, band);  // cannot fail: the band has room
-  cpu_.Release(p, root_);
   if (config_.shape.dedicated) {
-    WakeRunner(&p, p.t);  // producers only enqueue; the runner sends
+    // Producers only enqueue and the runner sends: a sleeping runner is woken under the root
+    // lock (RootlockTxQueue::Send's notify_one), its futex call (an IPI across CPUs) inside it.
+    WakeRunner(&p, p.t);
   } else if (!running_) {
-    BeginRun(p, false);  // as __dev_xmit_skb: run the qdisc after the enqueue
+    // As __dev_xmit_skb: the run begins after the enqueue, its first dequeue under the same
+    // hold of the root lock.
+    BeginRun(p, false);
+    Dequeue(p, /*held=*/true);
+    return Put::kDone;
   }
+  cpu_.Release(p, root_);
   return Put::kDone;
 }
 
@@ -241,7 +248,7 @@ void SimQueue::BeginRun(SimActor& a, bool resched) {
 void SimQueue::StepRun(SimActor& a) {
   switch (a.step) {
     case SimStep::kDequeue:
-      return Dequeue(a);
+      return Dequeue(a, /*held=*/false);
     case SimStep::kXmit:
       return Xmit(a);
     case SimStep::kRequeue:
@@ -251,16 +258,18 @@ void SimQueue::StepRun(SimActor& a) {
   }
 }
 
-void SimQueue::Dequeue(SimActor& a) {
+void SimQueue::Dequeue(SimActor& a, bool held) {
   const bool nolock = config_.shape.nolock;
   // A stopped queue ends the run before it takes the root lock (not charged).
   const auto stopped = [this] { return dev_.Stopped(); };
   if (!run_.Open(stopped, nolock ? nullptr : &resched_pending_)) {
     if (nolock) notes_.QueueStopped(stopped);  // dequeue_skb's qdisc_maybe_clear_missed
+    if (held) cpu_.Release(a, root_);
     return EndRun(a);
   }
-  run_t0_ = a.t;
-  if (!nolock && !cpu_.Acquire(a, root_)) return;  // the lock-free run holds its flag throughout
+  // The lock-free run holds its flag throughout.
+  if (!nolock && !held && !cpu_.Acquire(a, root_)) return;
+  run_t0_ = a.t;  // the TX path's time from here, with the root lock held, as the real run's
   DequeueContext device;
   device.has_bql = dev_.has_bql();
   device.bql_avail = dev_.bql_avail();
@@ -288,7 +297,7 @@ Tsc SimQueue::Handovers(const SimActor& a) {
     const unsigned flow = FlowOf(m);
     if (flow < flow_cpus_.size() && flow_cpus_[flow] != a.cpu) ++moved;  // a GSO frame: its head
   }
-  return cpu_.c.handover * moved;
+  return moved == 0 ? 0 : cpu_.c.handover * moved + cpu_.c.handover_bulk;
 }
 
 void SimQueue::Segment(SimActor& a, Batch& batch) {

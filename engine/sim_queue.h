@@ -42,7 +42,7 @@ struct SimCycles {
   Tsc write = 0, frame = 0, lock = 0, lock_contended = 0, enqueue = 0, dequeue = 0,
       dequeue_frame = 0, xmit_call = 0, xmit_frame = 0, completion = 0, completion_frame = 0,
       deliver = 0, gso_segment = 0, futex = 0, context_switch = 0, wakeup = 0, remote_wake = 0,
-      slice = 0, handover = 0;
+      slice = 0, handover = 0, handover_bulk = 0;
 };
 
 enum class SimRole : uint8_t { kProducer, kRunner, kIrq };
@@ -275,9 +275,12 @@ class SimQueue {
   const TxQueueCounters& counters() const { return qc_; }
 
  private:
-  void Dequeue(SimActor& a);
+  // The run's bulk dequeue under the root lock: taken here, or (`held`) still held from the
+  // enqueue that began the run; let go here either way.
+  void Dequeue(SimActor& a, bool held);
   // `handover` for each frame of the bulk in hand that was built on another CPU than `a`'s (a
-  // GSO frame once: the CPU reads its head's lines; the NIC reads the slices' data).
+  // GSO frame once: the CPU reads its head's lines; the NIC reads the slices' data), and
+  // `handover_bulk` once if there is one.
   Tsc Handovers(const SimActor& a);
   // --offload gso: cuts `batch`'s GSO frames into segments (SegmentBatch) on `a`'s CPU.
   void Segment(SimActor& a, Batch& batch);

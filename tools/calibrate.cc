@@ -180,20 +180,24 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
       x.push_back(p->avg_batch), y.push_back(p->receiver_cycles * p->avg_batch);
     return FitLine(x, y);
   };
-  const auto fit = [&](const std::string& name, LinearFit* f) -> Status {
-    const auto pts = series(name);
-    if (pts.size() < 2)
-      return MakeError(EINVAL, fmt::format("calibrate needs at least two batch limits to fit the "
-                                           "{} series, and {} measured; valid: --batch with two "
-                                           "or more values",
-                                           name, pts.size()));
+  // `max_limit`: only the points of batch limits up to it.
+  const auto fit = [&](const std::string& name, LinearFit* f,
+                       unsigned max_limit = kMaxBatch) -> Status {
     std::vector<double> x, y;
-    for (const auto* p : pts) x.push_back(p->avg_batch), y.push_back(p->cycles_per_call);
+    for (const auto* p : series(name))
+      if (p->batch <= max_limit) x.push_back(p->avg_batch), y.push_back(p->cycles_per_call);
+    if (x.size() < 2)
+      return MakeError(
+          EINVAL,
+          fmt::format("calibrate needs at least two batch limits{} to fit the {} series, "
+                      "and {} measured; valid: --batch with two or more values{}",
+                      max_limit < kMaxBatch ? fmt::format(" of at most {}", max_limit) : "", name,
+                      x.size(), max_limit < kMaxBatch ? fmt::format(" up to {}", max_limit) : ""));
     *f = FitLine(x, y);
     return {};
   };
   if (Status s = fit("none", &cal.none); !s) return s.error();
-  if (Status s = fit("dedicated", &cal.dedicated); !s) return s.error();
+  if (Status s = fit("dedicated", &cal.dedicated, kHandoverFitLimit); !s) return s.error();
   if (!series("net_null").empty())
     if (Status s = fit("net_null", &cal.net_null); !s) return s.error();
   if (!series("completion").empty())
@@ -223,8 +227,9 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   cal.producer_cycles = Median(producer);
   m.frame = std::max(1.0, cal.producer_cycles - m.write);
   // The qdisc, from one producer running it inline at count:1: each frame alone goes through the
-  // root lock + enqueue, one run of one frame (root lock + dequeue + the driver's call: its TX
-  // path), and the dequeue that finds the qdisc empty and ends the run (its root lock).
+  // root lock + enqueue, one run of one frame (the dequeue under the same hold of the lock, then
+  // the driver's call: its TX path), and the dequeue that finds the qdisc empty and ends the run
+  // (the root lock again).
   // The dequeue's split into per bulk and per frame is not separable here: the base's per-frame
   // share stays.
   const auto in = series("inline");
@@ -234,9 +239,17 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   cal.inline_call = in.front()->cycles_per_call;
   cal.inline_receiver = in.front()->receiver_cycles;
   const double driver_one = cal.none.intercept + cal.none.slope;  // TX lock + a call of 1
-  m.dequeue = floor0(cal.inline_call - driver_one - m.lock - m.dequeue_frame);
+  // The TX path's time starts with the root lock held (the dequeue's), on both engines.
+  m.dequeue = floor0(cal.inline_call - driver_one - m.dequeue_frame);
   m.enqueue = floor0(cal.inline_frame - cal.inline_receiver - cal.producer_cycles -
                      cal.inline_call - 2 * m.lock);
+  // The frames' move between CPUs, from a dedicated runner (on another CPU than the producer)
+  // against the same driver calls made by the producer itself (the none series): its call is
+  // the dequeue of a bulk the producer wrote, then the same TX lock and call, so what its line
+  // has beyond none's and the dequeue's is the cross-CPU part — per bulk (the qdisc's lines)
+  // and per frame (the frame's). Fitted over bulks up to kHandoverFitLimit (calibrate.h).
+  m.handover_bulk = floor0(cal.dedicated.intercept - cal.none.intercept - m.dequeue);
+  m.handover = floor0(cal.dedicated.slope - cal.none.slope - m.dequeue_frame);
   // The txirq: per reclaim = completion + completion_frame x frames reclaimed, timed inside the
   // TX lock (the NIC model hands what it reclaims to the sink after it). The simulation charges
   // `deliver` a frame there, not what the receiver measured in the reclaims (its own line, on
@@ -257,7 +270,8 @@ std::optional<std::string> PoorFit(const Calibration& cal, double min_r2) {
       {"net_null series' fit (a PMD's burst)", &cal.net_null},
       {"receiver's fit (deliver)", &cal.receiver},
       {"completion series' fit (the txirq's reclaim)", &cal.completion},
-      {"completion series' receiver fit (completion_frame)", &cal.completion_receiver}};
+      {"completion series' receiver fit (completion_frame)", &cal.completion_receiver},
+      {"dedicated series' fit (handover, handover_bulk)", &cal.dedicated}};
   const std::pair<const char*, const LinearFit*>* worst = nullptr;
   for (const auto& f : fits)
     if (!f.second->residuals.empty() && !(f.second->r2 >= min_r2) &&
@@ -287,7 +301,6 @@ void ApplyScheduler(const SchedulerProbe& probe, Calibration& cal) {
   m.wakeup = probe.wakeup();
   m.remote_wake = probe.remote_wake();
   m.slice = KernelSliceS(probe.cpus) * m.tsc_hz;
-  m.handover = probe.handover();
   // A lock's line from another core: what lock_contended charges (sim_queue.h, SimLock).
   if (probe.line_pass > 0) m.lock_contended = probe.line_pass;
   cal.scheduler = probe;
@@ -631,13 +644,13 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
       std::fprintf(stderr,
                    "txbatch: calibrate could not pin a thread to the CPUs it may run on: the "
                    "machine's costs (cpus, futex, context_switch, wakeup, remote_wake, slice, "
-                   "handover) are "
-                   "kept from the base model\n");
+                   "lock_contended) are kept from the base model\n");
   }
   const bool reclaims = !cal->completion.residuals.empty();
   cal->model.source = fmt::format(
       "txbatch calibrate ({} engine) on {}, TSC {:.0f} MHz, {}; fitted: frame, xmit_call, "
-      "xmit_frame (net_null's), deliver, enqueue, dequeue{}; kept from the base: write, lock, "
+      "xmit_frame (net_null's), deliver, enqueue, dequeue, handover, handover_bulk{}; kept from "
+      "the base: write, lock, "
       "{}dequeue_frame{}; {}",
       args.engine, session->env.cpu, tsc_hz / 1e6, session->env.started_at,
       reclaims ? ", completion, completion_frame" : "",
@@ -645,13 +658,11 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
       reclaims ? "" : ", completion, completion_frame (no reclaim was measured)",
       cal->scheduler
           ? fmt::format("the machine measured: {} CPUs, futex, context_switch, wakeup and "
-                        "remote_wake from a "
-                        "futex ping-pong, lock_contended and handover from a cache line's, slice "
-                        "the kernel's default",
+                        "remote_wake from a futex ping-pong, lock_contended from a cache line's, "
+                        "slice the kernel's default",
                         cal->scheduler->cpus)
-          : std::string(
-                "the machine's (cpus, futex, context_switch, wakeup, remote_wake, slice, handover) "
-                "kept from the base"));
+          : std::string("the machine's (cpus, futex, context_switch, wakeup, remote_wake, slice, "
+                        "lock_contended) kept from the base"));
 
   fmt::print("calibrate: {} rounds of {} cells, {} engine, TSC {:.0f} MHz ({})\n", args.rounds,
              plan.cells.size(), args.engine, tsc_hz / 1e6, session->env.cpu);
@@ -679,7 +690,7 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
   };
   fmt::print("\ncycles per driver call = fixed + per-frame x n:\n");
   show("  none (TX lock + emu:null call)", cal->none);
-  show("  dedicated (root lock + dequeue + the call)", cal->dedicated);
+  show("  dedicated (dequeue + the call, on another CPU)", cal->dedicated);
   if (!cal->net_null.residuals.empty())
     show("  net_null (TX lock + the PMD's burst)", cal->net_null);
   show("  receiver (its lock + the sink, after the call)", cal->receiver);
@@ -701,10 +712,10 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
         "the scheduler ({} CPUs): a futex call {:.0f} cycles; a futex handoff {:.0f} cycles on one "
         "CPU (context_switch {:.0f}) and {:.0f} across two, of which the waker's call {:.0f} "
         "(remote_wake {:.0f}) and the wait after it (wakeup {:.0f}); a cache line across two "
-        "{:.0f} (handover {:.0f}, {} lines); slice {:.2f} ms\n",
+        "{:.0f}; slice {:.2f} ms\n",
         p.cpus, p.futex, p.same_cpu_handoff, p.context_switch(), p.cross_cpu_handoff,
-        p.cross_cpu_wake_call, p.remote_wake(), p.wakeup(), p.line_pass, p.handover(),
-        kHandoverLines, KernelSliceS(p.cpus) * 1e3);
+        p.cross_cpu_wake_call, p.remote_wake(), p.wakeup(), p.line_pass,
+        KernelSliceS(p.cpus) * 1e3);
   }
   if (const auto poor = PoorFit(*cal, args.min_r2)) {
     std::fprintf(stderr, "txbatch: calibrate: %s\n", poor->c_str());

@@ -12,8 +12,10 @@
 //                 driver's share of the per-frame cost (`xmit_frame`; the rest is `deliver`);
 // * `inline`    — an inline runner at count:1, flat out: each frame alone through enqueue, a
 //                 run of one and the empty dequeue that ends it: the qdisc's costs;
-// * `dedicated` — a dedicated runner with buffer:N, flat out: fitted and reported (its fixed
-//                 part includes the root lock's contention), a check, not used.
+// * `dedicated` — a dedicated runner with buffer:N, flat out, on another CPU than the producer:
+//                 its line beyond `none`'s and the dequeue's is the frames' move between CPUs
+//                 (`handover_bulk` fixed, `handover` per frame), fitted over the limits up to
+//                 kHandoverFitLimit;
 // Costs the series cannot separate (the lock from the driver call, the dequeue's per-frame
 // share, completions, contention) keep the base model's values, and the file says so.
 
@@ -29,6 +31,12 @@
 #include "tools/sched_probe.h"
 
 namespace txbatch {
+
+// The dedicated series is fitted over batch limits up to this: a frame's move between CPUs costs
+// less the longer ago its producer wrote it (measured on a 2-vCPU guest, cycles a frame of a
+// call beyond none's: ~360 at 1, ~220 at 32, ~85 at 256, as the producer's cache lets go of the
+// lines), and the check's grid (batch 1 and 32) and most runners' bulks lie below it.
+inline constexpr unsigned kHandoverFitLimit = 32;
 
 // Least squares y = intercept + slope * x, its R² and each point's residual (y - fit), with
 // neither part below 0 (both are costs): where the free line's would be, that part is held at 0

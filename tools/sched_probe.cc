@@ -107,8 +107,6 @@ double LinePass(int a, int b) {
 
 }  // namespace
 
-double SchedulerProbe::handover() const { return kHandoverLines * line_pass; }
-
 double SchedulerProbe::context_switch() const {
   return std::max(0.0, same_cpu_handoff - 2 * futex);
 }

@@ -22,12 +22,7 @@ struct SchedulerProbe {
   double context_switch() const;  // same_cpu_handoff less two futex calls, at least 0
   double remote_wake() const;     // cross_cpu_wake_call less a futex call, at least 0
   double wakeup() const;  // cross_cpu_handoff less two futex calls and remote_wake, at least 0
-  // A frame built on one CPU and dequeued on another: the lines it moves with (kHandoverLines:
-  // its mbuf's first line, with the lengths, flags and buffer address the driver reads, and its
-  // data's first, with the headers and the TX stamp).
-  double handover() const;
 };
-inline constexpr unsigned kHandoverLines = 2;
 
 // Medians over `rounds` (each 2000 futex passes, 20000 futex calls, 100000 line passes) on `cpus`
 // (the first one, and the first two for what crosses CPUs). Nothing where no CPU is given or a

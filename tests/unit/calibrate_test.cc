@@ -55,8 +55,8 @@ TEST(Calibrate, FitLineHoldsACostThatWouldFallBelowZeroAtZero) {
 }
 
 // Issue 22 (item 2): a fit whose line explains too little of its points is refused, naming
-// the worst of the fits that give a written cost; the dedicated series' (a check only) and a
-// series not measured are not judged.
+// the worst of the fits that give a written cost (the dedicated series' among them: it gives
+// handover and handover_bulk); a series not measured is not judged.
 TEST(Calibrate, APoorFitIsNamedAndAGoodOneIsNot) {
   const std::vector<double> x{1, 2, 4, 8, 16, 32, 64, 128, 256};
   std::vector<double> line, scatter;
@@ -66,7 +66,13 @@ TEST(Calibrate, APoorFitIsNamedAndAGoodOneIsNot) {
   }
   Calibration cal;
   cal.none = cal.receiver = FitLine(x, line);
-  cal.dedicated = FitLine(x, scatter);  // poor, but only a check
+  cal.dedicated = FitLine(x, scatter);
+  ASSERT_LT(cal.dedicated.r2, 0.9);
+  const auto handover = PoorFit(cal, 0.9);
+  ASSERT_TRUE(handover.has_value());
+  EXPECT_NE(handover->find("dedicated series' fit (handover, handover_bulk)"), std::string::npos)
+      << *handover;
+  cal.dedicated = FitLine(x, line);
   EXPECT_FALSE(PoorFit(cal, 0.9).has_value());
   cal.completion = FitLine(x, scatter);
   ASSERT_LT(cal.completion.r2, 0.9);
@@ -102,6 +108,8 @@ TEST(Calibrate, RecoversTheCostsOfASimulatedMachine) {
   truth.dequeue = 45;
   truth.completion = 170;
   truth.completion_frame = 12;
+  truth.handover = 60;
+  truth.handover_bulk = 900;
   std::vector<CellRecord> records;
   int index = 0;
   for (const CellConfig& c : CalibrationCells({1, 4, 32, 256}, Engine::kSim, truth, 0.01, 0.002)) {
@@ -113,7 +121,7 @@ TEST(Calibrate, RecoversTheCostsOfASimulatedMachine) {
   // The base differs from the truth in every fitted cost; the rest is shared (not fitted).
   CostModel base = truth;
   base.frame = base.xmit_call = base.deliver = base.enqueue = base.dequeue = 1;
-  base.completion = base.completion_frame = 1;
+  base.completion = base.completion_frame = base.handover = base.handover_bulk = 1;
   auto cal = FitCostModel(records, truth.tsc_hz, base);
   ASSERT_TRUE(cal.ok()) << cal.error().message;
   const CostModel& m = cal->model;
@@ -124,6 +132,8 @@ TEST(Calibrate, RecoversTheCostsOfASimulatedMachine) {
   EXPECT_NEAR(m.dequeue, truth.dequeue, 1);
   EXPECT_NEAR(m.completion, truth.completion, 1);
   EXPECT_NEAR(m.completion_frame, truth.completion_frame, 1);
+  EXPECT_NEAR(m.handover, truth.handover, 1);
+  EXPECT_NEAR(m.handover_bulk, truth.handover_bulk, 5);
   EXPECT_GT(cal->completion.r2, 0.9999);
   EXPECT_GT(cal->none.r2, 0.9999);
   EXPECT_DOUBLE_EQ(m.tsc_hz, truth.tsc_hz);

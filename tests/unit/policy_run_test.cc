@@ -720,8 +720,9 @@ TEST(SimQueueRun, ARescheduleDuringARunDoesNotMakeItOfferAStoppedQueue) {
     rig.Finish(p1);
   }
   ASSERT_EQ(driver.FreeSlots(), 1u);
+  // p1's run dequeued its frame under the enqueue's hold of the root lock and is about to call
+  // the driver.
   ASSERT_EQ(q.Enqueue(p1, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
-  q.StepRun(p1);  // p1's run dequeued its frame and is about to call the driver
   ASSERT_EQ(p1.step, SimStep::kXmit);
   for (int i = 0; i < 3; ++i) {  // p2 enqueues meanwhile (p1 runs the qdisc)
     ASSERT_EQ(q.Enqueue(p2, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
@@ -794,15 +795,17 @@ TEST(SimQueueRun, AFrameThatFindsTheQdiscEmptyAndIdleGoesStraightToTheDriver) {
   EXPECT_EQ(driver.Handovers(), Sizes({1, 1}));
   EXPECT_EQ(q.counters().runs.Get(), 1u);
   EXPECT_TRUE(q.qdisc().empty());
-  // Without it, the same two frames are enqueued and dequeued: the same run, the same calls.
+  // Without it, the same two frames are enqueued and dequeued: the run's first dequeue under the
+  // enqueue's hold of the root lock (__dev_xmit_skb), so the same run and the same calls.
   SimRig off("count:4");
   off.driver.next_capacity = 64;
   off.q.Complete(off.irq, false);
   ASSERT_EQ(off.q.Enqueue(off.p1, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
-  EXPECT_EQ(off.p1.step, SimStep::kDequeue);
+  EXPECT_EQ(off.p1.step, SimStep::kXmit);
   ASSERT_EQ(off.q.Enqueue(off.p2, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
+  EXPECT_EQ(off.q.qdisc().backlog(), 1u);
   off.Finish(off.p1);
-  EXPECT_EQ(off.driver.Handovers(), Sizes({2}));
+  EXPECT_EQ(off.driver.Handovers(), Sizes({1, 1}));
   EXPECT_EQ(off.q.counters().bypassed.Get(), 0u);
 }
 
