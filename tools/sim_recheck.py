@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Re-simulates the grid of a `txbatch calibrate --check --json FILE` against that file's real
+records: the simulation on another binary or cost model, the real engine's medians unchanged, so
+two models are compared on one measurement (the simulation is deterministic; the real engine is
+not). Prints sim/real per cell and the udp cells' median error.
+
+usage: tools/sim_recheck.py CHECK.json COST_MODEL.json [TXBATCH]  (TXBATCH: build/tools/txbatch)
+"""
+import collections
+import json
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def key(c):
+    return (c["driver_given"], c["proto"], c["size"], c["procs"], c["sync"], c["runner"], c["policy"])
+
+
+def main():
+    if len(sys.argv) not in (3, 4):
+        sys.exit(__doc__.strip().splitlines()[-1])
+    check, cost = sys.argv[1], sys.argv[2]
+    txbatch = sys.argv[3] if len(sys.argv) == 4 else "build/tools/txbatch"
+    records = json.load(open(check))["records"]
+    real = collections.defaultdict(list)
+    groups = collections.defaultdict(set)
+    for r in records:
+        c = r["config"]
+        if c["engine"] == "real":
+            real[key(c)].append(r["results"])
+            groups[(c["driver_given"], c["proto"], c["size"], c["duration_s"], c["warmup_s"])].add(
+                c["procs"])
+    sim = {}
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        for (driver, proto, size, duration, warmup), procs in sorted(groups.items()):
+            subprocess.run([txbatch, "run", "--driver", driver, "--proto", proto, "--size", str(size),
+                            "--procs", ",".join(map(str, sorted(procs))), "--batch", "1,32",
+                            "--sync", "rootlock,nolock", "--runner", "inline,dedicated",
+                            "--engine", "sim", "--cost-model", cost, "--duration", str(duration),
+                            "--warmup", str(warmup), "--rounds", "1", "--json", out.name],
+                           check=True, stdout=subprocess.DEVNULL)
+            for r in json.load(open(out.name))["records"]:
+                sim[key(r["config"])] = r["results"]
+    med = lambda xs, f: statistics.median(f(x) for x in xs)
+    sleeps = lambda x: 1e3 * x.get("voluntary_ctxsw", 0) / max(1, x["packets"])
+    errs, cycle_errs = [], []
+    print(f"{'cell':54} {'real Mpps':>9} {'sim':>6} {'s/r':>5} {'real cyc':>8} {'sim':>6} {'s/r':>5}"
+          f" {'sleeps/kpkt real':>16} {'sim':>5}")
+    for k, s in sim.items():
+        if k not in real:
+            continue
+        rm, rc = med(real[k], lambda x: x["mpps"]), med(real[k], lambda x: x["cycles_per_pkt"])
+        if k[1] == "udp":
+            errs.append(abs(math.log(s["mpps"] / rm)))
+            cycle_errs.append(abs(math.log(s["cycles_per_pkt"] / rc)))
+        print(f"{' '.join(map(str, k)):54} {rm:9.3f} {s['mpps']:6.3f} {s['mpps'] / rm:5.2f} {rc:8.0f}"
+              f" {s['cycles_per_pkt']:6.0f} {s['cycles_per_pkt'] / rc:5.2f}"
+              f" {med(real[k], sleeps):16.1f} {sleeps(s):5.1f}")
+    if errs:
+        print(f"udp cells: sim/real median error {math.exp(statistics.median(errs)):.2f}x in Mpps, "
+              f"{math.exp(statistics.median(cycle_errs)):.2f}x in cycles/pkt; Mpps within 15 % in "
+              f"{sum(e <= math.log(1.15) for e in errs)} of {len(errs)}")
+
+
+main()
