@@ -78,7 +78,7 @@ void CheckWireAtFullLoad(const json& rec, double share) {
   // honesty only.
   if (kSanitized) share = 0;
   const json& r = rec["results"];
-  const std::string cell = rec["config"].dump();
+  const std::string cell = rec["config"].dump() + " " + r["model_checks"].dump();
   ASSERT_FALSE(r["link_ceiling"].is_null()) << cell;
   const double ceiling = r["link_ceiling"]["mb_per_s"].get<double>();
   EXPECT_GE(r["mb_per_s"].get<double>(), (share - 0.001) * ceiling) << cell;
@@ -97,10 +97,14 @@ void CheckWireAtFullLoad(const json& rec, double share) {
 }
 
 // A shared 2-vCPU machine sometimes stops the SCHED_FIFO txirq for longer than a ring holds
-// (seen: an RT thread woken 4-6 ms after its timer). The wire then idles because the modelled
-// interrupt was served late, not because the model is wrong; records show both sides
-// (irq_max_late_us, wire_max_idle_us). Such a run is repeated, at most four times, and said so
-// (2026-12-01 a pre-check saw two stalled runs of one case in a row; the third fell 0.01 % short).
+// (seen: an RT thread woken 4-6 ms after its timer), or the thread that refills the ring (CI,
+// 2026-12-03: a dedicated runner's e1000 cell at 0.980 of the ceiling, three runs in four, the
+// txirq on time). The wire then idles because a thread was not run, not because the model is
+// wrong: txbatch's own threads never sleep longer than kIrqIdlePoll (125 us) while frames wait,
+// so a wire idle of a millisecond is the host's. Records show it (wire_max_idle_us, and
+// irq_max_late_us where it was the txirq). Such a run is repeated, at most four times, and said
+// so (2026-12-01 a pre-check saw two stalled runs of one case in a row; the third fell 0.01 %
+// short).
 constexpr double kHostStallUs = 1000;  // a stall, not the gaps of a CPU-bound cell
 
 // The share of the wire's ceiling a record must reach (see CheckWireAtFullLoad).
@@ -112,9 +116,7 @@ bool StalledByTheHost(const json& doc, ShareFor share_for) {
     const json& r = rec["results"];
     if (r["link_utilisation"].is_null()) continue;
     if (r["link_utilisation"].get<double>() >= share_for(rec) - 0.001) continue;
-    const double idle = r["model_checks"]["wire_max_idle_us"].get<double>();
-    const double late = r["model_checks"]["irq_max_late_us"].get<double>();
-    if (idle >= kHostStallUs && late >= idle) return true;
+    if (r["model_checks"]["wire_max_idle_us"].get<double>() >= kHostStallUs) return true;
   }
   return false;
 }
@@ -124,7 +126,7 @@ TxbatchRun RunAtFullLoad(const std::string& args, ShareFor share_for) {
     TxbatchRun run = RunTxbatch(args);
     if (attempt == 5 || run.status != 0 || !StalledByTheHost(run.doc, share_for)) return run;
     std::printf(
-        "note: the txirq was served later than the ring's slack (host stall); re-running "
+        "note: the wire idled a millisecond or more (a thread the host did not run); re-running "
         "'%s'\n",
         args.c_str());
   }
