@@ -440,13 +440,13 @@ TEST(DedicatedRunner, ReachesTheWireFormsBatchesAndDrains) {
 // The record's context switches are the cell's threads' sleeps and preemptions in the window: a
 // paced producer and the dedicated runner it wakes sleep between frames (measured 0.75-0.85
 // each a frame at 20 kpps, a late wake-up sometimes leaving nothing to wait for; 10 kpps here);
-// producers flat
-// out on a NIC with no wire and no queue almost never sleep (0.001 a frame).
+// producers flat out on a NIC with no wire and no queue almost never sleep (0.001 a frame).
 TEST(DedicatedRunner, ItsSleepsAreTheRecordsVoluntaryContextSwitches) {
   const auto paced = RunTxbatch(
       "run --runner dedicated --driver emu:null --policy count:1 --proto udp --size 18 "
       "--procs 1 --rate 10000pps --duration 0.2 --warmup 0.05");
   ASSERT_EQ(paced.status, 0) << paced.err;
+  ExpectBooksClosed(paced.doc["records"][0]);
   const json& x = paced.doc["records"][0]["results"];
   const double packets = x["packets"].get<double>();
   ASSERT_GT(packets, 1000);
@@ -455,6 +455,7 @@ TEST(DedicatedRunner, ItsSleepsAreTheRecordsVoluntaryContextSwitches) {
       "run --driver emu:null --qdisc none --policy buffer:8 --proto udp --size 18 --procs 2 "
       "--duration 0.2 --warmup 0.05");
   ASSERT_EQ(flat.status, 0) << flat.err;
+  ExpectBooksClosed(flat.doc["records"][0]);
   const json& y = flat.doc["records"][0]["results"];
   EXPECT_LT(y["voluntary_ctxsw"].get<double>(), 0.05 * y["packets"].get<double>()) << y.dump();
 }
