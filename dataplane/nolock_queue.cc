@@ -201,7 +201,7 @@ FlushTrigger NolockTxQueue::Ready(Tsc now) const {
 }
 
 void NolockTxQueue::RunnerLoop() {
-  const bool registered = EnterServiceThread();
+  const bool registered = EnterServiceThread("runner");
   while (!runner_stop_.load()) {
     const Tsc now = Now();
     const FlushTrigger why = Ready(now);

@@ -146,6 +146,7 @@ class MbufStash {
 void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, TxQueue& queue,
                  const std::atomic<bool>& stop, ProducerStats& stats) {
   if (!cfg.cpus.empty()) PinTo(cfg.cpus[index % cfg.cpus.size()]);
+  pthread_setname_np(pthread_self(), fmt::format("txb-prod{}", index).substr(0, 15).c_str());
   // Paced sleeps end at their deadline, not up to 50 us later (the default timer slack).
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   stats.registered = rte_thread_register() == 0;

@@ -158,7 +158,7 @@ FlushTrigger RootlockTxQueue::Ready(Tsc now) const {
 }
 
 void RootlockTxQueue::RunnerLoop() {
-  const bool registered = EnterServiceThread();
+  const bool registered = EnterServiceThread("runner");
   std::unique_lock root(root_lock_);
   while (!runner_stop_.load()) {
     const Tsc now = Now();

@@ -1,5 +1,6 @@
 #include "dataplane/tx_queue.h"
 
+#include <fmt/format.h>
 #include <pthread.h>
 #include <rte_lcore.h>
 #include <sched.h>
@@ -7,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 
 #include "dataplane/gso.h"
 #include "dataplane/nolock_queue.h"
@@ -171,7 +173,10 @@ std::chrono::microseconds TxQueue::RunnerSleep(Tsc flush_by, Tsc now) const {
   return std::min(kIrqIdlePoll, until);
 }
 
-bool TxQueue::EnterServiceThread() const {
+bool TxQueue::EnterServiceThread(std::string_view role) const {
+  // Named for top -H, perf and ps -L: txb-txirq0, txb-runner0.
+  const std::string name = fmt::format("txb-{}{}", role, config_.index).substr(0, 15);
+  pthread_setname_np(pthread_self(), name.c_str());
   // Sleep to the deadline asked for, not to the next timer tick plus 50 us of default slack.
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   // Any allowed CPU, not the main lcore the creating thread was pinned to by EAL.
@@ -207,7 +212,7 @@ void TxQueue::StopIrq() {
 }
 
 void TxQueue::IrqLoop() {
-  const bool registered = EnterServiceThread();
+  const bool registered = EnterServiceThread("txirq");
   // BQL learns its limit from completions (dql_completed), which the idle poll reports where
   // the driver completes inside its call: keep it polling then.
   const bool idle_polling = [this] {

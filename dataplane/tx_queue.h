@@ -32,6 +32,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -70,6 +71,7 @@ struct TxQueueConfig {
   bool block_when_full = true;  // stream producers block; datagram producers drop
   double tsc_hz = 0;
   std::vector<int> irq_cpus;  // where the txirq may run (the process's allowed CPUs); empty = any
+  unsigned index = 0;         // the queue's number: its threads' names (txb-txirqN, txb-runnerN)
   QueueShape shape;
   // Linux's empty-qdisc bypass (TCQ_F_CAN_BYPASS, set by pfifo_fast_init and fifo_init; for a
   // lock-free qdisc since 5.14): with an inline runner, a frame that finds the qdisc empty and
@@ -258,9 +260,10 @@ class TxQueue {
   void Kick(bool resched);
   // How long a dedicated runner may sleep: kIrqIdlePoll, or less to meet `flush_by`.
   std::chrono::microseconds RunnerSleep(Tsc flush_by, Tsc now) const;
-  // The txirq and a dedicated runner: registered with EAL (mempool caches), on the allowed CPUs,
-  // with 1 ns timer slack. Returns whether registration worked (unregister at exit).
-  bool EnterServiceThread() const;
+  // The txirq and a dedicated runner (`role`): named txb-<role><queue>, registered with EAL
+  // (mempool caches), on the allowed CPUs, with 1 ns timer slack. Returns whether registration
+  // worked (unregister at exit).
+  bool EnterServiceThread(std::string_view role) const;
 
   TxDriver& driver_;
   const FlushPolicy& policy_;

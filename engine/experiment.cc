@@ -78,6 +78,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   for (unsigned q = 0; q < nq; ++q) {
     TxQueueConfig own = qcfg;
     own.receiver = handoffs[q].get();
+    own.index = q;
     queues.push_back(MakeTxQueue(*drivers[q], *policy, own, window));
   }
 

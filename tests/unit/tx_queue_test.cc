@@ -3,7 +3,9 @@
 #include "dataplane/tx_queue.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -11,6 +13,7 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -103,6 +106,22 @@ TEST_P(TxQueueShape, StreamProducersDeliverEverythingInOrderThroughAStoppingRing
   // Whose CPU time is the TX path's besides the producers (a run's cpu_ns_per_pkt): the txirq,
   // and a dedicated runner where there is one.
   EXPECT_EQ(rig.queue->service_threads().size(), GetParam().dedicated ? 2u : 1u);
+  // Named for ps -L, top -H and perf, by themselves as they start: waited for (bounded).
+  std::vector<std::string> names;
+  for (int i = 0; i < 2000; ++i) {
+    names.clear();
+    for (const auto t : rig.queue->service_threads()) {
+      char name[16] = {};
+      pthread_getname_np(t, name, sizeof name);
+      names.emplace_back(name);
+    }
+    if (std::all_of(names.begin(), names.end(),
+                    [](const std::string& n) { return n.rfind("txb-", 0) == 0; }))
+      break;
+    SleepNs(1e6);
+  }
+  EXPECT_EQ(names.front(), "txb-txirq0");
+  if (GetParam().dedicated) EXPECT_EQ(names.back(), "txb-runner0");
   std::vector<std::thread> producers;
   for (uint16_t f = 0; f < 4; ++f)
     producers.emplace_back([&, f] { EXPECT_EQ(Produce(*rig.queue, f, 500), 500u); });
