@@ -38,8 +38,6 @@ struct SimCore {
   SimActor* cur = nullptr;         // the CFS thread it runs (asleep or not), or nobody yet
   Tsc slice_end = 0;               // cur's turn ends here when others wait
   std::deque<SimActor*> runnable;  // waiting for it, in the order they became runnable
-  unsigned producers = 0;          // CFS threads placed on it (where the txirq and runner go)
-  unsigned fifo = 0;               // txirqs placed on it
 };
 
 // The TX queue's sink and driver; the queue (sim_queue.h) refers to both.
@@ -76,10 +74,6 @@ class Simulation {
   void AfterStep(SimActor& a, Tsc start);
   // `core` runs the next thread that waits for it, from `at` (a context switch).
   void Switch(SimCore& core, Tsc at);
-  // The CPU the txirq (`fifo`) or dedicated runner of queue `q` runs on: the one with the fewest
-  // producers (and, for a txirq, the fewest txirqs), ties the last — where the kernel's wake-up
-  // would place a thread allowed everywhere.
-  int ServiceCpu(unsigned q, bool fifo);
 
   // Producers.
   void Build(SimActor& p);
@@ -219,17 +213,6 @@ void Simulation::AfterStep(SimActor& a, Tsc start) {
   a.t = kNever;
   core.runnable.push_back(&a);
   Switch(core, a.ran_to);
-}
-
-int Simulation::ServiceCpu(unsigned q, bool fifo) {
-  if (cores_.empty()) return -1;
-  size_t best = cores_.size() - 1 - q % cores_.size();
-  const auto load = [&](size_t i) {
-    return std::pair{cores_[i].producers, fifo ? cores_[i].fifo : 0u};
-  };
-  for (size_t i = cores_.size(); i-- > 0;)
-    if (load(i) < load(best)) best = i;
-  return static_cast<int>(best);
 }
 
 void Simulation::Build(SimActor& p) {
@@ -456,12 +439,9 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   interval_ = pps > 0 ? tsc_hz_ / pps : 0;
 
   actors_.reserve(cfg_.procs + 2 * nq);  // never reallocated: queues point into it
-  // The CPUs, and each actor on one as the real engine places them: producer i pinned to CPU
-  // i mod cpus, the txirq and runner (allowed everywhere) where the fewest producers are; or
-  // (cpus 0) every actor on a CPU of its own.
+  // The CPUs, and each actor on one as the real engine places them (PlaceThreads).
   cores_.resize(cfg_.cost.cpus);
-  int own_cpu = 0;
-  const auto place = [&](SimActor& a, int cpu) { a.cpu = cores_.empty() ? own_cpu++ : cpu; };
+  const SimPlacement placed = PlaceThreads(cfg_.procs, nq, cfg_.shape.dedicated, cfg_.cost.cpus);
   std::vector<int> flow_cpus;
   for (unsigned i = 0; i < cfg_.procs; ++i) {
     builders_.emplace_back(cfg_.proto, static_cast<uint16_t>(i), /*track_stages=*/true,
@@ -478,8 +458,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     // Paced producers start evenly staggered within one interval.
     p.next_pace = static_cast<double>(origin) + interval_ * i / cfg_.procs;
     p.t = origin;
-    place(p, cores_.empty() ? 0 : static_cast<int>(i % cores_.size()));
-    if (!cores_.empty()) ++cores_[static_cast<size_t>(p.cpu)].producers;
+    p.cpu = placed.producers[i];
     flow_cpus.push_back(p.cpu);
   }
   producers_left_ = cfg_.procs;
@@ -491,8 +470,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
       r.q = lanes_[i].q.get();
       r.step = r.home = SimStep::kPoll;
       r.t = kNever;
-      place(r, ServiceCpu(i, /*fifo=*/false));
-      if (!cores_.empty()) ++cores_[static_cast<size_t>(r.cpu)].producers;  // CFS, as they
+      r.cpu = placed.runners[i];
       runners[i] = &r;
     }
   for (unsigned i = 0; i < nq; ++i) {
@@ -502,8 +480,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     irq.step = irq.home = SimStep::kIrq;
     irq.t = origin + idle_poll_;
     irq.fifo = true;
-    place(irq, ServiceCpu(i, /*fifo=*/true));
-    if (!cores_.empty()) ++cores_[static_cast<size_t>(irq.cpu)].fifo;
+    irq.cpu = placed.txirqs[i];
     lanes_[i].q->Attach(&irq, runners[i], flow_cpus);
   }
 
@@ -592,6 +569,34 @@ std::optional<std::string> SimUnsupported(const CellConfig& cfg) {
         "the cost model's frame cost must be at least 1 cycle (a producer that "
         "takes no time would never let the clock move)");
   return std::nullopt;
+}
+
+SimPlacement PlaceThreads(unsigned procs, unsigned queues, bool dedicated, unsigned cpus) {
+  SimPlacement p;
+  if (cpus == 0) {  // a CPU each, in actor order
+    int next = 0;
+    for (unsigned i = 0; i < procs; ++i) p.producers.push_back(next++);
+    for (unsigned i = 0; dedicated && i < queues; ++i) p.runners.push_back(next++);
+    for (unsigned i = 0; i < queues; ++i) p.txirqs.push_back(next++);
+    return p;
+  }
+  std::vector<unsigned> cfs(cpus, 0), fifo(cpus, 0);
+  for (unsigned i = 0; i < procs; ++i) {
+    p.producers.push_back(static_cast<int>(i % cpus));
+    ++cfs[i % cpus];
+  }
+  for (unsigned q = 0; q < queues; ++q) {
+    p.txirqs.push_back(static_cast<int>(q % cpus));
+    ++fifo[q % cpus];
+  }
+  for (unsigned q = 0; dedicated && q < queues; ++q) {
+    unsigned best = cpus - 1 - q % cpus;
+    for (unsigned i = cpus; i-- > 0;)
+      if (std::pair{cfs[i], fifo[i]} < std::pair{cfs[best], fifo[best]}) best = i;
+    p.runners.push_back(static_cast<int>(best));
+    ++cfs[best];
+  }
+  return p;
 }
 
 Result<CellResult> SimulateCell(const CellConfig& cfg, rte_mempool* pool,

@@ -36,6 +36,19 @@
 
 namespace txbatch {
 
+// Where the simulation's threads run on `cpus` simulated CPUs, as the real engine's land (seen
+// on this project's 2-vCPU guest with ps -L): producer i pinned to CPU i mod cpus; queue q's
+// txirq on CPU q mod cpus — the main thread on the first CPU creates it there, and the kernel
+// keeps a woken SCHED_FIFO thread on its CPU unless another real-time thread runs there
+// (select_task_rq_rt), so it preempts the producers pinned to it; queue q's dedicated runner
+// (CFS, allowed everywhere) where the fewest CFS threads are, then the fewest txirqs, ties the
+// last (the kernel's wake-up picks an idle CPU, not one a SCHED_FIFO thread takes from it).
+// `cpus` 0: every thread on a CPU of its own (producers, runners, txirqs, numbered in order).
+struct SimPlacement {
+  std::vector<int> producers, runners, txirqs;  // runners: empty without dedicated
+};
+SimPlacement PlaceThreads(unsigned procs, unsigned queues, bool dedicated, unsigned cpus);
+
 // Why `cfg` cannot run on the simulation engine (one sentence naming the valid choices), or
 // nothing when it can.
 std::optional<std::string> SimUnsupported(const CellConfig& cfg);

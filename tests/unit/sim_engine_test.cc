@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "drivers/factory.h"
 #include "engine/sim_queue.h"
@@ -276,20 +277,52 @@ TEST(SimEngine, ThreadsSharingACpuTakeTurnsOnIt) {
 
 // The txirq is SCHED_FIFO: where it shares the producer's CPU it runs at once and what it does
 // there (its reclaims, their frames handed to the sink) is time the producer loses; on a CPU
-// of its own it costs the producer nothing.
+// of its own it costs the producer nothing. With two CPUs it shares the first one, producer 0's
+// (PlaceThreads): the real txirq stays on the CPU it was created on.
 TEST(SimEngine, TheTxirqPreemptsTheProducerOnItsCpu) {
   CellConfig c = Cell("emu:ixgbe", "count:1", Proto::kUdp, 18, 1);
   c.cost.deliver = 400;  // heavy reclaims
   c.cost.context_switch = 2000;
-  c.cost.cpus = 2;
+  c.cost.cpus = 0;
   const CellResult apart = Simulate(c);
   c.cost.cpus = 1;
   const CellResult shared = Simulate(c);
+  c.cost.cpus = 2;
+  const CellResult two = Simulate(c);
   EXPECT_LT(shared.mpps, apart.mpps * 0.8);
   EXPECT_LE(shared.cpu_ns_per_pkt * shared.mpps * 1e6 / 1e9, 1.0 + 1e-9);
   EXPECT_GT(shared.involuntary_ctxsw, 0u);  // each preemption a switch
   EXPECT_EQ(apart.involuntary_ctxsw, 0u);
+  EXPECT_GT(two.involuntary_ctxsw, 0u);
+  EXPECT_LT(two.mpps, apart.mpps * 0.8);
+  c.cost.cpus = 1;
   EXPECT_EQ(ResultsJson(c, shared), ResultsJson(c, Simulate(c)));
+}
+
+// Where the real engine's threads land (seen with ps -L on a 2-vCPU guest): producers pinned
+// i mod CPUs, the txirq on the first CPU (created there by the main thread, and kept there by
+// the kernel as a SCHED_FIFO thread), a dedicated runner on a CPU the txirq does not take from
+// it; with no CPUs given, one each.
+TEST(SimEngine, ThreadsArePlacedWhereTheRealEnginesLand) {
+  SimPlacement p = PlaceThreads(1, 1, /*dedicated=*/true, 2);
+  EXPECT_EQ(p.producers, std::vector<int>({0}));
+  EXPECT_EQ(p.txirqs, std::vector<int>({0}));
+  EXPECT_EQ(p.runners, std::vector<int>({1}));
+  p = PlaceThreads(2, 1, true, 2);  // a producer on each: the runner beside the one not preempted
+  EXPECT_EQ(p.producers, std::vector<int>({0, 1}));
+  EXPECT_EQ(p.txirqs, std::vector<int>({0}));
+  EXPECT_EQ(p.runners, std::vector<int>({1}));
+  p = PlaceThreads(4, 1, false, 2);
+  EXPECT_EQ(p.producers, std::vector<int>({0, 1, 0, 1}));
+  EXPECT_EQ(p.txirqs, std::vector<int>({0}));
+  EXPECT_TRUE(p.runners.empty());
+  p = PlaceThreads(1, 2, true, 2);  // a txirq a CPU; the runners where the fewest threads are
+  EXPECT_EQ(p.txirqs, std::vector<int>({0, 1}));
+  EXPECT_EQ(p.runners, std::vector<int>({1, 0}));
+  p = PlaceThreads(2, 1, true, 0);  // a CPU each, in actor order
+  EXPECT_EQ(p.producers, std::vector<int>({0, 1}));
+  EXPECT_EQ(p.runners, std::vector<int>({2}));
+  EXPECT_EQ(p.txirqs, std::vector<int>({3}));
 }
 
 // A thread's sleeps are its voluntary context switches: a dedicated runner that a paced producer
