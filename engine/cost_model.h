@@ -53,6 +53,15 @@ struct CostModel {
   // kicking the vCPU; measured 32-39 thousand cycles, 12-15 us, on this project's 2-vCPU guest,
   // where a local futex call is 250). CPU time of the waker; `wakeup` is the wait after it.
   double remote_wake = 0;
+  // A timed sleep (a condition variable's wait_for, nanosleep: the txirq's to its completion
+  // deadline or idle poll, a dedicated runner's idle poll, a paced producer's): `timer_arm` is
+  // what arming its timer and cancelling it costs the sleeper where another thread's wake ends
+  // the sleep first; `timer_wake` what the sleeper's CPU spends where the timer ends it — the
+  // futex call, the timer armed, its interrupt, the switches out and back in. Measured 12 and 50
+  // thousand cycles on this project's 2-vCPU guest, where a timer is a VM exit each way (a
+  // same-CPU futex handoff is 6 thousand).
+  double timer_arm = 0;
+  double timer_wake = 0;
   // The time slice of threads sharing a CPU (EEVDF's base slice, 0.75 ms x (1 + log2 CPUs) up to
   // 8 CPUs: 1.5 ms on 2) at tsc_hz.
   double slice = 3.9e6;

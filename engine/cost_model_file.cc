@@ -29,6 +29,8 @@ constexpr std::pair<const char*, double CostModel::*> kCosts[] = {
     {"context_switch", &CostModel::context_switch},
     {"wakeup", &CostModel::wakeup},
     {"remote_wake", &CostModel::remote_wake},
+    {"timer_arm", &CostModel::timer_arm},
+    {"timer_wake", &CostModel::timer_wake},
     {"slice", &CostModel::slice},
     {"handover", &CostModel::handover},
     {"handover_bulk", &CostModel::handover_bulk},

@@ -8,6 +8,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "batching/batch.h"
 #include "dataplane/frame.h"
@@ -237,7 +238,7 @@ void Simulation::Build(SimActor& p) {
     const Tsc by = p.own.empty() ? kNever : policy_->FlushBy(p.own_first);
     if (by <= p.t) return FlushOwn(p, FlushTrigger::kTimer);
     if (next > p.t) {
-      p.t = std::min(next, by);
+      p.t = p.timer = std::min(next, by);  // nanosleep
       return;
     }
   }
@@ -260,6 +261,7 @@ void Simulation::Build(SimActor& p) {
     // The pool is empty (--pool-size): back off as the real producer does, asleep.
     stats_[p.index].alloc_failures.Add();
     p.t += static_cast<Tsc>(kAllocBackoffS * tsc_hz_);
+    p.timer = p.t;  // nanosleep
     return;
   }
   cpu_.Work(p, c_.frame * slices);
@@ -361,6 +363,7 @@ void Simulation::IrqSleep(SimActor& irq) {
   irq.step = SimStep::kIrq;
   if (q.kicked()) return;  // told while it ran: go again at once
   clock_.now = irq.t;
+  const Tsc now = irq.t;
   const Tsc deadline = q.driver().NextCompletion();
   if (deadline != kNever) {
     irq.t = std::max(deadline, irq.t);
@@ -370,6 +373,7 @@ void Simulation::IrqSleep(SimActor& irq) {
   } else {
     irq.t = kNever;  // nothing needs it until a kick (or ever again)
   }
+  if (irq.t != kNever && irq.t > now) irq.timer = irq.t;  // wait_until, wait_for
 }
 
 CounterSnapshot Simulation::Snapshot() const {
@@ -504,6 +508,22 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     if (!Dispatch(*next)) continue;
     last = next->t;
     const Tsc start = next->t;
+    if (next->timer != kNever) {
+      // Its timed sleep ended: by the timer (its interrupt, the wake-up) or by another thread's
+      // wake before it (the timer armed and cancelled). That CPU time comes first, then the step,
+      // counted from here.
+      const Tsc cost = start >= next->timer ? c_.timer_wake : c_.timer_arm;
+      next->timer = kNever;
+      if (cost > 0) {
+        next->ran_to = start;
+        next->lock_wait = false;
+        next->signalled = kNever;
+        cpu_.Work(*next, cost);
+        next->woke = start;
+        continue;
+      }
+    }
+    const Tsc begun = next->woke != kNever ? std::exchange(next->woke, kNever) : start;
     next->ran_to = start;
     next->lock_wait = false;
     next->signalled = kNever;
@@ -511,8 +531,12 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     StepActor(*next);
     stepping_ = nullptr;
     // Asleep after it (a lock, a condition variable, a timer): a voluntary switch.
-    if (next->t == kNever || next->t > next->ran_to) ++switches_.voluntary;
-    AfterStep(*next, start);
+    // A timed wait shorter than its timer's own cost ends inside the call (no switch).
+    const bool brief = next->timer != kNever && next->timer - next->ran_to < c_.timer_wake;
+    if ((next->t == kNever || next->t > next->ran_to) && !brief) {
+      ++switches_.voluntary;
+    }
+    AfterStep(*next, begun);
   }
   if (!in_window) a = Snapshot();
   if (!ended) b = Snapshot();

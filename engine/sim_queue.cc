@@ -1,6 +1,7 @@
 #include "engine/sim_queue.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "dataplane/frame.h"
 #include "dataplane/gso.h"
@@ -27,6 +28,8 @@ SimCycles::SimCycles(const CostModel& c)
       context_switch(Round(c.context_switch)),
       wakeup(Round(c.wakeup)),
       remote_wake(Round(c.remote_wake)),
+      timer_arm(Round(c.timer_arm)),
+      timer_wake(Round(c.timer_wake)),
       slice(Round(c.slice)),
       handover(Round(c.handover)),
       handover_bulk(Round(c.handover_bulk)) {}
@@ -118,7 +121,9 @@ SimQueue::SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy,
              config.shape.nolock ? QdiscLimit::kPerBand : QdiscLimit::kLength),
       run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen), MaxBulk(config)),
       tx_(/*handoff=*/config.tx_lock_inherits),
-      meta_offset_(config.track_stages ? TxMetaOffset() : -1) {}
+      meta_offset_(config.track_stages ? TxMetaOffset() : -1),
+      idle_poll_(
+          static_cast<Tsc>(std::chrono::duration<double>(kIrqIdlePoll).count() * config.tsc_hz)) {}
 
 SimQueue::Put SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited) {
   if (config_.shape.nolock) return EnqueueNolock(p, m, band, waited);
@@ -373,9 +378,12 @@ void SimQueue::Poll(SimActor& r, bool draining) {
   const FlushTrigger why =
       RunnerReady(policy_, qdisc_.backlog(), stopped, draining, first_enqueued_, r.t);
   if (why == FlushTrigger::kNone) {
-    // Asleep until an enqueue, a restart, the drain or the buffer's timer.
+    // Asleep until an enqueue, a restart, the drain or the buffer's timer; as RunnerLoop's
+    // wait_for, kIrqIdlePoll at most while frames may still come.
     const Tsc by = RunnerWakeBy(policy_, qdisc_.backlog(), stopped, first_enqueued_);
-    r.t = by > r.t ? by : kNever;
+    Tsc wake = by > r.t ? by : kNever;
+    if (!draining) wake = std::min(wake, r.t + idle_poll_);
+    r.t = r.timer = wake;
     return;
   }
   qc_.flush_triggers[static_cast<size_t>(why)].Add();

@@ -42,7 +42,7 @@ struct SimCycles {
   Tsc write = 0, frame = 0, lock = 0, lock_contended = 0, enqueue = 0, dequeue = 0,
       dequeue_frame = 0, xmit_call = 0, xmit_frame = 0, completion = 0, completion_frame = 0,
       deliver = 0, gso_segment = 0, futex = 0, context_switch = 0, wakeup = 0, remote_wake = 0,
-      slice = 0, handover = 0, handover_bulk = 0;
+      timer_arm = 0, timer_wake = 0, slice = 0, handover = 0, handover_bulk = 0;
 };
 
 enum class SimRole : uint8_t { kProducer, kRunner, kIrq };
@@ -82,6 +82,10 @@ struct SimActor {
   Tsc signalled = kNever;
   Tsc want = 0;    // queued: when it became runnable
   Tsc ran_to = 0;  // where its last step's CPU time ended (t beyond it: asleep between)
+  // Asleep with a timer set for this time (kNever: none; a lock or a condition variable's wait
+  // with no timeout): woken by it, the sleeper pays `timer_wake`; woken before, `timer_arm`.
+  Tsc timer = kNever;
+  Tsc woke = kNever;  // its wake-up's CPU time began here; its step follows once it is spent
   FlushTrigger flush_why = FlushTrigger::kNone;  // kFlush: why its own batch goes
   Tsc send_t0 = kNever;  // kFlush: when its first try began (tx_cycles counts the retries)
   // Producer.
@@ -323,6 +327,7 @@ class SimQueue {
   uint16_t accepted_ = 0;
   bool handed_over_ = false;  // between the driver call and Settle: accepted_ are the driver's
   const int meta_offset_;     // TxMetaOffset() with config.track_stages, else -1
+  const Tsc idle_poll_;       // kIrqIdlePoll: the longest a dedicated runner sleeps, generating
   bool running_ = false, resched_pending_ = false;
   QdiscNotes<SimFlag> notes_;  // --sync nolock: MISSED and DRAINING
   bool irq_kicked_ = false, irq_resched_ = false;

@@ -300,6 +300,8 @@ void ApplyScheduler(const SchedulerProbe& probe, Calibration& cal) {
   m.context_switch = probe.context_switch();
   m.wakeup = probe.wakeup();
   m.remote_wake = probe.remote_wake();
+  m.timer_arm = probe.timer_arm();
+  m.timer_wake = probe.timer_wake();
   m.slice = KernelSliceS(probe.cpus) * m.tsc_hz;
   // A lock's line from another core: what lock_contended charges (sim_queue.h, SimLock).
   if (probe.line_pass > 0) m.lock_contended = probe.line_pass;
@@ -348,14 +350,17 @@ nlohmann::json Calibration::Json() const {
          return kept;
        }()},
       {"scheduler",
-       !scheduler ? nlohmann::json(nullptr)
-                  : nlohmann::json{{"cpus", scheduler->cpus},
-                                   {"futex_cycles", scheduler->futex},
-                                   {"same_cpu_handoff_cycles", scheduler->same_cpu_handoff},
-                                   {"cross_cpu_handoff_cycles", scheduler->cross_cpu_handoff},
-                                   {"cross_cpu_wake_call_cycles", scheduler->cross_cpu_wake_call},
-                                   {"line_pass_cycles", scheduler->line_pass},
-                                   {"slice_s", KernelSliceS(scheduler->cpus)}}},
+       !scheduler
+           ? nlohmann::json(nullptr)
+           : nlohmann::json{{"cpus", scheduler->cpus},
+                            {"futex_cycles", scheduler->futex},
+                            {"same_cpu_handoff_cycles", scheduler->same_cpu_handoff},
+                            {"cross_cpu_handoff_cycles", scheduler->cross_cpu_handoff},
+                            {"cross_cpu_wake_call_cycles", scheduler->cross_cpu_wake_call},
+                            {"line_pass_cycles", scheduler->line_pass},
+                            {"timed_wait_cycles", scheduler->timed_wait},
+                            {"same_cpu_handoff_armed_cycles", scheduler->same_cpu_handoff_armed},
+                            {"slice_s", KernelSliceS(scheduler->cpus)}}},
       {"points", pts}};
 }
 
@@ -643,8 +648,8 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
     else
       std::fprintf(stderr,
                    "txbatch: calibrate could not pin a thread to the CPUs it may run on: the "
-                   "machine's costs (cpus, futex, context_switch, wakeup, remote_wake, slice, "
-                   "lock_contended) are kept from the base model\n");
+                   "machine's costs (cpus, futex, context_switch, wakeup, remote_wake, timer_arm, "
+                   "timer_wake, slice, lock_contended) are kept from the base model\n");
   }
   const bool reclaims = !cal->completion.residuals.empty();
   cal->model.source = fmt::format(
@@ -658,11 +663,12 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
       reclaims ? "" : ", completion, completion_frame (no reclaim was measured)",
       cal->scheduler
           ? fmt::format("the machine measured: {} CPUs, futex, context_switch, wakeup and "
-                        "remote_wake from a futex ping-pong, lock_contended from a cache line's, "
-                        "slice the kernel's default",
+                        "remote_wake from a futex ping-pong, timer_arm and timer_wake from timed "
+                        "futex waits, lock_contended from a cache line's, slice the kernel's "
+                        "default",
                         cal->scheduler->cpus)
-          : std::string("the machine's (cpus, futex, context_switch, wakeup, remote_wake, slice, "
-                        "lock_contended) kept from the base"));
+          : std::string("the machine's (cpus, futex, context_switch, wakeup, remote_wake, "
+                        "timer_arm, timer_wake, slice, lock_contended) kept from the base"));
 
   fmt::print("calibrate: {} rounds of {} cells, {} engine, TSC {:.0f} MHz ({})\n", args.rounds,
              plan.cells.size(), args.engine, tsc_hz / 1e6, session->env.cpu);
@@ -711,11 +717,12 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
     fmt::print(
         "the scheduler ({} CPUs): a futex call {:.0f} cycles; a futex handoff {:.0f} cycles on one "
         "CPU (context_switch {:.0f}) and {:.0f} across two, of which the waker's call {:.0f} "
-        "(remote_wake {:.0f}) and the wait after it (wakeup {:.0f}); a cache line across two "
-        "{:.0f}; slice {:.2f} ms\n",
+        "(remote_wake {:.0f}) and the wait after it (wakeup {:.0f}); a handoff on one CPU with "
+        "the sleeper's timer armed {:.0f} (timer_arm {:.0f}); a wait its timer ends {:.0f} "
+        "(timer_wake); a cache line across two {:.0f}; slice {:.2f} ms\n",
         p.cpus, p.futex, p.same_cpu_handoff, p.context_switch(), p.cross_cpu_handoff,
-        p.cross_cpu_wake_call, p.remote_wake(), p.wakeup(), p.line_pass,
-        KernelSliceS(p.cpus) * 1e3);
+        p.cross_cpu_wake_call, p.remote_wake(), p.wakeup(), p.same_cpu_handoff_armed, p.timer_arm(),
+        p.timer_wake(), p.line_pass, KernelSliceS(p.cpus) * 1e3);
   }
   if (const auto poor = PoorFit(*cal, args.min_r2)) {
     std::fprintf(stderr, "txbatch: calibrate: %s\n", poor->c_str());

@@ -4,11 +4,13 @@
 #include <pthread.h>
 #include <rte_pause.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <thread>
+#include <vector>
 
 #include "base/tsc.h"
 #include "results/verdict.h"
@@ -19,9 +21,10 @@ namespace {
 constexpr int kPasses = 2000;
 constexpr int kCalls = 20000;
 constexpr int kLinePasses = 100000;
+constexpr int kTimedWaits = 2000;
 
-long Futex(std::atomic<int>* word, int op, int value) {
-  return syscall(SYS_futex, reinterpret_cast<int*>(word), op, value, nullptr, nullptr, 0);
+long Futex(std::atomic<int>* word, int op, int value, const timespec* timeout = nullptr) {
+  return syscall(SYS_futex, reinterpret_cast<int*>(word), op, value, timeout, nullptr, 0);
 }
 
 bool PinTo(int cpu) {
@@ -61,15 +64,18 @@ struct Passes {
 
 // Two threads on `a` and `b` pass a turn back and forth through a futex word. The other thread
 // has long been asleep when a turn is passed (a pass is tens of microseconds on a guest): the
-// wake call is what waking a sleeper costs its waker.
-Passes Handoff(int a, int b) {
+// wake call is what waking a sleeper costs its waker. `armed`: each sleep has a timer set, as a
+// condition variable's wait_for (125 us, the txirq's and a runner's idle poll: the CPU's next
+// timer, so setting and cancelling it reprograms the CPU's timer; the wake comes long before).
+Passes Handoff(int a, int b, bool armed = false) {
+  const timespec poll{0, 125000};
   std::atomic<int> turn{0};
   std::vector<double> calls[2];
   const auto player = [&](int me, int cpu) {
     PinTo(cpu);
     calls[me].reserve(kPasses);
     for (int i = 0; i < kPasses; ++i) {
-      while (turn.load() != me) Futex(&turn, FUTEX_WAIT_PRIVATE, 1 - me);
+      while (turn.load() != me) Futex(&turn, FUTEX_WAIT_PRIVATE, 1 - me, armed ? &poll : nullptr);
       turn.store(1 - me);
       const Tsc w0 = Now();
       Futex(&turn, FUTEX_WAKE_PRIVATE, 1);
@@ -105,7 +111,46 @@ double LinePass(int a, int b) {
   return static_cast<double>(Now() - t0) / (2.0 * kLinePasses);
 }
 
+// The thread's own CPU time, in nanoseconds.
+double ThreadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+double MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+// The CPU, in TSC cycles, a thread on `cpu` spends on a futex wait whose 20 us timeout ends it
+// (nobody wakes it): the call, the timer armed, its interrupt, the switches out and back in (on
+// a guest the timer is a VM exit each way). Its own CPU time, not the wall's: the CPU may idle
+// meanwhile.
+double TimedWait(int cpu) {
+  double cycles = 0;
+  std::thread t([&] {
+    PinTo(cpu);
+    std::atomic<int> word{0};
+    const timespec wait{0, 20000};
+    const double cpu0 = ThreadCpuNs(), wall0 = MonotonicNs();
+    const Tsc t0 = Now();
+    for (int i = 0; i < kTimedWaits; ++i) Futex(&word, FUTEX_WAIT_PRIVATE, 0, &wait);
+    const double tsc_per_ns = static_cast<double>(Now() - t0) / (MonotonicNs() - wall0);
+    cycles = (ThreadCpuNs() - cpu0) * tsc_per_ns / kTimedWaits;
+  });
+  t.join();
+  return cycles;
+}
+
 }  // namespace
+
+double SchedulerProbe::timer_arm() const {
+  return same_cpu_handoff_armed > 0 ? std::max(0.0, same_cpu_handoff_armed - same_cpu_handoff) : 0;
+}
+
+double SchedulerProbe::timer_wake() const { return timed_wait; }
 
 double SchedulerProbe::context_switch() const {
   return std::max(0.0, same_cpu_handoff - 2 * futex);
@@ -124,10 +169,12 @@ std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int r
     return std::nullopt;
   SchedulerProbe p;
   p.cpus = static_cast<unsigned>(cpus.size());
-  std::vector<double> calls, same, cross, cross_wake, line;
+  std::vector<double> calls, same, same_armed, timed, cross, cross_wake, line;
   for (int r = 0; r < std::max(1, rounds); ++r) {
     calls.push_back(FutexCall(cpus[0]));
     same.push_back(Handoff(cpus[0], cpus[0]).pass);
+    same_armed.push_back(Handoff(cpus[0], cpus[0], /*armed=*/true).pass);
+    timed.push_back(TimedWait(cpus[0]));
     if (cpus.size() > 1) {
       const Passes across = Handoff(cpus[0], cpus[1]);
       cross.push_back(across.pass);
@@ -137,6 +184,8 @@ std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int r
   }
   p.futex = Median(calls);
   p.same_cpu_handoff = Median(same);
+  p.same_cpu_handoff_armed = Median(same_armed);
+  p.timed_wait = Median(timed);
   p.cross_cpu_handoff = cross.empty() ? 0 : Median(cross);
   p.cross_cpu_wake_call = cross_wake.empty() ? 0 : Median(cross_wake);
   p.line_pass = line.empty() ? 0 : Median(line);

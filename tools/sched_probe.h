@@ -1,8 +1,9 @@
 #pragma once
 // The scheduler's costs on this machine, for the simulation's CPUs (engine/sim_engine.h, "CPUs
 // and the scheduler"), measured the way the real engine pays them: two threads passing a turn
-// through a futex (what a contended std::mutex or PiMutex does), on one CPU and on two. Control
-// plane: `txbatch calibrate` runs it before its cells.
+// through a futex (what a contended std::mutex or PiMutex does), on one CPU and on two, and a
+// thread's timed waits (a condition variable's wait_for, nanosleep). Control plane: `txbatch
+// calibrate` runs it before its cells.
 
 #include <optional>
 #include <vector>
@@ -16,17 +17,24 @@ struct SchedulerProbe {
   double cross_cpu_handoff = 0;    // one pass across two CPUs (0 with one CPU)
   double cross_cpu_wake_call = 0;  // its waker's FUTEX_WAKE call, the sleeper on the other CPU
   double line_pass = 0;  // a cache line written on one CPU and read on another (0 with one CPU)
+  // Timers: the CPU a futex wait with a 20 us timeout that nobody wakes costs its thread (the
+  // timer armed and fired, the switches), and the same-CPU pass with each sleeper's timer armed
+  // (125 us, a condition variable's wait_for) and cancelled by the wake.
+  double timed_wait = 0;
+  double same_cpu_handoff_armed = 0;
   // A pass is the waker's futex call (across CPUs: with the IPI, remote_wake), then (one CPU) a
   // switch to the woken thread or (two) the wake-up's latency, then the woken thread's return
   // from its own futex call.
   double context_switch() const;  // same_cpu_handoff less two futex calls, at least 0
   double remote_wake() const;     // cross_cpu_wake_call less a futex call, at least 0
-  double wakeup() const;  // cross_cpu_handoff less two futex calls and remote_wake, at least 0
+  double wakeup() const;      // cross_cpu_handoff less two futex calls and remote_wake, at least 0
+  double timer_arm() const;   // same_cpu_handoff_armed less same_cpu_handoff, at least 0
+  double timer_wake() const;  // timed_wait
 };
 
-// Medians over `rounds` (each 2000 futex passes, 20000 futex calls, 100000 line passes) on `cpus`
-// (the first one, and the first two for what crosses CPUs). Nothing where no CPU is given or a
-// thread cannot be pinned to them.
+// Medians over `rounds` (each 2000 futex passes, 20000 futex calls, 100000 line passes, 2000
+// timed waits) on `cpus` (the first one, and the first two for what crosses CPUs). Nothing where
+// no CPU is given or a thread cannot be pinned to them.
 std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int rounds);
 
 }  // namespace txbatch

@@ -147,6 +147,8 @@ TEST(Calibrate, TheCostModelFileCarriesTheMachinesCpus) {
   m.futex = 2400;
   m.wakeup = 10000;
   m.remote_wake = 32000;
+  m.timer_arm = 17000;
+  m.timer_wake = 80000;
   auto back = CostModelFromJson(CostModelJson(m), "test");
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(*back, m);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -323,6 +324,54 @@ TEST(SimEngine, ThreadsArePlacedWhereTheRealEnginesLand) {
   EXPECT_EQ(p.producers, std::vector<int>({0, 1}));
   EXPECT_EQ(p.runners, std::vector<int>({2}));
   EXPECT_EQ(p.txirqs, std::vector<int>({3}));
+}
+
+// A timed sleep costs its sleeper `timer_wake` where the timer ends it (a paced producer's
+// nanosleep to its next frame: once a frame) and `timer_arm` where another thread's wake ends it
+// first (a dedicated runner's idle wait_for, woken by each frame's enqueue). A timed wait shorter
+// than the timer's own cost ends inside the call: no switch.
+TEST(SimEngine, ATimedSleepCostsItsTimer) {
+  CellConfig c = Cell("emu:null", "count:1", Proto::kUdp, 18, 1);
+  c.rate = RateSpec{RateSpec::Unit::kPps, 100e3};  // 26000 cycles between frames
+  const auto cycles_per_frame = [&](const CellResult& r) {
+    return r.cpu_ns_per_pkt * c.cost.tsc_hz / 1e9;
+  };
+  const CellResult base = Simulate(c);
+  ASSERT_GT(base.packets, 1000u);
+  c.cost.timer_wake = 5000;
+  const CellResult woken = Simulate(c);
+  EXPECT_NEAR(woken.mpps, base.mpps, base.mpps * 0.01);  // still on pace
+  EXPECT_NEAR(cycles_per_frame(woken) - cycles_per_frame(base), 5000, 50);
+  EXPECT_EQ(woken.voluntary_ctxsw, base.voluntary_ctxsw);
+
+  c.cost.timer_wake = 0;
+  c.shape.dedicated = true;
+  const CellResult runner = Simulate(c);
+  c.cost.timer_arm = 3000;
+  const CellResult armed = Simulate(c);
+  EXPECT_NEAR(armed.mpps, runner.mpps, runner.mpps * 0.01);
+  EXPECT_NEAR(cycles_per_frame(armed) - cycles_per_frame(runner), 3000, 50);
+
+  c.shape.dedicated = false;
+  c.cost.timer_arm = 0;
+  c.cost.timer_wake = 60000;  // longer than the pace's gap: the producer never switches out
+  const CellResult brief = Simulate(c);
+  EXPECT_EQ(brief.voluntary_ctxsw, 0u);
+  EXPECT_NEAR(brief.mpps, base.mpps, base.mpps * 0.01);  // late frames catch up, as paced
+  EXPECT_EQ(ResultsJson(c, brief), ResultsJson(c, Simulate(c)));
+}
+
+// A dedicated runner with nothing to send sleeps at most kIrqIdlePoll, as RunnerLoop's
+// wait_for: a producer paced slower than that finds it woken by its timer between frames.
+TEST(SimEngine, AnIdleDedicatedRunnerWakesEveryIdlePoll) {
+  CellConfig c = Cell("emu:null", "count:1", Proto::kUdp, 18, 1);
+  c.shape.dedicated = true;
+  c.rate = RateSpec{RateSpec::Unit::kPps, 1000};  // a frame a millisecond
+  const CellResult r = Simulate(c);
+  ASSERT_GT(r.packets, 10u);
+  const double polls = c.duration_s / std::chrono::duration<double>(kIrqIdlePoll).count();
+  EXPECT_GT(static_cast<double>(r.voluntary_ctxsw), polls * 0.9);
+  EXPECT_LT(static_cast<double>(r.voluntary_ctxsw), polls * 1.1 + 3.0 * r.packets);
 }
 
 // A thread's sleeps are its voluntary context switches: a dedicated runner that a paced producer
