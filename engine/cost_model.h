@@ -57,9 +57,10 @@ struct CostModel {
   // deadline or idle poll, a dedicated runner's idle poll, a paced producer's): `timer_arm` is
   // what arming its timer and cancelling it costs the sleeper where another thread's wake ends
   // the sleep first; `timer_wake` what the sleeper's CPU spends where the timer ends it — the
-  // futex call, the timer armed, its interrupt, the switches out and back in. Measured 12 and 50
-  // thousand cycles on this project's 2-vCPU guest, where a timer is a VM exit each way (a
-  // same-CPU futex handoff is 6 thousand).
+  // futex call, the timer armed, the switches out and back in, the return (a wait shorter than
+  // that never switches out: it ends inside the call, busy). Measured 18 and 77 thousand cycles
+  // on this project's 2-vCPU guest, where a timer is a VM exit each way (a same-CPU futex
+  // handoff is 2.5 thousand).
   double timer_arm = 0;
   double timer_wake = 0;
   // The time slice of threads sharing a CPU (EEVDF's base slice, 0.75 ms x (1 + log2 CPUs) up to

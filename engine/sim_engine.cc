@@ -505,37 +505,42 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
       for (Lane& l : lanes_) l.q->WakeRunner(nullptr, window_end);
     }
     if (next->t > deadline) break;
+    if (next->timer != kNever) {
+      // Its timed sleep ends now, before any wait for its CPU: by the timer, or by another
+      // thread's wake first (the timer armed and cancelled). It spends that CPU time once it runs.
+      next->timer_cost = next->t >= next->timer ? c_.timer_wake : c_.timer_arm;
+      next->timer = kNever;
+    }
     if (!Dispatch(*next)) continue;
     last = next->t;
     const Tsc start = next->t;
-    if (next->timer != kNever) {
-      // Its timed sleep ended: by the timer (its interrupt, the wake-up) or by another thread's
-      // wake before it (the timer armed and cancelled). That CPU time comes first, then the step,
-      // counted from here.
-      const Tsc cost = start >= next->timer ? c_.timer_wake : c_.timer_arm;
-      next->timer = kNever;
-      if (cost > 0) {
-        next->ran_to = start;
-        next->lock_wait = false;
-        next->signalled = kNever;
-        cpu_.Work(*next, cost);
-        next->woke = start;
-        continue;
-      }
+    if (next->timer_cost > 0 && !next->fifo) {
+      // A CFS thread spends it first, then steps, counted from here (steps elsewhere go on).
+      next->ran_to = start;
+      next->lock_wait = false;
+      next->signalled = kNever;
+      cpu_.Work(*next, std::exchange(next->timer_cost, 0));
+      next->woke = start;
+      continue;
     }
     const Tsc begun = next->woke != kNever ? std::exchange(next->woke, kNever) : start;
     next->ran_to = start;
     next->lock_wait = false;
     next->signalled = kNever;
+    // The txirq's is part of its step: SCHED_FIFO, it preempts its CPU's thread for the whole.
+    if (next->timer_cost > 0) cpu_.Work(*next, std::exchange(next->timer_cost, 0));
     stepping_ = next;
     StepActor(*next);
     stepping_ = nullptr;
-    // Asleep after it (a lock, a condition variable, a timer): a voluntary switch.
-    // A timed wait shorter than its timer's own cost ends inside the call (no switch).
-    const bool brief = next->timer != kNever && next->timer - next->ran_to < c_.timer_wake;
-    if ((next->t == kNever || next->t > next->ran_to) && !brief) {
-      ++switches_.voluntary;
+    if (next->timer != kNever && next->timer - next->ran_to < c_.timer_wake) {
+      // A timed wait shorter than its timer's own cost ends inside the call: the thread keeps
+      // its CPU, busy for that cost, and goes on (no switch).
+      next->timer = kNever;
+      next->t = next->ran_to;
+      cpu_.Work(*next, c_.timer_wake);
     }
+    // Asleep after it (a lock, a condition variable, a timer): a voluntary switch.
+    if (next->t == kNever || next->t > next->ran_to) ++switches_.voluntary;
     AfterStep(*next, begun);
   }
   if (!in_window) a = Snapshot();

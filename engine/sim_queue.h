@@ -85,7 +85,8 @@ struct SimActor {
   // Asleep with a timer set for this time (kNever: none; a lock or a condition variable's wait
   // with no timeout): woken by it, the sleeper pays `timer_wake`; woken before, `timer_arm`.
   Tsc timer = kNever;
-  Tsc woke = kNever;  // its wake-up's CPU time began here; its step follows once it is spent
+  Tsc timer_cost = 0;  // that cost, decided as its sleep ended, spent once it has its CPU
+  Tsc woke = kNever;   // a CFS thread's: it began spending it here; its step follows
   FlushTrigger flush_why = FlushTrigger::kNone;  // kFlush: why its own batch goes
   Tsc send_t0 = kNever;  // kFlush: when its first try began (tx_cycles counts the retries)
   // Producer.

@@ -270,8 +270,9 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                        "writes (without --cost-model: the built-in costs)"));
   cmd.add_option("--cpus", a.cpus,
                  fmt::format("The simulated machine's CPUs (--engine sim): threads share them as "
-                             "the real engine places them (producer i on CPU i mod N, the txirq "
-                             "and runner where fewest producers are), with the cost model's "
+                             "the real engine places them (producer i on CPU i mod N, queue q's "
+                             "txirq on CPU q mod N, a dedicated runner where the fewest threads "
+                             "are), with the cost model's "
                              "scheduler costs; 0 = a CPU per thread (0..{}; default: the cost "
                              "model's cpus)",
                              kMaxModelCpus))

@@ -3,6 +3,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <rte_pause.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,13 +67,16 @@ struct Passes {
 // has long been asleep when a turn is passed (a pass is tens of microseconds on a guest): the
 // wake call is what waking a sleeper costs its waker. `armed`: each sleep has a timer set, as a
 // condition variable's wait_for (125 us, the txirq's and a runner's idle poll: the CPU's next
-// timer, so setting and cancelling it reprograms the CPU's timer; the wake comes long before).
+// timer, so setting and cancelling it reprograms the CPU's timer; the wake comes long before; a
+// partner descheduled past it makes a wait time out and wait again, rare where a pass is a few
+// microseconds).
 Passes Handoff(int a, int b, bool armed = false) {
   const timespec poll{0, 125000};
   std::atomic<int> turn{0};
   std::vector<double> calls[2];
   const auto player = [&](int me, int cpu) {
     PinTo(cpu);
+    if (armed) prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     calls[me].reserve(kPasses);
     for (int i = 0; i < kPasses; ++i) {
       while (turn.load() != me) Futex(&turn, FUTEX_WAIT_PRIVATE, 1 - me, armed ? &poll : nullptr);
@@ -125,13 +129,15 @@ double MonotonicNs() {
 }
 
 // The CPU, in TSC cycles, a thread on `cpu` spends on a futex wait whose 20 us timeout ends it
-// (nobody wakes it): the call, the timer armed, its interrupt, the switches out and back in (on
-// a guest the timer is a VM exit each way). Its own CPU time, not the wall's: the CPU may idle
-// meanwhile.
+// (nobody wakes it): the call, the timer armed, the switches out and back in, the return (on a
+// guest the timer is a VM exit each way; the interrupt itself lands while the thread sleeps and
+// is not counted). Its own CPU time, not the wall's: the CPU may idle meanwhile. With 1 ns of
+// timer slack, as txbatch's threads.
 double TimedWait(int cpu) {
   double cycles = 0;
   std::thread t([&] {
     PinTo(cpu);
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     std::atomic<int> word{0};
     const timespec wait{0, 20000};
     const double cpu0 = ThreadCpuNs(), wall0 = MonotonicNs();

@@ -361,6 +361,22 @@ TEST(SimEngine, ATimedSleepCostsItsTimer) {
   EXPECT_EQ(ResultsJson(c, brief), ResultsJson(c, Simulate(c)));
 }
 
+// The txirq's timed wakes on a producer's CPU are that producer's loss: SCHED_FIFO, it spends
+// each wake's timer there first.
+TEST(SimEngine, TheTxirqsTimersTakeItsCpuFromTheProducer) {
+  CellConfig c = Cell("emu:ixgbe", "count:1", Proto::kUdp, 18, 1);
+  c.cost.cpus = 1;
+  const CellResult free = Simulate(c);
+  c.cost.timer_wake = 20000;
+  const CellResult timed = Simulate(c);
+  // The txirq's sleeps its timer ended (the producer never sleeps here), their share of the CPU.
+  const double share =
+      static_cast<double>(timed.voluntary_ctxsw) * 20000 / (c.duration_s * c.cost.tsc_hz);
+  ASSERT_GT(share, 0.02);
+  EXPECT_LT(timed.mpps, free.mpps * (1 - share / 2));
+  EXPECT_EQ(ResultsJson(c, timed), ResultsJson(c, Simulate(c)));
+}
+
 // A dedicated runner with nothing to send sleeps at most kIrqIdlePoll, as RunnerLoop's
 // wait_for: a producer paced slower than that finds it woken by its timer between frames.
 TEST(SimEngine, AnIdleDedicatedRunnerWakesEveryIdlePoll) {

@@ -121,7 +121,9 @@ TEST_P(TxQueueShape, StreamProducersDeliverEverythingInOrderThroughAStoppingRing
     SleepNs(1e6);
   }
   EXPECT_EQ(names.front(), "txb-txirq0");
-  if (GetParam().dedicated) EXPECT_EQ(names.back(), "txb-runner0");
+  if (GetParam().dedicated) {
+    EXPECT_EQ(names.back(), "txb-runner0");
+  }
   std::vector<std::thread> producers;
   for (uint16_t f = 0; f < 4; ++f)
     producers.emplace_back([&, f] { EXPECT_EQ(Produce(*rig.queue, f, 500), 500u); });
