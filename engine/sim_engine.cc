@@ -140,6 +140,8 @@ void Simulation::StepActor(SimActor& a) {
       return a.q->Poll(a, draining_);
     case SimStep::kIrq:
       return Irq(a);
+    case SimStep::kIrqWait:
+      return IrqSleep(a);
     case SimStep::kDone:
       a.t = kNever;
       return;
@@ -360,11 +362,18 @@ void Simulation::Irq(SimActor& irq) {
 
 void Simulation::IrqSleep(SimActor& irq) {
   SimQueue& q = *irq.q;
+  // As IrqLoop: the next completion read under the TX lock (asleep in it if held), then a
+  // sleep unless it was told something meanwhile.
+  const std::optional<Tsc> next = q.NextCompletion(irq);
+  if (!next) {
+    irq.step = SimStep::kIrqWait;
+    return;
+  }
   irq.step = SimStep::kIrq;
   if (q.kicked()) return;  // told while it ran: go again at once
   clock_.now = irq.t;
   const Tsc now = irq.t;
-  const Tsc deadline = q.driver().NextCompletion();
+  const Tsc deadline = *next;
   if (deadline != kNever) {
     irq.t = std::max(deadline, irq.t);
   } else if ((q.driver().IdlePolling() || q.dev().has_bql()) &&

@@ -390,6 +390,14 @@ void SimQueue::Poll(SimActor& r, bool draining) {
   BeginRun(r, false);
 }
 
+std::optional<Tsc> SimQueue::NextCompletion(SimActor& irq) {
+  if (!cpu_.Acquire(irq, tx_)) return std::nullopt;
+  clock_.now = irq.t;
+  const Tsc deadline = driver_.NextCompletion();
+  cpu_.Release(irq, tx_);
+  return deadline;
+}
+
 void SimQueue::Kick(SimActor& from, bool resched) {
   irq_kicked_ = true;
   irq_resched_ |= resched;

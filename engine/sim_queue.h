@@ -57,6 +57,7 @@ enum class SimStep : uint8_t {
   kRequeue,  // runner: put what the driver refused back at the head
   kPoll,     // dedicated runner: is there something to send?
   kIrq,      // txirq: reclaim completions
+  kIrqWait,  // txirq: read the next completion under the TX lock, then sleep until it
   kFlush,    // producer (--qdisc none): hand its own batch to the driver (the TX lock was held)
   kDone,
 };
@@ -245,6 +246,9 @@ class SimQueue {
   // reclaim restarted a stopped queue or `resched` (a run spent its quota) asks for one. False
   // when the TX lock was held: `irq` sleeps and tries again (nothing done).
   bool Complete(SimActor& irq, bool resched);
+  // The driver's next completion, read by `irq` at irq.t under the TX lock, as IrqLoop reads
+  // it before each sleep. Nothing when the lock was held: `irq` sleeps and tries again.
+  std::optional<Tsc> NextCompletion(SimActor& irq);
   // `from` tells the txirq: the queue stopped, or (`resched`) a run spent its quota.
   void Kick(SimActor& from, bool resched);
   bool kicked() const { return irq_kicked_ || irq_resched_; }

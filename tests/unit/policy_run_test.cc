@@ -746,6 +746,29 @@ TEST(SimQueueRun, ARescheduleDuringARunDoesNotMakeItOfferAStoppedQueue) {
   EXPECT_TRUE(q.qdisc().empty());
 }
 
+// The txirq reads the driver's next completion under the TX lock, as IrqLoop does before each
+// sleep: while a run's driver call holds the lock it sleeps in it, and reads once woken.
+TEST(SimQueueRun, TheTxirqReadsItsNextCompletionUnderTheTxLock) {
+  SimRig rig("count:4");
+  rig.cycles.xmit_frame = 1000;  // the driver call holds the TX lock this long
+  auto [driver, q, p1, irq] = std::tie(rig.driver, rig.q, rig.p1, rig.irq);
+  driver.next_capacity = 64;
+  q.Complete(irq, false);
+  ASSERT_EQ(q.Enqueue(p1, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
+  ASSERT_EQ(p1.step, SimStep::kXmit);
+  const Tsc call = p1.t;
+  q.StepRun(p1);  // the driver call: the TX lock held from `call` to its end
+  ASSERT_GE(p1.t, call + 1000);
+  irq.t = irq.ran_to = call + 10;
+  EXPECT_FALSE(q.NextCompletion(irq).has_value());
+  EXPECT_TRUE(irq.lock_wait);
+  EXPECT_GE(irq.t, p1.t) << "woken by the lock's release";
+  irq.lock_wait = false;
+  irq.ran_to = irq.t;
+  EXPECT_TRUE(q.NextCompletion(irq).has_value());
+  rig.Finish(p1);
+}
+
 // An abandoned simulation frees what its queue holds: between a driver call that took part of
 // the bulk and the requeue of the rest, only the refused frames are the queue's (the accepted
 // are in the driver's ring and go with its Purge). Freeing the whole bulk freed those twice.
