@@ -58,8 +58,8 @@ struct CostModel {
   // what arming its timer and cancelling it costs the sleeper where another thread's wake ends
   // the sleep first; `timer_wake` what the sleeper's CPU spends where the timer ends it — the
   // futex call, the timer armed, the switches out and back in, the return (a wait shorter than
-  // that never switches out: it ends inside the call, busy). Measured 18 and 77 thousand cycles
-  // on this project's 2-vCPU guest, where a timer is a VM exit each way (a same-CPU futex
+  // timer_arm never switches out: it ends inside the call, busy). Measured 18 and 77 thousand
+  // cycles on this project's 2-vCPU guest, where a timer is a VM exit each way (a same-CPU futex
   // handoff is 2.5 thousand).
   double timer_arm = 0;
   double timer_wake = 0;

@@ -541,9 +541,9 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     stepping_ = next;
     StepActor(*next);
     stepping_ = nullptr;
-    if (next->timer != kNever && next->timer - next->ran_to < c_.timer_wake) {
-      // A timed wait shorter than its timer's own cost ends inside the call: the thread keeps
-      // its CPU, busy for that cost, and goes on (no switch).
+    if (next->timer != kNever && next->timer - next->ran_to < c_.timer_arm) {
+      // A timed wait shorter than setting its timer takes has expired before the thread could
+      // switch out: it keeps its CPU, busy for the timer's whole cost, and goes on (no switch).
       next->timer = kNever;
       next->t = next->ran_to;
       cpu_.Work(*next, c_.timer_wake);

@@ -43,8 +43,8 @@ namespace txbatch {
 // (select_task_rq_rt), so it preempts the producers pinned to it (seen with one queue; that a
 // second queue's txirq, woken while the first runs, settles on the next CPU is assumed); queue
 // q's dedicated runner (CFS, allowed everywhere) where the fewest CFS threads are, then the
-// fewest txirqs, ties to the first such CPU counting down from CPU cpus-1-(q mod cpus) (the
-// kernel's wake-up picks an idle CPU, not one a SCHED_FIFO thread takes from it).
+// fewest txirqs; among equals CPU cpus-1-(q mod cpus) where it is one, else the highest-numbered
+// (the kernel's wake-up picks an idle CPU, not one a SCHED_FIFO thread takes from it).
 // `cpus` 0: every thread on a CPU of its own (producers, runners, txirqs, numbered in order).
 struct SimPlacement {
   std::vector<int> producers, runners, txirqs;  // runners: empty without dedicated

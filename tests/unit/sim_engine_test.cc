@@ -331,7 +331,7 @@ TEST(SimEngine, ThreadsArePlacedWhereTheRealEnginesLand) {
 // A timed sleep costs its sleeper `timer_wake` where the timer ends it (a paced producer's
 // nanosleep to its next frame: once a frame) and `timer_arm` where another thread's wake ends it
 // first (a dedicated runner's idle wait_for, woken by each frame's enqueue). A timed wait shorter
-// than the timer's own cost ends inside the call: no switch.
+// than setting its timer takes ends inside the call: no switch.
 TEST(SimEngine, ATimedSleepCostsItsTimer) {
   CellConfig c = Cell("emu:null", "count:1", Proto::kUdp, 18, 1);
   c.rate = RateSpec{RateSpec::Unit::kPps, 100e3};  // 26000 cycles between frames
@@ -355,8 +355,8 @@ TEST(SimEngine, ATimedSleepCostsItsTimer) {
   EXPECT_NEAR(cycles_per_frame(armed) - cycles_per_frame(runner), 3000, 50);
 
   c.shape.dedicated = false;
-  c.cost.timer_arm = 0;
-  c.cost.timer_wake = 60000;  // longer than the pace's gap: the producer never switches out
+  c.cost.timer_arm = 30000;  // setting the timer outlasts the pace's gap: never a switch
+  c.cost.timer_wake = 60000;
   const CellResult brief = Simulate(c);
   EXPECT_EQ(brief.voluntary_ctxsw, 0u);
   EXPECT_NEAR(brief.mpps, base.mpps, base.mpps * 0.01);  // late frames catch up, as paced
