@@ -105,7 +105,10 @@ void SimCpu::Release(SimActor& a, SimLock& l) const {
   l.handed = l.handoff;
   const bool remote = Remote(a, *s);
   Work(a, WakeCall(remote));
-  s->t = a.t + (remote ? c.wakeup : 0);  // asleep in the lock: nothing else woke it
+  // Asleep in the lock, nothing else woke it; not before its own last step ended (a step is
+  // stepped whole: one that let the lock go, ran on and came back to sleep in it ends after
+  // a.t where the thread it woke let go quickly).
+  s->t = std::max(a.t + (remote ? c.wakeup : 0), s->ran_to);
 }
 
 SimQueue::SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy,
@@ -401,7 +404,10 @@ std::optional<Tsc> SimQueue::NextCompletion(SimActor& irq) {
 void SimQueue::Kick(SimActor& from, bool resched) {
   irq_kicked_ = true;
   irq_resched_ |= resched;
-  if (irq_ != nullptr && irq_->step == SimStep::kIrq) cpu_.WakeFrom(from, *irq_, from.t);
+  // The txirq giving back what it took while asleep in the TX lock wakes nobody: its wake would
+  // charge a sleeping thread a futex call.
+  if (irq_ != nullptr && irq_ != &from && irq_->step == SimStep::kIrq)
+    cpu_.WakeFrom(from, *irq_, from.t);
 }
 
 void SimQueue::Restart(SimActor& irq, bool resched) {

@@ -769,6 +769,28 @@ TEST(SimQueueRun, TheTxirqReadsItsNextCompletionUnderTheTxLock) {
   rig.Finish(p1);
 }
 
+// A txirq that finds the TX lock held sleeps in it and gives back the reschedule it took
+// (Simulation::Irq): that kick of its own wakes nobody. It charged the sleeping txirq a futex
+// call of nothing, which moved where its last step ended to its wake-up (or to kNever).
+TEST(SimQueueRun, ATxirqAsleepInTheTxLockDoesNotWakeItself) {
+  SimRig rig("count:4");
+  rig.cycles.xmit_frame = 1000;
+  auto [driver, q, p1, irq] = std::tie(rig.driver, rig.q, rig.p1, rig.irq);
+  driver.next_capacity = 64;
+  q.Complete(irq, false);
+  ASSERT_EQ(q.Enqueue(p1, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
+  const Tsc call = p1.t;
+  q.StepRun(p1);  // the driver call holds the TX lock
+  irq.t = irq.ran_to = call + 10;
+  ASSERT_FALSE(q.Complete(irq, /*resched=*/true));
+  const Tsc slept_at = irq.ran_to, woken_at = irq.t;
+  q.Kick(irq, /*resched=*/true);
+  EXPECT_EQ(irq.ran_to, slept_at);
+  EXPECT_EQ(irq.t, woken_at);
+  EXPECT_TRUE(q.kicked());
+  rig.Finish(p1);
+}
+
 // An abandoned simulation frees what its queue holds: between a driver call that took part of
 // the bulk and the requeue of the rest, only the refused frames are the queue's (the accepted
 // are in the driver's ring and go with its Purge). Freeing the whole bulk freed those twice.

@@ -540,6 +540,39 @@ TEST(SimLock, AThreadThatFindsAMutexHeldSleepsUntilItsHolderWakesIt) {
   EXPECT_EQ(x.t, kNever);  // asleep until w lets go
 }
 
+// A handoff lock's release wakes its sleeper no earlier than the sleeper's own last step ended.
+// Steps are stepped whole: the txirq lets the TX lock go to the runner asleep in it, runs on
+// (delivering), and comes back to sleep in it, kept for the runner; the runner, stepped after,
+// lets go quickly. Its wake at its own time put the txirq's next step before its last one ended
+// (its CPU time overlapping itself).
+TEST(SimLock, AReleaseWakesASleeperNoEarlierThanItsLastStepEnded) {
+  CostModel m;
+  m.lock = 10;
+  m.lock_contended = 50;
+  m.futex = 100;
+  m.wakeup = 10;
+  const CpuRig rig(m);
+  const SimCpu& cpu = rig.cpu;
+  SimActor irq, runner;
+  irq.cpu = 0, runner.cpu = 1;
+  SimLock l(/*handoff=*/true);
+  irq.t = 0;
+  ASSERT_TRUE(cpu.Acquire(irq, l));
+  cpu.Work(irq, 490);
+  cpu.Release(irq, l);  // held until 500 (the release is stepped first)
+  runner.t = 20;
+  ASSERT_FALSE(cpu.Acquire(runner, l));  // asleep in it; the release hands it to the runner
+  cpu.Work(irq, 1000);                   // the txirq delivers on
+  ASSERT_FALSE(cpu.Acquire(irq, l)) << "kept for the runner";
+  const Tsc irq_end = irq.ran_to;
+  runner.lock_wait = false;
+  ASSERT_TRUE(cpu.Acquire(runner, l));
+  cpu.Work(runner, 50);
+  ASSERT_LT(runner.t, irq_end);
+  cpu.Release(runner, l);
+  EXPECT_EQ(irq.t, irq_end);
+}
+
 // A frame built on one CPU and dequeued on another costs `handover` there: with a dedicated
 // runner on a CPU of its own every frame crosses, with everything on one CPU none does.
 TEST(SimEngine, FramesThatChangeCpuCostAHandover) {
