@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 #include <pthread.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include <algorithm>
 #include <thread>
 
+#include "base/thread_clock.h"
 #include "dataplane/mempool.h"
 #include "dataplane/producer.h"
 #include "dataplane/run_window.h"
@@ -17,14 +17,6 @@
 
 namespace txbatch {
 namespace {
-
-double ThreadCpuNs(pthread_t t) {
-  clockid_t cid;
-  if (pthread_getcpuclockid(t, &cid) != 0) return 0;
-  timespec ts{};
-  clock_gettime(cid, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
 
 ContextSwitches ProcessCtxsw() {
   rusage ru{};

@@ -529,10 +529,8 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
       next->lock_wait = false;
       next->signalled = kNever;
       cpu_.Work(*next, std::exchange(next->timer_cost, 0));
-      next->woke = start;
       continue;
     }
-    const Tsc begun = next->woke != kNever ? std::exchange(next->woke, kNever) : start;
     next->ran_to = start;
     next->lock_wait = false;
     next->signalled = kNever;
@@ -550,7 +548,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     }
     // Asleep after it (a lock, a condition variable, a timer): a voluntary switch.
     if (next->t == kNever || next->t > next->ran_to) ++switches_.voluntary;
-    AfterStep(*next, begun);
+    AfterStep(*next, start);
   }
   if (!in_window) a = Snapshot();
   if (!ended) b = Snapshot();

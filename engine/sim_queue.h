@@ -87,7 +87,6 @@ struct SimActor {
   // with no timeout): woken by it, the sleeper pays `timer_wake`; woken before, `timer_arm`.
   Tsc timer = kNever;
   Tsc timer_cost = 0;  // that cost, decided as its sleep ended, spent once it has its CPU
-  Tsc woke = kNever;   // a CFS thread's: it began spending it here; its step follows
   FlushTrigger flush_why = FlushTrigger::kNone;  // kFlush: why its own batch goes
   Tsc send_t0 = kNever;  // kFlush: when its first try began (tx_cycles counts the retries)
   // Producer.

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/thread_clock.h"
 #include "base/tsc.h"
 #include "results/verdict.h"
 
@@ -113,19 +114,6 @@ double LinePass(int a, int b) {
   x.join();
   y.join();
   return static_cast<double>(Now() - t0) / (2.0 * kLinePasses);
-}
-
-// The thread's own CPU time, in nanoseconds.
-double ThreadCpuNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
-
-double MonotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
 }
 
 // The CPU, in TSC cycles, a thread on `cpu` spends on a futex wait whose 20 us timeout ends it
