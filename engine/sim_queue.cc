@@ -35,20 +35,24 @@ SimCycles::SimCycles(const CostModel& c)
       handover_bulk(Round(c.handover_bulk)) {}
 
 bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
-  // The release at free_at (already stepped) wakes `a`: its holder's futex call after it, then
-  // the wake-up's latency.
-  const auto woken_by_holder = [&] {
+  // The holder's futex call as it let go at free_at (already stepped): it ends its last step
+  // later; its next step follows where it went straight on, else (asleep on a timer) keeps its
+  // time unless the call runs past it.
+  const auto holder_calls = [&](Tsc call) {
     SimActor& h = *l.holder;
-    const bool remote = Remote(h, a);
-    const Tsc call = WakeCall(remote);
     if (window.Contains(l.free_at)) h.busy += call;
     if (h.t != kNever && !h.queued) {
-      // The call ends its last step later; its next step follows where it went straight on,
-      // else (asleep on a timer) keeps its time unless the call runs past it.
       const bool straight_on = h.ran_to == h.t;
       h.ran_to += call;
       h.t = straight_on ? h.ran_to : std::max(h.t, h.ran_to);
     }
+  };
+  // The release at free_at (already stepped) wakes `a`: its holder's futex call after it, then
+  // the wake-up's latency.
+  const auto woken_by_holder = [&] {
+    const bool remote = Remote(*l.holder, a);
+    const Tsc call = WakeCall(remote);
+    holder_calls(call);
     a.t = l.free_at + call + (remote ? c.wakeup : 0);
     a.lock_wait = true;
     return false;
@@ -74,6 +78,19 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
     return l.free_at > a.t || (l.woken != nullptr && (l.handed || l.woken->t <= a.t));
   };
   if (!held()) {
+    Work(a, line() + c.lock);
+    return true;
+  }
+  // A priority-inheriting lock held by a thread running on another CPU: the kernel's waiter
+  // spins on its owner (FUTEX_LOCK_PI's rtmutex_spin_on_owner) instead of sleeping, and takes
+  // the lock as the holder's FUTEX_UNLOCK_PI hands it over: no wake-up's latency, no IPI (the
+  // waiter is running). Only its top waiter spins: one that finds sleepers, or the lock kept
+  // for a thread on its way, sleeps.
+  if (l.handoff && l.woken == nullptr && l.sleepers.empty() && l.holder != nullptr &&
+      l.holder != &a && Remote(*l.holder, a) && !l.holder->queued) {
+    Work(a, c.futex);
+    holder_calls(c.futex);  // the unlock's call: the lock is the waiter's as it returns
+    RunTo(a, l.free_at + c.futex);
     Work(a, line() + c.lock);
     return true;
   }

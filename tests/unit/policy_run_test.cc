@@ -752,6 +752,7 @@ TEST(SimQueueRun, TheTxirqReadsItsNextCompletionUnderTheTxLock) {
   SimRig rig("count:4");
   rig.cycles.xmit_frame = 1000;  // the driver call holds the TX lock this long
   auto [driver, q, p1, irq] = std::tie(rig.driver, rig.q, rig.p1, rig.irq);
+  p1.cpu = irq.cpu = 0;  // the txirq preempted the run: its holder not running, it sleeps
   driver.next_capacity = 64;
   q.Complete(irq, false);
   ASSERT_EQ(q.Enqueue(p1, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
@@ -776,6 +777,7 @@ TEST(SimQueueRun, ATxirqAsleepInTheTxLockDoesNotWakeItself) {
   SimRig rig("count:4");
   rig.cycles.xmit_frame = 1000;
   auto [driver, q, p1, irq] = std::tie(rig.driver, rig.q, rig.p1, rig.irq);
+  p1.cpu = irq.cpu = 0;  // the txirq preempted the run: it sleeps in the TX lock
   driver.next_capacity = 64;
   q.Complete(irq, false);
   ASSERT_EQ(q.Enqueue(p1, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
