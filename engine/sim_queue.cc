@@ -57,49 +57,45 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
     a.lock_wait = true;
     return false;
   };
-  // Its line comes from the last holder's core when that was another.
-  const auto line = [&] {
-    return l.holder != nullptr && Remote(*l.holder, a) ? c.lock_contended : Tsc{0};
+  // Taken at a.t: its line comes from the last holder's core when that was another.
+  const auto take = [&] {
+    l.taken_at = std::max(l.taken_at, a.t);  // a later hold already stepped stays on record
+    Work(a, (l.holder != nullptr && Remote(*l.holder, a) ? c.lock_contended : 0) + c.lock);
+    return true;
   };
   if (l.woken == &a) {  // woken by a release
     if (l.free_at <= a.t) {
       l.woken = nullptr;
       l.handed = false;
-      Work(a, line() + c.lock);
-      return true;
+      return take();
     }
     l.handed = l.handoff;  // taken meanwhile: asleep again, woken as that holder lets go
     return woken_by_holder();
   }
-  // Held, or kept for the thread a release woke: handed to it, or (a plain mutex) that thread
-  // is due first (its wake-up at or before a.t: ties in time would otherwise always go to the
-  // lower actor number).
+  // Held (its last hold, already stepped, begun at or before a.t), or kept for the thread a
+  // release woke: handed to it, or (a plain mutex) that thread is due first (its wake-up at or
+  // before a.t: ties in time would otherwise always go to the lower actor number).
   const auto held = [&] {
-    return l.free_at > a.t || (l.woken != nullptr && (l.handed || l.woken->t <= a.t));
+    return (l.taken_at <= a.t && l.free_at > a.t) ||
+           (l.woken != nullptr && (l.handed || l.woken->t <= a.t));
   };
-  if (!held()) {
-    Work(a, line() + c.lock);
-    return true;
-  }
+  if (!held()) return take();
   // A priority-inheriting lock held by a thread running on another CPU: the kernel's waiter
   // spins on its owner (FUTEX_LOCK_PI's rtmutex_spin_on_owner) instead of sleeping, and takes
   // the lock as the holder's FUTEX_UNLOCK_PI hands it over: no wake-up's latency, no IPI (the
   // waiter is running). Only its top waiter spins: one that finds sleepers, or the lock kept
-  // for a thread on its way, sleeps.
+  // for a thread on its way, sleeps. (A holder is never preempted inside a step: one on
+  // another CPU is running.)
   if (l.handoff && l.woken == nullptr && l.sleepers.empty() && l.holder != nullptr &&
-      l.holder != &a && Remote(*l.holder, a) && !l.holder->queued) {
+      l.holder != &a && Remote(*l.holder, a)) {
     Work(a, c.futex);
     holder_calls(c.futex);  // the unlock's call: the lock is the waiter's as it returns
     RunTo(a, l.free_at + c.futex);
-    Work(a, line() + c.lock);
-    return true;
+    return take();
   }
   // Held: into the kernel to sleep. Freed meanwhile, the call returns and the lock is taken.
   Work(a, c.futex);
-  if (!held()) {
-    Work(a, line() + c.lock);
-    return true;
-  }
+  if (!held()) return take();
   if (l.woken == nullptr && l.holder != nullptr && l.holder != &a && l.free_at > a.t - c.futex) {
     l.woken = &a;
     l.handed = l.handoff;
@@ -112,6 +108,9 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
 }
 
 void SimCpu::Release(SimActor& a, SimLock& l) const {
+  // A hold taken before another's, already stepped, began (steps are stepped whole): that one
+  // stays on record.
+  if (l.holder != &a && l.free_at > a.t) return;
   l.free_at = a.t;
   l.holder = &a;
   if (l.woken != nullptr) return;  // a woken thread has not come yet: it tries then
@@ -421,10 +420,7 @@ std::optional<Tsc> SimQueue::NextCompletion(SimActor& irq) {
 void SimQueue::Kick(SimActor& from, bool resched) {
   irq_kicked_ = true;
   irq_resched_ |= resched;
-  // The txirq giving back what it took while asleep in the TX lock wakes nobody: its wake would
-  // charge a sleeping thread a futex call.
-  if (irq_ != nullptr && irq_ != &from && irq_->step == SimStep::kIrq)
-    cpu_.WakeFrom(from, *irq_, from.t);
+  if (irq_ != nullptr && irq_->step == SimStep::kIrq) cpu_.WakeFrom(from, *irq_, from.t);
 }
 
 void SimQueue::Restart(SimActor& irq, bool resched) {

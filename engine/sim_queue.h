@@ -112,6 +112,10 @@ struct SimActor {
 struct SimLock {
   explicit SimLock(bool handoff = false) : handoff(handoff) {}
   bool handoff;
+  // Held from taken_at to free_at by holder (steps are stepped whole: a hold already stepped
+  // may begin after another thread's try, which finds it free; of a step's holds only the last
+  // is seen).
+  Tsc taken_at = 0;
   Tsc free_at = 0;
   SimActor* holder = nullptr;
   // The sleeper a release woke, on its way; `handed`: the lock is kept for it (a handoff lock).
@@ -193,8 +197,10 @@ struct SimCpu {
         any = true;
         remote |= Remote(from, *a);
       }
+    // Nobody asleep: no call (a waker asleep itself, the txirq giving back a kick it took as
+    // it went to sleep in the TX lock, must not be moved to its wake-up).
     const Tsc call = any ? WakeCall(remote) : 0;
-    Work(from, call);
+    if (call > 0) Work(from, call);
     for (SimActor* a : all) {
       if (a->signalled != kNever && at >= a->signalled) continue;
       const bool woken = sleeping(*a);

@@ -575,6 +575,45 @@ TEST(SimLock, APriorityInheritingLocksWaiterSpinsOnAHolderRunningElsewhere) {
     EXPECT_EQ(w.busy, w.t - 100) << "spinning is CPU time";
     EXPECT_EQ(h.t, 500u + 100) << "the holder's unlock call, without the IPI";
   }
+  // Behind a sleeper it is no top waiter: it sleeps too.
+  SimActor h, s, w;
+  h.cpu = 0, s.cpu = 0, w.cpu = 1;
+  SimLock l(/*handoff=*/true);
+  h.t = 0;
+  ASSERT_TRUE(cpu.Acquire(h, l));
+  cpu.Work(h, 490);
+  cpu.Release(h, l);
+  s.t = 50;
+  ASSERT_FALSE(cpu.Acquire(s, l));  // on the holder's CPU: asleep, woken by the release
+  w.t = 100;
+  EXPECT_FALSE(cpu.Acquire(w, l));
+  EXPECT_TRUE(w.lock_wait);
+}
+
+// Steps are stepped whole: a hold already stepped may begin after another thread's try (the
+// txirq spends its timer's wake-up, tens of thousands of cycles, before it takes the TX lock).
+// That try finds the lock free, and the later hold stays on record past its release; it slept
+// (or spun) through the whole step.
+TEST(SimLock, ATryBeforeAnAlreadySteppedHoldBeganFindsTheLockFree) {
+  const CpuRig rig(LockCosts());
+  const SimCpu& cpu = rig.cpu;
+  for (const bool handoff : {false, true}) {
+    SCOPED_TRACE(handoff ? "handoff" : "plain");
+    SimActor h, w;
+    h.cpu = 0, w.cpu = 1;
+    SimLock l(handoff);
+    h.t = h.ran_to = 5000;  // its step began at 0 and spent 5000 first
+    ASSERT_TRUE(cpu.Acquire(h, l));
+    cpu.Work(h, 490);
+    cpu.Release(h, l);  // held from 5000 to 5500
+    w.t = 100;
+    ASSERT_TRUE(cpu.Acquire(w, l));
+    EXPECT_EQ(w.t, 100u + 50 + 10);  // at once (the line from h's core)
+    cpu.Release(w, l);
+    w.t = 5200;  // inside h's hold: plain, asleep; handoff, spun on (h runs on another CPU)
+    EXPECT_EQ(cpu.Acquire(w, l), handoff);
+    EXPECT_EQ(w.t, handoff ? 5500u + 100 + 50 + 10 : 5500u + 100 + 1000);
+  }
 }
 
 // A handoff lock's release wakes its sleeper no earlier than the sleeper's own last step ended.
