@@ -31,6 +31,8 @@ constexpr std::pair<const char*, double CostModel::*> kCosts[] = {
     {"remote_wake", &CostModel::remote_wake},
     {"timer_arm", &CostModel::timer_arm},
     {"timer_wake", &CostModel::timer_wake},
+    {"pi_unlock", &CostModel::pi_unlock},
+    {"pi_handover", &CostModel::pi_handover},
     {"slice", &CostModel::slice},
     {"handover", &CostModel::handover},
     {"handover_bulk", &CostModel::handover_bulk},

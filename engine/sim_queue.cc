@@ -30,6 +30,8 @@ SimCycles::SimCycles(const CostModel& c)
       remote_wake(Round(c.remote_wake)),
       timer_arm(Round(c.timer_arm)),
       timer_wake(Round(c.timer_wake)),
+      pi_unlock(Round(c.pi_unlock)),
+      pi_handover(Round(c.pi_handover)),
       slice(Round(c.slice)),
       handover(Round(c.handover)),
       handover_bulk(Round(c.handover_bulk)) {}
@@ -82,15 +84,16 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
   if (!held()) return take();
   // A priority-inheriting lock held by a thread running on another CPU: the kernel's waiter
   // spins on its owner (FUTEX_LOCK_PI's rtmutex_spin_on_owner) instead of sleeping, and takes
-  // the lock as the holder's FUTEX_UNLOCK_PI hands it over: no wake-up's latency, no IPI (the
+  // the lock as the holder's FUTEX_UNLOCK_PI hands it over (`pi_unlock` of the holder's CPU;
+  // the waiter returns `pi_handover` after that call began): no wake-up's latency, no IPI (the
   // waiter is running). Only its top waiter spins: one that finds sleepers, or the lock kept
   // for a thread on its way, sleeps. (A holder is never preempted inside a step: one on
   // another CPU is running.)
   if (l.handoff && l.woken == nullptr && l.sleepers.empty() && l.holder != nullptr &&
       l.holder != &a && Remote(*l.holder, a)) {
     Work(a, c.futex);
-    holder_calls(c.futex);  // the unlock's call: the lock is the waiter's as it returns
-    RunTo(a, l.free_at + c.futex);
+    holder_calls(c.pi_unlock);
+    RunTo(a, l.free_at + c.pi_handover);
     return take();
   }
   // Held: into the kernel to sleep. Freed meanwhile, the call returns and the lock is taken.

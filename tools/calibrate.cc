@@ -302,6 +302,8 @@ void ApplyScheduler(const SchedulerProbe& probe, Calibration& cal) {
   m.remote_wake = probe.remote_wake();
   m.timer_arm = probe.timer_arm();
   m.timer_wake = probe.timer_wake();
+  m.pi_unlock = probe.pi_unlock;
+  m.pi_handover = probe.pi_handover;
   m.slice = KernelSliceS(probe.cpus) * m.tsc_hz;
   // A lock's line from another core: what lock_contended charges (sim_queue.h, SimLock).
   if (probe.line_pass > 0) m.lock_contended = probe.line_pass;
@@ -360,6 +362,8 @@ nlohmann::json Calibration::Json() const {
                             {"line_pass_cycles", scheduler->line_pass},
                             {"timed_wait_cycles", scheduler->timed_wait},
                             {"same_cpu_handoff_armed_cycles", scheduler->same_cpu_handoff_armed},
+                            {"pi_unlock_cycles", scheduler->pi_unlock},
+                            {"pi_handover_cycles", scheduler->pi_handover},
                             {"slice_s", KernelSliceS(scheduler->cpus)}}},
       {"points", pts}};
 }
@@ -649,7 +653,8 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
       std::fprintf(stderr,
                    "txbatch: calibrate could not pin a thread to the CPUs it may run on: the "
                    "machine's costs (cpus, futex, context_switch, wakeup, remote_wake, timer_arm, "
-                   "timer_wake, slice, lock_contended) are kept from the base model\n");
+                   "timer_wake, pi_unlock, pi_handover, slice, lock_contended) are kept from the "
+                   "base model\n");
   }
   const bool reclaims = !cal->completion.residuals.empty();
   cal->model.source = fmt::format(
@@ -664,11 +669,13 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
       cal->scheduler
           ? fmt::format("the machine measured: {} CPUs, futex, context_switch, wakeup and "
                         "remote_wake from a futex ping-pong, timer_arm and timer_wake from timed "
-                        "futex waits, lock_contended from a cache line's, slice the kernel's "
-                        "default",
+                        "futex waits, pi_unlock and pi_handover from a priority-inheriting mutex "
+                        "passed across two CPUs, lock_contended from a cache line's, slice the "
+                        "kernel's default",
                         cal->scheduler->cpus)
           : std::string("the machine's (cpus, futex, context_switch, wakeup, remote_wake, "
-                        "timer_arm, timer_wake, slice, lock_contended) kept from the base"));
+                        "timer_arm, timer_wake, pi_unlock, pi_handover, slice, lock_contended) "
+                        "kept from the base"));
 
   fmt::print("calibrate: {} rounds of {} cells, {} engine, TSC {:.0f} MHz ({})\n", args.rounds,
              plan.cells.size(), args.engine, tsc_hz / 1e6, session->env.cpu);
@@ -719,10 +726,12 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
         "CPU (context_switch {:.0f}) and {:.0f} across two, of which the waker's call {:.0f} "
         "(remote_wake {:.0f}) and the wait after it (wakeup {:.0f}); a handoff on one CPU with "
         "the sleeper's timer armed {:.0f} (timer_arm {:.0f}); a wait its timer ends {:.0f} "
-        "(timer_wake); a cache line across two {:.0f}; slice {:.2f} ms\n",
+        "(timer_wake); a priority-inheriting mutex across two: the unlock with a waiter {:.0f} "
+        "(pi_unlock), the waiter's return after it began {:.0f} (pi_handover); a cache line "
+        "across two {:.0f}; slice {:.2f} ms\n",
         p.cpus, p.futex, p.same_cpu_handoff, p.context_switch(), p.cross_cpu_handoff,
         p.cross_cpu_wake_call, p.remote_wake(), p.wakeup(), p.same_cpu_handoff_armed, p.timer_arm(),
-        p.timer_wake(), p.line_pass, KernelSliceS(p.cpus) * 1e3);
+        p.timer_wake(), p.pi_unlock, p.pi_handover, p.line_pass, KernelSliceS(p.cpus) * 1e3);
   }
   if (const auto poor = PoorFit(*cal, args.min_r2)) {
     std::fprintf(stderr, "txbatch: calibrate: %s\n", poor->c_str());

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/pi_mutex.h"
 #include "base/thread_clock.h"
 #include "base/tsc.h"
 #include "results/verdict.h"
@@ -24,6 +25,8 @@ constexpr int kPasses = 2000;
 constexpr int kCalls = 20000;
 constexpr int kLinePasses = 100000;
 constexpr int kTimedWaits = 2000;
+constexpr int kPiPasses = 20000;
+constexpr Tsc kPiHold = 3000, kPiAway = 300;
 
 long Futex(std::atomic<int>* word, int op, int value, const timespec* timeout = nullptr) {
   return syscall(SYS_futex, reinterpret_cast<int*>(word), op, value, timeout, nullptr, 0);
@@ -138,6 +141,45 @@ double TimedWait(int cpu) {
   return cycles;
 }
 
+struct PiPasses {
+  double unlock = 0;    // the holder's unlock call, a waiter spinning on it
+  double handover = 0;  // from that call's start until the waiter's lock call returned
+};
+
+// Two threads on `a` and `b` take a priority-inheriting mutex in turn: each holds it kPiHold
+// cycles and tries again kPiAway after letting go, so the other has long been waiting in
+// FUTEX_LOCK_PI (spinning on its running owner) when it is let go. Medians over both threads.
+PiPasses PiPass(int a, int b) {
+  PiMutex m;
+  std::atomic<Tsc> unlocked[2] = {0, 0};  // when each began its last unlock
+  std::vector<double> unlock[2], handover[2];
+  const auto player = [&](int me, int cpu) {
+    PinTo(cpu);
+    unlock[me].reserve(kPiPasses);
+    handover[me].reserve(kPiPasses);
+    for (int i = 0; i < kPiPasses; ++i) {
+      const Tsc tried = Now();
+      m.lock();
+      const Tsc got = Now(), other = unlocked[1 - me].load();
+      if (other > tried) handover[me].push_back(static_cast<double>(got - other));  // it waited
+      BusyWaitUntil(got + kPiHold);
+      const Tsc u0 = Now();
+      unlocked[me].store(u0);
+      m.unlock();
+      unlock[me].push_back(static_cast<double>(Now() - u0));
+      BusyWaitUntil(Now() + kPiAway);
+    }
+  };
+  std::thread x(player, 0, a), y(player, 1, b);
+  x.join();
+  y.join();
+  for (auto* v : {unlock, handover}) v[0].insert(v[0].end(), v[1].begin(), v[1].end());
+  PiPasses p;
+  p.unlock = Median(unlock[0]);
+  p.handover = handover[0].empty() ? 0 : Median(handover[0]);
+  return p;
+}
+
 }  // namespace
 
 double SchedulerProbe::timer_arm() const {
@@ -163,7 +205,8 @@ std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int r
     return std::nullopt;
   SchedulerProbe p;
   p.cpus = static_cast<unsigned>(cpus.size());
-  std::vector<double> calls, same, same_armed, timed, cross, cross_wake, line;
+  std::vector<double> calls, same, same_armed, timed, cross, cross_wake, line, pi_unlock,
+      pi_handover;
   for (int r = 0; r < std::max(1, rounds); ++r) {
     calls.push_back(FutexCall(cpus[0]));
     same.push_back(Handoff(cpus[0], cpus[0]).pass);
@@ -174,6 +217,9 @@ std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int r
       cross.push_back(across.pass);
       cross_wake.push_back(across.wake_call);
       line.push_back(LinePass(cpus[0], cpus[1]));
+      const PiPasses pi = PiPass(cpus[0], cpus[1]);
+      pi_unlock.push_back(pi.unlock);
+      pi_handover.push_back(pi.handover);
     }
   }
   p.futex = Median(calls);
@@ -183,6 +229,8 @@ std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int r
   p.cross_cpu_handoff = cross.empty() ? 0 : Median(cross);
   p.cross_cpu_wake_call = cross_wake.empty() ? 0 : Median(cross_wake);
   p.line_pass = line.empty() ? 0 : Median(line);
+  p.pi_unlock = pi_unlock.empty() ? 0 : Median(pi_unlock);
+  p.pi_handover = pi_handover.empty() ? 0 : Median(pi_handover);
   return p;
 }
 

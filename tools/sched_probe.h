@@ -1,9 +1,10 @@
 #pragma once
 // The scheduler's costs on this machine, for the simulation's CPUs (engine/sim_engine.h, "CPUs
 // and the scheduler"), measured the way the real engine pays them: two threads passing a turn
-// through a futex (what a contended std::mutex or PiMutex does), on one CPU and on two, and a
-// thread's timed waits (a condition variable's wait_for, nanosleep). Control plane: `txbatch
-// calibrate` runs it before its cells.
+// through a futex (what a contended std::mutex or PiMutex does), on one CPU and on two, a
+// thread's timed waits (a condition variable's wait_for, nanosleep), and a priority-inheriting
+// mutex handed between two CPUs (the TX lock's FUTEX_LOCK_PI / FUTEX_UNLOCK_PI). Control plane:
+// `txbatch calibrate` runs it before its cells.
 
 #include <optional>
 #include <vector>
@@ -22,6 +23,12 @@ struct SchedulerProbe {
   // (125 us, a condition variable's wait_for) and cancelled by the wake.
   double timed_wait = 0;
   double same_cpu_handoff_armed = 0;
+  // A priority-inheriting mutex passed between two threads on two CPUs, each holding it 3000
+  // cycles and trying again 300 after letting go (so the other always waits, spinning on its
+  // running owner): the holder's unlock call (FUTEX_UNLOCK_PI with a waiter) and the time from
+  // its start until the waiter's lock call returns (0 with one CPU).
+  double pi_unlock = 0;
+  double pi_handover = 0;
   // A pass is the waker's futex call (across CPUs: with the IPI, remote_wake), then (one CPU) a
   // switch to the woken thread or (two) the wake-up's latency, then the woken thread's return
   // from its own futex call.
@@ -33,8 +40,8 @@ struct SchedulerProbe {
 };
 
 // Medians over `rounds` (each 2000 futex passes, 20000 futex calls, 100000 line passes, 2000
-// timed waits) on `cpus` (the first one, and the first two for what crosses CPUs). Nothing where
-// no CPU is given or a thread cannot be pinned to them.
+// timed waits, 20000 passes of a priority-inheriting mutex) on `cpus` (the first one, and the first
+// two for what crosses CPUs). Nothing where no CPU is given or a thread cannot be pinned to them.
 std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int rounds);
 
 }  // namespace txbatch

@@ -149,6 +149,8 @@ TEST(Calibrate, TheCostModelFileCarriesTheMachinesCpus) {
   m.remote_wake = 32000;
   m.timer_arm = 17000;
   m.timer_wake = 80000;
+  m.pi_unlock = 5000;
+  m.pi_handover = 6000;
   auto back = CostModelFromJson(CostModelJson(m), "test");
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(*back, m);

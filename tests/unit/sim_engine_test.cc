@@ -551,12 +551,16 @@ TEST(SimLock, AThreadThatFindsAMutexHeldSleepsUntilItsHolderWakesIt) {
 }
 
 // A priority-inheriting lock (the TX lock) held by a thread running on another CPU is spun on,
-// as FUTEX_LOCK_PI's waiter spins on a running owner (rtmutex_spin_on_owner): the waiter takes
-// it as the holder's FUTEX_UNLOCK_PI returns, with no wake-up's latency and no IPI. It slept
+// as FUTEX_LOCK_PI's waiter spins on a running owner (rtmutex_spin_on_owner): the holder's
+// FUTEX_UNLOCK_PI costs it `pi_unlock`, and the waiter has the lock `pi_handover` after that
+// call began, with no wake-up's latency and no IPI. It slept
 // (a wake-up of 43 thousand cycles each way here): a txirq and a lock-free qdisc's run handing
 // the TX lock to each other that way sent 0.017 Mpps where the real engine sends 0.55.
 TEST(SimLock, APriorityInheritingLocksWaiterSpinsOnAHolderRunningElsewhere) {
-  const CpuRig rig(LockCosts(1000, 5000));
+  CostModel m = LockCosts(1000, 5000);
+  m.pi_unlock = 300;
+  m.pi_handover = 400;
+  const CpuRig rig(m);
   const SimCpu& cpu = rig.cpu;
   for (const bool handoff : {false, true}) {
     SCOPED_TRACE(handoff ? "handoff" : "plain");
@@ -571,9 +575,10 @@ TEST(SimLock, APriorityInheritingLocksWaiterSpinsOnAHolderRunningElsewhere) {
     EXPECT_EQ(cpu.Acquire(w, l), handoff) << "a plain mutex's waiter sleeps (FUTEX_WAIT)";
     if (!handoff) continue;
     EXPECT_FALSE(w.lock_wait);
-    EXPECT_EQ(w.t, 500u + 100 + 50 + 10);  // the unlock's call, the line's move, the lock
+    EXPECT_EQ(w.t, 500u + 400 + 50 + 10);  // the hand-over, the line's move, the lock
     EXPECT_EQ(w.busy, w.t - 100) << "spinning is CPU time";
-    EXPECT_EQ(h.t, 500u + 100) << "the holder's unlock call, without the IPI";
+    EXPECT_EQ(h.t, 500u + 300) << "the holder's unlock call, without the IPI";
+    EXPECT_EQ(h.busy, 500u + 300);
   }
   // Behind a sleeper it is no top waiter: it sleeps too.
   SimActor h, s, w;
@@ -612,7 +617,7 @@ TEST(SimLock, ATryBeforeAnAlreadySteppedHoldBeganFindsTheLockFree) {
     cpu.Release(w, l);
     w.t = 5200;  // inside h's hold: plain, asleep; handoff, spun on (h runs on another CPU)
     EXPECT_EQ(cpu.Acquire(w, l), handoff);
-    EXPECT_EQ(w.t, handoff ? 5500u + 100 + 50 + 10 : 5500u + 100 + 1000);
+    EXPECT_EQ(w.t, handoff ? 5500u + 50 + 10 : 5500u + 100 + 1000);
   }
 }
 
