@@ -39,6 +39,10 @@ struct SimCore {
   SimActor* cur = nullptr;         // the CFS thread it runs (asleep or not), or nobody yet
   Tsc slice_end = 0;               // cur's turn ends here when others wait
   std::deque<SimActor*> runnable;  // waiting for it, in the order they became runnable
+  // The CFS thread the SCHED_FIFO thread last preempted, and where that step of the FIFO
+  // thread's ended: a step of it that begins there goes straight on, the same preemption.
+  SimActor* preempted = nullptr;
+  Tsc fifo_until = 0;
 };
 
 // The TX queue's sink and driver; the queue (sim_queue.h) refers to both.
@@ -189,11 +193,18 @@ void Simulation::AfterStep(SimActor& a, Tsc start) {
     // happens after, with a switch each way.
     SimActor* cur = core.cur;
     if (cur == nullptr || cur->t == kNever || cur->queued || a.ran_to <= start) return;
-    const Tsc end = a.ran_to + 2 * c_.context_switch;
+    // Straight on from a step that preempted the same thread (a qdisc run, a step a phase): one
+    // preemption, whose switches in and out are already counted and already delay it.
+    const bool same = core.preempted == cur && start <= core.fifo_until;
+    const Tsc end = a.ran_to + (same ? 0 : 2 * c_.context_switch);
     const bool running = cur->ran_to > start;  // its last step was running at `start`
     if (!running && cur->t >= end) return;     // asleep throughout: nothing was preempted
-    if (window_.Contains(start)) a.busy += 2 * c_.context_switch;  // the switches in and out
-    ++switches_.involuntary;                                       // preempted
+    core.preempted = cur;
+    core.fifo_until = a.ran_to;
+    if (!same) {
+      if (window_.Contains(start)) a.busy += 2 * c_.context_switch;  // the switches in and out
+      ++switches_.involuntary;                                       // preempted
+    }
     if (running) {
       // The rest of its step runs after: its CPU time ends later, and so does its next step
       // where it went straight on.

@@ -679,5 +679,22 @@ TEST(SimEngine, TheTxirqKeepsPollingWhileARunHoldsABulk) {
   EXPECT_GT(r.packets, 0u);
 }
 
+// A SCHED_FIFO txirq that runs the qdisc step after step preempts its CPU's thread once: the
+// switch there and back is counted and charged once for the whole stretch, not per step (each
+// step's two switches pushed the preempted producer on by thirteen times the step, until it
+// never ran again and the drain did not finish).
+TEST(SimEngine, AStretchOfTxirqStepsIsOnePreemption) {
+  // A wire slower than the producer: the ring stops, and the txirq's restart runs the qdisc.
+  CellConfig c = Cell("emu:e1000", "count:1", Proto::kUdp, 64, 1);
+  c.cost.cpus = 1;
+  c.cost.context_switch = 6000;
+  c.bypass = true;
+  const CellResult r = Simulate(c);
+  ASSERT_GT(r.queue_stops, 0u);
+  // Each preemption begins with the txirq waking from a sleep, itself a voluntary switch.
+  EXPECT_GT(r.involuntary_ctxsw, 0u);
+  EXPECT_LE(r.involuntary_ctxsw, r.voluntary_ctxsw + 1);
+}
+
 }  // namespace
 }  // namespace txbatch
