@@ -39,10 +39,13 @@ struct SimCore {
   SimActor* cur = nullptr;         // the CFS thread it runs (asleep or not), or nobody yet
   Tsc slice_end = 0;               // cur's turn ends here when others wait
   std::deque<SimActor*> runnable;  // waiting for it, in the order they became runnable
-  // The CFS thread the SCHED_FIFO thread last preempted, and where that step of the FIFO
-  // thread's ended: a step of it that begins there goes straight on, the same preemption.
+  // The SCHED_FIFO thread's last preemption: of whom, by whom, and up to where that thread had
+  // been pushed back; `fifo_on`: the FIFO thread went straight on from it (no sleep since), so
+  // its next step is the same preemption.
   SimActor* preempted = nullptr;
+  const SimActor* fifo = nullptr;
   Tsc fifo_until = 0;
+  bool fifo_on = false;
 };
 
 // The TX queue's sink and driver; the queue (sim_queue.h) refers to both.
@@ -192,15 +195,25 @@ void Simulation::AfterStep(SimActor& a, Tsc start) {
     // It preempted the CFS thread of its CPU: what that thread had to do in [start, ran_to)
     // happens after, with a switch each way.
     SimActor* cur = core.cur;
-    if (cur == nullptr || cur->t == kNever || cur->queued || a.ran_to <= start) return;
     // Straight on from a step that preempted the same thread (a qdisc run, a step a phase): one
-    // preemption, whose switches in and out are already counted and already delay it.
-    const bool same = core.preempted == cur && start <= core.fifo_until;
+    // preemption, whose switches in and out are already counted. What the FIFO thread ran since
+    // that step's push delays the thread as much: this step, and a lock's unlock or wake call
+    // added to the last one when a thread stepped after it found the lock held (holder_calls).
+    const bool same = core.fifo == &a && core.preempted == cur && core.fifo_on;
+    const Tsc from = same ? core.fifo_until : start;
+    const bool goes_on = a.t == a.ran_to;
+    core.fifo_on = false;
+    if (cur == nullptr || cur->t == kNever || cur->queued || a.ran_to <= from) {
+      core.fifo_on = same && goes_on;  // nothing more to push back
+      return;
+    }
     const Tsc end = a.ran_to + (same ? 0 : 2 * c_.context_switch);
-    const bool running = cur->ran_to > start;  // its last step was running at `start`
-    if (!running && cur->t >= end) return;     // asleep throughout: nothing was preempted
+    const bool running = cur->ran_to > from;  // its last step was running at `from`
+    if (!running && cur->t >= end) return;    // asleep throughout: nothing was preempted
     core.preempted = cur;
+    core.fifo = &a;
     core.fifo_until = a.ran_to;
+    core.fifo_on = goes_on;
     if (!same) {
       if (window_.Contains(start)) a.busy += 2 * c_.context_switch;  // the switches in and out
       ++switches_.involuntary;                                       // preempted
@@ -209,7 +222,7 @@ void Simulation::AfterStep(SimActor& a, Tsc start) {
       // The rest of its step runs after: its CPU time ends later, and so does its next step
       // where it went straight on.
       const bool straight_on = cur->t == cur->ran_to;
-      cur->ran_to += end - start;
+      cur->ran_to += end - from;
       cur->t = straight_on ? cur->ran_to : std::max(cur->t, cur->ran_to);
     } else {
       cur->t = cur->ran_to = end;  // runnable: it runs once the txirq is done

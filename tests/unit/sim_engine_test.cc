@@ -694,6 +694,16 @@ TEST(SimEngine, AStretchOfTxirqStepsIsOnePreemption) {
   // Each preemption begins with the txirq waking from a sleep, itself a voluntary switch.
   EXPECT_GT(r.involuntary_ctxsw, 0u);
   EXPECT_LE(r.involuntary_ctxsw, r.voluntary_ctxsw + 1);
+  // A second producer on another CPU finds the root lock held by the txirq's run: its wake
+  // call, added to the run's step, lengthens the same preemption (no CPU is a CFS thread's
+  // turn away from another: every involuntary switch is the txirq's), and no CPU runs more
+  // than its time.
+  c.procs = 2;
+  c.cost.cpus = 2;
+  const CellResult two = Simulate(c);
+  EXPECT_GT(two.involuntary_ctxsw, 0u);
+  EXPECT_LE(two.involuntary_ctxsw, two.voluntary_ctxsw + 1);
+  EXPECT_LE(two.cpu_ns_per_pkt * two.mpps * 1e6 / 1e9, 2.0 + 1e-9);
 }
 
 }  // namespace
