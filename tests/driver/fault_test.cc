@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -29,6 +30,11 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& out) {
   const pid_t pid = fork();
   if (pid == 0) {
     if (!freopen(out.c_str(), "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(126);
+    // The signals' default actions, whatever this test inherited: an ignored SIGINT (a shell's
+    // background job, nohup) survives exec, and one sent before txbatch's main took it over
+    // (its start-up under ASan outlasts 40 ms) was lost, so the run went on to exit 0.
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
     std::vector<char*> argv = {const_cast<char*>(bin)};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
