@@ -354,7 +354,8 @@ void Simulation::FlushOwn(SimActor& p, FlushTrigger why) {
   if (tsq_)
     for (rte_mbuf* m : p.own.frames()) tsq_->Charge(p.index, PayloadBytes(m));
   if (!p.q->SendBatch(p, p.own)) {
-    // The TX lock was held: asleep, the flush again when it wakes (nothing went).
+    // The batch was cut into segments (the flush again at once), or the TX lock was held
+    // (asleep, the flush again when it wakes): nothing went.
     if (tsq_)
       for (rte_mbuf* m : p.own.frames()) tsq_->Uncharge(p.index, PayloadBytes(m));
     p.flush_why = why;
@@ -547,19 +548,16 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     if (!Dispatch(*next)) continue;
     last = next->t;
     const Tsc start = next->t;
-    if (next->timer_cost > 0 && !next->fifo) {
-      // A CFS thread spends it first, then steps, counted from here (steps elsewhere go on).
-      next->ran_to = start;
-      next->lock_wait = false;
-      next->signalled = kNever;
-      cpu_.Work(*next, std::exchange(next->timer_cost, 0));
-      continue;
-    }
     next->ran_to = start;
     next->lock_wait = false;
     next->signalled = kNever;
-    // The txirq's is part of its step: SCHED_FIFO, it preempts its CPU's thread for the whole.
-    if (next->timer_cost > 0) cpu_.Work(*next, std::exchange(next->timer_cost, 0));
+    if (next->timer_cost > 0) {
+      // Spent first, as a step of its own (a step takes its lock at its start; the txirq's
+      // preempts its CPU's thread, and its steps after are the same preemption).
+      cpu_.Work(*next, std::exchange(next->timer_cost, 0));
+      AfterStep(*next, start);
+      continue;
+    }
     stepping_ = next;
     StepActor(*next);
     stepping_ = nullptr;
@@ -576,15 +574,21 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   }
   if (!in_window) a = Snapshot();
   if (!ended) b = Snapshot();
+  uint64_t overlaps = 0;
+  for (const Lane& l : lanes_) overlaps += l.q->lock_overlaps();
   bool drained = producers_left_ == 0;
   for (const Lane& l : lanes_) drained &= l.q->Drained();
-  if (!drained) {
+  if (!drained || overlaps > 0) {
     unsigned purged = 0;
     for (Lane& l : lanes_) purged += l.q->Purge();
     for (SimActor& x : actors_) {
       if (x.held != nullptr) rte_pktmbuf_free(x.held), ++purged;
       if (!x.own.empty()) rte_pktmbuf_free_bulk(x.own.frames().data(), x.own.size());
     }
+    if (overlaps > 0)
+      return MakeError(EIO, fmt::format("two simulated threads held one lock at once ({} times); "
+                                        "this is a txbatch bug",
+                                        overlaps));
     return MakeError(EIO, fmt::format("the simulated drain did not finish within {:.1f} s of "
                                       "virtual time ({} frames freed); this is a txbatch bug",
                                       budget_s, purged));

@@ -59,10 +59,12 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
     a.lock_wait = true;
     return false;
   };
-  // Taken at a.t: its line comes from the last holder's core when that was another.
-  const auto take = [&] {
-    l.taken_at = std::max(l.taken_at, a.t);  // a later hold already stepped stays on record
-    Work(a, (l.holder != nullptr && Remote(*l.holder, a) ? c.lock_contended : 0) + c.lock);
+  // Taken at a.t, after `cost`: by default its line, from the last holder's core when that was
+  // another.
+  const auto take = [&](std::optional<Tsc> cost = std::nullopt) {
+    l.open.push_back({&a, a.t, kNever});
+    Work(a, cost.value_or((l.holder != nullptr && Remote(*l.holder, a) ? c.lock_contended : 0) +
+                          c.lock));
     return true;
   };
   if (l.woken == &a) {  // woken by a release
@@ -74,12 +76,13 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
     l.handed = l.handoff;  // taken meanwhile: asleep again, woken as that holder lets go
     return woken_by_holder();
   }
-  // Held (its last hold, already stepped, begun at or before a.t), or kept for the thread a
-  // release woke: handed to it, or (a plain mutex) that thread is due first (its wake-up at or
-  // before a.t: ties in time would otherwise always go to the lower actor number).
+  // Held: a.t before its last release already stepped (when that hold began does not matter:
+  // a take later in a step than its start, after a spin or a futex call, may begin after a.t,
+  // and a.t's hold would run into it), or kept for the thread a release woke: handed to it, or
+  // (a plain mutex) that thread is due first (its wake-up at or before a.t: ties in time
+  // would otherwise always go to the lower actor number).
   const auto held = [&] {
-    return (l.taken_at <= a.t && l.free_at > a.t) ||
-           (l.woken != nullptr && (l.handed || l.woken->t <= a.t));
+    return l.free_at > a.t || (l.woken != nullptr && (l.handed || l.woken->t <= a.t));
   };
   if (!held()) return take();
   // A priority-inheriting lock held by a thread running on another CPU: the kernel's waiter
@@ -93,8 +96,8 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
       l.holder != &a && Remote(*l.holder, a)) {
     Work(a, c.futex);
     holder_calls(c.pi_unlock);
-    RunTo(a, l.free_at + c.pi_handover);
-    return take();
+    RunTo(a, l.free_at + c.pi_handover);  // the hand-over is the take: nothing more after it
+    return take(0);
   }
   // Held: into the kernel to sleep. Freed meanwhile, the call returns and the lock is taken.
   Work(a, c.futex);
@@ -111,10 +114,18 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
 }
 
 void SimCpu::Release(SimActor& a, SimLock& l) const {
-  // A hold taken before another's, already stepped, began (steps are stepped whole): that one
-  // stays on record.
-  if (l.holder != &a && l.free_at > a.t) return;
-  l.free_at = a.t;
+  // Its hold, checked against the last ones let go: two at once is a bug of the simulation.
+  const auto mine = std::find_if(l.open.begin(), l.open.end(),
+                                 [&](const SimLock::Hold& h) { return h.by == &a; });
+  if (mine != l.open.end()) {
+    SimLock::Hold h = *mine;
+    l.open.erase(mine);
+    h.to = a.t;
+    for (const SimLock::Hold& o : l.recent)
+      if (o.by != nullptr && o.from < h.to && h.from < o.to) ++l.overlaps;
+    l.recent[l.next_recent++ % l.recent.size()] = h;
+  }
+  l.free_at = a.t;  // never earlier than it was: every take is at or after it
   l.holder = &a;
   if (l.woken != nullptr) return;  // a woken thread has not come yet: it tries then
   if (l.sleepers.empty()) return;
@@ -226,7 +237,7 @@ void SimQueue::Block(SimActor& p) {
 
 std::optional<uint16_t> SimQueue::SendBatch(SimActor& p, Batch& own) {
   if (p.send_t0 == kNever) p.send_t0 = p.t;  // a retry's wait is the TX path's too (as Xmit's)
-  Segment(p, own);  // once: a batch cut before a retry has no GSO frame left
+  if (Segment(p, own)) return std::nullopt;  // a step of its own, once: again with no GSO frame
   if (!cpu_.Acquire(p, tx_)) return std::nullopt;
   const Tsc t0 = p.send_t0;
   p.send_t0 = kNever;
@@ -327,14 +338,18 @@ Tsc SimQueue::Handovers(const SimActor& a) {
   return moved == 0 ? 0 : cpu_.c.handover * moved + cpu_.c.handover_bulk;
 }
 
-void SimQueue::Segment(SimActor& a, Batch& batch) {
-  if (config_.segment_gso) cpu_.Work(a, cpu_.c.gso_segment * SegmentBatch(batch));
+bool SimQueue::Segment(SimActor& a, Batch& batch) {
+  const unsigned cut = config_.segment_gso ? SegmentBatch(batch) : 0;
+  cpu_.Work(a, cpu_.c.gso_segment * cut);
+  return cut > 0;
 }
 
 void SimQueue::Xmit(SimActor& a) {
   Batch& batch = run_.batch();
-  Segment(a, batch);  // validate_xmit_skb_list: after the root lock, before the TX lock
-  if (!cpu_.Acquire(a, tx_)) return;  // cut once: a retry finds no GSO frame left
+  // validate_xmit_skb_list: after the root lock, before the TX lock; a step of its own (a step
+  // takes its lock first). Cut once: the step again finds no GSO frame left.
+  if (Segment(a, batch)) return;
+  if (!cpu_.Acquire(a, tx_)) return;
   if (meta_offset_ >= 0) MarkHandover(batch.frames(), a.t, meta_offset_);
   const uint64_t calls = driver_.counters().xmit_calls.Get();
   const uint64_t handled = Handled();

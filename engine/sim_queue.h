@@ -13,6 +13,7 @@
 // Not thread-safe: the simulation has no threads. Public so that scripted tests can play a queue
 // the way tests/unit/policy_run_test.cc plays the real ones.
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -113,16 +114,24 @@ struct SimActor {
 struct SimLock {
   explicit SimLock(bool handoff = false) : handoff(handoff) {}
   bool handoff;
-  // Held from taken_at to free_at by holder (steps are stepped whole: a hold already stepped
-  // may begin after another thread's try, which finds it free; of a step's holds only the last
-  // is seen).
-  Tsc taken_at = 0;
+  // Free from free_at, let go there by holder: the last release stepped, the latest (a take is
+  // never before it).
   Tsc free_at = 0;
   SimActor* holder = nullptr;
   // The sleeper a release woke, on its way; `handed`: the lock is kept for it (a handoff lock).
   SimActor* woken = nullptr;
   bool handed = false;
   std::vector<SimActor*> sleepers;  // asleep for a later release, in the order they slept
+  // The check that nobody takes it while another holds it: who holds it since when, the last
+  // holds let go (as many as may still be stepped out of order), and how many overlapped.
+  struct Hold {
+    const SimActor* by = nullptr;
+    Tsc from = 0, to = 0;
+  };
+  std::vector<Hold> open;
+  std::array<Hold, 8> recent{};
+  size_t next_recent = 0;
+  uint64_t overlaps = 0;
 };
 
 // The CPU time every actor step is charged: the cost model and the measurement window.
@@ -238,8 +247,9 @@ class SimQueue {
   void Block(SimActor& p);
 
   // --qdisc none: `p` hands `own` to the driver under the TX lock (TxQueue::SendBatch); the
-  // accepted leave `own`, the refused stay for the caller to drop. Nothing when the TX lock was
-  // held: `p` sleeps and tries again (own cut into segments, nothing else changed).
+  // accepted leave `own`, the refused stay for the caller to drop. Nothing when `p` steps again
+  // first: it cut own's GSO frames into segments (a step of its own), or the TX lock was held
+  // (`p` sleeps and tries again; nothing else changed).
   std::optional<uint16_t> SendBatch(SimActor& p, Batch& own);
 
   // A qdisc run by `a`, begun (counted as a run or, `resched`, a reschedule) or stepped: one of
@@ -278,6 +288,9 @@ class SimQueue {
   bool Drained() const;
   // A qdisc run is in progress (a bulk may be in its runner's hand, on its way to the driver).
   bool running() const { return running_; }
+  // Holds of one of its locks that overlapped another's: a bug of the simulation (sim_engine.cc
+  // refuses the cell's result).
+  uint64_t lock_overlaps() const { return root_.overlaps + tx_.overlaps; }
   // Frees what an abandoned run left (qdisc, the bulk in hand, the driver); returns how many.
   unsigned Purge();
 
@@ -297,8 +310,9 @@ class SimQueue {
   // GSO frame once: the CPU reads its head's lines; the NIC reads the slices' data), and
   // `handover_bulk` once if there is one.
   Tsc Handovers(const SimActor& a);
-  // --offload gso: cuts `batch`'s GSO frames into segments (SegmentBatch) on `a`'s CPU.
-  void Segment(SimActor& a, Batch& batch);
+  // --offload gso: cuts `batch`'s GSO frames into segments (SegmentBatch) on `a`'s CPU; whether
+  // it cut any.
+  bool Segment(SimActor& a, Batch& batch);
   void Xmit(SimActor& a);
   void Requeue(SimActor& a);
   void Settle(SimActor& a);

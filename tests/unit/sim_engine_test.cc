@@ -575,7 +575,9 @@ TEST(SimLock, APriorityInheritingLocksWaiterSpinsOnAHolderRunningElsewhere) {
     EXPECT_EQ(cpu.Acquire(w, l), handoff) << "a plain mutex's waiter sleeps (FUTEX_WAIT)";
     if (!handoff) continue;
     EXPECT_FALSE(w.lock_wait);
-    EXPECT_EQ(w.t, 500u + 400 + 50 + 10);  // the hand-over, the line's move, the lock
+    // The hand-over is the take: no line's move or acquisition after it (until 2026-12-04 both
+    // were charged again).
+    EXPECT_EQ(w.t, 500u + 400);
     EXPECT_EQ(w.busy, w.t - 100) << "spinning is CPU time";
     EXPECT_EQ(h.t, 500u + 300) << "the holder's unlock call, without the IPI";
     EXPECT_EQ(h.busy, 500u + 300);
@@ -595,11 +597,13 @@ TEST(SimLock, APriorityInheritingLocksWaiterSpinsOnAHolderRunningElsewhere) {
   EXPECT_TRUE(w.lock_wait);
 }
 
-// Steps are stepped whole: a hold already stepped may begin after another thread's try (the
-// txirq spends its timer's wake-up, tens of thousands of cycles, before it takes the TX lock).
-// That try finds the lock free, and the later hold stays on record past its release; it slept
-// (or spun) through the whole step.
-TEST(SimLock, ATryBeforeAnAlreadySteppedHoldBeganFindsTheLockFree) {
+// A lock is held for any try before its last release already stepped, whenever that hold began.
+// Steps are stepped whole, and a take later in its step than the step's start (a spinner's,
+// after the hand-over; one freed during the futex call) may begin after another thread's try,
+// stepped later: that try, finding the lock free before the hold, took it, held it on into the
+// hold already stepped, and two threads held the TX lock at once (with a spinner taking it at
+// a release, a third could; the simulation now refuses a cell where two holds overlap).
+TEST(SimLock, ATryBeforeALaterHoldAlreadySteppedWaitsForItsRelease) {
   const CpuRig rig(LockCosts());
   const SimCpu& cpu = rig.cpu;
   for (const bool handoff : {false, true}) {
@@ -607,18 +611,32 @@ TEST(SimLock, ATryBeforeAnAlreadySteppedHoldBeganFindsTheLockFree) {
     SimActor h, w;
     h.cpu = 0, w.cpu = 1;
     SimLock l(handoff);
-    h.t = h.ran_to = 5000;  // its step began at 0 and spent 5000 first
+    h.t = h.ran_to = 5000;  // its step began at 0 and spun until 5000
     ASSERT_TRUE(cpu.Acquire(h, l));
     cpu.Work(h, 490);
     cpu.Release(h, l);  // held from 5000 to 5500
     w.t = 100;
-    ASSERT_TRUE(cpu.Acquire(w, l));
-    EXPECT_EQ(w.t, 100u + 50 + 10);  // at once (the line from h's core)
-    cpu.Release(w, l);
-    w.t = 5200;  // inside h's hold: plain, asleep; handoff, spun on (h runs on another CPU)
+    // Plain: asleep, woken by the release; handoff: spun on (h runs on another CPU), handed over
+    // as it lets go (pi_handover 0 here).
     EXPECT_EQ(cpu.Acquire(w, l), handoff);
-    EXPECT_EQ(w.t, handoff ? 5500u + 50 + 10 : 5500u + 100 + 1000);
+    EXPECT_EQ(w.t, handoff ? 5500u : 5500u + 100 + 1000);
+    if (handoff) cpu.Release(w, l);
+    EXPECT_EQ(l.overlaps, 0u);
   }
+  // The check itself: two holds that overlap are counted.
+  SimActor h, w;
+  h.cpu = 0, w.cpu = 1;
+  SimLock l;
+  h.t = 5000;
+  ASSERT_TRUE(cpu.Acquire(h, l));
+  cpu.Work(h, 490);
+  cpu.Release(h, l);
+  l.free_at = 0;  // as the record before 2026-12-04 kept it for a try before the hold began
+  w.t = 4900;
+  ASSERT_TRUE(cpu.Acquire(w, l));
+  cpu.Work(w, 490);
+  cpu.Release(w, l);
+  EXPECT_EQ(l.overlaps, 1u);
 }
 
 // A handoff lock's release wakes its sleeper no earlier than the sleeper's own last step ended.
@@ -683,6 +701,45 @@ TEST(SimEngine, TheTxirqKeepsPollingWhileARunHoldsABulk) {
 // switch there and back is counted and charged once for the whole stretch, not per step (each
 // step's two switches pushed the preempted producer on by thirteen times the step, until it
 // never ran again and the drain did not finish).
+// No two simulated threads ever hold one lock at once, on any shape, with the built-in model
+// and with one of a 2-CPU guest's scheduler (costs as `calibrate` measured on this project's
+// machines): the simulation refuses a cell where they did. Takes later in a step than its
+// start — the TX lock taken after a spin, a lock freed during the futex call, the txirq's
+// after its timer's wake-up and its second of a loop — let a thread stepped after it take the
+// lock before that hold began and keep it into it (thousands of overlaps a cell before
+// 2026-12-04).
+TEST(SimEngine, NoTwoThreadsHoldALockAtOnce) {
+  CostModel guest;
+  guest.tsc_hz = 2.6e9;
+  guest.cpus = 2;
+  guest.futex = 240;
+  guest.context_switch = 1500;
+  guest.wakeup = 45000;
+  guest.remote_wake = 32000;
+  guest.timer_arm = 18000;
+  guest.timer_wake = 77000;
+  guest.pi_unlock = 4900;
+  guest.pi_handover = 6500;
+  guest.handover = 218;
+  guest.handover_bulk = 834;
+  for (const bool scheduler : {false, true})
+    for (const QueueShape s :
+         {QueueShape{}, QueueShape{.dedicated = true}, QueueShape{.noqueue = true},
+          QueueShape{.nolock = true}, QueueShape{.nolock = true, .dedicated = true}})
+      for (const char* policy : {"count:1", "count:32", "bql"}) {
+        if (s.noqueue && PolicySpec{*ParsePolicySpec(policy)}.needs_qdisc()) continue;
+        CellConfig c = Cell("emu:ixgbe", policy, Proto::kUdp, 64, 4);
+        if (scheduler) c.cost = guest;
+        c.shape = s;
+        c.duration_s = 0.004;
+        c.warmup_s = 0.001;
+        SCOPED_TRACE(testing::Message()
+                     << policy << " scheduler " << scheduler << " dedicated " << s.dedicated
+                     << " noqueue " << s.noqueue << " nolock " << s.nolock);
+        (void)Simulate(c);  // fails the test where the cell is refused
+      }
+}
+
 TEST(SimEngine, AStretchOfTxirqStepsIsOnePreemption) {
   // A wire slower than the producer: the ring stops, and the txirq's restart runs the qdisc.
   CellConfig c = Cell("emu:e1000", "count:1", Proto::kUdp, 64, 1);
