@@ -355,7 +355,10 @@ void Simulation::FlushOwn(SimActor& p, FlushTrigger why) {
     for (rte_mbuf* m : p.own.frames()) tsq_->Charge(p.index, PayloadBytes(m));
   if (!p.q->SendBatch(p, p.own)) {
     // The batch was cut into segments (the flush again at once), or the TX lock was held
-    // (asleep, the flush again when it wakes): nothing went.
+    // (asleep, the flush again when it wakes): nothing went. Not a driver call: a release its
+    // uncharge makes is at the end of this step's CPU time, not at the driver's last clock
+    // (another actor's, later: a producer running on past a GSO cut was moved on to it).
+    clock_.now = p.ran_to;
     if (tsq_)
       for (rte_mbuf* m : p.own.frames()) tsq_->Uncharge(p.index, PayloadBytes(m));
     p.flush_why = why;

@@ -123,7 +123,9 @@ struct SimLock {
   bool handed = false;
   std::vector<SimActor*> sleepers;  // asleep for a later release, in the order they slept
   // The check that nobody takes it while another holds it: who holds it since when, the last
-  // holds let go (as many as may still be stepped out of order), and how many overlapped.
+  // holds let go, and how many pairs overlapped. A guard: with every take at or after the last
+  // release, and every hold let go in the step that took it, none can (a change that broke
+  // either would show here; until 2026-12-04 a take could come before a hold already stepped).
   struct Hold {
     const SimActor* by = nullptr;
     Tsc from = 0, to = 0;
@@ -155,7 +157,8 @@ struct SimCpu {
   // What the futex call that wakes a sleeper costs its waker: `remote_wake` more across CPUs.
   Tsc WakeCall(bool remote) const { return c.futex + (remote ? c.remote_wake : 0); }
   // `a` takes `l` at a.t: true when it holds it (paying the acquisition, and the line's move
-  // from the last holder's core when it had to wait). False when it is held: `a` has gone to
+  // from the last holder's core when it had to wait; a spinner has it at the hand-over,
+  // nothing more). False when it is held: `a` has gone to
   // sleep (its t the wake-up, or kNever until a release wakes it) and tries its step again then,
   // so a step takes its lock before anything else it does.
   bool Acquire(SimActor& a, SimLock& l) const;

@@ -697,10 +697,6 @@ TEST(SimEngine, TheTxirqKeepsPollingWhileARunHoldsABulk) {
   EXPECT_GT(r.packets, 0u);
 }
 
-// A SCHED_FIFO txirq that runs the qdisc step after step preempts its CPU's thread once: the
-// switch there and back is counted and charged once for the whole stretch, not per step (each
-// step's two switches pushed the preempted producer on by thirteen times the step, until it
-// never ran again and the drain did not finish).
 // No two simulated threads ever hold one lock at once, on any shape, with the built-in model
 // and with one of a 2-CPU guest's scheduler (costs as `calibrate` measured on this project's
 // machines): the simulation refuses a cell where they did. Takes later in a step than its
@@ -740,6 +736,10 @@ TEST(SimEngine, NoTwoThreadsHoldALockAtOnce) {
       }
 }
 
+// A SCHED_FIFO txirq that runs the qdisc step after step preempts its CPU's thread once: the
+// switch there and back is counted and charged once for the whole stretch, not per step (each
+// step's two switches pushed the preempted producer on by thirteen times the step, until it
+// never ran again and the drain did not finish).
 TEST(SimEngine, AStretchOfTxirqStepsIsOnePreemption) {
   // A wire slower than the producer: the ring stops, and the txirq's restart runs the qdisc.
   CellConfig c = Cell("emu:e1000", "count:1", Proto::kUdp, 64, 1);
