@@ -62,7 +62,8 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
   // Taken at a.t, after `cost`: by default its line, from the last holder's core when that was
   // another.
   const auto take = [&](std::optional<Tsc> cost = std::nullopt) {
-    l.open.push_back({&a, a.t, kNever});
+    if (l.holding != nullptr || a.t < l.free_at) ++l.overlaps;
+    l.holding = &a;
     Work(a, cost.value_or((l.holder != nullptr && Remote(*l.holder, a) ? c.lock_contended : 0) +
                           c.lock));
     return true;
@@ -114,17 +115,7 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
 }
 
 void SimCpu::Release(SimActor& a, SimLock& l) const {
-  // Its hold, checked against the last ones let go: two at once is a bug of the simulation.
-  const auto mine = std::find_if(l.open.begin(), l.open.end(),
-                                 [&](const SimLock::Hold& h) { return h.by == &a; });
-  if (mine != l.open.end()) {
-    SimLock::Hold h = *mine;
-    l.open.erase(mine);
-    h.to = a.t;
-    for (const SimLock::Hold& o : l.recent)
-      if (o.by != nullptr && o.from < h.to && h.from < o.to) ++l.overlaps;
-    l.recent[l.next_recent++ % l.recent.size()] = h;
-  }
+  if (l.holding == &a) l.holding = nullptr;
   l.free_at = a.t;  // never earlier than it was: every take is at or after it
   l.holder = &a;
   if (l.woken != nullptr) return;  // a woken thread has not come yet: it tries then

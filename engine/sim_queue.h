@@ -13,7 +13,6 @@
 // Not thread-safe: the simulation has no threads. Public so that scripted tests can play a queue
 // the way tests/unit/policy_run_test.cc plays the real ones.
 
-#include <array>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -122,17 +121,11 @@ struct SimLock {
   SimActor* woken = nullptr;
   bool handed = false;
   std::vector<SimActor*> sleepers;  // asleep for a later release, in the order they slept
-  // The check that nobody takes it while another holds it: who holds it since when, the last
-  // holds let go, and how many pairs overlapped. A guard: with every take at or after the last
-  // release, and every hold let go in the step that took it, none can (a change that broke
-  // either would show here; until 2026-12-04 a take could come before a hold already stepped).
-  struct Hold {
-    const SimActor* by = nullptr;
-    Tsc from = 0, to = 0;
-  };
-  std::vector<Hold> open;
-  std::array<Hold, 8> recent{};
-  size_t next_recent = 0;
+  // The check that nobody takes it while another holds it (a guard: every take is at or after
+  // the last release, and every hold is let go in the step that took it; until 2026-12-04 a
+  // take could come before a hold already stepped): who holds it now, and how many takes found
+  // it held — by a hold not let go, or one let go after the take's time.
+  const SimActor* holding = nullptr;
   uint64_t overlaps = 0;
 };
 

@@ -623,19 +623,15 @@ TEST(SimLock, ATryBeforeALaterHoldAlreadySteppedWaitsForItsRelease) {
     if (handoff) cpu.Release(w, l);
     EXPECT_EQ(l.overlaps, 0u);
   }
-  // The check itself: two holds that overlap are counted.
+  // The check itself: a take while another thread holds the lock (a hold kept past its step,
+  // which the rule cannot see) is counted.
   SimActor h, w;
   h.cpu = 0, w.cpu = 1;
   SimLock l;
   h.t = 5000;
-  ASSERT_TRUE(cpu.Acquire(h, l));
-  cpu.Work(h, 490);
-  cpu.Release(h, l);
-  l.free_at = 0;  // as the record before 2026-12-04 kept it for a try before the hold began
-  w.t = 4900;
+  ASSERT_TRUE(cpu.Acquire(h, l));  // not let go
+  w.t = 5100;
   ASSERT_TRUE(cpu.Acquire(w, l));
-  cpu.Work(w, 490);
-  cpu.Release(w, l);
   EXPECT_EQ(l.overlaps, 1u);
 }
 
