@@ -19,6 +19,8 @@ constexpr std::pair<const char*, double CostModel::*> kCosts[] = {
     {"enqueue", &CostModel::enqueue},
     {"dequeue", &CostModel::dequeue},
     {"dequeue_frame", &CostModel::dequeue_frame},
+    {"run_xmit", &CostModel::run_xmit},
+    {"bypass", &CostModel::bypass},
     {"xmit_call", &CostModel::xmit_call},
     {"xmit_frame", &CostModel::xmit_frame},
     {"completion", &CostModel::completion},

@@ -18,6 +18,8 @@ SimCycles::SimCycles(const CostModel& c)
       enqueue(Round(c.enqueue)),
       dequeue(Round(c.dequeue)),
       dequeue_frame(Round(c.dequeue_frame)),
+      run_xmit(Round(c.run_xmit)),
+      bypass(Round(c.bypass)),
       xmit_call(Round(c.xmit_call)),
       xmit_frame(Round(c.xmit_frame)),
       completion(Round(c.completion)),
@@ -159,9 +161,10 @@ SimQueue::Put SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited)
   // A frame that waited enters the stack now (RootlockTxQueue::Send).
   if (waited) RestampTx(m, p.t);
   if (config_.bypass && !config_.shape.dedicated && !running_ && qdisc_.empty()) {
-    // The empty-qdisc bypass (RootlockTxQueue::Send): the lock for the look only, no enqueue;
-    // the frame is the run's first bulk, handed to the driver at its next step (which a stopped
-    // queue refuses).
+    // The empty-qdisc bypass (RootlockTxQueue::Send): the lock for the look and the run's
+    // beginning, no enqueue; the frame is the run's first bulk, handed to the driver at its next
+    // step (which a stopped queue refuses).
+    cpu_.Work(p, cpu_.c.bypass);
     cpu_.Release(p, root_);
     Bypass(p, m);
     return Put::kDone;
@@ -191,7 +194,9 @@ SimQueue::Put SimQueue::EnqueueNolock(SimActor& p, rte_mbuf* m, int band, bool w
   if (waited) RestampTx(m, p.t);
   if (config_.bypass && !config_.shape.dedicated && !running_ &&
       notes_.LooksEmpty(qdisc_.empty())) {
-    cpu_.Work(p, cpu_.c.lock);  // the flag, won: still empty, the frame is the first bulk
+    // The flag, won: still empty, the frame is the first bulk (the run's path as the root-locked
+    // queue's: `bypass`).
+    cpu_.Work(p, cpu_.c.lock + cpu_.c.bypass);
     Bypass(p, m);
     return Put::kDone;
   }
@@ -217,6 +222,7 @@ void SimQueue::Bypass(SimActor& p, rte_mbuf* m) {
   qc_.bypassed.Add();
   run_.Bypass(m);
   run_t0_ = p.t;
+  cpu_.Work(p, cpu_.c.run_xmit);  // the TX path's, as a dequeued bulk's
   p.step = SimStep::kXmit;
 }
 
@@ -308,8 +314,10 @@ void SimQueue::Dequeue(SimActor& a, bool held) {
   uint16_t n = run_.Dequeue(qdisc_, device, waiters, &wake);
   if (n == 0 && nolock && notes_.ClearForAnotherLook())  // pfifo_fast_dequeue
     n = run_.Dequeue(qdisc_, device, waiters, &wake);
-  // A dequeue that finds nothing (the one ending every run) costs only its lock.
-  if (n > 0) cpu_.Work(a, cpu_.c.dequeue + cpu_.c.dequeue_frame * n + Handovers(a));
+  // A dequeue that finds nothing (the one ending every run) costs only its lock. What the bulk's
+  // handover to the driver costs beyond the call (`run_xmit`) is charged with it, in the TX path.
+  if (n > 0)
+    cpu_.Work(a, cpu_.c.dequeue + cpu_.c.run_xmit + cpu_.c.dequeue_frame * n + Handovers(a));
   if (n > 0 && wake) {
     // space_cv_.notify_all() under the root lock: one futex call wakes every blocked producer.
     cpu_.WakeAllFrom(a, waiters_, a.t);

@@ -49,7 +49,8 @@ std::string SeriesOf(const CellConfig& c) {
   if (!c.driver_spec.emulated()) return "net_null";
   if (c.driver == kRingNic) return "completion";
   if (c.shape.noqueue) return "none";
-  return c.shape.dedicated ? "dedicated" : "inline";
+  if (c.shape.dedicated) return "dedicated";
+  return c.bypass ? "bypass" : "inline";
 }
 
 }  // namespace
@@ -131,6 +132,10 @@ std::vector<CellConfig> CalibrationCells(const std::vector<unsigned>& batches, E
   // otherwise take the empty-qdisc bypass with every frame (no enqueue, no dequeue to measure).
   inline_cell.bypass = false;
   cells.push_back(inline_cell);
+  // And with it: what the bypass's path costs in place of them.
+  CellConfig bypass_cell = inline_cell;
+  bypass_cell.bypass = true;
+  cells.push_back(bypass_cell);
   return cells;
 }
 
@@ -239,16 +244,30 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   cal.inline_call = in.front()->cycles_per_call;
   cal.inline_receiver = in.front()->receiver_cycles;
   const double driver_one = cal.none.intercept + cal.none.slope;  // TX lock + a call of 1
+  // A bypassed frame's TX path is the run's handover and the call, no dequeue: what it has beyond
+  // the TX lock and a call of one is the handover's (run_xmit), charged to every bulk a run hands
+  // the driver. Without a bypass point the base's run_xmit stays.
+  const auto by = series("bypass");
+  if (!by.empty()) {
+    cal.bypass = *by.front();
+    m.run_xmit = floor0(cal.bypass->cycles_per_call - driver_one);
+  }
   // The TX path's time starts with the root lock held (the dequeue's), on both engines.
-  m.dequeue = floor0(cal.inline_call - driver_one - m.dequeue_frame);
+  m.dequeue = floor0(cal.inline_call - driver_one - m.run_xmit - m.dequeue_frame);
   m.enqueue = floor0(cal.inline_frame - cal.inline_receiver - cal.producer_cycles -
                      cal.inline_call - 2 * m.lock);
+  // The bypass, likewise: each frame alone through the root lock's look, the run around the
+  // frame in hand, its TX path (the handover, the TX lock and the call) and the empty dequeue
+  // ending the run.
+  if (cal.bypass)
+    m.bypass = floor0(cal.bypass->cycles_per_frame - cal.bypass->receiver_cycles -
+                      cal.producer_cycles - cal.bypass->cycles_per_call - 2 * m.lock);
   // The frames' move between CPUs, from a dedicated runner (on another CPU than the producer)
   // against the same driver calls made by the producer itself (the none series): its call is
   // the dequeue of a bulk the producer wrote, then the same TX lock and call, so what its line
   // has beyond none's and the dequeue's is the cross-CPU part — per bulk (the qdisc's lines)
   // and per frame (the frame's). Fitted over bulks up to kHandoverFitLimit (calibrate.h).
-  m.handover_bulk = floor0(cal.dedicated.intercept - cal.none.intercept - m.dequeue);
+  m.handover_bulk = floor0(cal.dedicated.intercept - cal.none.intercept - m.dequeue - m.run_xmit);
   m.handover = floor0(cal.dedicated.slope - cal.none.slope - m.dequeue_frame);
   // The txirq: per reclaim = completion + completion_frame x frames reclaimed, timed inside the
   // TX lock (the NIC model hands what it reclaims to the sink after it). The simulation charges
@@ -340,6 +359,10 @@ nlohmann::json Calibration::Json() const {
        {{"cycles_per_frame", inline_frame},
         {"cycles_per_call", inline_call},
         {"receiver_cycles", inline_receiver}}},
+      {"bypass", bypass ? nlohmann::json{{"cycles_per_frame", bypass->cycles_per_frame},
+                                         {"cycles_per_call", bypass->cycles_per_call},
+                                         {"receiver_cycles", bypass->receiver_cycles}}
+                        : nlohmann::json(nullptr)},
       {"not_fitted",
        [&] {
          nlohmann::json kept = {"write", "lock"};
@@ -659,7 +682,9 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
   const bool reclaims = !cal->completion.residuals.empty();
   cal->model.source = fmt::format(
       "txbatch calibrate ({} engine) on {}, TSC {:.0f} MHz, {}; fitted: frame, xmit_call, "
-      "xmit_frame (net_null's), deliver, enqueue, dequeue, handover, handover_bulk{}; kept from "
+      "xmit_frame (net_null's), deliver, enqueue, dequeue, run_xmit, bypass, handover, "
+      "handover_bulk{}; kept "
+      "from "
       "the base: write, lock, "
       "{}dequeue_frame{}; {}",
       args.engine, session->env.cpu, tsc_hz / 1e6, session->env.started_at,
@@ -719,6 +744,14 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
       "  inline, count:1: {:.1f} cycles/frame, of which the TX path {:.1f}, the receiver {:.1f}, "
       "the producer {:.1f}; the rest is the enqueue and the empty dequeue ending each run\n",
       cal->inline_frame, cal->inline_call, cal->inline_receiver, cal->producer_cycles);
+  if (cal->bypass)
+    fmt::print(
+        "  inline with the bypass, count:1: {:.1f} cycles/frame, of which the TX path {:.1f}, the "
+        "receiver {:.1f}; the rest is the run around each frame in hand (bypass {:.1f}); its TX "
+        "path beyond the TX "
+        "lock and call is the run's handover (run_xmit {:.1f})\n",
+        cal->bypass->cycles_per_frame, cal->bypass->cycles_per_call, cal->bypass->receiver_cycles,
+        cal->model.bypass, cal->model.run_xmit);
   if (cal->scheduler) {
     const SchedulerProbe& p = *cal->scheduler;
     fmt::print(

@@ -12,6 +12,8 @@
 //                 driver's share of the per-frame cost (`xmit_frame`; the rest is `deliver`);
 // * `inline`    — an inline runner at count:1, flat out: each frame alone through enqueue, a
 //                 run of one and the empty dequeue that ends it: the qdisc's costs;
+// * `bypass`    — the same with the empty-qdisc bypass: each frame straight to the driver as
+//                 the run's first bulk (`bypass`, the run's path around it);
 // * `dedicated` — a dedicated runner with buffer:N, flat out, on another CPU than the producer:
 //                 its line beyond `none`'s and the dequeue's is the frames' move between CPUs
 //                 (`handover_bulk` fixed, `handover` per frame), fitted over the limits up to
@@ -94,6 +96,8 @@ struct Calibration {
   double producer_cycles = 0;     // write + frame, from the none series
   // The inline point (count:1): cycles per frame, and its TX path per call.
   double inline_frame = 0, inline_call = 0, inline_receiver = 0;
+  // The bypass point (count:1, every frame bypassed), likewise; absent from older measurements.
+  std::optional<CalibrationPoint> bypass;
   // The real engine's machine: its CPUs and scheduler (ApplyScheduler); absent on the sim engine.
   std::optional<SchedulerProbe> scheduler;
   // Whether a cache line's move between CPUs was measured (lock_contended and handover).

@@ -40,19 +40,35 @@ TEST(CalibrateRun, WritesAFittedCostModelTheSimulationLoads) {
         << series;
     EXPECT_GT(fit[series]["per_frame_cycles"].get<double>(), 0) << series;
   }
-  // The frames' move between CPUs is the dedicated line's beyond the none line's and the
-  // dequeue's (model costs, the fit's lines).
+  // The run's handover to the driver is the bypassed frame's TX path beyond the none line's call
+  // of one; the bypass the rest of that frame beyond the producer, the receiver and two looks of
+  // the root lock.
   const json& cost = model["cycles"];
+  const json& by = fit["bypass"];
+  ASSERT_TRUE(by.is_object()) << fit.dump();
+  EXPECT_NEAR(cost["run_xmit"].get<double>(),
+              std::max(0.0, by["cycles_per_call"].get<double>() -
+                                fit["none"]["fixed_cycles"].get<double>() -
+                                fit["none"]["per_frame_cycles"].get<double>()),
+              1e-6);
+  EXPECT_NEAR(
+      cost["bypass"].get<double>(),
+      std::max(0.0, by["cycles_per_frame"].get<double>() - by["receiver_cycles"].get<double>() -
+                        fit["producer_cycles"].get<double>() - by["cycles_per_call"].get<double>() -
+                        2 * cost["lock"].get<double>()),
+      1e-6);
+  // The frames' move between CPUs is the dedicated line's beyond the none line's, the dequeue's
+  // and the handover's (model costs, the fit's lines).
   EXPECT_NEAR(cost["handover"].get<double>(),
               std::max(0.0, fit["dedicated"]["per_frame_cycles"].get<double>() -
                                 fit["none"]["per_frame_cycles"].get<double>() -
                                 cost["dequeue_frame"].get<double>()),
               1e-6);
-  EXPECT_NEAR(
-      cost["handover_bulk"].get<double>(),
-      std::max(0.0, fit["dedicated"]["fixed_cycles"].get<double>() -
-                        fit["none"]["fixed_cycles"].get<double>() - cost["dequeue"].get<double>()),
-      1e-6);
+  EXPECT_NEAR(cost["handover_bulk"].get<double>(),
+              std::max(0.0, fit["dedicated"]["fixed_cycles"].get<double>() -
+                                fit["none"]["fixed_cycles"].get<double>() -
+                                cost["dequeue"].get<double>() - cost["run_xmit"].get<double>()),
+              1e-6);
   // A reclaim's fixed cost: fitted, or held at 0 where noise would put it below (a sanitizer
   // build); the model carries what the fit says.
   EXPECT_GE(fit["completion"]["fixed_cycles"].get<double>(), 0) << fit["completion"].dump();

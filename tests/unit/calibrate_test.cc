@@ -106,6 +106,8 @@ TEST(Calibrate, RecoversTheCostsOfASimulatedMachine) {
   truth.deliver = 90;
   truth.enqueue = 30;
   truth.dequeue = 45;
+  truth.bypass = 70;
+  truth.run_xmit = 25;
   truth.completion = 170;
   truth.completion_frame = 12;
   truth.handover = 60;
@@ -120,7 +122,8 @@ TEST(Calibrate, RecoversTheCostsOfASimulatedMachine) {
   }
   // The base differs from the truth in every fitted cost; the rest is shared (not fitted).
   CostModel base = truth;
-  base.frame = base.xmit_call = base.deliver = base.enqueue = base.dequeue = 1;
+  base.frame = base.xmit_call = base.deliver = base.enqueue = base.dequeue = base.bypass =
+      base.run_xmit = 1;
   base.completion = base.completion_frame = base.handover = base.handover_bulk = 1;
   auto cal = FitCostModel(records, truth.tsc_hz, base);
   ASSERT_TRUE(cal.ok()) << cal.error().message;
@@ -130,6 +133,8 @@ TEST(Calibrate, RecoversTheCostsOfASimulatedMachine) {
   EXPECT_NEAR(m.deliver, truth.deliver, 1);
   EXPECT_NEAR(m.enqueue, truth.enqueue, 1);
   EXPECT_NEAR(m.dequeue, truth.dequeue, 1);
+  EXPECT_NEAR(m.bypass, truth.bypass, 1);
+  EXPECT_NEAR(m.run_xmit, truth.run_xmit, 1);
   EXPECT_NEAR(m.completion, truth.completion, 1);
   EXPECT_NEAR(m.completion_frame, truth.completion_frame, 1);
   EXPECT_NEAR(m.handover, truth.handover, 1);
