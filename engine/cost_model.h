@@ -77,6 +77,13 @@ struct CostModel {
   // handoff is 2.5 thousand).
   double timer_arm = 0;
   double timer_wake = 0;
+  // What a timer's interrupt costs a CPU busy with another thread when it fires (on a guest, the
+  // exit to the host and back): the running thread loses it. `txbatch calibrate` measures it as
+  // what a thread spinning on a CPU loses to each 125 us timed wait of a SCHED_FIFO thread
+  // beside it (the txirq's idle poll) less timer_wake and two switches: ~28 thousand cycles on
+  // this project's 2-vCPU guest (2026-12-04: a wait cost the spinner ~57 thousand, 25 of them
+  // timer_wake). On an idle CPU it is not charged (the wait is the host's, no thread's).
+  double timer_irq = 0;
   // A priority-inheriting mutex (the TX lock) handed from a holder to a waiter spinning on it on
   // another CPU: `pi_unlock` is the holder's FUTEX_UNLOCK_PI call with that waiter (the
   // pi_state's new owner, the rt_mutex's wake); `pi_handover` the time from that call's start

@@ -33,6 +33,7 @@ constexpr std::pair<const char*, double CostModel::*> kCosts[] = {
     {"remote_wake", &CostModel::remote_wake},
     {"timer_arm", &CostModel::timer_arm},
     {"timer_wake", &CostModel::timer_wake},
+    {"timer_irq", &CostModel::timer_irq},
     {"pi_unlock", &CostModel::pi_unlock},
     {"pi_handover", &CostModel::pi_handover},
     {"slice", &CostModel::slice},

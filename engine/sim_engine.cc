@@ -82,6 +82,9 @@ class Simulation {
   void AfterStep(SimActor& a, Tsc start);
   // `core` runs the next thread that waits for it, from `at` (a context switch).
   void Switch(SimCore& core, Tsc at);
+  // The interrupt of `a`'s timer, fired at `at`, on its CPU: the thread running there loses
+  // timer_irq; returns whether one was (an idle CPU loses nothing).
+  bool TimerInterrupt(const SimActor& a, Tsc at);
 
   // Producers.
   void Build(SimActor& p);
@@ -186,6 +189,22 @@ void Simulation::Switch(SimCore& core, Tsc at) {
   cpu_.Work(next, c_.context_switch);
   core.cur = &next;
   core.slice_end = next.t + c_.slice;
+}
+
+bool Simulation::TimerInterrupt(const SimActor& a, Tsc at) {
+  if (cores_.empty() || c_.timer_irq == 0) return false;
+  SimActor* cur = cores_[static_cast<size_t>(a.cpu)].cur;
+  if (cur == nullptr || cur == &a || cur->t == kNever || cur->queued) return false;
+  // Running at `at`: inside its last step's CPU time, or due to step now. (Steps go in time
+  // order: it is not due before `at`.)
+  if (!(cur->ran_to > at || cur->t <= at)) return false;
+  if (a.fifo) return true;  // charged to the FIFO thread's step, which preempts cur
+  // A CFS sleeper's: the running thread's step ends later, and its next where it went on.
+  if (window_.Contains(at)) cur->busy += c_.timer_irq;
+  const bool straight_on = cur->t == cur->ran_to;
+  cur->ran_to = std::max(cur->ran_to, at) + c_.timer_irq;
+  cur->t = straight_on ? cur->ran_to : std::max(cur->t, cur->ran_to);
+  return true;
 }
 
 void Simulation::AfterStep(SimActor& a, Tsc start) {
@@ -545,8 +564,12 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     if (next->timer != kNever) {
       // Its timed sleep ends now, before any wait for its CPU: by the timer, or by another
       // thread's wake first (the timer armed and cancelled). It spends that CPU time once it runs.
-      next->timer_cost = next->t >= next->timer ? c_.timer_wake : c_.timer_arm;
+      const bool fired = next->t >= next->timer;
+      next->timer_cost = fired ? c_.timer_wake : c_.timer_arm;
       next->timer = kNever;
+      // A SCHED_FIFO sleeper's interrupt is its preemption's first part (AfterStep pushes the
+      // preempted thread by the whole step).
+      if (fired && TimerInterrupt(*next, next->t) && next->fifo) next->timer_cost += c_.timer_irq;
     }
     if (!Dispatch(*next)) continue;
     last = next->t;

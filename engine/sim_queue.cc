@@ -32,6 +32,7 @@ SimCycles::SimCycles(const CostModel& c)
       remote_wake(Round(c.remote_wake)),
       timer_arm(Round(c.timer_arm)),
       timer_wake(Round(c.timer_wake)),
+      timer_irq(Round(c.timer_irq)),
       pi_unlock(Round(c.pi_unlock)),
       pi_handover(Round(c.pi_handover)),
       slice(Round(c.slice)),

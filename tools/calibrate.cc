@@ -321,6 +321,7 @@ void ApplyScheduler(const SchedulerProbe& probe, Calibration& cal) {
   m.remote_wake = probe.remote_wake();
   m.timer_arm = probe.timer_arm();
   m.timer_wake = probe.timer_wake();
+  m.timer_irq = probe.timer_irq();
   m.pi_unlock = probe.pi_unlock;
   m.pi_handover = probe.pi_handover;
   m.slice = KernelSliceS(probe.cpus) * m.tsc_hz;
@@ -385,6 +386,7 @@ nlohmann::json Calibration::Json() const {
                             {"line_pass_cycles", scheduler->line_pass},
                             {"timed_wait_cycles", scheduler->timed_wait},
                             {"same_cpu_handoff_armed_cycles", scheduler->same_cpu_handoff_armed},
+                            {"preempting_wait_cycles", scheduler->preempting_wait},
                             {"pi_unlock_cycles", scheduler->pi_unlock},
                             {"pi_handover_cycles", scheduler->pi_handover},
                             {"slice_s", KernelSliceS(scheduler->cpus)}}},
@@ -670,23 +672,20 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
   // The machine itself: its CPUs and what passing a futex between threads costs on them (the
   // sim engine calibrates the simulation of `base`, whose machine stays).
   if (engine == Engine::kReal) {
-    if (auto probe = ProbeScheduler(session->env.cpus, args.rounds))
+    if (auto probe = ProbeScheduler(session->env.cpus, args.rounds, tsc_hz))
       ApplyScheduler(*probe, *cal);
     else
       std::fprintf(stderr,
                    "txbatch: calibrate could not pin a thread to the CPUs it may run on: the "
                    "machine's costs (cpus, futex, context_switch, wakeup, remote_wake, timer_arm, "
-                   "timer_wake, pi_unlock, pi_handover, slice, lock_contended) are kept from the "
-                   "base model\n");
+                   "timer_wake, timer_irq, pi_unlock, pi_handover, slice, lock_contended) are kept "
+                   "from the base model\n");
   }
   const bool reclaims = !cal->completion.residuals.empty();
   cal->model.source = fmt::format(
       "txbatch calibrate ({} engine) on {}, TSC {:.0f} MHz, {}; fitted: frame, xmit_call, "
       "xmit_frame (net_null's), deliver, enqueue, dequeue, run_xmit, bypass, handover, "
-      "handover_bulk{}; kept "
-      "from "
-      "the base: write, lock, "
-      "{}dequeue_frame{}; {}",
+      "handover_bulk{}; kept from the base: write, lock, {}dequeue_frame{}; {}",
       args.engine, session->env.cpu, tsc_hz / 1e6, session->env.started_at,
       reclaims ? ", completion, completion_frame" : "",
       cal->LineMeasured() ? "" : "lock_contended, ",
@@ -694,13 +693,14 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
       cal->scheduler
           ? fmt::format("the machine measured: {} CPUs, futex, context_switch, wakeup and "
                         "remote_wake from a futex ping-pong, timer_arm and timer_wake from timed "
-                        "futex waits, pi_unlock and pi_handover from a priority-inheriting mutex "
+                        "futex waits, timer_irq from a spinner beside a SCHED_FIFO thread's timed "
+                        "waits, pi_unlock and pi_handover from a priority-inheriting mutex "
                         "passed across two CPUs, lock_contended from a cache line's, slice the "
                         "kernel's default",
                         cal->scheduler->cpus)
           : std::string("the machine's (cpus, futex, context_switch, wakeup, remote_wake, "
-                        "timer_arm, timer_wake, pi_unlock, pi_handover, slice, lock_contended) "
-                        "kept from the base"));
+                        "timer_arm, timer_wake, timer_irq, pi_unlock, pi_handover, slice, "
+                        "lock_contended) kept from the base"));
 
   fmt::print("calibrate: {} rounds of {} cells, {} engine, TSC {:.0f} MHz ({})\n", args.rounds,
              plan.cells.size(), args.engine, tsc_hz / 1e6, session->env.cpu);
@@ -759,12 +759,16 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
         "CPU (context_switch {:.0f}) and {:.0f} across two, of which the waker's call {:.0f} "
         "(remote_wake {:.0f}) and the wait after it (wakeup {:.0f}); a handoff on one CPU with "
         "the sleeper's timer armed {:.0f} (timer_arm {:.0f}); a wait its timer ends {:.0f} "
-        "(timer_wake); a priority-inheriting mutex across two: the unlock with a waiter {:.0f} "
-        "(pi_unlock), the waiter's return after it began {:.0f} (pi_handover); a cache line "
-        "across two {:.0f}; slice {:.2f} ms\n",
+        "(timer_wake); what such a wait at SCHED_FIFO costs a thread spinning on its CPU {} "
+        "(timer_irq {:.0f}); a priority-inheriting mutex across two: the unlock with a waiter "
+        "{:.0f} (pi_unlock), the waiter's return after it began {:.0f} (pi_handover); a cache "
+        "line across two {:.0f}; slice {:.2f} ms\n",
         p.cpus, p.futex, p.same_cpu_handoff, p.context_switch(), p.cross_cpu_handoff,
         p.cross_cpu_wake_call, p.remote_wake(), p.wakeup(), p.same_cpu_handoff_armed, p.timer_arm(),
-        p.timer_wake(), p.pi_unlock, p.pi_handover, p.line_pass, KernelSliceS(p.cpus) * 1e3);
+        p.timer_wake(),
+        p.preempting_wait > 0 ? fmt::format("{:.0f}", p.preempting_wait)
+                              : std::string("(not measured: SCHED_FIFO not permitted)"),
+        p.timer_irq(), p.pi_unlock, p.pi_handover, p.line_pass, KernelSliceS(p.cpus) * 1e3);
   }
   if (const auto poor = PoorFit(*cal, args.min_r2)) {
     std::fprintf(stderr, "txbatch: calibrate: %s\n", poor->c_str());

@@ -27,6 +27,8 @@ constexpr int kLinePasses = 100000;
 constexpr int kTimedWaits = 2000;
 constexpr int kPiPasses = 20000;
 constexpr Tsc kPiHold = 3000, kPiAway = 300;
+constexpr double kSpinS = 0.2;  // a spinner's time in TimerIrq, alone and beside the waiter
+constexpr Tsc kLostGap = 1000;  // TSC between a spinner's two reads that it lost (a loop: ~30)
 
 long Futex(std::atomic<int>* word, int op, int value, const timespec* timeout = nullptr) {
   return syscall(SYS_futex, reinterpret_cast<int*>(word), op, value, timeout, nullptr, 0);
@@ -141,6 +143,67 @@ double TimedWait(int cpu) {
   return cycles;
 }
 
+// TSC cycles a thread spinning on its CPU loses in `span`: the gaps between its clock reads
+// longer than kLostGap (an interrupt, another thread run there).
+double SpinLost(Tsc span) {
+  const Tsc t0 = Now();
+  Tsc prev = t0, lost = 0;
+  while (prev - t0 < span) {
+    const Tsc now = Now();
+    if (now - prev > kLostGap) lost += now - prev;
+    prev = now;
+  }
+  return static_cast<double>(lost);
+}
+
+struct IrqLoss {
+  double per_wait = 0;  // what the spinner lost a timed wait beyond what it lost alone
+  bool fifo = false;    // the waiter ran at SCHED_FIFO (else nothing was measured)
+};
+
+// What a timed wait that its timer ends costs a CPU busy with another thread, as the real
+// txirq's idle poll costs the producer it preempts: a thread spinning on `cpu` for kSpinS alone,
+// then beside a SCHED_FIFO thread on the same CPU that waits on a futex with a 125 us timeout
+// again and again (1 ns of timer slack); per wait, the spinner's TSC lost beside it beyond alone
+// (its ticks and the host's). The interrupt (on a guest, the exit to the host and back), the
+// switches to the waiter and back, its return and its next call. Nothing without SCHED_FIFO.
+IrqLoss TimerIrq(int cpu, double tsc_hz) {
+  IrqLoss r;
+  const Tsc span = static_cast<Tsc>(kSpinS * tsc_hz);
+  double alone = 0, beside = 0;
+  std::thread([&] {
+    PinTo(cpu);
+    alone = SpinLost(span);
+  }).join();
+  std::atomic<bool> stop{false}, ready{false};
+  std::atomic<long> waits{0};
+  std::thread waiter([&] {
+    PinTo(cpu);
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    sched_param sp{};
+    sp.sched_priority = 1;
+    r.fifo = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
+    ready.store(true);
+    std::atomic<int> word{0};
+    const timespec poll{0, 125000};
+    while (r.fifo && !stop.load()) {
+      Futex(&word, FUTEX_WAIT_PRIVATE, 0, &poll);
+      waits.fetch_add(1);
+    }
+  });
+  while (!ready.load()) std::this_thread::yield();
+  std::thread([&] {
+    PinTo(cpu);
+    const long w0 = waits.load();
+    beside = SpinLost(span);
+    const long n = waits.load() - w0;
+    if (n > 0) r.per_wait = std::max(0.0, (beside - alone) / static_cast<double>(n));
+  }).join();
+  stop.store(true);
+  waiter.join();
+  return r;
+}
+
 struct PiPasses {
   double unlock = 0;    // the holder's unlock call, a waiter spinning on it
   double handover = 0;  // from that call's start until the waiter's lock call returned
@@ -188,6 +251,11 @@ double SchedulerProbe::timer_arm() const {
 
 double SchedulerProbe::timer_wake() const { return timed_wait; }
 
+double SchedulerProbe::timer_irq() const {
+  return preempting_wait > 0 ? std::max(0.0, preempting_wait - timed_wait - 2 * context_switch())
+                             : 0;
+}
+
 double SchedulerProbe::context_switch() const {
   return std::max(0.0, same_cpu_handoff - 2 * futex);
 }
@@ -200,18 +268,21 @@ double SchedulerProbe::wakeup() const {
   return cross_cpu_handoff > 0 ? std::max(0.0, cross_cpu_handoff - 2 * futex - remote_wake()) : 0;
 }
 
-std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int rounds) {
+std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int rounds,
+                                             double tsc_hz) {
   if (cpus.empty() || !CanPin(cpus[0]) || (cpus.size() > 1 && !CanPin(cpus[1])))
     return std::nullopt;
   SchedulerProbe p;
   p.cpus = static_cast<unsigned>(cpus.size());
-  std::vector<double> calls, same, same_armed, timed, cross, cross_wake, line, pi_unlock,
-      pi_handover;
+  std::vector<double> calls, same, same_armed, timed, preempting, cross, cross_wake, line,
+      pi_unlock, pi_handover;
   for (int r = 0; r < std::max(1, rounds); ++r) {
     calls.push_back(FutexCall(cpus[0]));
     same.push_back(Handoff(cpus[0], cpus[0]).pass);
     same_armed.push_back(Handoff(cpus[0], cpus[0], /*armed=*/true).pass);
     timed.push_back(TimedWait(cpus[0]));
+    if (const IrqLoss loss = TimerIrq(cpus[0], tsc_hz); loss.fifo)
+      preempting.push_back(loss.per_wait);
     if (cpus.size() > 1) {
       const Passes across = Handoff(cpus[0], cpus[1]);
       cross.push_back(across.pass);
@@ -226,6 +297,7 @@ std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int r
   p.same_cpu_handoff = Median(same);
   p.same_cpu_handoff_armed = Median(same_armed);
   p.timed_wait = Median(timed);
+  p.preempting_wait = preempting.empty() ? 0 : Median(preempting);
   p.cross_cpu_handoff = cross.empty() ? 0 : Median(cross);
   p.cross_cpu_wake_call = cross_wake.empty() ? 0 : Median(cross_wake);
   p.line_pass = line.empty() ? 0 : Median(line);

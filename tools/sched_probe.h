@@ -23,6 +23,10 @@ struct SchedulerProbe {
   // (125 us, a condition variable's wait_for) and cancelled by the wake.
   double timed_wait = 0;
   double same_cpu_handoff_armed = 0;
+  // What a thread spinning on a CPU loses to each 125 us timed wait of a SCHED_FIFO thread
+  // beside it that its timer ends (the txirq's idle poll preempting a producer): the interrupt,
+  // the switches, the waiter's return and next call (0 where SCHED_FIFO is not permitted).
+  double preempting_wait = 0;
   // A priority-inheriting mutex passed between two threads on two CPUs, each holding it 3000
   // cycles and trying again 300 after letting go (so the other always waits, spinning on its
   // running owner): the holder's unlock call (FUTEX_UNLOCK_PI with a waiter) and the time from
@@ -37,11 +41,16 @@ struct SchedulerProbe {
   double wakeup() const;      // cross_cpu_handoff less two futex calls and remote_wake, at least 0
   double timer_arm() const;   // same_cpu_handoff_armed less same_cpu_handoff, at least 0
   double timer_wake() const;  // timed_wait
+  // preempting_wait less timer_wake and two switches, at least 0: the timer's interrupt on a busy
+  // CPU (on a guest, the exit to the host and back); 0 where it was not measured.
+  double timer_irq() const;
 };
 
 // Medians over `rounds` (each 2000 futex passes, 20000 futex calls, 100000 line passes, 2000
-// timed waits, 20000 passes of a priority-inheriting mutex) on `cpus` (the first one, and the first
-// two for what crosses CPUs). Nothing where no CPU is given or a thread cannot be pinned to them.
-std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int rounds);
+// timed waits, a spinner's 0.2 s alone and 0.2 s beside timed waits, 20000 passes of a
+// priority-inheriting mutex) on `cpus` (the first one, and the first two for what crosses
+// CPUs), at `tsc_hz`. Nothing where no CPU is given or a thread cannot be pinned to them.
+std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int rounds,
+                                             double tsc_hz);
 
 }  // namespace txbatch

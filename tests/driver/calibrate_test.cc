@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -102,6 +103,18 @@ TEST(CalibrateRun, WritesAFittedCostModelTheSimulationLoads) {
     EXPECT_NEAR(model["cycles"]["lock_contended"].get<double>(),
                 fit["scheduler"]["line_pass_cycles"].get<double>(), 1e-6);
   }
+  // A SCHED_FIFO thread's timed waits cost a spinner beside it at least their own CPU (root may
+  // set SCHED_FIFO: CI runs as root); timer_irq is the rest beyond two switches.
+  const json& sched = fit["scheduler"];
+  const double preempting = sched["preempting_wait_cycles"].get<double>();
+  if (geteuid() == 0) EXPECT_GT(preempting, 0);
+  const double switches = std::max(0.0, sched["same_cpu_handoff_cycles"].get<double>() -
+                                            2 * sched["futex_cycles"].get<double>());
+  EXPECT_NEAR(model["cycles"]["timer_irq"].get<double>(),
+              preempting > 0 ? std::max(0.0, preempting - sched["timed_wait_cycles"].get<double>() -
+                                                 2 * switches)
+                             : 0.0,
+              1e-6);
   EXPECT_NE(run.out.find("the scheduler ("), std::string::npos) << run.out;
   // The records: the completion cells report their reclaims.
   size_t reclaiming = 0;

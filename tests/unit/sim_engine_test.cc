@@ -410,6 +410,40 @@ TEST(SimEngine, TheTxirqsTimersTakeItsCpuFromTheProducer) {
   EXPECT_EQ(ResultsJson(c, timed), ResultsJson(c, Simulate(c)));
 }
 
+// A timer's interrupt on a busy CPU is the running thread's loss (timer_irq): the txirq's idle
+// polls on the flat-out producer's CPU take that much more of it each; on a CPU idle when they
+// fire (the producer paced far below it), nothing.
+TEST(SimEngine, ATimersInterruptTakesTimeFromTheThreadItLandsOn) {
+  CellConfig c = Cell("emu:ixgbe", "count:1", Proto::kUdp, 18, 1);
+  c.cost.cpus = 1;
+  c.cost.context_switch = 2000;
+  c.cost.timer_wake = 20000;
+  const CellResult base = Simulate(c);
+  c.cost.timer_irq = 30000;
+  const CellResult hit = Simulate(c);
+  ASSERT_GT(hit.voluntary_ctxsw, 100u);
+  // Each of the txirq's sleeps ended by its timer (the producer never sleeps here) took
+  // timer_irq more of the producer's CPU: the frame's time grows by that share.
+  const auto ns_per_frame = [](const CellResult& r) { return 1e3 / r.mpps; };
+  const double lost_ns = static_cast<double>(hit.voluntary_ctxsw) * 30000 / c.cost.tsc_hz * 1e9 /
+                         static_cast<double>(hit.packets) *
+                         (c.duration_s / (c.duration_s + c.warmup_s));
+  EXPECT_NEAR(ns_per_frame(hit) - ns_per_frame(base), lost_ns, lost_ns * 0.25);
+  EXPECT_EQ(ResultsJson(c, hit), ResultsJson(c, Simulate(c)));
+
+  // A frame a millisecond, its step a few hundred nanoseconds (its own timer free): the CPU
+  // idle when the txirq's polls fire.
+  c.rate = RateSpec{RateSpec::Unit::kPps, 1000};
+  c.cost.timer_wake = 0;
+  c.cost.timer_irq = 0;
+  const CellResult idle = Simulate(c);
+  c.cost.timer_irq = 30000;
+  const CellResult idle_hit = Simulate(c);
+  ASSERT_GT(idle.packets, 10u);
+  EXPECT_EQ(idle_hit.packets, idle.packets);
+  EXPECT_DOUBLE_EQ(idle_hit.cpu_ns_per_pkt, idle.cpu_ns_per_pkt);
+}
+
 // A dedicated runner with nothing to send sleeps at most kIrqIdlePoll, as RunnerLoop's
 // wait_for: a producer paced slower than that finds it woken by its timer between frames.
 TEST(SimEngine, AnIdleDedicatedRunnerWakesEveryIdlePoll) {
