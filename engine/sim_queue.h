@@ -313,6 +313,13 @@ class SimQueue {
   void Requeue(SimActor& a);
   void Settle(SimActor& a);
   void EndRun(SimActor& a);
+  // NolockTxQueue's shared cache lines: the bands' ring indices, which every enqueue and dequeue
+  // writes, and the run flag with its notes, which every try and every run's end writes. One
+  // written last on another CPU moves to `a`'s first: `lock_contended`, as the root lock's line
+  // on the root-locked queue (until 2026-12-04 nothing: two lock-free producers on two CPUs
+  // ran 3-4 times the real engine's rate). Returns the cost; `a` writes it now.
+  Tsc Line(const SimActor& a, int& last);
+  int band_cpu_ = -1, flag_cpu_ = -1;  // the CPU that wrote each last (-1: none yet)
   // `resched`: a run spent its quota (or a note was left) and asked for this one.
   void Restart(SimActor& irq, bool resched);
   // --sync nolock: Enqueue without a root lock (NolockTxQueue::Send).

@@ -410,6 +410,37 @@ TEST(SimEngine, TheTxirqsTimersTakeItsCpuFromTheProducer) {
   EXPECT_EQ(ResultsJson(c, timed), ResultsJson(c, Simulate(c)));
 }
 
+// The lock-free qdisc's shared lines (its bands' indices, the run flag and notes) move between
+// the CPUs of the threads that write them, as the root lock's line does: a paced producer and a
+// dedicated runner on two CPUs move the band's lines twice a frame (the enqueue, the dequeue)
+// on the lock-free queue as the root lock's on the root-locked one, each `lock_contended`. (On
+// the code before, the lock-free frame's extra was the TX lock's moves alone, a few a reclaim.)
+// On one CPU nothing moves.
+TEST(SimEngine, TheLockFreeQdiscsLinesMoveBetweenCpus) {
+  CellConfig c = Cell("emu:ixgbe", "count:1", Proto::kUdp, 64, 1);
+  c.shape.dedicated = true;
+  c.rate = RateSpec{RateSpec::Unit::kPps, 100e3};
+  c.cost.cpus = 2;
+  const auto extra = [&](bool nolock) {
+    c.shape.nolock = nolock;
+    c.cost.lock_contended = 0;
+    const CellResult base = Simulate(c);
+    c.cost.lock_contended = 2000;
+    const CellResult moved = Simulate(c);
+    EXPECT_DOUBLE_EQ(moved.avg_batch, 1.0);
+    return (moved.cpu_ns_per_pkt - base.cpu_ns_per_pkt) * c.cost.tsc_hz / 1e9;
+  };
+  const double root = extra(false), free = extra(true);
+  EXPECT_GT(root, 1.5 * 2000);
+  EXPECT_NEAR(free, root, 0.1 * root);
+
+  c.cost.cpus = 1;
+  c.cost.lock_contended = 0;
+  const CellResult one = Simulate(c);
+  c.cost.lock_contended = 2000;
+  EXPECT_EQ(ResultsJson(c, Simulate(c)), ResultsJson(c, one));
+}
+
 // A timer's interrupt on a busy CPU is the running thread's loss (timer_irq): the txirq's idle
 // polls on the flat-out producer's CPU take that much more of it each; on a CPU idle when they
 // fire (the producer paced far below it), nothing.
