@@ -80,7 +80,7 @@ struct CostModel {
   // What a timer's interrupt costs a CPU busy with another thread when it fires (on a guest, the
   // exit to the host and back): the running thread loses it. `txbatch calibrate` measures it as
   // what a thread spinning on a CPU loses to each 125 us timed wait of a SCHED_FIFO thread
-  // beside it (the txirq's idle poll) less timer_wake and two switches: ~28 thousand cycles on
+  // beside it (the txirq's idle poll) less timer_wake and two switches: ~27 thousand cycles on
   // this project's 2-vCPU guest (2026-12-04: a wait cost the spinner ~57 thousand, 25 of them
   // timer_wake). On an idle CPU it is not charged (the wait is the host's, no thread's).
   double timer_irq = 0;
@@ -105,7 +105,8 @@ struct CostModel {
       "txbatch calibrate --rounds 5 (real engine), 2026-11-30, on the project's machine: 2 vCPU "
       "AMD EPYC under KVM, TSC 2600 MHz, Debian 12, DPDK 22.11; fitted: frame, xmit_call, "
       "xmit_frame (net_null's), deliver, enqueue, dequeue; kept (estimates from tx_path_bench): "
-      "write, lock, lock_contended, dequeue_frame, completion, completion_frame";
+      "write, lock, lock_contended, dequeue_frame, completion, completion_frame; bypass "
+      "(2026-12-04): enqueue + dequeue + dequeue_frame, what a bypassed frame skips";
   bool operator==(const CostModel&) const = default;
 };
 

@@ -65,6 +65,7 @@ Result<CostModel> CostModelFromJson(const nlohmann::json& doc, const std::string
   };
   if (!doc.is_object()) return bad("not a JSON object");
   CostModel m;
+  bool has_bypass = false;
   for (const auto& [key, value] : doc.items()) {
     if (key == "tsc_hz") {
       if (!value.is_number() || !(value.get<double>() > 0)) return bad("tsc_hz must be > 0");
@@ -86,11 +87,15 @@ Result<CostModel> CostModelFromJson(const nlohmann::json& doc, const std::string
         if (!v.is_number() || !(v.get<double>() >= 0) || !std::isfinite(v.get<double>()))
           return bad(fmt::format("cost '{}' must be a number >= 0", name));
         m.*member = v.get<double>();
+        has_bypass |= member == &CostModel::bypass;
       }
     } else if (key != "fit") {  // calibrate's report of the fit travels with the model
       return bad(fmt::format("unknown key '{}'", key));
     }
   }
+  // A model from before the bypass was costed (2026-12-04) charges what the bypass skips, its
+  // own enqueue and dequeue, not the built-in's.
+  if (!has_bypass) m.bypass = m.enqueue + m.dequeue + m.dequeue_frame;
   return m;
 }
 

@@ -5,7 +5,8 @@
 //   { "tsc_hz": 2.596e9, "source": "...",
 //     "cycles": { "write": 20, "frame": 50, "lock": 16, ... } }
 //
-// Every key of "cycles" is optional (missing: the default's value); unknown keys are refused.
+// Every key of "cycles" is optional (missing: the default's value; `bypass` missing: the file's
+// enqueue + dequeue + dequeue_frame, what the bypass skips); unknown keys are refused.
 
 #include <nlohmann/json.hpp>
 #include <string>

@@ -195,8 +195,10 @@ bool Simulation::TimerInterrupt(const SimActor& a, Tsc at) {
   if (cores_.empty() || c_.timer_irq == 0) return false;
   SimActor* cur = cores_[static_cast<size_t>(a.cpu)].cur;
   if (cur == nullptr || cur == &a || cur->t == kNever || cur->queued) return false;
-  // Running at `at`: inside its last step's CPU time, or due to step now. (Steps go in time
-  // order: it is not due before `at`.)
+  // Running at `at`: inside its last step's CPU time, or due to step now (steps go in time
+  // order: it is not due before `at`; one waking at `at` itself counts, and two timers firing at
+  // one instant each cost it: ties, rare). A thread still finishing its CPU time as another was
+  // just given the CPU is not `cur`: nobody loses the interrupt there.
   if (!(cur->ran_to > at || cur->t <= at)) return false;
   if (a.fifo) return true;  // charged to the FIFO thread's step, which preempts cur
   // A CFS sleeper's: the running thread's step ends later, and its next where it went on.

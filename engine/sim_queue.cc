@@ -316,10 +316,8 @@ void SimQueue::Dequeue(SimActor& a, bool held) {
   uint16_t n = run_.Dequeue(qdisc_, device, waiters, &wake);
   if (n == 0 && nolock && notes_.ClearForAnotherLook())  // pfifo_fast_dequeue
     n = run_.Dequeue(qdisc_, device, waiters, &wake);
-  // A dequeue that finds nothing (the one ending every run) costs only its lock. What the bulk's
-  // handover to the driver costs beyond the call (`run_xmit`) is charged with it, in the TX path.
-  if (n > 0)
-    cpu_.Work(a, cpu_.c.dequeue + cpu_.c.run_xmit + cpu_.c.dequeue_frame * n + Handovers(a));
+  // A dequeue that finds nothing (the one ending every run) costs only its lock.
+  if (n > 0) cpu_.Work(a, cpu_.c.dequeue + cpu_.c.dequeue_frame * n + Handovers(a));
   if (n > 0 && wake) {
     // space_cv_.notify_all() under the root lock: one futex call wakes every blocked producer.
     cpu_.WakeAllFrom(a, waiters_, a.t);
@@ -327,6 +325,9 @@ void SimQueue::Dequeue(SimActor& a, bool held) {
   }
   if (!nolock) cpu_.Release(a, root_);
   if (n == 0) return EndRun(a);
+  // The bulk's handover to the driver beyond the call (`run_xmit`: the root lock let go, the
+  // handover's bookkeeping), in the TX path.
+  cpu_.Work(a, cpu_.c.run_xmit);
   a.step = SimStep::kXmit;
 }
 

@@ -386,7 +386,10 @@ nlohmann::json Calibration::Json() const {
                             {"line_pass_cycles", scheduler->line_pass},
                             {"timed_wait_cycles", scheduler->timed_wait},
                             {"same_cpu_handoff_armed_cycles", scheduler->same_cpu_handoff_armed},
-                            {"preempting_wait_cycles", scheduler->preempting_wait},
+                            {"preempting_wait_cycles",
+                             scheduler->preempting_measured
+                                 ? nlohmann::json(scheduler->preempting_wait)
+                                 : nlohmann::json(nullptr)},
                             {"pi_unlock_cycles", scheduler->pi_unlock},
                             {"pi_handover_cycles", scheduler->pi_handover},
                             {"slice_s", KernelSliceS(scheduler->cpus)}}},
@@ -766,8 +769,9 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
         p.cpus, p.futex, p.same_cpu_handoff, p.context_switch(), p.cross_cpu_handoff,
         p.cross_cpu_wake_call, p.remote_wake(), p.wakeup(), p.same_cpu_handoff_armed, p.timer_arm(),
         p.timer_wake(),
-        p.preempting_wait > 0 ? fmt::format("{:.0f}", p.preempting_wait)
-                              : std::string("(not measured: SCHED_FIFO not permitted)"),
+        p.preempting_measured
+            ? fmt::format("{:.0f}", p.preempting_wait)
+            : std::string("(not measured: SCHED_FIFO not permitted or a thread not pinned)"),
         p.timer_irq(), p.pi_unlock, p.pi_handover, p.line_pass, KernelSliceS(p.cpus) * 1e3);
   }
   if (const auto poor = PoorFit(*cal, args.min_r2)) {

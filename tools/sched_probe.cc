@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <thread>
 #include <vector>
 
@@ -157,8 +158,8 @@ double SpinLost(Tsc span) {
 }
 
 struct IrqLoss {
-  double per_wait = 0;  // what the spinner lost a timed wait beyond what it lost alone
-  bool fifo = false;    // the waiter ran at SCHED_FIFO (else nothing was measured)
+  double per_wait = 0;    // what the spinner lost a timed wait beyond what it lost alone
+  bool measured = false;  // both pinned, the waiter at SCHED_FIFO, and waits ended by the timer
 };
 
 // What a timed wait that its timer ends costs a CPU busy with another thread, as the real
@@ -166,39 +167,41 @@ struct IrqLoss {
 // then beside a SCHED_FIFO thread on the same CPU that waits on a futex with a 125 us timeout
 // again and again (1 ns of timer slack); per wait, the spinner's TSC lost beside it beyond alone
 // (its ticks and the host's). The interrupt (on a guest, the exit to the host and back), the
-// switches to the waiter and back, its return and its next call. Nothing without SCHED_FIFO.
+// switches to the waiter and back, its return and its next call. Not measured where a thread
+// cannot be pinned or SCHED_FIFO is not permitted (the real txirq then preempts nobody either).
 IrqLoss TimerIrq(int cpu, double tsc_hz) {
   IrqLoss r;
   const Tsc span = static_cast<Tsc>(kSpinS * tsc_hz);
   double alone = 0, beside = 0;
+  bool pinned = true;
   std::thread([&] {
-    PinTo(cpu);
+    pinned &= PinTo(cpu);
     alone = SpinLost(span);
   }).join();
-  std::atomic<bool> stop{false}, ready{false};
+  std::atomic<bool> stop{false}, ready{false}, fifo{false};
   std::atomic<long> waits{0};
   std::thread waiter([&] {
-    PinTo(cpu);
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     sched_param sp{};
     sp.sched_priority = 1;
-    r.fifo = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
+    fifo.store(PinTo(cpu) && pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0);
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     ready.store(true);
     std::atomic<int> word{0};
     const timespec poll{0, 125000};
-    while (r.fifo && !stop.load()) {
-      Futex(&word, FUTEX_WAIT_PRIVATE, 0, &poll);
-      waits.fetch_add(1);
-    }
+    while (fifo.load() && !stop.load())  // counted where its timer ended it
+      if (Futex(&word, FUTEX_WAIT_PRIVATE, 0, &poll) == -1 && errno == ETIMEDOUT)
+        waits.fetch_add(1);
   });
   while (!ready.load()) std::this_thread::yield();
-  std::thread([&] {
-    PinTo(cpu);
-    const long w0 = waits.load();
-    beside = SpinLost(span);
-    const long n = waits.load() - w0;
-    if (n > 0) r.per_wait = std::max(0.0, (beside - alone) / static_cast<double>(n));
-  }).join();
+  if (fifo.load())
+    std::thread([&] {
+      pinned &= PinTo(cpu);
+      const long w0 = waits.load();
+      beside = SpinLost(span);
+      const long n = waits.load() - w0;
+      r.measured = pinned && n > 0;
+      if (r.measured) r.per_wait = std::max(0.0, (beside - alone) / static_cast<double>(n));
+    }).join();
   stop.store(true);
   waiter.join();
   return r;
@@ -252,7 +255,7 @@ double SchedulerProbe::timer_arm() const {
 double SchedulerProbe::timer_wake() const { return timed_wait; }
 
 double SchedulerProbe::timer_irq() const {
-  return preempting_wait > 0 ? std::max(0.0, preempting_wait - timed_wait - 2 * context_switch())
+  return preempting_measured ? std::max(0.0, preempting_wait - timed_wait - 2 * context_switch())
                              : 0;
 }
 
@@ -281,7 +284,7 @@ std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int r
     same.push_back(Handoff(cpus[0], cpus[0]).pass);
     same_armed.push_back(Handoff(cpus[0], cpus[0], /*armed=*/true).pass);
     timed.push_back(TimedWait(cpus[0]));
-    if (const IrqLoss loss = TimerIrq(cpus[0], tsc_hz); loss.fifo)
+    if (const IrqLoss loss = TimerIrq(cpus[0], tsc_hz); loss.measured)
       preempting.push_back(loss.per_wait);
     if (cpus.size() > 1) {
       const Passes across = Handoff(cpus[0], cpus[1]);
@@ -297,6 +300,7 @@ std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int r
   p.same_cpu_handoff = Median(same);
   p.same_cpu_handoff_armed = Median(same_armed);
   p.timed_wait = Median(timed);
+  p.preempting_measured = !preempting.empty();
   p.preempting_wait = preempting.empty() ? 0 : Median(preempting);
   p.cross_cpu_handoff = cross.empty() ? 0 : Median(cross);
   p.cross_cpu_wake_call = cross_wake.empty() ? 0 : Median(cross_wake);

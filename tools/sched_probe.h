@@ -25,8 +25,10 @@ struct SchedulerProbe {
   double same_cpu_handoff_armed = 0;
   // What a thread spinning on a CPU loses to each 125 us timed wait of a SCHED_FIFO thread
   // beside it that its timer ends (the txirq's idle poll preempting a producer): the interrupt,
-  // the switches, the waiter's return and next call (0 where SCHED_FIFO is not permitted).
+  // the switches, the waiter's return and next call; `preempting_measured` false (and it 0)
+  // where a thread could not be pinned or SCHED_FIFO is not permitted.
   double preempting_wait = 0;
+  bool preempting_measured = false;
   // A priority-inheriting mutex passed between two threads on two CPUs, each holding it 3000
   // cycles and trying again 300 after letting go (so the other always waits, spinning on its
   // running owner): the holder's unlock call (FUTEX_UNLOCK_PI with a waiter) and the time from

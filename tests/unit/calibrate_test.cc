@@ -168,6 +168,21 @@ TEST(Calibrate, TheCostModelFileCarriesTheMachinesCpus) {
   }
 }
 
+// A model written before the bypass was costed has no `bypass`: its bypassed frame costs what it
+// skips in that model (its enqueue, dequeue and dequeue_frame), not the built-in's; one that
+// names it keeps it.
+TEST(Calibrate, AnOlderCostModelsBypassIsWhatItSkips) {
+  auto old = CostModelFromJson(
+      nlohmann::json::parse(R"({"cycles": {"enqueue": 10, "dequeue": 20, "dequeue_frame": 3}})"),
+      "test");
+  ASSERT_TRUE(old.ok()) << old.error().message;
+  EXPECT_DOUBLE_EQ(old->bypass, 33);
+  auto named = CostModelFromJson(
+      nlohmann::json::parse(R"({"cycles": {"enqueue": 10, "dequeue": 20, "bypass": 5}})"), "test");
+  ASSERT_TRUE(named.ok()) << named.error().message;
+  EXPECT_DOUBLE_EQ(named->bypass, 5);
+}
+
 // The kernel's slice for threads sharing a CPU: EEVDF's 0.75 ms base slice times 1 + log2 of
 // the CPUs, counted up to 8.
 TEST(Calibrate, TheKernelsSliceGrowsWithTheLogOfTheCpus) {
