@@ -84,6 +84,12 @@ struct CostModel {
   // this project's 2-vCPU guest (2026-12-04: a wait cost the spinner ~57 thousand, 25 of them
   // timer_wake). On an idle CPU it is not charged (the wait is the host's, no thread's).
   double timer_irq = 0;
+  // What else interrupts a busy CPU, the kernel's tick and the host's own (on a guest, an exit
+  // each): `tick` lost every `tick_interval` (0: none). `txbatch calibrate` measures both from a
+  // thread spinning alone on a CPU (the gaps between its clock reads): on this project's 2-vCPU
+  // guest 2.5-6.5 % of it, in gaps of ~33 thousand cycles, 1 300-3 600 a second (2026-12-04).
+  double tick = 0;
+  double tick_interval = 0;
   // A priority-inheriting mutex (the TX lock) handed from a holder to a waiter spinning on it on
   // another CPU: `pi_unlock` is the holder's FUTEX_UNLOCK_PI call with that waiter (the
   // pi_state's new owner, the rt_mutex's wake); `pi_handover` the time from that call's start

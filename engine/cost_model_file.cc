@@ -34,6 +34,8 @@ constexpr std::pair<const char*, double CostModel::*> kCosts[] = {
     {"timer_arm", &CostModel::timer_arm},
     {"timer_wake", &CostModel::timer_wake},
     {"timer_irq", &CostModel::timer_irq},
+    {"tick", &CostModel::tick},
+    {"tick_interval", &CostModel::tick_interval},
     {"pi_unlock", &CostModel::pi_unlock},
     {"pi_handover", &CostModel::pi_handover},
     {"slice", &CostModel::slice},

@@ -46,6 +46,7 @@ struct SimCore {
   const SimActor* fifo = nullptr;
   Tsc fifo_until = 0;
   bool fifo_on = false;
+  Tsc next_tick = kNever;  // its next tick (CostModel::tick)
 };
 
 // The TX queue's sink and driver; the queue (sim_queue.h) refers to both.
@@ -85,6 +86,12 @@ class Simulation {
   // The interrupt of `a`'s timer, fired at `at`, on its CPU: the thread running there loses
   // timer_irq; returns whether one was (an idle CPU loses nothing).
   bool TimerInterrupt(const SimActor& a, Tsc at);
+  // An interrupt on `core` at `at` that costs the CFS thread running there (not `except`)
+  // `cycles`: its step ends that much later. Returns whether one was running.
+  bool Interrupt(SimCore& core, const SimActor* except, Tsc at, Tsc cycles);
+  // The earliest CPU tick due at or before `t` (the CPU's own timer and what else interrupts a
+  // busy CPU: `tick` every `tick_interval`), or nullptr.
+  SimCore* TickDue(Tsc t);
 
   // Producers.
   void Build(SimActor& p);
@@ -191,22 +198,35 @@ void Simulation::Switch(SimCore& core, Tsc at) {
   core.slice_end = next.t + c_.slice;
 }
 
-bool Simulation::TimerInterrupt(const SimActor& a, Tsc at) {
-  if (cores_.empty() || c_.timer_irq == 0) return false;
-  SimActor* cur = cores_[static_cast<size_t>(a.cpu)].cur;
-  if (cur == nullptr || cur == &a || cur->t == kNever || cur->queued) return false;
+bool Simulation::Interrupt(SimCore& core, const SimActor* except, Tsc at, Tsc cycles) {
+  SimActor* cur = core.cur;
+  if (cur == nullptr || cur == except || cur->t == kNever || cur->queued) return false;
   // Running at `at`: inside its last step's CPU time, or due to step now (steps go in time
-  // order: it is not due before `at`; one waking at `at` itself counts, and two timers firing at
+  // order: it is not due before `at`; one waking at `at` itself counts, and two interrupts at
   // one instant each cost it: ties, rare). A thread still finishing its CPU time as another was
   // just given the CPU is not `cur`: nobody loses the interrupt there.
   if (!(cur->ran_to > at || cur->t <= at)) return false;
-  if (a.fifo) return true;  // charged to the FIFO thread's step, which preempts cur
-  // A CFS sleeper's: the running thread's step ends later, and its next where it went on.
-  if (window_.Contains(at)) cur->busy += c_.timer_irq;
+  if (cycles == 0) return true;
+  if (window_.Contains(at)) cur->busy += cycles;
   const bool straight_on = cur->t == cur->ran_to;
-  cur->ran_to = std::max(cur->ran_to, at) + c_.timer_irq;
+  cur->ran_to = std::max(cur->ran_to, at) + cycles;
   cur->t = straight_on ? cur->ran_to : std::max(cur->t, cur->ran_to);
   return true;
+}
+
+bool Simulation::TimerInterrupt(const SimActor& a, Tsc at) {
+  if (cores_.empty() || c_.timer_irq == 0) return false;
+  // A SCHED_FIFO sleeper's is charged to its own step, which preempts the thread; a CFS
+  // sleeper's to the running thread's step.
+  return Interrupt(cores_[static_cast<size_t>(a.cpu)], &a, at, a.fifo ? 0 : c_.timer_irq);
+}
+
+SimCore* Simulation::TickDue(Tsc t) {
+  if (c_.tick == 0 || c_.tick_interval == 0) return nullptr;
+  SimCore* due = nullptr;
+  for (SimCore& core : cores_)
+    if (core.next_tick <= t && (due == nullptr || core.next_tick < due->next_tick)) due = &core;
+  return due;
 }
 
 void Simulation::AfterStep(SimActor& a, Tsc start) {
@@ -503,6 +523,9 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   actors_.reserve(cfg_.procs + 2 * nq);  // never reallocated: queues point into it
   // The CPUs, and each actor on one as the real engine places them (PlaceThreads).
   cores_.resize(cfg_.cost.cpus);
+  // The CPUs' ticks, spread evenly over one interval.
+  for (size_t i = 0; i < cores_.size(); ++i)
+    cores_[i].next_tick = origin + c_.tick_interval * (i + 1) / cores_.size();
   const SimPlacement placed = PlaceThreads(cfg_.procs, nq, cfg_.shape.dedicated, cfg_.cost.cpus);
   std::vector<int> flow_cpus;
   for (unsigned i = 0; i < cfg_.procs; ++i) {
@@ -552,6 +575,13 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   bool in_window = false, ended = false;
   Tsc last = origin;
   while (SimActor* next = Earliest()) {
+    if (SimCore* core = TickDue(next->t)) {
+      // A tick before the next step: the thread running on that CPU loses it (the next step may
+      // be that thread's, now later).
+      Interrupt(*core, nullptr, core->next_tick, c_.tick);
+      core->next_tick += c_.tick_interval;
+      continue;
+    }
     if (!in_window && next->t >= window_start) {
       a = Snapshot();
       in_window = true;

@@ -33,6 +33,8 @@ SimCycles::SimCycles(const CostModel& c)
       timer_arm(Round(c.timer_arm)),
       timer_wake(Round(c.timer_wake)),
       timer_irq(Round(c.timer_irq)),
+      tick(Round(c.tick)),
+      tick_interval(Round(c.tick_interval)),
       pi_unlock(Round(c.pi_unlock)),
       pi_handover(Round(c.pi_handover)),
       slice(Round(c.slice)),

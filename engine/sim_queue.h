@@ -42,8 +42,8 @@ struct SimCycles {
   Tsc write = 0, frame = 0, lock = 0, lock_contended = 0, enqueue = 0, dequeue = 0,
       dequeue_frame = 0, run_xmit = 0, bypass = 0, xmit_call = 0, xmit_frame = 0, completion = 0,
       completion_frame = 0, deliver = 0, gso_segment = 0, futex = 0, context_switch = 0, wakeup = 0,
-      remote_wake = 0, timer_arm = 0, timer_wake = 0, timer_irq = 0, pi_unlock = 0, pi_handover = 0,
-      slice = 0, handover = 0, handover_bulk = 0;
+      remote_wake = 0, timer_arm = 0, timer_wake = 0, timer_irq = 0, tick = 0, tick_interval = 0,
+      pi_unlock = 0, pi_handover = 0, slice = 0, handover = 0, handover_bulk = 0;
 };
 
 enum class SimRole : uint8_t { kProducer, kRunner, kIrq };

@@ -322,6 +322,8 @@ void ApplyScheduler(const SchedulerProbe& probe, Calibration& cal) {
   m.timer_arm = probe.timer_arm();
   m.timer_wake = probe.timer_wake();
   m.timer_irq = probe.timer_irq();
+  m.tick = probe.tick_lost;
+  m.tick_interval = probe.tick_interval;
   m.pi_unlock = probe.pi_unlock;
   m.pi_handover = probe.pi_handover;
   m.slice = KernelSliceS(probe.cpus) * m.tsc_hz;
@@ -390,6 +392,8 @@ nlohmann::json Calibration::Json() const {
                              scheduler->preempting_measured
                                  ? nlohmann::json(scheduler->preempting_wait)
                                  : nlohmann::json(nullptr)},
+                            {"tick_lost_cycles", scheduler->tick_lost},
+                            {"tick_interval_cycles", scheduler->tick_interval},
                             {"pi_unlock_cycles", scheduler->pi_unlock},
                             {"pi_handover_cycles", scheduler->pi_handover},
                             {"slice_s", KernelSliceS(scheduler->cpus)}}},
@@ -681,7 +685,8 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
       std::fprintf(stderr,
                    "txbatch: calibrate could not pin a thread to the CPUs it may run on: the "
                    "machine's costs (cpus, futex, context_switch, wakeup, remote_wake, timer_arm, "
-                   "timer_wake, timer_irq, pi_unlock, pi_handover, slice, lock_contended) are kept "
+                   "timer_wake, timer_irq, tick, tick_interval, pi_unlock, pi_handover, slice, "
+                   "lock_contended) are kept "
                    "from the base model\n");
   }
   const bool reclaims = !cal->completion.residuals.empty();
@@ -697,13 +702,14 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
           ? fmt::format("the machine measured: {} CPUs, futex, context_switch, wakeup and "
                         "remote_wake from a futex ping-pong, timer_arm and timer_wake from timed "
                         "futex waits, timer_irq from a spinner beside a SCHED_FIFO thread's timed "
-                        "waits, pi_unlock and pi_handover from a priority-inheriting mutex "
+                        "waits, tick and tick_interval from it alone, pi_unlock and pi_handover "
+                        "from a priority-inheriting mutex "
                         "passed across two CPUs, lock_contended from a cache line's, slice the "
                         "kernel's default",
                         cal->scheduler->cpus)
           : std::string("the machine's (cpus, futex, context_switch, wakeup, remote_wake, "
-                        "timer_arm, timer_wake, timer_irq, pi_unlock, pi_handover, slice, "
-                        "lock_contended) kept from the base"));
+                        "timer_arm, timer_wake, timer_irq, tick, tick_interval, pi_unlock, "
+                        "pi_handover, slice, lock_contended) kept from the base"));
 
   fmt::print("calibrate: {} rounds of {} cells, {} engine, TSC {:.0f} MHz ({})\n", args.rounds,
              plan.cells.size(), args.engine, tsc_hz / 1e6, session->env.cpu);
@@ -763,7 +769,9 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
         "(remote_wake {:.0f}) and the wait after it (wakeup {:.0f}); a handoff on one CPU with "
         "the sleeper's timer armed {:.0f} (timer_arm {:.0f}); a wait its timer ends {:.0f} "
         "(timer_wake); what such a wait at SCHED_FIFO costs a thread spinning on its CPU {} "
-        "(timer_irq {:.0f}); a priority-inheriting mutex across two: the unlock with a waiter "
+        "(timer_irq {:.0f}); a thread spinning alone there loses {:.0f} cycles every {:.0f} (tick, "
+        "tick_interval: {:.1f} %); a priority-inheriting mutex across two: the unlock with a "
+        "waiter "
         "{:.0f} (pi_unlock), the waiter's return after it began {:.0f} (pi_handover); a cache "
         "line across two {:.0f}; slice {:.2f} ms\n",
         p.cpus, p.futex, p.same_cpu_handoff, p.context_switch(), p.cross_cpu_handoff,
@@ -772,7 +780,9 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
         p.preempting_measured
             ? fmt::format("{:.0f}", p.preempting_wait)
             : std::string("(not measured: SCHED_FIFO not permitted or a thread not pinned)"),
-        p.timer_irq(), p.pi_unlock, p.pi_handover, p.line_pass, KernelSliceS(p.cpus) * 1e3);
+        p.timer_irq(), p.tick_lost, p.tick_interval,
+        p.tick_interval > 0 ? 100 * p.tick_lost / p.tick_interval : 0.0, p.pi_unlock, p.pi_handover,
+        p.line_pass, KernelSliceS(p.cpus) * 1e3);
   }
   if (const auto poor = PoorFit(*cal, args.min_r2)) {
     std::fprintf(stderr, "txbatch: calibrate: %s\n", poor->c_str());

@@ -144,22 +144,29 @@ double TimedWait(int cpu) {
   return cycles;
 }
 
-// TSC cycles a thread spinning on its CPU loses in `span`: the gaps between its clock reads
-// longer than kLostGap (an interrupt, another thread run there).
-double SpinLost(Tsc span) {
+struct Lost {
+  double cycles = 0;  // TSC lost
+  long gaps = 0;      // in so many gaps
+};
+
+// What a thread spinning on its CPU loses in `span`: the gaps between its clock reads longer
+// than kLostGap (an interrupt, another thread run there).
+Lost SpinLost(Tsc span) {
   const Tsc t0 = Now();
   Tsc prev = t0, lost = 0;
+  long gaps = 0;
   while (prev - t0 < span) {
     const Tsc now = Now();
-    if (now - prev > kLostGap) lost += now - prev;
+    if (now - prev > kLostGap) lost += now - prev, ++gaps;
     prev = now;
   }
-  return static_cast<double>(lost);
+  return {static_cast<double>(lost), gaps};
 }
 
 struct IrqLoss {
   double per_wait = 0;    // what the spinner lost a timed wait beyond what it lost alone
   bool measured = false;  // both pinned, the waiter at SCHED_FIFO, and waits ended by the timer
+  Lost alone;             // what the spinner lost alone (pinned: else nothing)
 };
 
 // What a timed wait that its timer ends costs a CPU busy with another thread, as the real
@@ -172,12 +179,13 @@ struct IrqLoss {
 IrqLoss TimerIrq(int cpu, double tsc_hz) {
   IrqLoss r;
   const Tsc span = static_cast<Tsc>(kSpinS * tsc_hz);
-  double alone = 0, beside = 0;
+  Lost alone, beside;
   bool pinned = true;
   std::thread([&] {
     pinned &= PinTo(cpu);
     alone = SpinLost(span);
   }).join();
+  if (pinned) r.alone = alone;
   std::atomic<bool> stop{false}, ready{false}, fifo{false};
   std::atomic<long> waits{0};
   std::thread waiter([&] {
@@ -200,7 +208,8 @@ IrqLoss TimerIrq(int cpu, double tsc_hz) {
       beside = SpinLost(span);
       const long n = waits.load() - w0;
       r.measured = pinned && n > 0;
-      if (r.measured) r.per_wait = std::max(0.0, (beside - alone) / static_cast<double>(n));
+      if (r.measured)
+        r.per_wait = std::max(0.0, (beside.cycles - alone.cycles) / static_cast<double>(n));
     }).join();
   stop.store(true);
   waiter.join();
@@ -277,15 +286,19 @@ std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int r
     return std::nullopt;
   SchedulerProbe p;
   p.cpus = static_cast<unsigned>(cpus.size());
-  std::vector<double> calls, same, same_armed, timed, preempting, cross, cross_wake, line,
-      pi_unlock, pi_handover;
+  std::vector<double> calls, same, same_armed, timed, preempting, tick_lost, tick_interval, cross,
+      cross_wake, line, pi_unlock, pi_handover;
   for (int r = 0; r < std::max(1, rounds); ++r) {
     calls.push_back(FutexCall(cpus[0]));
     same.push_back(Handoff(cpus[0], cpus[0]).pass);
     same_armed.push_back(Handoff(cpus[0], cpus[0], /*armed=*/true).pass);
     timed.push_back(TimedWait(cpus[0]));
-    if (const IrqLoss loss = TimerIrq(cpus[0], tsc_hz); loss.measured)
-      preempting.push_back(loss.per_wait);
+    const IrqLoss loss = TimerIrq(cpus[0], tsc_hz);
+    if (loss.measured) preempting.push_back(loss.per_wait);
+    if (loss.alone.gaps > 0) {
+      tick_lost.push_back(loss.alone.cycles / static_cast<double>(loss.alone.gaps));
+      tick_interval.push_back(kSpinS * tsc_hz / static_cast<double>(loss.alone.gaps));
+    }
     if (cpus.size() > 1) {
       const Passes across = Handoff(cpus[0], cpus[1]);
       cross.push_back(across.pass);
@@ -302,6 +315,8 @@ std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int r
   p.timed_wait = Median(timed);
   p.preempting_measured = !preempting.empty();
   p.preempting_wait = preempting.empty() ? 0 : Median(preempting);
+  p.tick_lost = tick_lost.empty() ? 0 : Median(tick_lost);
+  p.tick_interval = tick_interval.empty() ? 0 : Median(tick_interval);
   p.cross_cpu_handoff = cross.empty() ? 0 : Median(cross);
   p.cross_cpu_wake_call = cross_wake.empty() ? 0 : Median(cross_wake);
   p.line_pass = line.empty() ? 0 : Median(line);

@@ -29,6 +29,10 @@ struct SchedulerProbe {
   // where a thread could not be pinned or SCHED_FIFO is not permitted.
   double preempting_wait = 0;
   bool preempting_measured = false;
+  // The same spinner alone: TSC it lost a gap (its CPU's ticks, the host's), and TSC between
+  // its gaps (0 where none was seen or it could not be pinned).
+  double tick_lost = 0;
+  double tick_interval = 0;
   // A priority-inheriting mutex passed between two threads on two CPUs, each holding it 3000
   // cycles and trying again 300 after letting go (so the other always waits, spinning on its
   // running owner): the holder's unlock call (FUTEX_UNLOCK_PI with a waiter) and the time from

@@ -127,6 +127,12 @@ TEST(CalibrateRun, WritesAFittedCostModelTheSimulationLoads) {
           ? std::max(0.0, preempting - sched["timed_wait_cycles"].get<double>() - 2 * switches)
           : 0.0,
       1e-6);
+  // The ticks: what the spinner lost alone, a gap and between gaps, as the model carries them.
+  EXPECT_NEAR(model["cycles"]["tick"].get<double>(), sched["tick_lost_cycles"].get<double>(), 1e-6);
+  EXPECT_NEAR(model["cycles"]["tick_interval"].get<double>(),
+              sched["tick_interval_cycles"].get<double>(), 1e-6);
+  if (model["cycles"]["tick_interval"].get<double>() > 0)
+    EXPECT_GT(model["cycles"]["tick"].get<double>(), 1000);  // a gap is longer than kLostGap
   EXPECT_NE(run.out.find("the scheduler ("), std::string::npos) << run.out;
   // The records: the completion cells report their reclaims.
   size_t reclaiming = 0;
