@@ -87,7 +87,9 @@ struct CostModel {
   // What else interrupts a busy CPU, the kernel's tick and the host's own (on a guest, an exit
   // each): `tick` lost every `tick_interval` (0: none). `txbatch calibrate` measures both from a
   // thread spinning alone on a CPU (the gaps between its clock reads): on this project's 2-vCPU
-  // guest 2.5-6.5 % of it, in gaps of ~33 thousand cycles, 1 300-3 600 a second (2026-12-04).
+  // guest 2.3-6.5 % of it, in gaps of ~33-36 thousand cycles, 1 300-3 600 a second (2026-12-04;
+  // gaps over a millisecond, a descheduling, left out). At most half of tick_interval, which is
+  // at least 1000 (the simulation refuses others).
   double tick = 0;
   double tick_interval = 0;
   // A priority-inheriting mutex (the TX lock) handed from a holder to a waiter spinning on it on

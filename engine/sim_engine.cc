@@ -30,6 +30,10 @@ namespace {
 
 // A producer that found the pool empty sleeps this long before trying again (RunProducer's).
 constexpr double kAllocBackoffS = 20e-6;
+// The shortest tick_interval a cost model may give (ticks more often would make a cell's steps
+// mostly ticks).
+constexpr long long kMinTickInterval = 1000;
+
 // The virtual TSC at the cell's start: any origin but 0 (the NIC reads 0 as "never sent").
 constexpr double kOriginS = 1.0;
 
@@ -121,6 +125,7 @@ class Simulation {
   // Producers, then each queue's dedicated runner (if any), then each queue's txirq.
   std::vector<SimActor> actors_;
   std::vector<SimCore> cores_;    // empty: every actor on a CPU of its own (cost.cpus 0)
+  std::vector<SimCore*> ticking_;  // the CPUs a thread runs on, where the model has ticks
   SimActor* stepping_ = nullptr;  // the actor whose step runs
   bool draining_ = false;
   // Its actors' context switches: a step after which the actor sleeps (voluntary), a turn spent
@@ -200,17 +205,20 @@ void Simulation::Switch(SimCore& core, Tsc at) {
 
 bool Simulation::Interrupt(SimCore& core, const SimActor* except, Tsc at, Tsc cycles) {
   SimActor* cur = core.cur;
-  if (cur == nullptr || cur == except || cur->t == kNever || cur->queued) return false;
-  // Running at `at`: inside its last step's CPU time, or due to step now (steps go in time
-  // order: it is not due before `at`; one waking at `at` itself counts, and two interrupts at
-  // one instant each cost it: ties, rare). A thread still finishing its CPU time as another was
-  // just given the CPU is not `cur`: nobody loses the interrupt there.
-  if (!(cur->ran_to > at || cur->t <= at)) return false;
+  if (cur == nullptr || cur == except || cur->queued) return false;
+  // Running at `at`: inside its last step's CPU time (whatever it sleeps on after), or due to
+  // step now (steps go in time order: it is not due before `at`; one waking at `at` itself
+  // counts, and two interrupts at one instant each cost it: ties, rare). A thread still
+  // finishing its CPU time as another was given the CPU is not `cur`: the one given it, which
+  // starts after that time, pays.
+  if (!(cur->ran_to > at || (cur->t != kNever && cur->t <= at))) return false;
   if (cycles == 0) return true;
   if (window_.Contains(at)) cur->busy += cycles;
   const bool straight_on = cur->t == cur->ran_to;
   cur->ran_to = std::max(cur->ran_to, at) + cycles;
-  cur->t = straight_on ? cur->ran_to : std::max(cur->t, cur->ran_to);
+  // Asleep after the step without a timer (a lock, a condition variable): its wake respects
+  // ran_to.
+  if (cur->t != kNever) cur->t = straight_on ? cur->ran_to : std::max(cur->t, cur->ran_to);
   return true;
 }
 
@@ -222,10 +230,9 @@ bool Simulation::TimerInterrupt(const SimActor& a, Tsc at) {
 }
 
 SimCore* Simulation::TickDue(Tsc t) {
-  if (c_.tick == 0 || c_.tick_interval == 0) return nullptr;
   SimCore* due = nullptr;
-  for (SimCore& core : cores_)
-    if (core.next_tick <= t && (due == nullptr || core.next_tick < due->next_tick)) due = &core;
+  for (SimCore* core : ticking_)
+    if (core->next_tick <= t && (due == nullptr || core->next_tick < due->next_tick)) due = core;
   return due;
 }
 
@@ -523,9 +530,10 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   actors_.reserve(cfg_.procs + 2 * nq);  // never reallocated: queues point into it
   // The CPUs, and each actor on one as the real engine places them (PlaceThreads).
   cores_.resize(cfg_.cost.cpus);
-  // The CPUs' ticks, spread evenly over one interval.
+  // The CPUs' ticks, spread evenly over one interval (armed below on the CPUs a thread runs on).
+  std::vector<Tsc> tick_at(cores_.size());
   for (size_t i = 0; i < cores_.size(); ++i)
-    cores_[i].next_tick = origin + c_.tick_interval * (i + 1) / cores_.size();
+    tick_at[i] = origin + c_.tick_interval * (i + 1) / cores_.size();
   const SimPlacement placed = PlaceThreads(cfg_.procs, nq, cfg_.shape.dedicated, cfg_.cost.cpus);
   std::vector<int> flow_cpus;
   for (unsigned i = 0; i < cfg_.procs; ++i) {
@@ -568,6 +576,14 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     irq.cpu = placed.txirqs[i];
     lanes_[i].q->Attach(&irq, runners[i], flow_cpus);
   }
+  if (c_.tick > 0 && c_.tick_interval > 0)
+    for (const SimActor& x : actors_) {
+      SimCore& core = cores_[static_cast<size_t>(x.cpu)];
+      if (core.next_tick == kNever) {
+        core.next_tick = tick_at[static_cast<size_t>(x.cpu)];
+        ticking_.push_back(&core);
+      }
+    }
 
   const double budget_s = DrainBudgetS(cfg_, wire);
   const Tsc deadline = window_end + static_cast<Tsc>(budget_s * tsc_hz_);
@@ -690,6 +706,13 @@ std::optional<std::string> SimUnsupported(const CellConfig& cfg) {
     return std::string(
         "the cost model's frame cost must be at least 1 cycle (a producer that "
         "takes no time would never let the clock move)");
+  const long long tick = std::llround(cfg.cost.tick), every = std::llround(cfg.cost.tick_interval);
+  if (tick > 0 && every > 0 && (2 * tick > every || every < kMinTickInterval))
+    return fmt::format(
+        "the cost model's tick ({} cycles every {}) would take more than half a CPU or come more "
+        "often than every {} cycles; valid: tick 0 or tick_interval 0 (no ticks), or tick at most "
+        "half of tick_interval and tick_interval at least {}",
+        tick, every, kMinTickInterval, kMinTickInterval);
   return std::nullopt;
 }
 

@@ -199,18 +199,18 @@ SimQueue::Put SimQueue::EnqueueNolock(SimActor& p, rte_mbuf* m, int band, bool w
       notes_.LooksEmpty(qdisc_.empty())) {
     // The flag, won: still empty, the frame is the first bulk (the run's path as the root-locked
     // queue's: `bypass`).
-    cpu_.Work(p, Line(p, band_cpu_) + Line(p, flag_cpu_) + cpu_.c.lock + cpu_.c.bypass);
+    cpu_.Work(p, Line(p, band_last_) + Line(p, flag_last_) + cpu_.c.lock + cpu_.c.bypass);
     Bypass(p, m);
     return Put::kDone;
   }
   if (qdisc_.empty()) first_enqueued_ = p.t;
-  cpu_.Work(p, Line(p, band_cpu_) + cpu_.c.enqueue);
+  cpu_.Work(p, Line(p, band_last_) + cpu_.c.enqueue);
   (void)qdisc_.Enqueue(m, band);  // cannot fail: the band has room
   if (config_.shape.dedicated) {
     WakeRunner(&p, p.t);
     return Put::kDone;
   }
-  cpu_.Work(p, Line(p, flag_cpu_) + cpu_.c.lock);  // the flag: won, or the note left
+  cpu_.Work(p, Line(p, flag_last_) + cpu_.c.lock);  // the flag: won, or the note left
   if (!running_) {
     BeginRun(p, false);
   } else {
@@ -307,7 +307,7 @@ void SimQueue::Dequeue(SimActor& a, bool held) {
   }
   // The lock-free run holds its flag throughout; its dequeue writes the band's lines.
   if (!nolock && !held && !cpu_.Acquire(a, root_)) return;
-  if (nolock) cpu_.Work(a, Line(a, band_cpu_));
+  if (nolock) cpu_.Work(a, Line(a, band_last_));
   run_t0_ = a.t;  // the TX path's time from here, with the root lock held, as the real run's
   DequeueContext device;
   device.has_bql = dev_.has_bql();
@@ -405,14 +405,14 @@ void SimQueue::Settle(SimActor& a) {
   }
 }
 
-Tsc SimQueue::Line(const SimActor& a, int& last) {
-  const bool moved = last >= 0 && last != a.cpu;
-  last = a.cpu;
+Tsc SimQueue::Line(const SimActor& a, const SimActor*& last) {
+  const bool moved = last != nullptr && last != &a && SimCpu::Remote(*last, a);
+  last = &a;
   return moved ? cpu_.c.lock_contended : 0;
 }
 
 void SimQueue::EndRun(SimActor& a) {
-  if (config_.shape.nolock) cpu_.Work(a, Line(a, flag_cpu_));  // qdisc_run_end clears the flag
+  if (config_.shape.nolock) cpu_.Work(a, Line(a, flag_last_));  // qdisc_run_end clears the flag
   resched_pending_ = false;
   running_ = false;
   a.step = a.home;
@@ -458,7 +458,7 @@ void SimQueue::Restart(SimActor& irq, bool resched) {
   const RestartAction action = OnRestart(config_.shape.dedicated, running_, empty);
   // The lock-free run flag is tried (NolockTxQueue::TryRun): `lock`, won or lost.
   if (nolock && (action == RestartAction::kPending || action == RestartAction::kRun))
-    cpu_.Work(irq, Line(irq, flag_cpu_) + cpu_.c.lock);
+    cpu_.Work(irq, Line(irq, flag_last_) + cpu_.c.lock);
   switch (action) {
     case RestartAction::kWakeRunner:
       return WakeRunner(&irq, irq.t);  // netif_wake_queue: the runner goes on

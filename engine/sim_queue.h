@@ -318,8 +318,9 @@ class SimQueue {
   // written last on another CPU moves to `a`'s first: `lock_contended`, as the root lock's line
   // on the root-locked queue (until 2026-12-04 nothing: two lock-free producers on two CPUs
   // ran 3-4 times the real engine's rate). Returns the cost; `a` writes it now.
-  Tsc Line(const SimActor& a, int& last);
-  int band_cpu_ = -1, flag_cpu_ = -1;  // the CPU that wrote each last (-1: none yet)
+  Tsc Line(const SimActor& a, const SimActor*& last);
+  const SimActor* band_last_ = nullptr;  // the thread that wrote each last (none yet)
+  const SimActor* flag_last_ = nullptr;
   // `resched`: a run spent its quota (or a note was left) and asked for this one.
   void Restart(SimActor& irq, bool resched);
   // --sync nolock: Enqueue without a root lock (NolockTxQueue::Send).

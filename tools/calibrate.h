@@ -125,8 +125,9 @@ std::optional<std::string> PoorFit(const Calibration& cal, double min_r2);
 double KernelSliceS(unsigned cpus);
 
 // Writes what `probe` measured into `m` (cpus, futex, context_switch, wakeup, remote_wake,
-// timer_arm, timer_wake, timer_irq, pi_unlock, pi_handover, lock_contended where a line's move
-// was measured, and the kernel's slice at m.tsc_hz) and remembers it in `cal`.
+// timer_arm, timer_wake, timer_irq, tick, tick_interval, pi_unlock, pi_handover, lock_contended
+// where a line's move was measured, and the kernel's slice at m.tsc_hz) and remembers it in
+// `cal`.
 void ApplyScheduler(const SchedulerProbe& probe, Calibration& cal);
 
 // `calibrate --check`'s reference grid, on both engines (--engine real,sim: sim cells carry

@@ -30,6 +30,7 @@ constexpr int kPiPasses = 20000;
 constexpr Tsc kPiHold = 3000, kPiAway = 300;
 constexpr double kSpinS = 0.2;  // a spinner's time in TimerIrq, alone and beside the waiter
 constexpr Tsc kLostGap = 1000;  // TSC between a spinner's two reads that it lost (a loop: ~30)
+constexpr double kTickGapMaxS = 1e-3;  // a longer gap is a descheduling, not a tick
 
 long Futex(std::atomic<int>* word, int op, int value, const timespec* timeout = nullptr) {
   return syscall(SYS_futex, reinterpret_cast<int*>(word), op, value, timeout, nullptr, 0);
@@ -147,20 +148,26 @@ double TimedWait(int cpu) {
 struct Lost {
   double cycles = 0;  // TSC lost
   long gaps = 0;      // in so many gaps
+  // Of them, the gaps shorter than the cap given (interrupts, not a descheduling).
+  double short_cycles = 0;
+  long short_gaps = 0;
 };
 
 // What a thread spinning on its CPU loses in `span`: the gaps between its clock reads longer
-// than kLostGap (an interrupt, another thread run there).
-Lost SpinLost(Tsc span) {
+// than kLostGap (an interrupt, another thread run there), and those of them below `cap`.
+Lost SpinLost(Tsc span, Tsc cap) {
   const Tsc t0 = Now();
-  Tsc prev = t0, lost = 0;
-  long gaps = 0;
+  Tsc prev = t0;
+  Lost l;
   while (prev - t0 < span) {
     const Tsc now = Now();
-    if (now - prev > kLostGap) lost += now - prev, ++gaps;
+    if (const Tsc gap = now - prev; gap > kLostGap) {
+      l.cycles += static_cast<double>(gap), ++l.gaps;
+      if (gap < cap) l.short_cycles += static_cast<double>(gap), ++l.short_gaps;
+    }
     prev = now;
   }
-  return {static_cast<double>(lost), gaps};
+  return l;
 }
 
 struct IrqLoss {
@@ -179,11 +186,12 @@ struct IrqLoss {
 IrqLoss TimerIrq(int cpu, double tsc_hz) {
   IrqLoss r;
   const Tsc span = static_cast<Tsc>(kSpinS * tsc_hz);
+  const Tsc cap = static_cast<Tsc>(kTickGapMaxS * tsc_hz);
   Lost alone, beside;
   bool pinned = true;
   std::thread([&] {
     pinned &= PinTo(cpu);
-    alone = SpinLost(span);
+    alone = SpinLost(span, cap);
   }).join();
   if (pinned) r.alone = alone;
   std::atomic<bool> stop{false}, ready{false}, fifo{false};
@@ -205,7 +213,7 @@ IrqLoss TimerIrq(int cpu, double tsc_hz) {
     std::thread([&] {
       pinned &= PinTo(cpu);
       const long w0 = waits.load();
-      beside = SpinLost(span);
+      beside = SpinLost(span, cap);
       const long n = waits.load() - w0;
       r.measured = pinned && n > 0;
       if (r.measured)
@@ -295,9 +303,9 @@ std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int r
     timed.push_back(TimedWait(cpus[0]));
     const IrqLoss loss = TimerIrq(cpus[0], tsc_hz);
     if (loss.measured) preempting.push_back(loss.per_wait);
-    if (loss.alone.gaps > 0) {
-      tick_lost.push_back(loss.alone.cycles / static_cast<double>(loss.alone.gaps));
-      tick_interval.push_back(kSpinS * tsc_hz / static_cast<double>(loss.alone.gaps));
+    if (const Lost& a = loss.alone; a.short_gaps > 0) {
+      tick_lost.push_back(a.short_cycles / static_cast<double>(a.short_gaps));
+      tick_interval.push_back(kSpinS * tsc_hz / static_cast<double>(a.short_gaps));
     }
     if (cpus.size() > 1) {
       const Passes across = Handoff(cpus[0], cpus[1]);

@@ -29,8 +29,9 @@ struct SchedulerProbe {
   // where a thread could not be pinned or SCHED_FIFO is not permitted.
   double preempting_wait = 0;
   bool preempting_measured = false;
-  // The same spinner alone: TSC it lost a gap (its CPU's ticks, the host's), and TSC between
-  // its gaps (0 where none was seen or it could not be pinned).
+  // The same spinner alone: TSC it lost a gap (its CPU's ticks, the host's; gaps over 1 ms, a
+  // descheduling, left out), and TSC between them (0 where none was seen or it could not be
+  // pinned).
   double tick_lost = 0;
   double tick_interval = 0;
   // A priority-inheriting mutex passed between two threads on two CPUs, each holding it 3000

@@ -254,6 +254,21 @@ TEST(SimEngine, RefusesWhatItDoesNotModel) {
   auto r = SimulateCell(c, test::Pool());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("emu:"), std::string::npos) << r.error().message;
+  // Ticks that would take more than half a CPU (a thread pushed past its next tick by each one
+  // never steps again), or come more often than every 1000 cycles, are refused in a sentence.
+  c = Cell("emu:null", "count:1", Proto::kUdp, 64);
+  c.cost.cpus = 1;
+  for (auto [tick, every] : {std::pair{600.0, 1000.0}, {100.0, 500.0}, {2000.0, 2000.0}}) {
+    c.cost.tick = tick;
+    c.cost.tick_interval = every;
+    r = SimulateCell(c, test::Pool());
+    ASSERT_FALSE(r.ok()) << tick << " every " << every;
+    EXPECT_NE(r.error().message.find("tick at most half of tick_interval"), std::string::npos)
+        << r.error().message;
+  }
+  c.cost.tick = 500;
+  c.cost.tick_interval = 1000;
+  EXPECT_TRUE(SimulateCell(c, test::Pool()).ok());
 }
 
 // The lock-free qdisc (--sync nolock) on the simulation: producers take no root lock, so with
@@ -501,6 +516,17 @@ TEST(SimEngine, TicksTakeTheirShareOfABusyCpu) {
   const CellResult ticked = Simulate(c);
   EXPECT_NEAR(base.mpps / ticked.mpps, 1 / (1 - 0.05), 0.005);
   EXPECT_EQ(ResultsJson(c, ticked), ResultsJson(c, Simulate(c)));
+
+  // An idle CPU loses nothing: a producer paced at a frame a millisecond (its step a few hundred
+  // cycles) meets few of the 130 ticks between its frames.
+  c.rate = RateSpec{RateSpec::Unit::kPps, 1000};
+  c.cost.tick = 0;
+  const CellResult idle = Simulate(c);
+  c.cost.tick = 1000;
+  const CellResult idle_ticked = Simulate(c);
+  const double extra = (idle_ticked.cpu_ns_per_pkt - idle.cpu_ns_per_pkt) * c.cost.tsc_hz / 1e9;
+  EXPECT_GE(extra, 0);
+  EXPECT_LT(extra, 2 * c.cost.tick);
 }
 
 // A dedicated runner with nothing to send sleeps at most kIrqIdlePoll, as RunnerLoop's
