@@ -214,11 +214,7 @@ bool Simulation::Interrupt(SimCore& core, const SimActor* except, Tsc at, Tsc cy
   if (!(cur->ran_to > at || (cur->t != kNever && cur->t <= at))) return false;
   if (cycles == 0) return true;
   if (window_.Contains(at)) cur->busy += cycles;
-  const bool straight_on = cur->t == cur->ran_to;
-  cur->ran_to = std::max(cur->ran_to, at) + cycles;
-  // Asleep after the step without a timer (a lock, a condition variable): its wake respects
-  // ran_to.
-  if (cur->t != kNever) cur->t = straight_on ? cur->ran_to : std::max(cur->t, cur->ran_to);
+  SimCpu::Lengthen(*cur, at, cycles);
   return true;
 }
 
@@ -267,11 +263,8 @@ void Simulation::AfterStep(SimActor& a, Tsc start) {
       ++switches_.involuntary;                                       // preempted
     }
     if (running) {
-      // The rest of its step runs after: its CPU time ends later, and so does its next step
-      // where it went straight on.
-      const bool straight_on = cur->t == cur->ran_to;
-      cur->ran_to += end - from;
-      cur->t = straight_on ? cur->ran_to : std::max(cur->t, cur->ran_to);
+      // The rest of its step runs after.
+      SimCpu::Lengthen(*cur, cur->ran_to, end - from);
     } else {
       cur->t = cur->ran_to = end;  // runnable: it runs once the txirq is done
     }

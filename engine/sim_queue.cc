@@ -48,11 +48,7 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
   const auto holder_calls = [&](Tsc call) {
     SimActor& h = *l.holder;
     if (window.Contains(l.free_at)) h.busy += call;
-    if (h.t != kNever && !h.queued) {
-      const bool straight_on = h.ran_to == h.t;
-      h.ran_to += call;
-      h.t = straight_on ? h.ran_to : std::max(h.t, h.ran_to);
-    }
+    if (h.t != kNever && !h.queued) Lengthen(h, h.ran_to, call);
   };
   // The release at free_at (already stepped) wakes `a`: its holder's futex call after it, then
   // the wake-up's latency.

@@ -144,6 +144,14 @@ struct SimCpu {
     if (t > a.t) Work(a, t - a.t);
   }
   // Whether a wake by `from` reaches `to` across CPUs (the wake-up's latency then).
+  // `a`'s last step takes `cycles` more from `from` (a call added to it, an interrupt or a
+  // preemption inside it): its CPU time ends later, and so does its next step where it went
+  // straight on; asleep without a timer after it, its wake respects ran_to.
+  static void Lengthen(SimActor& a, Tsc from, Tsc cycles) {
+    const bool straight_on = a.t == a.ran_to;
+    a.ran_to = std::max(a.ran_to, from) + cycles;
+    if (a.t != kNever) a.t = straight_on ? a.ran_to : std::max(a.t, a.ran_to);
+  }
   static bool Remote(const SimActor& from, const SimActor& to) {
     return from.cpu < 0 || to.cpu < 0 || from.cpu != to.cpu;
   }

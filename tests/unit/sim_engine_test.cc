@@ -460,30 +460,34 @@ TEST(SimEngine, TheLockFreeQdiscsLinesMoveBetweenCpus) {
 // polls on the flat-out producer's CPU take that much more of it each; on a CPU idle when they
 // fire (the producer paced far below it), nothing.
 TEST(SimEngine, ATimersInterruptTakesTimeFromTheThreadItLandsOn) {
+  constexpr double kIrq = 30000;
+  // The cell without timer_irq and with it.
+  const auto without_with = [&](CellConfig c) {
+    c.cost.timer_irq = 0;
+    const CellResult base = Simulate(c);
+    c.cost.timer_irq = kIrq;
+    return std::pair{base, Simulate(c)};
+  };
   CellConfig c = Cell("emu:ixgbe", "count:1", Proto::kUdp, 18, 1);
   c.cost.cpus = 1;
   c.cost.context_switch = 2000;
   c.cost.timer_wake = 20000;
-  const CellResult base = Simulate(c);
-  c.cost.timer_irq = 30000;
-  const CellResult hit = Simulate(c);
+  const auto [base, hit] = without_with(c);
   ASSERT_GT(hit.voluntary_ctxsw, 100u);
   // Each of the txirq's sleeps ended by its timer (the producer never sleeps here) took
   // timer_irq more of the producer's CPU: the frame's time grows by that share.
   const auto ns_per_frame = [](const CellResult& r) { return 1e3 / r.mpps; };
-  const double lost_ns = static_cast<double>(hit.voluntary_ctxsw) * 30000 / c.cost.tsc_hz * 1e9 /
+  const double lost_ns = static_cast<double>(hit.voluntary_ctxsw) * kIrq / c.cost.tsc_hz * 1e9 /
                          static_cast<double>(hit.packets);
   EXPECT_NEAR(ns_per_frame(hit) - ns_per_frame(base), lost_ns, lost_ns * 0.05);
+  c.cost.timer_irq = kIrq;
   EXPECT_EQ(ResultsJson(c, hit), ResultsJson(c, Simulate(c)));
 
   // A frame a millisecond, its step a few hundred nanoseconds (its own timer free): the CPU
   // idle when the txirq's polls fire.
   c.rate = RateSpec{RateSpec::Unit::kPps, 1000};
   c.cost.timer_wake = 0;
-  c.cost.timer_irq = 0;
-  const CellResult idle = Simulate(c);
-  c.cost.timer_irq = 30000;
-  const CellResult idle_hit = Simulate(c);
+  const auto [idle, idle_hit] = without_with(c);
   ASSERT_GT(idle.packets, 10u);
   EXPECT_EQ(idle_hit.packets, idle.packets);
   EXPECT_DOUBLE_EQ(idle_hit.cpu_ns_per_pkt, idle.cpu_ns_per_pkt);
@@ -497,12 +501,10 @@ TEST(SimEngine, ATimersInterruptTakesTimeFromTheThreadItLandsOn) {
   cfs.cost.frame = 0.1e-3 * cfs.cost.tsc_hz;
   cfs.rate = RateSpec{RateSpec::Unit::kPps, 5e3};
   cfs.duration_s = 0.04;
-  const CellResult polled = Simulate(cfs);
-  cfs.cost.timer_irq = 30000;
-  const CellResult polled_hit = Simulate(cfs);
+  const auto [polled, polled_hit] = without_with(cfs);
   EXPECT_NEAR(polled_hit.mpps, polled.mpps, polled.mpps * 0.01);
   const double extra = (polled_hit.cpu_ns_per_pkt - polled.cpu_ns_per_pkt) * cfs.cost.tsc_hz / 1e9;
-  EXPECT_NEAR(extra, 30000, 0.1 * 30000);
+  EXPECT_NEAR(extra, kIrq, 0.1 * kIrq);
 }
 
 // A CPU's ticks (`tick` every `tick_interval`) take their share of a thread that keeps it busy:
