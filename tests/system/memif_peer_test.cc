@@ -128,20 +128,24 @@ TEST(MemifPeer, TheBridgeSurvivesPeersThatVanishAndForwardsForTheNextOnes) {
 
 // A peer that stops reading (SIGSTOP: alive, its rings mapped, nothing taken from them) leaves
 // the sender's memif ring full and its drain unfinished: `run` fails, and its sentence says that
-// the port refused frames to the end, why, and what was freed, not that txbatch has a bug. The
-// peer then goes on and ends as asked.
+// the port refused frames to the end, why, and what was freed, not that txbatch has a bug.
+// The stopped peer is then killed, not resumed: DPDK's memif PMD (22.11 up to its main branch)
+// unmaps a port's shared rings on the EAL interrupt thread when the other end goes, without
+// waiting for a receive burst in progress, and a peer stopped inside one (its sender gone while
+// it was stopped) crashed in rte_eth_rx_burst on resuming, 2 times in ~150 here and once in CI
+// (doc/drivers/ethdev.md, "A memif peer that vanishes").
 TEST(MemifPeer, APeerThatStopsReadingFailsTheDrainAndSaysTheRingStayedFull) {
   const std::string dir = ::testing::TempDir();
   constexpr const char* kSock = "txbatch-stalled-peer";
-  Process sink(Txbatch() + " sink --port net_memif0,role=server,socket=" + kSock + " --stats 0",
-               dir + "/stalled-sink.log");
+  KilledPeer peer(Txbatch() + " sink --port net_memif0,role=server,socket=" + kSock + " --stats 0",
+                  dir + "/stalled-sink.log");
+  Process& sink = peer.process;
   ASSERT_TRUE(sink.WaitFor("waiting", 20)) << sink.Log();
   Process run(RunCommand(kSock, "--duration 1 --rate 100kpps", ""), dir + "/stalled-run.log");
   ASSERT_TRUE(run.WaitFor("each cell:", 20)) << run.Log() << sink.Log();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // its link up, frames crossing
   sink.Signal(SIGSTOP);
   const int status = run.Wait();
-  sink.Signal(SIGCONT);
   const std::string out = run.Log();
   EXPECT_EQ(status, 1) << out;
   EXPECT_NE(out.find("refused frames to the end (its ring stayed full: whatever takes frames "
@@ -149,8 +153,8 @@ TEST(MemifPeer, APeerThatStopsReadingFailsTheDrainAndSaysTheRingStayedFull) {
             std::string::npos)
       << out;
   EXPECT_EQ(out.find("txbatch bug"), std::string::npos) << out;
-  sink.Signal(SIGTERM);
-  EXPECT_EQ(sink.Wait(), 0) << sink.Log();
+  sink.Signal(SIGKILL);
+  EXPECT_EQ(sink.Wait(), -SIGKILL) << sink.Log();
 }
 
 }  // namespace
