@@ -1,6 +1,51 @@
 #include "dataplane/lockfree_pfifo.h"
 
+#include <algorithm>
+
 namespace txbatch {
+
+namespace {
+
+// ptr_ring_init's batch: two cache lines of pointers, or one slot in a ring too small to have
+// two such batches.
+unsigned DiscardBatch(unsigned size) {
+  const unsigned two_lines = 2 * 64 / sizeof(void*);
+  return two_lines > size / 2 ? 1 : two_lines;
+}
+
+}  // namespace
+
+LockfreePfifo::Band::Band(unsigned limit)
+    : size(std::max(1u, limit)),
+      batch(DiscardBatch(size)),
+      slots(std::make_unique<std::atomic<rte_mbuf*>[]>(size)) {
+  for (unsigned i = 0; i < size; ++i) slots[i].store(nullptr, std::memory_order_relaxed);
+}
+
+bool LockfreePfifo::Band::Produce(rte_mbuf* m) {
+  rte_spinlock_lock(&producer_lock);
+  const unsigned at = producer.load(std::memory_order_relaxed);
+  // Acquire: the consumer emptied the slot after it had taken the frame in it.
+  const bool room = slots[at].load(std::memory_order_acquire) == nullptr;
+  if (room) {
+    slots[at].store(m, std::memory_order_release);  // the frame, then its slot's pointer
+    producer.store(at + 1 == size ? 0 : at + 1, std::memory_order_relaxed);
+  }
+  rte_spinlock_unlock(&producer_lock);
+  return room;
+}
+
+void LockfreePfifo::Band::Discard() {
+  const unsigned taken = consumer_head++;
+  if (consumer_head - consumer_tail >= batch || consumer_head >= size) {
+    // The last slot first: the producers, waiting on the first of them, touch no other line
+    // until all are empty.
+    for (unsigned i = taken + 1; i-- > consumer_tail;)
+      slots[i].store(nullptr, std::memory_order_release);
+    consumer_tail = consumer_head;
+  }
+  if (consumer_head >= size) consumer_head = consumer_tail = 0;
+}
 
 LockfreePfifo::LockfreePfifo(unsigned limit) : limit_(limit) {
   for (auto& b : bands_) b = std::make_unique<Band>(limit);
@@ -9,17 +54,11 @@ LockfreePfifo::LockfreePfifo(unsigned limit) : limit_(limit) {
 LockfreePfifo::~LockfreePfifo() { Purge(); }
 
 bool LockfreePfifo::Enqueue(rte_mbuf* m, int band, bool* was_empty) {
-  Band& b = *bands_[band];
-  // Reserve a place first: the count, not the FIFO, enforces the limit, so the FIFO never holds
-  // more than the nodes it reserved.
-  if (b.count.fetch_add(1) >= limit_) {
-    b.count.fetch_sub(1);
-    return false;
-  }
+  // Counted before it can be taken, so the backlog never goes below what the ring holds; given
+  // back if the band refuses it.
   const unsigned before = backlog_.fetch_add(1);
-  if (!b.fifo.bounded_push(m)) {  // cannot happen with `limit` nodes reserved; treat as full
+  if (!bands_[band]->Produce(m)) {
     backlog_.fetch_sub(1);
-    b.count.fetch_sub(1);
     return false;
   }
   if (was_empty) *was_empty = before == 0;
@@ -30,15 +69,14 @@ uint16_t LockfreePfifo::DequeueBulk(Batch& batch, const DequeueBudget& budget) {
   BulkLimit limit(budget);
   uint16_t taken = requeue_.TakeInto(batch, limit, 0);
   for (auto& b : bands_) {
-    unsigned from_band = 0;
-    rte_mbuf* m;
-    while (limit.Allows(taken) && !batch.full() && b->fifo.pop(m)) {
+    while (limit.Allows(taken) && !batch.full()) {
+      rte_mbuf* const m = b->Peek();
+      if (m == nullptr) break;
+      b->Discard();
       limit.Took(m);
       batch.Push(m);
-      ++from_band;
       ++taken;
     }
-    if (from_band) b->count.fetch_sub(from_band);
   }
   if (taken) backlog_.fetch_sub(taken);
   return taken;

@@ -1,20 +1,25 @@
 #pragma once
-// pfifo_fast as Linux >= 4.16 runs it (TCQ_F_NOLOCK): each band a bounded multi-producer FIFO
-// that producers enqueue into without the root lock (Linux: one skb_array per band; here a
-// Boost.Lockfree queue with its nodes allocated up front), served in strict priority by whoever
-// holds the qdisc's run flag. A lock-free FIFO cannot push to its head, so frames a driver
-// refused go to a private requeue slot that only the run-flag holder touches (Linux keeps them
-// in q->gso_skb / skb_bad_txq for the same reason).
+// pfifo_fast as Linux >= 4.16 runs it (TCQ_F_NOLOCK): each band a ring of `limit` slots that
+// producers fill without the root lock, served in strict priority by whoever holds the qdisc's
+// run flag. The ring is the kernel's skb_array (ptr_ring): producers take the band's own
+// spinlock (ptr_ring_produce's producer_lock) to fill the slot at the producer index, refused
+// while that slot still holds a frame; the one consumer (the run-flag holder) takes slots in
+// order without a lock and empties them in batches (__ptr_ring_discard_one: two cache lines of
+// slots at a time, the last first), so the line the producers write is not pulled back on every
+// frame. A band thus refuses frames while up to a batch of taken slots is not yet emptied, as
+// the kernel's does. A ring cannot push to its head either, so frames a driver refused go to a
+// private requeue slot that only the run-flag holder touches (Linux keeps them in q->gso_skb /
+// skb_bad_txq for the same reason).
 //
 // Thread rules: Enqueue, backlog(), empty(), band_full() from any thread; DequeueBulk and Requeue
 // only by the holder of the run flag (one thread at a time, with acquire/release between
 // holders); Purge only when nobody else uses the qdisc.
 
 #include <rte_mbuf.h>
+#include <rte_spinlock.h>
 
 #include <array>
 #include <atomic>
-#include <boost/lockfree/queue.hpp>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -49,21 +54,38 @@ class LockfreePfifo {
   // reader may briefly see one that a dequeue cannot take yet.
   unsigned backlog() const { return backlog_.load(); }
   bool empty() const { return backlog() == 0; }
-  bool band_full(int band) const { return bands_[band]->count.load() >= limit_; }
+  bool band_full(int band) const { return bands_[band]->full(); }
   unsigned limit() const { return limit_; }
   unsigned requeued() const { return requeue_.size(); }  // run-flag holder only
 
   unsigned Purge();
 
  private:
+  // One band's ring (the kernel's ptr_ring): the producers' line and the consumer's apart.
   struct Band {
-    explicit Band(unsigned limit) : fifo(limit) {}
-    boost::lockfree::queue<rte_mbuf*> fifo;  // `limit` nodes reserved: bounded_push never allocates
-    std::atomic<unsigned> count{0};          // frames in `fifo`, reserved before the push
+    explicit Band(unsigned limit);
+    // Fills the slot at the producer index (under the producer lock): false while it still
+    // holds a frame (the ring is full, or its taken slots are not yet emptied).
+    bool Produce(rte_mbuf* m);
+    // The consumer's next frame, or null when the ring is empty; Discard takes it.
+    rte_mbuf* Peek() const { return slots[consumer_head].load(std::memory_order_acquire); }
+    void Discard();
+    bool full() const {
+      return slots[producer.load(std::memory_order_relaxed)].load(std::memory_order_acquire) !=
+             nullptr;
+    }
+
+    const unsigned size;
+    const unsigned batch;  // slots emptied together
+    const std::unique_ptr<std::atomic<rte_mbuf*>[]> slots;
+    alignas(64) rte_spinlock_t producer_lock = RTE_SPINLOCK_INITIALIZER;
+    std::atomic<unsigned> producer{0};       // written under producer_lock; read as a hint
+    alignas(64) unsigned consumer_head = 0;  // the consumer's: the next slot to take
+    unsigned consumer_tail = 0;              // the first slot taken but not emptied yet
   };
   const unsigned limit_;
   std::array<std::unique_ptr<Band>, kPfifoBands> bands_;
-  std::atomic<unsigned> backlog_{0};
+  alignas(64) std::atomic<unsigned> backlog_{0};
   RequeueSlot requeue_;  // the run-flag holder's
 };
 

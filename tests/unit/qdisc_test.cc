@@ -75,6 +75,30 @@ TEST(LockfreePfifo, DropsTailAtTheLimitPerBand) {
   ExpectEachBandBounded(q);
 }
 
+// A band is the kernel's ptr_ring: the consumer empties the slots it took 16 at a time
+// (__ptr_ring_discard_one, two cache lines of pointers), so a full band stays full until 16 are
+// taken, then has room for exactly those 16; order holds across the ring's wrap.
+TEST(LockfreePfifo, AFullBandHasRoomOnlyOnceABatchOfTakenSlotsIsEmptied) {
+  constexpr unsigned kLimit = 64, kBatch = 16;
+  LockfreePfifo q(kLimit);
+  auto f = Alloc(kLimit + kBatch + 1);
+  for (unsigned i = 0; i < kLimit; ++i) ASSERT_TRUE(q.Enqueue(f[i], 1));
+  Batch b;
+  ASSERT_EQ(q.DequeueBulk(b, kBatch - 1), kBatch - 1);
+  EXPECT_TRUE(q.band_full(1)) << "15 taken, none emptied yet";
+  EXPECT_FALSE(q.Enqueue(f[kLimit], 1));
+  ASSERT_EQ(q.DequeueBulk(b, 1), 1);
+  EXPECT_FALSE(q.band_full(1));
+  for (unsigned i = 0; i < kBatch; ++i) EXPECT_TRUE(q.Enqueue(f[kLimit + i], 1)) << i;
+  EXPECT_FALSE(q.Enqueue(f[kLimit + kBatch], 1));
+  EXPECT_EQ(q.backlog(), kLimit);
+  std::vector<rte_mbuf*> out(b.frames().begin(), b.frames().end());
+  for (rte_mbuf* m : DequeueAll(q)) out.push_back(m);
+  EXPECT_EQ(out, std::vector<rte_mbuf*>(f.begin(), f.begin() + kLimit + kBatch));
+  rte_pktmbuf_free_bulk(f.data(), static_cast<unsigned>(f.size()));
+  EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
+}
+
 TEST(PfifoFast, BoundsEachBandWhereAskedAsTheLockfreeOne) {
   PfifoFast q(3, kPfifoBands, QdiscLimit::kPerBand);
   ExpectEachBandBounded(q);
