@@ -6,8 +6,9 @@
 // while that slot still holds a frame; the one consumer (the run-flag holder) takes slots in
 // order without a lock and empties them in batches (__ptr_ring_discard_one: two cache lines of
 // slots at a time, the last first), so the line the producers write is not pulled back on every
-// frame. A band thus refuses frames while up to a batch of taken slots is not yet emptied, as
-// the kernel's does. A ring cannot push to its head either, so frames a driver refused go to a
+// frame — here also at the end of each bulk dequeue, so no taken slot outlives a run (the
+// kernel's may, until a batch is taken; a buffer:N runner waiting for N = txqueuelen frames
+// would wait forever). A ring cannot push to its head either, so frames a driver refused go to a
 // private requeue slot that only the run-flag holder touches (Linux keeps them in q->gso_skb /
 // skb_bad_txq for the same reason).
 //
@@ -36,9 +37,10 @@ class LockfreePfifo {
   LockfreePfifo(const LockfreePfifo&) = delete;
   LockfreePfifo& operator=(const LockfreePfifo&) = delete;
 
-  // Appends `m` to `band`; false (leaving `m` with the caller) when the band holds `limit`
-  // frames. `was_empty`, if given, says whether the qdisc held nothing before (a buffer:N:T
-  // timer starts then).
+  // Appends `m` to `band`; false (leaving `m` with the caller) when the band's ring has no free
+  // slot (it holds `limit` frames, less any a dequeue in progress took and has not emptied yet).
+  // `was_empty`, if given, says whether the qdisc held nothing before (a buffer:N:T timer starts
+  // then).
   [[nodiscard]] bool Enqueue(rte_mbuf* m, int band, bool* was_empty = nullptr);
 
   // As PfifoFast::DequeueBulk: requeued frames first, then band 0, 1, 2. Run-flag holder only.
@@ -50,8 +52,9 @@ class LockfreePfifo {
   // `as_list` (how a 3.18 qdisc would have counted them) changes nothing. Run-flag holder only.
   void Requeue(std::span<rte_mbuf* const> frames, bool as_list = false);
 
-  // Frames queued, requeue slot included. A frame counts from just before it is pushed, so a
-  // reader may briefly see one that a dequeue cannot take yet.
+  // Frames queued, requeue slot included. A frame counts from just before its slot is filled
+  // (under the band's lock, once it has one), so a reader may briefly see one that a dequeue
+  // cannot take yet, never one that was refused.
   unsigned backlog() const { return backlog_.load(); }
   bool empty() const { return backlog() == 0; }
   bool band_full(int band) const { return bands_[band]->full(); }
@@ -64,16 +67,20 @@ class LockfreePfifo {
   // One band's ring (the kernel's ptr_ring): the producers' line and the consumer's apart.
   struct Band {
     explicit Band(unsigned limit);
-    // Fills the slot at the producer index (under the producer lock): false while it still
-    // holds a frame (the ring is full, or its taken slots are not yet emptied).
-    bool Produce(rte_mbuf* m);
-    // The consumer's next frame, or null when the ring is empty; Discard takes it.
+    // Takes the producer lock (spinning, then yielding the CPU).
+    void Lock();
+    // The consumer's next frame, or null when the ring is empty; Discard takes it, emptying a
+    // batch of taken slots once there is one (or the ring's end is reached), Empty what is left.
     rte_mbuf* Peek() const { return slots[consumer_head].load(std::memory_order_acquire); }
     void Discard();
+    void Empty();
+    // Whether the producers' next slot still holds a frame. Seq_cst: the look of a producer
+    // about to sleep for room, after counting itself a waiter (see Empty).
     bool full() const {
-      return slots[producer.load(std::memory_order_relaxed)].load(std::memory_order_acquire) !=
+      return slots[producer.load(std::memory_order_relaxed)].load(std::memory_order_seq_cst) !=
              nullptr;
     }
+    static constexpr unsigned kSpinsBeforeYield = 1000;
 
     const unsigned size;
     const unsigned batch;  // slots emptied together

@@ -12,8 +12,8 @@ namespace txbatch {
 // Every flag below is sequentially consistent: the run flag and MISSED, and a waiter's count
 // and the backlog, are each a store-then-load pair on two threads (Dekker), which only a single
 // total order keeps from both missing the other. Where one side of a pair is not one of these
-// flags (the published tx_stopped_, a lock-free band's pop), a seq_cst fence stands where the
-// kernel has its barrier (smp_mb__after_atomic after clearing MISSED).
+// flags (the published tx_stopped_, a lock-free band's emptied slots), a seq_cst fence stands where
+// the kernel has its barrier (smp_mb__after_atomic after clearing MISSED).
 
 NolockTxQueue::NolockTxQueue(TxDriver& driver, const FlushPolicy& policy,
                              const TxQueueConfig& config, const RunWindow& window)

@@ -13,8 +13,8 @@
 # DPDK comes from Debian, not instrumented: the hand-over its lock-free internals do (mempool,
 # a PMD's rings) is invisible to TSan and would look like a race. It is told to TSan instead
 # (base/tsan.h: the pool's handler is wrapped, the ethdev driver marks its bursts).
-# scripts/tsan.supp holds the library-internal reports left (Boost.Lockfree's freelist, EAL's
-# interrupt callbacks), each with its reason; nothing of txbatch's own is suppressed.
+# scripts/tsan.supp holds the library-internal reports left (EAL's interrupt callbacks), each
+# with its reason; nothing of txbatch's own is suppressed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log=$(mktemp)

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -75,28 +76,43 @@ TEST(LockfreePfifo, DropsTailAtTheLimitPerBand) {
   ExpectEachBandBounded(q);
 }
 
-// A band is the kernel's ptr_ring: the consumer empties the slots it took 16 at a time
-// (__ptr_ring_discard_one, two cache lines of pointers), so a full band stays full until 16 are
-// taken, then has room for exactly those 16; order holds across the ring's wrap.
-TEST(LockfreePfifo, AFullBandHasRoomOnlyOnceABatchOfTakenSlotsIsEmptied) {
-  constexpr unsigned kLimit = 64, kBatch = 16;
-  LockfreePfifo q(kLimit);
-  auto f = Alloc(kLimit + kBatch + 1);
-  for (unsigned i = 0; i < kLimit; ++i) ASSERT_TRUE(q.Enqueue(f[i], 1));
-  Batch b;
-  ASSERT_EQ(q.DequeueBulk(b, kBatch - 1), kBatch - 1);
-  EXPECT_TRUE(q.band_full(1)) << "15 taken, none emptied yet";
-  EXPECT_FALSE(q.Enqueue(f[kLimit], 1));
-  ASSERT_EQ(q.DequeueBulk(b, 1), 1);
-  EXPECT_FALSE(q.band_full(1));
-  for (unsigned i = 0; i < kBatch; ++i) EXPECT_TRUE(q.Enqueue(f[kLimit + i], 1)) << i;
-  EXPECT_FALSE(q.Enqueue(f[kLimit + kBatch], 1));
-  EXPECT_EQ(q.backlog(), kLimit);
-  std::vector<rte_mbuf*> out(b.frames().begin(), b.frames().end());
-  for (rte_mbuf* m : DequeueAll(q)) out.push_back(m);
-  EXPECT_EQ(out, std::vector<rte_mbuf*>(f.begin(), f.begin() + kLimit + kBatch));
-  rte_pktmbuf_free_bulk(f.data(), static_cast<unsigned>(f.size()));
-  EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
+// A band is a ring as the kernel's ptr_ring: a band at its limit has room for exactly what a
+// bulk dequeue took once it returns (its taken slots emptied by then, in batches of 16 inside
+// it), and order holds across the ring's wrap — at a limit that is not a multiple of the batch
+// (the last batch before the wrap is shorter) and one under 32 (a batch of one).
+TEST(LockfreePfifo, ABandAtItsLimitHasRoomForWhatEachDequeueTook) {
+  for (const unsigned limit : {64u, 50u, 20u}) {
+    LockfreePfifo q(limit);
+    std::vector<rte_mbuf*> in, out;
+    const auto fill = [&] {
+      while (true) {
+        rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
+        ASSERT_NE(m, nullptr);
+        if (!q.Enqueue(m, 1)) {
+          rte_pktmbuf_free(m);
+          return;
+        }
+        in.push_back(m);
+      }
+    };
+    fill();
+    EXPECT_EQ(q.backlog(), limit);
+    for (const uint16_t k : {15, 1, 16, 40, 3, 33}) {
+      Batch b;
+      const uint16_t n = q.DequeueBulk(b, std::min<uint16_t>(k, static_cast<uint16_t>(limit)));
+      out.insert(out.end(), b.frames().begin(), b.frames().end());
+      rte_pktmbuf_free_bulk(b.frames().data(), n);
+      const size_t before = in.size();
+      fill();
+      EXPECT_EQ(in.size() - before, n) << "limit " << limit << " after taking " << k;
+      EXPECT_TRUE(q.band_full(1));
+    }
+    for (rte_mbuf* m : DequeueAll(q)) out.push_back(m);
+    EXPECT_EQ(out, in) << limit;
+    EXPECT_TRUE(q.empty());
+    for (size_t i = out.size() - limit; i < out.size(); ++i) rte_pktmbuf_free(out[i]);
+    EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
+  }
 }
 
 TEST(PfifoFast, BoundsEachBandWhereAskedAsTheLockfreeOne) {
