@@ -108,6 +108,15 @@ struct CostModel {
   // `txbatch calibrate` fits both from a dedicated runner against the same calls inline.
   double handover = 0;
   double handover_bulk = 0;
+  // The pool's recycling across CPUs: an mbuf a producer allocates that was freed on another
+  // CPU (by the sink, handed the frame by a run or a reclaim there) comes through the pool's
+  // shared stack with its lines in that CPU's cache (`recycle`, the producer's); a frame handed
+  // to the receiver on another CPU than it was built on has its lines read from the builder's
+  // cache and goes back to the pool from there (`deliver_remote`, beyond `deliver`). `txbatch
+  // calibrate` measures both on two threads passing mbufs across two CPUs against one thread
+  // (tools/sched_probe.h, ProbeRecycle).
+  double recycle = 0;
+  double deliver_remote = 0;
   // Where the numbers came from (doc/cost-model.json is this model, with calibrate's fit).
   std::string source =
       "txbatch calibrate --rounds 5 (real engine), 2026-11-30, on the project's machine: 2 vCPU "

@@ -41,6 +41,8 @@ constexpr std::pair<const char*, double CostModel::*> kCosts[] = {
     {"slice", &CostModel::slice},
     {"handover", &CostModel::handover},
     {"handover_bulk", &CostModel::handover_bulk},
+    {"recycle", &CostModel::recycle},
+    {"deliver_remote", &CostModel::deliver_remote},
 };
 
 std::string CostNames() {

@@ -56,6 +56,7 @@ struct SimCore {
 // The TX queue's sink and driver; the queue (sim_queue.h) refers to both.
 struct Lane {
   std::unique_ptr<RxSink> sink;
+  std::unique_ptr<SimDelivery> delivery;  // the driver's receiver: the sink, CPUs noted
   std::unique_ptr<TxDriver> driver;
   std::unique_ptr<SimQueue> q;
 };
@@ -127,6 +128,7 @@ class Simulation {
   std::vector<SimCore> cores_;    // empty: every actor on a CPU of its own (cost.cpus 0)
   std::vector<SimCore*> ticking_;  // the CPUs a thread runs on, where the model has ticks
   SimActor* stepping_ = nullptr;  // the actor whose step runs
+  SimPoolCpus pool_cpus_;         // where each mbuf was last freed
   bool draining_ = false;
   // Its actors' context switches: a step after which the actor sleeps (voluntary), a turn spent
   // or a preemption by the txirq (involuntary).
@@ -331,7 +333,8 @@ void Simulation::Build(SimActor& p) {
     p.timer = p.t;  // nanosleep
     return;
   }
-  cpu_.Work(p, c_.frame * slices);
+  // An mbuf freed on another CPU comes through the pool's shared stack (`recycle`).
+  cpu_.Work(p, c_.frame * slices + c_.recycle * pool_cpus_.Reused({chain.data(), slices}, p.cpu));
   rte_mbuf* const m = builders_[p.index].BuildSlices({chain.data(), slices}, payload, mss, p.t);
   stats_[p.index].generated.Add(slices);
   if (tsq_ && !cfg_.shape.noqueue) tsq_->Charge(p.index, payload);  // own batch: at FlushOwn
@@ -495,7 +498,8 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
         window_, tsc_hz_, cfg_.procs, cfg_.link ? uint64_t{4} * cfg_.link->limit : 0,
         /*verify_headers=*/cfg_.link && cfg_.link->corrupt > 0, cfg_.timing);
     l.sink->StartFlows(first_seq);
-    l.driver = emu::CreateEmuDriver(emu_options, *l.sink, window_, tsc_hz_,
+    l.delivery = std::make_unique<SimDelivery>(*l.sink, pool_cpus_);
+    l.driver = emu::CreateEmuDriver(emu_options, *l.delivery, window_, tsc_hz_,
                                     cfg_.link ? &*cfg_.link : nullptr, &clock_, shared_wire);
     l.q = std::make_unique<SimQueue>(*l.driver, l.sink.get(), *policy_, qcfg, cpu_, clock_);
   }
@@ -567,7 +571,8 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     irq.t = origin + idle_poll_;
     irq.fifo = true;
     irq.cpu = placed.txirqs[i];
-    lanes_[i].q->Attach(&irq, runners[i], flow_cpus);
+    lanes_[i].delivery->set_flow_cpus(flow_cpus);
+    lanes_[i].q->Attach(&irq, runners[i], flow_cpus, lanes_[i].delivery.get());
   }
   if (c_.tick > 0 && c_.tick_interval > 0)
     for (const SimActor& x : actors_) {
@@ -626,7 +631,9 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
       continue;
     }
     stepping_ = next;
+    pool_cpus_.set_cpu(next->cpu);
     StepActor(*next);
+    pool_cpus_.set_cpu(-1);
     stepping_ = nullptr;
     if (next->timer != kNever && next->timer - next->ran_to < c_.timer_arm) {
       // A timed wait shorter than setting its timer takes has expired before the thread could

@@ -39,7 +39,32 @@ SimCycles::SimCycles(const CostModel& c)
       pi_handover(Round(c.pi_handover)),
       slice(Round(c.slice)),
       handover(Round(c.handover)),
-      handover_bulk(Round(c.handover_bulk)) {}
+      handover_bulk(Round(c.handover_bulk)),
+      recycle(Round(c.recycle)),
+      deliver_remote(Round(c.deliver_remote)) {}
+
+unsigned SimPoolCpus::Reused(std::span<rte_mbuf* const> chain, int cpu) {
+  unsigned moved = 0;
+  for (const rte_mbuf* m : chain) {
+    const auto it = freed_on_.find(m);
+    if (it == freed_on_.end()) continue;
+    if (it->second != cpu) ++moved;
+    freed_on_.erase(it);
+  }
+  return moved;
+}
+
+void SimDelivery::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival) {
+  const int cpu = pool_.cpu();
+  for (const rte_mbuf* m : frames) {
+    // Where a frame came from, read before the sink frees it (a frame the link corrupted may
+    // name no flow: not counted).
+    const unsigned flow = FlowOf(m);
+    if (cpu >= 0 && flow < flow_cpus_.size() && flow_cpus_[flow] != cpu) ++remote_;
+    for (const rte_mbuf* seg = m; seg != nullptr; seg = seg->next) pool_.Freed(seg);
+  }
+  sink_.Receive(frames, arrival);
+}
 
 bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
   // The holder's futex call as it let go at free_at (already stepped): it ends its last step
@@ -240,7 +265,7 @@ std::optional<uint16_t> SimQueue::SendBatch(SimActor& p, Batch& own) {
   const auto n = own.size();
   clock_.now = p.t;
   if (meta_offset_ >= 0) MarkHandover(own.frames(), p.t, meta_offset_);
-  const uint64_t handled = Handled();
+  const Handed handled = Handled();
   const XmitResult x = dev_.Xmit(own.frames(), Handover::kBurst, /*from_qdisc=*/false);
   const uint16_t accepted = x.accepted;
   cpu_.RunTo(p, clock_.now);
@@ -254,8 +279,9 @@ std::optional<uint16_t> SimQueue::SendBatch(SimActor& p, Batch& own) {
   return accepted;
 }
 
-void SimQueue::HandOn(SimActor& a, uint64_t handled_before) {
-  const uint64_t frames = Handled() - handled_before;
+void SimQueue::HandOn(SimActor& a, Handed before) {
+  const Handed now = Handled();
+  const uint64_t frames = now.frames - before.frames;
   if (frames == 0) {
     cpu_.Release(a, tx_);
     return;
@@ -266,7 +292,7 @@ void SimQueue::HandOn(SimActor& a, uint64_t handled_before) {
   // out the TX lock's: an actor woken earlier than its own last step ended would wait for
   // itself here.
   const Tsc t0 = a.t - cpu_.c.lock;
-  cpu_.Work(a, cpu_.c.deliver * frames);
+  cpu_.Work(a, cpu_.c.deliver * frames + cpu_.c.deliver_remote * (now.remote - before.remote));
   rx_free_ = a.t;
   qc_.rx_cycles.Add(a.t - t0);
   qc_.rx_frames.Add(frames);
@@ -352,7 +378,7 @@ void SimQueue::Xmit(SimActor& a) {
   if (!cpu_.Acquire(a, tx_)) return;
   if (meta_offset_ >= 0) MarkHandover(batch.frames(), a.t, meta_offset_);
   const uint64_t calls = driver_.counters().xmit_calls.Get();
-  const uint64_t handled = Handled();
+  const Handed handled = Handled();
   clock_.now = a.t;
   const XmitResult x = dev_.Xmit(batch.frames(), run_.handover());
   accepted_ = x.accepted;
@@ -485,7 +511,7 @@ bool SimQueue::Complete(SimActor& irq, bool resched) {
   if (!cpu_.Acquire(irq, tx_)) return false;
   clock_.now = irq.t;
   unsigned reclaimed = 0;
-  const uint64_t handled = Handled();
+  const Handed handled = Handled();
   const bool woke = dev_.Complete(irq.t, &reclaimed);
   const Tsc t0 = irq.t;
   cpu_.Work(irq, cpu_.c.completion + cpu_.c.completion_frame * reclaimed);

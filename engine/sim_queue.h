@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "base/tsc.h"
@@ -43,7 +44,48 @@ struct SimCycles {
       dequeue_frame = 0, run_xmit = 0, bypass = 0, xmit_call = 0, xmit_frame = 0, completion = 0,
       completion_frame = 0, deliver = 0, gso_segment = 0, futex = 0, context_switch = 0, wakeup = 0,
       remote_wake = 0, timer_arm = 0, timer_wake = 0, timer_irq = 0, tick = 0, tick_interval = 0,
-      pi_unlock = 0, pi_handover = 0, slice = 0, handover = 0, handover_bulk = 0;
+      pi_unlock = 0, pi_handover = 0, slice = 0, handover = 0, handover_bulk = 0, recycle = 0,
+      deliver_remote = 0;
+};
+
+// Where each mbuf was last freed, by the CPU of the step that freed it (the sink frees what it
+// is handed): an mbuf allocated on another CPU costs its producer `recycle` (the pool's shared
+// stack, its lines in the freer's cache). Frames freed elsewhere (a drop, a purge) are not
+// noted: their next allocation costs nothing more.
+class SimPoolCpus {
+ public:
+  // The CPU of the step now running; -1 between steps (nothing is noted).
+  void set_cpu(int cpu) { cpu_ = cpu; }
+  int cpu() const { return cpu_; }
+  void Freed(const rte_mbuf* m) {
+    if (cpu_ >= 0) freed_on_[m] = cpu_;
+  }
+  // How many of `chain`, allocated now on `cpu`, were last freed on another CPU; each is
+  // forgotten.
+  unsigned Reused(std::span<rte_mbuf* const> chain, int cpu);
+
+ private:
+  int cpu_ = -1;
+  std::unordered_map<const rte_mbuf*, int> freed_on_;
+};
+
+// A lane's receiver as its driver sees it (the driver delivers here, inside a step): notes on
+// `pool` where each frame is freed, counts the frames handed over on another CPU than their
+// flow's producer's (`deliver_remote` each, charged in SimQueue::HandOn), and hands them to the
+// sink.
+class SimDelivery final : public FrameReceiver {
+ public:
+  SimDelivery(FrameReceiver& sink, SimPoolCpus& pool) : sink_(sink), pool_(pool) {}
+  // The CPU each flow's frames are built on (producer i's for flow i).
+  void set_flow_cpus(std::vector<int> cpus) { flow_cpus_ = std::move(cpus); }
+  void Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival) override;
+  uint64_t remote() const { return remote_; }
+
+ private:
+  FrameReceiver& sink_;
+  SimPoolCpus& pool_;
+  std::vector<int> flow_cpus_;
+  uint64_t remote_ = 0;
 };
 
 enum class SimRole : uint8_t { kProducer, kRunner, kIrq };
@@ -232,12 +274,15 @@ class SimQueue {
   SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy, const TxQueueConfig& config,
            const SimCpu& cpu, VirtualClock& clock);
 
-  // The actors that play this queue's txirq and (--runner dedicated) its runner, and the CPU
-  // each flow's frames are built on (a frame dequeued on another CPU costs `handover`).
-  void Attach(SimActor* irq, SimActor* runner, std::vector<int> flow_cpus = {}) {
+  // The actors that play this queue's txirq and (--runner dedicated) its runner, the CPU each
+  // flow's frames are built on (a frame dequeued on another CPU costs `handover`), and what its
+  // driver delivers through (null: no frame costs `deliver_remote`).
+  void Attach(SimActor* irq, SimActor* runner, std::vector<int> flow_cpus = {},
+              const SimDelivery* delivery = nullptr) {
     irq_ = irq;
     runner_ = runner;
     flow_cpus_ = std::move(flow_cpus);
+    delivery_ = delivery;
   }
 
   // Producer `p`, at p.t, puts `m` (ownership moves on success) into `band` under the root lock.
@@ -335,15 +380,24 @@ class SimQueue {
   Put EnqueueNolock(SimActor& p, rte_mbuf* m, int band, bool waited);
   // `m` goes to the driver as the first bulk of a run by `p` (the empty-qdisc bypass).
   void Bypass(SimActor& p, rte_mbuf* m);
-  uint64_t Handled() const { return sink_ != nullptr ? sink_->handled() : 0; }
+  // The frames the sink was handed so far, and of them those handed over on another CPU than
+  // they were built on.
+  struct Handed {
+    uint64_t frames = 0, remote = 0;
+  };
+  Handed Handled() const {
+    return {sink_ != nullptr ? sink_->handled() : 0,
+            delivery_ != nullptr ? delivery_->remote() : 0};
+  }
   // Ends a TX-lock section of `a`'s: lets the TX lock go and hands the sink's frames handled
-  // since `handled_before` on after it, as the real queue does (DeferredReceiver): `deliver`
-  // each on `a`, under the receiver's lock (taken before the TX lock goes), booked as rx_cycles
-  // (the lock included) and rx_frames.
-  void HandOn(SimActor& a, uint64_t handled_before);
+  // since `before` on after it, as the real queue does (DeferredReceiver): `deliver` each on
+  // `a`, and `deliver_remote` more each built on another CPU, under the receiver's lock (taken
+  // before the TX lock goes), booked as rx_cycles (the lock included) and rx_frames.
+  void HandOn(SimActor& a, Handed before);
 
   TxDriver& driver_;
   RxSink* sink_;
+  const SimDelivery* delivery_ = nullptr;
   const FlushPolicy& policy_;
   const TxQueueConfig config_;
   const SimCpu cpu_;

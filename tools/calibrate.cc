@@ -332,6 +332,12 @@ void ApplyScheduler(const SchedulerProbe& probe, Calibration& cal) {
   cal.scheduler = probe;
 }
 
+void ApplyRecycle(const RecycleProbe& probe, Calibration& cal) {
+  cal.model.recycle = probe.recycle();
+  cal.model.deliver_remote = probe.deliver_remote();
+  cal.recycle = probe;
+}
+
 nlohmann::json Calibration::Json() const {
   const auto line = [](const LinearFit& f) {
     return nlohmann::json{
@@ -397,6 +403,11 @@ nlohmann::json Calibration::Json() const {
                             {"pi_unlock_cycles", scheduler->pi_unlock},
                             {"pi_handover_cycles", scheduler->pi_handover},
                             {"slice_s", KernelSliceS(scheduler->cpus)}}},
+      {"recycle", !recycle ? nlohmann::json(nullptr)
+                           : nlohmann::json{{"build_local_cycles", recycle->build_local},
+                                            {"build_remote_cycles", recycle->build_remote},
+                                            {"receive_local_cycles", recycle->receive_local},
+                                            {"receive_remote_cycles", recycle->receive_remote}}},
       {"points", pts}};
 }
 
@@ -688,6 +699,9 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
                    "timer_wake, timer_irq, tick, tick_interval, pi_unlock, pi_handover, slice, "
                    "lock_contended) are kept "
                    "from the base model\n");
+    // The pool's recycling across two CPUs (none with one CPU: the base's stays, 0 built in).
+    if (auto recycle = ProbeRecycle(session->pool.get(), session->env.cpus, args.rounds))
+      ApplyRecycle(*recycle, *cal);
   }
   const bool reclaims = !cal->completion.residuals.empty();
   cal->model.source = fmt::format(
@@ -705,8 +719,11 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
                         "waits, tick and tick_interval from it alone, pi_unlock and pi_handover "
                         "from a priority-inheriting mutex "
                         "passed across two CPUs, lock_contended from a cache line's, slice the "
-                        "kernel's default",
-                        cal->scheduler->cpus)
+                        "kernel's default{}",
+                        cal->scheduler->cpus,
+                        cal->recycle ? ", recycle and deliver_remote from mbufs passed across "
+                                       "two CPUs against one"
+                                     : "; recycle and deliver_remote kept from the base")
           : std::string("the machine's (cpus, futex, context_switch, wakeup, remote_wake, "
                         "timer_arm, timer_wake, timer_irq, tick, tick_interval, pi_unlock, "
                         "pi_handover, slice, lock_contended) kept from the base"));
@@ -783,6 +800,15 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
         p.timer_irq(), p.tick_lost, p.tick_interval,
         p.tick_interval > 0 ? 100 * p.tick_lost / p.tick_interval : 0.0, p.pi_unlock, p.pi_handover,
         p.line_pass, KernelSliceS(p.cpus) * 1e3);
+  }
+  if (cal->recycle) {
+    const RecycleProbe& r = *cal->recycle;
+    fmt::print(
+        "the pool across two CPUs: an mbuf allocated and written {:.0f} cycles when it was freed "
+        "on the other CPU, {:.0f} on the same (recycle {:.0f}); read and freed {:.0f} when written "
+        "on the other CPU, {:.0f} on the same (deliver_remote {:.0f})\n",
+        r.build_remote, r.build_local, r.recycle(), r.receive_remote, r.receive_local,
+        r.deliver_remote());
   }
   if (const auto poor = PoorFit(*cal, args.min_r2)) {
     std::fprintf(stderr, "txbatch: calibrate: %s\n", poor->c_str());

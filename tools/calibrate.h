@@ -100,6 +100,8 @@ struct Calibration {
   std::optional<CalibrationPoint> bypass;
   // The real engine's machine: its CPUs and scheduler (ApplyScheduler); absent on the sim engine.
   std::optional<SchedulerProbe> scheduler;
+  // The pool's recycling across two CPUs (ApplyRecycle): absent on the sim engine, with one CPU.
+  std::optional<RecycleProbe> recycle;
   // Whether a cache line's move between CPUs was measured (lock_contended and handover).
   bool LineMeasured() const { return scheduler && scheduler->line_pass > 0; }
   nlohmann::json Json() const;  // the "fit" object written with the model

@@ -2,15 +2,21 @@
 
 #include <linux/futex.h>
 #include <pthread.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
 #include <rte_pause.h>
+#include <rte_ring.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -31,6 +37,9 @@ constexpr Tsc kPiHold = 3000, kPiAway = 300;
 constexpr double kSpinS = 0.2;  // a spinner's time in TimerIrq, alone and beside the waiter
 constexpr Tsc kLostGap = 1000;  // TSC between a spinner's two reads that it lost (a loop: ~30)
 constexpr double kTickGapMaxS = 1e-3;  // a longer gap is a descheduling, not a tick
+constexpr unsigned kRecycleBulk = 32;
+constexpr int kRecycleBulks = 20000;
+constexpr unsigned kRecycleRing = 256;  // mbufs on their way between the two threads at most
 
 long Futex(std::atomic<int>* word, int op, int value, const timespec* timeout = nullptr) {
   return syscall(SYS_futex, reinterpret_cast<int*>(word), op, value, timeout, nullptr, 0);
@@ -284,6 +293,104 @@ double SchedulerProbe::remote_wake() const {
   return cross_cpu_wake_call > 0 ? std::max(0.0, cross_cpu_wake_call - futex) : 0;
 }
 
+// One round of ProbeRecycle's: each half's TSC an mbuf, on one thread (`remote` false, on
+// `a`) or two (`a` builds, `b` receives). Nothing where a thread could not be pinned or
+// registered.
+struct RecycleRound {
+  double build = 0, receive = 0;
+};
+std::optional<RecycleRound> RecyclePass(rte_mempool* pool, rte_ring* ring, int a, int b,
+                                        bool remote) {
+  std::array<rte_mbuf*, kRecycleBulk> bulk;
+  std::atomic<bool> ok{true};
+  // Allocates a bulk (retrying, untimed, while the other thread's cache holds the pool's
+  // mbufs) and writes each one's first line: TSC of the successful allocation and the writes;
+  // nothing once the other thread has failed.
+  const auto build = [&](uint32_t stamp) -> std::optional<Tsc> {
+    while (ok.load(std::memory_order_relaxed)) {
+      const Tsc t0 = Now();
+      if (rte_pktmbuf_alloc_bulk(pool, bulk.data(), kRecycleBulk) != 0) {
+        rte_pause();
+        continue;
+      }
+      for (rte_mbuf* m : bulk)
+        std::memset(rte_pktmbuf_mtod(m, void*), static_cast<int>(stamp & 0xff), 64);
+      return Now() - t0;
+    }
+    return std::nullopt;
+  };
+  // Reads each one's first line and frees them: TSC of it.
+  std::atomic<uint64_t> sink{0};
+  const auto receive = [&](std::span<rte_mbuf*> got) {
+    const Tsc t0 = Now();
+    uint64_t sum = 0;
+    for (rte_mbuf* m : got) {
+      const auto* d = rte_pktmbuf_mtod(m, const uint64_t*);
+      for (int i = 0; i < 8; ++i) sum += d[i];
+    }
+    rte_pktmbuf_free_bulk(got.data(), static_cast<unsigned>(got.size()));
+    sink.fetch_add(sum, std::memory_order_relaxed);
+    return Now() - t0;
+  };
+  Tsc built = 0, received = 0;
+  const auto enter = [&](int cpu) {
+    if (!PinTo(cpu) || rte_thread_register() != 0) ok.store(false);
+  };
+  if (!remote) {
+    std::thread t([&] {
+      enter(a);
+      for (int i = 0; i < kRecycleBulks; ++i) {
+        const auto t = build(static_cast<uint32_t>(i));
+        if (!t) break;
+        built += *t;
+        received += receive(bulk);
+      }
+      rte_thread_unregister();
+    });
+    t.join();
+  } else {
+    std::thread y([&] {
+      enter(b);
+      std::array<rte_mbuf*, kRecycleBulk> got;
+      for (int i = 0; i < kRecycleBulks && ok.load();) {
+        if (rte_ring_sc_dequeue_bulk(ring, reinterpret_cast<void**>(got.data()), kRecycleBulk,
+                                     nullptr) == 0) {
+          rte_pause();
+          continue;
+        }
+        received += receive(got);
+        ++i;
+      }
+      rte_thread_unregister();
+    });
+    std::thread x([&] {
+      enter(a);
+      for (int i = 0; i < kRecycleBulks; ++i) {
+        const auto t = build(static_cast<uint32_t>(i));
+        if (!t) break;
+        built += *t;
+        bool sent = false;
+        while (!(sent = rte_ring_sp_enqueue_bulk(ring, reinterpret_cast<void**>(bulk.data()),
+                                                 kRecycleBulk, nullptr) != 0) &&
+               ok.load())
+          rte_pause();
+        if (!sent) rte_pktmbuf_free_bulk(bulk.data(), kRecycleBulk);
+      }
+      rte_thread_unregister();
+    });
+    x.join();
+    y.join();
+  }
+  if (!ok.load()) {
+    // What is still on its way goes home.
+    void* left = nullptr;
+    while (rte_ring_sc_dequeue(ring, &left) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(left));
+    return std::nullopt;
+  }
+  const double n = static_cast<double>(kRecycleBulks) * kRecycleBulk;
+  return RecycleRound{static_cast<double>(built) / n, static_cast<double>(received) / n};
+}
+
 double SchedulerProbe::wakeup() const {
   return cross_cpu_handoff > 0 ? std::max(0.0, cross_cpu_handoff - 2 * futex - remote_wake()) : 0;
 }
@@ -330,6 +437,33 @@ std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int r
   p.line_pass = line.empty() ? 0 : Median(line);
   p.pi_unlock = pi_unlock.empty() ? 0 : Median(pi_unlock);
   p.pi_handover = pi_handover.empty() ? 0 : Median(pi_handover);
+  return p;
+}
+
+std::optional<RecycleProbe> ProbeRecycle(rte_mempool* pool, const std::vector<int>& cpus,
+                                         int rounds) {
+  if (pool == nullptr || cpus.size() < 2 || !CanPin(cpus[0]) || !CanPin(cpus[1]))
+    return std::nullopt;
+  rte_ring* ring = rte_ring_create("txb_recycle_probe", kRecycleRing, SOCKET_ID_ANY,
+                                   RING_F_SP_ENQ | RING_F_SC_DEQ);
+  if (ring == nullptr) return std::nullopt;
+  std::vector<double> build_local, build_remote, receive_local, receive_remote;
+  for (int r = 0; r < std::max(1, rounds); ++r) {
+    const auto local = RecyclePass(pool, ring, cpus[0], cpus[0], /*remote=*/false);
+    const auto across = RecyclePass(pool, ring, cpus[0], cpus[1], /*remote=*/true);
+    if (!local || !across) break;
+    build_local.push_back(local->build);
+    receive_local.push_back(local->receive);
+    build_remote.push_back(across->build);
+    receive_remote.push_back(across->receive);
+  }
+  rte_ring_free(ring);
+  if (build_local.empty()) return std::nullopt;
+  RecycleProbe p;
+  p.build_local = Median(build_local);
+  p.build_remote = Median(build_remote);
+  p.receive_local = Median(receive_local);
+  p.receive_remote = Median(receive_remote);
   return p;
 }
 

@@ -6,8 +6,11 @@
 // mutex handed between two CPUs (the TX lock's FUTEX_LOCK_PI / FUTEX_UNLOCK_PI). Control plane:
 // `txbatch calibrate` runs it before its cells.
 
+#include <algorithm>
 #include <optional>
 #include <vector>
+
+struct rte_mempool;
 
 namespace txbatch {
 
@@ -52,6 +55,24 @@ struct SchedulerProbe {
   // CPU (on a guest, the exit to the host and back); 0 where it was not measured.
   double timer_irq() const;
 };
+
+// The pool's recycling across two CPUs, for the simulation's `recycle` and `deliver_remote`: a
+// thread allocates kRecycleBulk mbufs and writes each one's first 64 bytes of data (a frame's
+// build), another reads those bytes and frees them (the sink), both registered with EAL (their
+// mempool caches, as the engine's threads); on two CPUs (handed over through an rte_ring)
+// against both on one thread. TSC cycles an mbuf.
+struct RecycleProbe {
+  double build_local = 0, build_remote = 0;      // allocate + write
+  double receive_local = 0, receive_remote = 0;  // read + free
+  double recycle() const { return std::max(0.0, build_remote - build_local); }
+  double deliver_remote() const { return std::max(0.0, receive_remote - receive_local); }
+};
+
+// Medians over `rounds` (each 20000 bulks) with `pool` on the first two of `cpus`: nothing with
+// fewer than two CPUs, where a thread cannot be pinned or registered, or the handover ring
+// cannot be made.
+std::optional<RecycleProbe> ProbeRecycle(rte_mempool* pool, const std::vector<int>& cpus,
+                                         int rounds);
 
 // Medians over `rounds` (each 2000 futex passes, 20000 futex calls, 100000 line passes, 2000
 // timed waits, a spinner's 0.2 s alone and 0.2 s beside timed waits, 20000 passes of a

@@ -831,6 +831,37 @@ TEST(SimEngine, FramesThatChangeCpuCostAHandover) {
   }
 }
 
+// The pool's recycling across CPUs: emu:null's sink, run by a dedicated runner on the other CPU,
+// frees every frame there, so each frame costs its receiver `deliver_remote` (the receiver's
+// own share, booked apart) and each mbuf its producer allocates again `recycle`; all on one
+// CPU, nothing. (Paced, so the threads' timing stays what it was: the difference a frame is the
+// cost charged.)
+TEST(SimEngine, FramesFreedOnAnotherCpuCostTheirRecycling) {
+  CellConfig c = Cell("emu:null", "count:1", Proto::kUdp, 64, 1);
+  c.shape.dedicated = true;
+  c.stream = false;
+  c.rate = RateSpec{RateSpec::Unit::kPps, 100e3};
+  c.cost.cpus = 2;
+  const CellResult base = Simulate(c);
+  ASSERT_TRUE(base.receiver);
+  c.cost.recycle = 3000;
+  const CellResult recycled = Simulate(c);
+  EXPECT_NEAR((recycled.cpu_ns_per_pkt - base.cpu_ns_per_pkt) * c.cost.tsc_hz / 1e9, 3000,
+              0.02 * 3000);
+  c.cost.recycle = 0;
+  c.cost.deliver_remote = 3000;
+  const CellResult read = Simulate(c);
+  ASSERT_TRUE(read.receiver);
+  EXPECT_NEAR(read.receiver->cycles_per_pkt - base.receiver->cycles_per_pkt, 3000, 0.02 * 3000);
+  EXPECT_NEAR(read.cpu_ns_per_pkt, base.cpu_ns_per_pkt, 0.02 * base.cpu_ns_per_pkt);
+  c.cost.deliver_remote = 0;
+
+  c.cost.cpus = 1;
+  const CellResult one = Simulate(c);
+  c.cost.recycle = c.cost.deliver_remote = 3000;
+  EXPECT_EQ(ResultsJson(c, Simulate(c)), ResultsJson(c, one));
+}
+
 // After generation the txirq stops polling once nothing is left to reclaim; a bulk in a
 // dedicated runner's hand, dequeued and not yet handed to the driver, is something: the txirq
 // that stepped between that runner's dequeue and its driver call slept for good, and the drain
