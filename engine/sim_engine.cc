@@ -128,7 +128,7 @@ class Simulation {
   std::vector<SimCore> cores_;    // empty: every actor on a CPU of its own (cost.cpus 0)
   std::vector<SimCore*> ticking_;  // the CPUs a thread runs on, where the model has ticks
   SimActor* stepping_ = nullptr;  // the actor whose step runs
-  SimPoolCpus pool_cpus_;         // where each mbuf was last freed
+  SimPoolCpus pool_cpus_{c_.recycle > 0};  // where the pool's freed mbufs were freed
   bool draining_ = false;
   // Its actors' context switches: a step after which the actor sleeps (voluntary), a turn spent
   // or a preemption by the txirq (involuntary).
@@ -334,7 +334,7 @@ void Simulation::Build(SimActor& p) {
     return;
   }
   // An mbuf freed on another CPU comes through the pool's shared stack (`recycle`).
-  cpu_.Work(p, c_.frame * slices + c_.recycle * pool_cpus_.Reused({chain.data(), slices}, p.cpu));
+  cpu_.Work(p, c_.frame * slices + c_.recycle * pool_cpus_.Reused(slices, p.cpu));
   rte_mbuf* const m = builders_[p.index].BuildSlices({chain.data(), slices}, payload, mss, p.t);
   stats_[p.index].generated.Add(slices);
   if (tsq_ && !cfg_.shape.noqueue) tsq_->Charge(p.index, payload);  // own batch: at FlushOwn
@@ -498,7 +498,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
         window_, tsc_hz_, cfg_.procs, cfg_.link ? uint64_t{4} * cfg_.link->limit : 0,
         /*verify_headers=*/cfg_.link && cfg_.link->corrupt > 0, cfg_.timing);
     l.sink->StartFlows(first_seq);
-    l.delivery = std::make_unique<SimDelivery>(*l.sink, pool_cpus_);
+    l.delivery = std::make_unique<SimDelivery>(*l.sink, pool_cpus_, c_.deliver_remote > 0);
     l.driver = emu::CreateEmuDriver(emu_options, *l.delivery, window_, tsc_hz_,
                                     cfg_.link ? &*cfg_.link : nullptr, &clock_, shared_wire);
     l.q = std::make_unique<SimQueue>(*l.driver, l.sink.get(), *policy_, qcfg, cpu_, clock_);

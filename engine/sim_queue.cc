@@ -43,13 +43,11 @@ SimCycles::SimCycles(const CostModel& c)
       recycle(Round(c.recycle)),
       deliver_remote(Round(c.deliver_remote)) {}
 
-unsigned SimPoolCpus::Reused(std::span<rte_mbuf* const> chain, int cpu) {
+unsigned SimPoolCpus::Reused(unsigned n, int cpu) {
   unsigned moved = 0;
-  for (const rte_mbuf* m : chain) {
-    const auto it = freed_on_.find(m);
-    if (it == freed_on_.end()) continue;
-    if (it->second != cpu) ++moved;
-    freed_on_.erase(it);
+  for (; n > 0 && !freed_on_.empty(); --n) {
+    if (freed_on_.back() != cpu) ++moved;
+    freed_on_.pop_back();
   }
   return moved;
 }
@@ -57,11 +55,13 @@ unsigned SimPoolCpus::Reused(std::span<rte_mbuf* const> chain, int cpu) {
 void SimDelivery::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival) {
   const int cpu = pool_.cpu();
   for (const rte_mbuf* m : frames) {
-    // Where a frame came from, read before the sink frees it (a frame the link corrupted may
-    // name no flow: not counted).
-    const unsigned flow = FlowOf(m);
-    if (cpu >= 0 && flow < flow_cpus_.size() && flow_cpus_[flow] != cpu) ++remote_;
-    for (const rte_mbuf* seg = m; seg != nullptr; seg = seg->next) pool_.Freed(seg);
+    // Where a frame came from, read before the sink frees it (FlowOf reads the txbatch header
+    // past the lengths the builder set, which a link's corruption does not reach).
+    if (count_remote_ && cpu >= 0) {
+      const unsigned flow = FlowOf(m);
+      if (flow < flow_cpus_.size() && flow_cpus_[flow] != cpu) ++remote_;
+    }
+    for (const rte_mbuf* seg = m; seg != nullptr; seg = seg->next) pool_.Freed();
   }
   sink_.Receive(frames, arrival);
 }

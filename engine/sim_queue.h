@@ -18,7 +18,6 @@
 #include <memory>
 #include <optional>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "base/tsc.h"
@@ -48,34 +47,40 @@ struct SimCycles {
       deliver_remote = 0;
 };
 
-// Where each mbuf was last freed, by the CPU of the step that freed it (the sink frees what it
-// is handed): an mbuf allocated on another CPU costs its producer `recycle` (the pool's shared
-// stack, its lines in the freer's cache). Frames freed elsewhere (a drop, a purge) are not
-// noted: their next allocation costs nothing more.
+// The pool's recycling across CPUs, without the mbufs' identities (which mbuf the pool hands
+// out depends on its caches' state before the cell: results must not): each frame the sink
+// frees leaves a token naming the CPU of the step that freed it, and each mbuf a producer
+// allocates takes the newest token — one from another CPU costs the producer `recycle` (the
+// pool's shared stack, its lines in the freer's cache). Frames freed elsewhere (a drop, a
+// purge, the link's losses) leave none; an allocation that finds none (the cell's first
+// frames) costs nothing more. Off (nothing kept) when the model has no `recycle`.
 class SimPoolCpus {
  public:
+  explicit SimPoolCpus(bool on) : on_(on) {}
   // The CPU of the step now running; -1 between steps (nothing is noted).
   void set_cpu(int cpu) { cpu_ = cpu; }
   int cpu() const { return cpu_; }
-  void Freed(const rte_mbuf* m) {
-    if (cpu_ >= 0) freed_on_[m] = cpu_;
+  void Freed() {
+    if (on_ && cpu_ >= 0) freed_on_.push_back(cpu_);
   }
-  // How many of `chain`, allocated now on `cpu`, were last freed on another CPU; each is
-  // forgotten.
-  unsigned Reused(std::span<rte_mbuf* const> chain, int cpu);
+  // How many of `n` mbufs allocated now on `cpu` were freed on another CPU.
+  unsigned Reused(unsigned n, int cpu);
 
  private:
+  const bool on_;
   int cpu_ = -1;
-  std::unordered_map<const rte_mbuf*, int> freed_on_;
+  std::vector<int> freed_on_;  // a stack: the newest last
 };
 
-// A lane's receiver as its driver sees it (the driver delivers here, inside a step): notes on
-// `pool` where each frame is freed, counts the frames handed over on another CPU than their
+// A lane's receiver as its driver sees it (the driver delivers here, inside a step): leaves on
+// `pool` a token for each mbuf freed, counts the frames handed over on another CPU than their
 // flow's producer's (`deliver_remote` each, charged in SimQueue::HandOn), and hands them to the
 // sink.
 class SimDelivery final : public FrameReceiver {
  public:
-  SimDelivery(FrameReceiver& sink, SimPoolCpus& pool) : sink_(sink), pool_(pool) {}
+  // `count_remote`: the model charges `deliver_remote` (else nothing is counted).
+  SimDelivery(FrameReceiver& sink, SimPoolCpus& pool, bool count_remote)
+      : sink_(sink), pool_(pool), count_remote_(count_remote) {}
   // The CPU each flow's frames are built on (producer i's for flow i).
   void set_flow_cpus(std::vector<int> cpus) { flow_cpus_ = std::move(cpus); }
   void Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival) override;
@@ -84,6 +89,7 @@ class SimDelivery final : public FrameReceiver {
  private:
   FrameReceiver& sink_;
   SimPoolCpus& pool_;
+  const bool count_remote_;
   std::vector<int> flow_cpus_;
   uint64_t remote_ = 0;
 };

@@ -702,6 +702,11 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
     // The pool's recycling across two CPUs (none with one CPU: the base's stays, 0 built in).
     if (auto recycle = ProbeRecycle(session->pool.get(), session->env.cpus, args.rounds))
       ApplyRecycle(*recycle, *cal);
+    else if (session->env.cpus.size() > 1)
+      std::fprintf(stderr,
+                   "txbatch: calibrate could not pass mbufs between two CPUs (a thread not "
+                   "pinned or registered with EAL, or its ring not made): recycle and "
+                   "deliver_remote are kept from the base model\n");
   }
   const bool reclaims = !cal->completion.residuals.empty();
   cal->model.source = fmt::format(
@@ -726,7 +731,8 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
                                      : "; recycle and deliver_remote kept from the base")
           : std::string("the machine's (cpus, futex, context_switch, wakeup, remote_wake, "
                         "timer_arm, timer_wake, timer_irq, tick, tick_interval, pi_unlock, "
-                        "pi_handover, slice, lock_contended) kept from the base"));
+                        "pi_handover, slice, lock_contended, recycle, deliver_remote) kept from "
+                        "the base"));
 
   fmt::print("calibrate: {} rounds of {} cells, {} engine, TSC {:.0f} MHz ({})\n", args.rounds,
              plan.cells.size(), args.engine, tsc_hz / 1e6, session->env.cpu);

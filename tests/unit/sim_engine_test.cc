@@ -862,6 +862,26 @@ TEST(SimEngine, FramesFreedOnAnotherCpuCostTheirRecycling) {
   EXPECT_EQ(ResultsJson(c, Simulate(c)), ResultsJson(c, one));
 }
 
+// The recycling is charged from tokens, not from which mbufs the shared pool hands out: the same
+// cell gives the same results after another cell has left the pool's caches otherwise.
+TEST(SimEngine, RecyclingCostsDoNotDependOnThePoolsStateBefore) {
+  CellConfig c = Cell("emu:ixgbe", "count:8", Proto::kUdp, 64, 3);
+  c.stream = false;
+  c.queues = 2;
+  c.shape.dedicated = true;
+  c.cost.cpus = 2;
+  c.cost.recycle = 500;
+  c.cost.deliver_remote = 300;
+  const CellResult a = Simulate(c);
+  CellConfig other = Cell("emu:e1000", "count:32", Proto::kTcp, 9000, 2);
+  other.cost.cpus = 2;
+  other.cost.recycle = 500;
+  (void)Simulate(other);
+  const CellResult b = Simulate(c);
+  ASSERT_GT(a.packets, 1000u);
+  EXPECT_EQ(ResultsJson(c, a), ResultsJson(c, b));
+}
+
 // After generation the txirq stops polling once nothing is left to reclaim; a bulk in a
 // dedicated runner's hand, dequeued and not yet handed to the driver, is something: the txirq
 // that stepped between that runner's dequeue and its driver call slept for good, and the drain
