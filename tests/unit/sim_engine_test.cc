@@ -456,6 +456,31 @@ TEST(SimEngine, TheLockFreeQdiscsLinesMoveBetweenCpus) {
   EXPECT_EQ(ResultsJson(c, Simulate(c)), ResultsJson(c, one));
 }
 
+// Inline, the lock-free qdisc's run flag is a shared line too: two paced producers on two CPUs
+// take turns, so each frame's producer finds the band's line, the flag's (with its notes) and
+// the TX lock's last written by the other — `lock_contended` three times a frame — and its run
+// writes them again from its own CPU (nothing more). On one CPU, nothing.
+TEST(SimEngine, InlineTheLockFreeRunFlagsLineMovesBetweenCpus) {
+  CellConfig c = Cell("emu:null", "count:1", Proto::kUdp, 64, 2);
+  c.shape.nolock = true;
+  c.stream = false;
+  c.rate = RateSpec{RateSpec::Unit::kPps, 100e3};
+  c.cost.cpus = 2;
+  c.cost.lock_contended = 0;
+  const CellResult base = Simulate(c);
+  c.cost.lock_contended = 2000;
+  const CellResult moved = Simulate(c);
+  EXPECT_EQ(moved.packets, base.packets);
+  EXPECT_NEAR((moved.cpu_ns_per_pkt - base.cpu_ns_per_pkt) * c.cost.tsc_hz / 1e9, 3 * 2000,
+              0.02 * 3 * 2000);
+
+  c.cost.cpus = 1;
+  c.cost.lock_contended = 0;
+  const CellResult one = Simulate(c);
+  c.cost.lock_contended = 2000;
+  EXPECT_EQ(ResultsJson(c, Simulate(c)), ResultsJson(c, one));
+}
+
 // A timer's interrupt on a busy CPU is the running thread's loss (timer_irq): the txirq's idle
 // polls on the flat-out producer's CPU take that much more of it each; on a CPU idle when they
 // fire (the producer paced far below it), nothing.
