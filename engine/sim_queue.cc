@@ -126,9 +126,13 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
     RunTo(a, l.free_at + c.pi_handover);  // the hand-over is the take: nothing more after it
     return take(0);
   }
-  // Held: into the kernel to sleep. Freed meanwhile, the call returns and the lock is taken.
+  // Held: into the kernel to sleep. Freed meanwhile, the call returns: a priority-inheriting
+  // lock's (FUTEX_LOCK_PI) with the lock taken; a plain mutex's with EAGAIN, and the thread
+  // tries its atomic exchange again (lll_lock_wait), a step of its own at the call's end (a
+  // hold taken inside this step would begin after threads stepped meanwhile found the lock
+  // free, and they would sleep in the kernel on a lock nobody held).
   Work(a, c.futex);
-  if (!held()) return take();
+  if (!held()) return l.handoff ? take() : false;
   if (l.woken == nullptr && l.holder != nullptr && l.holder != &a && l.free_at > a.t - c.futex) {
     l.woken = &a;
     l.handed = l.handoff;
