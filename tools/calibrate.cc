@@ -1,14 +1,12 @@
 #include "tools/calibrate.h"
 
 #include <fmt/format.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <tuple>
 
 #include "dataplane/tx_queue.h"
 #include "drivers/factory.h"
@@ -17,7 +15,6 @@
 #include "results/records.h"
 #include "results/summary.h"
 #include "results/tables.h"
-#include "results/verdict.h"
 #include "tools/run_options.h"
 
 namespace txbatch {
@@ -410,195 +407,6 @@ nlohmann::json Calibration::Json() const {
                                             {"receive_remote_cycles", recycle->receive_remote}}},
       {"points", pts}};
 }
-
-Result<std::vector<CellConfig>> CheckCells(unsigned cpus, const std::string& cost_model,
-                                           double duration_s, double warmup_s) {
-  std::string procs = "1";
-  for (unsigned p = 2; p <= 4 * std::max(1u, cpus) && p <= 64; p *= 2)
-    procs += fmt::format(",{}", p);
-  std::vector<CellConfig> cells;
-  for (const auto& [driver, proto, size] :
-       {std::tuple{"emu:ixgbe", "udp", "64"}, std::tuple{"emu:e1000", "tcp", "65536"}}) {
-    RunArgs a;
-    a.drivers = {driver};
-    a.proto = proto;
-    a.size = size;
-    a.procs = procs;
-    a.batch = "1,32";
-    a.sync = "rootlock,nolock";
-    a.runner = "inline,dedicated";
-    a.engine = "real,sim";
-    a.cost_model = cost_model;
-    a.duration_s = duration_s;
-    a.warmup_s = warmup_s;
-    a.rounds = 1;
-    auto plan = BuildRunPlan(a);
-    if (!plan) return plan.error();
-    cells.insert(cells.end(), plan->cells.begin(), plan->cells.end());
-  }
-  return cells;
-}
-
-namespace {
-
-// `sim` is `real`'s simulated twin: the same cell and policy on the other engine.
-bool Twins(const CellConfig& real, const CellConfig& sim) {
-  CellConfig as_real = sim;
-  as_real.engine = Engine::kReal;
-  return real.driver == sim.driver && real.proto == sim.proto && real.size == sim.size &&
-         real.procs == sim.procs && real.policy == sim.policy &&
-         ShapeName(real) == ShapeName(as_real);
-}
-
-}  // namespace
-
-std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned cpus) {
-  // Medians per cell, and batching's verdict against the same cell at count:1, as every table.
-  const std::vector<CellSummary> cells = Summarise(records, PolicySpec{PolicyKind::kCount, 1});
-  std::vector<CheckRow> rows;
-  for (const CellSummary& real : cells) {
-    if (real.config.engine != Engine::kReal) continue;
-    const auto sim = std::find_if(cells.begin(), cells.end(), [&](const CellSummary& s) {
-      return s.config.engine == Engine::kSim && Twins(real.config, s.config);
-    });
-    if (sim == cells.end()) continue;
-    CheckRow row;
-    row.cell = real.config;
-    row.threads = row.cell.procs + (row.cell.shape.dedicated ? 1 : 0);
-    row.real_mpps = real.mpps;
-    const auto [lo, hi] = std::minmax_element(
-        real.runs.begin(), real.runs.end(),
-        [](const CellRecord* x, const CellRecord* y) { return x->result.mpps < y->result.mpps; });
-    row.real_lo = (*lo)->result.mpps;
-    row.real_hi = (*hi)->result.mpps;
-    row.sim_mpps = sim->mpps;
-    row.real_cycles = real.cycles_per_pkt;
-    row.sim_cycles = sim->cycles_per_pkt;
-    const auto sleeps = [](const CellSummary& s) {
-      std::vector<double> v;
-      for (const CellRecord* r : s.runs)
-        if (r->result.packets > 0)
-          v.push_back(1e3 * static_cast<double>(r->result.voluntary_ctxsw) /
-                      static_cast<double>(r->result.packets));
-      return v.empty() ? 0.0 : Median(v);
-    };
-    row.real_sleeps = sleeps(real);
-    row.sim_sleeps = sleeps(*sim);
-    const bool over = row.threads > cpus;
-    const double bound = over ? 0.30 : 0.15;
-    const auto within = [&](double sim_v, double real_v) {
-      return real_v > 0 && std::abs(sim_v / real_v - 1) <= bound;
-    };
-    const bool mpps_ok = within(row.sim_mpps, row.real_mpps) ||
-                         (over && row.sim_mpps >= row.real_lo && row.sim_mpps <= row.real_hi);
-    const bool cycles_ok = within(row.sim_cycles, row.real_cycles);
-    row.agrees = mpps_ok && cycles_ok;
-    if (row.agrees) {
-      row.why = within(row.sim_mpps, row.real_mpps)
-                    ? fmt::format("agrees (within {:.0f} %)", bound * 100)
-                    : "agrees (inside the real spread)";
-    } else {
-      const auto ratio = [](double sim_v, double real_v) {
-        return real_v > 0 ? sim_v / real_v : 0;
-      };
-      row.why = fmt::format(
-          "off:{}{}",
-          mpps_ok ? "" : fmt::format(" Mpps {:.2f}x", ratio(row.sim_mpps, row.real_mpps)),
-          cycles_ok ? "" : fmt::format(" cycles {:.2f}x", ratio(row.sim_cycles, row.real_cycles)));
-    }
-    if (real.bw_vs_off && sim->bw_vs_off) {
-      row.batching_real = VerdictName(real.bw_verdict);
-      row.batching_sim = VerdictName(sim->bw_verdict);
-    }
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
-
-CheckTally Tally(std::span<const CheckRow> rows) {
-  CheckTally t;
-  for (const CheckRow& r : rows) {
-    ++t.cells;
-    t.agree += r.agrees;
-    if (r.batching_real.empty()) continue;
-    ++t.judged;
-    const bool same = r.batching_real == r.batching_sim;
-    t.same += same;
-    if (r.batching_real == "inconclusive") continue;
-    ++t.decisive;
-    t.decisive_same += same;
-  }
-  return t;
-}
-
-bool CheckHolds(const CheckTally& t) {
-  return t.cells > 0 && t.agree == t.cells && t.same == t.judged;
-}
-
-namespace {
-
-int CheckCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_user_args,
-                 RunEnv env, EalMemory memory, const std::optional<OutputFile>& json) {
-  // The grid needs the machine's CPUs before EAL runs: what this process may run on.
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  sched_getaffinity(0, sizeof(allowed), &allowed);
-  const unsigned cpus = static_cast<unsigned>(std::max(1, CPU_COUNT(&allowed)));
-  auto cells = CheckCells(cpus, args.cost_model, args.duration_s, args.warmup_s);
-  if (!cells) return Fail(kExitBadInput, cells.error());
-  int status = kExitOk;
-  auto session = StartSession(*cells, memory, eal_user_args, std::move(env), &status);
-  if (!session) return Fail(status, session.error());
-  std::vector<CellRecord> records;
-  bool balanced = true;
-  fmt::print(
-      "calibrate --check: {} cells on both engines, {} interleaved rounds, on {} CPUs ({}); "
-      "the simulation's cost model: {}\n",
-      cells->size() / 2, args.rounds, cpus, session->env.cpu, cells->back().cost.source);
-  std::fflush(stdout);
-  MeasureGrid(*cells, args.rounds, *session, 0, records, &status, &balanced);
-  if (status != kExitOk) return status;
-  const auto rows = CheckRows(records, cpus);
-  const CheckTally t = Tally(rows);
-  fmt::print(
-      "\n{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>19} {:>7} {:>6} {:>8} {:>8} {:>6} "
-      "{:>13}  {:<28} {}\n",
-      "driver", "prot", "size", "procs", "sync", "runner", "batch", "real Mpps (spread)", "sim",
-      "s/r", "real cyc", "sim cyc", "s/r", "sleeps/kpkt", "verdict", "batching real / sim");
-  for (const CheckRow& r : rows) {
-    const bool judged = !r.batching_real.empty();
-    fmt::print(
-        "{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>7.3f} ({:.2f}-{:.2f}) {:>7.3f} {:>6.2f} "
-        "{:>8.0f} {:>8.0f} {:>6.2f} {:>6.1f}/{:<6.1f}  {:<28} {}\n",
-        r.cell.driver, ProtoName(r.cell.proto), r.cell.size, r.cell.procs,
-        r.cell.shape.nolock ? "nolock" : "rootlock",
-        r.cell.shape.dedicated ? "dedicated" : "inline", r.cell.policy.ToString(), r.real_mpps,
-        r.real_lo, r.real_hi, r.sim_mpps, r.real_mpps > 0 ? r.sim_mpps / r.real_mpps : 0.0,
-        r.real_cycles, r.sim_cycles, r.real_cycles > 0 ? r.sim_cycles / r.real_cycles : 0.0,
-        r.real_sleeps, r.sim_sleeps, r.why,
-        judged ? fmt::format("{} / {}{}", r.batching_real, r.batching_sim,
-                             r.batching_real == r.batching_sim ? "" : "  (differ)")
-               : std::string());
-  }
-  fmt::print(
-      "\n{} of {} cells agree (Mpps and cycles/pkt within 15 % with no more threads than the {} "
-      "CPUs, within 30 % or inside the real rounds' Mpps spread beyond); batching's verdict the "
-      "same on both engines in {} of {} ({} of the {} the real rounds decided: not "
-      "inconclusive).\n",
-      t.agree, t.cells, cpus, t.same, t.judged, t.decisive_same, t.decisive);
-  nlohmann::json doc = ToJson(records, session->env);
-  session->pool.reset();
-  const int finished = Finish(json, doc, status, balanced);
-  if (finished != kExitOk || !args.strict || CheckHolds(t)) return finished;
-  fmt::print(stderr,
-             "txbatch: calibrate --check --strict: the simulation does not agree with this "
-             "machine ({} of {} cells agree, batching's verdict the same in {} of {}): exit "
-             "5\n",
-             t.agree, t.cells, t.same, t.judged);
-  return kExitPoorFit;
-}
-
-}  // namespace
 
 int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_user_args,
                      RunEnv env) {

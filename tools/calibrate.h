@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "base/output_file.h"
 #include "dataplane/eal.h"
 #include "engine/cost_model.h"
 #include "engine/record.h"
@@ -168,6 +169,12 @@ CheckTally Tally(std::span<const CheckRow> rows);
 // engines in every batched row (an inconclusive real verdict included: the sim must say so
 // too). `--check --strict` exits 5 otherwise. A check with no cell does not pass.
 bool CheckHolds(const CheckTally& t);
+
+// `calibrate --check` (calibrate_check.cc): CheckCells measured on both engines in `args.rounds`
+// interleaved rounds, the table of CheckRows and its tally, the records to `json`; exit 5 with
+// --strict where CheckHolds does not. Returns the exit status.
+int CheckCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_user_args,
+                 RunEnv env, EalMemory memory, const std::optional<OutputFile>& json);
 
 // The whole command; returns the exit status.
 int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_user_args,
