@@ -425,6 +425,15 @@ TEST(SimEngine, TheTxirqsTimersTakeItsCpuFromTheProducer) {
   EXPECT_EQ(ResultsJson(c, timed), ResultsJson(c, Simulate(c)));
 }
 
+// With every thread on one CPU no line moves: `lock_contended` changes nothing in `c`.
+void ExpectNoLineMovesOnOneCpu(CellConfig c) {
+  c.cost.cpus = 1;
+  c.cost.lock_contended = 0;
+  const CellResult one = Simulate(c);
+  c.cost.lock_contended = 2000;
+  EXPECT_EQ(ResultsJson(c, Simulate(c)), ResultsJson(c, one));
+}
+
 // The lock-free qdisc's shared lines (its bands' indices, the run flag and notes) move between
 // the CPUs of the threads that write them, as the root lock's line does: a paced producer and a
 // dedicated runner on two CPUs move the band's lines twice a frame (the enqueue, the dequeue)
@@ -448,12 +457,7 @@ TEST(SimEngine, TheLockFreeQdiscsLinesMoveBetweenCpus) {
   const double root = extra(false), free = extra(true);
   EXPECT_GT(root, 1.5 * 2000);
   EXPECT_NEAR(free, root, 0.1 * root);
-
-  c.cost.cpus = 1;
-  c.cost.lock_contended = 0;
-  const CellResult one = Simulate(c);
-  c.cost.lock_contended = 2000;
-  EXPECT_EQ(ResultsJson(c, Simulate(c)), ResultsJson(c, one));
+  ExpectNoLineMovesOnOneCpu(c);
 }
 
 // Inline, the lock-free qdisc's run flag is a shared line too: two paced producers on two CPUs
@@ -473,12 +477,7 @@ TEST(SimEngine, InlineTheLockFreeRunFlagsLineMovesBetweenCpus) {
   EXPECT_EQ(moved.packets, base.packets);
   EXPECT_NEAR((moved.cpu_ns_per_pkt - base.cpu_ns_per_pkt) * c.cost.tsc_hz / 1e9, 3 * 2000,
               0.02 * 3 * 2000);
-
-  c.cost.cpus = 1;
-  c.cost.lock_contended = 0;
-  const CellResult one = Simulate(c);
-  c.cost.lock_contended = 2000;
-  EXPECT_EQ(ResultsJson(c, Simulate(c)), ResultsJson(c, one));
+  ExpectNoLineMovesOnOneCpu(c);
 }
 
 // A timer's interrupt on a busy CPU is the running thread's loss (timer_irq): the txirq's idle
