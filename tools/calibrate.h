@@ -41,7 +41,8 @@ namespace txbatch {
 // lines), and the check's grid (batch 1 and 32) and most runners' bulks lie below it.
 inline constexpr unsigned kHandoverFitLimit = 32;
 
-// Least squares y = intercept + slope * x, its R² and each point's residual (y - fit), with
+// Least squares of the relative errors (weights 1/y²) y = intercept + slope * x, the weighted
+// fit's R² and each point's residual in cycles (y - fit), with
 // neither part below 0 (both are costs): where the free line's would be, that part is held at 0
 // and the other fitted alone, and `bounded` names it ("fixed_cycles" or "per_frame_cycles").
 struct LinearFit {
