@@ -48,7 +48,8 @@ struct CostModel {
   // the NIC model delivers: in the completion role, or inside the call on a wire-less NIC.
   double deliver = 215.9;
   // Per segment the stack cuts from a GSO frame before the driver (--offload gso: a header copy,
-  // the IP checksum and the TCP fields, gso.h's SegmentGso).
+  // the IP checksum and the TCP fields, gso.h's SegmentGso), or the emulated NIC's TSO as the
+  // txirq reclaims (the same code).
   double gso_segment = 40;
   // The machine (sim_engine.h, "CPUs and the scheduler"): threads share `cpus` CPUs as the real
   // engine places them. 0: every thread on a CPU of its own and no scheduler costs, the

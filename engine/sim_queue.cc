@@ -272,6 +272,7 @@ std::optional<uint16_t> SimQueue::SendBatch(SimActor& p, Batch& own) {
   const Handed handled = Handled();
   const XmitResult x = dev_.Xmit(own.frames(), Handover::kBurst, /*from_qdisc=*/false);
   const uint16_t accepted = x.accepted;
+  NoteAccepted(own.frames().first(accepted));
   cpu_.RunTo(p, clock_.now);
   cpu_.Work(p, cpu_.c.xmit_call + cpu_.c.xmit_frame * n);
   qc_.batch_hist[n].Add();
@@ -371,6 +372,21 @@ unsigned SimQueue::FramesMoved(const SimActor& a) {
   return moved;
 }
 
+void SimQueue::NoteAccepted(std::span<rte_mbuf* const> frames) {
+  for (const rte_mbuf* m : frames) {
+    if (IsGso(m)) ring_gso_.push_back({entries_in_, m->nb_segs});
+    ++entries_in_;
+  }
+}
+
+Tsc SimQueue::RingCuts(unsigned reclaimed) {
+  entries_out_ += reclaimed;
+  unsigned slices = 0;
+  for (; !ring_gso_.empty() && ring_gso_.front().entry < entries_out_; ring_gso_.pop_front())
+    slices += ring_gso_.front().slices;
+  return cpu_.c.gso_segment * slices;
+}
+
 bool SimQueue::Segment(SimActor& a, Batch& batch) {
   const unsigned cut = config_.segment_gso ? SegmentBatch(batch) : 0;
   cpu_.Work(a, cpu_.c.gso_segment * cut);
@@ -389,6 +405,7 @@ void SimQueue::Xmit(SimActor& a) {
   clock_.now = a.t;
   const XmitResult x = dev_.Xmit(batch.frames(), run_.handover());
   accepted_ = x.accepted;
+  NoteAccepted(batch.frames().first(x.accepted));
   cpu_.RunTo(a, clock_.now);
   if (x.offered) {
     cpu_.Work(a, cpu_.c.xmit_call * (driver_.counters().xmit_calls.Get() - calls) +
@@ -521,7 +538,7 @@ bool SimQueue::Complete(SimActor& irq, bool resched) {
   const Handed handled = Handled();
   const bool woke = dev_.Complete(irq.t, &reclaimed);
   const Tsc t0 = irq.t;
-  cpu_.Work(irq, cpu_.c.completion + cpu_.c.completion_frame * reclaimed);
+  cpu_.Work(irq, cpu_.c.completion + cpu_.c.completion_frame * reclaimed + RingCuts(reclaimed));
   if (reclaimed > 0) {
     qc_.completions.Add();
     qc_.completion_frames.Add(reclaimed);

@@ -164,6 +164,27 @@ TEST(SimEngine, ReclaimsCostTheModelsCompletionCosts) {
   EXPECT_FALSE(Simulate(Cell("emu:null", "count:8", Proto::kUdp, 18)).completion_frames_per_call);
 }
 
+// A NIC with TSO cuts each GSO frame into its MSS frames as it reclaims it (EmuNic runs
+// SegmentGso there): `gso_segment` a slice, in the reclaim's cycles. A 64 KiB frame's reclaim
+// cost one frame's completion_frame, and nothing for its 45 slices.
+TEST(SimEngine, ATsoReclaimCostsItsCut) {
+  CellConfig c = Cell("emu:e1000", "count:1", Proto::kTcp, 65536);
+  c.offload = Offload::kTso;
+  c.cost.completion = 300;
+  c.cost.completion_frame = 20;
+  c.cost.gso_segment = 100;
+  const CellResult r = Simulate(c);
+  ASSERT_TRUE(r.completion_frames_per_call.has_value());
+  ASSERT_TRUE(r.completion_cycles_per_call.has_value());
+  const double slices = static_cast<double>(SlicesPerFrame(c));
+  ASSERT_GT(slices, 40);
+  // Every GSO frame of a 64 KiB write has its full slices but the write's last one.
+  EXPECT_NEAR(*r.completion_cycles_per_call,
+              300 + (20 + 100 * slices) * *r.completion_frames_per_call,
+              0.05 * 100 * slices * *r.completion_frames_per_call);
+  EXPECT_GT(*r.completion_cycles_per_call, 300 + (20 + 100 * 0.8 * slices));
+}
+
 // A wire-bound configuration sits at the wire's ceiling, whatever the shape.
 TEST(SimEngine, AWireBoundCellSitsAtTheCeiling) {
   for (const char* policy : {"count:1", "count:32", "linux-2014", "bql"}) {
