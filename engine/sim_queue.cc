@@ -346,10 +346,7 @@ void SimQueue::Dequeue(SimActor& a, bool held) {
   if (n == 0 && nolock && notes_.ClearForAnotherLook())  // pfifo_fast_dequeue
     n = run_.Dequeue(qdisc_, device, waiters, &wake);
   // A dequeue that finds nothing (the one ending every run) costs only its lock.
-  const unsigned moved = n > 0 ? FramesMoved(a) : 0;
-  if (n > 0)
-    cpu_.Work(a,
-              cpu_.c.dequeue + cpu_.c.dequeue_frame * n + (moved > 0 ? cpu_.c.handover_bulk : 0));
+  if (n > 0) cpu_.Work(a, cpu_.c.dequeue + cpu_.c.dequeue_frame * n + Handovers(a));
   if (n > 0 && wake) {
     // space_cv_.notify_all() under the root lock: one futex call wakes every blocked producer.
     cpu_.WakeAllFrom(a, waiters_, a.t);
@@ -358,18 +355,18 @@ void SimQueue::Dequeue(SimActor& a, bool held) {
   if (!nolock) cpu_.Release(a, root_);
   if (n == 0) return EndRun(a);
   // The bulk's handover to the driver beyond the call (`run_xmit`: the root lock let go, the
-  // handover's bookkeeping) and the moved frames' lines, in the TX path.
-  cpu_.Work(a, cpu_.c.run_xmit + cpu_.c.handover * moved);
+  // handover's bookkeeping), in the TX path.
+  cpu_.Work(a, cpu_.c.run_xmit);
   a.step = SimStep::kXmit;
 }
 
-unsigned SimQueue::FramesMoved(const SimActor& a) {
+Tsc SimQueue::Handovers(const SimActor& a) {
   unsigned moved = 0;
   for (const rte_mbuf* m : run_.batch().frames()) {
     const unsigned flow = FlowOf(m);
     if (flow < flow_cpus_.size() && flow_cpus_[flow] != a.cpu) ++moved;  // a GSO frame: its head
   }
-  return moved;
+  return moved == 0 ? 0 : cpu_.c.handover * moved + cpu_.c.handover_bulk;
 }
 
 void SimQueue::NoteAccepted(std::span<rte_mbuf* const> frames) {

@@ -362,11 +362,11 @@ class SimQueue {
   // The run's bulk dequeue under the root lock: taken here, or (`held`) still held from the
   // enqueue that began the run; let go here either way.
   void Dequeue(SimActor& a, bool held);
-  // How many frames of the bulk in hand were built on another CPU than `a`'s (a GSO frame
-  // once: the CPU reads its head's lines; the NIC reads the slices' data). The dequeue pays
-  // `handover_bulk` once under the root lock if there is one (the qdisc's lines), and the TX
-  // path after it `handover` for each (the frames' lines, read by the driver's call).
-  unsigned FramesMoved(const SimActor& a);
+  // `handover` for each frame of the bulk in hand that was built on another CPU than `a`'s (a
+  // GSO frame once: the CPU reads its head's lines; the NIC reads the slices' data), and
+  // `handover_bulk` once if there is one. Under the root lock: the dequeue reads each frame's
+  // length there (BulkLimit::Took), its first line.
+  Tsc Handovers(const SimActor& a);
   // The driver accepted `frames` into its ring (after each Xmit): its GSO frames noted.
   void NoteAccepted(std::span<rte_mbuf* const> frames);
   // The driver reclaimed `reclaimed` more entries: what cutting their GSO frames into MSS frames

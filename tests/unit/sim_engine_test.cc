@@ -942,24 +942,6 @@ TEST(SimEngine, FramesThatChangeCpuCostAHandover) {
   }
 }
 
-// A frame's own lines (`handover`) are read by the driver's call, after the root lock is let
-// go; only the qdisc's (`handover_bulk`) are the dequeue's, under it. A producer beside a
-// dedicated runner whose frames cost much to move finds the root lock free: it held the lock
-// through every frame's move, and the producer slept on it for nearly every frame.
-TEST(SimEngine, AFramesMoveIsPaidOutsideTheRootLock) {
-  CellConfig c = Cell("emu:null", "count:1", Proto::kTcp, 1448, 1);
-  c.shape.dedicated = true;
-  c.cost.cpus = 2;
-  c.cost.futex = 100;
-  c.cost.wakeup = 1000;
-  c.cost.handover = 20000;
-  c.duration_s = 0.01;
-  const CellResult r = Simulate(c);
-  ASSERT_GT(r.packets, 100u);
-  // Asleep on a full qdisc (producer_waits) and woken, and nothing else.
-  EXPECT_LE(r.voluntary_ctxsw, 2 * r.producer_waits + 2);
-}
-
 // The pool's recycling across CPUs: emu:null's sink, run by a dedicated runner on the other CPU,
 // frees every frame there, so each frame costs its receiver `deliver_remote` (the receiver's
 // own share, booked apart) and each mbuf its producer allocates again `recycle`; all on one
