@@ -60,16 +60,15 @@ LinearFit FitLine(std::span<const double> x, std::span<const double> y) {
   // (sim/real), and a bulk of one — batching off — counts as much as one of 256. Plain least
   // squares let the large bulks' cycles decide the line, and it missed the bulk of one by 1.8x
   // (the dedicated series on this project's 2-vCPU guest, 2026-12-04).
+  // A point at or below zero has no relative error: with one, every point counts alike (plain
+  // least squares), so that none drops out of the fit or its R².
+  const bool relative =
+      std::all_of(y.begin(), y.begin() + static_cast<ptrdiff_t>(n), [](double v) { return v > 0; });
   std::vector<double> w(n);
   double sw = 0, mx = 0, my = 0;
   for (size_t i = 0; i < n; ++i) {
-    w[i] = y[i] > 0 ? 1 / (y[i] * y[i]) : 0;
+    w[i] = relative ? 1 / (y[i] * y[i]) : 1;
     sw += w[i], mx += w[i] * x[i], my += w[i] * y[i];
-  }
-  if (!(sw > 0)) {  // nothing measured above zero: every point alike
-    std::fill(w.begin(), w.end(), 1.0);
-    sw = static_cast<double>(n), mx = my = 0;
-    for (size_t i = 0; i < n; ++i) mx += x[i], my += y[i];
   }
   mx /= sw;
   my /= sw;

@@ -44,6 +44,21 @@ TEST(Calibrate, FitLineWeighsEachPointsRelativeError) {
     EXPECT_NEAR((f.intercept + f.slope * x[i]) / y[i], 1, 0.25) << "bulk " << x[i];
 }
 
+// A point at or below zero has no relative error: the fit then counts every point alike, so
+// none drops out of it or its R² (weighted by 1/y² with a weight of 0 there, a scatter whose
+// low points fell below zero fitted its high ones alone, R² 1).
+TEST(Calibrate, FitLineCountsEveryPointWhenOneIsAtOrBelowZero) {
+  const std::vector<double> x{1, 2, 4, 8, 16, 32, 64, 128, 256};
+  std::vector<double> scatter;
+  for (double n : x)
+    scatter.push_back(200 + 10 * n + (static_cast<int>(n) % 3 == 1 ? 1500 : -1500));
+  const LinearFit f = FitLine(x, scatter);
+  EXPECT_LT(f.r2, 0.9);
+  double sum = 0;
+  for (double r : f.residuals) sum += r;
+  EXPECT_NEAR(sum, 0, 1e-6);  // plain least squares: residuals sum to zero
+}
+
 // A small fixed cost under noise (calibrate's completion series on a sanitizer build gave a
 // free fit of -577 + n x 60): a cost is not negative, so the fixed part is held at 0 and the
 // line through the origin is the fit; a falling line keeps its mean and no per-frame part.
