@@ -361,7 +361,7 @@ void Simulation::Enqueue(SimActor& p) {
   p.step = SimStep::kBuild;  // or the run the enqueue begins
   const SimQueue::Put put = q.Enqueue(p, m, kProducerBand, p.held_waited);
   if (put == SimQueue::Put::kRetry) {
-    p.step = step;  // the root lock was held: asleep, the same step again
+    p.step = step;  // the root lock was held: the same step again, when Acquire says
     return;
   }
   if (put == SimQueue::Put::kDone) {
@@ -399,7 +399,7 @@ void Simulation::FlushOwn(SimActor& p, FlushTrigger why) {
     for (rte_mbuf* m : p.own.frames()) tsq_->Charge(p.index, PayloadBytes(m));
   if (!p.q->SendBatch(p, p.own)) {
     // The batch was cut into segments (the flush again at once), or the TX lock was held
-    // (asleep, the flush again when it wakes): nothing went. Not a driver call: a release its
+    // (the flush again when Acquire says): nothing went. Not a driver call: a release its
     // uncharge makes is at the end of this step's CPU time, not at the driver's last clock
     // (another actor's, later: a producer running on past a GSO cut was moved on to it).
     clock_.now = p.ran_to;
@@ -424,7 +424,7 @@ void Simulation::Irq(SimActor& irq) {
   SimQueue& q = *irq.q;
   const bool resched = q.TakeKicks();
   if (!q.Complete(irq, resched)) {
-    // The TX lock was held: asleep, again when woken; what it was told waits for it (a kick
+    // The TX lock was held: again when Acquire says; what it was told waits for it (a kick
     // does not wake a thread asleep in a lock).
     if (resched) q.Kick(irq, true);
     return;

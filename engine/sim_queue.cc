@@ -175,6 +175,7 @@ SimQueue::SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy,
              config.shape.nolock ? QdiscLimit::kPerBand : QdiscLimit::kLength),
       run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen), MaxBulk(config)),
       tx_(/*handoff=*/config.tx_lock_inherits),
+      reclaims_(driver.Wire().has_value()),
       meta_offset_(config.track_stages ? TxMetaOffset() : -1),
       idle_poll_(
           static_cast<Tsc>(std::chrono::duration<double>(kIrqIdlePoll).count() * config.tsc_hz)) {}
@@ -370,6 +371,7 @@ Tsc SimQueue::Handovers(const SimActor& a) {
 }
 
 void SimQueue::NoteAccepted(std::span<rte_mbuf* const> frames) {
+  if (!reclaims_) return;
   for (const rte_mbuf* m : frames) {
     if (IsGso(m)) ring_gso_.push_back({entries_in_, m->nb_segs});
     ++entries_in_;

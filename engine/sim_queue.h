@@ -208,9 +208,10 @@ struct SimCpu {
   Tsc WakeCall(bool remote) const { return c.futex + (remote ? c.remote_wake : 0); }
   // `a` takes `l` at a.t: true when it holds it (paying the acquisition, and the line's move
   // from the last holder's core when it had to wait; a spinner has it at the hand-over,
-  // nothing more). False when it is held: `a` has gone to
-  // sleep (its t the wake-up, or kNever until a release wakes it) and tries its step again then,
-  // so a step takes its lock before anything else it does.
+  // nothing more). False when it is held: `a` has gone to sleep (its t the wake-up, or kNever
+  // until a release wakes it), or — a plain mutex let go during its futex call — is back from
+  // the call (EAGAIN, its t the call's end), and tries its step again then, so a step takes its
+  // lock before anything else it does.
   bool Acquire(SimActor& a, SimLock& l) const;
   // `a`, holding `l`, lets go of it at a.t, waking its first sleeper (a futex call of its own).
   void Release(SimActor& a, SimLock& l) const;
@@ -296,7 +297,7 @@ class SimQueue {
   // `waited`: it was blocked, so the frame is restamped. A full band returns false (m stays the
   // caller's, to drop or to Block on). Then, as Send: wakes the dedicated runner, or starts a run
   // by `p` (p.step becomes kDequeue) when nobody runs.
-  // kRetry: the root lock was held; `p` sleeps and steps again (m stays the caller's).
+  // kRetry: the root lock was held; `p` steps again when Acquire says (m stays the caller's).
   enum class Put : uint8_t { kDone, kFull, kRetry };
   Put Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited);
   // `p` sleeps until a run frees room (p.t becomes kNever).
@@ -438,6 +439,8 @@ class SimQueue {
     unsigned slices;
   };
   std::deque<RingGso> ring_gso_;
+  const bool reclaims_;  // the driver has a wire and a ring the txirq reclaims (a wire-less one
+                         // completes inside its call, and cuts nothing)
   uint64_t entries_in_ = 0, entries_out_ = 0;
   uint16_t accepted_ = 0;
   bool handed_over_ = false;  // between the driver call and Settle: accepted_ are the driver's

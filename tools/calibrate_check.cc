@@ -2,6 +2,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <tuple>
 
 #include "engine/session.h"
