@@ -278,8 +278,10 @@ std::optional<uint16_t> SimQueue::SendBatch(SimActor& p, Batch& own) {
   cpu_.Work(p, cpu_.c.xmit_call + cpu_.c.xmit_frame * n);
   qc_.batch_hist[n].Add();
   qc_.dropped_noqueue.Add(WireFrames(own.frames().subspan(accepted)));
-  qc_.tx_cycles.Add(p.t - t0);
+  // The queue stopped: the txirq is told inside the driver call's section, as XmitLocked's
+  // Kick (its wake in the TX path's cycles, as the real engine's).
   if (x.stopped_now) Kick(p, false);
+  qc_.tx_cycles.Add(p.t - t0);
   HandOn(p, handled);
   own.ConsumeFront(accepted);
   return accepted;
@@ -411,8 +413,8 @@ void SimQueue::Xmit(SimActor& a) {
                      cpu_.c.xmit_frame * batch.size());
     qc_.batch_hist[batch.size()].Add();
   }
+  if (x.stopped_now) Kick(a, false);  // as SendBatch's: in the TX path's cycles
   qc_.tx_cycles.Add(a.t - run_t0_);
-  if (x.stopped_now) Kick(a, false);
   HandOn(a, handled);
   if (accepted_ < batch.size()) {
     a.step = SimStep::kRequeue;  // the refused go back under the root lock

@@ -185,6 +185,30 @@ TEST(SimEngine, ATsoReclaimCostsItsCut) {
   EXPECT_GT(*r.completion_cycles_per_call, 300 + (20 + 100 * 0.8 * slices));
 }
 
+// The TX path's cycles (results.cycles_per_pkt) hold the txirq's wake when the driver's call
+// stops the queue, as the real engine's: XmitLocked kicks the txirq inside the call's section,
+// before the path's end is read. The simulation read its end first: a dedicated runner on
+// another CPU than the txirq paid the IPI outside its TX path, which came out at 0.08-0.2x the
+// real engine's on emu:e1000 TSO (calibrate --check, 2026-12-04).
+TEST(SimEngine, TheTxPathHoldsTheWakeOfAStop) {
+  CellConfig c = Cell("emu:e1000", "count:1", Proto::kTcp, 65536);
+  c.offload = Offload::kTso;
+  c.shape.dedicated = true;
+  c.cost.cpus = 2;
+  c.cost.futex = 1000;
+  const auto tx = [&](double remote_wake) {
+    c.cost.remote_wake = remote_wake;
+    const CellResult r = Simulate(c);
+    EXPECT_GT(r.queue_stops, 10u);
+    return std::pair{r.cycles_per_pkt * static_cast<double>(r.packets), r.queue_stops};
+  };
+  const auto [cheap, stops] = tx(0);
+  const auto [ipi, stops_ipi] = tx(20000);
+  ASSERT_GT(stops, 10u);
+  // Each stop's kick, across CPUs, costs the runner the IPI more, in its TX path.
+  EXPECT_NEAR((ipi - cheap) / static_cast<double>(stops_ipi), 20000, 0.15 * 20000);
+}
+
 // A wire-bound configuration sits at the wire's ceiling, whatever the shape.
 TEST(SimEngine, AWireBoundCellSitsAtTheCeiling) {
   for (const char* policy : {"count:1", "count:32", "linux-2014", "bql"}) {
