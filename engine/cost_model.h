@@ -68,6 +68,17 @@ struct CostModel {
   // kicking the vCPU; measured 32-39 thousand cycles, 12-15 us, on this project's 2-vCPU guest,
   // where a local futex call is 250). CPU time of the waker; `wakeup` is the wait after it.
   double remote_wake = 0;
+  // A CPU that has idled `halt_after` cycles (every thread on it asleep) is halted — on a guest
+  // the host takes the vCPU off its CPU once its halt-polling window (KVM's halt_poll_ns) runs
+  // out; on bare metal a deep C-state — and a wake that reaches a sleeper there costs its waker
+  // `remote_wake_halted` instead of `remote_wake`, and the sleeper runs `wakeup_halted` after
+  // that call instead of `wakeup`. 0: no CPU is ever halted. `txbatch calibrate` scans the
+  // cross-CPU wake at growing idle gaps: on this project's 2-vCPU guest (2026-12-04) the wake
+  // call was 13 thousand cycles up to 140 us of idle and 40 thousand from 160 us, the sleeper's
+  // return after it 10 and 60 thousand.
+  double halt_after = 0;
+  double remote_wake_halted = 0;
+  double wakeup_halted = 0;
   // A timed sleep (a condition variable's wait_for, nanosleep: the txirq's to its completion
   // deadline or idle poll, a dedicated runner's idle poll, a paced producer's): `timer_arm` is
   // what arming its timer and cancelling it costs the sleeper where another thread's wake ends

@@ -66,7 +66,7 @@ class Simulation {
   Simulation(const CellConfig& cfg, rte_mempool* pool)
       : cfg_(cfg),
         c_(cfg.cost),
-        cpu_{c_, window_},
+        cpu_{c_, window_, &idle_},
         tsc_hz_(cfg.cost.tsc_hz),
         pool_(pool),
         stats_(cfg.procs),
@@ -88,6 +88,13 @@ class Simulation {
   void AfterStep(SimActor& a, Tsc start);
   // `core` runs the next thread that waits for it, from `at` (a context switch).
   void Switch(SimCore& core, Tsc at);
+  // CPU `cpu` was busy from `start` to `end` outside a step (a switch onto it): not idle.
+  void Busy(int cpu, Tsc start, Tsc end) {
+    if (cpu < 0 || idle_.empty()) return;
+    SimIdle& idle = idle_[static_cast<size_t>(cpu)];
+    idle.Begin(start, c_.halt_after);
+    idle.End(end);
+  }
   // The interrupt of `a`'s timer, fired at `at`, on its CPU: the thread running there loses
   // timer_irq; returns whether one was (an idle CPU loses nothing).
   bool TimerInterrupt(const SimActor& a, Tsc at);
@@ -126,6 +133,7 @@ class Simulation {
   // Producers, then each queue's dedicated runner (if any), then each queue's txirq.
   std::vector<SimActor> actors_;
   std::vector<SimCore> cores_;    // empty: every actor on a CPU of its own (cost.cpus 0)
+  std::vector<SimIdle> idle_;     // each CPU's idle, for the host's halt (as cores_)
   std::vector<SimCore*> ticking_;  // the CPUs a thread runs on, where the model has ticks
   SimActor* stepping_ = nullptr;  // the actor whose step runs
   SimPoolCpus pool_cpus_{c_.recycle > 0};  // where the pool's freed mbufs were freed
@@ -190,7 +198,10 @@ bool Simulation::Dispatch(SimActor& a) {
   const Tsc from = std::max(a.t, cur != nullptr ? cur->ran_to : a.t);
   core.cur = &a;
   a.t = from;
-  if (cur != nullptr) cpu_.Work(a, c_.context_switch);
+  if (cur != nullptr) {
+    cpu_.Work(a, c_.context_switch);
+    Busy(a.cpu, from, a.t);
+  }
   core.slice_end = a.t + c_.slice;
   return false;
 }
@@ -200,7 +211,9 @@ void Simulation::Switch(SimCore& core, Tsc at) {
   core.runnable.pop_front();
   next.queued = false;
   next.t = std::max(next.want, at);
+  const Tsc from = next.t;
   cpu_.Work(next, c_.context_switch);
+  Busy(next.cpu, from, next.t);
   core.cur = &next;
   core.slice_end = next.t + c_.slice;
 }
@@ -270,6 +283,7 @@ void Simulation::AfterStep(SimActor& a, Tsc start) {
     } else {
       cur->t = cur->ran_to = end;  // runnable: it runs once the txirq is done
     }
+    Busy(a.cpu, start, cur->ran_to);  // the switches, and what it had left
     return;
   }
   if (core.cur != &a || core.runnable.empty()) return;
@@ -527,6 +541,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   actors_.reserve(cfg_.procs + 2 * nq);  // never reallocated: queues point into it
   // The CPUs, and each actor on one as the real engine places them (PlaceThreads).
   cores_.resize(cfg_.cost.cpus);
+  idle_.assign(cfg_.cost.cpus, SimIdle{.busy_to = origin});  // busy setting the cell up
   // The CPUs' ticks, spread evenly over one interval (armed below on the CPUs a thread runs on).
   std::vector<Tsc> tick_at(cores_.size());
   for (size_t i = 0; i < cores_.size(); ++i)
@@ -623,10 +638,14 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     next->ran_to = start;
     next->lock_wait = false;
     next->signalled = kNever;
+    SimIdle* const idle =
+        next->cpu >= 0 && !idle_.empty() ? &idle_[static_cast<size_t>(next->cpu)] : nullptr;
+    if (idle != nullptr) idle->Begin(start, c_.halt_after);
     if (next->timer_cost > 0) {
       // Spent first, as a step of its own (a step takes its lock at its start; the txirq's
       // preempts its CPU's thread, and its steps after are the same preemption).
       cpu_.Work(*next, std::exchange(next->timer_cost, 0));
+      if (idle != nullptr) idle->End(next->ran_to);
       AfterStep(*next, start);
       continue;
     }
@@ -644,6 +663,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     }
     // Asleep after it (a lock, a condition variable, a timer): a voluntary switch.
     if (next->t == kNever || next->t > next->ran_to) ++switches_.voluntary;
+    if (idle != nullptr) idle->End(next->ran_to);
     AfterStep(*next, start);
   }
   if (!in_window) a = Snapshot();

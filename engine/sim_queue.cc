@@ -30,6 +30,9 @@ SimCycles::SimCycles(const CostModel& c)
       context_switch(Round(c.context_switch)),
       wakeup(Round(c.wakeup)),
       remote_wake(Round(c.remote_wake)),
+      halt_after(Round(c.halt_after)),
+      remote_wake_halted(Round(c.remote_wake_halted)),
+      wakeup_halted(Round(c.wakeup_halted)),
       timer_arm(Round(c.timer_arm)),
       timer_wake(Round(c.timer_wake)),
       timer_irq(Round(c.timer_irq)),
@@ -79,9 +82,10 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
   // the wake-up's latency.
   const auto woken_by_holder = [&] {
     const bool remote = Remote(*l.holder, a);
-    const Tsc call = WakeCall(remote);
+    const bool halted = remote && Halted(a, l.free_at);
+    const Tsc call = WakeCall(remote, halted);
     holder_calls(call);
-    a.t = l.free_at + call + (remote ? c.wakeup : 0);
+    a.t = l.free_at + call + WakeLatency(remote, halted);
     a.lock_wait = true;
     return false;
   };
@@ -155,11 +159,12 @@ void SimCpu::Release(SimActor& a, SimLock& l) const {
   l.woken = s;
   l.handed = l.handoff;
   const bool remote = Remote(a, *s);
-  Work(a, WakeCall(remote));
+  const bool halted = remote && Halted(*s, a.t);
+  Work(a, WakeCall(remote, halted));
   // Asleep in the lock, nothing else woke it; not before its own last step ended (a step is
   // stepped whole: one that let the lock go, ran on and came back to sleep in it ends after
   // a.t where the thread it woke let go quickly).
-  s->t = std::max(a.t + (remote ? c.wakeup : 0), s->ran_to);
+  s->t = std::max(a.t + WakeLatency(remote, halted), s->ran_to);
 }
 
 SimQueue::SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy,

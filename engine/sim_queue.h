@@ -43,9 +43,9 @@ struct SimCycles {
   Tsc write = 0, frame = 0, lock = 0, lock_contended = 0, enqueue = 0, dequeue = 0,
       dequeue_frame = 0, run_xmit = 0, bypass = 0, xmit_call = 0, xmit_frame = 0, completion = 0,
       completion_frame = 0, deliver = 0, gso_segment = 0, futex = 0, context_switch = 0, wakeup = 0,
-      remote_wake = 0, timer_arm = 0, timer_wake = 0, timer_irq = 0, tick = 0, tick_interval = 0,
-      pi_unlock = 0, pi_handover = 0, slice = 0, handover = 0, handover_bulk = 0, recycle = 0,
-      deliver_remote = 0;
+      remote_wake = 0, halt_after = 0, remote_wake_halted = 0, wakeup_halted = 0, timer_arm = 0,
+      timer_wake = 0, timer_irq = 0, tick = 0, tick_interval = 0, pi_unlock = 0, pi_handover = 0,
+      slice = 0, handover = 0, handover_bulk = 0, recycle = 0, deliver_remote = 0;
 };
 
 // The pool's recycling across CPUs, without the mbufs' identities (which mbuf the pool hands
@@ -178,10 +178,37 @@ struct SimLock {
   uint64_t overlaps = 0;
 };
 
+// A simulated CPU's idle, for the host's halt (CostModel::halt_after): where the CPU time of the
+// last step on it ended, whether a step runs on it now, and whether its last idle stretch lasted
+// longer than halt_after — the host stops polling for a vCPU that halted that long (KVM's
+// halt_poll_ns shrinks to 0), so its next stretch is halted however short (seen on this
+// project's guest: after a 300 us idle, the wake that ends the next 10 us one costs 29 thousand
+// cycles, the one after 9).
+struct SimIdle {
+  Tsc busy_to = 0;
+  bool stepping = false;
+  bool after_long = false;
+  // A step on it begins at `start` / ends its CPU time at `ran_to`.
+  void Begin(Tsc start, Tsc halt_after) {
+    if (start > busy_to) after_long = start - busy_to > halt_after;
+    stepping = true;
+  }
+  void End(Tsc ran_to) {
+    busy_to = std::max(busy_to, ran_to);
+    stepping = false;
+  }
+  // Whether a wake at `at` finds it halted.
+  bool Halted(Tsc at, Tsc halt_after) const {
+    return !stepping && at > busy_to && (at - busy_to > halt_after || after_long);
+  }
+};
+
 // The CPU time every actor step is charged: the cost model and the measurement window.
 struct SimCpu {
   const SimCycles& c;
   const RunWindow& window;
+  // Each CPU's idle (the simulation's, kept as its steps begin and end; none: no CPU halts).
+  std::vector<SimIdle>* idle = nullptr;
   void Work(SimActor& a, Tsc cycles) const {
     if (window.Contains(a.t)) a.busy += cycles;
     a.t += cycles;
@@ -204,8 +231,22 @@ struct SimCpu {
   static bool Remote(const SimActor& from, const SimActor& to) {
     return from.cpu < 0 || to.cpu < 0 || from.cpu != to.cpu;
   }
-  // What the futex call that wakes a sleeper costs its waker: `remote_wake` more across CPUs.
-  Tsc WakeCall(bool remote) const { return c.futex + (remote ? c.remote_wake : 0); }
+  // Whether `to`, asleep, is on a CPU halted at `at` (CostModel::halt_after, SimIdle). Never on
+  // a CPU of its own (cost.cpus 0: no scheduler).
+  bool Halted(const SimActor& to, Tsc at) const {
+    return c.halt_after > 0 && to.cpu >= 0 && idle != nullptr &&
+           static_cast<size_t>(to.cpu) < idle->size() &&
+           (*idle)[static_cast<size_t>(to.cpu)].Halted(at, c.halt_after);
+  }
+  // What the futex call that wakes a sleeper costs its waker: `remote_wake` more across CPUs
+  // (`remote_wake_halted` where the sleeper's CPU is halted).
+  Tsc WakeCall(bool remote, bool halted = false) const {
+    return c.futex + (remote ? (halted ? c.remote_wake_halted : c.remote_wake) : 0);
+  }
+  // The wake-up's latency after that call: across CPUs `wakeup` (`wakeup_halted`).
+  Tsc WakeLatency(bool remote, bool halted) const {
+    return remote ? (halted ? c.wakeup_halted : c.wakeup) : 0;
+  }
   // `a` takes `l` at a.t: true when it holds it (paying the acquisition, and the line's move
   // from the last holder's core when it had to wait; a spinner has it at the hand-over,
   // nothing more). False when it is held: `a` has gone to sleep (its t the wake-up, or kNever
@@ -255,21 +296,24 @@ struct SimCpu {
     const auto sleeping = [&](const SimActor& a) {
       return a.signalled != kNever ? at < a.signalled : Asleep(a, at);
     };
-    bool any = false, remote = false;
+    bool any = false, remote = false, halted = false;
     for (const SimActor* a : all)
       if (sleeping(*a)) {
         any = true;
         remote |= Remote(from, *a);
+        halted |= Remote(from, *a) && Halted(*a, at);
       }
     // Nobody asleep: no call (a waker asleep itself, the txirq giving back a kick it took as
     // it went to sleep in the TX lock, must not be moved to its wake-up).
-    const Tsc call = any ? WakeCall(remote) : 0;
+    const Tsc call = any ? WakeCall(remote, halted) : 0;
     if (call > 0) Work(from, call);
     for (SimActor* a : all) {
       if (a->signalled != kNever && at >= a->signalled) continue;
       const bool woken = sleeping(*a);
       if (woken) a->signalled = at;
-      Wake(*a, at + (woken ? call : 0) + (Remote(from, *a) ? c.wakeup : 0));
+      // Read before it is woken (one woken before it on its CPU has woken that CPU).
+      const bool remote_a = Remote(from, *a);
+      Wake(*a, at + (woken ? call : 0) + WakeLatency(remote_a, remote_a && Halted(*a, at)));
     }
   }
 };
