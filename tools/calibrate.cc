@@ -329,6 +329,9 @@ void ApplyScheduler(const SchedulerProbe& probe, Calibration& cal) {
   m.context_switch = probe.context_switch();
   m.wakeup = probe.wakeup();
   m.remote_wake = probe.remote_wake();
+  m.halt_after = probe.halt_after();
+  m.remote_wake_halted = probe.remote_wake_halted();
+  m.wakeup_halted = probe.wakeup_halted();
   m.timer_arm = probe.timer_arm();
   m.timer_wake = probe.timer_wake();
   m.timer_irq = probe.timer_irq();
@@ -516,8 +519,9 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
     else
       std::fprintf(stderr,
                    "txbatch: calibrate could not pin a thread to the CPUs it may run on: the "
-                   "machine's costs (cpus, futex, context_switch, wakeup, remote_wake, timer_arm, "
-                   "timer_wake, timer_irq, tick, tick_interval, pi_unlock, pi_handover, slice, "
+                   "machine's costs (cpus, futex, context_switch, wakeup, remote_wake, "
+                   "halt_after, remote_wake_halted, wakeup_halted, timer_arm, timer_wake, "
+                   "timer_irq, tick, tick_interval, pi_unlock, pi_handover, slice, "
                    "lock_contended) are kept "
                    "from the base model\n");
     // The pool's recycling across two CPUs (none with one CPU: the base's stays, 0 built in).
@@ -540,7 +544,8 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
       reclaims ? "" : ", completion, completion_frame (no reclaim was measured)",
       cal->scheduler
           ? fmt::format("the machine measured: {} CPUs, futex, context_switch, wakeup and "
-                        "remote_wake from a futex ping-pong, timer_arm and timer_wake from timed "
+                        "remote_wake from a futex ping-pong, halt_after, remote_wake_halted and "
+                        "wakeup_halted from it with idle gaps, timer_arm and timer_wake from timed "
                         "futex waits, timer_irq from a spinner beside a SCHED_FIFO thread's timed "
                         "waits, tick and tick_interval from it alone, pi_unlock and pi_handover "
                         "from a priority-inheriting mutex "
@@ -551,7 +556,8 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
                                        "two CPUs against one"
                                      : "; recycle and deliver_remote kept from the base")
           : std::string("the machine's (cpus, futex, context_switch, wakeup, remote_wake, "
-                        "timer_arm, timer_wake, timer_irq, tick, tick_interval, pi_unlock, "
+                        "halt_after, remote_wake_halted, wakeup_halted, timer_arm, timer_wake, "
+                        "timer_irq, tick, tick_interval, pi_unlock, "
                         "pi_handover, slice, lock_contended, recycle, deliver_remote) kept from "
                         "the base"));
 
@@ -627,6 +633,21 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
         p.timer_irq(), p.tick_lost, p.tick_interval,
         p.tick_interval > 0 ? 100 * p.tick_lost / p.tick_interval : 0.0, p.pi_unlock, p.pi_handover,
         p.line_pass, KernelSliceS(p.cpus) * 1e3);
+    if (!p.idle_wake_calls.empty()) {
+      std::string scan;
+      for (size_t i = 0; i < p.idle_gaps.size(); ++i)
+        scan += fmt::format("{}{:.0f} us {:.0f}", i == 0 ? "" : ", ", p.idle_gaps[i] / tsc_hz * 1e6,
+                            p.idle_wake_calls[i]);
+      fmt::print(
+          "the halt: the wake across two CPUs after the sleeper's CPU idled {} cycles; {}\n", scan,
+          p.halts() ? fmt::format("a CPU idle past {:.0f} us is halted (halt_after {:.0f}): a wake "
+                                  "there costs its waker {:.0f} (remote_wake_halted) and the "
+                                  "sleeper runs {:.0f} after it (wakeup_halted)",
+                                  p.halt_after() / tsc_hz * 1e6, p.halt_after(),
+                                  p.remote_wake_halted(), p.wakeup_halted())
+                    : std::string("no CPU halts (the longest idle's wake costs less than 1.5 "
+                                  "times the shortest's): halt_after 0"));
+    }
   }
   if (cal->recycle) {
     const RecycleProbe& r = *cal->recycle;

@@ -33,6 +33,9 @@ constexpr int kCalls = 20000;
 constexpr int kLinePasses = 100000;
 constexpr int kTimedWaits = 2000;
 constexpr int kPiPasses = 20000;
+// IdleScan's gaps (us) and passes at each (the longest is the halted price).
+constexpr std::array kIdleGapsUs = {25, 50, 75, 100, 125, 150, 175, 200, 250, 300, 400, 600, 1000};
+constexpr int kIdlePasses = 100;
 constexpr Tsc kPiHold = 3000, kPiAway = 300;
 constexpr double kSpinS = 0.2;  // a spinner's time in TimerIrq, alone and beside the waiter
 constexpr Tsc kLostGap = 1000;  // TSC between a spinner's two reads that it lost (a loop: ~30)
@@ -87,16 +90,19 @@ struct Passes {
 // timer, so setting and cancelling it reprograms the CPU's timer; the wake comes long before; a
 // partner descheduled past it makes a wait time out and wait again, rare where a pass is a few
 // microseconds).
-Passes Handoff(int a, int b, bool armed = false) {
+// `gap`: each thread spins that long before it passes the turn, so the other's CPU has idled as
+// long (IdleScan); the pass is counted without it.
+Passes Handoff(int a, int b, bool armed = false, Tsc gap = 0, int passes = kPasses) {
   const timespec poll{0, 125000};
   std::atomic<int> turn{0};
   std::vector<double> calls[2];
   const auto player = [&](int me, int cpu) {
     PinTo(cpu);
     if (armed) prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-    calls[me].reserve(kPasses);
-    for (int i = 0; i < kPasses; ++i) {
+    calls[me].reserve(static_cast<size_t>(passes));
+    for (int i = 0; i < passes; ++i) {
       while (turn.load() != me) Futex(&turn, FUTEX_WAIT_PRIVATE, 1 - me, armed ? &poll : nullptr);
+      if (gap > 0) BusyWaitUntil(Now() + gap);
       turn.store(1 - me);
       const Tsc w0 = Now();
       Futex(&turn, FUTEX_WAKE_PRIVATE, 1);
@@ -108,7 +114,8 @@ Passes Handoff(int a, int b, bool armed = false) {
   x.join();
   y.join();
   Passes p;
-  p.pass = static_cast<double>(Now() - t0) / (2.0 * kPasses);
+  p.pass =
+      (static_cast<double>(Now() - t0) - 2.0 * passes * static_cast<double>(gap)) / (2.0 * passes);
   calls[0].insert(calls[0].end(), calls[1].begin(), calls[1].end());
   p.wake_call = Median(calls[0]);
   return p;
@@ -404,6 +411,27 @@ std::optional<RecycleRound> RecyclePass(rte_mempool* pool, rte_ring* ring, int a
   return RecycleRound{static_cast<double>(built) / n, static_cast<double>(received) / n};
 }
 
+bool SchedulerProbe::halts() const {
+  return !idle_wake_calls.empty() && cross_cpu_wake_call > 0 &&
+         idle_wake_calls.back() >= 1.5 * cross_cpu_wake_call;
+}
+
+double SchedulerProbe::halt_after() const {
+  if (!halts() || idle_gaps.size() != idle_wake_calls.size()) return 0;
+  const double half = (cross_cpu_wake_call + idle_wake_calls.back()) / 2;
+  for (size_t i = idle_wake_calls.size(); i-- > 0;)
+    if (idle_wake_calls[i] < half) return (idle_gaps[i] + idle_gaps[i + 1]) / 2;
+  return idle_gaps.front() / 2;  // dear from the first gap on
+}
+
+double SchedulerProbe::remote_wake_halted() const {
+  return halts() ? std::max(0.0, idle_wake_calls.back() - futex) : 0;
+}
+
+double SchedulerProbe::wakeup_halted() const {
+  return halts() ? std::max(0.0, long_idle_handoff - 2 * futex - remote_wake_halted()) : 0;
+}
+
 double SchedulerProbe::wakeup() const {
   return cross_cpu_handoff > 0 ? std::max(0.0, cross_cpu_handoff - 2 * futex - remote_wake()) : 0;
 }
@@ -415,7 +443,8 @@ std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int r
   SchedulerProbe p;
   p.cpus = static_cast<unsigned>(cpus.size());
   std::vector<double> calls, same, same_armed, timed, preempting, tick_lost, tick_interval, cross,
-      cross_wake, line, pi_unlock, pi_handover;
+      cross_wake, line, pi_unlock, pi_handover, long_idle;
+  std::vector<std::vector<double>> idle_calls(kIdleGapsUs.size());
   for (int r = 0; r < std::max(1, rounds); ++r) {
     calls.push_back(FutexCall(cpus[0]));
     same.push_back(Handoff(cpus[0], cpus[0]).pass);
@@ -435,6 +464,12 @@ std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int r
       const PiPasses pi = PiPass(cpus[0], cpus[1]);
       pi_unlock.push_back(pi.unlock);
       pi_handover.push_back(pi.handover);
+      for (size_t i = 0; i < kIdleGapsUs.size(); ++i) {
+        const auto gap = static_cast<Tsc>(kIdleGapsUs[i] * 1e-6 * tsc_hz);
+        const Passes idle = Handoff(cpus[0], cpus[1], /*armed=*/false, gap, kIdlePasses);
+        idle_calls[i].push_back(idle.wake_call);
+        if (i + 1 == kIdleGapsUs.size()) long_idle.push_back(idle.pass);
+      }
     }
   }
   p.futex = Median(calls);
@@ -450,6 +485,13 @@ std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int r
   p.line_pass = line.empty() ? 0 : Median(line);
   p.pi_unlock = pi_unlock.empty() ? 0 : Median(pi_unlock);
   p.pi_handover = pi_handover.empty() ? 0 : Median(pi_handover);
+  if (!long_idle.empty()) {
+    for (size_t i = 0; i < kIdleGapsUs.size(); ++i) {
+      p.idle_gaps.push_back(kIdleGapsUs[i] * 1e-6 * tsc_hz);
+      p.idle_wake_calls.push_back(Median(idle_calls[i]));
+    }
+    p.long_idle_handoff = Median(long_idle);
+  }
   return p;
 }
 

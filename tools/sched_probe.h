@@ -43,6 +43,13 @@ struct SchedulerProbe {
   // its start until the waiter's lock call returns (0 with one CPU).
   double pi_unlock = 0;
   double pi_handover = 0;
+  // The host's halt (CostModel::halt_after): the pass across two CPUs with each thread spinning a
+  // gap before its wake, so the sleeper's CPU has idled that long; the gaps (TSC cycles, 25 us
+  // to 1 ms), the median wake call at each, and the pass at the longest less its gap (empty, 0
+  // with one CPU).
+  std::vector<double> idle_gaps;
+  std::vector<double> idle_wake_calls;
+  double long_idle_handoff = 0;
   // A pass is the waker's futex call (across CPUs: with the IPI, remote_wake), then (one CPU) a
   // switch to the woken thread or (two) the wake-up's latency, then the woken thread's return
   // from its own futex call.
@@ -54,6 +61,15 @@ struct SchedulerProbe {
   // preempting_wait less timer_wake and two switches, at least 0: the timer's interrupt on a busy
   // CPU (on a guest, the exit to the host and back); 0 where it was not measured.
   double timer_irq() const;
+  // Whether a CPU halts: the wake at the longest gap costs 1.5 times the one at none or more.
+  bool halts() const;
+  // Past the last gap whose wake cost less than halfway from the one at none to the one at the
+  // longest, halfway to the next gap (0 where no CPU halts).
+  double halt_after() const;
+  // The wake call at the longest gap less a futex call; the pass there less two futex calls and
+  // that (0 where no CPU halts).
+  double remote_wake_halted() const;
+  double wakeup_halted() const;
 };
 
 // The pool's recycling across two CPUs, for the simulation's `recycle` and `deliver_remote`: a

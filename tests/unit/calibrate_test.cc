@@ -11,6 +11,7 @@
 #include "engine/cost_model_file.h"
 #include "engine/sim_engine.h"
 #include "tests/unit/test_eal.h"
+#include "tools/sched_probe.h"
 
 namespace txbatch {
 namespace {
@@ -185,6 +186,9 @@ TEST(Calibrate, TheCostModelFileCarriesTheMachinesCpus) {
   m.timer_wake = 80000;
   m.pi_unlock = 5000;
   m.pi_handover = 6000;
+  m.halt_after = 290000;
+  m.remote_wake_halted = 36000;
+  m.wakeup_halted = 90000;
   auto back = CostModelFromJson(CostModelJson(m), "test");
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(*back, m);
@@ -210,6 +214,41 @@ TEST(Calibrate, AnOlderCostModelsBypassIsWhatItSkips) {
       nlohmann::json::parse(R"({"cycles": {"enqueue": 10, "dequeue": 20, "bypass": 5}})"), "test");
   ASSERT_TRUE(named.ok()) << named.error().message;
   EXPECT_DOUBLE_EQ(named->bypass, 5);
+}
+
+// The host's halt, from the cross-CPU wake at growing idle gaps: past the last gap whose wake
+// cost less than halfway from the ping-pong's (no gap) to the longest gap's, halfway to the next
+// gap; the halted wake and wake-up from the longest. A machine whose longest-idle wake is not
+// 1.5 times the ping-pong's does not halt (all three 0). The scan's shape is this project's
+// guest's (2026-12-04: 12-13 thousand cycles up to 125 us, 36-38 from 150 us).
+TEST(Calibrate, TheHaltIsWhereTheWakeAcrossCpusTurnsDear) {
+  SchedulerProbe p;
+  p.futex = 2000;
+  p.cross_cpu_wake_call = 12000;
+  p.long_idle_handoff = 130000;
+  p.idle_gaps = {25e3, 50e3, 100e3, 150e3, 200e3, 1000e3};
+  p.idle_wake_calls = {13000, 12500, 12800, 36000, 37000, 38000};
+  EXPECT_TRUE(p.halts());
+  EXPECT_DOUBLE_EQ(p.halt_after(), 125e3);
+  EXPECT_DOUBLE_EQ(p.remote_wake_halted(), 36000);
+  EXPECT_DOUBLE_EQ(p.wakeup_halted(), 130000 - 4000 - 36000);
+  // A noisy dear wake before the step does not move it: the last cheap gap sets it.
+  p.idle_wake_calls = {40000, 12500, 12800, 36000, 37000, 38000};
+  EXPECT_DOUBLE_EQ(p.halt_after(), 125e3);
+  // Dear from the first gap on: half of it.
+  p.idle_wake_calls = {30000, 31000, 32000, 36000, 37000, 38000};
+  EXPECT_DOUBLE_EQ(p.halt_after(), 12.5e3);
+  // No step: nothing halts.
+  p.idle_wake_calls = {12000, 12500, 12800, 13000, 14000, 17000};
+  EXPECT_FALSE(p.halts());
+  EXPECT_EQ(p.halt_after(), 0);
+  EXPECT_EQ(p.remote_wake_halted(), 0);
+  EXPECT_EQ(p.wakeup_halted(), 0);
+  // One CPU: no scan.
+  SchedulerProbe one;
+  one.futex = 2000;
+  EXPECT_FALSE(one.halts());
+  EXPECT_EQ(one.halt_after(), 0);
 }
 
 // The kernel's slice for threads sharing a CPU: EEVDF's 0.75 ms base slice times 1 + log2 of
