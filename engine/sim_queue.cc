@@ -81,8 +81,10 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
   // The release at free_at (already stepped) wakes `a`: its holder's futex call after it, then
   // the wake-up's latency.
   const auto woken_by_holder = [&] {
+    // Its step (this one) ends with its futex call at a.t, before the release: its CPU may have
+    // halted by then.
     const bool remote = Remote(*l.holder, a);
-    const bool halted = remote && Halted(a, l.free_at);
+    const bool halted = remote && Halted(a, l.free_at, /*to_stepping=*/true);
     const Tsc call = WakeCall(remote, halted);
     holder_calls(call);
     a.t = l.free_at + call + WakeLatency(remote, halted);
@@ -146,6 +148,24 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
   a.lock_wait = true;
   l.sleepers.push_back(&a);
   return false;
+}
+
+bool SimCpu::Halted(const SimActor& to, Tsc at, bool to_stepping) const {
+  if (c.halt_after == 0 || to.cpu < 0 || idle == nullptr) return false;
+  const auto cpu = static_cast<size_t>(to.cpu);
+  if (cpu >= idle->size()) return false;
+  Tsc since = to_stepping ? to.ran_to : 0;
+  if (actors != nullptr)
+    for (const SimActor& x : *actors) {
+      if (x.cpu != to.cpu || &x == &to) continue;
+      if (x.queued || x.t <= at) return false;  // due (kNever is never)
+      since = std::max(since, x.ran_to);
+    }
+  if (!to_stepping) {
+    if (to.queued || to.t <= at) return false;
+    since = std::max(since, to.ran_to);
+  }
+  return (*idle)[cpu].Halted(at, c.halt_after, since, to_stepping);
 }
 
 void SimCpu::Release(SimActor& a, SimLock& l) const {

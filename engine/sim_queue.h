@@ -182,8 +182,8 @@ struct SimLock {
 // last step on it ended, whether a step runs on it now, and whether its last idle stretch lasted
 // longer than halt_after — the host stops polling for a vCPU that halted that long (KVM's
 // halt_poll_ns shrinks to 0), so its next stretch is halted however short (seen on this
-// project's guest: after a 300 us idle, the wake that ends the next 10 us one costs 29 thousand
-// cycles, the one after 9).
+// project's guest: after a 300 us or 1 ms idle, the wake that ends the next 10 us one costs 29
+// thousand cycles, the one after 9-10).
 struct SimIdle {
   Tsc busy_to = 0;
   bool stepping = false;
@@ -197,9 +197,13 @@ struct SimIdle {
     busy_to = std::max(busy_to, ran_to);
     stepping = false;
   }
-  // Whether a wake at `at` finds it halted.
-  bool Halted(Tsc at, Tsc halt_after) const {
-    return !stepping && at > busy_to && (at - busy_to > halt_after || after_long);
+  // Whether a wake at `at` finds it halted, its threads' CPU time having ended at `since` (at
+  // least busy_to: a call or an interrupt added to a step after it ended, Lengthen, is past it).
+  // `step_ends`: the step running on it ends at `since` (a thread woken from the futex call that
+  // ended its step).
+  bool Halted(Tsc at, Tsc halt_after, Tsc since, bool step_ends = false) const {
+    since = std::max(since, busy_to);
+    return (!stepping || step_ends) && at > since && (at - since > halt_after || after_long);
   }
 };
 
@@ -207,8 +211,10 @@ struct SimIdle {
 struct SimCpu {
   const SimCycles& c;
   const RunWindow& window;
-  // Each CPU's idle (the simulation's, kept as its steps begin and end; none: no CPU halts).
+  // Each CPU's idle (the simulation's, kept as its steps begin and end; none: no CPU halts), and
+  // every actor (none: a CPU's record alone says whether it idles).
   std::vector<SimIdle>* idle = nullptr;
+  const std::vector<SimActor>* actors = nullptr;
   void Work(SimActor& a, Tsc cycles) const {
     if (window.Contains(a.t)) a.busy += cycles;
     a.t += cycles;
@@ -231,13 +237,12 @@ struct SimCpu {
   static bool Remote(const SimActor& from, const SimActor& to) {
     return from.cpu < 0 || to.cpu < 0 || from.cpu != to.cpu;
   }
-  // Whether `to`, asleep, is on a CPU halted at `at` (CostModel::halt_after, SimIdle). Never on
-  // a CPU of its own (cost.cpus 0: no scheduler).
-  bool Halted(const SimActor& to, Tsc at) const {
-    return c.halt_after > 0 && to.cpu >= 0 && idle != nullptr &&
-           static_cast<size_t>(to.cpu) < idle->size() &&
-           (*idle)[static_cast<size_t>(to.cpu)].Halted(at, c.halt_after);
-  }
+  // Whether `to`, asleep, is on a CPU halted at `at` (CostModel::halt_after, SimIdle): no step
+  // runs there, no thread there is due by `at` or waits for it (steps are stepped one at a time:
+  // one due may not have been stepped yet), and their CPU time ended long enough before. Never on
+  // a CPU of its own (cost.cpus 0: no scheduler). `to_stepping`: `to` runs the step now, which
+  // ends (asleep) at to.ran_to, before `at`.
+  bool Halted(const SimActor& to, Tsc at, bool to_stepping = false) const;
   // What the futex call that wakes a sleeper costs its waker: `remote_wake` more across CPUs
   // (`remote_wake_halted` where the sleeper's CPU is halted).
   Tsc WakeCall(bool remote, bool halted = false) const {
@@ -311,7 +316,7 @@ struct SimCpu {
       if (a->signalled != kNever && at >= a->signalled) continue;
       const bool woken = sleeping(*a);
       if (woken) a->signalled = at;
-      // Read before it is woken (one woken before it on its CPU has woken that CPU).
+      // Read before it is woken (a thread due by `at` there is not halted).
       const bool remote_a = Remote(from, *a);
       Wake(*a, at + (woken ? call : 0) + WakeLatency(remote_a, remote_a && Halted(*a, at)));
     }

@@ -646,7 +646,7 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
                                   p.halt_after() / tsc_hz * 1e6, p.halt_after(),
                                   p.remote_wake_halted(), p.wakeup_halted())
                     : std::string("no CPU halts (the longest idle's wake costs less than 1.5 "
-                                  "times the shortest's): halt_after 0"));
+                                  "times the ping-pong's): halt_after 0"));
     }
   }
   if (cal->recycle) {

@@ -418,8 +418,9 @@ bool SchedulerProbe::halts() const {
 
 double SchedulerProbe::halt_after() const {
   if (!halts() || idle_gaps.size() != idle_wake_calls.size()) return 0;
+  // The longest gap's wake is past half (halts()): the scan starts below it.
   const double half = (cross_cpu_wake_call + idle_wake_calls.back()) / 2;
-  for (size_t i = idle_wake_calls.size(); i-- > 0;)
+  for (size_t i = idle_wake_calls.size() - 1; i-- > 0;)
     if (idle_wake_calls[i] < half) return (idle_gaps[i] + idle_gaps[i + 1]) / 2;
   return idle_gaps.front() / 2;  // dear from the first gap on
 }

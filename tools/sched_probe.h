@@ -44,9 +44,9 @@ struct SchedulerProbe {
   double pi_unlock = 0;
   double pi_handover = 0;
   // The host's halt (CostModel::halt_after): the pass across two CPUs with each thread spinning a
-  // gap before its wake, so the sleeper's CPU has idled that long; the gaps (TSC cycles, 25 us
-  // to 1 ms), the median wake call at each, and the pass at the longest less its gap (empty, 0
-  // with one CPU).
+  // gap before its wake, so the sleeper's CPU has idled that long (and the waker's own wake-up,
+  // a few us, more); the gaps (TSC cycles, 25 us to 1 ms), the median wake call at each, and
+  // the pass at the longest less its gap (empty, 0 with one CPU).
   std::vector<double> idle_gaps;
   std::vector<double> idle_wake_calls;
   double long_idle_handoff = 0;

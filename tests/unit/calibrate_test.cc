@@ -220,7 +220,8 @@ TEST(Calibrate, AnOlderCostModelsBypassIsWhatItSkips) {
 // cost less than halfway from the ping-pong's (no gap) to the longest gap's, halfway to the next
 // gap; the halted wake and wake-up from the longest. A machine whose longest-idle wake is not
 // 1.5 times the ping-pong's does not halt (all three 0). The scan's shape is this project's
-// guest's (2026-12-04: 12-13 thousand cycles up to 125 us, 36-38 from 150 us).
+// guest's (2026-12-04: 12-13 thousand cycles up to 125 us, 36-38 from 150 us); the gaps here
+// are TSC cycles, as the probe's.
 TEST(Calibrate, TheHaltIsWhereTheWakeAcrossCpusTurnsDear) {
   SchedulerProbe p;
   p.futex = 2000;

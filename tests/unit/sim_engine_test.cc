@@ -808,6 +808,8 @@ TEST(SimCpu, AWakeThatReachesAHaltedCpuCostsTheHostsWakeOfIt) {
   cpu.WakeFrom(from, to, from.t);
   EXPECT_EQ(from.busy - cheap, 1100u);
   // A CPU a step runs on is not halted, whatever came before; nor is one of the waker's own.
+  to.t = kNever;
+  to.signalled = kNever;
   idle[1].Begin(idle[1].busy_to + 200000, c.halt_after);
   EXPECT_FALSE(cpu.Halted(to, idle[1].busy_to + 300000));
   idle[1].End(idle[1].busy_to + 200500);
@@ -815,11 +817,42 @@ TEST(SimCpu, AWakeThatReachesAHaltedCpuCostsTheHostsWakeOfIt) {
   SimActor mate;
   mate.cpu = 1;
   mate.t = mate.ran_to = idle[1].busy_to + 100;
-  to.t = kNever;
-  to.signalled = kNever;
   const Tsc local = mate.busy;
   cpu.WakeFrom(mate, to, mate.t);
   EXPECT_EQ(mate.busy - local, 100u);  // the futex call only
+  // A thread on it due by the wake (stepped one at a time: not yet stepped) keeps it awake.
+  std::vector<SimActor> all(2);
+  all[0].cpu = 1;
+  all[0].t = kNever;
+  all[1].cpu = 1;
+  all[1].t = idle[1].busy_to + 50;
+  const SimCpu with_actors{c, window, &idle, &all};
+  EXPECT_FALSE(with_actors.Halted(all[0], idle[1].busy_to + 100));
+  all[1].t = kNever;
+  EXPECT_TRUE(with_actors.Halted(all[0], idle[1].busy_to + 100));
+  // A call added to its last step after it ended (Lengthen) is CPU time there too.
+  all[1].ran_to = idle[1].busy_to + 1000;
+  EXPECT_FALSE(with_actors.Halted(all[0], idle[1].busy_to + 900));
+  // A lock's release that wakes a sleeper whose CPU halted while it slept pays the halted wake
+  // (the release stepped first, as in SimLock's test: the sleeper's try finds it held until
+  // then); one let go soon after the sleeper's futex call, the plain one.
+  const auto sleep_in_lock = [&](Tsc hold) {
+    SimActor h, w;
+    h.cpu = 0, w.cpu = 1;
+    SimLock l;
+    h.t = idle[1].busy_to + 2000;
+    EXPECT_TRUE(cpu.Acquire(h, l));
+    cpu.Work(h, hold);
+    cpu.Release(h, l);
+    const Tsc h_busy = h.busy, free_at = l.free_at;
+    w.t = h.t - hold;                  // tries as h takes it
+    idle[1].Begin(w.t, c.halt_after);  // its step, as the engine books it
+    EXPECT_FALSE(cpu.Acquire(w, l));
+    idle[1].End(w.ran_to);
+    return std::pair{h.busy - h_busy, w.t - free_at};
+  };
+  EXPECT_EQ(sleep_in_lock(150000), (std::pair<Tsc, Tsc>{30100, 30100 + 40000}));
+  EXPECT_EQ(sleep_in_lock(5000), (std::pair<Tsc, Tsc>{1100, 1100 + 2000}));
   // Without halt_after nothing halts.
   const SimCycles plain_c(CostModel{});
   const SimCpu plain{plain_c, window, &idle};
