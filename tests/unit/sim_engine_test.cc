@@ -517,6 +517,17 @@ void ExpectNoLineMovesOnOneCpu(CellConfig c) {
   EXPECT_EQ(ResultsJson(c, Simulate(c)), ResultsJson(c, one));
 }
 
+// A cell paced at 100 thousand frames a second, far below what any of these runs can send, on
+// two CPUs: the threads' timing stays what it was whatever a cost adds, so the difference a
+// frame is the cost charged.
+CellConfig PacedOnTwoCpus(const char* driver, unsigned procs) {
+  CellConfig c = Cell(driver, "count:1", Proto::kUdp, 64, procs);
+  c.stream = false;
+  c.rate = RateSpec{RateSpec::Unit::kPps, 100e3};
+  c.cost.cpus = 2;
+  return c;
+}
+
 // The lock-free qdisc's shared lines (its bands' indices, the run flag and notes) move between
 // the CPUs of the threads that write them, as the root lock's line does: a paced producer and a
 // dedicated runner on two CPUs move the band's lines twice a frame (the enqueue, the dequeue)
@@ -524,10 +535,8 @@ void ExpectNoLineMovesOnOneCpu(CellConfig c) {
 // the code before, the lock-free frame's extra was the TX lock's moves alone, a few a reclaim.)
 // On one CPU nothing moves.
 TEST(SimEngine, TheLockFreeQdiscsLinesMoveBetweenCpus) {
-  CellConfig c = Cell("emu:ixgbe", "count:1", Proto::kUdp, 64, 1);
+  CellConfig c = PacedOnTwoCpus("emu:ixgbe", 1);
   c.shape.dedicated = true;
-  c.rate = RateSpec{RateSpec::Unit::kPps, 100e3};
-  c.cost.cpus = 2;
   const auto extra = [&](bool nolock) {
     c.shape.nolock = nolock;
     c.cost.lock_contended = 0;
@@ -548,11 +557,8 @@ TEST(SimEngine, TheLockFreeQdiscsLinesMoveBetweenCpus) {
 // the TX lock's last written by the other — `lock_contended` three times a frame — and its run
 // writes them again from its own CPU (nothing more). On one CPU, nothing.
 TEST(SimEngine, InlineTheLockFreeRunFlagsLineMovesBetweenCpus) {
-  CellConfig c = Cell("emu:null", "count:1", Proto::kUdp, 64, 2);
+  CellConfig c = PacedOnTwoCpus("emu:null", 2);
   c.shape.nolock = true;
-  c.stream = false;
-  c.rate = RateSpec{RateSpec::Unit::kPps, 100e3};
-  c.cost.cpus = 2;
   c.cost.lock_contended = 0;
   const CellResult base = Simulate(c);
   c.cost.lock_contended = 2000;
@@ -1117,14 +1123,10 @@ TEST(SimEngine, FramesThatChangeCpuCostAHandover) {
 // The pool's recycling across CPUs: emu:null's sink, run by a dedicated runner on the other CPU,
 // frees every frame there, so each frame costs its receiver `deliver_remote` (the receiver's
 // own share, booked apart) and each mbuf its producer allocates again `recycle`; all on one
-// CPU, nothing. (Paced, so the threads' timing stays what it was: the difference a frame is the
-// cost charged.)
+// CPU, nothing.
 TEST(SimEngine, FramesFreedOnAnotherCpuCostTheirRecycling) {
-  CellConfig c = Cell("emu:null", "count:1", Proto::kUdp, 64, 1);
+  CellConfig c = PacedOnTwoCpus("emu:null", 1);
   c.shape.dedicated = true;
-  c.stream = false;
-  c.rate = RateSpec{RateSpec::Unit::kPps, 100e3};
-  c.cost.cpus = 2;
   const CellResult base = Simulate(c);
   ASSERT_TRUE(base.receiver);
   c.cost.recycle = 3000;
