@@ -61,6 +61,7 @@ struct DriverCountersOf {
   C doorbells;        // tail-register writes (drivers that own one)
   C completed_bytes;  // bytes Complete reclaimed (drivers with BQL, has_bql())
   C stops;            // times the queue stopped because the ring filled
+  C tso_slices;       // MSS frames a NIC's TSO cut from GSO frames as Complete reclaimed them
   // Departures in the run window (counted_at == wire): frames, payload and wire bytes, and the
   // wire's busy time in TSC cycles.
   C window_frames, window_payload_bytes, window_wire_bytes, window_busy_tsc;
@@ -76,6 +77,7 @@ struct DriverCountersOf {
     f(Sum{}, s.doorbells...);
     f(Sum{}, s.completed_bytes...);
     f(Sum{}, s.stops...);
+    f(Sum{}, s.tso_slices...);
     f(Sum{}, s.window_frames...);
     f(Sum{}, s.window_payload_bytes...);
     f(Sum{}, s.window_wire_bytes...);

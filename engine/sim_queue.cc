@@ -200,7 +200,6 @@ SimQueue::SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy,
              config.shape.nolock ? QdiscLimit::kPerBand : QdiscLimit::kLength),
       run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen), MaxBulk(config)),
       tx_(/*handoff=*/config.tx_lock_inherits),
-      reclaims_(driver.Wire().has_value()),
       meta_offset_(config.track_stages ? TxMetaOffset() : -1),
       idle_poll_(
           static_cast<Tsc>(std::chrono::duration<double>(kIrqIdlePoll).count() * config.tsc_hz)) {}
@@ -298,7 +297,6 @@ std::optional<uint16_t> SimQueue::SendBatch(SimActor& p, Batch& own) {
   const Handed handled = Handled();
   const XmitResult x = dev_.Xmit(own.frames(), Handover::kBurst, /*from_qdisc=*/false);
   const uint16_t accepted = x.accepted;
-  NoteAccepted(own.frames().first(accepted));
   cpu_.RunTo(p, clock_.now);
   cpu_.Work(p, cpu_.c.xmit_call + cpu_.c.xmit_frame * n);
   qc_.batch_hist[n].Add();
@@ -397,22 +395,6 @@ Tsc SimQueue::Handovers(const SimActor& a) {
   return moved == 0 ? 0 : cpu_.c.handover * moved + cpu_.c.handover_bulk;
 }
 
-void SimQueue::NoteAccepted(std::span<rte_mbuf* const> frames) {
-  if (!reclaims_) return;
-  for (const rte_mbuf* m : frames) {
-    if (IsGso(m)) ring_gso_.push_back({entries_in_, m->nb_segs});
-    ++entries_in_;
-  }
-}
-
-Tsc SimQueue::RingCuts(unsigned reclaimed) {
-  entries_out_ += reclaimed;
-  unsigned slices = 0;
-  for (; !ring_gso_.empty() && ring_gso_.front().entry < entries_out_; ring_gso_.pop_front())
-    slices += ring_gso_.front().slices;
-  return cpu_.c.gso_segment * slices;
-}
-
 bool SimQueue::Segment(SimActor& a, Batch& batch) {
   const unsigned cut = config_.segment_gso ? SegmentBatch(batch) : 0;
   cpu_.Work(a, cpu_.c.gso_segment * cut);
@@ -431,7 +413,6 @@ void SimQueue::Xmit(SimActor& a) {
   clock_.now = a.t;
   const XmitResult x = dev_.Xmit(batch.frames(), run_.handover());
   accepted_ = x.accepted;
-  NoteAccepted(batch.frames().first(x.accepted));
   cpu_.RunTo(a, clock_.now);
   if (x.offered) {
     cpu_.Work(a, cpu_.c.xmit_call * (driver_.counters().xmit_calls.Get() - calls) +
@@ -562,9 +543,15 @@ bool SimQueue::Complete(SimActor& irq, bool resched) {
   clock_.now = irq.t;
   unsigned reclaimed = 0;
   const Handed handled = Handled();
+  // The emulated NIC's TSO cuts each GSO frame it reclaims into MSS frames (SegmentGso, as the
+  // stack's GSO does): `gso_segment` a slice (until 2026-12-04 a 64 KiB frame's reclaim cost one
+  // frame's `completion_frame`; until 2026-12-04, night, a frame lost to a link down, freed
+  // uncut, was charged its cut too).
+  const uint64_t slices = driver_.counters().tso_slices.Get();
   const bool woke = dev_.Complete(irq.t, &reclaimed);
   const Tsc t0 = irq.t;
-  cpu_.Work(irq, cpu_.c.completion + cpu_.c.completion_frame * reclaimed + RingCuts(reclaimed));
+  cpu_.Work(irq, cpu_.c.completion + cpu_.c.completion_frame * reclaimed +
+                     cpu_.c.gso_segment * (driver_.counters().tso_slices.Get() - slices));
   if (reclaimed > 0) {
     qc_.completions.Add();
     qc_.completion_frames.Add(reclaimed);

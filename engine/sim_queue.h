@@ -15,7 +15,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -417,13 +416,6 @@ class SimQueue {
   // `handover_bulk` once if there is one. Under the root lock: the dequeue reads each frame's
   // length there (BulkLimit::Took), its first line.
   Tsc Handovers(const SimActor& a);
-  // The driver accepted `frames` into its ring (after each Xmit): its GSO frames noted.
-  void NoteAccepted(std::span<rte_mbuf* const> frames);
-  // The driver reclaimed `reclaimed` more entries: what cutting their GSO frames into MSS frames
-  // costs (the emulated NIC's TSO: EmuNic's reclaim runs SegmentGso, as the stack's GSO does),
-  // `gso_segment` a slice. Until 2026-12-04 a 64 KiB frame's reclaim cost one frame's
-  // `completion_frame`.
-  Tsc RingCuts(unsigned reclaimed);
   // --offload gso: cuts `batch`'s GSO frames into segments (SegmentBatch) on `a`'s CPU; whether
   // it cut any.
   bool Segment(SimActor& a, Batch& batch);
@@ -480,17 +472,6 @@ class SimQueue {
   Tsc first_enqueued_ = 0;
   Tsc rx_free_ = 0;  // when the receiver's lock is next free
   Tsc run_t0_ = 0;   // the current bulk's start (tx_cycles)
-  // The GSO frames in the driver's ring, in its order (RingCuts): the entry's number among all
-  // the driver accepted, and its slices; `entries_in_`/`entries_out_` count the entries
-  // accepted and reclaimed.
-  struct RingGso {
-    uint64_t entry;
-    unsigned slices;
-  };
-  std::deque<RingGso> ring_gso_;
-  const bool reclaims_;  // the driver has a wire and a ring the txirq reclaims (a wire-less one
-                         // completes inside its call, and cuts nothing)
-  uint64_t entries_in_ = 0, entries_out_ = 0;
   uint16_t accepted_ = 0;
   bool handed_over_ = false;  // between the driver call and Settle: accepted_ are the driver's
   const int meta_offset_;     // TxMetaOffset() with config.track_stages, else -1

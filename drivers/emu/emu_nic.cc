@@ -94,6 +94,7 @@ class EmuNic final : public TxDriver {
         } else if (wire_frames > 1) {
           // TSO: the NIC sent it as MSS frames, one after the other from its first bit.
           const unsigned n = SegmentGso(d.m, std::span(frames).subspan(k));
+          counters_.tso_slices.Add(n);
           double at = d.start;
           for (unsigned i = 0; i < n; ++i) {
             at += wire_.WireBytes(rte_pktmbuf_pkt_len(frames[k + i])) * tsc_per_wire_byte_;

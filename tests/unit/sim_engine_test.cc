@@ -185,6 +185,24 @@ TEST(SimEngine, ATsoReclaimCostsItsCut) {
   EXPECT_GT(*r.completion_cycles_per_call, 300 + (20 + 100 * 0.8 * slices));
 }
 
+// A TSO frame lost to the link down (down_ms) is freed whole, never cut: its reclaim costs no
+// `gso_segment` (the slices are the NIC's count, EmuNic's tso_slices). Until 2026-12-04, night,
+// the simulation charged each reclaimed GSO frame its cut from the frame's own segments.
+TEST(SimEngine, ATsoFrameLostToALinkDownIsNotCut) {
+  CellConfig c = Cell("emu:e1000,down_at_ms=0,down_ms=100", "count:1", Proto::kTcp, 65536);
+  c.offload = Offload::kTso;
+  const auto per_call = [&](double gso_segment) {
+    c.cost.gso_segment = gso_segment;
+    const CellResult r = Simulate(c);
+    EXPECT_EQ(r.packets, 0u);  // nothing reached the wire's far end
+    EXPECT_TRUE(r.completion_cycles_per_call.has_value());
+    return r.completion_cycles_per_call.value_or(0);
+  };
+  const double uncut = per_call(0);
+  EXPECT_GT(uncut, 0);
+  EXPECT_DOUBLE_EQ(per_call(1000), uncut);
+}
+
 // The TX path's cycles (results.cycles_per_pkt) hold the txirq's wake when the driver's call
 // stops the queue, as the real engine's: XmitLocked kicks the txirq inside the call's section,
 // before the path's end is read. The simulation read its end first: a dedicated runner on
