@@ -120,9 +120,9 @@ struct CostModel {
   // `txbatch calibrate` fits both from a dedicated runner against the same calls inline.
   double handover = 0;
   double handover_bulk = 0;
-  // The pool's recycling across CPUs: an mbuf a producer allocates that was freed on another
-  // CPU (by the sink, handed the frame by a run or a reclaim there) comes through the pool's
-  // shared stack with its lines in that CPU's cache (`recycle`, the producer's); a frame handed
+  // The pool's recycling across CPUs: an mbuf a producer allocates whose lines another CPU has
+  // (it freed the frame, or wrote it: the handover's TxMeta on a dedicated runner's CPU) comes
+  // through the pool's shared stack (`recycle`, the producer's; SimPoolCpus); a frame handed
   // to the receiver on another CPU than it was built on has its lines read from the builder's
   // cache and goes back to the pool from there (`deliver_remote`, beyond `deliver`). `txbatch
   // calibrate` measures both on two threads passing mbufs across two CPUs against one thread

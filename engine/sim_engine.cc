@@ -136,7 +136,7 @@ class Simulation {
   std::vector<SimIdle> idle_;     // each CPU's idle, for the host's halt (as cores_)
   std::vector<SimCore*> ticking_;  // the CPUs a thread runs on, where the model has ticks
   SimActor* stepping_ = nullptr;  // the actor whose step runs
-  SimPoolCpus pool_cpus_{c_.recycle > 0};  // where the pool's freed mbufs were freed
+  SimPoolCpus pool_cpus_{c_.recycle > 0};  // which CPU has the lines of the mbufs freed
   bool draining_ = false;
   // Its actors' context switches: a step after which the actor sleeps (voluntary), a turn spent
   // or a preemption by the txirq (involuntary).
@@ -347,9 +347,10 @@ void Simulation::Build(SimActor& p) {
     p.timer = p.t;  // nanosleep
     return;
   }
-  // An mbuf freed on another CPU comes through the pool's shared stack (`recycle`).
+  // An mbuf whose lines another CPU has comes through the pool's shared stack (`recycle`).
   cpu_.Work(p, c_.frame * slices + c_.recycle * pool_cpus_.Reused(slices, p.cpu));
   rte_mbuf* const m = builders_[p.index].BuildSlices({chain.data(), slices}, payload, mss, p.t);
+  pool_cpus_.Built(m);
   stats_[p.index].generated.Add(slices);
   if (tsq_ && !cfg_.shape.noqueue) tsq_->Charge(p.index, payload);  // own batch: at FlushOwn
   p.held = m;
@@ -587,7 +588,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     irq.fifo = true;
     irq.cpu = placed.txirqs[i];
     lanes_[i].delivery->set_flow_cpus(flow_cpus);
-    lanes_[i].q->Attach(&irq, runners[i], flow_cpus, lanes_[i].delivery.get());
+    lanes_[i].q->Attach(&irq, runners[i], flow_cpus, lanes_[i].delivery.get(), &pool_cpus_);
   }
   if (c_.tick > 0 && c_.tick_interval > 0)
     for (const SimActor& x : actors_) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "dataplane/frame.h"
 #include "dataplane/gso.h"
@@ -46,6 +47,42 @@ SimCycles::SimCycles(const CostModel& c)
       recycle(Round(c.recycle)),
       deliver_remote(Round(c.deliver_remote)) {}
 
+SimPoolCpus::SimPoolCpus(bool on) : on_(on) {
+  if (!on_) return;
+  // One byte in the mbuf (its dynamic fields, as TxMeta): the frame's own, so that which mbuf
+  // comes back from the pool never matters.
+  static const int offset = [] {
+    rte_mbuf_dynfield desc{};
+    std::strncpy(desc.name, "txbatch_sim_written_on", sizeof(desc.name) - 1);
+    desc.size = sizeof(int8_t);
+    desc.align = alignof(int8_t);
+    return rte_mbuf_dynfield_register(&desc);
+  }();
+  offset_ = offset;
+}
+
+void SimPoolCpus::Built(rte_mbuf* m) {
+  if (!on_ || offset_ < 0) return;
+  for (rte_mbuf* seg = m; seg != nullptr; seg = seg->next)
+    *RTE_MBUF_DYNFIELD(seg, offset_, int8_t*) = static_cast<int8_t>(cpu_);
+}
+
+void SimPoolCpus::Written(rte_mbuf* m) {
+  if (!on_ || offset_ < 0) return;
+  int8_t* const on = RTE_MBUF_DYNFIELD(m, offset_, int8_t*);
+  if (*on != cpu_) *on = kSeveral;
+}
+
+void SimPoolCpus::Freed(const rte_mbuf* seg) {
+  if (!on_ || cpu_ < 0) return;
+  if (offset_ < 0) {  // no field: where it was freed
+    freed_on_.push_back(cpu_);
+    return;
+  }
+  const int8_t on = *RTE_MBUF_DYNFIELD(seg, offset_, const int8_t*);
+  freed_on_.push_back(on == cpu_ ? cpu_ : kSeveral);
+}
+
 unsigned SimPoolCpus::Reused(unsigned n, int cpu) {
   unsigned moved = 0;
   for (; n > 0 && !freed_on_.empty(); --n) {
@@ -64,7 +101,7 @@ void SimDelivery::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc
       const unsigned flow = FlowOf(m);
       if (flow < flow_cpus_.size() && flow_cpus_[flow] != cpu) ++remote_;
     }
-    for (const rte_mbuf* seg = m; seg != nullptr; seg = seg->next) pool_.Freed();
+    for (const rte_mbuf* seg = m; seg != nullptr; seg = seg->next) pool_.Freed(seg);
   }
   sink_.Receive(frames, arrival);
 }
@@ -294,6 +331,7 @@ std::optional<uint16_t> SimQueue::SendBatch(SimActor& p, Batch& own) {
   const auto n = own.size();
   clock_.now = p.t;
   if (meta_offset_ >= 0) MarkHandover(own.frames(), p.t, meta_offset_);
+  if (pool_ != nullptr) pool_->Written(own.frames());
   const Handed handled = Handled();
   const XmitResult x = dev_.Xmit(own.frames(), Handover::kBurst, /*from_qdisc=*/false);
   const uint16_t accepted = x.accepted;
@@ -408,6 +446,7 @@ void SimQueue::Xmit(SimActor& a) {
   if (Segment(a, batch)) return;
   if (!cpu_.Acquire(a, tx_)) return;
   if (meta_offset_ >= 0) MarkHandover(batch.frames(), a.t, meta_offset_);
+  if (pool_ != nullptr) pool_->Written(batch.frames());
   const uint64_t calls = driver_.counters().xmit_calls.Get();
   const Handed handled = Handled();
   clock_.now = a.t;

@@ -49,25 +49,38 @@ struct SimCycles {
 
 // The pool's recycling across CPUs, without the mbufs' identities (which mbuf the pool hands
 // out depends on its caches' state before the cell: results must not): each frame the sink
-// frees leaves a token naming the CPU of the step that freed it, and each mbuf a producer
+// frees leaves a token naming the CPU whose cache holds its lines, and each mbuf a producer
 // allocates takes the newest token — one from another CPU costs the producer `recycle` (the
-// pool's shared stack, its lines in the freer's cache). Frames freed elsewhere (a drop, a
-// purge, the link's losses) leave none; an allocation that finds none (the cell's first
+// pool's shared stack, the mbuf's lines written again where another CPU has them). A frame's
+// lines are one CPU's when the CPU that freed it is the only one that wrote it: its builder's,
+// and the thread's that handed it to the driver (MarkHandover writes its TxMeta, in the mbuf's
+// second line, which the next allocation's reset writes too: a dedicated runner on another CPU
+// than the producers and their txirq makes every frame's lines move). Frames freed elsewhere (a
+// drop, a purge, the link's losses) leave none; an allocation that finds none (the cell's first
 // frames) costs nothing more. Off (nothing kept) when the model has no `recycle`.
 class SimPoolCpus {
  public:
-  explicit SimPoolCpus(bool on) : on_(on) {}
+  explicit SimPoolCpus(bool on);
   // The CPU of the step now running; -1 between steps (nothing is noted).
   void set_cpu(int cpu) { cpu_ = cpu; }
   int cpu() const { return cpu_; }
-  void Freed() {
-    if (on_ && cpu_ >= 0) freed_on_.push_back(cpu_);
+  // Each segment of a frame built by the step now running: written on its CPU alone.
+  void Built(rte_mbuf* m);
+  // A frame's first segment, written again by the step now running (its TxMeta, as it is
+  // handed to the driver).
+  void Written(rte_mbuf* m);
+  void Written(std::span<rte_mbuf* const> frames) {
+    for (rte_mbuf* m : frames) Written(m);
   }
-  // How many of `n` mbufs allocated now on `cpu` were freed on another CPU.
+  // A segment freed by the step now running.
+  void Freed(const rte_mbuf* seg);
+  // How many of `n` mbufs allocated now on `cpu` have their lines on another CPU.
   unsigned Reused(unsigned n, int cpu);
 
  private:
+  static constexpr int8_t kSeveral = -2;  // written on more than one CPU: another's for anybody
   const bool on_;
+  int offset_ = -1;  // the mbuf's dynamic field naming the CPU that wrote it (-1: none kept)
   int cpu_ = -1;
   std::vector<int> freed_on_;  // a stack: the newest last
 };
@@ -334,11 +347,12 @@ class SimQueue {
   // flow's frames are built on (a frame dequeued on another CPU costs `handover`), and what its
   // driver delivers through (null: no frame costs `deliver_remote`).
   void Attach(SimActor* irq, SimActor* runner, std::vector<int> flow_cpus = {},
-              const SimDelivery* delivery = nullptr) {
+              const SimDelivery* delivery = nullptr, SimPoolCpus* pool = nullptr) {
     irq_ = irq;
     runner_ = runner;
     flow_cpus_ = std::move(flow_cpus);
     delivery_ = delivery;
+    pool_ = pool;
   }
 
   // Producer `p`, at p.t, puts `m` (ownership moves on success) into `band` under the root lock.
@@ -455,6 +469,7 @@ class SimQueue {
   TxDriver& driver_;
   RxSink* sink_;
   const SimDelivery* delivery_ = nullptr;
+  SimPoolCpus* pool_ = nullptr;  // where frames handed to the driver were written (null: nowhere)
   const FlushPolicy& policy_;
   const TxQueueConfig config_;
   const SimCpu cpu_;
