@@ -260,7 +260,7 @@ SimQueue::Put SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited)
     return Put::kDone;
   }
   if (qdisc_.empty()) first_enqueued_ = p.t;
-  cpu_.Work(p, cpu_.c.enqueue);
+  cpu_.Work(p, Line(p, band_last_) + cpu_.c.enqueue);
   (void)qdisc_.Enqueue(m, band);  // cannot fail: the band has room
   if (config_.shape.dedicated) {
     // Producers only enqueue and the runner sends: a sleeping runner is woken under the root
@@ -396,9 +396,10 @@ void SimQueue::Dequeue(SimActor& a, bool held) {
     if (held) cpu_.Release(a, root_);
     return EndRun(a);
   }
-  // The lock-free run holds its flag throughout; its dequeue writes the band's lines.
+  // The lock-free run holds its flag throughout.
   if (!nolock && !held && !cpu_.Acquire(a, root_)) return;
-  if (nolock) cpu_.Work(a, Line(a, band_last_));
+  // The dequeue writes the band's lines, last written maybe on another CPU.
+  const Tsc band = Line(a, band_last_);
   run_t0_ = a.t;  // the TX path's time from here, with the root lock held, as the real run's
   DequeueContext device;
   device.has_bql = dev_.has_bql();
@@ -409,8 +410,8 @@ void SimQueue::Dequeue(SimActor& a, bool held) {
   uint16_t n = run_.Dequeue(qdisc_, device, waiters, &wake);
   if (n == 0 && nolock && notes_.ClearForAnotherLook())  // pfifo_fast_dequeue
     n = run_.Dequeue(qdisc_, device, waiters, &wake);
-  // A dequeue that finds nothing (the one ending every run) costs only its lock.
-  if (n > 0) cpu_.Work(a, cpu_.c.dequeue + cpu_.c.dequeue_frame * n + Handovers(a));
+  // A dequeue that finds nothing (the one ending every run) costs only its lock and the line.
+  cpu_.Work(a, n > 0 ? cpu_.c.dequeue + cpu_.c.dequeue_frame * n + Handovers(a, band) : band);
   if (n > 0 && wake) {
     // space_cv_.notify_all() under the root lock: one futex call wakes every blocked producer.
     cpu_.WakeAllFrom(a, waiters_, a.t);
@@ -424,13 +425,13 @@ void SimQueue::Dequeue(SimActor& a, bool held) {
   a.step = SimStep::kXmit;
 }
 
-Tsc SimQueue::Handovers(const SimActor& a) {
+Tsc SimQueue::Handovers(const SimActor& a, Tsc band) {
   unsigned moved = 0;
   for (const rte_mbuf* m : run_.batch().frames()) {
     const unsigned flow = FlowOf(m);
     if (flow < flow_cpus_.size() && flow_cpus_[flow] != a.cpu) ++moved;  // a GSO frame: its head
   }
-  return moved == 0 ? 0 : cpu_.c.handover * moved + cpu_.c.handover_bulk;
+  return moved == 0 ? band : cpu_.c.handover * moved + cpu_.c.handover_bulk;
 }
 
 bool SimQueue::Segment(SimActor& a, Batch& batch) {

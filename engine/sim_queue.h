@@ -427,9 +427,11 @@ class SimQueue {
   void Dequeue(SimActor& a, bool held);
   // `handover` for each frame of the bulk in hand that was built on another CPU than `a`'s (a
   // GSO frame once: the CPU reads its head's lines; the NIC reads the slices' data), and
-  // `handover_bulk` once if there is one. Under the root lock: the dequeue reads each frame's
+  // `handover_bulk` once if there is one: the qdisc's lines its producers wrote (calibrate fits
+  // it from a dedicated runner's dequeue against the producer's own calls). Without one, the
+  // band's line as `band` says (Line). Under the root lock: the dequeue reads each frame's
   // length there (BulkLimit::Took), its first line.
-  Tsc Handovers(const SimActor& a);
+  Tsc Handovers(const SimActor& a, Tsc band);
   // --offload gso: cuts `batch`'s GSO frames into segments (SegmentBatch) on `a`'s CPU; whether
   // it cut any.
   bool Segment(SimActor& a, Batch& batch);

@@ -47,12 +47,22 @@ def main():
     med = lambda xs, f: statistics.median(f(x) for x in xs)
     sleeps = lambda x: 1e3 * x.get("voluntary_ctxsw", 0) / max(1, x["packets"])
     errs, cycle_errs = [], []
+    cpus = json.load(open(cost)).get("cpus", 0)
+    agree = collections.Counter()
     print(f"{'cell':54} {'real Mpps':>9} {'sim':>6} {'s/r':>5} {'real cyc':>8} {'sim':>6} {'s/r':>5}"
           f" {'sleeps/kpkt real':>16} {'sim':>5}")
     for k, s in sim.items():
         if k not in real:
             continue
         rm, rc = med(real[k], lambda x: x["mpps"]), med(real[k], lambda x: x["cycles_per_pkt"])
+        # calibrate --check's verdict (tools/calibrate_check.cc, CheckRows): within 15 % (30 % or
+        # inside the real rounds' range with more threads than CPUs), Mpps and cycles/pkt.
+        over = k[3] + (k[5] == "dedicated") > cpus
+        bound = 0.30 if over else 0.15
+        mpps = [x["mpps"] for x in real[k]]
+        mpps_ok = abs(s["mpps"] / rm - 1) <= bound or (over and min(mpps) <= s["mpps"] <= max(mpps))
+        agree[k[1], "cells"] += 1
+        agree[k[1], "agree"] += mpps_ok and abs(s["cycles_per_pkt"] / rc - 1) <= bound
         if k[1] == "udp":
             errs.append(abs(math.log(s["mpps"] / rm)))
             cycle_errs.append(abs(math.log(s["cycles_per_pkt"] / rc)))
@@ -63,6 +73,9 @@ def main():
         print(f"udp cells: sim/real median error {math.exp(statistics.median(errs)):.2f}x in Mpps, "
               f"{math.exp(statistics.median(cycle_errs)):.2f}x in cycles/pkt; Mpps within 15 % in "
               f"{sum(e <= math.log(1.15) for e in errs)} of {len(errs)}")
+    print("agree as calibrate --check judges them: " +
+          ", ".join(f"{p} {agree[p, 'agree']} of {agree[p, 'cells']}"
+                    for p in sorted({p for p, _ in agree})))
 
 
 main()
