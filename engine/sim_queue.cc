@@ -514,6 +514,19 @@ void SimQueue::EndRun(SimActor& a) {
   if (config_.shape.nolock && notes_.missed.load()) Kick(a, true);
 }
 
+void SimQueue::WakeRunner(SimActor* from, Tsc at) {
+  if (runner_ == nullptr || runner_->step != SimStep::kPoll) return;
+  if (from == nullptr) return SimCpu::Wake(*runner_, at);
+  SimActor& r = *runner_;
+  if (r.signalled != kNever && at >= r.signalled) {
+    const Tsc locks = config_.shape.nolock ? 2 : 1;
+    cpu_.Work(*from, Line(*from, runner_cv_last_) + locks * cpu_.c.lock);
+    return;
+  }
+  if (SimCpu::Asleep(r, at)) runner_cv_last_ = from;  // the futex call's writes are its cost
+  cpu_.WakeFrom(*from, r, at);
+}
+
 void SimQueue::Poll(SimActor& r, bool draining) {
   const bool stopped = dev_.Stopped();
   const FlushTrigger why =
@@ -524,6 +537,7 @@ void SimQueue::Poll(SimActor& r, bool draining) {
     const Tsc by = RunnerWakeBy(policy_, qdisc_.backlog(), stopped, first_enqueued_);
     Tsc wake = by > r.t ? by : kNever;
     if (!draining) wake = std::min(wake, r.t + idle_poll_);
+    cpu_.Work(r, Line(r, runner_cv_last_));  // the wait writes the condition variable
     r.t = r.timer = wake;
     return;
   }

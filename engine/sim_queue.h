@@ -395,13 +395,11 @@ class SimQueue {
   // to when it looks again (kNever: when woken).
   void Poll(SimActor& r, bool draining);
   // By `from` (the wake-up's latency across CPUs), or by the engine (null: at `at`).
-  void WakeRunner(SimActor* from, Tsc at) {
-    if (runner_ == nullptr || runner_->step != SimStep::kPoll) return;
-    if (from != nullptr)
-      cpu_.WakeFrom(*from, *runner_, at);
-    else
-      SimCpu::Wake(*runner_, at);
-  }
+  // A runner woken and on its way has not yet confirmed its wake-up (glibc's __wrefs), so a
+  // notify meanwhile still takes the condition variable's internal lock and finds no one to
+  // wake (pthread_cond_signal): `lock` and its line, and the lock-free queue's runner_mu_
+  // around it; an asleep one costs the futex call (SimCpu::WakeFrom).
+  void WakeRunner(SimActor* from, Tsc at);
 
   // Nothing queued, nobody running or blocked, nothing in the driver.
   bool Drained() const;
@@ -447,6 +445,7 @@ class SimQueue {
   Tsc Line(const SimActor& a, const SimActor*& last);
   const SimActor* band_last_ = nullptr;  // the thread that wrote each last (none yet)
   const SimActor* flag_last_ = nullptr;
+  const SimActor* runner_cv_last_ = nullptr;  // the dedicated runner's condition variable's
   // `resched`: a run spent its quota (or a note was left) and asked for this one.
   void Restart(SimActor& irq, bool resched);
   // --sync nolock: Enqueue without a root lock (NolockTxQueue::Send).

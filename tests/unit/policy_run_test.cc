@@ -746,6 +746,42 @@ TEST(SimQueueRun, ARescheduleDuringARunDoesNotMakeItOfferAStoppedQueue) {
   EXPECT_TRUE(q.qdisc().empty());
 }
 
+// A dedicated runner woken by one producer's notify is on its way until it runs: the next
+// producer's notify (RootlockTxQueue::Send's, runner_idle_ still set) finds no one to wake but
+// still takes the condition variable's internal lock, whose line the first notifier wrote on
+// the other CPU (glibc's pthread_cond_signal goes on while __wrefs counts the waiter). It cost
+// nothing before.
+TEST(SimQueueRun, ANotifyToARunnerOnItsWayCostsTheConditionVariablesLock) {
+  const auto second_enqueue = [](bool runner_asleep) {
+    SimRig rig("count:32");
+    rig.cfg.shape.dedicated = true;
+    SimQueue q(rig.driver, nullptr, *rig.policy, rig.cfg, rig.cpu, rig.clock);
+    rig.cycles.lock = 100;
+    rig.cycles.lock_contended = 1000;
+    rig.cycles.futex = 5000;
+    rig.cycles.wakeup = 100'000;  // the runner is on its way this long
+    SimActor runner;
+    runner.role = SimRole::kRunner;
+    runner.q = &q;
+    runner.cpu = 1;
+    runner.step = runner.home = runner_asleep ? SimStep::kPoll : SimStep::kDequeue;
+    runner.t = runner_asleep ? kNever : 1'000'000;
+    rig.p1.q = rig.p2.q = &q;
+    rig.p1.cpu = 0;
+    rig.p2.cpu = 1;
+    q.Attach(&rig.irq, &runner);
+    EXPECT_EQ(q.Enqueue(rig.p1, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
+    EXPECT_EQ(runner.signalled != kNever, runner_asleep);
+    rig.p2.t = rig.p2.ran_to = rig.p1.t;
+    const Tsc t0 = rig.p2.t;
+    EXPECT_EQ(q.Enqueue(rig.p2, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
+    EXPECT_LT(rig.p2.t, runner.t) << "the runner had not run yet";
+    q.Purge();
+    return rig.p2.t - t0;
+  };
+  EXPECT_EQ(second_enqueue(true) - second_enqueue(false), Tsc{100 + 1000});
+}
+
 // The txirq reads the driver's next completion under the TX lock, as IrqLoop does before each
 // sleep: while a run's driver call holds the lock it sleeps in it, and reads once woken.
 TEST(SimQueueRun, TheTxirqReadsItsNextCompletionUnderTheTxLock) {
