@@ -66,7 +66,7 @@ class Simulation {
   Simulation(const CellConfig& cfg, rte_mempool* pool)
       : cfg_(cfg),
         c_(cfg.cost),
-        cpu_{c_, window_, &idle_, &actors_},
+        cpu_{c_, window_, &idle_, &actors_, &switches_.voluntary},
         tsc_hz_(cfg.cost.tsc_hz),
         pool_(pool),
         stats_(cfg.procs),

@@ -431,7 +431,11 @@ Tsc SimQueue::Handovers(const SimActor& a, Tsc band) {
     const unsigned flow = FlowOf(m);
     if (flow < flow_cpus_.size() && flow_cpus_[flow] != a.cpu) ++moved;  // a GSO frame: its head
   }
-  return moved == 0 ? band : cpu_.c.handover * moved + cpu_.c.handover_bulk;
+  if (moved == 0) return band;
+  // Half of each frame's now, half as the handover writes its TxMeta (Xmit, MarkHandover).
+  const Tsc frames = cpu_.c.handover * moved;
+  handover_due_ = frames - frames / 2;
+  return frames / 2 + cpu_.c.handover_bulk;
 }
 
 bool SimQueue::Segment(SimActor& a, Batch& batch) {
@@ -442,9 +446,14 @@ bool SimQueue::Segment(SimActor& a, Batch& batch) {
 
 void SimQueue::Xmit(SimActor& a) {
   Batch& batch = run_.batch();
-  // validate_xmit_skb_list: after the root lock, before the TX lock; a step of its own (a step
-  // takes its lock first). Cut once: the step again finds no GSO frame left.
+  // validate_xmit_skb_list, and the handover's writes to frames another CPU built (the rest of
+  // their `handover`): after the root lock, before the TX lock; a step of its own (a step takes
+  // its lock first). Cut once: the step again finds no GSO frame left.
   if (Segment(a, batch)) return;
+  if (handover_due_ > 0) {
+    cpu_.Work(a, std::exchange(handover_due_, 0));
+    return;
+  }
   if (!cpu_.Acquire(a, tx_)) return;
   if (meta_offset_ >= 0) MarkHandover(batch.frames(), a.t, meta_offset_);
   if (pool_ != nullptr) pool_->Written(batch.frames());

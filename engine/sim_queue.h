@@ -227,6 +227,9 @@ struct SimCpu {
   // every actor (none: a CPU's record alone says whether it idles).
   std::vector<SimIdle>* idle = nullptr;
   const std::vector<SimActor>* actors = nullptr;
+  // The simulation's count of voluntary switches (none: not counted), which a step that ends
+  // asleep adds to: a wait whose notify catches it in its call takes that one back.
+  uint64_t* voluntary = nullptr;
   void Work(SimActor& a, Tsc cycles) const {
     if (window.Contains(a.t)) a.busy += cycles;
     a.t += cycles;
@@ -308,24 +311,43 @@ struct SimCpu {
   // notify at or before `at` is on its way: nothing (glibc finds no waiter). One woken by a
   // later notify (steps are stepped whole: an earlier notify can be stepped after a later one)
   // is woken by this one instead, sooner; the later waker's call is not taken back. One awake
-  // needs no call.
+  // needs no call. One whose wait began less than a `futex` call before `at` is still in that
+  // call: it finds the signal before it sleeps (glibc reads __g_signals, the kernel the futex
+  // word) and returns at the call's end — no sleep, no wake-up's latency, no timer armed — and
+  // the notify's futex call finds nobody to wake (no IPI). (Until 2026-12-04 it slept: a
+  // dedicated runner on the real engine went to sleep after ~1 run in 5 where the simulation's
+  // slept after each, each sleep a timer armed and a wake across CPUs.)
   void WakeAllFrom(SimActor& from, std::span<SimActor* const> all, Tsc at) const {
-    const auto sleeping = [&](const SimActor& a) {
-      return a.signalled != kNever ? at < a.signalled : Asleep(a, at);
+    const auto in_call = [&](const SimActor& a) {
+      return a.signalled == kNever && Asleep(a, at) && at < a.ran_to + c.futex;
     };
-    bool any = false, remote = false, halted = false;
-    for (const SimActor* a : all)
+    const auto sleeping = [&](const SimActor& a) {
+      return a.signalled != kNever ? at < a.signalled : Asleep(a, at) && !in_call(a);
+    };
+    bool any = false, caught = false, remote = false, halted = false;
+    for (const SimActor* a : all) {
+      caught |= in_call(*a);
       if (sleeping(*a)) {
         any = true;
         remote |= Remote(from, *a);
         halted |= Remote(from, *a) && Halted(*a, at);
       }
+    }
     // Nobody asleep: no call (a waker asleep itself, the txirq giving back a kick it took as
     // it went to sleep in the TX lock, must not be moved to its wake-up).
-    const Tsc call = any ? WakeCall(remote, halted) : 0;
+    const Tsc call = any ? WakeCall(remote, halted) : caught ? c.futex : 0;
     if (call > 0) Work(from, call);
     for (SimActor* a : all) {
       if (a->signalled != kNever && at >= a->signalled) continue;
+      if (in_call(*a)) {
+        if (voluntary != nullptr && *voluntary > 0) --*voluntary;
+        a->signalled = at;
+        a->timer = kNever;
+        if (window.Contains(a->ran_to)) a->busy += c.futex;
+        a->ran_to += c.futex;
+        a->t = a->ran_to;
+        continue;
+      }
       const bool woken = sleeping(*a);
       if (woken) a->signalled = at;
       // Read before it is woken (a thread due by `at` there is not halted).
@@ -427,8 +449,13 @@ class SimQueue {
   // GSO frame once: the CPU reads its head's lines; the NIC reads the slices' data), and
   // `handover_bulk` once if there is one: the qdisc's lines its producers wrote (calibrate fits
   // it from a dedicated runner's dequeue against the producer's own calls). Without one, the
-  // band's line as `band` says (Line). Under the root lock: the dequeue reads each frame's
-  // length there (BulkLimit::Took), its first line.
+  // band's line as `band` says (Line). Returns what the dequeue pays, under the root lock: the
+  // bulk's, and half of each frame's — the dequeue reads each frame's length (BulkLimit::Took),
+  // its first line; the other half, the handover's write of its TxMeta (MarkHandover, the
+  // second line), is left in handover_due_ for Xmit, before the TX lock. (The real runner's
+  // samples split so: DequeueBulk 17 %, MarkHandover 9 %, a store of a few fields; all under
+  // the root lock, as until 2026-12-04, held it 4-5 thousand cycles a bulk of 20 and put the
+  // producer to sleep in it after most bulks.)
   Tsc Handovers(const SimActor& a, Tsc band);
   // --offload gso: cuts `batch`'s GSO frames into segments (SegmentBatch) on `a`'s CPU; whether
   // it cut any.
@@ -488,6 +515,7 @@ class SimQueue {
   Tsc first_enqueued_ = 0;
   Tsc rx_free_ = 0;  // when the receiver's lock is next free
   Tsc run_t0_ = 0;   // the current bulk's start (tx_cycles)
+  Tsc handover_due_ = 0;  // the bulk's handover left for its Xmit (Handovers)
   uint16_t accepted_ = 0;
   bool handed_over_ = false;  // between the driver call and Settle: accepted_ are the driver's
   const int meta_offset_;     // TxMetaOffset() with config.track_stages, else -1

@@ -767,6 +767,7 @@ TEST(SimQueueRun, ANotifyToARunnerOnItsWayCostsTheConditionVariablesLock) {
     runner.step = runner.home = runner_asleep ? SimStep::kPoll : SimStep::kDequeue;
     runner.t = runner_asleep ? kNever : 1'000'000;
     rig.p1.q = rig.p2.q = &q;
+    rig.p1.t = rig.p1.ran_to = 10'000;  // the runner's wait began at 0: its futex call is over
     rig.p1.cpu = 0;
     rig.p2.cpu = 1;
     q.Attach(&rig.irq, &runner);
@@ -780,6 +781,54 @@ TEST(SimQueueRun, ANotifyToARunnerOnItsWayCostsTheConditionVariablesLock) {
     return rig.p2.t - t0;
   };
   EXPECT_EQ(second_enqueue(true) - second_enqueue(false), Tsc{100 + 1000});
+}
+
+// A dedicated runner's bulk of frames another CPU built: its dequeue, under the root lock, pays
+// the bulk's handover_bulk and half of each frame's handover (reading its length, the first
+// line); the other half (MarkHandover's write of its TxMeta, the second line) is a step of its
+// own before the TX lock. All of it under the root lock held that lock 4-5 thousand cycles a
+// bulk of 20 and put the producer to sleep in it after most bulks.
+TEST(SimQueueRun, AFramesHandoverIsHalfUnderTheRootLock) {
+  SimRig rig("count:32");
+  rig.cfg.shape.dedicated = true;
+  SimQueue q(rig.driver, nullptr, *rig.policy, rig.cfg, rig.cpu, rig.clock);
+  rig.cycles.handover = 1000;
+  rig.cycles.handover_bulk = 300;
+  rig.driver.next_capacity = 64;
+  SimActor runner;
+  runner.role = SimRole::kRunner;
+  runner.q = &q;
+  runner.cpu = 1;
+  runner.step = runner.home = SimStep::kPoll;
+  runner.t = runner.ran_to = 1'000'000;
+  rig.p1.q = &q;
+  rig.p1.cpu = 0;
+  rig.irq.q = &q;
+  q.Attach(&rig.irq, &runner, /*flow_cpus=*/{0});
+  q.Complete(rig.irq, false);  // the ring opens
+  FrameBuilder flow0(Proto::kUdp, 0, /*track_stages=*/false);
+  for (int i = 0; i < 4; ++i) {
+    rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
+    ASSERT_NE(m, nullptr);
+    flow0.Build(m, 18, 0);
+    ASSERT_EQ(q.Enqueue(rig.p1, m, 1, false), SimQueue::Put::kDone);
+  }
+  q.Poll(runner, false);
+  ASSERT_EQ(runner.step, SimStep::kDequeue);
+  const Tsc before_dequeue = runner.t;
+  q.StepRun(runner);
+  ASSERT_EQ(runner.step, SimStep::kXmit);
+  const Tsc dequeue = runner.t - before_dequeue;
+  const Tsc before_mark = runner.t;
+  q.StepRun(runner);
+  EXPECT_EQ(runner.t - before_mark, Tsc{4 * 500}) << "the TxMeta writes, before the TX lock";
+  EXPECT_TRUE(rig.driver.calls.empty());
+  EXPECT_EQ(dequeue, Tsc{300 + 4 * 500}) << "the bulk's and half the frames' (the rig's other "
+                                            "costs are 0)";
+  q.StepRun(runner);  // the driver call
+  EXPECT_EQ(rig.driver.calls.size(), 1u);
+  rig.Finish(runner);
+  q.Purge();
 }
 
 // The txirq reads the driver's next completion under the TX lock, as IrqLoop does before each

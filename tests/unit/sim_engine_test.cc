@@ -737,30 +737,30 @@ TEST(SimCpu, AWakeThatReachesASleeperOnAnotherCpuCostsTheWakerTheIpi) {
   const SimCpu& cpu = rig.cpu;
   SimActor from, remote, local, awake;
   from.cpu = 0, remote.cpu = 1, local.cpu = 0, awake.cpu = 1;
-  from.t = from.ran_to = 10;
-  remote.t = local.t = kNever;
-  awake.t = awake.ran_to = 20;
+  from.t = from.ran_to = 1010;
+  remote.t = local.t = kNever;  // asleep since 0, their futex calls long over
+  awake.t = awake.ran_to = 1020;
   cpu.WakeFrom(from, remote, from.t);
-  EXPECT_EQ(from.t, 10u + 5100);
+  EXPECT_EQ(from.t, 1010u + 5100);
   EXPECT_EQ(from.busy, 5100u);
-  EXPECT_EQ(remote.t, 10u + 5100 + 1000);
-  EXPECT_EQ(remote.signalled, 10u);
+  EXPECT_EQ(remote.t, 1010u + 5100 + 1000);
+  EXPECT_EQ(remote.signalled, 1010u);
   cpu.WakeFrom(from, remote, from.t);  // on its way: no call, and not woken earlier
-  EXPECT_EQ(from.t, 5110u);
-  EXPECT_EQ(remote.t, 6110u);
-  SimActor early;  // a notify at 5 stepped after the one at 10 (steps are stepped whole)
+  EXPECT_EQ(from.t, 6110u);
+  EXPECT_EQ(remote.t, 7110u);
+  SimActor early;  // a notify at 1005 stepped after the one at 1010 (steps are stepped whole)
   early.cpu = 0;
-  early.t = early.ran_to = 5;
+  early.t = early.ran_to = 1005;
   cpu.WakeFrom(early, remote, early.t);  // woke it first: pays, and it runs sooner
-  EXPECT_EQ(early.t, 5u + 5100);
-  EXPECT_EQ(remote.t, 5u + 5100 + 1000);
-  EXPECT_EQ(remote.signalled, 5u);
+  EXPECT_EQ(early.t, 1005u + 5100);
+  EXPECT_EQ(remote.t, 1005u + 5100 + 1000);
+  EXPECT_EQ(remote.signalled, 1005u);
   cpu.WakeFrom(from, local, from.t);  // on the waker's CPU: the call, no IPI, no latency
-  EXPECT_EQ(from.t, 5110u + 100);
-  EXPECT_EQ(local.t, 5210u);
+  EXPECT_EQ(from.t, 6110u + 100);
+  EXPECT_EQ(local.t, 6210u);
   cpu.WakeFrom(from, awake, from.t);  // awake: nothing to wake
-  EXPECT_EQ(from.t, 5210u);
-  EXPECT_EQ(awake.t, 20u);
+  EXPECT_EQ(from.t, 6210u);
+  EXPECT_EQ(awake.t, 1020u);
   // A mutex's release that wakes a sleeper on another CPU pays the IPI too (the release is
   // stepped first, as in SimLock's test: the sleeper's try finds it held until then).
   SimActor h, w;
@@ -774,6 +774,44 @@ TEST(SimCpu, AWakeThatReachesASleeperOnAnotherCpuCostsTheWakerTheIpi) {
   EXPECT_FALSE(cpu.Acquire(w, l));
   EXPECT_EQ(h.t, 510u + 100 + 5000);   // the holder's call that woke it, with the IPI
   EXPECT_EQ(w.t, 510u + 5100 + 1000);  // then the wake-up's latency
+}
+
+// A notify that comes while the waiter is still in its futex call (its wait began less than
+// `futex` before) is found by that call: the waiter returns at the call's end, with no wake-up's
+// latency and no timer armed, its step's voluntary switch taken back; the notify's own futex
+// call wakes nobody, no IPI. (Every such notify put the simulated dedicated runner to sleep: 4-5
+// times the real engine's sleeps in the udp 64 B dedicated cells, each a timer armed and a wake
+// across CPUs.) One whose call is over sleeps as before.
+TEST(SimCpu, ANotifyDuringTheWaitersFutexCallIsFoundByIt) {
+  CostModel m;
+  m.futex = 100;
+  m.wakeup = 1000;
+  m.remote_wake = 5000;
+  const CpuRig rig0(m);
+  uint64_t voluntary = 1;  // the waiter's step counted it asleep
+  const SimCpu cpu{rig0.c, rig0.window, nullptr, nullptr, &voluntary};
+  SimActor from, waiter;
+  from.cpu = 0, waiter.cpu = 1;
+  waiter.t = waiter.ran_to = 1000;
+  waiter.t = waiter.timer = 1000 + 125'000;  // a timed wait from 1000 (RunnerLoop's wait_for)
+  from.t = from.ran_to = 1040;
+  cpu.WakeFrom(from, waiter, from.t);
+  EXPECT_EQ(from.t, 1040u + 100) << "the futex call, no IPI";
+  EXPECT_EQ(waiter.t, 1000u + 100) << "back at its call's end";
+  EXPECT_EQ(waiter.ran_to, 1100u);
+  EXPECT_EQ(waiter.busy, 100u);
+  EXPECT_EQ(waiter.timer, kNever);
+  EXPECT_EQ(voluntary, 0u);
+  cpu.WakeFrom(from, waiter, from.t);  // on its way now: nothing more
+  EXPECT_EQ(from.t, 1140u);
+  SimActor late;  // its call over by the notify: asleep, woken across CPUs
+  late.cpu = 1;
+  late.t = late.ran_to = 1000;
+  late.t = kNever;
+  from.t = from.ran_to = 1100;
+  cpu.WakeFrom(from, late, from.t);
+  EXPECT_EQ(from.t, 1100u + 5100);
+  EXPECT_EQ(late.t, 1100u + 5100 + 1000);
 }
 
 // A wake across CPUs that reaches a CPU halted by the host (CostModel::halt_after: idle longer
@@ -1126,11 +1164,14 @@ TEST(SimLock, AReleaseWakesASleeperNoEarlierThanItsLastStepEnded) {
 }
 
 // A frame built on one CPU and dequeued on another costs `handover` there: with a dedicated
-// runner on a CPU of its own every frame crosses, with everything on one CPU none does.
+// runner on a CPU of its own every frame crosses, with everything on one CPU none does. Paced,
+// so that every bulk is one frame either way (flat out, the runner it slows forms fuller bulks:
+// since 2026-12-04 half of it is paid outside the root lock, and the producers fill them).
 TEST(SimEngine, FramesThatChangeCpuCostAHandover) {
-  CellConfig c = Cell("emu:null", "buffer:8", Proto::kUdp, 18, 2);
+  CellConfig c = Cell("emu:null", "count:1", Proto::kUdp, 18, 2);
   c.shape.dedicated = true;
   c.stream = false;
+  c.rate = RateSpec{RateSpec::Unit::kPps, 100e3};
   for (const unsigned cpus : {0u, 1u}) {
     c.cost.cpus = cpus;
     c.cost.handover = 0;
