@@ -588,7 +588,10 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     irq.fifo = true;
     irq.cpu = placed.txirqs[i];
     lanes_[i].delivery->set_flow_cpus(flow_cpus);
-    lanes_[i].q->Attach(&irq, runners[i], flow_cpus, lanes_[i].delivery.get(), &pool_cpus_);
+    // The handover writes a frame's TxMeta only where stages are timed (as the real queue's
+    // track_stages on every emulated NIC: not with --no-timing).
+    lanes_[i].q->Attach(&irq, runners[i], flow_cpus, lanes_[i].delivery.get(),
+                        cfg_.timing ? &pool_cpus_ : nullptr);
   }
   if (c_.tick > 0 && c_.tick_interval > 0)
     for (const SimActor& x : actors_) {

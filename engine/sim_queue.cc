@@ -49,13 +49,13 @@ SimCycles::SimCycles(const CostModel& c)
 
 SimPoolCpus::SimPoolCpus(bool on) : on_(on) {
   if (!on_) return;
-  // One byte in the mbuf (its dynamic fields, as TxMeta): the frame's own, so that which mbuf
+  // Two bytes in the mbuf (its dynamic fields, as TxMeta): the frame's own, so that which mbuf
   // comes back from the pool never matters.
   static const int offset = [] {
     rte_mbuf_dynfield desc{};
     std::strncpy(desc.name, "txbatch_sim_written_on", sizeof(desc.name) - 1);
-    desc.size = sizeof(int8_t);
-    desc.align = alignof(int8_t);
+    desc.size = sizeof(int16_t);
+    desc.align = alignof(int16_t);
     return rte_mbuf_dynfield_register(&desc);
   }();
   offset_ = offset;
@@ -64,23 +64,24 @@ SimPoolCpus::SimPoolCpus(bool on) : on_(on) {
 void SimPoolCpus::Built(rte_mbuf* m) {
   if (!on_ || offset_ < 0) return;
   for (rte_mbuf* seg = m; seg != nullptr; seg = seg->next)
-    *RTE_MBUF_DYNFIELD(seg, offset_, int8_t*) = static_cast<int8_t>(cpu_);
+    *RTE_MBUF_DYNFIELD(seg, offset_, int16_t*) = static_cast<int16_t>(cpu_);
 }
 
 void SimPoolCpus::Written(rte_mbuf* m) {
   if (!on_ || offset_ < 0) return;
-  int8_t* const on = RTE_MBUF_DYNFIELD(m, offset_, int8_t*);
+  int16_t* const on = RTE_MBUF_DYNFIELD(m, offset_, int16_t*);
   if (*on != cpu_) *on = kSeveral;
 }
 
-void SimPoolCpus::Freed(const rte_mbuf* seg) {
+void SimPoolCpus::Freed(const rte_mbuf* m) {
   if (!on_ || cpu_ < 0) return;
-  if (offset_ < 0) {  // no field: where it was freed
-    freed_on_.push_back(cpu_);
-    return;
+  // Every segment by its frame's head, which Built and Written keep (a link's copy of a chain
+  // carries the fields in its first mbuf only).
+  int on = cpu_;
+  if (offset_ >= 0) {
+    on = *RTE_MBUF_DYNFIELD(m, offset_, const int16_t*) == cpu_ ? cpu_ : kSeveral;
   }
-  const int8_t on = *RTE_MBUF_DYNFIELD(seg, offset_, const int8_t*);
-  freed_on_.push_back(on == cpu_ ? cpu_ : kSeveral);
+  for (const rte_mbuf* seg = m; seg != nullptr; seg = seg->next) freed_on_.push_back(on);
 }
 
 unsigned SimPoolCpus::Reused(unsigned n, int cpu) {
@@ -101,7 +102,7 @@ void SimDelivery::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc
       const unsigned flow = FlowOf(m);
       if (flow < flow_cpus_.size() && flow_cpus_[flow] != cpu) ++remote_;
     }
-    for (const rte_mbuf* seg = m; seg != nullptr; seg = seg->next) pool_.Freed(seg);
+    pool_.Freed(m);
   }
   sink_.Receive(frames, arrival);
 }
@@ -527,9 +528,11 @@ void SimQueue::WakeRunner(SimActor* from, Tsc at) {
   if (runner_ == nullptr || runner_->step != SimStep::kPoll) return;
   if (from == nullptr) return SimCpu::Wake(*runner_, at);
   SimActor& r = *runner_;
-  if (r.signalled != kNever && at >= r.signalled) {
-    const Tsc locks = config_.shape.nolock ? 2 : 1;
-    cpu_.Work(*from, Line(*from, runner_cv_last_) + locks * cpu_.c.lock);
+  const bool on_way = r.signalled != kNever && at >= r.signalled;
+  // NolockTxQueue::WakeRunner takes runner_mu_ around every notify (while runner_idle_).
+  if (config_.shape.nolock && (on_way || SimCpu::Asleep(r, at))) cpu_.Work(*from, cpu_.c.lock);
+  if (on_way) {
+    cpu_.Work(*from, Line(*from, runner_cv_last_) + cpu_.c.lock);
     return;
   }
   if (SimCpu::Asleep(r, at)) runner_cv_last_ = from;  // the futex call's writes are its cost
@@ -543,10 +546,13 @@ void SimQueue::Poll(SimActor& r, bool draining) {
   if (why == FlushTrigger::kNone) {
     // Asleep until an enqueue, a restart, the drain or the buffer's timer; as RunnerLoop's
     // wait_for, kIrqIdlePoll at most while frames may still come.
+    // The wait writes the condition variable (its line) before it sleeps; a buffer's deadline
+    // passed meanwhile: no sleep, it looks again at once.
+    cpu_.Work(r, Line(r, runner_cv_last_));
     const Tsc by = RunnerWakeBy(policy_, qdisc_.backlog(), stopped, first_enqueued_);
-    Tsc wake = by > r.t ? by : kNever;
+    if (by <= r.t) return;
+    Tsc wake = by;
     if (!draining) wake = std::min(wake, r.t + idle_poll_);
-    cpu_.Work(r, Line(r, runner_cv_last_));  // the wait writes the condition variable
     r.t = r.timer = wake;
     return;
   }

@@ -8,7 +8,8 @@
 // sleeps and tries its step again when woken. With --sync nolock there is no root lock: producers
 // enqueue into per-band bands and the run holds a flag (NolockTxQueue's MISSED and DRAINING notes,
 // a note left when the flag goes rescheduling through the txirq); the flag costs `lock` to take or
-// to lose, the bands' cache lines between CPUs are not modelled.
+// to lose. The queue's shared cache lines (the bands', the run flag's, the runner's condition
+// variable's) move between CPUs (Line).
 //
 // Not thread-safe: the simulation has no threads. Public so that scripted tests can play a queue
 // the way tests/unit/policy_run_test.cc plays the real ones.
@@ -72,13 +73,13 @@ class SimPoolCpus {
   void Written(std::span<rte_mbuf* const> frames) {
     for (rte_mbuf* m : frames) Written(m);
   }
-  // A segment freed by the step now running.
-  void Freed(const rte_mbuf* seg);
+  // A frame (each of its segments) freed by the step now running.
+  void Freed(const rte_mbuf* m);
   // How many of `n` mbufs allocated now on `cpu` have their lines on another CPU.
   unsigned Reused(unsigned n, int cpu);
 
  private:
-  static constexpr int8_t kSeveral = -2;  // written on more than one CPU: another's for anybody
+  static constexpr int16_t kSeveral = -2;  // written on more than one CPU: another's for anybody
   const bool on_;
   int offset_ = -1;  // the mbuf's dynamic field naming the CPU that wrote it (-1: none kept)
   int cpu_ = -1;
@@ -298,6 +299,15 @@ struct SimCpu {
   static bool Asleep(const SimActor& a, Tsc at) {
     return !a.queued && !a.lock_wait && (a.t == kNever || a.t > std::max(at, a.ran_to));
   }
+  // Whether no other thread has run on `a`'s CPU since `a`'s last step ended (a waiter still in
+  // its futex call has its CPU; one the scheduler switched from is asleep). Without the actors,
+  // true.
+  bool CpuKeptSince(const SimActor& a) const {
+    if (actors == nullptr || a.cpu < 0) return true;
+    for (const SimActor& x : *actors)
+      if (&x != &a && x.cpu == a.cpu && x.ran_to > a.ran_to) return false;
+    return true;
+  }
   // `from` wakes `a` at `at` (from.t or before) through a futex: a condition variable's
   // notify_one (a blocked producer, the dedicated runner, the txirq's kick, a TCP Small Queues
   // release). As WakeAllFrom with `a` alone.
@@ -311,15 +321,15 @@ struct SimCpu {
   // notify at or before `at` is on its way: nothing (glibc finds no waiter). One woken by a
   // later notify (steps are stepped whole: an earlier notify can be stepped after a later one)
   // is woken by this one instead, sooner; the later waker's call is not taken back. One awake
-  // needs no call. One whose wait began less than a `futex` call before `at` is still in that
-  // call: it finds the signal before it sleeps (glibc reads __g_signals, the kernel the futex
-  // word) and returns at the call's end — no sleep, no wake-up's latency, no timer armed — and
-  // the notify's futex call finds nobody to wake (no IPI). (Until 2026-12-04 it slept: a
-  // dedicated runner on the real engine went to sleep after ~1 run in 5 where the simulation's
-  // slept after each, each sleep a timer armed and a wake across CPUs.)
+  // needs no call. One whose wait began less than a `futex` call before `at`, its CPU not given
+  // to another thread since, is still in that call: it finds the signal before it sleeps (glibc
+  // reads __g_signals, the kernel the futex word) and returns at the call's end — no sleep, no
+  // wake-up's latency, no timer armed — and the notify's futex call finds nobody to wake (no IPI).
+  // (Until 2026-12-04 it slept: a dedicated runner on the real engine went to sleep after ~1 run in
+  // 5 where the simulation's slept after each, each sleep a timer armed and a wake across CPUs.)
   void WakeAllFrom(SimActor& from, std::span<SimActor* const> all, Tsc at) const {
     const auto in_call = [&](const SimActor& a) {
-      return a.signalled == kNever && Asleep(a, at) && at < a.ran_to + c.futex;
+      return a.signalled == kNever && Asleep(a, at) && at < a.ran_to + c.futex && CpuKeptSince(a);
     };
     const auto sleeping = [&](const SimActor& a) {
       return a.signalled != kNever ? at < a.signalled : Asleep(a, at) && !in_call(a);
@@ -340,7 +350,10 @@ struct SimCpu {
     for (SimActor* a : all) {
       if (a->signalled != kNever && at >= a->signalled) continue;
       if (in_call(*a)) {
-        if (voluntary != nullptr && *voluntary > 0) --*voluntary;
+        // Its step's switch is taken back where both are on one side of the window's edges
+        // (a snapshot between them would count it once and its take-back again).
+        const auto side = [this](Tsc t) { return (t >= window.start) + (t >= window.end); };
+        if (voluntary != nullptr && *voluntary > 0 && side(a->ran_to) == side(at)) --*voluntary;
         a->signalled = at;
         a->timer = kNever;
         if (window.Contains(a->ran_to)) a->busy += c.futex;
@@ -419,8 +432,8 @@ class SimQueue {
   // By `from` (the wake-up's latency across CPUs), or by the engine (null: at `at`).
   // A runner woken and on its way has not yet confirmed its wake-up (glibc's __wrefs), so a
   // notify meanwhile still takes the condition variable's internal lock and finds no one to
-  // wake (pthread_cond_signal): `lock` and its line, and the lock-free queue's runner_mu_
-  // around it; an asleep one costs the futex call (SimCpu::WakeFrom).
+  // wake (pthread_cond_signal): `lock` and its line; an asleep one costs the futex call
+  // (SimCpu::WakeFrom). The lock-free queue's notifier takes runner_mu_ around either (`lock`).
   void WakeRunner(SimActor* from, Tsc at);
 
   // Nothing queued, nobody running or blocked, nothing in the driver.
@@ -464,11 +477,12 @@ class SimQueue {
   void Requeue(SimActor& a);
   void Settle(SimActor& a);
   void EndRun(SimActor& a);
-  // NolockTxQueue's shared cache lines: the bands' ring indices, which every enqueue and dequeue
-  // writes, and the run flag with its notes, which every try and every run's end writes. One
-  // written last on another CPU moves to `a`'s first: `lock_contended`, as the root lock's line
-  // on the root-locked queue (until 2026-12-04 nothing: two lock-free producers on two CPUs
-  // ran 3-4 times the real engine's rate). Returns the cost; `a` writes it now.
+  // The queue's shared cache lines: the bands' ring indices, which every enqueue and dequeue
+  // writes (either queue), NolockTxQueue's run flag with its notes, which every try and every
+  // run's end writes, and the dedicated runner's condition variable, which its wait and a notify
+  // to it write. One written last on another CPU moves to `a`'s first: `lock_contended`, as the
+  // root lock's line (until 2026-12-04 nothing: two lock-free producers on two CPUs ran 3-4
+  // times the real engine's rate). Returns the cost; `a` writes it now.
   Tsc Line(const SimActor& a, const SimActor*& last);
   const SimActor* band_last_ = nullptr;  // the thread that wrote each last (none yet)
   const SimActor* flag_last_ = nullptr;

@@ -831,6 +831,42 @@ TEST(SimQueueRun, AFramesHandoverIsHalfUnderTheRootLock) {
   q.Purge();
 }
 
+// The runner's wait writes its condition variable's line before it sleeps: where that takes it
+// past its buffer's deadline it does not sleep but looks again at once. (Its sleep was decided
+// from the time before the line, and it woke before its own step had ended: that CPU time was
+// counted twice and a timer paid that never ran, found by review.)
+TEST(SimQueueRun, ARunnerWhoseWaitPassesItsDeadlineDoesNotSleep) {
+  SimRig rig("buffer:8:10");  // 10 us: 10,000 cycles at the rig's 1 GHz
+  rig.cfg.shape.dedicated = true;
+  SimQueue q(rig.driver, nullptr, *rig.policy, rig.cfg, rig.cpu, rig.clock);
+  rig.cycles.lock_contended = 1000;
+  SimActor runner;
+  runner.role = SimRole::kRunner;
+  runner.q = &q;
+  runner.cpu = 1;
+  runner.step = runner.home = SimStep::kPoll;
+  runner.t = kNever;  // asleep since 0
+  rig.p1.q = &q;
+  rig.p1.cpu = 0;
+  rig.p1.t = rig.p1.ran_to = 100'000;
+  rig.irq.q = &q;
+  rig.driver.next_capacity = 64;
+  q.Attach(&rig.irq, &runner);
+  q.Complete(rig.irq, false);                                                     // the ring opens
+  ASSERT_EQ(q.Enqueue(rig.p1, SimRig::Frame(), 1, false), SimQueue::Put::kDone);  // wakes it
+  ASSERT_NE(runner.t, kNever);
+  // It polls 10 cycles before the frame's deadline (first enqueued at 100,000, 10,000 to wait):
+  // one frame of 8, not yet due; its wait's line (the producer's notify wrote it) takes 1000.
+  runner.t = runner.ran_to = 100'000 + 10'000 - 10;
+  q.Poll(runner, false);
+  EXPECT_EQ(runner.t, runner.ran_to) << "asleep past its deadline";
+  EXPECT_EQ(runner.timer, kNever);
+  EXPECT_EQ(runner.step, SimStep::kPoll);
+  q.Poll(runner, false);  // at once: the buffer's timer
+  EXPECT_EQ(runner.step, SimStep::kDequeue);
+  q.Purge();
+}
+
 // The txirq reads the driver's next completion under the TX lock, as IrqLoop does before each
 // sleep: while a run's driver call holds the lock it sleeps in it, and reads once woken.
 TEST(SimQueueRun, TheTxirqReadsItsNextCompletionUnderTheTxLock) {

@@ -812,6 +812,19 @@ TEST(SimCpu, ANotifyDuringTheWaitersFutexCallIsFoundByIt) {
   cpu.WakeFrom(from, late, from.t);
   EXPECT_EQ(from.t, 1100u + 5100);
   EXPECT_EQ(late.t, 1100u + 5100 + 1000);
+  // One whose CPU went to another thread since (the scheduler switched from it) is asleep,
+  // however soon the notify comes.
+  std::vector<SimActor> actors(3);
+  SimActor &waker = actors[0], &sleeper = actors[1], &next = actors[2];
+  waker.cpu = 0, sleeper.cpu = 1, next.cpu = 1;
+  sleeper.ran_to = 1000;
+  sleeper.t = kNever;
+  next.t = next.ran_to = 1030;  // ran on CPU 1 from 1000
+  waker.t = waker.ran_to = 1040;
+  const SimCpu with_actors{rig0.c, rig0.window, nullptr, &actors, &voluntary};
+  with_actors.WakeFrom(waker, sleeper, waker.t);
+  EXPECT_EQ(waker.t, 1040u + 5100);
+  EXPECT_EQ(sleeper.t, 1040u + 5100 + 1000);
 }
 
 // A wake across CPUs that reaches a CPU halted by the host (CostModel::halt_after: idle longer
@@ -1248,6 +1261,22 @@ TEST(SimEngine, RecyclingCostsDoNotDependOnThePoolsStateBefore) {
   const CellResult b = Simulate(c);
   ASSERT_GT(a.packets, 1000u);
   EXPECT_EQ(ResultsJson(c, a), ResultsJson(c, b));
+  // GSO chains a link duplicates on an infinite NIC: a copy carries the dynamic fields in its
+  // first mbuf only, so its other segments' tokens are read from the head (a guard for the case
+  // a review found by reading; this cell did not show it before the fix).
+  CellConfig gso = Cell("emu:null", "count:8", Proto::kTcp, 9000, 2);
+  gso.offload = Offload::kGso;
+  gso.shape.dedicated = true;
+  gso.cost.cpus = 2;
+  gso.cost.recycle = 500;
+  auto dup = ParseLinkSpec("duplicate 30% seed 3");
+  ASSERT_TRUE(dup) << dup.error().message;
+  gso.link = *dup;
+  const CellResult g1 = Simulate(gso);
+  (void)Simulate(other);
+  const CellResult g2 = Simulate(gso);
+  ASSERT_GT(g1.packets, 1000u);
+  EXPECT_EQ(ResultsJson(gso, g1), ResultsJson(gso, g2));
 }
 
 // After generation the txirq stops polling once nothing is left to reclaim; a bulk in a
