@@ -746,6 +746,34 @@ TEST(SimQueueRun, ARescheduleDuringARunDoesNotMakeItOfferAStoppedQueue) {
   EXPECT_TRUE(q.qdisc().empty());
 }
 
+// A SimRig's queue with a dedicated runner on CPU 1, asleep in its poll since 0; p1 on CPU 0,
+// p2 on CPU 1; the ring open.
+struct DedicatedSimRig {
+  explicit DedicatedSimRig(const char* policy_text, std::vector<int> flow_cpus = {})
+      : rig(policy_text),
+        q(rig.driver, nullptr, *rig.policy, Dedicated(rig.cfg), rig.cpu, rig.clock) {
+    runner.role = SimRole::kRunner;
+    runner.q = &q;
+    runner.cpu = 1;
+    runner.step = runner.home = SimStep::kPoll;
+    runner.t = kNever;
+    rig.p1.q = rig.p2.q = rig.irq.q = &q;
+    rig.p1.cpu = 0;
+    rig.p2.cpu = 1;
+    rig.driver.next_capacity = 64;
+    q.Complete(rig.irq, false);  // the ring opens (before the runner is there to be woken)
+    q.Attach(&rig.irq, &runner, std::move(flow_cpus));
+  }
+  ~DedicatedSimRig() { q.Purge(); }
+  static const TxQueueConfig& Dedicated(TxQueueConfig& c) {
+    c.shape.dedicated = true;
+    return c;
+  }
+  SimRig rig;
+  SimQueue q;
+  SimActor runner;
+};
+
 // A dedicated runner woken by one producer's notify is on its way until it runs: the next
 // producer's notify (RootlockTxQueue::Send's, runner_idle_ still set) finds no one to wake but
 // still takes the condition variable's internal lock, whose line the first notifier wrote on
@@ -753,31 +781,23 @@ TEST(SimQueueRun, ARescheduleDuringARunDoesNotMakeItOfferAStoppedQueue) {
 // nothing before.
 TEST(SimQueueRun, ANotifyToARunnerOnItsWayCostsTheConditionVariablesLock) {
   const auto second_enqueue = [](bool runner_asleep) {
-    SimRig rig("count:32");
-    rig.cfg.shape.dedicated = true;
-    SimQueue q(rig.driver, nullptr, *rig.policy, rig.cfg, rig.cpu, rig.clock);
+    DedicatedSimRig d("count:32");
+    auto [rig, q, runner] = std::tie(d.rig, d.q, d.runner);
     rig.cycles.lock = 100;
     rig.cycles.lock_contended = 1000;
     rig.cycles.futex = 5000;
     rig.cycles.wakeup = 100'000;  // the runner is on its way this long
-    SimActor runner;
-    runner.role = SimRole::kRunner;
-    runner.q = &q;
-    runner.cpu = 1;
-    runner.step = runner.home = runner_asleep ? SimStep::kPoll : SimStep::kDequeue;
-    runner.t = runner_asleep ? kNever : 1'000'000;
-    rig.p1.q = rig.p2.q = &q;
+    if (!runner_asleep) {
+      runner.step = runner.home = SimStep::kDequeue;
+      runner.t = 1'000'000;
+    }
     rig.p1.t = rig.p1.ran_to = 10'000;  // the runner's wait began at 0: its futex call is over
-    rig.p1.cpu = 0;
-    rig.p2.cpu = 1;
-    q.Attach(&rig.irq, &runner);
     EXPECT_EQ(q.Enqueue(rig.p1, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
     EXPECT_EQ(runner.signalled != kNever, runner_asleep);
     rig.p2.t = rig.p2.ran_to = rig.p1.t;
     const Tsc t0 = rig.p2.t;
     EXPECT_EQ(q.Enqueue(rig.p2, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
     EXPECT_LT(rig.p2.t, runner.t) << "the runner had not run yet";
-    q.Purge();
     return rig.p2.t - t0;
   };
   EXPECT_EQ(second_enqueue(true) - second_enqueue(false), Tsc{100 + 1000});
@@ -789,23 +809,11 @@ TEST(SimQueueRun, ANotifyToARunnerOnItsWayCostsTheConditionVariablesLock) {
 // own before the TX lock. All of it under the root lock held that lock 4-5 thousand cycles a
 // bulk of 20 and put the producer to sleep in it after most bulks.
 TEST(SimQueueRun, AFramesHandoverIsHalfUnderTheRootLock) {
-  SimRig rig("count:32");
-  rig.cfg.shape.dedicated = true;
-  SimQueue q(rig.driver, nullptr, *rig.policy, rig.cfg, rig.cpu, rig.clock);
+  DedicatedSimRig d("count:32", /*flow_cpus=*/{0});
+  auto [rig, q, runner] = std::tie(d.rig, d.q, d.runner);
   rig.cycles.handover = 1000;
   rig.cycles.handover_bulk = 300;
-  rig.driver.next_capacity = 64;
-  SimActor runner;
-  runner.role = SimRole::kRunner;
-  runner.q = &q;
-  runner.cpu = 1;
-  runner.step = runner.home = SimStep::kPoll;
   runner.t = runner.ran_to = 1'000'000;
-  rig.p1.q = &q;
-  rig.p1.cpu = 0;
-  rig.irq.q = &q;
-  q.Attach(&rig.irq, &runner, /*flow_cpus=*/{0});
-  q.Complete(rig.irq, false);  // the ring opens
   FrameBuilder flow0(Proto::kUdp, 0, /*track_stages=*/false);
   for (int i = 0; i < 4; ++i) {
     rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
@@ -828,7 +836,6 @@ TEST(SimQueueRun, AFramesHandoverIsHalfUnderTheRootLock) {
   q.StepRun(runner);  // the driver call
   EXPECT_EQ(rig.driver.calls.size(), 1u);
   rig.Finish(runner);
-  q.Purge();
 }
 
 // The runner's wait writes its condition variable's line before it sleeps: where that takes it
@@ -836,23 +843,10 @@ TEST(SimQueueRun, AFramesHandoverIsHalfUnderTheRootLock) {
 // from the time before the line, and it woke before its own step had ended: that CPU time was
 // counted twice and a timer paid that never ran, found by review.)
 TEST(SimQueueRun, ARunnerWhoseWaitPassesItsDeadlineDoesNotSleep) {
-  SimRig rig("buffer:8:10");  // 10 us: 10,000 cycles at the rig's 1 GHz
-  rig.cfg.shape.dedicated = true;
-  SimQueue q(rig.driver, nullptr, *rig.policy, rig.cfg, rig.cpu, rig.clock);
+  DedicatedSimRig d("buffer:8:10");  // 10 us: 10,000 cycles at the rig's 1 GHz
+  auto [rig, q, runner] = std::tie(d.rig, d.q, d.runner);
   rig.cycles.lock_contended = 1000;
-  SimActor runner;
-  runner.role = SimRole::kRunner;
-  runner.q = &q;
-  runner.cpu = 1;
-  runner.step = runner.home = SimStep::kPoll;
-  runner.t = kNever;  // asleep since 0
-  rig.p1.q = &q;
-  rig.p1.cpu = 0;
   rig.p1.t = rig.p1.ran_to = 100'000;
-  rig.irq.q = &q;
-  rig.driver.next_capacity = 64;
-  q.Attach(&rig.irq, &runner);
-  q.Complete(rig.irq, false);                                                     // the ring opens
   ASSERT_EQ(q.Enqueue(rig.p1, SimRig::Frame(), 1, false), SimQueue::Put::kDone);  // wakes it
   ASSERT_NE(runner.t, kNever);
   // It polls 10 cycles before the frame's deadline (first enqueued at 100,000, 10,000 to wait):
@@ -864,7 +858,6 @@ TEST(SimQueueRun, ARunnerWhoseWaitPassesItsDeadlineDoesNotSleep) {
   EXPECT_EQ(runner.step, SimStep::kPoll);
   q.Poll(runner, false);  // at once: the buffer's timer
   EXPECT_EQ(runner.step, SimStep::kDequeue);
-  q.Purge();
 }
 
 // The txirq reads the driver's next completion under the TX lock, as IrqLoop does before each
