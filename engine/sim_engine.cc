@@ -228,7 +228,7 @@ bool Simulation::Interrupt(SimCore& core, const SimActor* except, Tsc at, Tsc cy
   // starts after that time, pays.
   if (!(cur->ran_to > at || (cur->t != kNever && cur->t <= at))) return false;
   if (cycles == 0) return true;
-  if (window_.Contains(at)) cur->busy += cycles;
+  cpu_.Charge(*cur, at, cycles);
   SimCpu::Lengthen(*cur, at, cycles);
   return true;
 }
@@ -254,11 +254,17 @@ void Simulation::AfterStep(SimActor& a, Tsc start) {
     // It preempted the CFS thread of its CPU: what that thread had to do in [start, ran_to)
     // happens after, with a switch each way.
     SimActor* cur = core.cur;
-    // Straight on from a step that preempted the same thread (a qdisc run, a step a phase): one
-    // preemption, whose switches in and out are already counted. What the FIFO thread ran since
-    // that step's push delays the thread as much: this step, and a lock's unlock or wake call
-    // added to the last one when a thread stepped after it found the lock held (holder_calls).
-    const bool same = core.fifo == &a && core.preempted == cur && core.fifo_on;
+    // Straight on from a step that preempted the same thread (a qdisc run, a step a phase), or
+    // back from a sleep before that thread had its CPU again (the switches out and back in take
+    // two context switches: a txirq that wakes more often starves it, and it is not preempted
+    // again each time): one preemption, whose switches in and out are already counted. What the
+    // FIFO thread ran since that step's push delays the thread as much: this step, a lock's
+    // unlock or wake call added to the last one when a thread stepped after it found the lock
+    // held (holder_calls), and the sleep between. (Until 2026-12-05 each wake was a preemption
+    // of its own: a txirq waking every 1.7 thousand cycles charged 12 thousand of switches each
+    // time, 1.4 CPUs of time on one.)
+    const bool same = core.fifo == &a && core.preempted == cur &&
+                      (core.fifo_on || start < core.fifo_until + 2 * c_.context_switch);
     const Tsc from = same ? core.fifo_until : start;
     const bool goes_on = a.t == a.ran_to;
     core.fifo_on = false;
@@ -274,7 +280,7 @@ void Simulation::AfterStep(SimActor& a, Tsc start) {
     core.fifo_until = a.ran_to;
     core.fifo_on = goes_on;
     if (!same) {
-      if (window_.Contains(start)) a.busy += 2 * c_.context_switch;  // the switches in and out
+      cpu_.Charge(a, start, 2 * c_.context_switch);                  // the switches in and out
       ++switches_.involuntary;                                       // preempted
     }
     if (running) {

@@ -113,7 +113,7 @@ bool SimCpu::Acquire(SimActor& a, SimLock& l) const {
   // time unless the call runs past it.
   const auto holder_calls = [&](Tsc call) {
     SimActor& h = *l.holder;
-    if (window.Contains(l.free_at)) h.busy += call;
+    Charge(h, l.free_at, call);
     if (h.t != kNever && !h.queued) Lengthen(h, h.ran_to, call);
   };
   // The release at free_at (already stepped) wakes `a`: its holder's futex call after it, then
@@ -436,7 +436,7 @@ Tsc SimQueue::Handovers(const SimActor& a, Tsc band) {
   // Half of each frame's now, half as the handover writes its TxMeta (Xmit, MarkHandover).
   const Tsc frames = cpu_.c.handover * moved;
   handover_due_ = frames - frames / 2;
-  return frames / 2 + cpu_.c.handover_bulk;
+  return frames / 2 + std::max(band, cpu_.c.handover_bulk);
 }
 
 bool SimQueue::Segment(SimActor& a, Batch& batch) {

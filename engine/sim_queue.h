@@ -231,8 +231,12 @@ struct SimCpu {
   // The simulation's count of voluntary switches (none: not counted), which a step that ends
   // asleep adds to: a wait whose notify catches it in its call takes that one back.
   uint64_t* voluntary = nullptr;
+  // `a` uses `cycles` of CPU from `at`: busy where the window holds `at`.
+  void Charge(SimActor& a, Tsc at, Tsc cycles) const {
+    if (window.Contains(at)) a.busy += cycles;
+  }
   void Work(SimActor& a, Tsc cycles) const {
-    if (window.Contains(a.t)) a.busy += cycles;
+    Charge(a, a.t, cycles);
     a.t += cycles;
     a.ran_to = a.t;
   }
@@ -356,7 +360,7 @@ struct SimCpu {
         if (voluntary != nullptr && *voluntary > 0 && side(a->ran_to) == side(at)) --*voluntary;
         a->signalled = at;
         a->timer = kNever;
-        if (window.Contains(a->ran_to)) a->busy += c.futex;
+        Charge(*a, a->ran_to, c.futex);
         a->ran_to += c.futex;
         a->t = a->ran_to;
         continue;
@@ -461,14 +465,14 @@ class SimQueue {
   // `handover` for each frame of the bulk in hand that was built on another CPU than `a`'s (a
   // GSO frame once: the CPU reads its head's lines; the NIC reads the slices' data), and
   // `handover_bulk` once if there is one: the qdisc's lines its producers wrote (calibrate fits
-  // it from a dedicated runner's dequeue against the producer's own calls). Without one, the
-  // band's line as `band` says (Line). Returns what the dequeue pays, under the root lock: the
-  // bulk's, and half of each frame's — the dequeue reads each frame's length (BulkLimit::Took),
-  // its first line; the other half, the handover's write of its TxMeta (MarkHandover, the
-  // second line), is left in handover_due_ for Xmit, before the TX lock. (The real runner's
-  // samples split so: DequeueBulk 17 %, MarkHandover 9 %, a store of a few fields; all under
-  // the root lock, as until 2026-12-04, held it 4-5 thousand cycles a bulk of 20 and put the
-  // producer to sleep in it after most bulks.)
+  // it from a dedicated runner's dequeue against the producer's own calls), the band's line
+  // (`band`, Line) at least. Without one, the band's line alone. Returns what the dequeue pays,
+  // under the root lock: the bulk's, and half of each frame's — the dequeue reads each frame's
+  // length (BulkLimit::Took), its first line; the other half, the handover's write of its TxMeta
+  // (MarkHandover, the second line), is left in handover_due_ for Xmit, before the TX lock. (The
+  // real runner's samples split so: DequeueBulk 17 %, MarkHandover 9 %, a store of a few fields;
+  // all under the root lock, as until 2026-12-04, held it 4-5 thousand cycles a bulk of 20 and put
+  // the producer to sleep in it after most bulks.)
   Tsc Handovers(const SimActor& a, Tsc band);
   // --offload gso: cuts `batch`'s GSO frames into segments (SegmentBatch) on `a`'s CPU; whether
   // it cut any.
