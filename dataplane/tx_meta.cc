@@ -4,14 +4,16 @@
 
 namespace txbatch {
 
+int RegisterDynfield(const char* name, size_t size, size_t align) {
+  rte_mbuf_dynfield desc{};
+  std::strncpy(desc.name, name, sizeof(desc.name) - 1);
+  desc.size = size;
+  desc.align = align;
+  return rte_mbuf_dynfield_register(&desc);
+}
+
 int TxMetaOffset() {
-  static const int offset = [] {
-    rte_mbuf_dynfield desc{};
-    std::strncpy(desc.name, "txbatch_tx_meta", sizeof(desc.name) - 1);
-    desc.size = sizeof(TxMeta);
-    desc.align = alignof(TxMeta);
-    return rte_mbuf_dynfield_register(&desc);
-  }();
+  static const int offset = RegisterDynfield("txbatch_tx_meta", sizeof(TxMeta), alignof(TxMeta));
   return offset;
 }
 

@@ -500,6 +500,10 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   stop_at_ = window_end;
   clock_.now = origin;
 
+  if (!pool_cpus_.ready())
+    return MakeError(ENOSPC,
+                     "the cost model's recycle needs 2 bytes of the mbuf's dynamic fields and "
+                     "none are left; valid: a cost model with recycle 0");
   std::vector<uint64_t> first_seq(cfg_.procs, 0);
   if (flow_seq != nullptr)
     for (size_t f = 0; f < std::min(first_seq.size(), flow_seq->size()); ++f)

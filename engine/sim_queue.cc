@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 
 #include "dataplane/frame.h"
 #include "dataplane/gso.h"
@@ -51,13 +50,8 @@ SimPoolCpus::SimPoolCpus(bool on) : on_(on) {
   if (!on_) return;
   // Two bytes in the mbuf (its dynamic fields, as TxMeta): the frame's own, so that which mbuf
   // comes back from the pool never matters.
-  static const int offset = [] {
-    rte_mbuf_dynfield desc{};
-    std::strncpy(desc.name, "txbatch_sim_written_on", sizeof(desc.name) - 1);
-    desc.size = sizeof(int16_t);
-    desc.align = alignof(int16_t);
-    return rte_mbuf_dynfield_register(&desc);
-  }();
+  static const int offset =
+      RegisterDynfield("txbatch_sim_written_on", sizeof(int16_t), alignof(int16_t));
   offset_ = offset;
 }
 

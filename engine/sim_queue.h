@@ -62,6 +62,9 @@ struct SimCycles {
 class SimPoolCpus {
  public:
   explicit SimPoolCpus(bool on);
+  // Off, or on with the mbuf's field it keeps the CPU in (none left: the simulation refuses the
+  // cell rather than charge no `recycle`).
+  bool ready() const { return !on_ || offset_ >= 0; }
   // The CPU of the step now running; -1 between steps (nothing is noted).
   void set_cpu(int cpu) { cpu_ = cpu; }
   int cpu() const { return cpu_; }
