@@ -192,12 +192,14 @@ int Finish(const std::optional<OutputFile>& json, const nlohmann::json& doc, int
 // from `first_cell`). Stops at a signal or a failed cell (status set). A progress line with an
 // ETA goes to stderr when it is a terminal.
 void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& session, int first_cell,
-                 std::vector<CellRecord>& records, int* status, bool* balanced) {
+                 std::vector<CellRecord>& records, int* status, bool* balanced,
+                 const std::function<void(int)>& before_round) {
   const size_t total = cells.size() * static_cast<size_t>(rounds);
   const bool tty = isatty(fileno(stderr));
   const auto started = std::chrono::steady_clock::now();
   size_t done = 0;
-  for (int round = 1; round <= rounds && *status == kExitOk; ++round)
+  for (int round = 1; round <= rounds && *status == kExitOk && !StopRequested(); ++round) {
+    if (before_round) before_round(round);
     for (size_t i = 0; i < cells.size() && !StopRequested(); ++i) {
       auto r = MeasureCell(cells[i], session, status);
       if (!r) break;
@@ -212,6 +214,7 @@ void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& sess
                      rounds, spent / static_cast<double>(done) * (total - done));
       }
     }
+  }
   if (tty) std::fprintf(stderr, "\r%50s\r", "");
   if (StopRequested())
     std::printf("\ninterrupted by a signal: %zu of %zu cell runs measured\n", done, total);

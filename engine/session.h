@@ -2,6 +2,7 @@
 // What every txbatch command that measures shares: exit statuses, EAL and the pool (a Session),
 // running one cell or a whole grid in interleaved rounds, and writing the outcome. Control plane.
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -61,9 +62,11 @@ std::optional<CellResult> MeasureCell(const CellConfig& cell, Session& s, int* s
 
 // Runs every cell once per round (interleaved), appending to `records` (cells numbered from
 // `first_cell`). Stops at a signal or a failed cell (status set). A progress line with an ETA
-// goes to stderr when it is a terminal.
+// goes to stderr when it is a terminal. `before_round` (if any) runs before each round, given
+// its number (from 1).
 void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& session, int first_cell,
-                 std::vector<CellRecord>& records, int* status, bool* balanced);
+                 std::vector<CellRecord>& records, int* status, bool* balanced,
+                 const std::function<void(int)>& before_round = {});
 
 // Checks an output file named on the command line before anything runs (an empty `path`: none
 // asked for). One that is standard output ("-", /dev/stdout) claims it: from here on everything

@@ -496,6 +496,16 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
   if (!session) return Fail(status, session.error());
   std::vector<CellRecord> records;
   bool balanced = true;
+  // The machine's state as the cells begin (AsCalibrated): a cache line between the first two
+  // CPUs, against the scheduler probe's after them.
+  const std::vector<int>& cpus = session->env.cpus;
+  const auto line_pass = [&] {
+    std::vector<double> passes;
+    for (int i = 0; i < 3; ++i) passes.push_back(ProbeLinePass(cpus[0], cpus[1]));
+    return Median(passes);
+  };
+  const bool probes_line = engine == Engine::kReal && cpus.size() > 1;
+  const double line_before = probes_line ? line_pass() : 0;
   MeasureGrid(plan.cells, plan.rounds, *session, 0, records, &status, &balanced);
   if (status != kExitOk) return status;
   // The measured records to --json (whether a model was written or not) and the exit status.
@@ -623,7 +633,7 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
         "tick_interval: {:.1f} %); a priority-inheriting mutex across two: the unlock with a "
         "waiter "
         "{:.0f} (pi_unlock), the waiter's return after it began {:.0f} (pi_handover); a cache "
-        "line across two {:.0f}; slice {:.2f} ms\n",
+        "line across two {:.0f}{}; slice {:.2f} ms\n",
         p.cpus, p.futex, p.same_cpu_handoff, p.context_switch(), p.cross_cpu_handoff,
         p.cross_cpu_wake_call, p.remote_wake(), p.wakeup(), p.same_cpu_handoff_armed, p.timer_arm(),
         p.timer_wake(),
@@ -632,7 +642,9 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
             : std::string("(not measured: SCHED_FIFO not permitted or a thread not pinned)"),
         p.timer_irq(), p.tick_lost, p.tick_interval,
         p.tick_interval > 0 ? 100 * p.tick_lost / p.tick_interval : 0.0, p.pi_unlock, p.pi_handover,
-        p.line_pass, KernelSliceS(p.cpus) * 1e3);
+        p.line_pass,
+        line_before > 0 ? fmt::format(" ({:.0f} as the cells began)", line_before) : std::string(),
+        KernelSliceS(p.cpus) * 1e3);
     if (!p.idle_wake_calls.empty()) {
       std::string scan;
       for (size_t i = 0; i < p.idle_gaps.size(); ++i)
@@ -658,7 +670,18 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
         r.build_remote, r.build_local, r.recycle(), r.receive_remote, r.receive_local,
         r.deliver_remote());
   }
-  if (const auto poor = PoorFit(*cal, args.min_r2)) {
+  // A machine whose CPUs' cache moved while it was measured (a guest's vCPUs between near and
+  // far host cores) is two machines: no one model is either.
+  const double line_after = cal->scheduler ? cal->scheduler->line_pass : 0;
+  std::optional<std::string> poor = PoorFit(*cal, args.min_r2);
+  if (!poor && probes_line && line_after > 0 && !AsCalibrated(line_after, line_before))
+    poor = fmt::format(
+        "the machine changed while it was measured: a cache line passed between CPUs {} and {} "
+        "in {:.0f} cycles as the cells began and {:.0f} after them (a factor of 1.5 or more; a "
+        "guest's vCPUs moved between near and far host cores); no cost model written: calibrate "
+        "again",
+        cpus[0], cpus[1], line_before, line_after);
+  if (poor) {
     std::fprintf(stderr, "txbatch: calibrate: %s\n", poor->c_str());
     const int written = finish();
     return written == kExitOk ? kExitPoorFit : written;

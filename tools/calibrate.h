@@ -157,8 +157,19 @@ struct CheckRow {
   // tables' "BW vs off"), on the batched row; empty on the count:1 row.
   std::string batching_real, batching_sim;
 };
-// Pairs each real cell of `records` with its simulated twin (same config but the engine).
-std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned cpus);
+// Pairs each real cell of `records` with its simulated twin (same config but the engine), the
+// real engine's records of `rounds` alone where any is given (a record of a single round, 0,
+// counts as round 1).
+std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned cpus,
+                                std::span<const int> rounds = {});
+
+// Whether a round of the check ran on the machine the cost model was calibrated on: a cache
+// line passed between its first two CPUs (ProbeLinePass, before the round) as fast as
+// `calibrated` (the model's lock_contended, calibrate's same probe) within a factor of 1.5
+// either way. A guest's two vCPUs move between near and far host cores: on this project's
+// guest a pass took 98 cycles at some times and 500 at others, and the real engine's rate moved
+// up to 2.8 times with it — another machine, which no one cost model is.
+bool AsCalibrated(double line_pass, double calibrated);
 
 // The check's counts: cells, those that agree, the batched rows (batching judged on both
 // engines), those whose verdict is the same, and of them the ones the real rounds decided.

@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "results/verdict.h"
 #include "tools/calibrate.h"
 #include "tools/run_options.h"
+#include "tools/sched_probe.h"
 
 namespace txbatch {
 
@@ -57,9 +59,21 @@ bool Twins(const CellConfig& real, const CellConfig& sim) {
 
 }  // namespace
 
-std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned cpus) {
+bool AsCalibrated(double line_pass, double calibrated) {
+  constexpr double kFactor = 1.5;
+  return line_pass > 0 && calibrated > 0 && line_pass <= calibrated * kFactor &&
+         line_pass * kFactor >= calibrated;
+}
+
+std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned cpus,
+                                std::span<const int> rounds) {
+  std::vector<CellRecord> kept;
+  for (const CellRecord& r : records)
+    if (r.config.engine != Engine::kReal || rounds.empty() ||
+        std::find(rounds.begin(), rounds.end(), std::max(1, r.round)) != rounds.end())
+      kept.push_back(r);
   // Medians per cell, and batching's verdict against the same cell at count:1, as every table.
-  const std::vector<CellSummary> cells = Summarise(records, PolicySpec{PolicyKind::kCount, 1});
+  const std::vector<CellSummary> cells = Summarise(kept, PolicySpec{PolicyKind::kCount, 1});
   std::vector<CheckRow> rows;
   for (const CellSummary& real : cells) {
     if (real.config.engine != Engine::kReal) continue;
@@ -159,9 +173,45 @@ int CheckCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_
       "the simulation's cost model: {}\n",
       cells->size() / 2, args.rounds, cpus, session->env.cpu, cells->back().cost.source);
   std::fflush(stdout);
-  MeasureGrid(*cells, args.rounds, *session, 0, records, &status, &balanced);
+  // The machine's state before each round (AsCalibrated): a cache line between its first two
+  // CPUs, the median of three probes.
+  std::vector<int> cpu_list;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) cpu_list.push_back(c);
+  std::vector<double> line(static_cast<size_t>(args.rounds) + 1, 0);
+  const auto probe = [&](int round) {
+    if (cpu_list.size() < 2) return;
+    std::vector<double> passes;
+    for (int i = 0; i < 3; ++i) passes.push_back(ProbeLinePass(cpu_list[0], cpu_list[1]));
+    line[static_cast<size_t>(round)] = Median(passes);
+  };
+  MeasureGrid(*cells, args.rounds, *session, 0, records, &status, &balanced, probe);
   if (status != kExitOk) return status;
-  const auto rows = CheckRows(records, cpus);
+  const double calibrated = cells->back().cost.lock_contended;
+  std::vector<int> same, other;
+  for (int r = 1; r <= args.rounds; ++r)
+    (AsCalibrated(line[static_cast<size_t>(r)], calibrated) ? same : other).push_back(r);
+  const auto list = [](const std::vector<int>& v) { return fmt::format("{}", fmt::join(v, ", ")); };
+  if (cpu_list.size() >= 2) {
+    std::vector<std::string> at;
+    for (int r = 1; r <= args.rounds; ++r)
+      at.push_back(fmt::format("{:.0f}", line[static_cast<size_t>(r)]));
+    fmt::print(
+        "\nthe machine before each round: a cache line passed between CPUs {} and {} in {} "
+        "cycles (the cost model's lock_contended: {:.0f}); {}\n",
+        cpu_list[0], cpu_list[1], fmt::join(at, ", "), calibrated,
+        other.empty() ? std::string("every round ran on the machine as calibrated")
+        : same.empty()
+            ? std::string("no round ran on the machine as calibrated (its CPUs' cache moved, or "
+                          "the model's lock_contended was not measured here): every round is "
+                          "judged, and the simulation is expected off")
+            : fmt::format("round{} {} ran on another state of the machine (a factor of 1.5 or "
+                          "more off; a guest's vCPUs moved between near and far host cores) and "
+                          "{} left out: the cells are judged on round{} {}",
+                          other.size() > 1 ? "s" : "", list(other), other.size() > 1 ? "are" : "is",
+                          same.size() > 1 ? "s" : "", list(same)));
+  }
+  const auto rows = CheckRows(records, cpus, same.empty() ? std::span<const int>{} : same);
   const CheckTally t = Tally(rows);
   fmt::print(
       "\n{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>19} {:>7} {:>6} {:>8} {:>8} {:>6} "
@@ -190,6 +240,15 @@ int CheckCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_
       "inconclusive).\n",
       t.agree, t.cells, cpus, t.same, t.judged, t.decisive_same, t.decisive);
   nlohmann::json doc = ToJson(records, session->env);
+  if (cpu_list.size() >= 2) {
+    nlohmann::json machine = nlohmann::json::array();
+    for (int r = 1; r <= args.rounds; ++r)
+      machine.push_back(
+          {{"round", r},
+           {"line_pass_cycles", line[static_cast<size_t>(r)]},
+           {"as_calibrated", AsCalibrated(line[static_cast<size_t>(r)], calibrated)}});
+    doc["check"] = {{"calibrated_line_pass_cycles", calibrated}, {"rounds", machine}};
+  }
   session->pool.reset();
   const int finished = Finish(json, doc, status, balanced);
   if (finished != kExitOk || !args.strict || CheckHolds(t)) return finished;

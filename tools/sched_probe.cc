@@ -121,24 +121,6 @@ Passes Handoff(int a, int b, bool armed = false, Tsc gap = 0, int passes = kPass
   return p;
 }
 
-// Two threads on `a` and `b` spin on one cache line, each writing it in turn: TSC cycles a pass
-// (the line's move from the writer's core to the reader's).
-double LinePass(int a, int b) {
-  alignas(64) std::atomic<int> turn{0};
-  const auto player = [&](int me, int cpu) {
-    PinTo(cpu);
-    for (int i = 0; i < kLinePasses; ++i) {
-      while (turn.load(std::memory_order_acquire) != me) rte_pause();
-      turn.store(1 - me, std::memory_order_release);
-    }
-  };
-  const Tsc t0 = Now();
-  std::thread x(player, 0, a), y(player, 1, b);
-  x.join();
-  y.join();
-  return static_cast<double>(Now() - t0) / (2.0 * kLinePasses);
-}
-
 // The CPU, in TSC cycles, a thread on `cpu` spends on a futex wait whose 20 us timeout ends it
 // (nobody wakes it): the call, the timer armed, the switches out and back in, the return (on a
 // guest the timer is a VM exit each way; the interrupt itself lands while the thread sleeps and
@@ -437,6 +419,22 @@ double SchedulerProbe::wakeup() const {
   return cross_cpu_handoff > 0 ? std::max(0.0, cross_cpu_handoff - 2 * futex - remote_wake()) : 0;
 }
 
+double ProbeLinePass(int a, int b) {
+  alignas(64) std::atomic<int> turn{0};
+  const auto player = [&](int me, int cpu) {
+    PinTo(cpu);
+    for (int i = 0; i < kLinePasses; ++i) {
+      while (turn.load(std::memory_order_acquire) != me) rte_pause();
+      turn.store(1 - me, std::memory_order_release);
+    }
+  };
+  const Tsc t0 = Now();
+  std::thread x(player, 0, a), y(player, 1, b);
+  x.join();
+  y.join();
+  return static_cast<double>(Now() - t0) / (2.0 * kLinePasses);
+}
+
 std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int rounds,
                                              double tsc_hz) {
   if (cpus.empty() || !CanPin(cpus[0]) || (cpus.size() > 1 && !CanPin(cpus[1])))
@@ -461,7 +459,7 @@ std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int r
       const Passes across = Handoff(cpus[0], cpus[1]);
       cross.push_back(across.pass);
       cross_wake.push_back(across.wake_call);
-      line.push_back(LinePass(cpus[0], cpus[1]));
+      line.push_back(ProbeLinePass(cpus[0], cpus[1]));
       const PiPasses pi = PiPass(cpus[0], cpus[1]);
       pi_unlock.push_back(pi.unlock);
       pi_handover.push_back(pi.handover);

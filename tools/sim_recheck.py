@@ -2,7 +2,9 @@
 """Re-simulates the grid of a `txbatch calibrate --check --json FILE` against that file's real
 records: the simulation on another binary or cost model, the real engine's medians unchanged, so
 two models are compared on one measurement (the simulation is deterministic; the real engine is
-not). Prints sim/real per cell and the udp cells' median error.
+not). Prints sim/real per cell and the udp cells' median error. Where the check kept the
+machine's state before each round (its `check` object), only the real rounds as calibrated are
+used, as calibrate --check judges them (all where none was).
 
 usage: tools/sim_recheck.py CHECK.json COST_MODEL.json [TXBATCH]  (TXBATCH: build/tools/txbatch)
 """
@@ -24,12 +26,14 @@ def main():
         sys.exit(__doc__.strip().splitlines()[-1])
     check, cost = sys.argv[1], sys.argv[2]
     txbatch = sys.argv[3] if len(sys.argv) == 4 else "build/tools/txbatch"
-    records = json.load(open(check))["records"]
+    doc = json.load(open(check))
+    records = doc["records"]
+    kept = {m["round"] for m in doc.get("check", {}).get("rounds", []) if m["as_calibrated"]}
     real = collections.defaultdict(list)
     groups = collections.defaultdict(set)
     for r in records:
         c = r["config"]
-        if c["engine"] == "real":
+        if c["engine"] == "real" and (not kept or max(1, r.get("round", 0)) in kept):
             real[key(c)].append(r["results"])
             groups[(c["driver_given"], c["proto"], c["size"], c["duration_s"], c["warmup_s"])].add(
                 c["procs"])

@@ -220,6 +220,17 @@ TEST(CalibrateRun, CheckComparesTheSimulationWithThisMachineCellByCell) {
     EXPECT_TRUE(rec["results"]["accounting"]["balanced"].get<bool>());
   }
   EXPECT_EQ(sim, cells * 2);
+  // The machine's state before each round (a cache line between the first two CPUs), said and
+  // kept: rounds on another state than the calibration's are left out of the verdicts.
+  if (cpus >= 2) {
+    ASSERT_TRUE(doc.contains("check")) << doc.dump().substr(0, 200);
+    ASSERT_EQ(doc["check"]["rounds"].size(), 2u);
+    for (const json& r : doc["check"]["rounds"])
+      EXPECT_GT(r["line_pass_cycles"].get<double>(), 0) << r;
+    EXPECT_NE(run.out.find("the machine before each round: a cache line passed between CPUs"),
+              std::string::npos)
+        << run.out;
+  }
   // One row per cell, each with a verdict; the batched rows with batching's on each engine.
   size_t rows = 0, batching = 0;
   std::istringstream out(run.out);

@@ -313,6 +313,50 @@ TEST(Calibrate, CheckRowsPairEachRealCellWithItsSimulation) {
   EXPECT_EQ(rows[2].why, "agrees (inside the real spread)");
 }
 
+// A check's rounds on another state of the machine than the calibration's are left out: the
+// guest's vCPUs on near host cores passed a cache line in 98 cycles, on far ones in 500 (the
+// real engine's rate 2.8 times apart in one cell); no round as calibrated: every round counts.
+TEST(Calibrate, CheckRowsJudgeTheRoundsOnTheMachineAsCalibrated) {
+  EXPECT_TRUE(AsCalibrated(98, 98));
+  EXPECT_TRUE(AsCalibrated(140, 98));
+  EXPECT_TRUE(AsCalibrated(70, 98));
+  EXPECT_FALSE(AsCalibrated(500, 98));
+  EXPECT_FALSE(AsCalibrated(98, 497));
+  EXPECT_FALSE(AsCalibrated(0, 98));  // not probed (one CPU)
+  EXPECT_FALSE(AsCalibrated(98, 0));  // no line cost in the model
+
+  std::vector<CellRecord> records;
+  const auto add = [&](Engine engine, int cell, std::vector<double> mpps) {
+    for (size_t i = 0; i < mpps.size(); ++i) {
+      CellRecord r;
+      r.config.driver = "emu:ixgbe";
+      r.config.proto = Proto::kUdp;
+      r.config.size = 64;
+      r.config.procs = 2;
+      r.config.policy = PolicySpec{PolicyKind::kCount, 32};
+      r.config.engine = engine;
+      r.result.mpps = mpps[i];
+      r.result.cycles_per_pkt = 300;
+      r.result.mb_per_s = mpps[i] * 64;
+      r.round = static_cast<int>(i) + 1;
+      r.cell = cell;
+      records.push_back(r);
+    }
+  };
+  add(Engine::kReal, 1, {5.5, 2.35, 2.2});  // round 1 on near cores
+  add(Engine::kSim, 2, {5.3, 5.3, 5.3});    // a model calibrated on near cores
+  const std::vector<int> near = {1};
+  const auto judged = CheckRows(records, /*cpus=*/2, near);
+  ASSERT_EQ(judged.size(), 1u);
+  EXPECT_DOUBLE_EQ(judged[0].real_mpps, 5.5);
+  EXPECT_DOUBLE_EQ(judged[0].real_lo, 5.5);
+  EXPECT_TRUE(judged[0].agrees) << judged[0].why;
+  const auto all = CheckRows(records, /*cpus=*/2);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_DOUBLE_EQ(all[0].real_mpps, 2.35);
+  EXPECT_FALSE(all[0].agrees);
+}
+
 // --check --strict's bar, the issue's: every cell agrees, and batching's verdict is the same on
 // both engines in every batched row, an inconclusive real one included.
 TEST(Calibrate, StrictCheckPassesOnlyWhenEveryCellAndEveryVerdictAgree) {
