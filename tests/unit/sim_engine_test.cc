@@ -578,18 +578,25 @@ TEST(SimEngine, TheQdiscsLinesMoveBetweenCpus) {
 // Inline, the lock-free qdisc's run flag is a shared line too: two paced producers on two CPUs
 // take turns, so each frame's producer finds the band's line, the flag's (with its notes) and
 // the TX lock's last written by the other — `lock_contended` three times a frame — and its run
-// writes them again from its own CPU (nothing more). On one CPU, nothing.
+// writes them again from its own CPU (nothing more). The root-locked queue's producer finds the
+// root lock's line instead of the flag's. So with the empty-qdisc bypass (its look at the band,
+// or the run's last dequeue that finds it empty). On one CPU, nothing.
 TEST(SimEngine, InlineTheLockFreeRunFlagsLineMovesBetweenCpus) {
-  CellConfig c = PacedOnTwoCpus("emu:null", 2);
-  c.shape.nolock = true;
-  c.cost.lock_contended = 0;
-  const CellResult base = Simulate(c);
-  c.cost.lock_contended = 2000;
-  const CellResult moved = Simulate(c);
-  EXPECT_EQ(moved.packets, base.packets);
-  EXPECT_NEAR((moved.cpu_ns_per_pkt - base.cpu_ns_per_pkt) * c.cost.tsc_hz / 1e9, 3 * 2000,
-              0.02 * 3 * 2000);
-  ExpectNoLineMovesOnOneCpu(c);
+  for (const bool nolock : {true, false})
+    for (const bool bypass : {false, true}) {
+      SCOPED_TRACE(testing::Message() << (nolock ? "nolock" : "rootlock") << " bypass " << bypass);
+      CellConfig c = PacedOnTwoCpus("emu:null", 2);
+      c.shape.nolock = nolock;
+      c.bypass = bypass;
+      c.cost.lock_contended = 0;
+      const CellResult base = Simulate(c);
+      c.cost.lock_contended = 2000;
+      const CellResult moved = Simulate(c);
+      EXPECT_EQ(moved.packets, base.packets);
+      EXPECT_NEAR((moved.cpu_ns_per_pkt - base.cpu_ns_per_pkt) * c.cost.tsc_hz / 1e9, 3 * 2000,
+                  0.02 * 3 * 2000);
+      ExpectNoLineMovesOnOneCpu(c);
+    }
 }
 
 // A timer's interrupt on a busy CPU is the running thread's loss (timer_irq): the txirq's idle
