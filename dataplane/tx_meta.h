@@ -28,7 +28,7 @@ inline constexpr uint16_t kMetaWireKnown = 1;  // the driver models a wire and s
 
 // Registers (or finds, registered before) the mbuf dynamic field `name` of `size` bytes aligned
 // to `align`; its offset, or -1 when the mbuf has no room left (rte_errno says why).
-int RegisterDynfield(const char* name, size_t size, size_t align);
+[[nodiscard]] int RegisterDynfield(const char* name, size_t size, size_t align);
 
 // The dynamic field's offset, registered on first use (after EAL is up); -1 when the mbuf has
 // no room left, and then no stage is recorded.

@@ -45,7 +45,8 @@ struct SimCore {
   std::deque<SimActor*> runnable;  // waiting for it, in the order they became runnable
   // The SCHED_FIFO thread's last preemption: of whom, by whom, and up to where that thread had
   // been pushed back; `fifo_on`: the FIFO thread went straight on from it (no sleep since), so
-  // its next step is the same preemption.
+  // its next step is the same preemption (as is one after a sleep that ends before the thread
+  // had its CPU back: AfterStep).
   SimActor* preempted = nullptr;
   const SimActor* fifo = nullptr;
   Tsc fifo_until = 0;

@@ -677,10 +677,10 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
   if (!poor && probes_line && line_after > 0 && !AsCalibrated(line_after, line_before))
     poor = fmt::format(
         "the machine changed while it was measured: a cache line passed between CPUs {} and {} "
-        "in {:.0f} cycles as the cells began and {:.0f} after them (a factor of 1.5 or more; a "
+        "in {:.0f} cycles as the cells began and {:.0f} after them (a factor of {} or more; a "
         "guest's vCPUs moved between near and far host cores); no cost model written: calibrate "
         "again",
-        cpus[0], cpus[1], line_before, line_after);
+        cpus[0], cpus[1], line_before, line_after, kMachineStateFactor);
   if (poor) {
     std::fprintf(stderr, "txbatch: calibrate: %s\n", poor->c_str());
     const int written = finish();

@@ -165,11 +165,17 @@ std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned
 
 // Whether a round of the check ran on the machine the cost model was calibrated on: a cache
 // line passed between its first two CPUs (ProbeLinePass, before the round) as fast as
-// `calibrated` (the model's lock_contended, calibrate's same probe) within a factor of 1.5
+// `calibrated` (calibrate's same probe for the model, CalibratedLinePass) within a factor of 1.5
 // either way. A guest's two vCPUs move between near and far host cores: on this project's
 // guest a pass took 98 cycles at some times and 500 at others, and the real engine's rate moved
 // up to 2.8 times with it — another machine, which no one cost model is.
 bool AsCalibrated(double line_pass, double calibrated);
+// The factor: the two states seen were 5 times apart, one state's probes within 10 %.
+inline constexpr double kMachineStateFactor = 1.5;
+// The line pass calibrate measured for the cost model in `path` (its fit's scheduler probe),
+// where that file has one from a machine of this `tsc_hz` (within 2 %); else 0 (the built-in
+// model, empty `path`, a model whose line was not probed or another machine's).
+double CalibratedLinePass(const std::string& path, double tsc_hz);
 
 // The check's counts: cells, those that agree, the batched rows (batching judged on both
 // engines), those whose verdict is the same, and of them the ones the real rounds decided.

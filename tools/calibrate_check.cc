@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <tuple>
 
 #include "engine/session.h"
@@ -60,16 +61,30 @@ bool Twins(const CellConfig& real, const CellConfig& sim) {
 }  // namespace
 
 bool AsCalibrated(double line_pass, double calibrated) {
-  constexpr double kFactor = 1.5;
-  return line_pass > 0 && calibrated > 0 && line_pass <= calibrated * kFactor &&
-         line_pass * kFactor >= calibrated;
+  return line_pass > 0 && calibrated > 0 && line_pass <= calibrated * kMachineStateFactor &&
+         line_pass * kMachineStateFactor >= calibrated;
+}
+
+double CalibratedLinePass(const std::string& path, double tsc_hz) {
+  if (path.empty()) return 0;
+  std::ifstream in(path);
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("fit") || !doc.contains("tsc_hz")) return 0;
+  const nlohmann::json& fit = doc["fit"];
+  if (!fit.is_object() || !fit.contains("scheduler") || !fit["scheduler"].is_object()) return 0;
+  const nlohmann::json& line = fit["scheduler"].value("line_pass_cycles", nlohmann::json());
+  const nlohmann::json& hz = doc["tsc_hz"];
+  if (!line.is_number() || !hz.is_number() || !(tsc_hz > 0)) return 0;
+  // Another machine's TSC: its cycles are not this one's.
+  if (std::abs(hz.get<double>() / tsc_hz - 1) > 0.02) return 0;
+  return std::max(0.0, line.get<double>());
 }
 
 std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned cpus,
                                 std::span<const int> rounds) {
   std::vector<CellRecord> kept;
   for (const CellRecord& r : records)
-    if (r.config.engine != Engine::kReal || rounds.empty() ||
+    if (rounds.empty() ||
         std::find(rounds.begin(), rounds.end(), std::max(1, r.round)) != rounds.end())
       kept.push_back(r);
   // Medians per cell, and batching's verdict against the same cell at count:1, as every table.
@@ -179,39 +194,55 @@ int CheckCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_
   for (int c = 0; c < CPU_SETSIZE; ++c)
     if (CPU_ISSET(c, &allowed)) cpu_list.push_back(c);
   std::vector<double> line(static_cast<size_t>(args.rounds) + 1, 0);
+  std::vector<int> probed;
   const auto probe = [&](int round) {
     if (cpu_list.size() < 2) return;
     std::vector<double> passes;
     for (int i = 0; i < 3; ++i) passes.push_back(ProbeLinePass(cpu_list[0], cpu_list[1]));
     line[static_cast<size_t>(round)] = Median(passes);
+    probed.push_back(round);
   };
   MeasureGrid(*cells, args.rounds, *session, 0, records, &status, &balanced, probe);
   if (status != kExitOk) return status;
-  const double calibrated = cells->back().cost.lock_contended;
+  // calibrate's own probe of the line for this model, where it measured one on this machine.
+  const double calibrated = CalibratedLinePass(args.cost_model, session->env.tsc_hz);
   std::vector<int> same, other;
-  for (int r = 1; r <= args.rounds; ++r)
+  for (const int r : probed)
     (AsCalibrated(line[static_cast<size_t>(r)], calibrated) ? same : other).push_back(r);
   const auto list = [](const std::vector<int>& v) { return fmt::format("{}", fmt::join(v, ", ")); };
-  if (cpu_list.size() >= 2) {
+  // Fewer than two rounds cannot judge batching: then every round counts, as with none.
+  const bool filtered = !other.empty() && same.size() >= 2;
+  if (!probed.empty()) {
     std::vector<std::string> at;
-    for (int r = 1; r <= args.rounds; ++r)
-      at.push_back(fmt::format("{:.0f}", line[static_cast<size_t>(r)]));
+    for (const int r : probed) at.push_back(fmt::format("{:.0f}", line[static_cast<size_t>(r)]));
+    std::string verdict;
+    if (!(calibrated > 0))
+      verdict =
+          "the cost model has no line pass calibrate measured on this machine (built in, "
+          "another machine's, or not probed): every round is judged";
+    else if (other.empty())
+      verdict = "every round ran on the machine as calibrated";
+    else if (filtered)
+      verdict = fmt::format(
+          "round{} {} ran on another state of the machine (a factor of {} or more off; a "
+          "guest's vCPUs moved between near and far host cores) and {} left out: the cells are "
+          "judged on rounds {}",
+          other.size() > 1 ? "s" : "", list(other), kMachineStateFactor,
+          other.size() > 1 ? "are" : "is", list(same));
+    else
+      verdict = fmt::format(
+          "{} of the rounds ran on the machine as calibrated (the others a factor of {} or more "
+          "off: its CPUs' cache moved), fewer than the two a verdict needs: every round is "
+          "judged, and the simulation is expected off",
+          same.size(), kMachineStateFactor);
     fmt::print(
         "\nthe machine before each round: a cache line passed between CPUs {} and {} in {} "
-        "cycles (the cost model's lock_contended: {:.0f}); {}\n",
-        cpu_list[0], cpu_list[1], fmt::join(at, ", "), calibrated,
-        other.empty() ? std::string("every round ran on the machine as calibrated")
-        : same.empty()
-            ? std::string("no round ran on the machine as calibrated (its CPUs' cache moved, or "
-                          "the model's lock_contended was not measured here): every round is "
-                          "judged, and the simulation is expected off")
-            : fmt::format("round{} {} ran on another state of the machine (a factor of 1.5 or "
-                          "more off; a guest's vCPUs moved between near and far host cores) and "
-                          "{} left out: the cells are judged on round{} {}",
-                          other.size() > 1 ? "s" : "", list(other), other.size() > 1 ? "are" : "is",
-                          same.size() > 1 ? "s" : "", list(same)));
+        "cycles (calibrate's probe for the cost model: {}); {}\n",
+        cpu_list[0], cpu_list[1], fmt::join(at, ", "),
+        calibrated > 0 ? fmt::format("{:.0f}", calibrated) : std::string("none"), verdict);
   }
-  const auto rows = CheckRows(records, cpus, same.empty() ? std::span<const int>{} : same);
+  const auto rows =
+      CheckRows(records, cpus, filtered ? std::span<const int>{same} : std::span<const int>{});
   const CheckTally t = Tally(rows);
   fmt::print(
       "\n{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>19} {:>7} {:>6} {:>8} {:>8} {:>6} "
@@ -240,14 +271,17 @@ int CheckCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_
       "inconclusive).\n",
       t.agree, t.cells, cpus, t.same, t.judged, t.decisive_same, t.decisive);
   nlohmann::json doc = ToJson(records, session->env);
-  if (cpu_list.size() >= 2) {
+  if (!probed.empty()) {
     nlohmann::json machine = nlohmann::json::array();
-    for (int r = 1; r <= args.rounds; ++r)
+    for (const int r : probed)
       machine.push_back(
           {{"round", r},
            {"line_pass_cycles", line[static_cast<size_t>(r)]},
-           {"as_calibrated", AsCalibrated(line[static_cast<size_t>(r)], calibrated)}});
-    doc["check"] = {{"calibrated_line_pass_cycles", calibrated}, {"rounds", machine}};
+           {"as_calibrated", AsCalibrated(line[static_cast<size_t>(r)], calibrated)},
+           {"judged", !filtered || std::find(same.begin(), same.end(), r) != same.end()}});
+    doc["check"] = {
+        {"calibrated_line_pass_cycles", calibrated > 0 ? nlohmann::json(calibrated) : nullptr},
+        {"rounds", machine}};
   }
   session->pool.reset();
   const int finished = Finish(json, doc, status, balanced);

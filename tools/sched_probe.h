@@ -91,8 +91,9 @@ std::optional<RecycleProbe> ProbeRecycle(rte_mempool* pool, const std::vector<in
                                          int rounds);
 
 // Two threads on CPUs `a` and `b` spin on one cache line, each writing it in turn (100000
-// passes): TSC cycles a pass, the line's move from the writer's core to the reader's. Also the
-// guest's state: its vCPUs on near or far host cores (seen on this project's guest: 98 or 500).
+// round trips, 200000 passes): TSC cycles a pass, the line's move from the writer's core to the
+// reader's. Also the guest's state: its vCPUs on near or far host cores (seen on this project's
+// guest: 98 or 500).
 double ProbeLinePass(int a, int b);
 
 // Medians over `rounds` (each 2000 futex passes, 20000 futex calls, 100000 line passes, 2000

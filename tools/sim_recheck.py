@@ -28,7 +28,8 @@ def main():
     txbatch = sys.argv[3] if len(sys.argv) == 4 else "build/tools/txbatch"
     doc = json.load(open(check))
     records = doc["records"]
-    kept = {m["round"] for m in doc.get("check", {}).get("rounds", []) if m["as_calibrated"]}
+    kept = {m["round"] for m in doc.get("check", {}).get("rounds", [])
+            if m.get("judged", m["as_calibrated"])}
     real = collections.defaultdict(list)
     groups = collections.defaultdict(set)
     for r in records:

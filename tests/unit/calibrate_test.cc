@@ -4,9 +4,11 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "engine/cost_model_file.h"
 #include "engine/sim_engine.h"
@@ -355,6 +357,27 @@ TEST(Calibrate, CheckRowsJudgeTheRoundsOnTheMachineAsCalibrated) {
   ASSERT_EQ(all.size(), 1u);
   EXPECT_DOUBLE_EQ(all[0].real_mpps, 2.35);
   EXPECT_FALSE(all[0].agrees);
+}
+
+// The line a check compares with is calibrate's own probe for the model, from a machine of this
+// TSC: none from the built-in model, a file without the probe, or another machine's.
+TEST(Calibrate, TheCalibratedLinePassIsTheModelFilesProbe) {
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / fmt::format("txb-line-{}.json", getpid());
+  const auto write = [&](const std::string& text) {
+    std::ofstream(file) << text;
+    return file.string();
+  };
+  EXPECT_DOUBLE_EQ(CalibratedLinePass("", 2.1e9), 0);
+  EXPECT_DOUBLE_EQ(CalibratedLinePass(write(R"({"tsc_hz": 2.1e9, "fit": {"scheduler":
+      {"line_pass_cycles": 506.0}}, "cycles": {"lock_contended": 200}})"),
+                                      2.1e9),
+                   506.0);
+  EXPECT_DOUBLE_EQ(CalibratedLinePass(file.string(), 3.0e9), 0);  // another machine's TSC
+  EXPECT_DOUBLE_EQ(
+      CalibratedLinePass(write(R"({"tsc_hz": 2.1e9, "cycles": {"lock_contended": 98}})"), 2.1e9),
+      0);  // written by hand or without the probe: lock_contended is not it
+  std::filesystem::remove(file);
 }
 
 // --check --strict's bar, the issue's: every cell agrees, and batching's verdict is the same on
