@@ -674,13 +674,19 @@ int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& 
   // far host cores) is two machines: no one model is either.
   const double line_after = cal->scheduler ? cal->scheduler->line_pass : 0;
   std::optional<std::string> poor = PoorFit(*cal, args.min_r2);
-  if (!poor && probes_line && line_after > 0 && !AsCalibrated(line_after, line_before))
-    poor = fmt::format(
+  if (!poor && probes_line && line_after > 0 && !AsCalibrated(line_after, line_before)) {
+    const std::string changed = fmt::format(
         "the machine changed while it was measured: a cache line passed between CPUs {} and {} "
         "in {:.0f} cycles as the cells began and {:.0f} after them (a factor of {} or more; a "
-        "guest's vCPUs moved between near and far host cores); no cost model written: calibrate "
-        "again",
+        "guest's vCPUs moved between near and far host cores)",
         cpus[0], cpus[1], line_before, line_after, kMachineStateFactor);
+    // --min-r2 0 accepts any fit, this one too: said, and written.
+    if (args.min_r2 > 0)
+      poor = changed + "; no cost model written: calibrate again";
+    else
+      std::fprintf(stderr, "txbatch: calibrate: %s; written anyway (--min-r2 0)\n",
+                   changed.c_str());
+  }
   if (poor) {
     std::fprintf(stderr, "txbatch: calibrate: %s\n", poor->c_str());
     const int written = finish();
