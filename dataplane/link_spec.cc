@@ -10,6 +10,8 @@
 #include <initializer_list>
 #include <sstream>
 
+#include "base/units.h"
+
 namespace txbatch {
 namespace {
 
@@ -44,17 +46,9 @@ constexpr double kMaxTimeNs = 3600e9;  // an hour: longer is a typo, and stays f
 
 // "3ms", "100us", "1s", "500ns", "2" (netem: a bare number is microseconds); at most an hour.
 std::optional<double> TimeNs(const std::string& s) {
-  size_t used = 0;
-  const auto v = Number(s, &used);
-  if (!v || *v < 0) return std::nullopt;
-  const std::string unit = s.substr(used);
-  double ns = -1;
-  if (unit.empty() || unit == "us" || unit == "usec" || unit == "usecs") ns = *v * 1e3;
-  if (unit == "ns" || unit == "nsec") ns = *v;
-  if (unit == "ms" || unit == "msec" || unit == "msecs") ns = *v * 1e6;
-  if (unit == "s" || unit == "sec" || unit == "secs") ns = *v * 1e9;
-  if (ns < 0 || ns > kMaxTimeNs) return std::nullopt;
-  return ns;
+  auto ns = ParseTimeNs("--link", s, kUsNs);
+  if (!ns || *ns > kMaxTimeNs) return std::nullopt;
+  return *ns;
 }
 
 // "1%", "0.5%", "25": a percentage as a fraction.
@@ -68,25 +62,12 @@ std::optional<double> Percent(const std::string& s) {
 
 bool IsPercent(const std::string& s) { return Percent(s).has_value(); }
 
-// "100mbit", "1gbit", "500kbit", "10mbps" (bytes), "1000bit"; 1 bit/s to 10 Tbit/s (a frame's
-// time on the wire stays finite).
+// "100mbit", "1gbit", "500kbit", "10mbps" (bytes), "1000bit", "1000" (bits); 1 bit/s to 10
+// Tbit/s (a frame's time on the wire stays finite).
 std::optional<double> RateBps(const std::string& s) {
-  size_t used = 0;
-  const auto v = Number(s, &used);
-  if (!v || *v <= 0) return std::nullopt;
-  const std::string unit = s.substr(used);
-  struct U {
-    const char* name;
-    double mult;
-  };
-  for (const U& u : {U{"bit", 1}, U{"kbit", 1e3}, U{"mbit", 1e6}, U{"gbit", 1e9}, U{"tbit", 1e12},
-                     U{"bps", 8}, U{"kbps", 8e3}, U{"mbps", 8e6}, U{"gbps", 8e9}})
-    if (unit == u.name) {
-      const double bps = *v * u.mult;
-      if (bps < 1 || bps > 1e13) return std::nullopt;
-      return bps;
-    }
-  return std::nullopt;
+  auto bps = ParseBitRate("--link", s, true);
+  if (!bps || *bps < 1 || *bps > 1e13) return std::nullopt;
+  return *bps;
 }
 
 Result<std::vector<int16_t>> LoadDist(const std::string& dir, const std::string& name) {
@@ -210,7 +191,9 @@ Result<LinkSpec> ParseLinkSpec(std::string_view text, const std::string& dist_di
     const std::string word = w[i++];
     if (word == "delay" || word == "latency") {
       if (!next_is([](const std::string& s) { return TimeNs(s).has_value(); }))
-        return bad("delay needs a time up to an hour (e.g. 3ms)");
+        return bad(
+            fmt::format("delay needs a time up to an hour ({}; a bare number is microseconds)",
+                        kTimeUnitsSentence));
       l.delay_ns = *TimeNs(w[i++]);
       if (next_is([](const std::string& s) { return TimeNs(s).has_value(); }))
         l.jitter_ns = *TimeNs(w[i++]);
@@ -260,7 +243,9 @@ Result<LinkSpec> ParseLinkSpec(std::string_view text, const std::string& dist_di
       percents({&l.corrupt_corr});
     } else if (word == "rate") {
       if (!next_is([](const std::string& s) { return RateBps(s).has_value(); }))
-        return bad("rate needs a rate from 1bit to 10tbit (e.g. 100mbit)");
+        return bad(
+            fmt::format("rate needs a rate from 1bit to 10tbit ({}; a bare number is bits/s)",
+                        kBitRateUnitsSentence));
       l.rate_bps = *RateBps(w[i++]);
       size_t used = 0;
       if (i < w.size()) {

@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "base/units.h"
 #include "dataplane/gso.h"
 #include "dataplane/workload.h"
 
@@ -42,47 +43,28 @@ std::string RateSpec::ToString() const {
     case Unit::kMax:
       return "max";
     case Unit::kPps:
-      return fmt::format("{:g}pps", value);
-    case Unit::kBps:
-      return fmt::format("{:g}bps", value);
+      return fmt::format("{}pps", value);
+    case Unit::kBits:
+      return fmt::format("{}bit", value);  // until 2026-12-05 "bps" (bits): ParseRecordRate
   }
   return "max";
 }
 
 Result<RateSpec> ParseRate(std::string_view text) {
   const auto bad = [&] {
-    return MakeError(
-        EINVAL, fmt::format("rate '{}' is not valid; valid: max, or a number with a "
-                            "unit: pps, kpps, mpps (frames/s, {:g}pps..{:g}mpps) or "
-                            "bps, kbit, mbit, gbit (wire bits/s, {:g}bps..{:g}gbit), "
-                            "e.g. 40kpps or 500mbit",
-                            text, kMinRatePps, kMaxRatePps / 1e6, kMinRateBps, kMaxRateBps / 1e9));
+    return MakeError(EINVAL,
+                     fmt::format("rate '{}' is not valid; valid: max, or frames/s, {} ({:g}pps.."
+                                 "{:g}mpps), or wire bits/s, {} ({:g}kbit..{:g}gbit)",
+                                 text, kPacketRateUnitsSentence, kMinRatePps, kMaxRatePps / 1e6,
+                                 kBitRateUnitsSentence, kMinRateBits / 1e3, kMaxRateBits / 1e9));
   };
   if (text == "max") return RateSpec{};
-  double v = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || !(v > 0) || !std::isfinite(v)) return bad();
-  const std::string_view unit(ptr, text.data() + text.size() - ptr);
-  struct U {
-    std::string_view name;
-    RateSpec::Unit unit;
-    double mult;
-  };
-  static constexpr U kUnits[] = {
-      {"pps", RateSpec::Unit::kPps, 1},    {"kpps", RateSpec::Unit::kPps, 1e3},
-      {"mpps", RateSpec::Unit::kPps, 1e6}, {"bps", RateSpec::Unit::kBps, 1},
-      {"kbit", RateSpec::Unit::kBps, 1e3}, {"mbit", RateSpec::Unit::kBps, 1e6},
-      {"gbit", RateSpec::Unit::kBps, 1e9},
-  };
-  for (const U& u : kUnits)
-    if (unit == u.name) {
-      const double rate = v * u.mult;
-      const bool pps = u.unit == RateSpec::Unit::kPps;
-      if (rate < (pps ? kMinRatePps : kMinRateBps) || rate > (pps ? kMaxRatePps : kMaxRateBps))
-        return bad();
-      return RateSpec{u.unit, rate};
-    }
-  return bad();
+  const bool pps = IsPacketRateWord(text);
+  auto rate = pps ? ParsePacketRate("rate", text) : ParseBitRate("rate", text, false);
+  if (!rate || *rate < (pps ? kMinRatePps : kMinRateBits) ||
+      *rate > (pps ? kMaxRatePps : kMaxRateBits))
+    return bad();
+  return RateSpec{pps ? RateSpec::Unit::kPps : RateSpec::Unit::kBits, *rate};
 }
 
 double MeanWireBytes(Proto proto, unsigned size, unsigned mtu, const WireSpec& wire) {

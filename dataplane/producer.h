@@ -22,15 +22,15 @@ namespace txbatch {
 
 // Offered load: as fast as possible, or a rate in frames/s or in wire bit/s.
 struct RateSpec {
-  enum class Unit { kMax, kPps, kBps } unit = Unit::kMax;
+  enum class Unit { kMax, kPps, kBits } unit = Unit::kMax;
   double value = 0;
-  std::string ToString() const;  // "max", "40000pps", "500000000bps"
+  std::string ToString() const;  // "max", "40000pps", "500000000bit" (tc's words, base/units.h)
 };
 // Offered rates txbatch paces: at least 1 frame/s or 1 kbit/s (below, a window sees nothing,
 // and 1e-300pps made the pacing interval infinite), at most 1000 Mpps or 10 Tbit/s (--link
 // rate's ceiling), where pacing is no different from max.
 inline constexpr double kMinRatePps = 1, kMaxRatePps = 1e9;
-inline constexpr double kMinRateBps = 1e3, kMaxRateBps = 1e13;
+inline constexpr double kMinRateBits = 1e3, kMaxRateBits = 1e13;
 Result<RateSpec> ParseRate(std::string_view text);
 
 // Every producer sends best-effort traffic (TC_PRIO_BESTEFFORT -> band 1), as bw_tcp does.

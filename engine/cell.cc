@@ -53,7 +53,7 @@ double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire) {
 
 double PpsPerProducer(const CellConfig& cfg, const WireSpec& wire) {
   if (cfg.rate.unit == RateSpec::Unit::kPps) return cfg.rate.value / cfg.procs;
-  if (cfg.rate.unit == RateSpec::Unit::kBps)
+  if (cfg.rate.unit == RateSpec::Unit::kBits)
     return cfg.rate.value / 8 / MeanWireBytes(cfg.proto, cfg.size, cfg.mtu, wire) / cfg.procs;
   return 0;
 }

@@ -66,6 +66,16 @@ std::optional<double> OptNum(const json& j, const char* key) {
   return j[key].get<double>();
 }
 
+// A record's `config.rate`: as ParseRate, but "Nbps" is N bits/s — the records written until
+// 2026-12-05 said so (tc's bps, bytes, is what --rate takes now, and records say "Nbit").
+std::optional<RateSpec> RecordRate(const std::string& text) {
+  if (text.ends_with("bps") && !text.ends_with("kbps") && !text.ends_with("mbps") &&
+      !text.ends_with("gbps") && !text.ends_with("tbps") && !text.ends_with("ibps"))
+    return RecordRate(text.substr(0, text.size() - 3) + "bit");
+  if (auto r = ParseRate(text)) return *r;
+  return std::nullopt;
+}
+
 CellConfig ConfigFrom(const json& c) {
   CellConfig cfg;
   cfg.driver = c.value("driver_given", c.at("driver").get<std::string>());
@@ -82,7 +92,7 @@ CellConfig ConfigFrom(const json& c) {
   cfg.txqueuelen = Whole{c.at("txqueuelen")};
   cfg.duration_s = c.at("duration_s");
   cfg.warmup_s = c.at("warmup_s");
-  if (auto r = ParseRate(c.at("rate").get<std::string>())) cfg.rate = *r;
+  if (auto r = RecordRate(c.at("rate").get<std::string>())) cfg.rate = *r;
   cfg.stream = c.at("producer") == "stream";
   cfg.shape.noqueue = c.at("qdisc") == "none";
   cfg.shape.dedicated = c.at("runner") == "dedicated";

@@ -70,11 +70,14 @@ void AddPortOption(CLI::App& cmd, const std::string& name, std::string& port, st
 
 // --duration and --stats, which every forwarding command takes.
 void AddStopOptions(CLI::App& cmd, double& duration_s, double& stats_s) {
-  AddDecimalOption(cmd, "--duration", duration_s,
-                   "Stop after this many seconds, up to 1000000 (0: at SIGINT or SIGTERM)", 10);
-  AddDecimalOption(cmd, "--stats", stats_s,
-                   "Seconds between statistics lines, up to 1000000 (0: only the final summary)",
-                   1);
+  AddTimeOption(cmd, "--duration", duration_s,
+                "Stop after this long, up to 1000000s: a time (90s, 500ms) or a bare number of "
+                "seconds (0: at SIGINT or SIGTERM)",
+                kSecondNs);
+  AddTimeOption(cmd, "--stats", stats_s,
+                "Time between statistics lines, up to 1000000s: a time (1s, 250ms) or a bare "
+                "number of seconds (0: only the final summary)",
+                kSecondNs);
 }
 
 // Both finite, 0 or up to kMaxStopS (NaN fails every comparison, so it is refused too).

@@ -95,14 +95,30 @@ template CLI::Validator WholeNumber<unsigned>(std::string, unsigned);
 template CLI::Validator WholeNumber<int>(std::string, int);
 template CLI::Validator WholeNumber<uint64_t>(std::string, uint64_t);
 
+namespace {
+// The whole of `text` is one finite decimal number.
+bool IsDecimal(const std::string& text) {
+  double v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  return !text.empty() && ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(v);
+}
+}  // namespace
+
 CLI::Validator DecimalNumber(std::string option, double example) {
   return Refusing([option, example](std::string& text) -> std::string {
-    double v = 0;
-    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (!text.empty() && ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(v))
-      return {};
+    if (IsDecimal(text)) return {};
     return fmt::format("{} '{}' is not a number; valid: a decimal number (e.g. {} {:g})", option,
                        text, option, example);
+  });
+}
+
+CLI::Validator TimeIn(std::string option, double unit_ns) {
+  return Refusing([option, unit_ns](std::string& text) -> std::string {
+    if (IsDecimal(text)) return {};  // a bare number as written: no round trip through ns
+    auto ns = ParseTimeNs(option, text, unit_ns);
+    if (!ns) return ns.error().message;
+    text = fmt::format("{}", *ns / unit_ns);
+    return {};
   });
 }
 
@@ -179,9 +195,10 @@ void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) 
                        "BQL's lowest limit in bytes (sysfs byte_queue_limits/limit_min)");
   AddWholeNumberOption(cmd, "--bql-limit-max", a.bql_limit_max,
                        "BQL's highest limit in bytes (limit_max); set min = max for a fixed limit");
-  AddDecimalOption(cmd, "--bql-hold-time", a.bql_hold_ms,
-                   "How long slack must persist before BQL shrinks its limit, ms (hold_time, "
-                   "0..60000)");
+  AddTimeOption(cmd, "--bql-hold-time", a.bql_hold_ms,
+                "How long slack must persist before BQL shrinks its limit (hold_time), 0..60s: "
+                "a time (1s, 500ms) or a bare number of milliseconds",
+                kMsNs);
   AddOptionWithDefault(
       cmd, "--eal-memory", a.eal_memory,
       "EAL memory without EAL args: auto (hugepages via --in-memory only if enough "
@@ -217,9 +234,13 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
   AddOptionWithDefault(cmd, "--queues", a.queues,
                        "TX queues, comma-separated (1..64): each its own qdisc, runner and txirq; "
                        "producer i sends on queue i mod queues (XPS); emu rings share one wire");
-  AddDecimalOption(cmd, "--duration", a.duration_s,
-                   "Measured window per cell, seconds (0.01..3600)");
-  AddDecimalOption(cmd, "--warmup", a.warmup_s, "Warm-up before each window, seconds (0..60)");
+  AddTimeOption(cmd, "--duration", a.duration_s,
+                "Measured window per cell, 10ms..3600s: a time (500ms, 2s) or a bare number of "
+                "seconds",
+                kSecondNs);
+  AddTimeOption(cmd, "--warmup", a.warmup_s,
+                "Warm-up before each window, 0..60s: a time (200ms) or a bare number of seconds",
+                kSecondNs);
   AddWholeNumberOption(
       cmd, "--rounds", a.rounds,
       "Interleaved rounds: the whole grid runs this many times, each cell once per "

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/units.h"
 #include "dataplane/eal.h"
 #include "dataplane/tsq.h"
 #include "engine/cell.h"
@@ -86,6 +87,9 @@ template <typename T>
 CLI::Validator WholeNumber(std::string option, T example);
 // A finite decimal number.
 CLI::Validator DecimalNumber(std::string option, double example);
+// A time in tc's words (500ms, 2s, 100us: base/units.h) or a bare number of the option's own
+// unit (`unit_ns` nanoseconds: kSecondNs for seconds), handed to CLI11 as a number of that unit.
+CLI::Validator TimeIn(std::string option, double unit_ns);
 // Any text but the empty one; `sentence` says what the option needs.
 CLI::Validator NonEmpty(std::string sentence);
 
@@ -113,6 +117,12 @@ inline CLI::Option* AddDecimalOption(CLI::App& cmd, const std::string& name, dou
 inline CLI::Option* AddDecimalOption(CLI::App& cmd, const std::string& name, double& value,
                                      const std::string& help) {
   return AddDecimalOption(cmd, name, value, help, value);
+}
+
+// A time option kept as a number of `unit_ns` nanoseconds (TimeIn).
+inline CLI::Option* AddTimeOption(CLI::App& cmd, const std::string& name, double& value,
+                                  const std::string& help, double unit_ns) {
+  return AddOptionWithDefault(cmd, name, value, help)->transform(TimeIn(name, unit_ns));
 }
 
 // What an empty --json or --link says (every command that takes them).

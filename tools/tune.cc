@@ -64,28 +64,6 @@ TuneAdvice FindKnee(std::vector<TunePoint> points, double target,
   return a;
 }
 
-Result<double> ParseDurationNs(std::string_view text) {
-  struct Unit {
-    std::string_view name;
-    double ns;
-  };
-  static constexpr Unit kUnits[] = {{"ns", 1}, {"us", 1e3}, {"µs", 1e3}, {"ms", 1e6}, {"s", 1e9}};
-  for (const Unit& u : kUnits) {
-    if (!text.ends_with(u.name)) continue;
-    const std::string number(text.substr(0, text.size() - u.name.size()));
-    char* end = nullptr;
-    const double v = std::strtod(number.c_str(), &end);
-    // The product too: 1e300s is a finite number of seconds but not of nanoseconds.
-    if (!number.empty() && end == number.c_str() + number.size() && v > 0 &&
-        std::isfinite(v * u.ns))
-      return v * u.ns;
-    break;
-  }
-  return MakeError(EINVAL, fmt::format("'{}' is not a duration; valid: a positive number with a "
-                                       "unit ns, us, ms or s (e.g. 50us, 2ms)",
-                                       text));
-}
-
 std::vector<unsigned> RefineBetween(unsigned below, unsigned knee, unsigned max_points) {
   std::vector<unsigned> out;
   if (knee <= below + 1) return out;

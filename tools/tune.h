@@ -34,10 +34,6 @@ struct TuneAdvice {
 // within `p99_max_ns` (when given and known). `points` in any order, batches distinct.
 TuneAdvice FindKnee(std::vector<TunePoint> points, double target, std::optional<double> p99_max_ns);
 
-// "50us", "2ms", "800ns", "1s", "1.5ms" (µs also accepted) to nanoseconds; bad input gets one
-// sentence naming the valid units.
-Result<double> ParseDurationNs(std::string_view text);
-
 // The batch limits strictly between `below` and `knee` worth measuring to refine the knee: all of
 // them when there are at most `max_points`, else that many spread evenly.
 std::vector<unsigned> RefineBetween(unsigned below, unsigned knee, unsigned max_points = 4);

@@ -19,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/units.h"
 #include "drivers/emu/emu.h"
 #include "engine/cell.h"
 #include "engine/session.h"
@@ -140,8 +141,12 @@ int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_m
                                                          target_pct)});
   std::optional<double> p99_max_ns;
   if (!p99_max.empty()) {
-    auto d = ParseDurationNs(p99_max);
-    if (!d) return Fail(kExitBadInput, Error{EINVAL, "--p99-max " + d.error().message});
+    auto d = ParseTimeNs("--p99-max", p99_max, 0);
+    if (!d) return Fail(kExitBadInput, d.error());
+    if (*d == 0)
+      return Fail(kExitBadInput, Error{ERANGE,
+                                       "--p99-max 0 leaves no latency budget; valid: a "
+                                       "time above 0 (e.g. 50us, 2ms)"});
     p99_max_ns = *d;
     if (args.no_timing)
       return Fail(kExitBadInput,
@@ -476,7 +481,8 @@ void AddCalibrateCommand(CLI::App& app, Commands& c) {
   AddOptionWithDefault(cal, "--out", a.out, "The cost-model file to write")
       ->check(NonEmpty("--out needs a file name (or - for standard output)"));
   AddOptionWithDefault(cal, "--batch", a.batch, "Batch limits, comma-separated (two or more)");
-  AddDecimalOption(cal, "--duration", a.duration_s, "Measured window per cell, seconds");
+  AddTimeOption(cal, "--duration", a.duration_s,
+                "Measured window per cell: a time (200ms) or a bare number of seconds", kSecondNs);
   AddWholeNumberOption(cal, "--rounds", a.rounds, "Interleaved rounds (medians are fitted)");
   AddOptionWithDefault(cal, "--engine", a.engine,
                        "real, or sim: calibrate the simulation of --cost-model (a check that "

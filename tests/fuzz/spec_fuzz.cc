@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "base/units.h"
 #include "batching/flush_policy.h"
 #include "dataplane/link_spec.h"
 #include "dataplane/producer.h"
@@ -52,8 +53,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 6: {
-      // An accepted duration is a positive, finite number of nanoseconds.
-      if (auto ns = ParseDurationNs(text); ns && !(std::isfinite(*ns) && *ns > 0)) __builtin_trap();
+      // An accepted time is a finite number of nanoseconds, 0 or more; a rate finite and above 0.
+      if (auto ns = ParseTimeNs("f", text, kUsNs); ns && !(std::isfinite(*ns) && *ns >= 0))
+        __builtin_trap();
+      if (auto bps = ParseBitRate("f", text, true); bps && !(std::isfinite(*bps) && *bps > 0))
+        __builtin_trap();
+      if (auto pps = ParsePacketRate("f", text); pps && !(std::isfinite(*pps) && *pps > 0))
+        __builtin_trap();
       break;
     }
     case 7: {

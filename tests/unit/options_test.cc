@@ -265,7 +265,7 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
   add(
       "rate too small to pace", [](RunArgs& a) { a.rate = "1e-300pps"; }, "1pps..1000mpps");
   add(
-      "rate too small in bits", [](RunArgs& a) { a.rate = "1e-300mbit"; }, "1000bps..10000gbit");
+      "rate too small in bits", [](RunArgs& a) { a.rate = "1e-300mbit"; }, "1kbit..10000gbit");
   add(
       "link delay that rounds to zero", [](RunArgs& a) { a.link = "delay 1e-400ms"; },
       "delay needs a time");
@@ -330,7 +330,7 @@ TEST(Rate, ParsesUnits) {
   EXPECT_EQ(r->value, 40000);
   auto b = ParseRate("500mbit");
   ASSERT_TRUE(b.ok());
-  EXPECT_EQ(b->unit, RateSpec::Unit::kBps);
+  EXPECT_EQ(b->unit, RateSpec::Unit::kBits);
   EXPECT_EQ(b->value, 5e8);
   EXPECT_EQ(ParseRate("max")->unit, RateSpec::Unit::kMax);
   EXPECT_FALSE(ParseRate("-5pps").ok());

@@ -47,17 +47,5 @@ TEST(Tune, RefinementProbesBetweenTheKneeAndTheCoarsePointBelow) {
   EXPECT_EQ(RefineBetween(16, 32, 3), (std::vector<unsigned>{20, 24, 28}));
 }
 
-TEST(Tune, LatencyBudgetsParseWithTheirUnits) {
-  EXPECT_DOUBLE_EQ(*ParseDurationNs("50us"), 50e3);
-  EXPECT_DOUBLE_EQ(*ParseDurationNs("1.5ms"), 1.5e6);
-  EXPECT_DOUBLE_EQ(*ParseDurationNs("800ns"), 800);
-  EXPECT_DOUBLE_EQ(*ParseDurationNs("2s"), 2e9);
-  for (const char* bad : {"50", "us", "-5us", "5 us", "5parsecs", "", "1e300s", "nanms"}) {
-    const auto r = ParseDurationNs(bad);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.error().message.find("valid: a positive number with a unit"), std::string::npos);
-  }
-}
-
 }  // namespace
 }  // namespace txbatch

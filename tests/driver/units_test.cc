@@ -1,0 +1,48 @@
+// Quantities in tc's words through the binary (issue 20, item 4): a run given its window, warm-up
+// and rate with units runs them and records them; a word in no unit is one sentence, exit 2,
+// nothing written; the forwarding commands' --duration and --stats take the same words.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "tests/driver/run_helper.h"
+
+namespace txbatch::test {
+namespace {
+
+TEST(Units, ARunTakesItsTimesAndRateInTcsWords) {
+  const auto run = RunTxbatch(
+      "run --driver emu:e1000 --proto udp --size 64 --procs 1 --batch 1 --duration 50ms "
+      "--warmup 20MS --rate 100Mbit");
+  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_EQ(run.doc["records"].size(), 1u);
+  const auto& c = run.doc["records"][0]["config"];
+  EXPECT_DOUBLE_EQ(c["duration_s"].get<double>(), 0.05);
+  EXPECT_DOUBLE_EQ(c["warmup_s"].get<double>(), 0.02);
+  EXPECT_EQ(c["rate"], "100000000bit");
+  // Paced at 100 Mbit/s of wire (64 B datagrams: 84 wire bytes each, preamble and gap too), the
+  // window's rate is well under the 1 Gbit/s wire's 1.49 Mpps.
+  EXPECT_LT(run.doc["records"][0]["results"]["mpps"].get<double>(), 0.3);
+}
+
+TEST(Units, AWordInNoUnitIsOneSentence) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"run --duration 5x", "--duration '5x' is not a time; valid: a number with a unit s, ms"},
+      {"run --warmup 1min", "--warmup '1min' is not a time"},
+      {"run --rate 1000", "rate '1000' is not valid; valid: max, or frames/s"},
+      {"run --bql-hold-time 1h", "--bql-hold-time '1h' is not a time"},
+      {"sink --port net_null0 --stats 1x", "--stats '1x' is not a time"},
+      {"run --link 'rate 1gigabit'", "rate needs a rate from 1bit to 10tbit"},
+  };
+  for (const auto& [args, sentence] : cases) {
+    const auto run = RunTxbatch(args);
+    EXPECT_EQ(run.status, 2) << args << ": " << run.err;
+    EXPECT_NE(run.err.find(sentence), std::string::npos) << args << ": " << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << args << ": " << run.err;
+    EXPECT_TRUE(run.doc.is_null()) << args;
+  }
+}
+
+}  // namespace
+}  // namespace txbatch::test
