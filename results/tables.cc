@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "results/latency_text.h"
 #include "results/summary.h"
 #include "results/verdict.h"
 #include "txbatch_config.h"
@@ -152,10 +153,21 @@ namespace {
 
 // Where the latency goes, one row per cell that carried stage timestamps.
 void PrintLatencyStages(std::FILE* out, const std::vector<CellSummary>& rows) {
-  const auto t = [](const std::optional<double>& ns) -> std::string {
-    if (!ns) return "-";
-    return *ns >= 1e6 ? fmt::format("{:.2f}ms", *ns / 1e6) : fmt::format("{:.1f}us", *ns / 1e3);
-  };
+  // One unit a column, over every row that has stages.
+  std::vector<std::vector<std::optional<double>>> columns(7);
+  for (const CellSummary& c : rows) {
+    if (!c.before_driver_p50_ns) continue;
+    const bool fill = c.before_driver_is_batch_fill;
+    const std::optional<double> none;
+    int i = 0;
+    for (const auto* v :
+         {fill ? &none : &c.before_driver_p50_ns, fill ? &c.before_driver_p50_ns : &none,
+          &c.driver_ring_p50_ns, &c.wire_p50_ns, &c.lat_p50_ns, &c.first_in_batch_p50_ns,
+          &c.last_in_batch_p50_ns})
+      columns[i++].push_back(*v);
+  }
+  std::vector<LatencyUnit> units;
+  for (const auto& col : columns) units.push_back(ColumnUnit(col));
   bool header = false;
   unsigned row = 0;
   for (const CellSummary& c : rows) {
@@ -176,9 +188,11 @@ void PrintLatencyStages(std::FILE* out, const std::vector<CellSummary>& rows) {
     const bool fill = c.before_driver_is_batch_fill;
     fmt::print(out, "{:<4}{:>8} {:>6} {:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n",
                ++row, c.config.size, c.config.procs, c.config.policy.ToString(),
-               fill ? "-" : t(c.before_driver_p50_ns), fill ? t(c.before_driver_p50_ns) : "-",
-               t(c.driver_ring_p50_ns), t(c.wire_p50_ns), t(c.lat_p50_ns),
-               t(c.first_in_batch_p50_ns), t(c.last_in_batch_p50_ns), c.last_positions);
+               fill ? "-" : LatencyText(c.before_driver_p50_ns, units[0]),
+               fill ? LatencyText(c.before_driver_p50_ns, units[1]) : "-",
+               LatencyText(c.driver_ring_p50_ns, units[2]), LatencyText(c.wire_p50_ns, units[3]),
+               LatencyText(c.lat_p50_ns, units[4]), LatencyText(c.first_in_batch_p50_ns, units[5]),
+               LatencyText(c.last_in_batch_p50_ns, units[6]), c.last_positions);
   }
 }
 
@@ -205,10 +219,10 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
                rounds, policies.front().ToString(),
                auto_mixed ? ", each policy on its kernel's qdisc (--sync auto)" : "",
                kEquivalenceMargin * 100);
-  const auto lat = [](const std::optional<double>& ns) -> std::string {
-    if (!ns) return "-";  // nothing received: no latency
-    return *ns >= 1e6 ? fmt::format("{:.2f}ms", *ns / 1e6) : fmt::format("{:.1f}us", *ns / 1e3);
-  };
+  // One unit a latency column, the same in every policy's table (they compare row by row).
+  std::vector<std::optional<double>> avgs, p99s;
+  for (const CellSummary& c : rows) avgs.push_back(c.lat_avg_ns), p99s.push_back(c.lat_p99_ns);
+  const LatencyUnit avg_unit = ColumnUnit(avgs), p99_unit = ColumnUnit(p99s);
   for (const PolicySpec& pol : policies) {
     fmt::print(out, "\n{}\n",
                pol.batching() ? fmt::format("Test with batching ({}):", pol.ToString())
@@ -242,7 +256,8 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
           ++row, c.config.size, c.config.procs, c.mb_per_s, c.mpps,
           c.ceiling_mb_per_s ? fmt::format("{:.2f}", 100 * c.mb_per_s / *c.ceiling_mb_per_s) : "-",
           c.avg_batch, c.doorbells_per_pkt ? fmt::format("{:.3f}", *c.doorbells_per_pkt) : "-",
-          c.cycles_per_pkt, c.cpu_ns_per_pkt, lat(c.lat_avg_ns), lat(c.lat_p99_ns), c.requeues,
+          c.cycles_per_pkt, c.cpu_ns_per_pkt, LatencyText(c.lat_avg_ns, avg_unit),
+          LatencyText(c.lat_p99_ns, p99_unit), c.requeues,
           verdicts ? fmt::format("{:<13} {:<13} ", ShortVerdict(c.bw_vs_off, c.bw_verdict),
                                  ShortVerdict(c.cycles_vs_off, c.cycles_verdict))
                    : "",

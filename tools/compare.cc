@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "results/latency_text.h"
 #include "results/tables.h"
 
 namespace txbatch {
@@ -43,10 +44,19 @@ std::string Cell(const std::optional<double>& v, const char* fmt_spec = "{:.3g}"
   return v ? fmt::format(fmt::runtime(fmt_spec), *v) : "-";
 }
 
-std::string Ns(const std::optional<LatencySummary>& l, double LatencySummary::*f) {
-  if (!l) return "-";  // nothing received: no latency
-  const double ns = (*l).*f;
-  return ns >= 1e6 ? fmt::format("{:.2f}ms", ns / 1e6) : fmt::format("{:.1f}us", ns / 1e3);
+// A latency field of the rounds' results, none where nothing was received.
+std::vector<std::optional<double>> LatencyColumn(const std::vector<CellResult>& ra,
+                                                 const std::vector<CellResult>& rb,
+                                                 double LatencySummary::*f) {
+  std::vector<std::optional<double>> out;
+  for (const auto* side : {&ra, &rb})
+    for (const CellResult& r : *side)
+      out.push_back(r.latency ? std::optional((*r.latency).*f) : std::nullopt);
+  return out;
+}
+
+std::optional<double> Latency(const std::optional<LatencySummary>& l, double LatencySummary::*f) {
+  return l ? std::optional((*l).*f) : std::nullopt;
 }
 
 }  // namespace
@@ -125,13 +135,16 @@ void PrintComparison(std::FILE* out, const std::string& axis, const CellConfig& 
   fmt::print(out, "{:<10} {:>9} {:>10} {:>9} {:>10} {:>10} {:>8} {:>9} {:>9} {:>9}  {}\n", "run",
              "Mpps", "MB/s", "avg batch", "cycles/pkt", "CPU ns/pkt", "db/pkt", "xmit/pkt",
              "lat p50", "lat p99", "books");
+  const LatencyUnit p50_unit = ColumnUnit(LatencyColumn(ra, rb, &LatencySummary::p50)),
+                    p99_unit = ColumnUnit(LatencyColumn(ra, rb, &LatencySummary::p99));
   const auto row = [&](const char* side, size_t i, const CellResult& r) {
     fmt::print(out,
                "{:<10} {:>9.4f} {:>10.2f} {:>9.2f} {:>10.0f} {:>10.1f} {:>8} {:>9.3f} {:>9} "
                "{:>9}  {}\n",
                fmt::format("{} {}", side, i + 1), r.mpps, r.mb_per_s, r.avg_batch, r.cycles_per_pkt,
                r.cpu_ns_per_pkt, Cell(r.doorbells_per_pkt), r.xmit_calls_per_pkt,
-               Ns(r.latency, &LatencySummary::p50), Ns(r.latency, &LatencySummary::p99),
+               LatencyText(Latency(r.latency, &LatencySummary::p50), p50_unit),
+               LatencyText(Latency(r.latency, &LatencySummary::p99), p99_unit),
                r.books.balanced ? "balanced" : "NOT BALANCED");
   };
   for (size_t i = 0; i < std::max(ra.size(), rb.size()); ++i) {
@@ -147,9 +160,11 @@ void PrintComparison(std::FILE* out, const std::string& axis, const CellConfig& 
       fmt::print(out, "  {:<15} {}\n", m.name, m.text);
       continue;
     }
+    // A latency row's A and B in one unit.
+    const LatencyUnit unit = ColumnUnit({m.estimate->median_a, m.estimate->median_b});
     const auto show = [&](double v) {
       if (!m.name.starts_with("latency")) return fmt::format("{:.4g}", v);
-      return v >= 1e6 ? fmt::format("{:.2f}ms", v / 1e6) : fmt::format("{:.1f}us", v / 1e3);
+      return LatencyText(v, unit);
     };
     fmt::print(out, "  {:<15} {:>10} {:>10}   {}\n", m.name, show(m.estimate->median_a),
                show(m.estimate->median_b), m.text);

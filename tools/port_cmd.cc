@@ -8,13 +8,13 @@
 #include "dataplane/mempool.h"
 #include "drivers/ethdev/ethdev.h"
 #include "engine/session.h"
+#include "results/latency_text.h"
 
 namespace txbatch::port_cmd {
 
 std::string Lat(const std::optional<LatencySummary>& s, double LatencySummary::*field) {
-  if (!s) return "-";
-  const double ns = (*s).*field;
-  return ns >= 1e6 ? fmt::format("{:.2f}ms", ns / 1e6) : fmt::format("{:.1f}us", ns / 1e3);
+  // Microseconds always: a live line's column cannot know the values still to come.
+  return LatencyText(s ? std::optional((*s).*field) : std::nullopt, LatencyUnit::kUs);
 }
 
 // The largest frame a port of IP MTU `mtu` forwards: Ethernet header and a VLAN tag.

@@ -6,15 +6,9 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "results/latency_text.h"
+
 namespace txbatch {
-namespace {
-
-std::string Us(double ns) {
-  return ns >= 1e6 ? fmt::format("{:.2f} ms", ns / 1e6) : fmt::format("{:.1f} µs", ns / 1e3);
-}
-
-}  // namespace
-
 TuneAdvice FindKnee(std::vector<TunePoint> points, double target,
                     std::optional<double> p99_max_ns) {
   TuneAdvice a;
@@ -41,7 +35,7 @@ TuneAdvice FindKnee(std::vector<TunePoint> points, double target,
       a.p99_ns = p.p99_ns;
       a.reason = fmt::format("batch {}: {:.1f} % of peak ({:.4g} Mpps at batch {})", p.batch,
                              100 * share, peak, peak_batch);
-      if (p.p99_ns) a.reason += fmt::format(", p99 {}", Us(*p.p99_ns));
+      if (p.p99_ns) a.reason += fmt::format(", p99 {}", LatencyText(*p.p99_ns));
       if (prev)
         a.reason += fmt::format("; batch {} reaches only {:.1f} %", prev->batch,
                                 100 * (peak > 0 ? prev->mpps / peak : 0));
@@ -58,7 +52,7 @@ TuneAdvice FindKnee(std::vector<TunePoint> points, double target,
     a.reason = fmt::format(
         "no batch reaching {:.0f} % of peak keeps p99 within {}; the budget "
         "or the target must give",
-        100 * target, Us(*p99_max_ns));
+        100 * target, LatencyText(*p99_max_ns));
   else
     a.reason = fmt::format("no batch reaches {:.0f} % of peak", 100 * target);
   return a;

@@ -23,6 +23,7 @@
 #include "drivers/emu/emu.h"
 #include "engine/cell.h"
 #include "engine/session.h"
+#include "results/latency_text.h"
 #include "results/record_reader.h"
 #include "results/records.h"
 #include "results/summary.h"
@@ -221,8 +222,11 @@ int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_m
              refined.empty() ? "" : fmt::format(", refined with {}", fmt::join(refined, ",")));
   std::printf("%8s %10s %9s %10s\n", "batch", "Mpps", "% of peak", "p99");
   nlohmann::json jpoints = nlohmann::json::array();
+  std::vector<std::optional<double>> p99s;
+  for (const auto& p : points) p99s.push_back(p.p99_ns);
+  const LatencyUnit p99_unit = ColumnUnit(p99s);
   for (const auto& p : points) {
-    const std::string p99 = p.p99_ns ? fmt::format("{:.1f}us", *p.p99_ns / 1e3) : "-";
+    const std::string p99 = LatencyText(p.p99_ns, p99_unit);
     std::printf("%8u %10.4f %9.1f %10s\n", p.batch, p.mpps, peak > 0 ? 100 * p.mpps / peak : 0,
                 p99.c_str());
     jpoints.push_back({{"batch", p.batch},

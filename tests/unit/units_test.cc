@@ -11,8 +11,10 @@
 #include "dataplane/link_spec.h"
 #include "dataplane/producer.h"
 #include "drivers/factory.h"
+#include "results/latency_text.h"
 #include "results/record_reader.h"
 #include "results/records.h"
+#include "results/tables.h"
 #include "tools/run_options.h"
 
 namespace txbatch {
@@ -159,6 +161,45 @@ TEST(Units, TheLinkSpecReadsTheSameWords) {
   auto bad = ParseLinkSpec("rate fast", "");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find(kBitRateUnitsSentence), std::string::npos);
+}
+
+// A latency reads in tc's words, in its own unit alone, and in a table one unit for a column.
+TEST(Units, LatencyTextIsOneUnitAColumn) {
+  EXPECT_EQ(LatencyText(282.5e3), "282.5us");
+  EXPECT_EQ(LatencyText(1.25e6), "1.25ms");
+  EXPECT_EQ(LatencyText(std::nullopt, LatencyUnit::kUs), "-");
+  EXPECT_EQ(ColumnUnit({900e3, std::nullopt, 12e6}), LatencyUnit::kMs);
+  EXPECT_EQ(ColumnUnit({900e3, 9.9e6}), LatencyUnit::kUs);
+  EXPECT_DOUBLE_EQ(*ParseTimeNs("p99", LatencyText(282.5e3), 0), 282.5e3);  // it reads back
+
+  // Two cells of one table, p99 900 us and 12 ms: both in ms (until 2026-12-05 "900.0us" sat
+  // above "12.00ms").
+  auto emu = ParseDriverSpec("emu:e1000");
+  ASSERT_TRUE(emu);
+  std::vector<CellRecord> records;
+  for (const double p99 : {900e3, 12e6}) {
+    CellRecord r;
+    r.config.driver_spec = *emu;
+    r.config.driver = emu->ToString();
+    r.config.procs = records.empty() ? 1 : 8;
+    r.cell = static_cast<int>(records.size());
+    r.result.packets = 1000;
+    r.result.mpps = 1;
+    r.result.latency = LatencySummary{.avg = p99 / 2, .p50 = p99 / 2, .p99 = p99, .count = 1000};
+    records.push_back(r);
+  }
+  char* text = nullptr;
+  size_t size = 0;
+  std::FILE* out = open_memstream(&text, &size);
+  ASSERT_NE(out, nullptr);
+  PrintTables(out, records, {records.front().config.policy});
+  std::fclose(out);
+  const std::string tables(text, size);
+  std::free(text);
+  EXPECT_NE(tables.find("0.90ms"), std::string::npos) << tables;
+  EXPECT_NE(tables.find("12.00ms"), std::string::npos) << tables;
+  EXPECT_EQ(tables.find("900.0us"), std::string::npos) << tables;
+  EXPECT_NE(tables.find("6000.0us"), std::string::npos) << tables;  // avg: under 10 ms, us
 }
 
 // A time option takes tc's words and a bare number of its own unit; CLI11 is handed the number.
