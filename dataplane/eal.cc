@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -182,12 +183,11 @@ uint64_t FreeHugepageBytes() {
   return total;
 }
 
-Result<EalPlan> PlanEal(uint64_t need_bytes, const std::vector<std::string>& user_args,
-                        EalMemory memory) {
+Result<EalPlan> PlanEal(uint64_t need_bytes, const EalUserArgs& user, EalMemory memory) {
   EalPlan plan;
   plan.args.push_back("txbatch");
-  if (!user_args.empty()) {
-    plan.args.insert(plan.args.end(), user_args.begin(), user_args.end());
+  if (!user.replace.empty()) {
+    plan.args.insert(plan.args.end(), user.replace.begin(), user.replace.end());
     plan.mode = "user";
     plan.why = "EAL arguments given after --, used as they are";
     return plan;
@@ -235,6 +235,10 @@ Result<EalPlan> PlanEal(uint64_t need_bytes, const std::vector<std::string>& use
     plan.args.push_back("--no-shconf");
     plan.args.push_back("-m");
     plan.args.push_back(std::to_string(need_mb));
+  }
+  if (!user.extra.empty()) {
+    plan.args.insert(plan.args.end(), user.extra.begin(), user.extra.end());
+    plan.why += fmt::format("; --eal-extra added {}", fmt::join(user.extra, " "));
   }
   return plan;
 }

@@ -24,11 +24,18 @@ enum class EalMemory { kAuto, kNoHuge, kInMemory };
 // Free hugepage bytes over all page sizes (/sys/kernel/mm/hugepages), 0 when none are reserved.
 uint64_t FreeHugepageBytes();
 
-// Builds the EAL arguments. `need_bytes` is the estimated pool + ring memory. `user_args`
-// (everything after `--` on the command line) replaces the defaults entirely when non-empty.
+// The EAL arguments a user gave: `replace` (everything after `--` on the command line) replaces
+// txbatch's own entirely; `extra` (--eal-extra) is appended to them. Not both (the command line
+// refuses that).
+struct EalUserArgs {
+  std::vector<std::string> replace, extra;
+};
+
+// Builds the EAL arguments. `need_bytes` is the estimated pool + ring memory. `user.replace`, when
+// non-empty, is used as it is; else txbatch's own, then `user.extra` after them (EAL takes the
+// last of an option given twice: `--eal-extra --telemetry` turns telemetry back on).
 // Fails only when kInMemory is forced and the free hugepages cannot hold `need_bytes`.
-Result<EalPlan> PlanEal(uint64_t need_bytes, const std::vector<std::string>& user_args,
-                        EalMemory memory);
+Result<EalPlan> PlanEal(uint64_t need_bytes, const EalUserArgs& user, EalMemory memory);
 
 // The running EAL. One per process; destruction calls rte_eal_cleanup and removes the runtime
 // directory /var/run/dpdk/<prefix> it leaves behind.

@@ -61,8 +61,7 @@ int Fail(int code, const Error& e) {
 
 // Starts a session for `cells`; on failure returns the exit status, the sentence printed.
 Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory memory,
-                             const std::vector<std::string>& eal_user_args, RunEnv env,
-                             int* exit_code) {
+                             const EalUserArgs& eal_user_args, RunEnv env, int* exit_code) {
   const auto fail = [&](int code, const Error& e) {
     *exit_code = code;
     return e;

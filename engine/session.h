@@ -53,8 +53,7 @@ struct Session {
 
 // Starts a session for `cells` and takes over SIGINT/SIGTERM; on failure sets `*exit_code`.
 Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory memory,
-                             const std::vector<std::string>& eal_user_args, RunEnv env,
-                             int* exit_code);
+                             const EalUserArgs& eal_user_args, RunEnv env, int* exit_code);
 
 // Runs one cell; on failure prints the sentence and sets `*status` (a device that vanished
 // mid-run is a missing device (2), a drain that did not finish a bug (1)).

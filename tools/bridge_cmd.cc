@@ -221,7 +221,7 @@ int Finish(bool balanced, rte_mempool* pool) {
 
 }  // namespace
 
-int BridgeCommand(BridgeArgs a, const std::vector<std::string>& eal_args) {
+int BridgeCommand(BridgeArgs a, const EalUserArgs& eal_args) {
   EalMemory memory{};
   auto cell = QueuePlan(a.queue, "the bridge", &memory);
   if (!cell) return Fail(kExitBadInput, cell.error());
@@ -339,7 +339,7 @@ void AddRespondOptions(CLI::App& cmd, RespondArgs& a) {
   AddStopOptions(cmd, a.duration_s, a.stats_s);
 }
 
-int RespondCommand(RespondArgs a, const std::vector<std::string>& eal_args) {
+int RespondCommand(RespondArgs a, const EalUserArgs& eal_args) {
   EalMemory memory{};
   auto cell = QueuePlan(a.queue, "the responder", &memory);
   if (!cell) return Fail(kExitBadInput, cell.error());

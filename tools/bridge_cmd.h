@@ -37,10 +37,10 @@ struct RespondArgs {
 };
 
 void AddRespondOptions(CLI::App& cmd, RespondArgs& args);
-int RespondCommand(RespondArgs args, const std::vector<std::string>& eal_args);
+int RespondCommand(RespondArgs args, const EalUserArgs& eal_args);
 
 // Runs the bridge; returns the exit status (0, 2 bad input or missing device, 3 books that do not
 // balance or mbufs not returned).
-int BridgeCommand(BridgeArgs args, const std::vector<std::string>& eal_args);
+int BridgeCommand(BridgeArgs args, const EalUserArgs& eal_args);
 
 }  // namespace txbatch

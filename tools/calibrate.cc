@@ -424,8 +424,7 @@ nlohmann::json Calibration::Json() const {
       {"points", pts}};
 }
 
-int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_user_args,
-                     RunEnv env) {
+int CalibrateCommand(const CalibrateArgs& args, const EalUserArgs& eal_user_args, RunEnv env) {
   auto batches = ParseUnsignedList("--batch", args.batch, 1, kMaxBatch);
   if (!batches) return Fail(kExitBadInput, batches.error());
   if (batches->size() < 2)

@@ -191,11 +191,10 @@ bool CheckHolds(const CheckTally& t);
 // `calibrate --check` (calibrate_check.cc): CheckCells measured on both engines in `args.rounds`
 // interleaved rounds, the table of CheckRows and its tally, the records to `json`; exit 5 with
 // --strict where CheckHolds does not. Returns the exit status.
-int CheckCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_user_args,
-                 RunEnv env, EalMemory memory, const std::optional<OutputFile>& json);
+int CheckCommand(const CalibrateArgs& args, const EalUserArgs& eal_user_args, RunEnv env,
+                 EalMemory memory, const std::optional<OutputFile>& json);
 
 // The whole command; returns the exit status.
-int CalibrateCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_user_args,
-                     RunEnv env);
+int CalibrateCommand(const CalibrateArgs& args, const EalUserArgs& eal_user_args, RunEnv env);
 
 }  // namespace txbatch

@@ -169,8 +169,8 @@ bool CheckHolds(const CheckTally& t) {
   return t.cells > 0 && t.agree == t.cells && t.same == t.judged;
 }
 
-int CheckCommand(const CalibrateArgs& args, const std::vector<std::string>& eal_user_args,
-                 RunEnv env, EalMemory memory, const std::optional<OutputFile>& json) {
+int CheckCommand(const CalibrateArgs& args, const EalUserArgs& eal_user_args, RunEnv env,
+                 EalMemory memory, const std::optional<OutputFile>& json) {
   // The grid needs the machine's CPUs before EAL runs: what this process may run on.
   cpu_set_t allowed;
   CPU_ZERO(&allowed);

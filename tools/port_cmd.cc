@@ -94,8 +94,7 @@ Status CheckStopOptions(double duration_s, double stats_s) {
 
 // `extra_bytes`: memory a port takes for itself besides the pool (a verbs port's receive buffers).
 Result<Forwarding> StartForwarding(uint64_t frames, unsigned mtu, EalMemory memory,
-                                   const std::vector<std::string>& eal_args, int* status,
-                                   uint64_t extra_bytes) {
+                                   const EalUserArgs& eal_args, int* status, uint64_t extra_bytes) {
   const unsigned pool_size = static_cast<unsigned>(std::min<uint64_t>(frames + 4096, 1u << 22));
   const unsigned pool_mtu = ethdev::ForwardingPoolMtu(mtu);  // af_packet: whole ring frames
   auto eal_plan = PlanEal(PoolBytes(pool_size, pool_mtu) + extra_bytes, eal_args, memory);

@@ -74,7 +74,7 @@ struct Forwarding {
 // `extra_bytes`: memory a port takes for itself besides the pool (a verbs port's receive buffers).
 // `*status` is the exit status to give if it fails.
 Result<Forwarding> StartForwarding(uint64_t frames, unsigned mtu, EalMemory memory,
-                                   const std::vector<std::string>& eal_args, int* status,
+                                   const EalUserArgs& eal_args, int* status,
                                    uint64_t extra_bytes = 0);
 
 }  // namespace txbatch::port_cmd

@@ -73,7 +73,7 @@ nlohmann::json SinkRecord(const std::string& port, unsigned flows,
                                    : nlohmann::json(nullptr)}}}};
 }
 
-int SinkCommand(const SinkArgs& a, const std::vector<std::string>& eal_args) {
+int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
   if (a.flows < 1 || a.flows > 1024)
     return Fail(kExitBadInput, Error{ERANGE, fmt::format("--flows {} is out of range; valid: "
                                                          "1..1024",

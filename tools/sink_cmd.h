@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/eal.h"
 #include "dataplane/histogram.h"
 #include "dataplane/link_spec.h"
 #include "dataplane/rx_sink.h"
@@ -38,6 +39,6 @@ struct SinkOutcome {
 // names it — an ethdev's spec, or a verbs receiver's description with the QP senders name.
 nlohmann::json SinkRecord(const std::string& port, unsigned flows,
                           const std::optional<LinkSpec>& link, const SinkOutcome& outcome);
-int SinkCommand(const SinkArgs& args, const std::vector<std::string>& eal_args);
+int SinkCommand(const SinkArgs& args, const EalUserArgs& eal_args);
 
 }  // namespace txbatch

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -41,7 +42,7 @@
 namespace txbatch {
 namespace {
 
-int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_args, RunEnv env,
+int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env,
                const std::string& out_dir = "") {
   // A --json file (or --out directory) that cannot be written is bad input: say so before
   // running anything.
@@ -80,7 +81,7 @@ int RunCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_arg
   return Finish(*json, doc, status, balanced);
 }
 
-int CompareCommand(const RunPlan& plan, const std::vector<std::string>& eal_user_args, RunEnv env) {
+int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env) {
   auto axis = CompareAxis(plan);
   if (!axis) return Fail(kExitBadInput, axis.error());
   const int rounds = plan.rounds;
@@ -135,7 +136,7 @@ int CompareCommand(const RunPlan& plan, const std::vector<std::string>& eal_user
 // The smallest batch limit reaching `target` of the best throughput (within a p99 budget): a
 // coarse sweep of the given limits, then the limits between the knee and the coarse one below.
 int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_max,
-                const std::vector<std::string>& eal_user_args, RunEnv env) {
+                const EalUserArgs& eal_user_args, RunEnv env) {
   if (!(target_pct >= 50 && target_pct <= 100))
     return Fail(kExitBadInput, Error{ERANGE, fmt::format("--target {} is out of range; valid: "
                                                          "50..100 (percent of the best throughput)",
@@ -323,7 +324,17 @@ struct Commands {
   double tune_target = kDefaultTuneTarget * 100;
   std::string tune_p99;
   CalibrateArgs cal_args;
+  std::string eal_extra;  // --eal-extra, on every command that starts EAL
 };
+
+// --eal-extra: EAL arguments appended to txbatch's own choice (PlanEal), split at blanks.
+void AddEalExtraOption(CLI::App& cmd, std::string& eal_extra) {
+  cmd.add_option("--eal-extra", eal_extra,
+                 "EAL arguments added after txbatch's own (e.g. \"--log-level=pmd.net.*:debug\"), "
+                 "split at blanks; arguments after -- replace them all instead")
+      ->check(NonEmpty("--eal-extra needs EAL arguments (e.g. --eal-extra "
+                       "\"--log-level=lib.eal:debug\"); valid: leave it out for none"));
+}
 
 // Everything after the first "--" goes to EAL untouched and replaces txbatch's defaults: returns
 // it, and sets `own_argc` to the count of txbatch's own arguments (those before it).
@@ -524,6 +535,9 @@ void AddCommands(CLI::App& app, Commands& c) {
   AddSweepCommand(app, c);
   AddTuneCommand(app, c);
   AddCalibrateCommand(app, c);
+  for (CLI::App* cmd :
+       {c.run, c.compare, c.bridge, c.respond, c.sink, c.sweep, c.tune, c.calibrate})
+    AddEalExtraOption(*cmd, c.eal_extra);
 }
 
 // Parses txbatch's own arguments. Returns the exit status where nothing is to run: --help and
@@ -558,12 +572,13 @@ std::optional<int> Parse(CLI::App& app, const Commands& c, int own_argc, char** 
 
 // `lab up`: the bridge's options (what `lab_up` left over) are checked here, before anything is
 // created.
-int LabUpCommand(LabArgs& lab_args, const CLI::App& lab_up,
-                 const std::vector<std::string>& eal_args) {
+int LabUpCommand(LabArgs& lab_args, const CLI::App& lab_up, const EalUserArgs& eal_args) {
   lab_args.bridge_args = lab_up.remaining();
   CLI::App check;
   BridgeArgs unused;
   AddBridgeOptions(check, unused);
+  std::string eal_extra;  // the bridge's own, passed on with its other options
+  AddEalExtraOption(check, eal_extra);
   std::vector<std::string> args = {"--port-a", "x", "--port-b", "y"};
   args.insert(args.end(), lab_args.bridge_args.begin(), lab_args.bridge_args.end());
   std::reverse(args.begin(), args.end());
@@ -574,11 +589,11 @@ int LabUpCommand(LabArgs& lab_args, const CLI::App& lab_up,
                                                          "bridge --help (but --port-a/-b)",
                                                          e.what())});
   }
-  return LabUp(lab_args, eal_args);
+  return LabUp(lab_args, eal_args.replace);
 }
 
-int SweepCommand(RunArgs& sweep_args, const std::string& sweep_out,
-                 const std::vector<std::string>& eal_args, const RunEnv& env) {
+int SweepCommand(RunArgs& sweep_args, const std::string& sweep_out, const EalUserArgs& eal_args,
+                 const RunEnv& env) {
   if (sweep_args.batch.empty() && sweep_args.policy.empty()) sweep_args.batch = "1,2,4,8,16,32,64";
   auto plan = BuildRunPlan(sweep_args);
   if (!plan) return Fail(kExitBadInput, plan.error());
@@ -593,7 +608,7 @@ int SweepCommand(RunArgs& sweep_args, const std::string& sweep_out,
 }
 
 // Runs the command that was given.
-int Dispatch(Commands& c, const std::vector<std::string>& eal_args, const RunEnv& env) {
+int Dispatch(Commands& c, const EalUserArgs& eal_args, const RunEnv& env) {
   if (c.run->parsed()) {
     auto plan = BuildRunPlan(c.run_args);
     if (!plan) return Fail(kExitBadInput, plan.error());
@@ -618,16 +633,30 @@ int Dispatch(Commands& c, const std::vector<std::string>& eal_args, const RunEnv
 
 int Main(int argc, char** argv) {
   int own_argc = argc;
-  const std::vector<std::string> eal_args = SplitEalArgs(argc, argv, own_argc);
+  EalUserArgs eal_args;
+  eal_args.replace = SplitEalArgs(argc, argv, own_argc);
   CLI::App app{
       "txbatch — a batched-transmit network emulator: Linux qdisc-to-driver batching in "
       "userspace, measured with batching off (batch 1) and on.\n"
-      "EAL arguments after -- replace txbatch's defaults entirely.",
+      "EAL arguments after -- replace txbatch's defaults entirely; --eal-extra adds to them.",
       "txbatch"};
   AddTopLevel(app);
   Commands c;
   AddCommands(app, c);
   if (const std::optional<int> status = Parse(app, c, own_argc, argv)) return *status;
+  std::istringstream words(c.eal_extra);
+  for (std::string w; words >> w;) eal_args.extra.push_back(w);
+  if (!eal_args.extra.empty() && !eal_args.replace.empty())
+    return Fail(kExitBadInput,
+                Error{EINVAL,
+                      "--eal-extra adds to txbatch's EAL arguments and those after -- "
+                      "replace them; valid: one of the two (put the extra ones after "
+                      "-- too)"});
+  if (c.eal_extra.find_first_not_of(" \t\n") == std::string::npos && !c.eal_extra.empty())
+    return Fail(kExitBadInput, Error{EINVAL,
+                                     "--eal-extra needs EAL arguments (e.g. --eal-extra "
+                                     "\"--log-level=lib.eal:debug\"); valid: leave it "
+                                     "out for none"});
   const RunEnv env = CollectEnv(argc, argv);
   return Dispatch(c, eal_args, env);
 }

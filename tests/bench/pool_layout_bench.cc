@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
   }
   // With EAL arguments given, PlanEal uses them as they are; without, it picks txbatch's defaults.
   auto plan = txbatch::PlanEal(txbatch::PoolBytes(txbatch::kPoolSize, txbatch::kMtu),
-                               opts->eal_args, txbatch::EalMemory::kAuto);
+                               {opts->eal_args, {}}, txbatch::EalMemory::kAuto);
   if (!plan) {
     fmt::print(stderr, "pool_layout_bench: {}\n", plan.error().message);
     return 1;

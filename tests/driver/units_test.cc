@@ -1,10 +1,12 @@
 // Quantities in tc's words through the binary (issue 20, item 4): a run given its window, warm-up
 // and rate with units runs them and records them; a word in no unit is one sentence, exit 2,
-// nothing written; the forwarding commands' --duration and --stats take the same words.
+// nothing written; the forwarding commands' --duration and --stats take the same words. And
+// --eal-extra.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "tests/driver/run_helper.h"
 
@@ -41,6 +43,29 @@ TEST(Units, AWordInNoUnitIsOneSentence) {
     EXPECT_NE(run.err.find(sentence), std::string::npos) << args << ": " << run.err;
     EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << args << ": " << run.err;
     EXPECT_TRUE(run.doc.is_null()) << args;
+  }
+}
+
+// --eal-extra (issue 20, item 5): added after txbatch's own EAL arguments, as the record says;
+// with arguments after -- (which replace them) it is one sentence.
+TEST(EalExtra, AddsToTxbatchsOwnArgumentsAndNotToThoseAfterDashDash) {
+  const auto run = RunTxbatch(
+      "run --driver emu:null --proto udp --size 64 --procs 1 --batch 1 --duration 20ms "
+      "--warmup 0 --eal-extra '--log-level=lib.eal:notice  --vdev=net_null9'");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto eal = run.doc["records"][0]["config"]["eal"].get<std::vector<std::string>>();
+  ASSERT_GE(eal.size(), 3u);
+  EXPECT_EQ(eal[eal.size() - 2], "--log-level=lib.eal:notice");
+  EXPECT_EQ(eal.back(), "--vdev=net_null9");
+  EXPECT_NE(std::find(eal.begin(), eal.end(), "--no-pci"), eal.end());  // txbatch's own kept
+  EXPECT_NE(run.out.find("--eal-extra added --log-level=lib.eal:notice --vdev=net_null9"),
+            std::string::npos)
+      << run.out;
+  for (const char* args : {"run --eal-extra --no-pci -- --no-huge", "run --eal-extra ' '"}) {
+    const auto bad = RunTxbatch(args);
+    EXPECT_EQ(bad.status, 2) << args << ": " << bad.err;
+    EXPECT_NE(bad.err.find("--eal-extra"), std::string::npos) << args << ": " << bad.err;
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << args << ": " << bad.err;
   }
 }
 

@@ -1,5 +1,5 @@
 // What EAL start-up clears: the runtime folders SIGKILLed txbatch processes left behind, and
-// nothing else.
+// nothing else. What the user's EAL arguments do to txbatch's own.
 #include "dataplane/eal.h"
 
 #include <gtest/gtest.h>
@@ -9,11 +9,35 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace txbatch::test {
 namespace {
 
 namespace fs = std::filesystem;
+
+// --eal-extra adds after txbatch's choice (EAL takes the last of an option given twice), and the
+// header's reason says so; arguments after -- replace the choice.
+TEST(EalPlan, ExtraArgumentsComeAfterTxbatchsOwnAndAfterDashDashReplaceThem) {
+  auto own = PlanEal(1 << 20, {}, EalMemory::kNoHuge);
+  ASSERT_TRUE(own) << own.error().message;
+  auto extra =
+      PlanEal(1 << 20, {{}, {"--telemetry", "--log-level=lib.eal:debug"}}, EalMemory::kNoHuge);
+  ASSERT_TRUE(extra) << extra.error().message;
+  std::vector<std::string> want = own->args;
+  want.push_back("--telemetry");
+  want.push_back("--log-level=lib.eal:debug");
+  // The file prefix names the pid: the same process, the same prefix.
+  EXPECT_EQ(extra->args, want);
+  EXPECT_EQ(extra->mode, "no-huge");
+  EXPECT_NE(extra->why.find("--eal-extra added --telemetry --log-level=lib.eal:debug"),
+            std::string::npos)
+      << extra->why;
+  auto replaced = PlanEal(1 << 20, {{"--no-huge", "-m", "64"}, {}}, EalMemory::kNoHuge);
+  ASSERT_TRUE(replaced);
+  EXPECT_EQ(replaced->args, (std::vector<std::string>{"txbatch", "--no-huge", "-m", "64"}));
+  EXPECT_EQ(replaced->mode, "user");
+}
 
 // The pid of a process that has exited and been reaped: no process has it (until reused).
 pid_t DeadPid() {
