@@ -10,6 +10,7 @@
 #include <rte_log.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,6 +21,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "dataplane/telemetry.h"
 
 namespace txbatch {
 namespace {
@@ -161,7 +164,13 @@ unsigned RemoveStaleRuntimeDirs(const std::string& root) {
       continue;  // not txbatch-<pid> exactly ("txbatch-12x", "txbatch-+3"), or our own
     // Gone only when the kernel says no such process (EPERM: it exists, someone else's).
     if (kill(pid, 0) == 0 || errno != ESRCH) continue;
-    if (rmdir((root + "/" + std::string(name)).c_str()) == 0) ++removed;
+    // Its telemetry socket, which only its exit would have unlinked, is the one thing of its
+    // own it may hold: a socket, not a file anyone could have written.
+    const std::string folder = root + "/" + std::string(name);
+    const std::string socket = folder + "/dpdk_telemetry.v2";
+    struct stat st {};
+    if (lstat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) unlink(socket.c_str());
+    if (rmdir(folder.c_str()) == 0) ++removed;
   }
   closedir(dir);
   return removed;
@@ -201,7 +210,7 @@ Result<EalPlan> PlanEal(uint64_t need_bytes, const EalUserArgs& user, EalMemory 
   if (cpus.size() > kMaxEalLcores) cpus.resize(kMaxEalLcores);
   plan.args.push_back(CpuList(cpus));
   plan.args.push_back("--no-pci");
-  plan.args.push_back("--no-telemetry");  // no socket left in the runtime dir, no banner
+  if (!user.telemetry) plan.args.push_back("--no-telemetry");
   bool use_huge = false;
   switch (memory) {
     case EalMemory::kInMemory:
@@ -298,6 +307,7 @@ Result<std::unique_ptr<Eal>> Eal::Start(const EalPlan& plan) {
     (void)RemoveStaleRuntimeDirs(eal->runtime_dir_.substr(0, slash));
   eal->cpus_ = std::move(cpus);
   eal->tsc_hz_ = static_cast<double>(rte_get_tsc_hz());
+  if (Status st = RegisterTelemetry(); !st) return st.error();
   return eal;
 }
 
@@ -305,8 +315,29 @@ uint64_t DpdkLogMark() { return LogTap::Get().Mark(); }
 
 std::string DpdkErrorSince(uint64_t mark) { return LogTap::Get().Since(mark); }
 
+std::string TelemetryPrefix(const std::vector<std::string>& args) {
+  std::string prefix = "rte";  // EAL's default
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--no-telemetry") return "";
+    if (args[i].starts_with("--file-prefix=")) prefix = args[i].substr(14);
+    if (args[i] == "--file-prefix" && i + 1 < args.size()) prefix = args[i + 1];
+  }
+  return prefix;
+}
+
+std::string TelemetryLine(const std::vector<std::string>& args) {
+  const std::string prefix = TelemetryPrefix(args);
+  if (prefix.empty()) return "";
+  return fmt::format(
+      "telemetry: dpdk-telemetry.py -f {} (txbatch's own: /txbatch/info, "
+      "/txbatch/stats; --no-telemetry turns it off)",
+      prefix);
+}
+
 Eal::~Eal() {
   rte_eal_cleanup();
+  // DPDK unlinks its telemetry socket in an atexit handler, after this: the folder would stay.
+  if (!runtime_dir_.empty()) unlink((runtime_dir_ + "/dpdk_telemetry.v2").c_str());
   // EAL leaves an empty /var/run/dpdk/<prefix> (ENV-NOTES); a non-empty one is not ours to clear.
   if (!runtime_dir_.empty()) rmdir(runtime_dir_.c_str());
 }

@@ -29,16 +29,28 @@ uint64_t FreeHugepageBytes();
 // refuses that).
 struct EalUserArgs {
   std::vector<std::string> replace, extra;
+  // Keep EAL's telemetry socket (txbatch's own choice only: the long-running commands do, unless
+  // told --no-telemetry), so dpdk-telemetry.py can read /ethdev/*, /eal/* and /txbatch/*.
+  bool telemetry = false;
 };
 
 // Builds the EAL arguments. `need_bytes` is the estimated pool + ring memory. `user.replace`, when
 // non-empty, is used as it is; else txbatch's own, then `user.extra` after them (EAL takes the
-// last of an option given twice: `--eal-extra --telemetry` turns telemetry back on).
+// last of an option given twice: a --file-prefix of the user's own).
 // Fails only when kInMemory is forced and the free hugepages cannot hold `need_bytes`.
+// `--no-telemetry` is among txbatch's own unless `user.telemetry`.
 Result<EalPlan> PlanEal(uint64_t need_bytes, const EalUserArgs& user, EalMemory memory);
 
+// The file prefix `dpdk-telemetry.py -f` needs to reach a process started with these EAL
+// arguments (argv[0] included or not); empty where they turn telemetry off (--no-telemetry).
+std::string TelemetryPrefix(const std::vector<std::string>& args);
+// The header line that says how to watch it: "telemetry: dpdk-telemetry.py -f PREFIX ...", or
+// empty where telemetry is off.
+std::string TelemetryLine(const std::vector<std::string>& args);
+
 // The running EAL. One per process; destruction calls rte_eal_cleanup and removes the runtime
-// directory /var/run/dpdk/<prefix> it leaves behind.
+// directory /var/run/dpdk/<prefix> it leaves behind (with the telemetry socket, which DPDK
+// unlinks only at exit, after it). Start registers txbatch's telemetry commands (telemetry.h).
 class Eal {
  public:
   static Result<std::unique_ptr<Eal>> Start(const EalPlan& plan);
@@ -59,7 +71,8 @@ class Eal {
 
 // Removes what SIGKILLed txbatch processes left in EAL's runtime root (`root`, e.g.
 // /var/run/dpdk): the folders named exactly txbatch-<pid> (txbatch's --file-prefix) whose pid no
-// longer exists, and only empty ones (rmdir; a folder with anything in it is not ours to judge).
+// longer exists, and only empty ones (rmdir; a folder with anything in it is not ours to judge),
+// but for the telemetry socket the dead process's exit would have unlinked.
 // Every other name, a live pid's folder and this process's own are left alone. Returns how many
 // it removed. Control plane; Eal::Start calls it once EAL is up.
 unsigned RemoveStaleRuntimeDirs(const std::string& root);

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "dataplane/mempool.h"
+#include "dataplane/telemetry.h"
 #include "drivers/factory.h"
 #include "engine/experiment.h"
 #include "engine/sim_engine.h"
@@ -108,6 +109,15 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
   unsigned max_procs = 0;
   for (const auto& c : cells) max_procs = std::max(max_procs, c.procs);
   env.pinning = DescribePinning(max_procs, env.cpus);
+  PublishTelemetryInfo({{"command_line", env.command_line},
+                        {"pid", static_cast<uint64_t>(getpid())},
+                        {"dpdk", env.dpdk_version},
+                        {"eal_mode", env.eal_mode},
+                        {"cells", static_cast<uint64_t>(cells.size())},
+                        {"engine_sim_cells", static_cast<uint64_t>(std::count_if(
+                                                 cells.begin(), cells.end(), [](const auto& c) {
+                                                   return c.engine == Engine::kSim;
+                                                 }))}});
 
   auto pool = CreatePacketPool("txbatch_pool", pool_size, mtu);
   if (!pool) return fail(kExitInternal, pool.error());
@@ -197,6 +207,19 @@ void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& sess
   const bool tty = isatty(fileno(stderr));
   const auto started = std::chrono::steady_clock::now();
   size_t done = 0;
+  // /txbatch/stats: where the grid is, and the last cell measured.
+  TelemetryDict last_cell;
+  const auto publish = [&](const char* state, int round) {
+    const double at =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    TelemetryDict d{
+        {"state", std::string(state)},           {"at_s", fmt::format("{:.3f}", at)},
+        {"cell_runs_done", uint64_t{done}},      {"cell_runs", uint64_t{total}},
+        {"round", static_cast<uint64_t>(round)}, {"rounds", static_cast<uint64_t>(rounds)}};
+    d.insert(d.end(), last_cell.begin(), last_cell.end());
+    PublishTelemetryStats(std::move(d));
+  };
+  publish("running", 1);
   for (int round = 1; round <= rounds && *status == kExitOk && !StopRequested(); ++round) {
     if (before_round) before_round(round);
     for (size_t i = 0; i < cells.size() && !StopRequested(); ++i) {
@@ -206,6 +229,17 @@ void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& sess
       records.push_back(
           {cells[i], *r, rounds > 1 ? round : 0, "", first_cell + static_cast<int>(i)});
       ++done;
+      last_cell = {{"last_cell", static_cast<uint64_t>(first_cell + static_cast<int>(i))},
+                   {"last_driver", cells[i].driver},
+                   {"last_policy", cells[i].policy.ToString()},
+                   {"last_procs", uint64_t{cells[i].procs}},
+                   {"last_size", uint64_t{cells[i].size}},
+                   {"last_engine", std::string(cells[i].engine == Engine::kSim ? "sim" : "real")},
+                   {"last_packets", r->packets},
+                   {"last_mpps", fmt::format("{:.4f}", r->mpps)},
+                   {"last_avg_batch", fmt::format("{:.2f}", r->avg_batch)},
+                   {"last_balanced", std::string(r->books.balanced ? "true" : "false")}};
+      publish("running", round);
       if (tty) {
         const double spent =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -214,6 +248,7 @@ void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& sess
       }
     }
   }
+  publish(StopRequested() ? "interrupted" : *status == kExitOk ? "done" : "failed", rounds);
   if (tty) std::fprintf(stderr, "\r%50s\r", "");
   if (StopRequested())
     std::printf("\ninterrupted by a signal: %zu of %zu cell runs measured\n", done, total);

@@ -17,6 +17,7 @@
 #include "dataplane/mempool.h"
 #include "dataplane/responder.h"
 #include "dataplane/rx_sink.h"
+#include "dataplane/telemetry.h"
 #include "drivers/ethdev/ethdev.h"
 #include "drivers/ethdev/ring_size.h"
 #include "drivers/verbs/verbs.h"
@@ -120,6 +121,37 @@ uint64_t DirectionFrames(const CellConfig& cell, const std::optional<LinkSpec>& 
   return 2ull * ethdev::kRingSize + cell.txqueuelen + kMaxBatch + 64 + (link ? link->limit : 0);
 }
 
+// /txbatch/stats of a forwarding command: each direction's counters, keyed by its name
+// ("a>b" as a_b_rx, a_b_sent, ...).
+void PublishDirections(const std::vector<BridgeDirection*>& dirs, double at_s, const char* state) {
+  TelemetryDict d{{"state", std::string(state)}, {"at_s", fmt::format("{:.3f}", at_s)}};
+  for (auto* dir : dirs) {
+    std::string key = dir->name();
+    for (char& ch : key)
+      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    const DirectionCounts c = dir->Counts();
+    for (const auto& [name, v] : {std::pair{"rx", c.rx},
+                                  {"rx_bytes", c.rx_bytes},
+                                  {"sent", c.sent},
+                                  {"dropped", c.dropped()},
+                                  {"link_lost", c.link_lost},
+                                  {"link_limit", c.link_limit},
+                                  {"qdisc_full", c.qdisc_full},
+                                  {"noqueue", c.noqueue},
+                                  {"oversize", c.oversize},
+                                  {"duplicated", c.duplicated},
+                                  {"corrupted", c.corrupted},
+                                  {"filtered", c.filtered},
+                                  {"queued", c.queued},
+                                  {"in_link", c.in_link},
+                                  {"handovers", c.handovers},
+                                  {"handed", c.handed},
+                                  {"xmit_calls", c.xmit_calls}})
+      d.emplace_back(key + "_" + name, v);
+  }
+  PublishTelemetryStats(std::move(d));
+}
+
 // Polls `dirs` until a signal or `duration_s`, a line per direction every `stats_s`; then drains
 // (nothing more received; links deliver within `longest_s` and a second), stops them, prints
 // each one's summary and books, frees what is left. Returns whether every book balanced.
@@ -131,6 +163,8 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
   const Tsc end = duration_s > 0 ? start + static_cast<Tsc>(duration_s * tsc_hz) : kNever;
   const Tsc every = stats_s > 0 ? static_cast<Tsc>(stats_s * tsc_hz) : kNever;
   Tsc next_stats = every == kNever ? kNever : start + every;
+  const Tsc publish_every = static_cast<Tsc>(kTelemetryPublishS * tsc_hz);
+  Tsc next_publish = start;
   std::vector<DirectionCounts> last(dirs.size());
   std::vector<LatencyHistogram> total(dirs.size());
   const auto sleep_idle = [&](Tsc now) {
@@ -146,6 +180,10 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
     if (now >= end) break;
     unsigned moved = 0;
     for (auto* d : dirs) moved += d->Poll(now);
+    if (now >= next_publish) {
+      PublishDirections(dirs, static_cast<double>(now - start) / tsc_hz, "running");
+      next_publish = now + publish_every;
+    }
     if (now >= next_stats) {
       for (size_t i = 0; i < dirs.size(); ++i) {
         const DirectionCounts c = dirs[i]->Counts();
@@ -182,6 +220,7 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
     if (!moved) sleep_idle(now);
   }
   for (auto* d : dirs) d->Stop();
+  PublishDirections(dirs, static_cast<double>(Now() - start) / tsc_hz, "stopped");
   fmt::print("\nstopped after {:.1f} s\n", static_cast<double>(Now() - start) / tsc_hz);
   bool balanced = true;
   unsigned freed = 0;
@@ -284,13 +323,13 @@ int BridgeCommand(BridgeArgs a, const EalUserArgs& eal_args) {
                        link_ab->has_value() ? &**link_ab : nullptr, tsc_hz, mtu_b);
     BridgeDirection ba("b>a", *pb->rx, *pa->tx, cell->policy, qcfg,
                        link_ba->has_value() ? &**link_ba : nullptr, tsc_hz, mtu_a);
-    fmt::print("txbatch bridge: A = {} (MTU {}), B = {} (MTU {}); policy {}, {}\n",
-               pa->tx->Describe(), mtu_a, pb->tx->Describe(), mtu_b, cell->policy.ToString(),
-               ShapeText(*cell));
-    fmt::print("link a>b: {}; link b>a: {}\n",
-               link_ab->has_value() ? (*link_ab)->ToString() : "none",
-               link_ba->has_value() ? (*link_ba)->ToString() : "none");
-    PrintEalAndReady(fwd->plan, a.duration_s);
+    PrintEalAndReady(
+        fmt::format("txbatch bridge: A = {} (MTU {}), B = {} (MTU {}); policy {}, {}\nlink a>b: "
+                    "{}; link b>a: {}",
+                    pa->tx->Describe(), mtu_a, pb->tx->Describe(), mtu_b, cell->policy.ToString(),
+                    ShapeText(*cell), link_ab->has_value() ? (*link_ab)->ToString() : "none",
+                    link_ba->has_value() ? (*link_ba)->ToString() : "none"),
+        fwd->plan, a.duration_s);
     double longest_s = 0;
     for (const auto* l : {&*link_ab, &*link_ba})
       if (l->has_value()) longest_s = std::max(longest_s, LongestStayS(**l, a.queue.mtu));
@@ -377,14 +416,15 @@ int RespondCommand(RespondArgs a, const EalUserArgs& eal_args) {
                         &filter);
     char mac_text[RTE_ETHER_ADDR_FMT_SIZE];
     rte_ether_format_addr(mac_text, sizeof mac_text, &mac);
-    fmt::print(
-        "txbatch respond: {} answers for {} at {} (ARP, ICMP echo{}); replies: policy {}, "
-        "{}; link {}\n",
-        p->tx->Describe(), a.ip, mac_text,
-        a.udp_echo ? fmt::format(", UDP echo on port {}", a.udp_echo) : std::string(),
-        cell->policy.ToString(), ShapeText(*cell),
-        link->has_value() ? (*link)->ToString() : "none");
-    PrintEalAndReady(fwd->plan, a.duration_s);
+    PrintEalAndReady(
+        fmt::format(
+            "txbatch respond: {} answers for {} at {} (ARP, ICMP echo{}); replies: policy {}, "
+            "{}; link {}",
+            p->tx->Describe(), a.ip, mac_text,
+            a.udp_echo ? fmt::format(", UDP echo on port {}", a.udp_echo) : std::string(),
+            cell->policy.ToString(), ShapeText(*cell),
+            link->has_value() ? (*link)->ToString() : "none"),
+        fwd->plan, a.duration_s);
     balanced = Forward({&dir}, a.duration_s, a.stats_s,
                        link->has_value() ? LongestStayS(**link, a.queue.mtu) : 0, tsc_hz);
     PrintPortStats(*p);

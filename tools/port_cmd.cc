@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "dataplane/mempool.h"
+#include "dataplane/telemetry.h"
 #include "drivers/ethdev/ethdev.h"
 #include "engine/session.h"
 #include "results/latency_text.h"
@@ -50,9 +51,16 @@ Result<ethdev::EthdevOptions> ParsePort(const std::string& option, const std::st
 
 // The last lines before the loop starts: `lab up` and the tests wait for "forwarding" (the
 // bridge, the responder) or "receiving" (the sink).
-void PrintEalAndReady(const EalPlan& plan, double duration_s, const char* doing) {
+void PrintEalAndReady(const std::string& about, const EalPlan& plan, double duration_s,
+                      const char* doing) {
+  fmt::print("{}\n", about);
+  PublishTelemetryInfo({{"about", about},
+                        {"pid", static_cast<uint64_t>(getpid())},
+                        {"eal_mode", plan.mode},
+                        {"duration_s", fmt::format("{:g}", duration_s)}});
   fmt::print("EAL {} ({}): {}\n", plan.mode, plan.why,
              fmt::join(plan.args.begin() + 1, plan.args.end(), " "));
+  if (const std::string line = TelemetryLine(plan.args); !line.empty()) fmt::print("{}\n", line);
   fmt::print("{}; SIGINT or SIGTERM stops it{}\n", doing,
              duration_s > 0 ? fmt::format(", or {:g} s", duration_s) : std::string());
   std::fflush(stdout);

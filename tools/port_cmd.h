@@ -49,9 +49,11 @@ Result<std::optional<LinkSpec>> ParseOneLink(const std::string& text, unsigned m
 // `option`'s port spec (ethdev:DEVARGS or bare devargs), or a sentence.
 Result<ethdev::EthdevOptions> ParsePort(const std::string& option, const std::string& text);
 
-// The last lines before the loop starts: `lab up` and the tests wait for "forwarding" (the
-// bridge, the responder) or "receiving" (the sink).
-void PrintEalAndReady(const EalPlan& plan, double duration_s, const char* doing = "forwarding");
+// The last lines before the loop starts: `about` (what the command forwards or counts, also
+// /txbatch/info's), EAL's, telemetry's, then "forwarding" (the bridge, the responder) or
+// "receiving" (the sink), which `lab up` and the tests wait for.
+void PrintEalAndReady(const std::string& about, const EalPlan& plan, double duration_s,
+                      const char* doing = "forwarding");
 
 // A forwarding command's port (required): `what` names it in --help, `devargs` are examples of
 // bare devargs for it.

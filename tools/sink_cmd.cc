@@ -17,6 +17,7 @@
 #include "dataplane/mempool.h"
 #include "dataplane/responder.h"
 #include "dataplane/rx_sink.h"
+#include "dataplane/telemetry.h"
 #include "drivers/ethdev/ethdev.h"
 #include "drivers/ethdev/ring_size.h"
 #include "drivers/verbs/verbs.h"
@@ -151,15 +152,32 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
                 /*verify_headers=*/true);
     std::optional<LinkModel> model;
     if (*link) model.emplace(**link, tsc_hz);
-    fmt::print("txbatch sink: {} counts txbatch frames of flows 0..{}{}; link {}\n", describe,
-               a.flows - 1, a.clocks_synchronised ? ", one-way latency from their TX stamps" : "",
-               *link ? (*link)->ToString() : "none");
-    PrintEalAndReady(fwd->plan, a.duration_s, "receiving");
+    PrintEalAndReady(
+        fmt::format("txbatch sink: {} counts txbatch frames of flows 0..{}{}; link {}", describe,
+                    a.flows - 1,
+                    a.clocks_synchronised ? ", one-way latency from their TX stamps" : "",
+                    *link ? (*link)->ToString() : "none"),
+        fwd->plan, a.duration_s, "receiving");
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     const Tsc start = Now();
     const Tsc end = a.duration_s > 0 ? start + static_cast<Tsc>(a.duration_s * tsc_hz) : kNever;
     const Tsc every = a.stats_s > 0 ? static_cast<Tsc>(a.stats_s * tsc_hz) : kNever;
     Tsc next_stats = every == kNever ? kNever : start + every;
+    const Tsc publish_every = static_cast<Tsc>(kTelemetryPublishS * tsc_hz);
+    Tsc next_publish = start;
+    // /txbatch/stats: the sink's counts so far.
+    const auto publish = [&](Tsc now, const char* state) {
+      const SinkCounts c = sink.counts();
+      PublishTelemetryStats(
+          {{"state", std::string(state)},
+           {"at_s", fmt::format("{:.3f}", static_cast<double>(now - start) / tsc_hz)},
+           {"received", c.received},
+           {"lost", c.lost},
+           {"duplicated", c.duplicated},
+           {"reordered", c.reordered},
+           {"foreign", c.foreign},
+           {"payload_bytes", c.window_payload_bytes}});
+    };
     uint64_t last_received = 0;
     unsigned idle = 0;
     std::array<rte_mbuf*, 32> rx;
@@ -185,6 +203,10 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
       } else {
         receive({rx.data(), k}, {at.data(), k});
       }
+      if (now >= next_publish) {
+        publish(now, "running");
+        next_publish = now + publish_every;
+      }
       if (now >= next_stats) {
         const SinkCounts s = sink.counts();
         fmt::print("{:7.1f}s received {} lost {} duplicated {} reordered {} foreign {}\n",
@@ -209,6 +231,7 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
       link_in_flight = model->Purge();
       link_lost = model->counters().frames_lost.Get();
     }
+    publish(Now(), "stopped");
     c = sink.counts();
     if (a.clocks_synchronised) latency = sink.latency().Summary();
   }

@@ -42,6 +42,12 @@
 namespace txbatch {
 namespace {
 
+// How to watch the run with dpdk-telemetry.py, where telemetry is on (after the header).
+void PrintTelemetryLine(const RunEnv& env) {
+  if (const std::string line = TelemetryLine(env.eal_args); !line.empty())
+    std::printf("%s\n", line.c_str());
+}
+
 int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env,
                const std::string& out_dir = "") {
   // A --json file (or --out directory) that cannot be written is bad input: say so before
@@ -58,6 +64,7 @@ int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env
   auto session = StartSession(plan.cells, plan.eal_memory, eal_user_args, std::move(env), &status);
   if (!session) return Fail(status, session.error());
   PrintHeader(stdout, plan.cells, session->env);
+  PrintTelemetryLine(session->env);
   std::fflush(stdout);
   std::vector<CellRecord> records;
   bool balanced = true;
@@ -98,6 +105,7 @@ int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv
   const CellConfig& a = plan.cells[0];
   const CellConfig& b = plan.cells[1];
   PrintHeader(stdout, plan.cells, session->env);
+  PrintTelemetryLine(session->env);
   std::fflush(stdout);
   std::vector<CellRecord> records;
   std::vector<CellResult> ra, rb;
@@ -177,6 +185,7 @@ int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_m
       StartSession(plan->cells, plan->eal_memory, eal_user_args, std::move(env), &status);
   if (!session) return Fail(status, session.error());
   PrintHeader(stdout, plan->cells, session->env);
+  PrintTelemetryLine(session->env);
   std::fflush(stdout);
   std::vector<CellRecord> records;
   bool balanced = true;
@@ -325,6 +334,7 @@ struct Commands {
   std::string tune_p99;
   CalibrateArgs cal_args;
   std::string eal_extra;  // --eal-extra, on every command that starts EAL
+  bool no_telemetry = false;  // --no-telemetry, on those that keep it (all but calibrate)
 };
 
 // --eal-extra: EAL arguments appended to txbatch's own choice (PlanEal), split at blanks.
@@ -538,6 +548,11 @@ void AddCommands(CLI::App& app, Commands& c) {
   for (CLI::App* cmd :
        {c.run, c.compare, c.bridge, c.respond, c.sink, c.sweep, c.tune, c.calibrate})
     AddEalExtraOption(*cmd, c.eal_extra);
+  for (CLI::App* cmd : {c.run, c.compare, c.bridge, c.respond, c.sink, c.sweep, c.tune})
+    cmd->add_flag("--no-telemetry", c.no_telemetry,
+                  "No DPDK telemetry socket (by default dpdk-telemetry.py -f <the prefix the "
+                  "header names> reads /ethdev/*, /eal/* and txbatch's own /txbatch/info and "
+                  "/txbatch/stats while it runs)");
 }
 
 // Parses txbatch's own arguments. Returns the exit status where nothing is to run: --help and
@@ -579,6 +594,8 @@ int LabUpCommand(LabArgs& lab_args, const CLI::App& lab_up, const EalUserArgs& e
   AddBridgeOptions(check, unused);
   std::string eal_extra;  // the bridge's own, passed on with its other options
   AddEalExtraOption(check, eal_extra);
+  bool no_telemetry = false;
+  check.add_flag("--no-telemetry", no_telemetry);
   std::vector<std::string> args = {"--port-a", "x", "--port-b", "y"};
   args.insert(args.end(), lab_args.bridge_args.begin(), lab_args.bridge_args.end());
   std::reverse(args.begin(), args.end());
@@ -657,6 +674,8 @@ int Main(int argc, char** argv) {
                                      "--eal-extra needs EAL arguments (e.g. --eal-extra "
                                      "\"--log-level=lib.eal:debug\"); valid: leave it "
                                      "out for none"});
+  // Calibrate measures the machine: no telemetry thread beside it.
+  eal_args.telemetry = !c.no_telemetry && !c.calibrate->parsed();
   const RunEnv env = CollectEnv(argc, argv);
   return Dispatch(c, eal_args, env);
 }

@@ -3,9 +3,12 @@
 #include "dataplane/eal.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -37,6 +40,23 @@ TEST(EalPlan, ExtraArgumentsComeAfterTxbatchsOwnAndAfterDashDashReplaceThem) {
   ASSERT_TRUE(replaced);
   EXPECT_EQ(replaced->args, (std::vector<std::string>{"txbatch", "--no-huge", "-m", "64"}));
   EXPECT_EQ(replaced->mode, "user");
+}
+
+// Where dpdk-telemetry.py finds a process: its --file-prefix (the last one: EAL takes it), EAL's
+// default "rte" without one, none with --no-telemetry.
+TEST(EalPlan, TheTelemetryPrefixIsTheLastFilePrefixOrNone) {
+  EXPECT_EQ(TelemetryPrefix({"txbatch", "--file-prefix=txbatch-7", "--no-huge"}), "txbatch-7");
+  EXPECT_EQ(TelemetryPrefix({"--file-prefix=a", "--file-prefix", "b"}), "b");
+  EXPECT_EQ(TelemetryPrefix({"--no-huge"}), "rte");
+  EXPECT_EQ(TelemetryPrefix({"--file-prefix=a", "--no-telemetry"}), "");
+  EXPECT_EQ(TelemetryLine({"--no-telemetry"}), "");
+  auto plan = PlanEal(1 << 20, {.replace = {}, .extra = {}, .telemetry = true}, EalMemory::kNoHuge);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(std::count(plan->args.begin(), plan->args.end(), "--no-telemetry"), 0);
+  EXPECT_EQ(TelemetryPrefix(plan->args), "txbatch-" + std::to_string(getpid()));
+  auto off = PlanEal(1 << 20, {}, EalMemory::kNoHuge);
+  ASSERT_TRUE(off);
+  EXPECT_EQ(std::count(off->args.begin(), off->args.end(), "--no-telemetry"), 1);
 }
 
 // The pid of a process that has exited and been reaped: no process has it (until reused).
@@ -74,10 +94,29 @@ TEST(EalRuntimeDirs, OnlyEmptyFoldersOfTxbatchProcessesThatAreGoneAreRemoved) {
   fs::create_directory(root / full);
   std::ofstream(root / full / "config") << "x";
 
-  EXPECT_EQ(RemoveStaleRuntimeDirs(root.string()), removed.size());
+  // A dead pid's folder holding only its telemetry socket (its exit never unlinked it): removed.
+  // A regular file of the socket's name: not a socket, kept.
+  const std::string with_socket = "txbatch-" + std::to_string(DeadPid());
+  fs::create_directory(root / with_socket);
+  const int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string path = (root / with_socket / "dpdk_telemetry.v2").string();
+  ASSERT_LT(path.size(), sizeof addr.sun_path) << path;
+  std::copy(path.begin(), path.end(), addr.sun_path);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << path;
+  close(fd);
+  const std::string fake_socket = "txbatch-" + std::to_string(DeadPid());
+  fs::create_directory(root / fake_socket);
+  std::ofstream(root / fake_socket / "dpdk_telemetry.v2") << "x";
+
+  EXPECT_EQ(RemoveStaleRuntimeDirs(root.string()), removed.size() + 1);
   for (const auto& n : removed) EXPECT_FALSE(fs::exists(root / n)) << n;
   for (const auto& n : kept) EXPECT_TRUE(fs::exists(root / n)) << n;
   EXPECT_TRUE(fs::exists(root / full / "config"));
+  EXPECT_FALSE(fs::exists(root / with_socket));
+  EXPECT_TRUE(fs::exists(root / fake_socket / "dpdk_telemetry.v2"));
   EXPECT_EQ(RemoveStaleRuntimeDirs((root / "no-such-root").string()), 0u);
   fs::remove_all(root);
 }
