@@ -6,6 +6,7 @@
 // stop the run, print and write what was measured, clean up and exit 4.
 
 #include <fmt/format.h>
+#include <rte_version.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -362,7 +363,9 @@ std::vector<std::string> SplitEalArgs(int argc, char** argv, int& own_argc) {
 
 // --version, one command required, and the footer of --help (exit statuses, drivers).
 void AddTopLevel(CLI::App& app) {
-  app.set_version_flag("--version", TXBATCH_VERSION);
+  // rte_version() is a constant string: no EAL needed.
+  app.set_version_flag("--version",
+                       std::string("txbatch ") + TXBATCH_VERSION + " (" + rte_version() + ")");
   app.require_subcommand(1);
   app.footer(
       "Exit status: 0 ok, 2 bad input or missing device, 3 books do not balance, 4 "

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# `meson install` installs txbatch as a Debian tool: the binary, a man page per command that
+# man(1) renders (from the command's own --help), bash completion that completes commands and
+# each command's options, and the guides. Into a scratch DESTDIR: nothing on the machine is
+# touched.
+#   install_test.sh BUILD_DIR
+set -euo pipefail
+build=$1
+dest=$(mktemp -d)
+trap 'rm -rf "$dest"' EXIT
+fail() { echo "install_test: $*" >&2; exit 1; }
+
+meson install -C "$build" --destdir "$dest" --no-rebuild --quiet >/dev/null
+prefix=$(meson introspect "$build" --buildoptions | python3 -c '
+import json, sys
+print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))')
+root=$dest$prefix
+bin=$root/bin/txbatch
+[[ -x $bin ]] || fail "no binary at $bin"
+"$bin" --version | grep -q '^txbatch [0-9.]* (DPDK [0-9.]*)$' || fail "--version: $("$bin" --version)"
+
+man1=$(find "$root" -path '*/man1' -type d | head -1)
+[[ -n $man1 ]] || fail "no man1 folder under $root"
+for page in txbatch run compare sweep tune calibrate report bridge respond sink lab; do
+  file=$man1/$page.1
+  [[ $page == txbatch ]] || file=$man1/txbatch-$page.1
+  [[ -f $file ]] || fail "no man page $file"
+  text=$(MANWIDTH=100 man -l "$file" 2>&1) || fail "man -l $file failed: $text"
+  for section in NAME SYNOPSIS OPTIONS "SEE ALSO"; do
+    grep -q "^$section" <<<"$text" || fail "$file has no $section section"
+  done
+done
+# A command's page holds that command's options (its own --help): run's --duration, sink's --port.
+MANWIDTH=100 man -l "$man1/txbatch-run.1" | grep -q -- '--duration' || fail "txbatch-run(1) lacks --duration"
+MANWIDTH=100 man -l "$man1/txbatch-sink.1" | grep -q -- '--port' || fail "txbatch-sink(1) lacks --port"
+MANWIDTH=100 man -l "$man1/txbatch-run.1" | grep -q 'txbatch-run - ' || fail "txbatch-run(1)'s NAME"
+
+completion=$root/share/bash-completion/completions/txbatch
+[[ -f $completion ]] || fail "no bash completion at $completion"
+# Complete as bash would: the installed binary answers --help.
+complete_words() {
+  bash -c '
+    source "$1"; shift
+    COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 ))
+    _txbatch
+    printf "%s\n" "${COMPREPLY[@]}"' _ "$completion" "$@"
+}
+complete_words "$bin" ru | grep -qx run || fail "txbatch ru<TAB> does not give run"
+complete_words "$bin" run --dur | grep -qx -- --duration || fail "txbatch run --dur<TAB>"
+complete_words "$bin" sink --po | grep -qx -- --port || fail "txbatch sink --po<TAB>"
+complete_words "$bin" run --sync no | grep -qx nolock || fail "txbatch run --sync no<TAB>"
+complete_words "$bin" lab u | grep -qx up || fail "txbatch lab u<TAB>"
+[[ -z $(complete_words "$bin" run -- --no) ]] || fail "words after -- are EAL's, not completed"
+
+for doc in README.md usage.md output.md design.md drivers/emu.md; do
+  [[ -f $root/share/doc/txbatch/$doc ]] || fail "no $doc in share/doc/txbatch"
+done
+echo "install_test: binary, $(ls "$man1" | wc -l) man pages, completion and guides installed"
