@@ -207,6 +207,7 @@ void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& sess
   const bool tty = isatty(fileno(stderr));
   const auto started = std::chrono::steady_clock::now();
   size_t done = 0;
+  double last_line_s = 0;  // when the last progress line went to a stderr that is no terminal
   // /txbatch/stats: where the grid is, and the last cell measured.
   TelemetryDict last_cell;
   const auto publish = [&](const char* state, int round) {
@@ -240,11 +241,17 @@ void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& sess
                    {"last_avg_batch", fmt::format("{:.2f}", r->avg_batch)},
                    {"last_balanced", std::string(r->books.balanced ? "true" : "false")}};
       publish("running", round);
+      const double spent =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      const double eta = spent / static_cast<double>(done) * (total - done);
       if (tty) {
-        const double spent =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         std::fprintf(stderr, "\rcell %zu/%zu (round %d/%d), ETA %.0f s   ", done, total, round,
-                     rounds, spent / static_cast<double>(done) * (total - done));
+                     rounds, eta);
+      } else if (spent >= last_line_s + kProgressLineS) {
+        // Under CI or tee: whole lines, rate-limited, so a long sweep is not silent.
+        std::fprintf(stderr, "txbatch: cell %zu/%zu (round %d/%d), %.0f s so far, ETA %.0f s\n",
+                     done, total, round, rounds, spent, eta);
+        last_line_s = spent;
       }
     }
   }

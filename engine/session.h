@@ -59,9 +59,14 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
 // mid-run is a missing device (2), a drain that did not finish a bug (1)).
 std::optional<CellResult> MeasureCell(const CellConfig& cell, Session& s, int* status);
 
+// Between progress lines on a standard error that is no terminal (CI, tee): a line a cell would
+// flood a log, none would leave a long sweep silent until it ends.
+inline constexpr double kProgressLineS = 5;
+
 // Runs every cell once per round (interleaved), appending to `records` (cells numbered from
 // `first_cell`). Stops at a signal or a failed cell (status set). A progress line with an ETA
-// goes to stderr when it is a terminal. `before_round` (if any) runs before each round, given
+// goes to stderr: rewritten in place on a terminal, else a whole line at most every
+// kProgressLineS. `before_round` (if any) runs before each round, given
 // its number (from 1).
 void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& session, int first_cell,
                  std::vector<CellRecord>& records, int* status, bool* balanced,

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -111,6 +112,8 @@ int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv
   std::vector<CellRecord> records;
   std::vector<CellResult> ra, rb;
   bool balanced = true;
+  const auto started = std::chrono::steady_clock::now();
+  double last_line_s = 0;  // progress lines on a stderr that is no terminal (MeasureGrid's rule)
   for (int round = 1; round <= rounds && status == kExitOk && !StopRequested(); ++round) {
     for (const auto& [cell, side, results] : {std::tuple{&a, "A", &ra}, std::tuple{&b, "B", &rb}}) {
       if (StopRequested()) break;
@@ -120,7 +123,15 @@ int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv
       results->push_back(*r);
       records.push_back({*cell, *r, round, side});
     }
-    if (isatty(fileno(stderr))) std::fprintf(stderr, "\rround %d/%d", round, rounds);
+    if (isatty(fileno(stderr))) {
+      std::fprintf(stderr, "\rround %d/%d", round, rounds);
+    } else if (const double spent =
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+                       .count();
+               spent >= last_line_s + kProgressLineS) {
+      std::fprintf(stderr, "txbatch: round %d/%d, %.0f s so far\n", round, rounds, spent);
+      last_line_s = spent;
+    }
   }
   if (isatty(fileno(stderr))) std::fprintf(stderr, "\r%20s\r", "");
   if (StopRequested())

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,18 @@ TEST(EalExtra, AddsToTxbatchsOwnArgumentsAndNotToThoseAfterDashDash) {
     EXPECT_NE(bad.err.find("--eal-extra"), std::string::npos) << args << ": " << bad.err;
     EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << args << ": " << bad.err;
   }
+}
+
+// Under CI or tee (stderr no terminal) a grid that runs longer than kProgressLineS says where it
+// is in whole lines (issue 20, item 3); a terminal gets the line rewritten in place instead.
+TEST(Progress, AGridSaysWhereItIsOnAStderrThatIsNoTerminal) {
+  const auto run = RunTxbatch(
+      "run --driver emu:null --proto udp --size 64 --procs 1 --batch 1 --rounds 7 --duration 0.8 "
+      "--warmup 0");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::regex line(R"(txbatch: cell [1-7]/7 \(round [1-7]/7\), \d+ s so far, ETA \d+ s\n)");
+  EXPECT_TRUE(std::regex_search(run.err, line)) << run.err;
+  EXPECT_EQ(run.err.find('\r'), std::string::npos) << run.err;
 }
 
 }  // namespace
