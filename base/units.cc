@@ -42,8 +42,9 @@ std::string Lower(std::string_view s) {
 }
 
 // The number at the start of `text` and the unit after it, both whole: from_chars reads no
-// sign but '-', no hex, no "inf" or "nan", and reports a number a double can only round to 0 or
-// infinity (1e-400ms would be a zero delay accepted as if meant).
+// sign but '-' and no hex; "inf" and "nan" it reads are refused as not finite; a number a double
+// can only round to 0 or infinity it reports (1e-400ms would be a zero delay accepted as if
+// meant). -0 reads as 0.
 struct Reading {
   double value = 0;
   std::string unit;  // lower case
@@ -52,7 +53,7 @@ std::optional<Reading> Read(std::string_view text) {
   double v = 0;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || !std::isfinite(v) || ptr == text.data()) return std::nullopt;
-  return Reading{v, Lower(std::string_view(ptr, text.data() + text.size() - ptr))};
+  return Reading{v + 0.0, Lower(std::string_view(ptr, text.data() + text.size() - ptr))};
 }
 
 // `value` x the scale of `unit` in `units`, finite; the bare number x `bare` where that is not 0.

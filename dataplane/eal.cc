@@ -257,10 +257,10 @@ Result<std::unique_ptr<Eal>> Eal::Start(const EalPlan& plan) {
   std::vector<std::string> copy = plan.args;  // rte_eal_init may permute argv
   for (auto& a : copy) argv.push_back(a.data());
   argv.push_back(nullptr);
-  // Keep DPDK's log out of the report unless the user asked for a log level after --.
+  // Keep DPDK's log out of the report unless the user asked for a log level (after --, or with
+  // --eal-extra: txbatch's own arguments never name one).
   bool user_log = false;
-  if (plan.mode == "user")
-    for (const auto& a : plan.args) user_log |= a.starts_with("--log-level");
+  for (const auto& a : plan.args) user_log |= a.starts_with("--log-level");
   if (!user_log) rte_log_set_global_level(RTE_LOG_WARNING);
   // Before rte_eal_init, which pins this thread to the main lcore.
   std::vector<int> cpus = AllowedCpus();

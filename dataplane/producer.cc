@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -58,7 +59,10 @@ Result<RateSpec> ParseRate(std::string_view text) {
                                  text, kPacketRateUnitsSentence, kMinRatePps, kMaxRatePps / 1e6,
                                  kBitRateUnitsSentence, kMinRateBits / 1e3, kMaxRateBits / 1e9));
   };
-  if (text == "max") return RateSpec{};
+  std::string word(text);
+  std::transform(word.begin(), word.end(), word.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (word == "max") return RateSpec{};  // case-insensitive, as the units
   const bool pps = IsPacketRateWord(text);
   auto rate = pps ? ParsePacketRate("rate", text) : ParseBitRate("rate", text, false);
   if (!rate || *rate < (pps ? kMinRatePps : kMinRateBits) ||

@@ -2,6 +2,7 @@
 
 #include <rte_telemetry.h>
 
+#include <algorithm>
 #include <mutex>
 
 namespace txbatch {
@@ -19,6 +20,28 @@ Board& TheBoard() {
   return *board;
 }
 
+// A string longer than a dict value holds (22.11 cuts it at RTE_TEL_MAX_STRING_LEN - 1 bytes)
+// goes as an array of pieces that do, cut between UTF-8 characters: a client joins them.
+void AddString(rte_tel_data* d, const std::string& key, const std::string& value) {
+  constexpr size_t kPiece = RTE_TEL_MAX_STRING_LEN - 1;
+  if (value.size() <= kPiece) {
+    rte_tel_data_add_dict_string(d, key.c_str(), value.c_str());
+    return;
+  }
+  rte_tel_data* pieces = rte_tel_data_alloc();
+  if (pieces == nullptr) return;
+  rte_tel_data_start_array(pieces, RTE_TEL_STRING_VAL);
+  for (size_t at = 0; at < value.size();) {
+    size_t n = std::min(kPiece, value.size() - at);
+    while (at + n < value.size() && n > 1 &&
+           (static_cast<unsigned char>(value[at + n]) & 0xC0) == 0x80)
+      --n;  // not inside a character
+    rte_tel_data_add_array_string(pieces, value.substr(at, n).c_str());
+    at += n;
+  }
+  if (rte_tel_data_add_dict_container(d, key.c_str(), pieces, 0) != 0) rte_tel_data_free(pieces);
+}
+
 int Reply(const TelemetryDict& dict, rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   for (const auto& [key, value] : dict) {
@@ -31,23 +54,15 @@ int Reply(const TelemetryDict& dict, rte_tel_data* d) {
       else
         rte_tel_data_add_dict_string(d, key.c_str(), std::to_string(*i).c_str());
     } else {
-      rte_tel_data_add_dict_string(d, key.c_str(), std::get<std::string>(value).c_str());
+      AddString(d, key, std::get<std::string>(value));
     }
   }
   return 0;
 }
 
-int InfoCommand(const char*, const char*, rte_tel_data* d) {
-  Board& b = TheBoard();
-  std::lock_guard lock(b.mu);
-  return Reply(b.info, d);
-}
+int InfoCommand(const char*, const char*, rte_tel_data* d) { return Reply(TelemetryInfo(), d); }
 
-int StatsCommand(const char*, const char*, rte_tel_data* d) {
-  Board& b = TheBoard();
-  std::lock_guard lock(b.mu);
-  return Reply(b.stats, d);
-}
+int StatsCommand(const char*, const char*, rte_tel_data* d) { return Reply(TelemetryStats(), d); }
 
 }  // namespace
 
@@ -76,10 +91,16 @@ void PublishTelemetryInfo(TelemetryDict info) {
   b.info = std::move(info);
 }
 
-void PublishTelemetryStats(TelemetryDict stats) {
+void PublishTelemetryStats(TelemetryDict stats, bool wait) {
   Board& b = TheBoard();
-  std::lock_guard lock(b.mu);
-  b.stats = std::move(stats);
+  std::unique_lock lock(b.mu, std::defer_lock);
+  if (wait) {
+    lock.lock();
+  } else if (!lock.try_lock()) {
+    return;  // the telemetry thread is copying the last one: the next publish comes soon
+  }
+  b.stats.swap(stats);
+  lock.unlock();  // the old snapshot is freed outside
 }
 
 TelemetryDict TelemetryInfo() {

@@ -4,9 +4,10 @@
 // prefix>` (the header prints the prefix).
 //   /txbatch/info   what runs: the command, its configuration, the versions, the file prefix
 //   /txbatch/stats  its counters so far, as the command last published them (`at_s` says when)
-// The handlers run on EAL's telemetry thread. The command publishes flat snapshots (DPDK 22.11's
-// telemetry nests arrays only: a dict's values are numbers and strings) under a mutex, from its
-// control loop at most every kTelemetryPublishS — never a data-path read from another thread.
+// The handlers run on EAL's telemetry thread and copy the last snapshot under a mutex. The
+// command publishes flat snapshots (DPDK 22.11's dicts hold numbers, strings and arrays, no
+// dicts) from its control loop at most every kTelemetryPublishS — never a data-path read from
+// another thread.
 
 #include <cstdint>
 #include <string>
@@ -19,7 +20,7 @@
 namespace txbatch {
 
 // Keys: letters, digits, '_' and '/' only (rte_tel_data_add_dict_*); a number that is not a
-// whole one goes as a string ("1.2345").
+// whole one goes as a string ("1.2345"); a string longer than 127 bytes as an array of pieces.
 using TelemetryValue = std::variant<uint64_t, int64_t, std::string>;
 using TelemetryDict = std::vector<std::pair<std::string, TelemetryValue>>;
 
@@ -32,9 +33,12 @@ inline constexpr double kTelemetryPublishS = 0.1;
 // {"state": "starting"}.
 Status RegisterTelemetry();
 
-// Replace what /txbatch/info and /txbatch/stats answer. Thread-safe.
+// Replace what /txbatch/info and /txbatch/stats answer. Thread-safe. A loop that forwards or
+// measures publishes with `wait` false: where the telemetry thread holds the board (copying the
+// last snapshot for a client) it skips this one rather than wait on a thread the scheduler may
+// have preempted.
 void PublishTelemetryInfo(TelemetryDict info);
-void PublishTelemetryStats(TelemetryDict stats);
+void PublishTelemetryStats(TelemetryDict stats, bool wait = true);
 
 // What /txbatch/info or /txbatch/stats would answer now (for tests without a socket).
 TelemetryDict TelemetryInfo();

@@ -15,12 +15,10 @@ LatencyUnit ColumnUnit(const std::vector<std::optional<double>>& ns) {
 
 std::string LatencyText(const std::optional<double>& ns, LatencyUnit unit) {
   if (!ns) return "-";
-  return unit == LatencyUnit::kMs ? fmt::format("{:.2f}ms", *ns / 1e6)
+  return unit == LatencyUnit::kMs ? fmt::format("{:.3f}ms", *ns / 1e6)
                                   : fmt::format("{:.1f}us", *ns / 1e3);
 }
 
-std::string LatencyText(double ns) {
-  return LatencyText(ns, ns >= 1e6 ? LatencyUnit::kMs : LatencyUnit::kUs);
-}
+std::string LatencyText(double ns) { return LatencyText(ns, ColumnUnit({ns})); }
 
 }  // namespace txbatch

@@ -50,6 +50,8 @@ complete_words "$bin" run --dur | grep -qx -- --duration || fail "txbatch run --
 complete_words "$bin" sink --po | grep -qx -- --port || fail "txbatch sink --po<TAB>"
 complete_words "$bin" run --sync no | grep -qx nolock || fail "txbatch run --sync no<TAB>"
 complete_words "$bin" lab u | grep -qx up || fail "txbatch lab u<TAB>"
+# Only the options the command has, not EAL's words its help mentions.
+! complete_words "$bin" run --log | grep -q . || fail "txbatch run --log<TAB> offers EAL's --log-level"
 [[ -z $(complete_words "$bin" run -- --no) ]] || fail "words after -- are EAL's, not completed"
 
 for doc in README.md usage.md output.md design.md drivers/emu.md; do

@@ -47,8 +47,11 @@ TEST(Telemetry, DpdkTelemetryPyReadsTxbatchsOwnCommandsWhileASinkRuns) {
   const std::string prefix = "txbatch-telemetry-test-" + std::to_string(getpid());
   TxbatchRun run;
   std::thread sink([&] {
-    run = RunTxbatch("sink --port net_null0 --duration 4 --stats 0 --eal-extra --file-prefix=" +
-                     prefix);
+    // A link makes the header's first line longer than a telemetry string holds (127 bytes).
+    run = RunTxbatch(
+        "sink --port net_null0 --duration 4 --stats 0 --link 'delay 1ms' "
+        "--eal-extra --file-prefix=" +
+        prefix);
   });
   json replies;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
@@ -67,7 +70,13 @@ TEST(Telemetry, DpdkTelemetryPyReadsTxbatchsOwnCommandsWhileASinkRuns) {
       << run.out;
   ASSERT_TRUE(replies.contains("/txbatch/info")) << replies.dump() << run.out;
   const json& info = replies["/txbatch/info"];
-  EXPECT_EQ(info.value("about", "").rfind("txbatch sink: ethdev:net_null0", 0), 0u) << info;
+  // Over 127 bytes: an array of pieces, whole when joined.
+  ASSERT_TRUE(info["about"].is_array()) << info;
+  std::string about;
+  for (const json& piece : info["about"]) about += piece.get<std::string>();
+  EXPECT_EQ(about.rfind("txbatch sink: ethdev:net_null0", 0), 0u) << about;
+  EXPECT_NE(about.find("; link delay 1ms"), std::string::npos) << about;
+  EXPECT_NE(run.out.find(about + "\n"), std::string::npos) << about << "\n" << run.out;
   EXPECT_GT(info.value("pid", 0), 0) << info;
   const json& stats = replies["/txbatch/stats"];
   EXPECT_EQ(stats.value("state", ""), "running") << stats;

@@ -62,6 +62,12 @@ TEST(EalExtra, AddsToTxbatchsOwnArgumentsAndNotToThoseAfterDashDash) {
   EXPECT_NE(run.out.find("--eal-extra added --log-level=lib.eal:notice --vdev=net_null9"),
             std::string::npos)
       << run.out;
+  // A log level among them shows DPDK's log, as one after -- does.
+  const auto logged = RunTxbatch(
+      "run --driver emu:null --proto udp --size 64 --procs 1 --batch 1 --duration 20ms "
+      "--warmup 0 --eal-extra --log-level=lib.eal:debug");
+  ASSERT_EQ(logged.status, 0) << logged.err;
+  EXPECT_NE((logged.err + logged.out).find("EAL: "), std::string::npos) << logged.err;
   for (const char* args : {"run --eal-extra --no-pci -- --no-huge", "run --eal-extra ' '"}) {
     const auto bad = RunTxbatch(args);
     EXPECT_EQ(bad.status, 2) << args << ": " << bad.err;

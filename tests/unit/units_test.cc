@@ -166,14 +166,15 @@ TEST(Units, TheLinkSpecReadsTheSameWords) {
 // A latency reads in tc's words, in its own unit alone, and in a table one unit for a column.
 TEST(Units, LatencyTextIsOneUnitAColumn) {
   EXPECT_EQ(LatencyText(282.5e3), "282.5us");
-  EXPECT_EQ(LatencyText(1.25e6), "1.25ms");
+  EXPECT_EQ(LatencyText(1.25e6), "1250.0us");  // as a column of it alone
+  EXPECT_EQ(LatencyText(12.5e6), "12.500ms");
   EXPECT_EQ(LatencyText(std::nullopt, LatencyUnit::kUs), "-");
   EXPECT_EQ(ColumnUnit({900e3, std::nullopt, 12e6}), LatencyUnit::kMs);
   EXPECT_EQ(ColumnUnit({900e3, 9.9e6}), LatencyUnit::kUs);
   EXPECT_DOUBLE_EQ(*ParseTimeNs("p99", LatencyText(282.5e3), 0), 282.5e3);  // it reads back
 
   // Two cells of one table, p99 900 us and 12 ms: both in ms (until 2026-12-05 "900.0us" sat
-  // above "12.00ms").
+  // above "12.00ms"), the small one with its microseconds.
   auto emu = ParseDriverSpec("emu:e1000");
   ASSERT_TRUE(emu);
   std::vector<CellRecord> records;
@@ -196,8 +197,8 @@ TEST(Units, LatencyTextIsOneUnitAColumn) {
   std::fclose(out);
   const std::string tables(text, size);
   std::free(text);
-  EXPECT_NE(tables.find("0.90ms"), std::string::npos) << tables;
-  EXPECT_NE(tables.find("12.00ms"), std::string::npos) << tables;
+  EXPECT_NE(tables.find("0.900ms"), std::string::npos) << tables;
+  EXPECT_NE(tables.find("12.000ms"), std::string::npos) << tables;
   EXPECT_EQ(tables.find("900.0us"), std::string::npos) << tables;
   EXPECT_NE(tables.find("6000.0us"), std::string::npos) << tables;  // avg: under 10 ms, us
 }
