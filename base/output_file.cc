@@ -2,12 +2,11 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
-
-#include <pthread.h>
-#include <signal.h>
 
 #include <cerrno>
 #include <chrono>
@@ -16,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <thread>
+#include <utility>
 
 namespace txbatch {
 namespace {
@@ -208,6 +208,46 @@ Status OutputFile::Write(std::string_view text) const {
   int err = WriteAllTo(fd, text);
   if (::close(fd) != 0 && err == 0) err = errno;
   return err == 0 ? Status{} : Status{fail(err)};
+}
+
+Result<LineStream> LineStream::Open(OutputFile out) {
+  if (out.to_stdout()) {
+    out.ClaimStdout();
+    const int fd = out.stdout_fd_ >= 0 ? out.stdout_fd_ : STDOUT_FILENO;
+    return LineStream(std::move(out), fd, false);
+  }
+  const int fd = OpenInPlace(out.path());
+  if (fd < 0 && errno == ENXIO)
+    return MakeError(ENXIO, fmt::format("cannot write {} '{}': no process opened the FIFO for "
+                                        "reading within {:.0f} s",
+                                        out.what(), out.path(), kFifoReaderWaitS));
+  if (fd < 0)
+    return MakeError(errno, fmt::format("cannot write {} '{}': {}", out.what(), out.path(),
+                                        std::strerror(errno)));
+  return LineStream(std::move(out), fd, true);
+}
+
+LineStream::LineStream(LineStream&& other) noexcept
+    : out_(std::move(other.out_)),
+      fd_(std::exchange(other.fd_, -1)),
+      owned_(std::exchange(other.owned_, false)),
+      failure_(std::move(other.failure_)) {}
+
+LineStream::~LineStream() {
+  if (owned_ && fd_ >= 0) ::close(fd_);
+}
+
+bool LineStream::WriteLine(std::string_view line) {
+  if (!failure_.empty() || fd_ < 0) return false;
+  std::string text;
+  text.reserve(line.size() + 1);
+  text.append(line).push_back('\n');
+  if (const int err = WriteAllTo(fd_, text); err != 0) {
+    failure_ =
+        fmt::format("cannot write {} '{}': {}", out_.what(), out_.path(), std::strerror(err));
+    return false;
+  }
+  return true;
 }
 
 Result<OutputDir> OutputDir::Check(std::string dir) {

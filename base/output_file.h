@@ -30,6 +30,7 @@ class OutputFile {
   // naming the file standard output already is).
   bool to_stdout() const { return to_stdout_; }
   const std::string& path() const { return path_; }
+  const std::string& what() const { return what_; }
 
   // Moves everything the process prints on standard output (tables, EAL's log) to standard error
   // and keeps the original standard output for this file's document alone, as `iperf3 --json`
@@ -43,11 +44,39 @@ class OutputFile {
   Status Write(std::string_view text) const;
 
  private:
+  friend class LineStream;
   OutputFile(std::string path, std::string what) : path_(std::move(path)), what_(std::move(what)) {}
   std::string path_;
   std::string what_;
   bool to_stdout_ = false;
   int stdout_fd_ = -1;  // the original standard output, once claimed
+};
+
+// Lines written as they are made (--stats-json's NDJSON), for a reader that follows them: to
+// standard output (claimed as OutputFile::ClaimStdout claims it), or into the file itself,
+// truncated when opened — never through a temporary, so `tail -f` and a FIFO into `jq` see each
+// line as it is written (a FIFO nobody reads is waited for as Write waits). Each line goes in one
+// write(2). After a failed write nothing more is written; the first failure's sentence is kept.
+class LineStream {
+ public:
+  // Opens `out` (checked by OutputFile::Check) for streaming; its failure is one sentence.
+  static Result<LineStream> Open(OutputFile out);
+  LineStream(LineStream&& other) noexcept;
+  LineStream& operator=(LineStream&&) = delete;
+  LineStream(const LineStream&) = delete;
+  ~LineStream();
+
+  // Writes `line` and a newline; false once a write failed (failure() says why).
+  bool WriteLine(std::string_view line);
+  // The first failed write's sentence; empty while every write succeeded.
+  const std::string& failure() const { return failure_; }
+
+ private:
+  LineStream(OutputFile out, int fd, bool owned) : out_(std::move(out)), fd_(fd), owned_(owned) {}
+  OutputFile out_;
+  int fd_ = -1;
+  bool owned_ = false;  // opened here (closed at the end); standard output's is OutputFile's
+  std::string failure_;
 };
 
 // A folder of output files (sweep/report --out): the folder may exist (its files are replaced)

@@ -144,7 +144,7 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
     if (std::string ll = d->front()->link_layer(); !ll.empty())
       env.link_layers[cell.driver_spec.ToString()] = std::move(ll);
   }
-  return Session{std::move(*eal), std::move(*pool), std::move(env), {}, 0};
+  return Session{std::move(*eal), std::move(*pool), std::move(env), {}, 0, {}};
 }
 
 // Runs one cell; on failure prints the sentence and sets the exit status (a device that vanished
@@ -229,6 +229,7 @@ void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& sess
       *balanced &= r->books.balanced;
       records.push_back(
           {cells[i], *r, rounds > 1 ? round : 0, "", first_cell + static_cast<int>(i)});
+      if (session.on_record) session.on_record(records.back());
       ++done;
       last_cell = {{"last_cell", static_cast<uint64_t>(first_cell + static_cast<int>(i))},
                    {"last_driver", cells[i].driver},

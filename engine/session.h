@@ -49,6 +49,9 @@ struct Session {
   std::vector<uint64_t> flow_seq;
   // The longest link drain said on stderr so far (each longer one is said once).
   double drain_said_s = 0;
+  // Called with each cell run's record as it is appended (MeasureGrid; compare's rounds):
+  // --stats-json's "cell" events.
+  std::function<void(const CellRecord&)> on_record;
 };
 
 // Starts a session for `cells` and takes over SIGINT/SIGTERM; on failure sets `*exit_code`.

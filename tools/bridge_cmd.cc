@@ -24,6 +24,7 @@
 #include "engine/cell.h"
 #include "engine/session.h"
 #include "tools/port_cmd.h"
+#include "tools/stats_stream.h"
 
 namespace txbatch {
 
@@ -90,6 +91,7 @@ void AddBridgeOptions(CLI::App& cmd, BridgeArgs& a) {
                        "leave --link-ba out for no link"));
   AddQueueOptions(cmd, a.queue, "32");
   AddStopOptions(cmd, a.duration_s, a.stats_s);
+  AddStatsJsonOption(cmd, a.stats_json, "an interval event each --stats (per direction)");
   cmd.add_flag("--no-timing", a.no_timing,
                "Do not stamp frames at RX or time them through the bridge (p50/p99 then read "
                "'-'): the forwarding as fast as it goes; doc/perf.md has what timing costs");
@@ -121,42 +123,79 @@ uint64_t DirectionFrames(const CellConfig& cell, const std::optional<LinkSpec>& 
   return 2ull * ethdev::kRingSize + cell.txqueuelen + kMaxBatch + 64 + (link ? link->limit : 0);
 }
 
+// A direction's counters by name, as telemetry and --stats-json give them.
+std::array<std::pair<const char*, uint64_t>, 17> CounterList(const DirectionCounts& c) {
+  return {{{"rx", c.rx},
+           {"rx_bytes", c.rx_bytes},
+           {"sent", c.sent},
+           {"dropped", c.dropped()},
+           {"link_lost", c.link_lost},
+           {"link_limit", c.link_limit},
+           {"qdisc_full", c.qdisc_full},
+           {"noqueue", c.noqueue},
+           {"oversize", c.oversize},
+           {"duplicated", c.duplicated},
+           {"corrupted", c.corrupted},
+           {"filtered", c.filtered},
+           {"queued", c.queued},
+           {"in_link", c.in_link},
+           {"handovers", c.handovers},
+           {"handed", c.handed},
+           {"xmit_calls", c.xmit_calls}}};
+}
+
 // /txbatch/stats of a forwarding command: each direction's counters, keyed by its name
 // ("a>b" as a_b_rx, a_b_sent, ...).
-void PublishDirections(const std::vector<BridgeDirection*>& dirs, double at_s, const char* state) {
+void PublishDirections(const std::vector<BridgeDirection*>& dirs, double at_s, const char* state,
+                       bool wait) {
   TelemetryDict d{{"state", std::string(state)}, {"at_s", fmt::format("{:.3f}", at_s)}};
   for (auto* dir : dirs) {
     std::string key = dir->name();
     for (char& ch : key)
       if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-    const DirectionCounts c = dir->Counts();
-    for (const auto& [name, v] : {std::pair{"rx", c.rx},
-                                  {"rx_bytes", c.rx_bytes},
-                                  {"sent", c.sent},
-                                  {"dropped", c.dropped()},
-                                  {"link_lost", c.link_lost},
-                                  {"link_limit", c.link_limit},
-                                  {"qdisc_full", c.qdisc_full},
-                                  {"noqueue", c.noqueue},
-                                  {"oversize", c.oversize},
-                                  {"duplicated", c.duplicated},
-                                  {"corrupted", c.corrupted},
-                                  {"filtered", c.filtered},
-                                  {"queued", c.queued},
-                                  {"in_link", c.in_link},
-                                  {"handovers", c.handovers},
-                                  {"handed", c.handed},
-                                  {"xmit_calls", c.xmit_calls}})
-      d.emplace_back(key + "_" + name, v);
+    for (const auto& [name, v] : CounterList(dir->Counts())) d.emplace_back(key + "_" + name, v);
   }
-  PublishTelemetryStats(std::move(d));
+  PublishTelemetryStats(std::move(d), wait);
+}
+
+nlohmann::json LatencyJson(const LatencyHistogram& lat) {
+  const auto s = lat.Summary();
+  if (!s) return nullptr;
+  return {{"p50", s->p50}, {"p99", s->p99}, {"max", s->max}, {"count", s->count}};
+}
+
+// A direction in a --stats-json event: its counters so far, and with `before` what changed over
+// the `interval_s` since (rates per second); `lat`: time through the bridge (the interval's, or
+// the whole run's).
+nlohmann::json DirectionJson(const BridgeDirection& d, const DirectionCounts& c,
+                             const DirectionCounts* before, double interval_s,
+                             const LatencyHistogram& lat) {
+  nlohmann::json j = {{"name", d.name()}};
+  for (const auto& [name, v] : CounterList(c)) j[name] = v;
+  j["balanced"] = c.Balanced();
+  if (before != nullptr) {
+    const double per_s = interval_s > 0 ? 1 / interval_s : 0;
+    const uint64_t sent = c.sent - before->sent, handovers = c.handovers - before->handovers;
+    j["interval"] = {
+        {"rx", c.rx - before->rx},
+        {"sent", sent},
+        {"dropped", c.dropped() - before->dropped()},
+        {"rx_pps", (c.rx - before->rx) * per_s},
+        {"tx_pps", sent * per_s},
+        {"rx_bits_per_s", (c.rx_bytes - before->rx_bytes) * 8 * per_s},
+        {"avg_batch", handovers ? static_cast<double>(c.handed - before->handed) / handovers : 0.0},
+        {"xmit_calls_per_frame",
+         sent ? static_cast<double>(c.xmit_calls - before->xmit_calls) / sent : 0.0}};
+  }
+  j["latency_ns"] = LatencyJson(lat);
+  return j;
 }
 
 // Polls `dirs` until a signal or `duration_s`, a line per direction every `stats_s`; then drains
 // (nothing more received; links deliver within `longest_s` and a second), stops them, prints
 // each one's summary and books, frees what is left. Returns whether every book balanced.
 bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats_s,
-             double longest_s, double tsc_hz) {
+             double longest_s, double tsc_hz, StatsStream& stream) {
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   for (auto* d : dirs) d->Start();
   const Tsc start = Now();
@@ -167,6 +206,7 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
   Tsc next_publish = start;
   std::vector<DirectionCounts> last(dirs.size());
   std::vector<LatencyHistogram> total(dirs.size());
+  double last_at_s = 0;  // the last interval's end
   const auto sleep_idle = [&](Tsc now) {
     Tsc due = kNever;
     for (auto* d : dirs) due = std::min(due, d->NextArrival());
@@ -181,17 +221,26 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
     unsigned moved = 0;
     for (auto* d : dirs) moved += d->Poll(now);
     if (now >= next_publish) {
-      PublishDirections(dirs, static_cast<double>(now - start) / tsc_hz, "running");
+      PublishDirections(dirs, static_cast<double>(now - start) / tsc_hz, "running",
+                        /*wait=*/false);
       next_publish = now + publish_every;
     }
     if (now >= next_stats) {
+      const double at_s = static_cast<double>(now - start) / tsc_hz;
+      nlohmann::json event = {{"at_s", at_s}, {"directions", nlohmann::json::array()}};
       for (size_t i = 0; i < dirs.size(); ++i) {
         const DirectionCounts c = dirs[i]->Counts();
         const LatencyHistogram lat = dirs[i]->TakeLatency();
-        PrintInterval(static_cast<double>(now - start) / tsc_hz, *dirs[i], c, last[i], lat);
+        PrintInterval(at_s, *dirs[i], c, last[i], lat);
+        if (stream)
+          event["directions"].push_back(
+              DirectionJson(*dirs[i], c, &last[i], at_s - last_at_s, lat));
         total[i].Merge(lat);
         last[i] = c;
       }
+      event["interval_s"] = at_s - last_at_s;
+      last_at_s = at_s;
+      stream.Event("interval", std::move(event));
       std::fflush(stdout);
       next_stats += every;
     }
@@ -220,17 +269,26 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
     if (!moved) sleep_idle(now);
   }
   for (auto* d : dirs) d->Stop();
-  PublishDirections(dirs, static_cast<double>(Now() - start) / tsc_hz, "stopped");
+  PublishDirections(dirs, static_cast<double>(Now() - start) / tsc_hz, "stopped", /*wait=*/true);
   fmt::print("\nstopped after {:.1f} s\n", static_cast<double>(Now() - start) / tsc_hz);
   bool balanced = true;
   unsigned freed = 0;
+  nlohmann::json last_event = {
+      {"at_s", static_cast<double>(Now() - start) / tsc_hz},
+      {"state", StopRequested() ? "stopped by a signal" : "duration reached"},
+      {"directions", nlohmann::json::array()}};
   for (size_t i = 0; i < dirs.size(); ++i) {
     const DirectionCounts c = dirs[i]->Counts();
     total[i].Merge(dirs[i]->TakeLatency());
     PrintSummary(*dirs[i], c, total[i]);
+    if (stream)
+      last_event["directions"].push_back(DirectionJson(*dirs[i], c, nullptr, 0, total[i]));
     balanced &= c.Balanced();
     freed += dirs[i]->Purge();
   }
+  last_event["balanced"] = balanced;
+  last_event["freed_at_exit"] = freed;
+  stream.Event("end", std::move(last_event));
   if (freed) fmt::print("{} frames still queued or in a link at exit were freed\n", freed);
   return balanced;
 }
@@ -292,6 +350,8 @@ int BridgeCommand(BridgeArgs a, const EalUserArgs& eal_args) {
                                           "bridge forwards between two; valid: two different "
                                           "ports",
                                           device(*port_a))});
+  auto stream = StatsStream::Open(a.stats_json, std::nullopt);
+  if (!stream) return Fail(kExitBadInput, stream.error());
 
   int status = kExitOk;
   auto fwd = StartForwarding(DirectionFrames(*cell, *link_ab) + DirectionFrames(*cell, *link_ba),
@@ -323,23 +383,24 @@ int BridgeCommand(BridgeArgs a, const EalUserArgs& eal_args) {
                        link_ab->has_value() ? &**link_ab : nullptr, tsc_hz, mtu_b);
     BridgeDirection ba("b>a", *pb->rx, *pa->tx, cell->policy, qcfg,
                        link_ba->has_value() ? &**link_ba : nullptr, tsc_hz, mtu_a);
-    PrintEalAndReady(
-        fmt::format("txbatch bridge: A = {} (MTU {}), B = {} (MTU {}); policy {}, {}\nlink a>b: "
-                    "{}; link b>a: {}",
-                    pa->tx->Describe(), mtu_a, pb->tx->Describe(), mtu_b, cell->policy.ToString(),
-                    ShapeText(*cell), link_ab->has_value() ? (*link_ab)->ToString() : "none",
-                    link_ba->has_value() ? (*link_ba)->ToString() : "none"),
-        fwd->plan, a.duration_s);
+    const std::string about = fmt::format(
+        "txbatch bridge: A = {} (MTU {}), B = {} (MTU {}); policy {}, {}\nlink a>b: "
+        "{}; link b>a: {}",
+        pa->tx->Describe(), mtu_a, pb->tx->Describe(), mtu_b, cell->policy.ToString(),
+        ShapeText(*cell), link_ab->has_value() ? (*link_ab)->ToString() : "none",
+        link_ba->has_value() ? (*link_ba)->ToString() : "none");
+    PrintEalAndReady(about, fwd->plan, a.duration_s);
+    StartEvent(*stream, "bridge", about, a.duration_s, a.stats_s, fwd->plan);
     double longest_s = 0;
     for (const auto* l : {&*link_ab, &*link_ba})
       if (l->has_value()) longest_s = std::max(longest_s, LongestStayS(**l, a.queue.mtu));
-    balanced = Forward({&ab, &ba}, a.duration_s, a.stats_s, longest_s, tsc_hz);
+    balanced = Forward({&ab, &ba}, a.duration_s, a.stats_s, longest_s, tsc_hz, *stream);
   }
   PrintPortStats(*pa);
   PrintPortStats(*pb);
   pa->tx.reset();
   pb->tx.reset();
-  return Finish(balanced, fwd->pool.get());
+  return stream->Finish(Finish(balanced, fwd->pool.get()));
 }
 
 namespace {
@@ -376,6 +437,7 @@ void AddRespondOptions(CLI::App& cmd, RespondArgs& a) {
       ->check(NonEmpty(kLinkNeedsWords));
   AddQueueOptions(cmd, a.queue, "32");
   AddStopOptions(cmd, a.duration_s, a.stats_s);
+  AddStatsJsonOption(cmd, a.stats_json, "an interval event each --stats");
 }
 
 int RespondCommand(RespondArgs a, const EalUserArgs& eal_args) {
@@ -394,6 +456,8 @@ int RespondCommand(RespondArgs a, const EalUserArgs& eal_args) {
     return Fail(kExitBadInput, st.error());
   auto port = ParsePort("--port", a.port);
   if (!port) return Fail(kExitBadInput, port.error());
+  auto stream = StatsStream::Open(a.stats_json, std::nullopt);
+  if (!stream) return Fail(kExitBadInput, stream.error());
 
   int status = kExitOk;
   auto fwd = StartForwarding(DirectionFrames(*cell, *link), cell->mtu, memory, eal_args, &status);
@@ -416,17 +480,17 @@ int RespondCommand(RespondArgs a, const EalUserArgs& eal_args) {
                         &filter);
     char mac_text[RTE_ETHER_ADDR_FMT_SIZE];
     rte_ether_format_addr(mac_text, sizeof mac_text, &mac);
-    PrintEalAndReady(
-        fmt::format(
-            "txbatch respond: {} answers for {} at {} (ARP, ICMP echo{}); replies: policy {}, "
-            "{}; link {}",
-            p->tx->Describe(), a.ip, mac_text,
-            a.udp_echo ? fmt::format(", UDP echo on port {}", a.udp_echo) : std::string(),
-            cell->policy.ToString(), ShapeText(*cell),
-            link->has_value() ? (*link)->ToString() : "none"),
-        fwd->plan, a.duration_s);
+    const std::string about = fmt::format(
+        "txbatch respond: {} answers for {} at {} (ARP, ICMP echo{}); replies: policy {}, {}; "
+        "link {}",
+        p->tx->Describe(), a.ip, mac_text,
+        a.udp_echo ? fmt::format(", UDP echo on port {}", a.udp_echo) : std::string(),
+        cell->policy.ToString(), ShapeText(*cell),
+        link->has_value() ? (*link)->ToString() : "none");
+    PrintEalAndReady(about, fwd->plan, a.duration_s);
+    StartEvent(*stream, "respond", about, a.duration_s, a.stats_s, fwd->plan);
     balanced = Forward({&dir}, a.duration_s, a.stats_s,
-                       link->has_value() ? LongestStayS(**link, a.queue.mtu) : 0, tsc_hz);
+                       link->has_value() ? LongestStayS(**link, a.queue.mtu) : 0, tsc_hz, *stream);
     PrintPortStats(*p);
     const Responder& r = filter.responder();
     fmt::print(
@@ -436,7 +500,7 @@ int RespondCommand(RespondArgs a, const EalUserArgs& eal_args) {
         filter.ignored(Ignored::kNotForUs), filter.ignored(Ignored::kUnanswered));
   }
   p->tx.reset();
-  return Finish(balanced, fwd->pool.get());
+  return stream->Finish(Finish(balanced, fwd->pool.get()));
 }
 
 }  // namespace txbatch

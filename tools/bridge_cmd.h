@@ -24,6 +24,7 @@ struct BridgeArgs {
   double duration_s = 0;   // 0: until a signal
   double stats_s = 1;      // a line per direction this often; 0: only the summary
   bool no_timing = false;  // no RX stamp, no time through the bridge (the fastest forwarding)
+  std::string stats_json;  // --stats-json: NDJSON events (stats_stream.h)
 };
 
 void AddBridgeOptions(CLI::App& cmd, BridgeArgs& args);
@@ -34,6 +35,7 @@ struct RespondArgs {
   RunArgs queue;
   double duration_s = 0;
   double stats_s = 1;
+  std::string stats_json;
 };
 
 void AddRespondOptions(CLI::App& cmd, RespondArgs& args);

@@ -66,6 +66,20 @@ void PrintEalAndReady(const std::string& about, const EalPlan& plan, double dura
   std::fflush(stdout);
 }
 
+void StartEvent(StatsStream& stream, const char* command, const std::string& about,
+                double duration_s, double stats_s, const EalPlan& plan) {
+  if (!stream) return;
+  const std::string prefix = TelemetryPrefix(plan.args);
+  stream.Event("start", {{"command", command},
+                         {"about", about},
+                         {"pid", getpid()},
+                         {"eal_mode", plan.mode},
+                         {"telemetry_prefix",
+                          prefix.empty() ? nlohmann::json(nullptr) : nlohmann::json(prefix)},
+                         {"duration_s", duration_s},
+                         {"stats_s", stats_s}});
+}
+
 // A forwarding command's port (required): `what` names it in --help, `devargs` are examples of
 // bare devargs for it.
 void AddPortOption(CLI::App& cmd, const std::string& name, std::string& port, std::string_view what,

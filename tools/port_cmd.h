@@ -17,6 +17,7 @@
 #include "dataplane/mempool.h"
 #include "drivers/ethdev/ethdev.h"
 #include "tools/run_options.h"
+#include "tools/stats_stream.h"
 
 namespace txbatch::port_cmd {
 
@@ -54,6 +55,11 @@ Result<ethdev::EthdevOptions> ParsePort(const std::string& option, const std::st
 // "receiving" (the sink), which `lab up` and the tests wait for.
 void PrintEalAndReady(const std::string& about, const EalPlan& plan, double duration_s,
                       const char* doing = "forwarding");
+
+// --stats-json's start event of a forwarding command: `about` (the header's first lines), the
+// pid, EAL's mode and the telemetry file prefix, --duration and --stats.
+void StartEvent(StatsStream& stream, const char* command, const std::string& about,
+                double duration_s, double stats_s, const EalPlan& plan);
 
 // A forwarding command's port (required): `what` names it in --help, `devargs` are examples of
 // bare devargs for it.

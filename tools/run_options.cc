@@ -12,6 +12,7 @@
 #include "dataplane/qdisc_run.h"
 #include "engine/cost_model_file.h"
 #include "engine/sim_engine.h"
+#include "tools/stats_stream.h"
 
 namespace txbatch {
 namespace {
@@ -300,6 +301,7 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
       ->transform(WholeNumber("--cpus", 2));
   cmd.add_option("--json", a.json, "Write result records (schema_version 1) to this file")
       ->check(NonEmpty(kJsonNeedsName));
+  AddStatsJsonOption(cmd, a.stats_json, "a cell event as each cell run finishes (its record)");
 }
 
 namespace {
@@ -700,6 +702,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
   if (Status s = ParseDrivers(a, plan.policies, g); !s) return s.error();
   if (Status s = BuildCells(a, g, plan); !s) return s.error();
   plan.json_path = a.json;
+  plan.stats_json_path = a.stats_json;
   plan.rounds = a.rounds;
   plan.axes = {{"--procs", g.procs.size()},
                {"--queues", g.queues.size()},

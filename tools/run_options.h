@@ -44,6 +44,7 @@ struct RunArgs {
   bool no_bypass = false;  // --no-bypass: every frame enqueued and dequeued (no TCQ_F_CAN_BYPASS)
   uint64_t seed = 1;
   std::string json;
+  std::string stats_json;  // --stats-json: NDJSON events as cells finish (stats_stream.h)
   std::string eal_memory = "auto";
   std::string link;  // netem words, behind the emulated wire
   // BQL's bounds (policies bql, linux-2014, linux-2025), as sysfs byte_queue_limits names them.
@@ -75,6 +76,7 @@ struct RunPlan {
   std::vector<std::pair<std::string, size_t>> axes;
   EalMemory eal_memory = EalMemory::kAuto;
   std::string json_path;
+  std::string stats_json_path;
   int rounds = 1;
 };
 

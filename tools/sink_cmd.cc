@@ -46,6 +46,7 @@ void AddSinkOptions(CLI::App& cmd, SinkArgs& a) {
   AddWholeNumberOption(cmd, "--mtu", a.mtu, "IP MTU of the port (68..9000)");
   AddOptionWithDefault(cmd, "--eal-memory", a.eal_memory, "EAL memory: auto, no-huge or in-memory");
   AddStopOptions(cmd, a.duration_s, a.stats_s);
+  AddStatsJsonOption(cmd, a.stats_json, "an interval event each --stats");
 }
 
 nlohmann::json SinkRecord(const std::string& port, unsigned flows,
@@ -106,6 +107,8 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
   }
   auto json = PrepareOutput(a.json);
   if (!json) return Fail(kExitBadInput, json.error());
+  auto stream = StatsStream::Open(a.stats_json, *json);
+  if (!stream) return Fail(kExitBadInput, stream.error());
 
   int status = kExitOk;
   const uint64_t frames = 2ull * ethdev::kRingSize + 64 + (*link ? (*link)->limit : 0);
@@ -152,12 +155,12 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
                 /*verify_headers=*/true);
     std::optional<LinkModel> model;
     if (*link) model.emplace(**link, tsc_hz);
-    PrintEalAndReady(
-        fmt::format("txbatch sink: {} counts txbatch frames of flows 0..{}{}; link {}", describe,
-                    a.flows - 1,
-                    a.clocks_synchronised ? ", one-way latency from their TX stamps" : "",
-                    *link ? (*link)->ToString() : "none"),
-        fwd->plan, a.duration_s, "receiving");
+    const std::string about = fmt::format(
+        "txbatch sink: {} counts txbatch frames of flows 0..{}{}; link {}", describe, a.flows - 1,
+        a.clocks_synchronised ? ", one-way latency from their TX stamps" : "",
+        *link ? (*link)->ToString() : "none");
+    PrintEalAndReady(about, fwd->plan, a.duration_s, "receiving");
+    StartEvent(*stream, "sink", about, a.duration_s, a.stats_s, fwd->plan);
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     const Tsc start = Now();
     const Tsc end = a.duration_s > 0 ? start + static_cast<Tsc>(a.duration_s * tsc_hz) : kNever;
@@ -166,7 +169,7 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
     const Tsc publish_every = static_cast<Tsc>(kTelemetryPublishS * tsc_hz);
     Tsc next_publish = start;
     // /txbatch/stats: the sink's counts so far.
-    const auto publish = [&](Tsc now, const char* state) {
+    const auto publish = [&](Tsc now, const char* state, bool wait) {
       const SinkCounts c = sink.counts();
       PublishTelemetryStats(
           {{"state", std::string(state)},
@@ -176,9 +179,11 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
            {"duplicated", c.duplicated},
            {"reordered", c.reordered},
            {"foreign", c.foreign},
-           {"payload_bytes", c.window_payload_bytes}});
+           {"payload_bytes", c.window_payload_bytes}},
+          wait);
     };
     uint64_t last_received = 0;
+    double last_at_s = 0;  // the last interval's end
     unsigned idle = 0;
     std::array<rte_mbuf*, 32> rx;
     std::array<Tsc, 32> at;
@@ -204,15 +209,30 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
         receive({rx.data(), k}, {at.data(), k});
       }
       if (now >= next_publish) {
-        publish(now, "running");
+        publish(now, "running", /*wait=*/false);
         next_publish = now + publish_every;
       }
       if (now >= next_stats) {
         const SinkCounts s = sink.counts();
-        fmt::print("{:7.1f}s received {} lost {} duplicated {} reordered {} foreign {}\n",
-                   static_cast<double>(now - start) / tsc_hz, s.received - last_received, s.lost,
-                   s.duplicated, s.reordered, s.foreign);
+        const double at_s = static_cast<double>(now - start) / tsc_hz;
+        fmt::print("{:7.1f}s received {} lost {} duplicated {} reordered {} foreign {}\n", at_s,
+                   s.received - last_received, s.lost, s.duplicated, s.reordered, s.foreign);
         std::fflush(stdout);
+        if (*stream) {
+          const double interval_s = at_s - last_at_s;
+          stream->Event("interval",
+                        {{"at_s", at_s},
+                         {"interval_s", interval_s},
+                         {"received", s.received - last_received},
+                         {"pps", interval_s > 0 ? (s.received - last_received) / interval_s : 0.0},
+                         {"received_total", s.received},
+                         {"lost", s.lost},
+                         {"duplicated", s.duplicated},
+                         {"reordered", s.reordered},
+                         {"foreign", s.foreign},
+                         {"payload_bytes", s.window_payload_bytes}});
+        }
+        last_at_s = at_s;
         last_received = s.received;
         next_stats += every;
       }
@@ -231,7 +251,7 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
       link_in_flight = model->Purge();
       link_lost = model->counters().frames_lost.Get();
     }
-    publish(Now(), "stopped");
+    publish(Now(), "stopped", /*wait=*/true);
     c = sink.counts();
     if (a.clocks_synchronised) latency = sink.latency().Summary();
   }
@@ -258,14 +278,20 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
                                      Lat(latency, &LatencySummary::p99),
                                      Lat(latency, &LatencySummary::max))
                        : std::string("none received"));
+  const nlohmann::json doc =
+      SinkRecord(record_port, a.flows, *link, SinkOutcome{c, link_lost, active_s, latency});
+  const unsigned in_use = rte_mempool_in_use_count(fwd->pool.get());
+  if (*stream) {
+    nlohmann::json end = doc;
+    end["state"] = StopRequested() ? "stopped by a signal" : "duration reached";
+    end["mbufs_in_use_at_exit"] = in_use;
+    stream->Event("end", std::move(end));
+  }
   if (*json) {
-    const nlohmann::json doc =
-        SinkRecord(record_port, a.flows, *link, SinkOutcome{c, link_lost, active_s, latency});
     if (Status s = (*json)->Write(doc.dump(2) + "\n"); !s) return Fail(kExitBadInput, s.error());
   }
-  const unsigned in_use = rte_mempool_in_use_count(fwd->pool.get());
   fmt::print("mbufs in use at exit: {}\n", in_use);
-  return in_use == 0 ? kExitOk : kExitUnbalanced;
+  return stream->Finish(in_use == 0 ? kExitOk : kExitUnbalanced);
 }
 
 }  // namespace txbatch

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/units.h"
+#include "dataplane/telemetry.h"
 #include "drivers/emu/emu.h"
 #include "engine/cell.h"
 #include "engine/session.h"
@@ -38,6 +39,7 @@
 #include "tools/lab.h"
 #include "tools/run_options.h"
 #include "tools/sink_cmd.h"
+#include "tools/stats_stream.h"
 #include "tools/tune.h"
 #include "txbatch_config.h"
 
@@ -48,6 +50,34 @@ namespace {
 void PrintTelemetryLine(const RunEnv& env) {
   if (const std::string line = TelemetryLine(env.eal_args); !line.empty())
     std::printf("%s\n", line.c_str());
+}
+
+// --stats-json of a command that measures cells: the start event once its session runs, then a
+// cell event as each cell run finishes (its record as results.json holds it). `cell_runs`: those
+// planned (tune may add a finer pass).
+void StartCellStream(StatsStream& stream, Session& s, const char* command, size_t cell_runs,
+                     int rounds) {
+  if (!stream) return;
+  stream.Event("start", {{"command", command},
+                         {"command_line", s.env.command_line},
+                         {"started_at", s.env.started_at},
+                         {"cell_runs", cell_runs},
+                         {"rounds", rounds},
+                         {"dpdk_version", s.env.dpdk_version},
+                         {"tsc_hz", s.env.tsc_hz}});
+  s.on_record = [&stream, &s](const CellRecord& r) {
+    stream.Event("cell", ToJson({r}, s.env)["records"][0]);
+  };
+}
+
+// The end event: how the command ended, and `extra` (compare's verdict, tune's recommendation).
+void EndCellStream(StatsStream& stream, const std::vector<CellRecord>& records, int status,
+                   bool balanced, nlohmann::json extra = nlohmann::json::object()) {
+  if (!stream) return;
+  extra["state"] = StopRequested() ? "interrupted" : status == kExitOk ? "done" : "failed";
+  extra["cell_runs"] = records.size();
+  extra["balanced"] = balanced;
+  stream.Event("end", std::move(extra));
 }
 
 int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env,
@@ -62,15 +92,20 @@ int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env
   }
   auto json = PrepareOutput(plan.json_path);
   if (!json) return Fail(kExitBadInput, json.error());
+  auto stream = StatsStream::Open(plan.stats_json_path, *json);
+  if (!stream) return Fail(kExitBadInput, stream.error());
   int status = kExitOk;
   auto session = StartSession(plan.cells, plan.eal_memory, eal_user_args, std::move(env), &status);
   if (!session) return Fail(status, session.error());
   PrintHeader(stdout, plan.cells, session->env);
   PrintTelemetryLine(session->env);
   std::fflush(stdout);
+  StartCellStream(*stream, *session, out_dir.empty() ? "run" : "sweep",
+                  plan.cells.size() * plan.rounds, plan.rounds);
   std::vector<CellRecord> records;
   bool balanced = true;
   MeasureGrid(plan.cells, plan.rounds, *session, 0, records, &status, &balanced);
+  EndCellStream(*stream, records, status, balanced);
   const std::string tables = PrintAndKeepTables(records, plan.policies);
   std::fflush(stdout);
   const nlohmann::json doc = ToJson(records, session->env);
@@ -87,7 +122,7 @@ int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env
         out_dir.c_str());
   }
   session->pool.reset();
-  return Finish(*json, doc, status, balanced);
+  return stream->Finish(Finish(*json, doc, status, balanced));
 }
 
 int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env) {
@@ -101,6 +136,8 @@ int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv
                                           rounds)});
   auto json = PrepareOutput(plan.json_path);
   if (!json) return Fail(kExitBadInput, json.error());
+  auto stream = StatsStream::Open(plan.stats_json_path, *json);
+  if (!stream) return Fail(kExitBadInput, stream.error());
   int status = kExitOk;
   auto session = StartSession(plan.cells, plan.eal_memory, eal_user_args, std::move(env), &status);
   if (!session) return Fail(status, session.error());
@@ -109,11 +146,33 @@ int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv
   PrintHeader(stdout, plan.cells, session->env);
   PrintTelemetryLine(session->env);
   std::fflush(stdout);
+  StartCellStream(*stream, *session, "compare", 2 * static_cast<size_t>(rounds), rounds);
   std::vector<CellRecord> records;
   std::vector<CellResult> ra, rb;
   bool balanced = true;
   const auto started = std::chrono::steady_clock::now();
   double last_line_s = 0;  // progress lines on a stderr that is no terminal (MeasureGrid's rule)
+  // /txbatch/stats: the round, and the last side measured.
+  const auto publish = [&](const char* state, int round, const char* side, const CellResult* r) {
+    TelemetryDict d{
+        {"state", std::string(state)},
+        {"at_s",
+         fmt::format(
+             "{:.3f}",
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count())},
+        {"round", static_cast<uint64_t>(round)},
+        {"rounds", static_cast<uint64_t>(rounds)},
+        {"a_runs", uint64_t{ra.size()}},
+        {"b_runs", uint64_t{rb.size()}}};
+    if (r != nullptr) {
+      d.emplace_back("last_side", std::string(side));
+      d.emplace_back("last_packets", r->packets);
+      d.emplace_back("last_mpps", fmt::format("{:.4f}", r->mpps));
+      d.emplace_back("last_balanced", std::string(r->books.balanced ? "true" : "false"));
+    }
+    PublishTelemetryStats(std::move(d));
+  };
+  publish("running", 1, "", nullptr);
   for (int round = 1; round <= rounds && status == kExitOk && !StopRequested(); ++round) {
     for (const auto& [cell, side, results] : {std::tuple{&a, "A", &ra}, std::tuple{&b, "B", &rb}}) {
       if (StopRequested()) break;
@@ -122,6 +181,8 @@ int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv
       balanced &= r->books.balanced;
       results->push_back(*r);
       records.push_back({*cell, *r, round, side});
+      if (session->on_record) session->on_record(records.back());
+      publish("running", round, side, &*r);
     }
     if (isatty(fileno(stderr))) {
       std::fprintf(stderr, "\rround %d/%d", round, rounds);
@@ -133,6 +194,10 @@ int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv
       last_line_s = spent;
     }
   }
+  publish(StopRequested()     ? "interrupted"
+          : status == kExitOk ? "done"
+                              : "failed",
+          rounds, "", nullptr);
   if (isatty(fileno(stderr))) std::fprintf(stderr, "\r%20s\r", "");
   if (StopRequested())
     std::printf("\ninterrupted by a signal: %zu of %d rounds measured\n",
@@ -149,8 +214,9 @@ int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv
   nlohmann::json doc = ToJson(records, session->env);
   doc["comparison"] = ComparisonJson(*axis, a, b, static_cast<int>(std::min(ra.size(), rb.size())),
                                      metrics, checks);
+  EndCellStream(*stream, records, status, balanced, {{"comparison", doc["comparison"]}});
   session->pool.reset();
-  return Finish(*json, doc, status, balanced);
+  return stream->Finish(Finish(*json, doc, status, balanced));
 }
 
 // The smallest batch limit reaching `target` of the best throughput (within a p99 budget): a
@@ -192,6 +258,8 @@ int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_m
                                                            p.ToString())});
   auto json = PrepareOutput(plan->json_path);
   if (!json) return Fail(kExitBadInput, json.error());
+  auto stream = StatsStream::Open(plan->stats_json_path, *json);
+  if (!stream) return Fail(kExitBadInput, stream.error());
   int status = kExitOk;
   auto session =
       StartSession(plan->cells, plan->eal_memory, eal_user_args, std::move(env), &status);
@@ -199,6 +267,7 @@ int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_m
   PrintHeader(stdout, plan->cells, session->env);
   PrintTelemetryLine(session->env);
   std::fflush(stdout);
+  StartCellStream(*stream, *session, "tune", plan->cells.size() * plan->rounds, plan->rounds);
   std::vector<CellRecord> records;
   bool balanced = true;
   MeasureGrid(plan->cells, plan->rounds, *session, 0, records, &status, &balanced);
@@ -269,8 +338,9 @@ int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_m
                    {"batch", advice.found ? nlohmann::json(advice.batch) : nlohmann::json(nullptr)},
                    {"share_of_peak", advice.share_of_peak},
                    {"reason", advice.reason}}}};
+  EndCellStream(*stream, records, status, balanced, {{"tune", doc["tune"]}});
   session->pool.reset();
-  return Finish(*json, doc, status, balanced);
+  return stream->Finish(Finish(*json, doc, status, balanced));
 }
 
 // Re-renders what a --json file holds, as the command that wrote it printed it.

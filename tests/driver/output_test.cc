@@ -123,7 +123,9 @@ TEST(Output, AFolderForAFileIsRefusedBeforeAnythingRuns) {
   for (const std::string& args :
        {kRun + " --json " + d.string(), "calibrate --out " + d.string(),
         "calibrate --json " + d.string() + " --out " + (d / "m.json").string(),
-        "sink --port net_null0 --duration 1 --json " + d.string()}) {
+        "sink --port net_null0 --duration 1 --json " + d.string(),
+        kRun + " --stats-json " + d.string(),
+        "bridge --port-a net_null0 --port-b net_null1 --duration 1 --stats-json " + d.string()}) {
     const auto started = std::chrono::steady_clock::now();
     const Outcome o = Txbatch(d, args);
     const double s =
@@ -163,6 +165,76 @@ TEST(Output, ASweepOnAFullDiskLeavesNothingAndAComparisonHasNoSweepFiles) {
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_NE(r.err.find("comparison"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(d / "rep"));
+}
+
+// `jq FILTER` over `text` (jq -c, one result a line), or "jq failed" with its error where a line
+// is no JSON.
+std::string Jq(const fs::path& d, const std::string& filter, const std::string& text) {
+  const fs::path in = d / "jq_in", out = d / "jq_out";
+  std::ofstream(in) << text;
+  const int rc = std::system(
+      ("jq -c '" + filter + "' < " + in.string() + " > " + out.string() + " 2>&1").c_str());
+  std::string got = Slurp(out);
+  fs::remove(in);
+  fs::remove(out);
+  return rc == 0 ? got : "jq failed: " + got;
+}
+
+// --stats-json (issue 20, item 3): NDJSON as iperf3 --json-stream writes it. On standard output
+// it is all there is (jq reads every line); a start event, a cell event per cell run as it
+// finishes — the very record --json holds — and an end event; compare's end carries its verdict.
+TEST(Output, StatsJsonStreamsACellEventPerCellRunThatJqReads) {
+  const fs::path d = Scratch("stats_json");
+  const fs::path doc = d / "doc.json";
+  const Outcome o = Txbatch(d,
+                            "run --driver emu:null --proto udp --size 64 --procs 1 --batch 1,8 "
+                            "--rounds 2 --duration 0.05 --warmup 0.01 --json " +
+                                doc.string() + " --stats-json -");
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_EQ(Jq(d, ".event", o.out), "\"start\"\n\"cell\"\n\"cell\"\n\"cell\"\n\"cell\"\n\"end\"\n")
+      << o.out;
+  EXPECT_EQ(
+      Jq(d, "select(.event == \"start\") | [.data.command, .data.cell_runs, .data.rounds]", o.out),
+      "[\"run\",4,2]\n");
+  EXPECT_EQ(
+      Jq(d, "select(.event == \"end\") | [.data.state, .data.cell_runs, .data.balanced]", o.out),
+      "[\"done\",4,true]\n");
+  EXPECT_NE(o.err.find("MB/s"), std::string::npos) << o.err;  // the tables went to stderr
+  // Each cell event is the record the --json document holds, in its order.
+  const auto records = nlohmann::json::parse(Slurp(doc))["records"];
+  std::istringstream lines(o.out);
+  size_t i = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const auto event = nlohmann::json::parse(line);
+    if (event["event"] != "cell") continue;
+    ASSERT_LT(i, records.size());
+    EXPECT_EQ(event["data"], records[i]) << "cell event " << i;
+    ++i;
+  }
+  EXPECT_EQ(i, records.size());
+
+  const Outcome c = Txbatch(d,
+                            "compare --driver emu:null --proto udp --size 64 --batch 1,8 "
+                            "--rounds 2 --duration 0.03 --warmup 0.01 --stats-json " +
+                                (d / "cmp.ndjson").string());
+  ASSERT_EQ(c.status, 0) << c.err;
+  EXPECT_EQ(Jq(d, "[.event, .data.side // .data.comparison.axis // .data.command]",
+               Slurp(d / "cmp.ndjson")),
+            "[\"start\",\"compare\"]\n[\"cell\",\"A\"]\n[\"cell\",\"B\"]\n[\"cell\",\"A\"]\n"
+            "[\"cell\",\"B\"]\n[\"end\",\"--batch/--policy\"]\n");
+}
+
+// Both on standard output cannot be told apart: one sentence, exit 2, nothing run or written.
+TEST(Output, StatsJsonAndJsonBothOnStandardOutputAreRefused) {
+  const fs::path d = Scratch("stats_json_both");
+  for (const char* both : {" --json - --stats-json -", " --json - --stats-json /dev/stdout"}) {
+    const Outcome o = Txbatch(d, kRun + both);
+    EXPECT_EQ(o.status, 2) << both << ": " << o.err;
+    EXPECT_NE(o.err.find("both name standard output"), std::string::npos) << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+    EXPECT_TRUE(o.out.empty()) << o.out;
+  }
+  EXPECT_TRUE(fs::is_empty(d));
 }
 
 }  // namespace

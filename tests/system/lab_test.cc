@@ -20,6 +20,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "system_util.h"
 
@@ -27,6 +28,7 @@ namespace txbatch {
 namespace {
 
 using namespace system_test;
+using nlohmann::json;
 
 // A lab for one test: up in the constructor, down (and its iperf3 server gone) in the destructor.
 class Lab {
@@ -187,6 +189,72 @@ TEST(Lab, PingCrossesTheBridgeWithoutLossAndEverythingIsRemovedAfter) {
     ExpectBooks(lab.Down());
   }
   ExpectGone("tsys1");
+}
+
+// Watched with the tools a DPDK user has (issue 20, items 1 and 3): while ping crosses the
+// bridge, dpdk-telemetry.py reads its per-direction counters through the file prefix its header
+// names, and its --stats-json stream (every line read by jq) has a start event, interval events
+// whose frames add up to the counters they carry, and an end event with balanced books.
+TEST(Lab, TelemetryAndTheStatsStreamShowWhatCrossesTheBridge) {
+  CleanupGuard guard{"tsyst"};
+  const std::string ndjson = ::testing::TempDir() + "/lab-stats.ndjson";
+  std::filesystem::remove(ndjson);
+  json stats;
+  {
+    Lab lab("tsyst", "--stats 50ms --stats-json " + ndjson);
+    ASSERT_TRUE(lab.up()) << lab.up_output();
+    const PingStats p = ParsePing(lab.InA("ping -c 20 -i 0.01 -q 10.77.0.2").out);
+    EXPECT_EQ(p.received, 20);
+    std::smatch m;
+    const std::string log = Slurp("/run/txbatch-lab/tsyst/bridge.log");
+    ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(telemetry: dpdk-telemetry.py -f (\S+))")))
+        << log;
+    const std::string prefix = m[1];
+    // Published every 0.1 s: asked until both directions show the pings (or 5 s pass).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < deadline) {
+      const Ran t = Sh("printf '/txbatch/stats\\n' | dpdk-telemetry.py -f " + prefix);
+      const size_t brace = t.out.find('{');
+      if (brace != std::string::npos) {
+        const json reply = json::parse(t.out.substr(brace, t.out.rfind('}') - brace + 1), nullptr,
+                                       /*allow_exceptions=*/false);
+        if (reply.is_object() && reply.contains("/txbatch/stats")) stats = reply["/txbatch/stats"];
+      }
+      if (stats.value("a_b_rx", 0) >= 20 && stats.value("b_a_rx", 0) >= 20) break;
+      usleep(100000);
+    }
+    ExpectBooks(lab.Down());
+  }
+  EXPECT_EQ(stats.value("state", ""), "running") << stats;
+  EXPECT_GE(stats.value("a_b_rx", 0), 20) << stats;    // the requests (and ARP)
+  EXPECT_GE(stats.value("b_a_sent", 0), 20) << stats;  // the replies
+  ASSERT_EQ(Sh("jq -e . " + ndjson + " > /dev/null").status, 0) << Slurp(ndjson);
+  std::vector<json> lines;
+  {
+    std::istringstream in(Slurp(ndjson));
+    for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
+  }
+  ASSERT_GE(lines.size(), 3u) << Slurp(ndjson);
+  EXPECT_EQ(lines.front()["event"], "start");
+  EXPECT_EQ(lines.front()["data"]["command"], "bridge");
+  EXPECT_EQ(lines.back()["event"], "end");
+  std::array<uint64_t, 2> sum{};
+  for (size_t i = 1; i + 1 < lines.size(); ++i) {
+    ASSERT_EQ(lines[i]["event"], "interval") << i;
+    const json& dirs = lines[i]["data"]["directions"];
+    ASSERT_EQ(dirs.size(), 2u);
+    for (size_t d = 0; d < 2; ++d) {
+      sum[d] += dirs[d]["interval"]["rx"].get<uint64_t>();
+      EXPECT_EQ(sum[d], dirs[d]["rx"].get<uint64_t>()) << "interval " << i << " " << dirs[d];
+    }
+  }
+  const json& end = lines.back()["data"];
+  EXPECT_EQ(end["balanced"], true) << end;
+  ASSERT_EQ(end["directions"].size(), 2u) << end;
+  EXPECT_EQ(end["directions"][0]["name"], "a>b");
+  EXPECT_GE(end["directions"][0]["rx"].get<uint64_t>(), std::max<uint64_t>(sum[0], 20));
+  EXPECT_GE(end["directions"][1]["sent"].get<uint64_t>(), 20u);
+  std::filesystem::remove(ndjson);
 }
 
 TEST(Lab, ADelayEachWayBoundsTheRoundTrip) {

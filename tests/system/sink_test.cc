@@ -6,7 +6,9 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "system_util.h"
 
@@ -23,7 +25,9 @@ struct Exchange {
 };
 
 // Starts the sink, waits until it receives, runs the sender, then stops the sink by its pid.
-Exchange RunThroughMemif(const std::string& sink_extra, const std::string& run_extra) {
+// `sink_stats`: the sink's --stats (and --stats-json) options.
+Exchange RunThroughMemif(const std::string& sink_extra, const std::string& run_extra,
+                         const std::string& sink_stats = "--stats 0") {
   const std::string dir = ::testing::TempDir();
   const std::string sock = "/tmp/txbatch-sink-test.sock";
   const std::string sink_log = dir + "/sink.log", sink_json = dir + "/sink.json";
@@ -31,8 +35,8 @@ Exchange RunThroughMemif(const std::string& sink_extra, const std::string& run_e
   std::filesystem::remove(sink_json);
   std::filesystem::remove(run_json);
   Exchange x;
-  Process sink(Txbatch() + " sink --port net_memif0,role=server,socket=" + sock +
-                   " --stats 0 --json " + sink_json + " " + sink_extra,
+  Process sink(Txbatch() + " sink --port net_memif0,role=server,socket=" + sock + " " + sink_stats +
+                   " --json " + sink_json + " " + sink_extra,
                sink_log);
   sink.WaitFor("waiting up to", 10);
   const std::string run = Txbatch() + " run --driver ethdev:net_memif0,role=client,socket=" + sock +
@@ -85,6 +89,45 @@ TEST(Sink, ALinkOnTheWayLosesFramesThatShowAsSequenceGaps) {
   // Every loss is a gap but those after a flow's last arrival, at most a few per flow.
   EXPECT_LE(s["lost"].get<uint64_t>(), lost);
   EXPECT_GE(s["lost"].get<uint64_t>() + 20, lost) << x.sink_out;
+}
+
+// --stats-json (issue 20, item 3) with real traffic: NDJSON lines, each parsed as it came; the
+// interval events count what arrived in each interval, adding up to the running total they
+// carry, and the end event is the --json record (every frame run sent).
+TEST(Sink, TheStatsStreamCountsWhatArrivesIntervalByInterval) {
+  const std::string ndjson = ::testing::TempDir() + "/sink-stats.ndjson";
+  std::filesystem::remove(ndjson);
+  const Exchange x =
+      RunThroughMemif("", "--batch 32 --rounds 1", "--stats 50ms --stats-json " + ndjson);
+  ASSERT_EQ(x.run_status, 0) << x.run_out;
+  ASSERT_EQ(x.sink_status, 0) << x.sink_out;
+  const Ran events = Sh("jq -r .event " + ndjson);
+  ASSERT_EQ(events.status, 0) << events.out;  // every line JSON
+  std::vector<json> lines;
+  {
+    std::istringstream in(Slurp(ndjson));
+    for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
+  }
+  ASSERT_GE(lines.size(), 4u) << Slurp(ndjson);  // start, intervals, end
+  EXPECT_EQ(lines.front()["event"], "start");
+  EXPECT_EQ(lines.front()["data"]["command"], "sink");
+  EXPECT_EQ(lines.back()["event"], "end");
+  uint64_t sum = 0, total = 0, nonzero = 0;
+  for (size_t i = 1; i + 1 < lines.size(); ++i) {
+    ASSERT_EQ(lines[i]["event"], "interval") << i;
+    const uint64_t got = lines[i]["data"]["received"].get<uint64_t>();
+    sum += got;
+    nonzero += got > 0;
+    total = lines[i]["data"]["received_total"].get<uint64_t>();
+    EXPECT_EQ(sum, total) << "interval " << i;
+  }
+  EXPECT_GE(nonzero, 2u) << Slurp(ndjson);  // the run's 0.35 s spans several intervals
+  const json& end = lines.back()["data"];
+  EXPECT_EQ(end["results"], x.sink_doc["results"]);
+  EXPECT_EQ(end["results"]["received"].get<uint64_t>(), Sent(x.run_doc));
+  EXPECT_GE(end["results"]["received"].get<uint64_t>(), total);
+  EXPECT_EQ(end["mbufs_in_use_at_exit"], 0);
+  std::filesystem::remove(ndjson);
 }
 
 }  // namespace

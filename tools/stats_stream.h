@@ -1,0 +1,40 @@
+#pragma once
+// --stats-json FILE: live, machine-readable statistics as NDJSON — one JSON object a line, written
+// as it happens, in iperf3 --json-stream's shape: {"event": "start"|"interval"|"cell"|"end",
+// "data": {...}} (doc/usage.md lists each command's events and fields). `-` is standard output,
+// which then carries the stream alone. Control plane.
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/output_file.h"
+
+namespace txbatch {
+
+class StatsStream {
+ public:
+  // No stream (--stats-json not given): Event does nothing.
+  StatsStream() = default;
+  // Checks and opens `path` before anything runs (an empty one: no stream). `json` is the
+  // command's --json file, if any: both cannot be standard output.
+  static Result<StatsStream> Open(const std::string& path, const std::optional<OutputFile>& json);
+
+  explicit operator bool() const { return out_.has_value(); }
+  // Writes one event line. A write that fails is said once on stderr and ends the stream;
+  // Finish then turns the exit status into 2.
+  void Event(std::string_view event, nlohmann::json data);
+  // `status`, or 2 (bad input: the named output could not be written) where a write failed and
+  // nothing worse happened.
+  int Finish(int status) const;
+
+ private:
+  std::optional<LineStream> out_;
+};
+
+// --stats-json on a command; `what` says when its lines come.
+void AddStatsJsonOption(CLI::App& cmd, std::string& path, const std::string& what);
+
+}  // namespace txbatch
