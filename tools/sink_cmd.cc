@@ -197,11 +197,14 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
       const Tsc now = Now();
       if (now >= end) break;
       const uint16_t k = in->Receive(rx);
-      for (uint16_t i = 0; i < k; ++i) at[i] = now;
+      // Stamped after the receive returns: a frame sent while it ran carries a TX stamp later
+      // than `now` (it counted as arriving before it was sent, and was left out of latency).
+      const Tsc arrived = k ? Now() : now;
+      for (uint16_t i = 0; i < k; ++i) at[i] = arrived;
       unsigned moved = k;
       if (model) {
-        for (uint16_t i = 0; i < k; ++i) model->Offer(rx[i], now);
-        while (const unsigned n = model->Deliver(now, rx, at)) {
+        for (uint16_t i = 0; i < k; ++i) model->Offer(rx[i], arrived);
+        while (const unsigned n = model->Deliver(arrived, rx, at)) {
           receive({rx.data(), n}, {at.data(), n});
           moved += n;
         }

@@ -65,7 +65,7 @@ uint64_t Sent(const json& run_doc) {
 // Four cells (two policies, two rounds): each flow's sequence goes on from cell to cell, so the
 // sink sees neither restarts (duplicates) nor gaps.
 TEST(Sink, CountsExactlyWhatAnotherProcessSentOverMemif) {
-  const Exchange x = RunThroughMemif("", "--batch 1,32 --rounds 2");
+  const Exchange x = RunThroughMemif("--clocks-synchronised", "--batch 1,32 --rounds 2");
   ASSERT_EQ(x.run_status, 0) << x.run_out;
   ASSERT_EQ(x.sink_status, 0) << x.sink_out;
   const json& s = x.sink_doc["results"];
@@ -76,6 +76,10 @@ TEST(Sink, CountsExactlyWhatAnotherProcessSentOverMemif) {
   EXPECT_EQ(s["duplicated"], 0);
   EXPECT_EQ(s["foreign"], 0);
   EXPECT_NE(x.sink_out.find("mbufs in use at exit: 0"), std::string::npos) << x.sink_out;
+  // Every frame has a one-way latency: none stamped on arrival before it was sent (the arrival
+  // stamp was read before the receive call, so a frame sent meanwhile was left out).
+  ASSERT_TRUE(s["latency_ns"].is_object()) << s;
+  EXPECT_EQ(s["latency_ns"]["count"], s["received"]) << s;
 }
 
 TEST(Sink, ALinkOnTheWayLosesFramesThatShowAsSequenceGaps) {
