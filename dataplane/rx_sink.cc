@@ -6,13 +6,14 @@
 namespace txbatch {
 
 RxSink::RxSink(const RunWindow& window, double tsc_hz, unsigned flows, uint64_t seq_window,
-               bool verify_headers, bool timing)
+               bool verify_headers, bool timing, bool flow_latency)
     : window_(window),
       ns_per_tsc_(1e9 / tsc_hz),
       seq_window_(std::bit_ceil(std::max<uint64_t>(seq_window, uint64_t{1} << 16))),
       verify_headers_(verify_headers),
       timing_(timing),
-      flows_(flows, Flow{0, std::vector<uint64_t>(seq_window_ / 64, 0)}),
+      flows_(flows, Flow{0, std::vector<uint64_t>(seq_window_ / 64, 0), {}}),
+      flow_latency_(flow_latency ? flows : 0),
       meta_offset_(TxMetaOffset()) {}
 
 void RxSink::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival) {
@@ -29,6 +30,7 @@ void RxSink::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arr
       continue;
     }
     received_.Add();
+    ++flows_[f.flow].counts.received;
     Track(flows_[f.flow], f.seq);
     const Tsc at = arrival[i];
     if (at < f.tx_tsc) {
@@ -41,6 +43,11 @@ void RxSink::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arr
       if (!timing_) continue;
       const double total = static_cast<double>(at - f.tx_tsc) * ns_per_tsc_;
       latency_.Record(total);
+      if (!flow_latency_.empty()) {
+        auto& h = flow_latency_[f.flow];
+        if (!h) h = std::make_unique<LatencyHistogram>();
+        h->Record(total);
+      }
       if (meta_offset_ >= 0) {
         const TxMeta* t = MetaOf(frames[i], meta_offset_);
         if (t->stamp == f.tx_tsc) RecordStages(*t, at, total);
@@ -59,6 +66,7 @@ void RxSink::CloseFlows(std::span<const uint64_t> next_seq) {
   for (size_t f = 0; f < std::min(next_seq.size(), flows_.size()); ++f)
     if (next_seq[f] > flows_[f].expect) {
       lost_.Add(next_seq[f] - flows_[f].expect);
+      flows_[f].counts.lost += next_seq[f] - flows_[f].expect;
       flows_[f].expect = next_seq[f];
     }
 }
@@ -67,6 +75,7 @@ void RxSink::Track(Flow& flow, uint64_t seq) {
   if (seq >= flow.expect) {
     const uint64_t gap = seq - flow.expect;
     lost_.Add(gap);
+    flow.counts.lost += gap;
     for (uint64_t s = gap > seq_window_ ? seq - seq_window_ : flow.expect; s < seq; ++s)
       Mark(flow, s, false);
     Mark(flow, seq, true);
@@ -74,13 +83,17 @@ void RxSink::Track(Flow& flow, uint64_t seq) {
   } else if (flow.expect - seq > seq_window_) {
     late_.Add();  // too late to tell a gap it fills from a duplicate
     duplicated_.Add();
+    ++flow.counts.duplicated;
   } else if (!Seen(flow, seq)) {
     // It fills a gap counted as lost when a later frame came first: reordered, not lost.
     Mark(flow, seq, true);
     lost_.Sub();
     reordered_.Add();
+    --flow.counts.lost;
+    ++flow.counts.reordered;
   } else {
     duplicated_.Add();
+    ++flow.counts.duplicated;
   }
 }
 
@@ -117,6 +130,32 @@ void RxSink::Absorb(const RxSink& o) {
   driver_ring_.Merge(o.driver_ring_);
   wire_.Merge(o.wire_);
   for (size_t b = 0; b < position_.size(); ++b) position_[b].Merge(o.position_[b]);
+  // Per flow: a cell's queues share flow ids (a flow's frames may cross several).
+  for (size_t f = 0; f < std::min(flows_.size(), o.flows_.size()); ++f) {
+    FlowCounts& to = flows_[f].counts;
+    const FlowCounts& from = o.flows_[f].counts;
+    to.received += from.received;
+    to.lost += from.lost;
+    to.duplicated += from.duplicated;
+    to.reordered += from.reordered;
+  }
+  for (size_t f = 0; f < std::min(flow_latency_.size(), o.flow_latency_.size()); ++f) {
+    if (!o.flow_latency_[f]) continue;
+    if (!flow_latency_[f]) flow_latency_[f] = std::make_unique<LatencyHistogram>();
+    flow_latency_[f]->Merge(*o.flow_latency_[f]);
+  }
+}
+
+std::vector<FlowCounts> RxSink::flow_counts() const {
+  std::vector<FlowCounts> out;
+  out.reserve(flows_.size());
+  for (const Flow& f : flows_) out.push_back(f.counts);
+  return out;
+}
+
+std::optional<LatencySummary> RxSink::flow_latency(size_t f) const {
+  if (f >= flow_latency_.size() || !flow_latency_[f]) return std::nullopt;
+  return flow_latency_[f]->Summary();
 }
 
 SinkCounts RxSink::counts() const {

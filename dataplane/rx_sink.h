@@ -11,6 +11,8 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -37,6 +39,11 @@ struct SinkCounts {
   uint64_t window_payload_bytes = 0;
 };
 
+// One flow's share of SinkCounts (a flow: one sender's producer, its own sequence).
+struct FlowCounts {
+  uint64_t received = 0, lost = 0, duplicated = 0, reordered = 0;
+};
+
 class RxSink final : public FrameReceiver {
  public:
   // `seq_window`: how far behind the newest frame of its flow a late frame may arrive and still be
@@ -46,8 +53,10 @@ class RxSink final : public FrameReceiver {
   // corrupt — needed only behind a link that corrupts; it costs an IPv4 checksum per frame, on
   // the sending core where emu's deliveries are handed on (booked as the receiver's).
   // `timing`: measure latency (off: --no-timing, frames carry no stamp; counts only).
+  // `flow_latency`: also a latency histogram per flow (flow_latency(); ~35 KB a flow that
+  // receives, and a second histogram update a frame).
   RxSink(const RunWindow& window, double tsc_hz, unsigned flows, uint64_t seq_window = 0,
-         bool verify_headers = false, bool timing = true);
+         bool verify_headers = false, bool timing = true, bool flow_latency = false);
 
   // Flow f's first sequence number is first[f] (a flow continued from an earlier cell); before
   // any frame arrives.
@@ -75,8 +84,13 @@ class RxSink final : public FrameReceiver {
   static constexpr size_t kPositionBuckets = std::bit_width(kMaxBatch - 1u) + 1u;  // to kMaxBatch
   const std::array<LatencyHistogram, kPositionBuckets>& by_position() const { return position_; }
   SinkCounts counts() const;
+  // Per flow id (0..flows-1): what counts() adds up (received, lost, duplicated, reordered).
+  std::vector<FlowCounts> flow_counts() const;
+  // Flow f's latency of frames in the window; empty unless built with `flow_latency` (and for a
+  // flow nothing of which arrived in the window).
+  std::optional<LatencySummary> flow_latency(size_t f) const;
   // Adds `other`'s counts and histograms to this sink's (a cell's per-queue sinks, each closed,
-  // into one). Its flows are not carried over: close both first.
+  // into one), flow by flow (a flow's sequence state is not carried over: close both first).
   void Absorb(const RxSink& other);
   // Frames handed to Receive so far, whatever they were (the simulation charges their handling).
   uint64_t handled() const { return received_.Get() + foreign_.Get(); }
@@ -92,6 +106,7 @@ class RxSink final : public FrameReceiver {
   struct Flow {
     uint64_t expect = 0;
     std::vector<uint64_t> seen;  // a bit per sequence number, modulo the window
+    FlowCounts counts;
   };
   bool Seen(const Flow& f, uint64_t seq) const {
     return f.seen[(seq & (seq_window_ - 1)) / 64] >> (seq % 64) & 1;
@@ -105,6 +120,8 @@ class RxSink final : public FrameReceiver {
   const bool timing_;
   void Track(Flow& flow, uint64_t seq);
   std::vector<Flow> flows_;
+  // With `flow_latency`: one per flow, made when its first frame in the window arrives.
+  std::vector<std::unique_ptr<LatencyHistogram>> flow_latency_;
   LatencyHistogram latency_;
   LatencyHistogram before_driver_, driver_ring_, wire_;
   std::array<LatencyHistogram, kPositionBuckets> position_;

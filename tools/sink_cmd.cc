@@ -22,6 +22,7 @@
 #include "drivers/ethdev/ring_size.h"
 #include "drivers/verbs/verbs.h"
 #include "engine/session.h"
+#include "results/latency_text.h"
 #include "tools/port_cmd.h"
 #include "tools/run_options.h"
 
@@ -41,6 +42,9 @@ void AddSinkOptions(CLI::App& cmd, SinkArgs& a) {
   cmd.add_flag("--clocks-synchronised", a.clocks_synchronised,
                "The sender's TSC and this one's agree (the same host, or PTP-disciplined): report "
                "one-way latency from each frame's TX stamp");
+  cmd.add_flag("--per-flow", a.per_flow,
+               "Also print each flow's counts (and one-way latency) after the summary; the "
+               "--json record has them always");
   cmd.add_option("--json", a.json, "Write the receive side's record to this file")
       ->check(NonEmpty(kJsonNeedsName));
   AddWholeNumberOption(cmd, "--mtu", a.mtu, "IP MTU of the port (68..9000)");
@@ -48,6 +52,47 @@ void AddSinkOptions(CLI::App& cmd, SinkArgs& a) {
   AddStopOptions(cmd, a.duration_s, a.stats_s);
   AddStatsJsonOption(cmd, a.stats_json, "an interval event each --stats");
 }
+
+namespace {
+
+nlohmann::json PerFlowJson(const SinkOutcome& o) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const SinkOutcome::Flow& f : o.flows)
+    out.push_back({{"flow", f.id},
+                   {"received", f.counts.received},
+                   {"lost", f.counts.lost},
+                   {"duplicated", f.counts.duplicated},
+                   {"reordered", f.counts.reordered},
+                   {"latency_ns", f.latency ? nlohmann::json{{"p50", f.latency->p50},
+                                                             {"p99", f.latency->p99},
+                                                             {"max", f.latency->max},
+                                                             {"count", f.latency->count}}
+                                            : nlohmann::json(nullptr)}});
+  return out;
+}
+
+// --per-flow: a row a flow, latency in one unit a column (tc's words).
+void PrintFlows(const SinkOutcome& o, bool latency) {
+  std::vector<std::optional<double>> p50s, p99s;
+  for (const auto& f : o.flows) {
+    p50s.push_back(f.latency ? std::optional(f.latency->p50) : std::nullopt);
+    p99s.push_back(f.latency ? std::optional(f.latency->p99) : std::nullopt);
+  }
+  const LatencyUnit u50 = ColumnUnit(p50s), u99 = ColumnUnit(p99s);
+  fmt::print("\n{:>6} {:>12} {:>10} {:>10} {:>10}{}\n", "flow", "received", "lost", "duplicated",
+             "reordered", latency ? fmt::format(" {:>10} {:>10}", "p50", "p99") : std::string());
+  for (size_t i = 0; i < o.flows.size(); ++i) {
+    const auto& f = o.flows[i];
+    fmt::print("{:>6} {:>12} {:>10} {:>10} {:>10}{}\n", f.id, f.counts.received, f.counts.lost,
+               f.counts.duplicated, f.counts.reordered,
+               latency ? fmt::format(" {:>10} {:>10}", LatencyText(p50s[i], u50),
+                                     LatencyText(p99s[i], u99))
+                       : std::string());
+  }
+  if (o.flows.empty()) fmt::print("{:>6}\n", "none");
+}
+
+}  // namespace
 
 nlohmann::json SinkRecord(const std::string& port, unsigned flows,
                           const std::optional<LinkSpec>& link, const SinkOutcome& o) {
@@ -72,7 +117,8 @@ nlohmann::json SinkRecord(const std::string& port, unsigned flows,
                                                     {"p99", latency->p99},
                                                     {"max", latency->max},
                                                     {"count", latency->count}}
-                                   : nlohmann::json(nullptr)}}}};
+                                   : nlohmann::json(nullptr)},
+            {"per_flow", PerFlowJson(o)}}}};
 }
 
 int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
@@ -148,11 +194,13 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
   Tsc first = kNever, last = 0;
   std::optional<LatencySummary> latency;
   uint64_t link_lost = 0, link_in_flight = 0;
+  std::vector<SinkOutcome::Flow> flows;
   {
     RunWindow window;
     window.start.store(0);  // every frame counts
     RxSink sink(window, tsc_hz, a.flows, *link ? uint64_t{4} * (*link)->limit : 0,
-                /*verify_headers=*/true);
+                /*verify_headers=*/true, /*timing=*/true,
+                /*flow_latency=*/a.clocks_synchronised);
     std::optional<LinkModel> model;
     if (*link) model.emplace(**link, tsc_hz);
     const std::string about = fmt::format(
@@ -257,6 +305,11 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
     publish(Now(), "stopped", /*wait=*/true);
     c = sink.counts();
     if (a.clocks_synchronised) latency = sink.latency().Summary();
+    const std::vector<FlowCounts> per_flow = sink.flow_counts();
+    for (unsigned f = 0; f < per_flow.size(); ++f) {
+      const FlowCounts& fc = per_flow[f];
+      if (fc.received + fc.lost + fc.duplicated > 0) flows.push_back({f, fc, sink.flow_latency(f)});
+    }
   }
   p.reset();
   receiver.reset();
@@ -281,8 +334,9 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
                                      Lat(latency, &LatencySummary::p99),
                                      Lat(latency, &LatencySummary::max))
                        : std::string("none received"));
-  const nlohmann::json doc =
-      SinkRecord(record_port, a.flows, *link, SinkOutcome{c, link_lost, active_s, latency});
+  const SinkOutcome outcome{c, link_lost, active_s, latency, std::move(flows)};
+  if (a.per_flow) PrintFlows(outcome, a.clocks_synchronised);
+  const nlohmann::json doc = SinkRecord(record_port, a.flows, *link, outcome);
   const unsigned in_use = rte_mempool_in_use_count(fwd->pool.get());
   if (*stream) {
     nlohmann::json end = doc;

@@ -22,6 +22,7 @@ struct SinkArgs {
   unsigned mtu = 1500;
   std::string eal_memory = "auto";
   bool clocks_synchronised = false;
+  bool per_flow = false;  // --per-flow: a table of each flow's counts after the summary
   double duration_s = 0;
   double stats_s = 1;
 };
@@ -34,6 +35,14 @@ struct SinkOutcome {
   uint64_t link_lost = 0;                 // with a --link: the frames it lost
   double active_s = 0;                    // from the first frame to the last
   std::optional<LatencySummary> latency;  // with --clocks-synchronised and frames received
+  // Each flow that received, lost or repeated anything, by id: its counts and (with
+  // --clocks-synchronised) its one-way latency.
+  struct Flow {
+    unsigned id = 0;
+    FlowCounts counts;
+    std::optional<LatencySummary> latency;
+  };
+  std::vector<Flow> flows;
 };
 
 // The record `sink --json` writes (doc/bridge.md): `port` is the port as the sink's header line

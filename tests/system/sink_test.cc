@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -65,7 +66,7 @@ uint64_t Sent(const json& run_doc) {
 // Four cells (two policies, two rounds): each flow's sequence goes on from cell to cell, so the
 // sink sees neither restarts (duplicates) nor gaps.
 TEST(Sink, CountsExactlyWhatAnotherProcessSentOverMemif) {
-  const Exchange x = RunThroughMemif("--clocks-synchronised", "--batch 1,32 --rounds 2");
+  const Exchange x = RunThroughMemif("--per-flow --clocks-synchronised", "--batch 1,32 --rounds 2");
   ASSERT_EQ(x.run_status, 0) << x.run_out;
   ASSERT_EQ(x.sink_status, 0) << x.sink_out;
   const json& s = x.sink_doc["results"];
@@ -76,6 +77,27 @@ TEST(Sink, CountsExactlyWhatAnotherProcessSentOverMemif) {
   EXPECT_EQ(s["duplicated"], 0);
   EXPECT_EQ(s["foreign"], 0);
   EXPECT_NE(x.sink_out.find("mbufs in use at exit: 0"), std::string::npos) << x.sink_out;
+  // Per flow (issue 20, item 7): run's two producers are flows 0 and 1, each with its own
+  // count and one-way latency, adding up to the totals; --per-flow prints a row each.
+  const json& flows = s["per_flow"];
+  ASSERT_EQ(flows.size(), 2u) << s;
+  uint64_t received = 0;
+  for (unsigned f = 0; f < 2; ++f) {
+    EXPECT_EQ(flows[f]["flow"], f);
+    EXPECT_GT(flows[f]["received"].get<uint64_t>(), 0u);
+    EXPECT_EQ(flows[f]["lost"], 0);
+    ASSERT_TRUE(flows[f]["latency_ns"].is_object()) << flows[f];
+    EXPECT_EQ(flows[f]["latency_ns"]["count"], flows[f]["received"]);
+    EXPECT_LE(flows[f]["latency_ns"]["p50"].get<double>(),
+              flows[f]["latency_ns"]["p99"].get<double>());
+    received += flows[f]["received"].get<uint64_t>();
+    EXPECT_TRUE(std::regex_search(
+        x.sink_out,
+        std::regex("\\n +" + std::to_string(f) + " +" +
+                   std::to_string(flows[f]["received"].get<uint64_t>()) + " +0 +0 +0 ")))
+        << x.sink_out;
+  }
+  EXPECT_EQ(received, s["received"].get<uint64_t>());
   // Every frame has a one-way latency: none stamped on arrival before it was sent (the arrival
   // stamp was read before the receive call, so a frame sent meanwhile was left out).
   ASSERT_TRUE(s["latency_ns"].is_object()) << s;

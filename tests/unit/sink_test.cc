@@ -75,5 +75,68 @@ TEST(RxSink, WithoutAModelledWireTheDriverStageRunsToReceive) {
   EXPECT_FALSE(sink.wire().Summary());
 }
 
+// Per flow (issue 20, item 7): each flow's gaps, refills, repeats and latency are its own, add up
+// to the totals, and survive Absorb (a cell's queues, each with its own flows, into one).
+TEST(RxSink, CountsEachFlowApartAndTheFlowsAddUpToTheTotals) {
+  RunWindow window;
+  window.start.store(0);
+  window.end.store(kNever);
+  RxSink sink(window, kHz, 4, 0, false, true, /*flow_latency=*/true);
+  RxSink other(window, kHz, 4, 0, false, true, /*flow_latency=*/true);
+  // Flow 0: 0 1 2 3 in order. Flow 1: 0 2 (1 lost), then 4 3 (3 reordered after 4), 4 again
+  // (duplicated). Flow 2: 0 1 on the other queue. Flow 3: nothing.
+  std::vector<std::vector<rte_mbuf*>> by_flow(3);
+  for (uint16_t f = 0; f < 3; ++f) {
+    FrameBuilder b(Proto::kUdp, f);
+    for (int i = 0; i < 5; ++i) {
+      rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
+      ASSERT_NE(m, nullptr);
+      b.Build(m, 100, 1000);  // stamped at 1000, sequence i
+      by_flow[f].push_back(m);
+    }
+  }
+  rte_mbuf* dup = rte_pktmbuf_copy(by_flow[1][4], test::Pool(), 0, UINT32_MAX);
+  ASSERT_NE(dup, nullptr);
+  std::vector<rte_mbuf*> frames = {by_flow[0][0], by_flow[1][0], by_flow[0][1],
+                                   by_flow[1][2], by_flow[0][2], by_flow[1][4],
+                                   by_flow[1][3], by_flow[0][3], dup};
+  for (rte_mbuf* unsent :
+       {by_flow[0][4], by_flow[1][1], by_flow[2][2], by_flow[2][3], by_flow[2][4]})
+    rte_pktmbuf_free(unsent);  // never arrive
+  std::vector<Tsc> arrival;
+  for (size_t i = 0; i < frames.size(); ++i) arrival.push_back(2000 + 1000 * i);
+  sink.Receive(frames, arrival);
+  std::vector<rte_mbuf*> elsewhere = {by_flow[2][0], by_flow[2][1]};
+  std::vector<Tsc> at = {30000, 31000};
+  other.Receive(elsewhere, at);
+  sink.Absorb(other);
+
+  const std::vector<FlowCounts> f = sink.flow_counts();
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_EQ(f[0].received, 4u);
+  EXPECT_EQ(f[0].lost, 0u);
+  EXPECT_EQ(f[1].received, 5u);
+  EXPECT_EQ(f[1].lost, 1u);
+  EXPECT_EQ(f[1].reordered, 1u);
+  EXPECT_EQ(f[1].duplicated, 1u);
+  EXPECT_EQ(f[2].received, 2u);
+  EXPECT_EQ(f[3].received, 0u);
+  const SinkCounts c = sink.counts();
+  EXPECT_EQ(c.received, f[0].received + f[1].received + f[2].received);
+  EXPECT_EQ(c.lost, f[1].lost);
+  EXPECT_EQ(c.reordered, f[1].reordered);
+  EXPECT_EQ(c.duplicated, f[1].duplicated);
+  // Latency (stamped at 1000): flow 0 arrived at 2000, 4000, 6000, 9000.
+  ASSERT_TRUE(sink.flow_latency(0));
+  EXPECT_EQ(sink.flow_latency(0)->count, 4u);
+  EXPECT_EQ(sink.flow_latency(0)->min, 1000);
+  EXPECT_EQ(sink.flow_latency(0)->max, 8000);
+  EXPECT_EQ(sink.flow_latency(1)->count, 5u);
+  ASSERT_TRUE(sink.flow_latency(2));  // through Absorb
+  EXPECT_EQ(sink.flow_latency(2)->min, 29000);
+  EXPECT_FALSE(sink.flow_latency(3));
+  EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
+}
+
 }  // namespace
 }  // namespace txbatch
