@@ -238,6 +238,11 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
                                      *s);
     }
   r.arrival_before_tx = sc.arrival_before_tx;
+  if (cfg.per_flow && driver.counted_at() != CountedAt::kDriver) {
+    const std::vector<FlowCounts> flows = sink.flow_counts();
+    for (unsigned f = 0; f < flows.size(); ++f)
+      r.flows.push_back({f, flows[f], sink.flow_latency(f)});
+  }
   r.irq_max_late_us = static_cast<double>(qc.irq_max_late_tsc.Get()) * 1e6 / tsc_hz;
   r.wire_max_idle_us = static_cast<double>(dc.window_max_idle_tsc.Get()) * 1e6 / tsc_hz;
   r.foreign = sc.foreign;

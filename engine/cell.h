@@ -65,6 +65,9 @@ struct CellConfig {
   bool sync_auto = false;
   // Frames carry TX stamps and the sink measures latency (off: --no-timing, throughput only).
   bool timing = true;
+  // --per-flow: the sink keeps each flow's counts and latency (CellResult::flows; a second
+  // histogram update a received frame).
+  bool per_flow = false;
   BqlBounds bql;  // --bql-limit-min/max, --bql-hold-time
   uint64_t seed = 1;
   std::optional<LinkSpec> link;  // --link: netem's impairments behind the emulated wire
@@ -159,6 +162,15 @@ struct CellResult {
   bool before_driver_is_batch_fill = false;  // --qdisc none
   // Whole latency by position in the driver call: ("0", …), ("1", …), ("2-3", …), …
   std::vector<std::pair<std::string, LatencySummary>> lat_by_position;
+  // With --per-flow where frames come back to a sink: each producer's flow (its id = the
+  // producer's index), counted over the whole cell as the books are; latency of its frames in
+  // the window.
+  struct Flow {
+    unsigned id = 0;
+    FlowCounts counts;
+    std::optional<LatencySummary> latency;
+  };
+  std::vector<Flow> flows;
   Books books;
   std::optional<double> ceiling_mpps, ceiling_mb_per_s;
   std::optional<bool> link_bound;

@@ -43,7 +43,8 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
     // A link holds up to `limit` frames: a late frame may trail that many and more.
     sinks.push_back(std::make_unique<RxSink>(
         window, tsc_hz, cfg.procs, cfg.link ? uint64_t{4} * cfg.link->limit : 0,
-        /*verify_headers=*/cfg.link && cfg.link->corrupt > 0, cfg.timing));
+        /*verify_headers=*/cfg.link && cfg.link->corrupt > 0, cfg.timing,
+        /*flow_latency=*/cfg.per_flow && cfg.timing));
     sinks.back()->StartFlows(first_seq);
     sink_ptrs.push_back(sinks.back().get());
   }

@@ -522,7 +522,8 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     Lane& l = lanes_.emplace_back();
     l.sink = std::make_unique<RxSink>(
         window_, tsc_hz_, cfg_.procs, cfg_.link ? uint64_t{4} * cfg_.link->limit : 0,
-        /*verify_headers=*/cfg_.link && cfg_.link->corrupt > 0, cfg_.timing);
+        /*verify_headers=*/cfg_.link && cfg_.link->corrupt > 0, cfg_.timing,
+        /*flow_latency=*/cfg_.per_flow && cfg_.timing);
     l.sink->StartFlows(first_seq);
     l.delivery = std::make_unique<SimDelivery>(*l.sink, pool_cpus_, c_.deliver_remote > 0);
     l.driver = emu::CreateEmuDriver(emu_options, *l.delivery, window_, tsc_hz_,

@@ -101,6 +101,7 @@ CellConfig ConfigFrom(const json& c) {
   cfg.bypass = c.value("bypass", false);
   cfg.sync_auto = c.value("sync_auto", false);
   cfg.timing = c.value("timing", true);
+  cfg.per_flow = c.value("per_flow", false);
   if (const json& b = c.value("bql", json()); b.is_object())
     cfg.bql = BqlBounds{Whole{b.at("limit_min")}, Whole{b.at("limit_max")},
                         b.at("hold_time_ms").get<double>() / 1e3};
@@ -182,6 +183,12 @@ CellResult ResultFrom(const json& r) {
     x.lat_driver_ring = SummaryFrom(st.at("driver_ring"));
     x.lat_wire = SummaryFrom(st.at("wire"));
   }
+  if (const json& flows = r.value("per_flow", json()); flows.is_array())
+    for (const json& f : flows)
+      x.flows.push_back({static_cast<unsigned>(Whole{f.at("flow")}),
+                         FlowCounts{Whole{f.at("received")}, Whole{f.at("lost")},
+                                    Whole{f.at("duplicated")}, Whole{f.at("reordered")}},
+                         SummaryFrom(f.at("latency_ns"))});
   for (const json& p : r.value("latency_by_position_ns", json::array()))
     x.lat_by_position.emplace_back(p.at("positions").get<std::string>(), *SummaryFrom(p));
   const json& a = r.at("accounting");

@@ -42,6 +42,7 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
           {"era_mix", EraMix(c).empty() ? json(nullptr) : json(EraMix(c))},
           {"sync_auto", c.sync_auto},
           {"timing", c.timing},
+          {"per_flow", c.per_flow},
           {"txqueuelen", c.txqueuelen},
           {"producer", c.stream ? "stream" : "datagram"},
           {"rate", c.rate.ToString()},
@@ -79,6 +80,17 @@ json ResultJson(const CellResult& r) {
     json e = Summary(s);
     e["positions"] = positions;
     by_position.push_back(std::move(e));
+  }
+  json per_flow = nullptr;
+  if (!r.flows.empty()) {
+    per_flow = json::array();
+    for (const auto& f : r.flows)
+      per_flow.push_back({{"flow", f.id},
+                          {"received", f.counts.received},
+                          {"lost", f.counts.lost},
+                          {"duplicated", f.counts.duplicated},
+                          {"reordered", f.counts.reordered},
+                          {"latency_ns", Summary(f.latency)}});
   }
   const Books& k = r.books;
   json ceiling = nullptr;
@@ -119,6 +131,7 @@ json ResultJson(const CellResult& r) {
             {"write_done", r.flush_triggers[static_cast<size_t>(FlushTrigger::kWriteDone)]},
             {"end", r.flush_triggers[static_cast<size_t>(FlushTrigger::kEnd)]}}},
           {"latency_ns", latency},
+          {"per_flow", per_flow},
           {"link", r.link ? json{{"offered", r.link->offered},
                                  {"lost", r.link->lost},
                                  {"dropped_limit", r.link->dropped_limit},

@@ -198,6 +198,34 @@ void PrintLatencyStages(std::FILE* out, const std::vector<CellSummary>& rows) {
 
 }  // namespace
 
+// --per-flow: a row per flow of each cell run that has them (rounds apart: a flow's frames are
+// its own run's), latency in one unit a column.
+void PrintFlows(std::FILE* out, const std::vector<CellRecord>& records) {
+  std::vector<std::optional<double>> p50s, p99s;
+  for (const CellRecord& rec : records)
+    for (const auto& f : rec.result.flows) {
+      p50s.push_back(f.latency ? std::optional(f.latency->p50) : std::nullopt);
+      p99s.push_back(f.latency ? std::optional(f.latency->p99) : std::nullopt);
+    }
+  if (p50s.empty()) return;
+  const LatencyUnit u50 = ColumnUnit(p50s), u99 = ColumnUnit(p99s);
+  fmt::print(out,
+             "\nPer flow (a producer's frames; counted over each cell run, latency of those in "
+             "its window):\n{:<14} {:>8} {:>6} {:>6} {:>5} {:>12} {:>9} {:>10} {:>9} {:>9} "
+             "{:>9}  {}\n",
+             "Policy", "Size", "Procs", "Round", "Flow", "Received", "Lost", "Duplicated",
+             "Reordered", "lat p50", "lat p99", "driver");
+  size_t i = 0;
+  for (const CellRecord& rec : records)
+    for (const auto& f : rec.result.flows) {
+      fmt::print(out, "{:<14} {:>8} {:>6} {:>6} {:>5} {:>12} {:>9} {:>10} {:>9} {:>9} {:>9}  {}\n",
+                 rec.config.policy.ToString(), rec.config.size, rec.config.procs, rec.round, f.id,
+                 f.counts.received, f.counts.lost, f.counts.duplicated, f.counts.reordered,
+                 LatencyText(p50s[i], u50), LatencyText(p99s[i], u99), rec.config.driver);
+      ++i;
+    }
+}
+
 void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
                  const std::vector<PolicySpec>& policies) {
   if (records.empty() || policies.empty()) return;
@@ -310,6 +338,7 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
              "CPU ns: thread CPU time of producers and txirq per frame. lat: arrival minus "
              "the frame's TX stamp (qdisc wait included).\n");
   PrintLatencyStages(out, rows);
+  PrintFlows(out, records);
   size_t bound = 0;
   for (const auto& rec : records) bound += rec.result.link_bound.value_or(false) ? 1 : 0;
   if (bound > 0)

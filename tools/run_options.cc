@@ -217,6 +217,10 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                "Throughput only: frames carry no TX stamp (no TSC read a frame where neither "
                "--rate nor a drain timer needs the clock) and the sink keeps no latency; records "
                "say `timing` false and their latency fields are null");
+  cmd.add_flag("--per-flow", a.per_flow,
+               "Where frames come back to a sink: each producer's flow apart (frames, lost, "
+               "duplicated, reordered, latency p50/p99) in records' results.per_flow and a "
+               "table after the others (a second latency histogram update a frame)");
   cmd.add_option(
          "--driver", a.drivers,
          "Driver spec; repeat for several (devargs contain commas). "
@@ -660,6 +664,7 @@ Status BuildCells(const RunArgs& a, const GridParts& g, RunPlan& plan) {
                 c.bypass = !a.no_bypass && KernelBypass(pol, shape);
                 c.sync_auto = choice.era_sync;
                 c.timing = !a.no_timing;
+                c.per_flow = a.per_flow;
                 c.bql = g.bql;
                 c.seed = a.seed;
                 c.link = g.link;

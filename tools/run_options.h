@@ -41,6 +41,7 @@ struct RunArgs {
   std::string sync = "auto";  // auto: each policy on its kernel's qdisc (KernelNolock)
   std::string qdisc = "pfifo_fast";
   bool no_timing = false;  // --no-timing: throughput only (no TX stamp read a frame, no latency)
+  bool per_flow = false;   // --per-flow: each flow's counts and latency (CellConfig::per_flow)
   bool no_bypass = false;  // --no-bypass: every frame enqueued and dequeued (no TCQ_F_CAN_BYPASS)
   uint64_t seed = 1;
   std::string json;

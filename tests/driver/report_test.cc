@@ -39,7 +39,7 @@ void ExpectReportReRenders(const std::string& args, const char* name) {
 TEST(Report, ReRendersTheRunTablesIdentically) {
   ExpectReportReRenders(
       "run --driver emu:ixgbe --proto udp --size 64,1000 --procs 2 --batch 1,8 --rounds 2 "
-      "--duration 0.1 --warmup 0.05",
+      "--duration 0.1 --warmup 0.05 --per-flow",
       "report_run");
 }
 
