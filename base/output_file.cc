@@ -115,9 +115,13 @@ int WriteTemporary(const std::string& path, std::string_view text, mode_t mode, 
 // Whether `st` is the file this process's standard output already writes to (so "--json
 // /dev/stdout", or a path the shell redirected stdout to, means "-"). /dev/null and other
 // non-terminal character devices are never taken for it.
+// Standard output as it was before an output claimed it (ClaimStdout points descriptor 1 at
+// standard error): -1 until then.
+int original_stdout = -1;
+
 bool IsStdout(const struct stat& st) {
   struct stat out {};
-  if (::fstat(STDOUT_FILENO, &out) != 0) return false;
+  if (::fstat(original_stdout >= 0 ? original_stdout : STDOUT_FILENO, &out) != 0) return false;
   if (S_ISCHR(st.st_mode) && !::isatty(STDOUT_FILENO)) return false;
   return out.st_dev == st.st_dev && out.st_ino == st.st_ino;
 }
@@ -133,9 +137,17 @@ Result<OutputFile> OutputFile::Check(std::string path, std::string what) {
                                          "output",
                                          what));
   OutputFile out(path, what);
-  if (path == "-") {
+  const auto claimed = [&]() -> Result<OutputFile> {
+    if (stdout_claimed_by_.empty()) return out;
+    return MakeError(EINVAL, fmt::format("{} '{}' is standard output, which the {} already "
+                                         "takes; valid: one of them standard output, the "
+                                         "others files",
+                                         what, path, stdout_claimed_by_));
+  };
+  // Names of descriptor 1, which a claim points at standard error: still standard output.
+  if (path == "-" || path == "/dev/stdout" || path == "/dev/fd/1" || path == "/proc/self/fd/1") {
     out.to_stdout_ = true;
-    return out;
+    return claimed();
   }
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
@@ -143,7 +155,7 @@ Result<OutputFile> OutputFile::Check(std::string path, std::string what) {
       return refuse(EISDIR, "it is a folder; valid: a file name, or - for standard output");
     if (IsStdout(st)) {
       out.to_stdout_ = true;
-      return out;
+      return claimed();
     }
     struct stat lst {};
     const bool regular = ::lstat(path.c_str(), &lst) == 0 && S_ISREG(lst.st_mode);
@@ -168,10 +180,33 @@ Result<OutputFile> OutputFile::Check(std::string path, std::string what) {
   return out;
 }
 
+std::string OutputFile::stdout_claimed_by_;
+
+Status DistinctOutputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  std::vector<std::pair<std::string, std::string>> seen;  // canonical path, option
+  for (const auto& [option, path] : outputs) {
+    if (path.empty() || path == "-") continue;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) continue;  // /dev/null, a FIFO
+    std::error_code ec;
+    const std::string canonical = fs::weakly_canonical(path, ec).string();
+    if (ec) continue;
+    for (const auto& [other, other_option] : seen)
+      if (other == canonical)
+        return MakeError(EINVAL, fmt::format("{} '{}' is the file {} names too; valid: a file of "
+                                             "its own for each",
+                                             option, path, other_option));
+    seen.emplace_back(canonical, option);
+  }
+  return {};
+}
+
 void OutputFile::ClaimStdout() {
   if (!to_stdout_ || stdout_fd_ >= 0) return;
+  stdout_claimed_by_ = what_;
   std::fflush(stdout);
   stdout_fd_ = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  original_stdout = stdout_fd_;
   if (stdout_fd_ >= 0) ::dup2(STDERR_FILENO, STDOUT_FILENO);
 }
 
@@ -210,31 +245,39 @@ Status OutputFile::Write(std::string_view text) const {
   return err == 0 ? Status{} : Status{fail(err)};
 }
 
-Result<LineStream> LineStream::Open(OutputFile out) {
-  if (out.to_stdout()) {
-    out.ClaimStdout();
-    const int fd = out.stdout_fd_ >= 0 ? out.stdout_fd_ : STDOUT_FILENO;
-    return LineStream(std::move(out), fd, false);
+Result<int> OutputFile::OpenStream() {
+  if (to_stdout_) {
+    ClaimStdout();
+    const int fd = ::fcntl(stdout_fd_ >= 0 ? stdout_fd_ : STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0)
+      return MakeError(errno,
+                       fmt::format("cannot write {} '{}': {}", what_, path_, std::strerror(errno)));
+    return fd;
   }
-  const int fd = OpenInPlace(out.path());
+  const int fd = OpenInPlace(path_);
   if (fd < 0 && errno == ENXIO)
     return MakeError(ENXIO, fmt::format("cannot write {} '{}': no process opened the FIFO for "
                                         "reading within {:.0f} s",
-                                        out.what(), out.path(), kFifoReaderWaitS));
+                                        what_, path_, kFifoReaderWaitS));
   if (fd < 0)
-    return MakeError(errno, fmt::format("cannot write {} '{}': {}", out.what(), out.path(),
-                                        std::strerror(errno)));
-  return LineStream(std::move(out), fd, true);
+    return MakeError(errno,
+                     fmt::format("cannot write {} '{}': {}", what_, path_, std::strerror(errno)));
+  return fd;
+}
+
+Result<LineStream> LineStream::Open(OutputFile out) {
+  auto fd = out.OpenStream();
+  if (!fd) return fd.error();
+  return LineStream(std::move(out), *fd);
 }
 
 LineStream::LineStream(LineStream&& other) noexcept
     : out_(std::move(other.out_)),
       fd_(std::exchange(other.fd_, -1)),
-      owned_(std::exchange(other.owned_, false)),
       failure_(std::move(other.failure_)) {}
 
 LineStream::~LineStream() {
-  if (owned_ && fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 bool LineStream::WriteLine(std::string_view line) {

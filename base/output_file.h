@@ -24,6 +24,8 @@ class OutputFile {
  public:
   // Bad input (one sentence) unless `path` can be written: "-", a new file in an existing,
   // writable folder, an existing regular file there, or an existing writable non-folder.
+  // Standard output already claimed by another output is refused (two documents cannot share
+  // it).
   static Result<OutputFile> Check(std::string path, std::string what);
 
   // Whether the document goes to this process's standard output ("-", /dev/stdout, or any path
@@ -36,6 +38,12 @@ class OutputFile {
   // and keeps the original standard output for this file's document alone, as `iperf3 --json`
   // does. Call once, before anything is printed; a no-op unless to_stdout().
   void ClaimStdout();
+
+  // Opens the file for writing as it goes (--stats-json): standard output (claimed
+  // as ClaimStdout claims it; the descriptor a duplicate of it) or the path itself, truncated,
+  // in place — never through a temporary, so a reader following it sees each write (a FIFO
+  // nobody reads is waited for as Write waits). The descriptor is the caller's to close.
+  Result<int> OpenStream();
 
   // Writes `text` as the whole file: atomically for a new path or a regular file, in place for
   // anything else (a FIFO nobody reads is waited for a few seconds, then refused; a reader that
@@ -50,6 +58,8 @@ class OutputFile {
   std::string what_;
   bool to_stdout_ = false;
   int stdout_fd_ = -1;  // the original standard output, once claimed
+  // What claimed standard output ("--json file"), if anything did: one per process.
+  static std::string stdout_claimed_by_;
 };
 
 // Lines written as they are made (--stats-json's NDJSON), for a reader that follows them: to
@@ -72,12 +82,16 @@ class LineStream {
   const std::string& failure() const { return failure_; }
 
  private:
-  LineStream(OutputFile out, int fd, bool owned) : out_(std::move(out)), fd_(fd), owned_(owned) {}
+  LineStream(OutputFile out, int fd) : out_(std::move(out)), fd_(fd) {}
   OutputFile out_;
-  int fd_ = -1;
-  bool owned_ = false;  // opened here (closed at the end); standard output's is OutputFile's
+  int fd_ = -1;  // closed at the end
   std::string failure_;
 };
+
+// Refuses (one sentence) two of a command's outputs, (option, path) pairs, that name one regular
+// or new file: each would replace or truncate what the other wrote. Devices (/dev/null) and
+// FIFOs may be shared; empty paths and "-" are left out.
+Status DistinctOutputs(const std::vector<std::pair<std::string, std::string>>& outputs);
 
 // A folder of output files (sweep/report --out): the folder may exist (its files are replaced)
 // or be new in an existing, writable folder. Checked before anything runs; created only when

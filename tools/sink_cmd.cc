@@ -151,9 +151,11 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
     if (!e) return Fail(kExitBadInput, e.error());
     port = *e;
   }
+  if (Status st = DistinctOutputs({{"--json", a.json}, {"--stats-json", a.stats_json}}); !st)
+    return Fail(kExitBadInput, st.error());
   auto json = PrepareOutput(a.json);
   if (!json) return Fail(kExitBadInput, json.error());
-  auto stream = StatsStream::Open(a.stats_json, *json);
+  auto stream = StatsStream::Open(a.stats_json);
   if (!stream) return Fail(kExitBadInput, stream.error());
 
   int status = kExitOk;
@@ -285,7 +287,9 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
         }
         last_at_s = at_s;
         last_received = s.received;
-        next_stats += every;
+        // Past ticks a stall skipped are not caught up (each would be an interval of
+        // microseconds).
+        while (next_stats <= now) next_stats += every;
       }
       idle = moved ? 0 : idle + 1;
       if (idle > kSpinPolls) SleepNs(kIdleSleepNs);

@@ -18,9 +18,9 @@ class StatsStream {
  public:
   // No stream (--stats-json not given): Event does nothing.
   StatsStream() = default;
-  // Checks and opens `path` before anything runs (an empty one: no stream). `json` is the
-  // command's --json file, if any: both cannot be standard output.
-  static Result<StatsStream> Open(const std::string& path, const std::optional<OutputFile>& json);
+  // Checks and opens `path` before anything runs (an empty one: no stream). Standard output
+  // already claimed (--json -) is refused (OutputFile::Check).
+  static Result<StatsStream> Open(const std::string& path);
 
   explicit operator bool() const { return out_.has_value(); }
   // Writes one event line. A write that fails is said once on stderr and ends the stream;

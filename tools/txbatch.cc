@@ -70,13 +70,16 @@ void StartCellStream(StatsStream& stream, Session& s, const char* command, size_
   };
 }
 
-// The end event: how the command ended, and `extra` (compare's verdict, tune's recommendation).
+// The end event, once every other output is written: how the command ended, its exit status
+// (`exit_status`) and `extra` (compare's verdict, tune's recommendation).
 void EndCellStream(StatsStream& stream, const std::vector<CellRecord>& records, int status,
-                   bool balanced, nlohmann::json extra = nlohmann::json::object()) {
+                   bool balanced, int exit_status,
+                   nlohmann::json extra = nlohmann::json::object()) {
   if (!stream) return;
   extra["state"] = StopRequested() ? "interrupted" : status == kExitOk ? "done" : "failed";
   extra["cell_runs"] = records.size();
   extra["balanced"] = balanced;
+  extra["exit_status"] = exit_status;
   stream.Event("end", std::move(extra));
 }
 
@@ -90,9 +93,15 @@ int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env
     if (!d) return Fail(kExitBadInput, d.error());
     out = *d;
   }
+  std::vector<std::pair<std::string, std::string>> named = {{"--json", plan.json_path},
+                                                            {"--stats-json", plan.stats_json_path}};
+  if (out)
+    for (const char* file : {"results.json", "results.csv", "tables.txt"})
+      named.emplace_back(fmt::format("--out's {}", file), out_dir + "/" + file);
+  if (Status st = DistinctOutputs(named); !st) return Fail(kExitBadInput, st.error());
   auto json = PrepareOutput(plan.json_path);
   if (!json) return Fail(kExitBadInput, json.error());
-  auto stream = StatsStream::Open(plan.stats_json_path, *json);
+  auto stream = StatsStream::Open(plan.stats_json_path);
   if (!stream) return Fail(kExitBadInput, stream.error());
   int status = kExitOk;
   auto session = StartSession(plan.cells, plan.eal_memory, eal_user_args, std::move(env), &status);
@@ -105,7 +114,6 @@ int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env
   std::vector<CellRecord> records;
   bool balanced = true;
   MeasureGrid(plan.cells, plan.rounds, *session, 0, records, &status, &balanced);
-  EndCellStream(*stream, records, status, balanced);
   const std::string tables = PrintAndKeepTables(records, plan.policies);
   std::fflush(stdout);
   const nlohmann::json doc = ToJson(records, session->env);
@@ -122,7 +130,9 @@ int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env
         out_dir.c_str());
   }
   session->pool.reset();
-  return stream->Finish(Finish(*json, doc, status, balanced));
+  const int code = Finish(*json, doc, status, balanced);
+  EndCellStream(*stream, records, status, balanced, code);
+  return stream->Finish(code);
 }
 
 int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env) {
@@ -134,9 +144,13 @@ int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv
                 Error{ERANGE, fmt::format("compare --rounds {} gives no confidence interval; "
                                           "valid: 2..1000",
                                           rounds)});
+  if (Status st =
+          DistinctOutputs({{"--json", plan.json_path}, {"--stats-json", plan.stats_json_path}});
+      !st)
+    return Fail(kExitBadInput, st.error());
   auto json = PrepareOutput(plan.json_path);
   if (!json) return Fail(kExitBadInput, json.error());
-  auto stream = StatsStream::Open(plan.stats_json_path, *json);
+  auto stream = StatsStream::Open(plan.stats_json_path);
   if (!stream) return Fail(kExitBadInput, stream.error());
   int status = kExitOk;
   auto session = StartSession(plan.cells, plan.eal_memory, eal_user_args, std::move(env), &status);
@@ -214,9 +228,10 @@ int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv
   nlohmann::json doc = ToJson(records, session->env);
   doc["comparison"] = ComparisonJson(*axis, a, b, static_cast<int>(std::min(ra.size(), rb.size())),
                                      metrics, checks);
-  EndCellStream(*stream, records, status, balanced, {{"comparison", doc["comparison"]}});
   session->pool.reset();
-  return stream->Finish(Finish(*json, doc, status, balanced));
+  const int code = Finish(*json, doc, status, balanced);
+  EndCellStream(*stream, records, status, balanced, code, {{"comparison", doc["comparison"]}});
+  return stream->Finish(code);
 }
 
 // The smallest batch limit reaching `target` of the best throughput (within a p99 budget): a
@@ -256,9 +271,13 @@ int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_m
       return Fail(kExitBadInput, Error{EINVAL, fmt::format("tune searches count:N limits, and {} "
                                                            "is not one; valid: --batch N,N,…",
                                                            p.ToString())});
+  if (Status st =
+          DistinctOutputs({{"--json", plan->json_path}, {"--stats-json", plan->stats_json_path}});
+      !st)
+    return Fail(kExitBadInput, st.error());
   auto json = PrepareOutput(plan->json_path);
   if (!json) return Fail(kExitBadInput, json.error());
-  auto stream = StatsStream::Open(plan->stats_json_path, *json);
+  auto stream = StatsStream::Open(plan->stats_json_path);
   if (!stream) return Fail(kExitBadInput, stream.error());
   int status = kExitOk;
   auto session =
@@ -338,9 +357,10 @@ int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_m
                    {"batch", advice.found ? nlohmann::json(advice.batch) : nlohmann::json(nullptr)},
                    {"share_of_peak", advice.share_of_peak},
                    {"reason", advice.reason}}}};
-  EndCellStream(*stream, records, status, balanced, {{"tune", doc["tune"]}});
   session->pool.reset();
-  return stream->Finish(Finish(*json, doc, status, balanced));
+  const int code = Finish(*json, doc, status, balanced);
+  EndCellStream(*stream, records, status, balanced, code, {{"tune", doc["tune"]}});
+  return stream->Finish(code);
 }
 
 // Re-renders what a --json file holds, as the command that wrote it printed it.

@@ -230,11 +230,41 @@ TEST(Output, StatsJsonAndJsonBothOnStandardOutputAreRefused) {
   for (const char* both : {" --json - --stats-json -", " --json - --stats-json /dev/stdout"}) {
     const Outcome o = Txbatch(d, kRun + both);
     EXPECT_EQ(o.status, 2) << both << ": " << o.err;
-    EXPECT_NE(o.err.find("both name standard output"), std::string::npos) << o.err;
+    EXPECT_NE(o.err.find("is standard output, which the --json file already takes"),
+              std::string::npos)
+        << o.err;
     EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
     EXPECT_TRUE(o.out.empty()) << o.out;
   }
   EXPECT_TRUE(fs::is_empty(d));
+  // The file standard output was redirected to is standard output, also after --json - moved
+  // descriptor 1 (the stream would truncate what the document is written into).
+  const Outcome r = Txbatch(d, kRun + " --json - --stats-json " + (d / "stdout").string());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("is standard output, which the --json file already takes"),
+            std::string::npos)
+      << r.err;
+}
+
+// Two outputs naming one file would each replace what the other wrote: refused, nothing run.
+TEST(Output, TwoOutputsNamingOneFileAreRefused) {
+  const fs::path d = Scratch("one_file");
+  const std::string f = (d / "r.json").string();
+  for (const std::string& args :
+       {kRun + " --json " + f + " --stats-json " + f,
+        "sweep --driver emu:null --proto udp --size 64 --procs 1 --batch 1 --rounds 1 "
+        "--duration 0.05 --warmup 0.01 --out " +
+            d.string() + " --stats-json " + (d / "results.json").string(),
+        "sink --port net_null0 --duration 1 --stats-json " + f + " --json " + f}) {
+    const Outcome o = Txbatch(d, args);
+    EXPECT_EQ(o.status, 2) << args << ": " << o.err;
+    EXPECT_NE(o.err.find("names too"), std::string::npos) << args << ": " << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+    EXPECT_TRUE(fs::is_empty(d)) << args;
+  }
+  // /dev/null may take both.
+  const Outcome n = Txbatch(d, kRun + " --json /dev/null --stats-json /dev/null");
+  EXPECT_EQ(n.status, 0) << n.err;
 }
 
 }  // namespace

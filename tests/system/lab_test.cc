@@ -225,6 +225,7 @@ TEST(Lab, TelemetryAndTheStatsStreamShowWhatCrossesTheBridge) {
     }
     ExpectBooks(lab.Down());
   }
+  ASSERT_TRUE(stats.is_object()) << "dpdk-telemetry.py never answered";
   EXPECT_EQ(stats.value("state", ""), "running") << stats;
   EXPECT_GE(stats.value("a_b_rx", 0), 20) << stats;    // the requests (and ARP)
   EXPECT_GE(stats.value("b_a_sent", 0), 20) << stats;  // the replies
