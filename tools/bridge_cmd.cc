@@ -158,12 +158,6 @@ void PublishDirections(const std::vector<BridgeDirection*>& dirs, double at_s, c
   PublishTelemetryStats(std::move(d), wait);
 }
 
-nlohmann::json LatencyJson(const LatencyHistogram& lat) {
-  const auto s = lat.Summary();
-  if (!s) return nullptr;
-  return {{"p50", s->p50}, {"p99", s->p99}, {"max", s->max}, {"count", s->count}};
-}
-
 // A direction in a --stats-json event: its counters so far, and with `before` what changed over
 // the `interval_s` since (rates per second); `lat`: time through the bridge (the interval's, or
 // the whole run's).
@@ -187,7 +181,7 @@ nlohmann::json DirectionJson(const BridgeDirection& d, const DirectionCounts& c,
         {"xmit_calls_per_frame",
          sent ? static_cast<double>(c.xmit_calls - before->xmit_calls) / sent : 0.0}};
   }
-  j["latency_ns"] = LatencyJson(lat);
+  j["latency_ns"] = LatencyJson(lat.Summary());
   return j;
 }
 

@@ -66,6 +66,11 @@ void PrintEalAndReady(const std::string& about, const EalPlan& plan, double dura
   std::fflush(stdout);
 }
 
+nlohmann::json LatencyJson(const std::optional<LatencySummary>& s) {
+  if (!s) return nullptr;
+  return {{"p50", s->p50}, {"p99", s->p99}, {"max", s->max}, {"count", s->count}};
+}
+
 void StartEvent(StatsStream& stream, const char* command, const std::string& about,
                 double duration_s, double stats_s, const EalPlan& plan) {
   if (!stream) return;

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +34,10 @@ constexpr double kDrainS = 1.0;
 // The longest --duration or --stats (~11.6 days): far beyond any run, and small enough that
 // seconds times the TSC rate stay well inside a Tsc (inf, 1e400 or 1e10 s would overflow it).
 inline constexpr double kMaxStopS = 1e6;
+
+// A latency summary as the port commands' JSON gives it ({p50, p99, max, count} in ns; null when
+// nothing was measured): sink records, per-flow entries, --stats-json directions.
+nlohmann::json LatencyJson(const std::optional<LatencySummary>& s);
 
 // One latency field of `s` for a table ("-" when nothing was measured).
 std::string Lat(const std::optional<LatencySummary>& s, double LatencySummary::*field);

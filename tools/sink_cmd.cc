@@ -63,11 +63,7 @@ nlohmann::json PerFlowJson(const SinkOutcome& o) {
                    {"lost", f.counts.lost},
                    {"duplicated", f.counts.duplicated},
                    {"reordered", f.counts.reordered},
-                   {"latency_ns", f.latency ? nlohmann::json{{"p50", f.latency->p50},
-                                                             {"p99", f.latency->p99},
-                                                             {"max", f.latency->max},
-                                                             {"count", f.latency->count}}
-                                            : nlohmann::json(nullptr)}});
+                   {"latency_ns", LatencyJson(f.latency)}});
   return out;
 }
 
@@ -113,11 +109,7 @@ nlohmann::json SinkRecord(const std::string& port, unsigned flows,
             {"active_s", o.active_s},
             {"mpps", o.active_s > 0 ? c.received / o.active_s / 1e6 : 0.0},
             {"payload_bytes", c.window_payload_bytes},
-            {"latency_ns", latency ? nlohmann::json{{"p50", latency->p50},
-                                                    {"p99", latency->p99},
-                                                    {"max", latency->max},
-                                                    {"count", latency->count}}
-                                   : nlohmann::json(nullptr)},
+            {"latency_ns", LatencyJson(latency)},
             {"per_flow", PerFlowJson(o)}}}};
 }
 

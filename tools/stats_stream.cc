@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "engine/session.h"
+#include "results/records.h"
 #include "tools/run_options.h"
 
 namespace txbatch {
@@ -34,6 +35,31 @@ void StatsStream::Event(std::string_view event, nlohmann::json data) {
 
 int StatsStream::Finish(int status) const {
   return status == kExitOk && out_ && !out_->failure().empty() ? kExitBadInput : status;
+}
+
+void StartCellStream(StatsStream& stream, Session& s, const char* command, size_t cell_runs,
+                     int rounds) {
+  if (!stream) return;
+  stream.Event("start", {{"command", command},
+                         {"command_line", s.env.command_line},
+                         {"started_at", s.env.started_at},
+                         {"cell_runs", cell_runs},
+                         {"rounds", rounds},
+                         {"dpdk_version", s.env.dpdk_version},
+                         {"tsc_hz", s.env.tsc_hz}});
+  s.on_record = [&stream, &s](const CellRecord& r) {
+    stream.Event("cell", ToJson({r}, s.env)["records"][0]);
+  };
+}
+
+void EndCellStream(StatsStream& stream, const std::vector<CellRecord>& records, int status,
+                   bool balanced, int exit_status, nlohmann::json extra) {
+  if (!stream) return;
+  extra["state"] = StopRequested() ? "interrupted" : status == kExitOk ? "done" : "failed";
+  extra["cell_runs"] = records.size();
+  extra["balanced"] = balanced;
+  extra["exit_status"] = exit_status;
+  stream.Event("end", std::move(extra));
 }
 
 void AddStatsJsonOption(CLI::App& cmd, std::string& path, const std::string& what) {

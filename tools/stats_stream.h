@@ -9,8 +9,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/output_file.h"
+#include "engine/session.h"
 
 namespace txbatch {
 
@@ -33,6 +35,16 @@ class StatsStream {
  private:
   std::optional<LineStream> out_;
 };
+
+// --stats-json of a command that measures cells: the start event once its session runs, then a
+// cell event as each cell run finishes (its record as results.json holds it, through
+// Session::on_record). `cell_runs`: those planned (tune may add a finer pass).
+void StartCellStream(StatsStream& stream, Session& s, const char* command, size_t cell_runs,
+                     int rounds);
+// The end event, once every other output is written: how the command ended, its exit status
+// and `extra` (compare's verdict, tune's recommendation).
+void EndCellStream(StatsStream& stream, const std::vector<CellRecord>& records, int status,
+                   bool balanced, int exit_status, nlohmann::json extra = nlohmann::json::object());
 
 // --stats-json on a command; `what` says when its lines come.
 void AddStatsJsonOption(CLI::App& cmd, std::string& path, const std::string& what);

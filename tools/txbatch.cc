@@ -52,37 +52,6 @@ void PrintTelemetryLine(const RunEnv& env) {
     std::printf("%s\n", line.c_str());
 }
 
-// --stats-json of a command that measures cells: the start event once its session runs, then a
-// cell event as each cell run finishes (its record as results.json holds it). `cell_runs`: those
-// planned (tune may add a finer pass).
-void StartCellStream(StatsStream& stream, Session& s, const char* command, size_t cell_runs,
-                     int rounds) {
-  if (!stream) return;
-  stream.Event("start", {{"command", command},
-                         {"command_line", s.env.command_line},
-                         {"started_at", s.env.started_at},
-                         {"cell_runs", cell_runs},
-                         {"rounds", rounds},
-                         {"dpdk_version", s.env.dpdk_version},
-                         {"tsc_hz", s.env.tsc_hz}});
-  s.on_record = [&stream, &s](const CellRecord& r) {
-    stream.Event("cell", ToJson({r}, s.env)["records"][0]);
-  };
-}
-
-// The end event, once every other output is written: how the command ended, its exit status
-// (`exit_status`) and `extra` (compare's verdict, tune's recommendation).
-void EndCellStream(StatsStream& stream, const std::vector<CellRecord>& records, int status,
-                   bool balanced, int exit_status,
-                   nlohmann::json extra = nlohmann::json::object()) {
-  if (!stream) return;
-  extra["state"] = StopRequested() ? "interrupted" : status == kExitOk ? "done" : "failed";
-  extra["cell_runs"] = records.size();
-  extra["balanced"] = balanced;
-  extra["exit_status"] = exit_status;
-  stream.Event("end", std::move(extra));
-}
-
 int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env,
                const std::string& out_dir = "") {
   // A --json file (or --out directory) that cannot be written is bad input: say so before
