@@ -52,6 +52,11 @@ struct WireSpec {
 enum class CountedAt : uint8_t { kWire, kRx, kDriver };
 std::string_view CountedAtName(CountedAt c);
 
+// An idle wire this long while frames waited is the host's: none of txbatch's threads sleeps
+// longer than the txirq's idle poll (kIrqIdlePoll, 125 us) while a ring has work, and a ring holds
+// more than this of wire time where it matters (e1000: 3.1 ms of 64 KB frames at 1 Gb/s).
+inline constexpr double kHostStallS = 1e-3;
+
 // A driver's counters (DriverCounters, live) and their values at one moment (DriverCounts).
 template <class C>
 struct DriverCountersOf {
@@ -67,6 +72,9 @@ struct DriverCountersOf {
   C window_frames, window_payload_bytes, window_wire_bytes, window_busy_tsc;
   C last_departure;       // TSC of the latest departure so far
   C window_max_idle_tsc;  // longest idle stretch of the wire that ended in the window
+  // Idle stretches of a millisecond or more that ended in the window, summed: longer than any
+  // of txbatch's threads sleeps while frames wait (kHostStall), so the host's.
+  C window_stalled_tsc;
 
   // Every field once (base/counters.h): totals, snapshots and window differences read this.
   template <class F, class... S>
@@ -84,6 +92,7 @@ struct DriverCountersOf {
     f(Sum{}, s.window_busy_tsc...);
     f(Max{}, s.last_departure...);
     f(Max{}, s.window_max_idle_tsc...);
+    f(Sum{}, s.window_stalled_tsc...);
   }
 };
 struct DriverCounters : DriverCountersOf<Counter> {};
@@ -105,10 +114,10 @@ struct DriverCounts : DriverCountersOf<uint64_t> {};
 //   the queue stops because it cannot take more (its ring full; verbs: its QP recovering or a
 //   post refused), doorbells if owns_doorbell(), completed_bytes if has_bql(), window_frames and
 //   the window_* bytes for what it counted as sent (where counted_at() says) inside the run
-//   window, last_departure, and window_busy_tsc and window_max_idle_tsc where it models a wire.
-//   A cell's window is read under that lock too (TxQueue::DriverCountsNow): a call's counters
-//   are one cut. A cell's throughput comes from these alone; its per-frame costs divide the queue's
-//   counters (tx_cycles, batch_hist) and CPU time by `accepted`.
+//   window, last_departure, and window_busy_tsc, window_max_idle_tsc and window_stalled_tsc where
+//   it models a wire. A cell's window is read under that lock too (TxQueue::DriverCountsNow): a
+//   call's counters are one cut. A cell's throughput comes from these alone; its per-frame costs
+//   divide the queue's counters (tx_cycles, batch_hist) and CPU time by `accepted`.
 // * Frames: an accepted frame is the driver's until it is freed or handed to its receiver.
 //   Purge and the destructor free what the driver itself holds; what a DPDK port's PMD still
 //   holds comes back when the port stops and closes (its last queue's driver gone). The

@@ -245,6 +245,7 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   }
   r.irq_max_late_us = static_cast<double>(qc.irq_max_late_tsc.Get()) * 1e6 / tsc_hz;
   r.wire_max_idle_us = static_cast<double>(dc.window_max_idle_tsc.Get()) * 1e6 / tsc_hz;
+  r.wire_stalled_us = static_cast<double>(dc.window_stalled_tsc.Get()) * 1e6 / tsc_hz;
   r.foreign = sc.foreign;
 
   // Ceiling for the frame mix actually sent.

@@ -181,6 +181,7 @@ struct CellResult {
   double stopped_at_s = 0;      // wall time at which generation stopped
   uint64_t arrival_before_tx = 0;
   double wire_max_idle_us = 0;  // longest the wire sat idle inside the window
+  double wire_stalled_us = 0;   // idle stretches of kHostStallS or more in the window, summed
   double irq_max_late_us = 0;   // longest the txirq woke after its deadline, in the window
   uint64_t foreign = 0;
   uint64_t alloc_failures = 0;  // mbufs a producer could not get: never generated, not in the books

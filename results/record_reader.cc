@@ -220,6 +220,7 @@ CellResult ResultFrom(const json& r) {
   x.drained_at_s = m.at("drained_at_s");
   x.arrival_before_tx = Whole{m.at("arrival_before_tx")};
   x.wire_max_idle_us = m.at("wire_max_idle_us");
+  x.wire_stalled_us = m.value("wire_stalled_us", 0.0);  // written since 2026-12-05
   x.irq_max_late_us = m.at("irq_max_late_us");
   x.foreign = Whole{r.at("foreign_frames")};
   x.alloc_failures = Whole{r.at("alloc_failures")};

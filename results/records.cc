@@ -171,6 +171,7 @@ json ResultJson(const CellResult& r) {
             {"drained_at_s", r.drained_at_s},
             {"arrival_before_tx", r.arrival_before_tx},
             {"wire_max_idle_us", r.wire_max_idle_us},
+            {"wire_stalled_us", r.wire_stalled_us},
             {"irq_max_late_us", r.irq_max_late_us}}},
           {"foreign_frames", r.foreign},
           {"alloc_failures", r.alloc_failures},

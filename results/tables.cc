@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "dataplane/tx_driver.h"
 #include "results/latency_text.h"
 #include "results/summary.h"
 #include "results/verdict.h"
@@ -22,7 +23,7 @@ namespace {
 std::string Remarks(const CellResult& r) {
   std::string s;
   if (r.interrupted) s += " (interrupted)";
-  if (r.wire_max_idle_us >= 1000 && r.irq_max_late_us >= r.wire_max_idle_us)
+  if (r.wire_max_idle_us >= kHostStallS * 1e6 && r.irq_max_late_us >= r.wire_max_idle_us)
     s += fmt::format(" (wire idle {:.1f} ms: txirq served {:.1f} ms late by the machine)",
                      r.wire_max_idle_us / 1e3, r.irq_max_late_us / 1e3);
   return s;

@@ -39,7 +39,8 @@ class EmuNic final : public TxDriver {
         wire_(EmuWire(o)),
         ring_(o.ring),
         meta_offset_(TxMetaOffset()),
-        idle_poll_tsc_(static_cast<Tsc>(125e-6 * tsc_hz)) {
+        idle_poll_tsc_(static_cast<Tsc>(125e-6 * tsc_hz)),
+        host_stall_tsc_(static_cast<uint64_t>(kHostStallS * tsc_hz)) {
     if (o.stall_ms > 0 && !infinite_) {
       stall_from_ = static_cast<double>(Clock()) + o.stall_at_ms * 1e-3 * tsc_hz;
       stall_until_ = stall_from_ + o.stall_ms * 1e-3 * tsc_hz;
@@ -234,9 +235,11 @@ class EmuNic final : public TxDriver {
     if (free_at < static_cast<double>(now)) {
       // The wire sat idle: the ring ran dry (or the load is below line rate). Before the first
       // frame it was not idle, just unused.
-      if (free_at > 0 && window_.Contains(now))
-        counters_.window_max_idle_tsc.Max(
-            static_cast<uint64_t>(static_cast<double>(now) - free_at));
+      if (free_at > 0 && window_.Contains(now)) {
+        const auto idle = static_cast<uint64_t>(static_cast<double>(now) - free_at);
+        counters_.window_max_idle_tsc.Max(idle);
+        if (idle >= host_stall_tsc_) counters_.window_stalled_tsc.Add(idle);
+      }
       free_at = static_cast<double>(now);
     }
     for (; unrung_ > 0; --unrung_, ++count_) {
@@ -374,6 +377,7 @@ class EmuNic final : public TxDriver {
   std::vector<Desc> ring_;
   const int meta_offset_;    // TxMetaOffset(): where the ring wait is recorded, or -1
   const Tsc idle_poll_tsc_;  // the txirq's idle poll (kIrqIdlePoll, 125 us) in TSC
+  const uint64_t host_stall_tsc_;  // kHostStallS in TSC: an idle wire this long is the host's
   // The stall (stall_ms): the wire starts no frame in [stall_from_, stall_until_), TSC.
   double stall_from_ = 0, stall_until_ = 0;
   // The link down (down_ms): frames departing in [down_from_, down_until_) are lost.

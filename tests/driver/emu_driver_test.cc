@@ -15,6 +15,7 @@
 #include <string>
 #include <tuple>
 
+#include "dataplane/tx_driver.h"
 #include "tests/driver/run_helper.h"
 
 namespace txbatch::test {
@@ -81,13 +82,20 @@ void CheckWireAtFullLoad(const json& rec, double share) {
   const std::string cell = rec["config"].dump() + " " + r["model_checks"].dump();
   ASSERT_FALSE(r["link_ceiling"].is_null()) << cell;
   const double ceiling = r["link_ceiling"]["mb_per_s"].get<double>();
-  EXPECT_GE(r["mb_per_s"].get<double>(), (share - 0.001) * ceiling) << cell;
-  if (share >= 0.97) {
+  // Judged over the time the host ran txbatch's threads: the wire's idle stretches of a
+  // millisecond or more (wire_stalled_us, see kHostStallS) are the host's. A few such stretches
+  // in a window are a shared machine; a quarter of it is not, and fails.
+  const double window_us = r["window_s"].get<double>() * 1e6;
+  const double stalled_us = r["model_checks"]["wire_stalled_us"].get<double>();
+  EXPECT_LE(stalled_us, 0.25 * window_us) << cell;
+  const double ran = 1.0 - std::min(stalled_us, 0.25 * window_us) / window_us;
+  EXPECT_GE(r["mb_per_s"].get<double>(), (share - 0.001) * ran * ceiling) << cell;
+  if (share >= 0.97 && stalled_us == 0) {
     EXPECT_TRUE(r["link_bound"].get<bool>()) << cell;
   }
   // The modelled wire keeps pace with the clock: busy for the window, never more than all of it.
   EXPECT_LE(r["link_utilisation"].get<double>(), 1.0 + 1e-6) << cell;
-  EXPECT_GE(r["link_utilisation"].get<double>(), share - 0.001) << cell;
+  EXPECT_GE(r["link_utilisation"].get<double>(), (share - 0.001) * ran) << cell;
   // The modelled end (last departure) is within 2 % of the wall time at which it was seen.
   const json& m = r["model_checks"];
   const double end = m["last_departure_s"].get<double>();
@@ -101,11 +109,12 @@ void CheckWireAtFullLoad(const json& rec, double share) {
 // 2026-12-03: a dedicated runner's e1000 cell at 0.980 of the ceiling, three runs in four, the
 // txirq on time). The wire then idles because a thread was not run, not because the model is
 // wrong: txbatch's own threads never sleep longer than kIrqIdlePoll (125 us) while frames wait,
-// so a wire idle of a millisecond is the host's. Records show it (wire_max_idle_us, and
-// irq_max_late_us where it was the txirq). Such a run is repeated, at most four times, and said
-// so (2026-12-01 a pre-check saw two stalled runs of one case in a row; the third fell 0.01 %
-// short).
-constexpr double kHostStallUs = 1000;  // a stall, not the gaps of a CPU-bound cell
+// so a wire idle of a millisecond is the host's (kHostStallS). Records show it (wire_max_idle_us,
+// wire_stalled_us, and irq_max_late_us where it was the txirq). Such a run is repeated, at most
+// four times, and said so (2026-12-01 a pre-check saw two stalled runs of one case in a row; the
+// third fell 0.01 % short); the last is judged over the time the host let it run (a clean CI,
+// 2026-12-05: the txirq ~20 ms late in all five runs of an e1000 cell, 0.90-0.95 of the wire).
+constexpr double kHostStallUs = kHostStallS * 1e6;  // a stall, not the gaps of a CPU-bound cell
 
 // The share of the wire's ceiling a record must reach (see CheckWireAtFullLoad).
 using ShareFor = double (*)(const json& rec);
@@ -372,6 +381,58 @@ TEST(Signals, SigintStopsPrintsWritesAndCleansUp) {
   EXPECT_TRUE(doc["records"][0]["results"]["interrupted"].get<bool>());
   EXPECT_TRUE(doc["records"][0]["results"]["accounting"]["balanced"].get<bool>());
   EXPECT_FALSE(std::filesystem::exists("/var/run/dpdk/txbatch-" + std::to_string(pid)));
+  std::filesystem::remove(json_path);
+  std::filesystem::remove(out_path);
+}
+
+// A host stall made on purpose: the whole process stopped (SIGSTOP) for 100 ms inside the window
+// of an e1000 cell at full load. Its wire idles for that time less what the ring held (3.1 ms),
+// and the record says so: wire_stalled_us, wire_max_idle_us, and a busy wire that with the stall
+// fills no more than the window.
+TEST(Signals, AStoppedProcessShowsAsAHostStallOnTheWire) {
+  const char* bin = std::getenv("TXBATCH_BIN");
+  const std::string json_path = ::testing::TempDir() + "/sigstop.json";
+  std::filesystem::remove(json_path);
+  const std::string out_path = ::testing::TempDir() + "/sigstop.out";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (!freopen(out_path.c_str(), "w", stdout)) _exit(126);
+    setvbuf(stdout, nullptr, _IONBF, 0);
+    execl(bin, bin, "run", "--driver", "emu:e1000", "--procs", "2", "--size", "65536", "--offload",
+          "none", "--batch", "32", "--duration", "1.5", "--warmup", "0.2", "--rounds", "1",
+          "--json", json_path.c_str(), nullptr);
+    _exit(127);
+  }
+  const auto header_out = [&] {
+    std::ifstream in(out_path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return text.find("each cell:") != std::string::npos;
+  };
+  for (int i = 0; i < 300 && !header_out(); ++i) usleep(100 * 1000);
+  ASSERT_TRUE(header_out());
+  usleep(700 * 1000);  // the window runs from 0.2 s to 1.7 s after the cell starts
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  usleep(100 * 1000);
+  ASSERT_EQ(kill(pid, SIGCONT), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  std::ifstream in(json_path);
+  const json doc = json::parse(in);
+  ASSERT_EQ(doc["records"].size(), 1u);
+  const json& r = doc["records"][0]["results"];
+  const json& m = r["model_checks"];
+  const double window_us = r["window_s"].get<double>() * 1e6;
+  const double stalled_us = m["wire_stalled_us"].get<double>();
+  EXPECT_GE(stalled_us, 100e3 - 3.2e3) << m.dump();
+  EXPECT_GE(m["wire_max_idle_us"].get<double>(), 100e3 - 3.2e3) << m.dump();
+  EXPECT_LE(m["wire_max_idle_us"].get<double>(), stalled_us) << m.dump();
+  // Busy and stalled are apart: together no more than the window.
+  EXPECT_LE(r["link_utilisation"].get<double>() * window_us + stalled_us, window_us * (1 + 1e-6))
+      << r.dump();
+  ExpectBooksClosed(doc["records"][0]);
   std::filesystem::remove(json_path);
   std::filesystem::remove(out_path);
 }
