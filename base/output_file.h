@@ -39,7 +39,7 @@ class OutputFile {
   // does. Call once, before anything is printed; a no-op unless to_stdout().
   void ClaimStdout();
 
-  // Opens the file for writing as it goes (--stats-json): standard output (claimed
+  // Opens the file for writing as it goes (--stats-json, --capture): standard output (claimed
   // as ClaimStdout claims it; the descriptor a duplicate of it) or the path itself, truncated,
   // in place — never through a temporary, so a reader following it sees each write (a FIFO
   // nobody reads is waited for as Write waits). The descriptor is the caller's to close.

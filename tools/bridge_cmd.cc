@@ -23,6 +23,7 @@
 #include "drivers/verbs/verbs.h"
 #include "engine/cell.h"
 #include "engine/session.h"
+#include "tools/capture_cmd.h"
 #include "tools/port_cmd.h"
 #include "tools/stats_stream.h"
 
@@ -92,6 +93,7 @@ void AddBridgeOptions(CLI::App& cmd, BridgeArgs& a) {
   AddQueueOptions(cmd, a.queue, "32");
   AddStopOptions(cmd, a.duration_s, a.stats_s);
   AddStatsJsonOption(cmd, a.stats_json, "an interval event each --stats (per direction)");
+  AddCaptureOption(cmd, a.capture);
   cmd.add_flag("--no-timing", a.no_timing,
                "Do not stamp frames at RX or time them through the bridge (p50/p99 then read "
                "'-'): the forwarding as fast as it goes; doc/perf.md has what timing costs");
@@ -345,13 +347,19 @@ int BridgeCommand(BridgeArgs a, const EalUserArgs& eal_args) {
                                           "bridge forwards between two; valid: two different "
                                           "ports",
                                           device(*port_a))});
+  if (Status st = DistinctOutputs({{"--stats-json", a.stats_json}, {"--capture", a.capture}}); !st)
+    return Fail(kExitBadInput, st.error());
   auto stream = StatsStream::Open(a.stats_json);
   if (!stream) return Fail(kExitBadInput, stream.error());
+  auto capture_file = PrepareCapture(a.capture, cell->mtu);
+  if (!capture_file) return Fail(kExitBadInput, capture_file.error());
 
   int status = kExitOk;
   auto fwd = StartForwarding(DirectionFrames(*cell, *link_ab) + DirectionFrames(*cell, *link_ba),
-                             cell->mtu, memory, eal_args, &status);
+                             cell->mtu, memory, eal_args, &status, capture_file->pool_bytes());
   if (!fwd) return Fail(status, fwd.error());
+  auto capture_pool = ReserveCapture(*capture_file);
+  if (!capture_pool) return Fail(kExitBadInput, capture_pool.error());
   const double tsc_hz = fwd->eal->tsc_hz();
   auto pa = ethdev::OpenForwardingPort(*port_a, fwd->pool.get(), cell->mtu, tsc_hz);
   if (!pa) return Fail(kExitBadInput, pa.error());
@@ -365,6 +373,8 @@ int BridgeCommand(BridgeArgs a, const EalUserArgs& eal_args) {
   for (const auto* p : {&*pa, &*pb})
     if (Status st = ethdev::AwaitLink(*p, kPeerLinkWaitS, StopRequested); !st)
       return Fail(kExitBadInput, st.error());
+  auto capture = StartCapture(*capture_file, *capture_pool);
+  if (!capture) return Fail(kExitBadInput, capture.error());
   TxQueueConfig qcfg = QueueConfigFor(*cell, tsc_hz, fwd->eal->cpus());
   qcfg.time_handover = !a.no_timing;
   // TxLockInherits reasons about run's producers, each pinned to a CPU; the bridge's forwarders
@@ -391,11 +401,13 @@ int BridgeCommand(BridgeArgs a, const EalUserArgs& eal_args) {
       if (l->has_value()) longest_s = std::max(longest_s, LongestStayS(**l, a.queue.mtu));
     balanced = Forward({&ab, &ba}, a.duration_s, a.stats_s, longest_s, tsc_hz, *stream);
   }
+  const bool captured = FinishCapture(*capture, *capture_file);
   PrintPortStats(*pa);
   PrintPortStats(*pb);
   pa->tx.reset();
   pb->tx.reset();
-  return stream->Finish(Finish(balanced, fwd->pool.get()));
+  const int done = stream->Finish(Finish(balanced, fwd->pool.get()));
+  return done == kExitOk && !captured ? kExitBadInput : done;
 }
 
 namespace {
@@ -433,6 +445,7 @@ void AddRespondOptions(CLI::App& cmd, RespondArgs& a) {
   AddQueueOptions(cmd, a.queue, "32");
   AddStopOptions(cmd, a.duration_s, a.stats_s);
   AddStatsJsonOption(cmd, a.stats_json, "an interval event each --stats");
+  AddCaptureOption(cmd, a.capture);
 }
 
 int RespondCommand(RespondArgs a, const EalUserArgs& eal_args) {
@@ -451,20 +464,29 @@ int RespondCommand(RespondArgs a, const EalUserArgs& eal_args) {
     return Fail(kExitBadInput, st.error());
   auto port = ParsePort("--port", a.port);
   if (!port) return Fail(kExitBadInput, port.error());
+  if (Status st = DistinctOutputs({{"--stats-json", a.stats_json}, {"--capture", a.capture}}); !st)
+    return Fail(kExitBadInput, st.error());
   auto stream = StatsStream::Open(a.stats_json);
   if (!stream) return Fail(kExitBadInput, stream.error());
+  auto capture_file = PrepareCapture(a.capture, cell->mtu);
+  if (!capture_file) return Fail(kExitBadInput, capture_file.error());
 
   int status = kExitOk;
-  auto fwd = StartForwarding(DirectionFrames(*cell, *link), cell->mtu, memory, eal_args, &status);
+  auto fwd = StartForwarding(DirectionFrames(*cell, *link), cell->mtu, memory, eal_args, &status,
+                             capture_file->pool_bytes());
   if (!fwd) return Fail(status, fwd.error());
+  auto capture_pool = ReserveCapture(*capture_file);
+  if (!capture_pool) return Fail(kExitBadInput, capture_pool.error());
   const double tsc_hz = fwd->eal->tsc_hz();
   auto p = ethdev::OpenForwardingPort(*port, fwd->pool.get(), cell->mtu, tsc_hz);
   if (!p) return Fail(kExitBadInput, p.error());
   if (Status st = ethdev::AwaitLink(*p, 0, StopRequested); !st)
     return Fail(kExitBadInput, st.error());
+  auto capture = StartCapture(*capture_file, *capture_pool);
+  if (!capture) return Fail(kExitBadInput, capture.error());
   rte_ether_addr mac{};
   (void)rte_eth_macaddr_get(p->id, &mac);
-  bool balanced;
+  bool balanced, captured;
   {
     ResponderFilter filter(mac, *ip, static_cast<uint16_t>(a.udp_echo));
     TxQueueConfig qcfg = QueueConfigFor(*cell, tsc_hz, fwd->eal->cpus());
@@ -494,8 +516,12 @@ int RespondCommand(RespondArgs a, const EalUserArgs& eal_args) {
         r.arp(), r.icmp(), r.udp(), filter.ignored(Ignored::kMalformed),
         filter.ignored(Ignored::kNotForUs), filter.ignored(Ignored::kUnanswered));
   }
+  // After the replies' queue is gone (its txirq, which transmits, joined): nothing on the data
+  // path can still hold the capture.
+  captured = FinishCapture(*capture, *capture_file);
   p->tx.reset();
-  return stream->Finish(Finish(balanced, fwd->pool.get()));
+  const int done = stream->Finish(Finish(balanced, fwd->pool.get()));
+  return done == kExitOk && !captured ? kExitBadInput : done;
 }
 
 }  // namespace txbatch

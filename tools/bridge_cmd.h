@@ -25,6 +25,7 @@ struct BridgeArgs {
   double stats_s = 1;      // a line per direction this often; 0: only the summary
   bool no_timing = false;  // no RX stamp, no time through the bridge (the fastest forwarding)
   std::string stats_json;  // --stats-json: NDJSON events (stats_stream.h)
+  std::string capture;     // --capture: pcapng of both ports (capture_cmd.h)
 };
 
 void AddBridgeOptions(CLI::App& cmd, BridgeArgs& args);
@@ -36,6 +37,7 @@ struct RespondArgs {
   double duration_s = 0;
   double stats_s = 1;
   std::string stats_json;
+  std::string capture;
 };
 
 void AddRespondOptions(CLI::App& cmd, RespondArgs& args);

@@ -23,6 +23,7 @@
 #include "drivers/verbs/verbs.h"
 #include "engine/session.h"
 #include "results/latency_text.h"
+#include "tools/capture_cmd.h"
 #include "tools/port_cmd.h"
 #include "tools/run_options.h"
 
@@ -51,6 +52,7 @@ void AddSinkOptions(CLI::App& cmd, SinkArgs& a) {
   AddOptionWithDefault(cmd, "--eal-memory", a.eal_memory, "EAL memory: auto, no-huge or in-memory");
   AddStopOptions(cmd, a.duration_s, a.stats_s);
   AddStatsJsonOption(cmd, a.stats_json, "an interval event each --stats");
+  AddCaptureOption(cmd, a.capture);
 }
 
 namespace {
@@ -143,23 +145,35 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
     if (!e) return Fail(kExitBadInput, e.error());
     port = *e;
   }
-  if (Status st = DistinctOutputs({{"--json", a.json}, {"--stats-json", a.stats_json}}); !st)
+  if (Status st = DistinctOutputs(
+          {{"--json", a.json}, {"--stats-json", a.stats_json}, {"--capture", a.capture}});
+      !st)
     return Fail(kExitBadInput, st.error());
   auto json = PrepareOutput(a.json);
   if (!json) return Fail(kExitBadInput, json.error());
   auto stream = StatsStream::Open(a.stats_json);
   if (!stream) return Fail(kExitBadInput, stream.error());
+  if (over_verbs && !a.capture.empty())
+    return Fail(kExitBadInput, Error{EINVAL,
+                                     "--capture records DPDK ports, and a verbs port is "
+                                     "none; valid: --capture with an ethdev port"});
+  auto capture_file = PrepareCapture(a.capture, a.mtu);
+  if (!capture_file) return Fail(kExitBadInput, capture_file.error());
 
   int status = kExitOk;
   const uint64_t frames = 2ull * ethdev::kRingSize + 64 + (*link ? (*link)->limit : 0);
   // A verbs port's receive buffers, and what a link in front of the sink holds of them.
   const uint64_t receive_bytes =
       vport ? verbs::ReceivePoolBytes(*vport, *link ? (*link)->limit : 0) : 0;
-  auto fwd = StartForwarding(frames, a.mtu, *memory, eal_args, &status, receive_bytes);
+  auto fwd = StartForwarding(frames, a.mtu, *memory, eal_args, &status,
+                             receive_bytes + capture_file->pool_bytes());
   if (!fwd) return Fail(status, fwd.error());
+  auto capture_pool = ReserveCapture(*capture_file);
+  if (!capture_pool) return Fail(kExitBadInput, capture_pool.error());
   const double tsc_hz = fwd->eal->tsc_hz();
   std::optional<ethdev::ForwardingPort> p;
   std::unique_ptr<verbs::VerbsReceiver> receiver;
+  std::unique_ptr<Capture> capture;  // declared after the port's: stopped before it closes
   RxPort* in = nullptr;  // the receiver's, or the port's
   std::string describe, record_port;
   if (over_verbs) {
@@ -179,6 +193,9 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
     if (!e) return Fail(kExitBadInput, e.error());
     if (Status st = ethdev::AwaitLink(*e, kPeerLinkWaitS, StopRequested); !st)
       return Fail(kExitBadInput, st.error());
+    auto c = StartCapture(*capture_file, *capture_pool);
+    if (!c) return Fail(kExitBadInput, c.error());
+    capture = std::move(*c);
     p = std::move(*e);
     describe = p->tx->Describe();
     record_port = port->ToString();
@@ -307,6 +324,7 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
       if (fc.received + fc.lost + fc.duplicated > 0) flows.push_back({f, fc, sink.flow_latency(f)});
     }
   }
+  const bool captured = FinishCapture(capture, *capture_file);
   p.reset();
   receiver.reset();
   const double active_s = last > first ? static_cast<double>(last - first) / tsc_hz : 0;
@@ -344,7 +362,8 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
     if (Status s = (*json)->Write(doc.dump(2) + "\n"); !s) return Fail(kExitBadInput, s.error());
   }
   fmt::print("mbufs in use at exit: {}\n", in_use);
-  return stream->Finish(in_use == 0 ? kExitOk : kExitUnbalanced);
+  const int done = stream->Finish(in_use == 0 ? kExitOk : kExitUnbalanced);
+  return done == kExitOk && !captured ? kExitBadInput : done;
 }
 
 }  // namespace txbatch

@@ -18,6 +18,7 @@ namespace txbatch {
 struct SinkArgs {
   std::string port, link, json;
   std::string stats_json;  // --stats-json: NDJSON events (stats_stream.h)
+  std::string capture;     // --capture: pcapng of what the port received (capture_cmd.h)
   unsigned flows = 64;  // flow ids (the sender's producers) it keeps sequence state for
   unsigned mtu = 1500;
   std::string eal_memory = "auto";

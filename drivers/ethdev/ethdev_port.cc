@@ -28,6 +28,7 @@
 
 #include "base/tsan.h"
 #include "batching/batch.h"
+#include "dataplane/capture.h"
 #include "dataplane/eal.h"
 #include "dataplane/frame.h"
 #include "drivers/ethdev/ethdev.h"
@@ -202,8 +203,12 @@ class EthdevPort final : public TxDriver {
         bytes_[i] = rte_pktmbuf_pkt_len(frames[i]);
       }
     for (rte_mbuf* m : frames) TsanRelease(m);  // a loopback's RX side reads them (tsan.h)
+    // --capture: copied before the burst (the PMD may free what it takes), kept as it took them.
+    Capture* const capture = Capture::Active();
+    if (capture != nullptr) capture->CopyForTx(port_, queue_, frames, capture_copies_);
     const uint16_t n = rte_eth_tx_burst(port_, queue_, const_cast<rte_mbuf**>(frames.data()),
                                         static_cast<uint16_t>(frames.size()));
+    if (capture != nullptr) capture->Sent(port_, capture_copies_, n);
     counters_.accepted.Add(n);
     if (loopback_) in_flight_ += n;
     if (!loopback_) counters_.last_departure.Max(now);
@@ -247,6 +252,7 @@ class EthdevPort final : public TxDriver {
         const uint16_t k = rte_eth_rx_burst(*rx_port_, queue_, rx.data(), kRxBurst);
         if (k == 0) break;
         for (uint16_t i = 0; i < k; ++i) TsanAcquire(rx[i]);
+        if (Capture* c = Capture::Active()) c->Received(*rx_port_, queue_, {rx.data(), k});
         const Tsc now = Now();
         for (uint16_t i = 0; i < k; ++i) {
           at[i] = now;  // the frame's own RX TSC: latency = this - its TX stamp
@@ -343,6 +349,7 @@ class EthdevPort final : public TxDriver {
   Tsc next_poll_ = 0;  // when a loopback's RX is polled next
   unsigned in_flight_ = 0;
   std::array<uint32_t, kMaxBatch> payload_;  // per-call scratch, filled before tx_burst
+  std::vector<rte_mbuf*> capture_copies_;    // --capture: per-call copies of what is offered
   std::array<uint32_t, kMaxBatch> bytes_;
   std::optional<rte_eth_stats> tx_base_, rx_base_;  // the PMD's counters when the cell began
 
@@ -707,8 +714,11 @@ Result<ForwardingPort> OpenForwardingPort(const EthdevOptions& o, rte_mempool* p
 }
 
 uint16_t EthdevRx::Receive(std::span<rte_mbuf*> out) {
-  return rte_eth_rx_burst(port_, queue_, out.data(),
-                          static_cast<uint16_t>(std::min<size_t>(out.size(), UINT16_MAX)));
+  const uint16_t k = rte_eth_rx_burst(
+      port_, queue_, out.data(), static_cast<uint16_t>(std::min<size_t>(out.size(), UINT16_MAX)));
+  if (k > 0)
+    if (Capture* c = Capture::Active()) c->Received(port_, queue_, {out.data(), k});
+  return k;
 }
 
 unsigned ForwardingPoolMtu(unsigned mtu) {

@@ -125,7 +125,8 @@ TEST(Output, AFolderForAFileIsRefusedBeforeAnythingRuns) {
         "calibrate --json " + d.string() + " --out " + (d / "m.json").string(),
         "sink --port net_null0 --duration 1 --json " + d.string(),
         kRun + " --stats-json " + d.string(),
-        "bridge --port-a net_null0 --port-b net_null1 --duration 1 --stats-json " + d.string()}) {
+        "bridge --port-a net_null0 --port-b net_null1 --duration 1 --stats-json " + d.string(),
+        "sink --port net_null0 --duration 1 --capture " + d.string()}) {
     const auto started = std::chrono::steady_clock::now();
     const Outcome o = Txbatch(d, args);
     const double s =
@@ -255,7 +256,7 @@ TEST(Output, TwoOutputsNamingOneFileAreRefused) {
         "sweep --driver emu:null --proto udp --size 64 --procs 1 --batch 1 --rounds 1 "
         "--duration 0.05 --warmup 0.01 --out " +
             d.string() + " --stats-json " + (d / "results.json").string(),
-        "sink --port net_null0 --duration 1 --stats-json " + f + " --json " + f}) {
+        "sink --port net_null0 --duration 1 --stats-json " + f + " --capture " + f}) {
     const Outcome o = Txbatch(d, args);
     EXPECT_EQ(o.status, 2) << args << ": " << o.err;
     EXPECT_NE(o.err.find("names too"), std::string::npos) << args << ": " << o.err;

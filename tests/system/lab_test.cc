@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -191,17 +192,22 @@ TEST(Lab, PingCrossesTheBridgeWithoutLossAndEverythingIsRemovedAfter) {
   ExpectGone("tsys1");
 }
 
-// Watched with the tools a DPDK user has (issue 20, items 1 and 3): while ping crosses the
-// bridge, dpdk-telemetry.py reads its per-direction counters through the file prefix its header
-// names, and its --stats-json stream (every line read by jq) has a start event, interval events
-// whose frames add up to the counters they carry, and an end event with balanced books.
-TEST(Lab, TelemetryAndTheStatsStreamShowWhatCrossesTheBridge) {
+// Watched with the tools a DPDK user has (issue 20, items 1-3): while ping crosses the bridge,
+// dpdk-telemetry.py reads its per-direction counters through the file prefix its header names;
+// its --stats-json stream (every line read by jq) has a start event, interval events whose
+// frames add up to the counters they carry, and an end event with balanced books; and its
+// --capture file, read by tshark, holds each port's frames in each direction as the books count
+// them, stamped with today's wall clock.
+TEST(Lab, TelemetryTheStatsStreamAndTheCaptureShowWhatCrossesTheBridge) {
   CleanupGuard guard{"tsyst"};
   const std::string ndjson = ::testing::TempDir() + "/lab-stats.ndjson";
+  const std::string pcapng = ::testing::TempDir() + "/lab-capture.pcapng";
   std::filesystem::remove(ndjson);
+  std::filesystem::remove(pcapng);
   json stats;
+  const auto started = std::chrono::system_clock::now();
   {
-    Lab lab("tsyst", "--stats 50ms --stats-json " + ndjson);
+    Lab lab("tsyst", "--stats 50ms --stats-json " + ndjson + " --capture " + pcapng);
     ASSERT_TRUE(lab.up()) << lab.up_output();
     const PingStats p = ParsePing(lab.InA("ping -c 20 -i 0.01 -q 10.77.0.2").out);
     EXPECT_EQ(p.received, 20);
@@ -255,7 +261,31 @@ TEST(Lab, TelemetryAndTheStatsStreamShowWhatCrossesTheBridge) {
   EXPECT_EQ(end["directions"][0]["name"], "a>b");
   EXPECT_GE(end["directions"][0]["rx"].get<uint64_t>(), std::max<uint64_t>(sum[0], 20));
   EXPECT_GE(end["directions"][1]["sent"].get<uint64_t>(), 20u);
+  // The capture: port A (interface 0) received what a>b received and sent what b>a sent; B
+  // (interface 1) the other way round.
+  // Its stderr apart (Sh adds 2>&1): tshark warns that it runs as root.
+  const Ran t = Sh("(tshark -r " + pcapng +
+                   " -T fields -e frame.interface_id -e frame.packet_flags_direction "
+                   "-e frame.time_epoch 2>/dev/null)");
+  ASSERT_EQ(t.status, 0) << t.out;
+  std::map<std::string, uint64_t> by;  // "interface direction" -> frames
+  double first = 0;
+  std::istringstream rows(t.out);
+  for (std::string iface, dir, when; rows >> iface >> dir >> when;) {
+    ++by[iface + " " + dir];
+    if (first == 0) first = std::stod(when);
+  }
+  const auto& ab = end["directions"][0];
+  const auto& ba = end["directions"][1];
+  EXPECT_EQ(by["0 0x00000001"], ab["rx"].get<uint64_t>()) << t.out;
+  EXPECT_EQ(by["1 0x00000002"], ab["sent"].get<uint64_t>()) << t.out;
+  EXPECT_EQ(by["1 0x00000001"], ba["rx"].get<uint64_t>()) << t.out;
+  EXPECT_EQ(by["0 0x00000002"], ba["sent"].get<uint64_t>()) << t.out;
+  const double at = std::chrono::duration<double>(started.time_since_epoch()).count();
+  EXPECT_GE(first, at - 1) << "first frame at " << first << ", the test began at " << at;
+  EXPECT_LE(first, at + 60);
   std::filesystem::remove(ndjson);
+  std::filesystem::remove(pcapng);
 }
 
 TEST(Lab, ADelayEachWayBoundsTheRoundTrip) {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <regex>
 #include <string>
 
 #include "system_util.h"
@@ -34,7 +35,8 @@ class RespondRig {
     if (!ok_) return;
     responder_.emplace(Txbatch() +
                            " respond --port net_af_packet0,iface=rspt1 --ip 10.78.0.2 "
-                           "--udp-echo 7 --stats 0",
+                           "--udp-echo 7 --stats 0 --capture " +
+                           capture_,
                        log_);
     ok_ = responder_->WaitFor("\nforwarding", 15);
   }
@@ -43,6 +45,7 @@ class RespondRig {
     Sh("ip netns del rspt");
     Sh("ip link del rspt1");
     std::filesystem::remove(log_);
+    std::filesystem::remove(capture_);
   }
   // SIGTERM to the responder; its exit status, and its output in `out`.
   int Stop(std::string* out = nullptr) {
@@ -57,10 +60,12 @@ class RespondRig {
   }
   bool ok() const { return ok_; }
   std::string log() const { return Slurp(log_); }
+  const std::string& capture() const { return capture_; }
 
  private:
   bool ok_ = false;
   std::string log_ = ::testing::TempDir() + "/respond.log";
+  std::string capture_ = ::testing::TempDir() + "/respond.pcapng";
   std::optional<Process> responder_;
 };
 
@@ -86,6 +91,23 @@ TEST(Respond, AFloodPingToADpdkEndpointGetsEveryReply) {
   EXPECT_NE(log.find("mbufs in use at exit: 0"), std::string::npos) << log;
   EXPECT_NE(log.find("UDP echo 1;"), std::string::npos) << log;
   EXPECT_NE(log.find("ARP 1"), std::string::npos) << log;
+  // --capture: the 1003 echo requests came in and their replies went out (pcapng direction 1
+  // inbound, 2 outbound), and the UDP echo each way, as tshark reads the file.
+  // One line a frame: "icmp-type udp-ports direction", counted by kind.
+  const Ran read = Sh("tshark -r " + rig.capture() +
+                      " -T fields -E separator=\\; -e icmp.type -e udp.port "
+                      "-e frame.packet_flags_direction 2>/dev/null | sort | uniq -c");
+  ASSERT_EQ(read.status, 0) << read.out;
+  const auto count = [&](const std::string& kind) {
+    std::smatch m;
+    return std::regex_search(read.out, m, std::regex(" (\\d+) " + kind + "\n")) ? std::stoll(m[1])
+                                                                                : 0;
+  };
+  EXPECT_EQ(count("8;;0x00000001"), 1003) << read.out;    // echo requests, inbound
+  EXPECT_EQ(count("0;;0x00000002"), 1003) << read.out;    // echo replies, outbound
+  EXPECT_EQ(count(";\\d+,7;0x00000001"), 1) << read.out;  // the UDP echo, in
+  EXPECT_EQ(count(";7,\\d+;0x00000002"), 1) << read.out;  // and out
+  EXPECT_NE(log.find("capture: "), std::string::npos) << log;
 }
 
 }  // namespace

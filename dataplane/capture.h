@@ -1,0 +1,106 @@
+#pragma once
+// --capture FILE: what the DPDK ports sent and received, in pcapng through DPDK's own writer
+// (librte_pcapng), for tshark and Wireshark: an interface block per port (rte_pcapng writes one
+// for every port that exists when the capture opens), each frame an enhanced packet block with
+// its direction, queue and a nanosecond timestamp from the TSC. TX frames are what the PMD
+// accepted (copied before the burst, kept for the ones it took); RX frames what a burst
+// returned.
+//
+// Off the data path as far as a copy allows: the port's thread copies each frame into the
+// capture's own pool and posts it to a mailbox; a writer thread writes the file. What the pool
+// or the mailbox cannot take is counted (dropped), never waited for. One capture a process (as
+// dpdk-dumpcap attaches one); ports read it through Capture::Active().
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/error.h"
+#include "dataplane/mempool.h"
+
+struct rte_pcapng;  // rte_pcapng.h: experimental API, included where it is used
+
+namespace txbatch {
+
+class Capture {
+ public:
+  // Frames the capture pool holds (copies on their way to the file), and what it takes of EAL's
+  // memory for frames of `mtu` (for the EAL estimate).
+  static constexpr unsigned kPoolFrames = 8192;
+  static uint64_t PoolBytes(unsigned mtu);
+
+  // The pool copies go into, for frames of `mtu`. Made once EAL runs and before a port waits
+  // for its peer: populating it faults its pages in (0.6 s for 8192 frames of 1500 bytes on a
+  // 2-vCPU VM here), which must not happen while the peer already sends — a sink that started
+  // its capture after the link came up polled nothing for that long, and a short run filled
+  // its ring and qdisc and sent a few thousand frames in all.
+  static Result<PoolPtr> MakePool(unsigned mtu);
+  // Starts capturing into `fd` (owned from here: closed at the end) with `pool` (MakePool's),
+  // after every port was created; frames of `mtu` are kept whole (longer ones, TSO's, are cut).
+  static Result<std::unique_ptr<Capture>> Start(int fd, PoolPtr pool, unsigned mtu);
+  // Stops taking frames, writes what is posted and a statistics block per port (frames
+  // written, and dropped by the capture itself), closes the file. Once; the destructor stops a
+  // capture not stopped yet.
+  void Stop();
+  ~Capture() { Stop(); }
+  Capture(const Capture&) = delete;
+  Capture& operator=(const Capture&) = delete;
+
+  // The running capture, or null (read on the data path: one relaxed load).
+  static Capture* Active() { return active_.load(std::memory_order_acquire); }
+
+  // TX, before rte_eth_tx_burst: copies `frames` into `copies` (as many as it could; null where
+  // the pool was empty). After the burst, Sent posts the copies of the first `accepted` and
+  // frees the rest.
+  void CopyForTx(uint16_t port, uint16_t queue, std::span<rte_mbuf* const> frames,
+                 std::vector<rte_mbuf*>& copies);
+  void Sent(uint16_t port, std::vector<rte_mbuf*>& copies, unsigned accepted);
+  // RX: what a burst returned, copied and posted.
+  void Received(uint16_t port, uint16_t queue, std::span<rte_mbuf* const> frames);
+
+  struct Counts {
+    uint64_t captured = 0;  // written, or on their way
+    uint64_t dropped = 0;   // the pool or the mailbox was full
+    uint64_t written = 0;   // blocks the writer wrote
+  };
+  Counts counts() const;
+  // Why writing failed (the disk filled, the reader went away); empty while it has not.
+  std::string failure() const;
+
+ private:
+  Capture(rte_pcapng* out, PoolPtr pool, unsigned snap);
+  void Post(rte_mbuf* const* copies, unsigned n);
+  void Stamp(rte_mbuf* copy, uint64_t tsc) const;
+  void Writer();
+
+  static std::atomic<Capture*> active_;
+  rte_pcapng* out_;
+  PoolPtr pool_;
+  const unsigned snap_;
+  const uint64_t tsc_hz_;
+  uint64_t tsc0_ = 0, ns0_ = 0;  // a TSC reading and the wall clock's at the same moment
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::vector<rte_mbuf*> mailbox_;  // posted copies, in order; bounded by kPoolFrames
+  bool stop_ = false;
+  bool stopped_ = false;  // Stop ran
+  std::string failure_;
+  std::atomic<uint64_t> captured_{0}, dropped_{0}, written_{0};
+  // Per port id: dropped (by the port's thread) and written (by the writer), for the statistics
+  // blocks at the end.
+  std::array<std::atomic<uint64_t>, RTE_MAX_ETHPORTS> port_dropped_{};
+  std::array<uint64_t, RTE_MAX_ETHPORTS> port_written_{};
+  std::thread writer_;
+};
+
+}  // namespace txbatch
