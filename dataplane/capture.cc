@@ -67,6 +67,8 @@ Capture::Capture(rte_pcapng* out, PoolPtr pool, unsigned snap)
   clock_gettime(CLOCK_REALTIME, &ts);
   ns0_ = static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
   mailbox_.reserve(kPoolFrames);
+  uint16_t port = 0;
+  RTE_ETH_FOREACH_DEV(port) named_[port] = true;  // as rte_pcapng_fdopen named them
   writer_ = std::thread([this] { Writer(); });
 }
 
@@ -87,8 +89,9 @@ void Capture::Stop() {
   sigaddset(&pipe, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe, &old);
   if (failure().empty()) {
-    uint16_t port = 0;
-    RTE_ETH_FOREACH_DEV(port) {
+    // The ports the file names (run's are gone by now: each cell removes its own).
+    for (uint16_t port = 0; port < RTE_MAX_ETHPORTS; ++port) {
+      if (!named_[port]) continue;
       (void)rte_pcapng_write_stats(out_, port,
                                    "txbatch --capture: frames written, and dropped by the "
                                    "capture (its pool or mailbox full)",
@@ -105,7 +108,8 @@ void Capture::Stop() {
 void Capture::CopyForTx(uint16_t port, uint16_t queue, std::span<rte_mbuf* const> frames,
                         std::vector<rte_mbuf*>& copies) {
   const uint64_t now = rte_get_tsc_cycles();
-  copies.resize(frames.size());
+  copies.assign(frames.size(), nullptr);  // null: counted as dropped for what the PMD accepts
+  if (port >= RTE_MAX_ETHPORTS || !named_[port]) return;
   for (size_t i = 0; i < frames.size(); ++i) {
     copies[i] =
         rte_pcapng_copy(port, queue, frames[i], pool_.get(), snap_, now, RTE_PCAPNG_DIRECTION_OUT);
@@ -145,6 +149,12 @@ void Capture::Sent(uint16_t port, std::vector<rte_mbuf*>& copies, unsigned accep
 
 void Capture::Received(uint16_t port, uint16_t queue, std::span<rte_mbuf* const> frames) {
   const uint64_t now = rte_get_tsc_cycles();
+  if (port >= RTE_MAX_ETHPORTS || !named_[port]) {
+    dropped_.fetch_add(frames.size(), std::memory_order_relaxed);
+    if (port < RTE_MAX_ETHPORTS)
+      port_dropped_[port].fetch_add(frames.size(), std::memory_order_relaxed);
+    return;
+  }
   std::array<rte_mbuf*, 64> copies;
   for (size_t at = 0; at < frames.size(); at += copies.size()) {
     const size_t n = std::min(copies.size(), frames.size() - at);

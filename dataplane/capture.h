@@ -100,6 +100,9 @@ class Capture {
   // blocks at the end.
   std::array<std::atomic<uint64_t>, RTE_MAX_ETHPORTS> port_dropped_{};
   std::array<uint64_t, RTE_MAX_ETHPORTS> port_written_{};
+  // The ports the file names (those there were when it opened): a frame of another port would
+  // point at no interface block, and is dropped (counted).
+  std::array<bool, RTE_MAX_ETHPORTS> named_{};
   std::thread writer_;
 };
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <utility>
 
 #include "dataplane/mempool.h"
 #include "dataplane/telemetry.h"
@@ -62,7 +63,9 @@ int Fail(int code, const Error& e) {
 
 // Starts a session for `cells`; on failure returns the exit status, the sentence printed.
 Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory memory,
-                             const EalUserArgs& eal_user_args, RunEnv env, int* exit_code) {
+                             const EalUserArgs& eal_user_args, RunEnv env, int* exit_code,
+                             int* capture_fd) {
+  const bool capturing = capture_fd != nullptr && *capture_fd >= 0;
   const auto fail = [&](int code, const Error& e) {
     *exit_code = code;
     return e;
@@ -96,6 +99,7 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
   uint64_t own_bytes = 0;
   for (const auto& c : cells)
     own_bytes = std::max(own_bytes, c.driver_spec.own_pool_bytes() * std::max(1u, c.queues));
+  if (capturing) own_bytes += Capture::PoolBytes(mtu);
   auto eal_plan = PlanEal(PoolBytes(pool_size, mtu) + own_bytes, eal_user_args, memory);
   if (!eal_plan) return fail(kExitBadInput, eal_plan.error());
   env.eal_args.assign(eal_plan->args.begin() + 1, eal_plan->args.end());
@@ -121,6 +125,10 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
 
   auto pool = CreatePacketPool("txbatch_pool", pool_size, mtu);
   if (!pool) return fail(kExitInternal, pool.error());
+  Result<PoolPtr> capture_pool = PoolPtr();
+  if (capturing) capture_pool = Capture::MakePool(mtu);
+  if (!capture_pool) return fail(kExitInternal, capture_pool.error());
+  std::unique_ptr<Capture> capture;
   // Fault every page in now (pool, EAL heap) rather than on a frame's first use mid-window.
   // Not MCL_FUTURE: it would pin every thread's 8 MiB stack as well. Best effort (RLIMIT).
   // Simulated cells have no real-time window to protect: without one, it is start-up time spent
@@ -143,8 +151,13 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
     if (!d) return fail(kExitBadInput, d.error());
     if (std::string ll = d->front()->link_layer(); !ll.empty())
       env.link_layers[cell.driver_spec.ToString()] = std::move(ll);
+    if (capturing && !capture) {
+      auto c = Capture::Start(std::exchange(*capture_fd, -1), std::move(*capture_pool), mtu);
+      if (!c) return fail(kExitBadInput, c.error());
+      capture = std::move(*c);
+    }
   }
-  return Session{std::move(*eal), std::move(*pool), std::move(env), {}, 0, {}};
+  return Session{std::move(*eal), std::move(*pool), std::move(env), {}, 0, {}, std::move(capture)};
 }
 
 // Runs one cell; on failure prints the sentence and sets the exit status (a device that vanished

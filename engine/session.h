@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/output_file.h"
+#include "dataplane/capture.h"
 #include "dataplane/eal.h"
 #include "dataplane/mempool.h"
 #include "engine/cell.h"
@@ -52,11 +53,20 @@ struct Session {
   // Called with each cell run's record as it is appended (MeasureGrid; compare's rounds):
   // --stats-json's "cell" events.
   std::function<void(const CellRecord&)> on_record;
+  // run --capture: what the cells' ethdev ports sent and received (dataplane/capture.h), from
+  // the device check to the end; stopped before EAL (declared after it). Null without one.
+  std::unique_ptr<Capture> capture;
 };
 
 // Starts a session for `cells` and takes over SIGINT/SIGTERM; on failure sets `*exit_code`.
+// With a `capture_fd` (run --capture: an open pcapng file, every cell on one ethdev driver, as
+// the caller checked) the capture's pool goes into EAL's estimate and the capture starts at the
+// device check, while that driver's ports exist: rte_pcapng names the ports there are when it
+// opens, and every cell makes the same ports again, with the same ids. The descriptor is the
+// capture's once it started (*capture_fd is then -1); until then the caller's.
 Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory memory,
-                             const EalUserArgs& eal_user_args, RunEnv env, int* exit_code);
+                             const EalUserArgs& eal_user_args, RunEnv env, int* exit_code,
+                             int* capture_fd = nullptr);
 
 // Runs one cell; on failure prints the sentence and sets `*status` (a device that vanished
 // mid-run is a missing device (2), a drain that did not finish a bug (1)).

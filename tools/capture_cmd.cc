@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <variant>
 
 #include "tools/run_options.h"
 
@@ -35,20 +37,47 @@ CaptureReserve::~CaptureReserve() {
   if (!remove.empty()) ::unlink(remove.c_str());
 }
 
-Result<CaptureReserve> ReserveCapture(CaptureFile& c) {
+Status CheckRunCapture(const std::vector<CellConfig>& cells) {
+  const auto ethdev = [](const CellConfig& c) {
+    return c.engine == Engine::kReal &&
+           std::holds_alternative<ethdev::EthdevOptions>(c.driver_spec.options);
+  };
+  if (!std::all_of(cells.begin(), cells.end(), ethdev))
+    return MakeError(EINVAL,
+                     "--capture records what DPDK ports sent and received, and emu, "
+                     "verbs and --engine sim have none; valid: --capture with --driver "
+                     "ethdev:…");
+  for (const CellConfig& c : cells)
+    if (c.driver_spec.ToString() != cells.front().driver_spec.ToString() ||
+        c.queues != cells.front().queues)
+      return MakeError(EINVAL,
+                       "--capture takes one --driver and one --queues: the pcapng file "
+                       "names its ports once, when it opens; valid: a run per driver, "
+                       "each with its own --capture file");
+  return {};
+}
+
+Result<CaptureReserve> OpenCaptureFile(CaptureFile& c) {
   CaptureReserve r;
   if (!c.file) return r;
-  auto pool = Capture::MakePool(c.mtu);
-  if (!pool)
-    return MakeError(pool.error().err,
-                     fmt::format("--capture '{}': {}", c.file->path(), pool.error().message));
-  r.pool = std::move(*pool);
   auto fd = c.file->OpenStream();
   if (!fd) return fd.error();
   r.fd = *fd;
   struct stat st {};
   if (!c.file->to_stdout() && ::fstat(r.fd, &st) == 0 && S_ISREG(st.st_mode))
     r.remove = c.file->path();
+  return r;
+}
+
+Result<CaptureReserve> ReserveCapture(CaptureFile& c) {
+  if (!c.file) return CaptureReserve();
+  auto pool = Capture::MakePool(c.mtu);
+  if (!pool)
+    return MakeError(pool.error().err,
+                     fmt::format("--capture '{}': {}", c.file->path(), pool.error().message));
+  auto r = OpenCaptureFile(c);
+  if (!r) return r.error();
+  r->pool = std::move(*pool);
   return r;
 }
 

@@ -7,9 +7,11 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "base/output_file.h"
 #include "dataplane/capture.h"
+#include "engine/cell.h"
 
 namespace txbatch {
 
@@ -41,6 +43,13 @@ struct CaptureReserve {
   ~CaptureReserve();
 };
 Result<CaptureReserve> ReserveCapture(CaptureFile& c);
+
+// run --capture: every cell on one ethdev driver (rte_pcapng names the ports once, when it
+// opens, and emu and verbs have none), on the real engine; else one sentence.
+Status CheckRunCapture(const std::vector<CellConfig>& cells);
+// run's file, open before the session starts (its pool is the session's: StartSession); a
+// reserve without a pool.
+Result<CaptureReserve> OpenCaptureFile(CaptureFile& c);
 
 // Starts it once every port exists (rte_pcapng names the ports there are when it opens) and
 // their links are up; null without one.

@@ -35,6 +35,7 @@
 #include "results/tables.h"
 #include "tools/bridge_cmd.h"
 #include "tools/calibrate.h"
+#include "tools/capture_cmd.h"
 #include "tools/compare.h"
 #include "tools/lab.h"
 #include "tools/run_options.h"
@@ -53,7 +54,7 @@ void PrintTelemetryLine(const RunEnv& env) {
 }
 
 int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env,
-               const std::string& out_dir = "") {
+               const std::string& out_dir = "", const std::string& capture = "") {
   // A --json file (or --out directory) that cannot be written is bad input: say so before
   // running anything.
   std::optional<OutputDir> out;
@@ -62,8 +63,8 @@ int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env
     if (!d) return Fail(kExitBadInput, d.error());
     out = *d;
   }
-  std::vector<std::pair<std::string, std::string>> named = {{"--json", plan.json_path},
-                                                            {"--stats-json", plan.stats_json_path}};
+  std::vector<std::pair<std::string, std::string>> named = {
+      {"--json", plan.json_path}, {"--stats-json", plan.stats_json_path}, {"--capture", capture}};
   if (out)
     for (const char* file : {"results.json", "results.csv", "tables.txt"})
       named.emplace_back(fmt::format("--out's {}", file), out_dir + "/" + file);
@@ -72,8 +73,15 @@ int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env
   if (!json) return Fail(kExitBadInput, json.error());
   auto stream = StatsStream::Open(plan.stats_json_path);
   if (!stream) return Fail(kExitBadInput, stream.error());
+  if (Status st = capture.empty() ? Status{} : CheckRunCapture(plan.cells); !st)
+    return Fail(kExitBadInput, st.error());
+  auto capture_file = PrepareCapture(capture, plan.cells.front().mtu);
+  if (!capture_file) return Fail(kExitBadInput, capture_file.error());
+  auto capture_reserve = OpenCaptureFile(*capture_file);
+  if (!capture_reserve) return Fail(kExitBadInput, capture_reserve.error());
   int status = kExitOk;
-  auto session = StartSession(plan.cells, plan.eal_memory, eal_user_args, std::move(env), &status);
+  auto session = StartSession(plan.cells, plan.eal_memory, eal_user_args, std::move(env), &status,
+                              &capture_reserve->fd);
   if (!session) return Fail(status, session.error());
   PrintHeader(stdout, plan.cells, session->env);
   PrintTelemetryLine(session->env);
@@ -83,6 +91,7 @@ int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env
   std::vector<CellRecord> records;
   bool balanced = true;
   MeasureGrid(plan.cells, plan.rounds, *session, 0, records, &status, &balanced);
+  if (!FinishCapture(session->capture, *capture_file) && status == kExitOk) status = kExitBadInput;
   const std::string tables = PrintAndKeepTables(records, plan.policies);
   std::fflush(stdout);
   const nlohmann::json doc = ToJson(records, session->env);
@@ -390,6 +399,7 @@ struct Commands {
   CLI::App* tune = nullptr;
   CLI::App* calibrate = nullptr;
   RunArgs run_args;
+  std::string run_capture;
   RunArgs compare_args;
   std::string report_path;
   std::string report_out;
@@ -461,6 +471,7 @@ void AddRunCommand(CLI::App& app, Commands& c) {
       "lmbench bw_tcp table of the 2007 batching thread on emu:e1000 (tcp, sizes 4096.."
       "262144, procs 1 and 8, batch 1 then 32).");
   AddRunOptions(*c.run, c.run_args);
+  AddCaptureOption(*c.run, c.run_capture);
 }
 
 void AddCompareCommand(CLI::App& app, Commands& c) {
@@ -702,7 +713,7 @@ int Dispatch(Commands& c, const EalUserArgs& eal_args, const RunEnv& env) {
   if (c.run->parsed()) {
     auto plan = BuildRunPlan(c.run_args);
     if (!plan) return Fail(kExitBadInput, plan.error());
-    return RunCommand(*plan, eal_args, env);
+    return RunCommand(*plan, eal_args, env, "", c.run_capture);
   }
   if (c.report->parsed()) return ReportCommand(c.report_path, c.report_out);
   if (c.bridge->parsed()) return BridgeCommand(c.bridge_args, eal_args);

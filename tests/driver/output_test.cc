@@ -268,5 +268,58 @@ TEST(Output, TwoOutputsNamingOneFileAreRefused) {
   EXPECT_EQ(n.status, 0) << n.err;
 }
 
+// run --capture (issue 20, item 2): what the loopback's one port sent and received, as tshark
+// reads the pcapng file — every frame written or counted as the capture's drop, each sent frame
+// once outbound and once inbound (net_ring is its own loopback), over two cells (one file, the
+// ports made again for each). A driver with no DPDK port is refused with one sentence, no file.
+TEST(Output, RunCaptureHoldsWhatTheLoopbackSentAndReceived) {
+  const fs::path d = Scratch("run_capture");
+  const std::string f = (d / "run.pcapng").string(), j = (d / "run.json").string();
+  const Outcome o = Txbatch(d,
+                            "run --driver ethdev:net_ring0 --proto udp --size 1000 --procs 1 "
+                            "--batch 1,32 --rounds 1 --duration 0.1 --warmup 0.02 --rate "
+                            "20kpps --json " +
+                                j + " --capture " + f);
+  ASSERT_EQ(o.status, 0) << o.err << o.out;
+  const nlohmann::json doc = nlohmann::json::parse(Slurp(j));
+  uint64_t sent = 0;
+  for (const auto& r : doc["records"]) sent += r["results"]["accounting"]["sent"].get<uint64_t>();
+  ASSERT_GT(sent, 0u);
+  std::smatch said;
+  ASSERT_TRUE(std::regex_search(
+      o.out, said,
+      std::regex(R"(capture: (\d+) frames written to \S+( \((\d+) more dropped by the capture)?)")))
+      << o.out;
+  const uint64_t written = std::stoull(said[1]);
+  const uint64_t dropped = said[3].matched ? std::stoull(said[3]) : 0;
+  EXPECT_EQ(written + dropped, 2 * sent) << o.out;
+  const fs::path counts = d / "counts";
+  ASSERT_EQ(std::system(("tshark -r " + f +
+                         " -T fields -e frame.packet_flags_direction 2>/dev/null | sort | uniq -c "
+                         "> " +
+                         counts.string())
+                            .c_str()),
+            0);
+  const std::string by_direction = Slurp(counts);
+  uint64_t in = 0, out = 0;
+  std::smatch m;
+  if (std::regex_search(by_direction, m, std::regex(R"((\d+) 0x00000001)"))) in = std::stoull(m[1]);
+  if (std::regex_search(by_direction, m, std::regex(R"((\d+) 0x00000002)")))
+    out = std::stoull(m[1]);
+  EXPECT_EQ(in + out, written) << by_direction;
+  if (dropped == 0) {
+    EXPECT_EQ(in, sent) << by_direction;
+    EXPECT_EQ(out, sent) << by_direction;
+  }
+  fs::remove_all(d);
+
+  const fs::path e = Scratch("run_capture_emu");
+  const Outcome emu =
+      Txbatch(e, "run --driver emu:null --duration 0.05 --capture " + (e / "x.pcapng").string());
+  EXPECT_EQ(emu.status, 2) << emu.err;
+  EXPECT_NE(emu.err.find("--capture records what DPDK ports"), std::string::npos) << emu.err;
+  EXPECT_TRUE(fs::is_empty(e));
+}
+
 }  // namespace
 }  // namespace txbatch::test
