@@ -8,12 +8,16 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_pcapng.h>
+#include <rte_ring.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cstring>
 #include <ctime>
+#include <thread>
 
 #include "txbatch_config.h"
 
@@ -23,19 +27,51 @@ namespace {
 // A frame of `mtu` bytes of L3 with its Ethernet header and a VLAN tag.
 unsigned SnapFor(unsigned mtu) { return mtu + 18; }
 
+// A copy's data room: what rte_pcapng_mbuf_size asks for a frame of `snap`, and the 12-byte
+// RSS-hash option 22.11's rte_pcapng_copy appends to a frame a NIC hashed, which that size
+// leaves out (without it every full-size frame of such a NIC fails to copy).
+uint32_t RoomFor(unsigned snap) { return rte_pcapng_mbuf_size(snap) + 12; }
+
+// Signals the writer leaves to the other threads: SIGPIPE (a reader that went away is EPIPE,
+// said at the end, not a death that leaves EAL's files behind), and SIGINT/SIGTERM (they go to
+// a thread that acts on them, never interrupt a write half-way).
+sigset_t WriterSignals() {
+  sigset_t s;
+  sigemptyset(&s);
+  for (int sig : {SIGPIPE, SIGINT, SIGTERM}) sigaddset(&s, sig);
+  return s;
+}
+
+// Runs `f` with SIGPIPE held back, and takes back a SIGPIPE it raised: a write on the control
+// thread to a reader that went away fails with EPIPE instead of ending the process.
+template <class F>
+auto WithoutSigpipe(F&& f) {
+  sigset_t pipe, old;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, &old);
+  auto r = f();
+  const timespec now{0, 0};
+  while (sigtimedwait(&pipe, nullptr, &now) == SIGPIPE) {
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return r;
+}
+
 }  // namespace
 
 std::atomic<Capture*> Capture::active_{nullptr};
 
 uint64_t Capture::PoolBytes(unsigned mtu) {
-  // Each object: its rte_mbuf and the data room rte_pcapng_mbuf_size asks for, and the pool's
-  // per-object header.
-  return uint64_t{kPoolFrames} * (sizeof(rte_mbuf) + rte_pcapng_mbuf_size(SnapFor(mtu)) + 64);
+  // Each object: its rte_mbuf, its data room and the pool's per-object header (two objects may
+  // share a 4 KiB page, not cross one: a page each pair); and the ring of pointers.
+  return uint64_t{kPoolFrames} * (sizeof(rte_mbuf) + RoomFor(SnapFor(mtu)) + 64) +
+         uint64_t{kPoolFrames} * 2 * sizeof(void*) + (1u << 20);
 }
 
 Result<PoolPtr> Capture::MakePool(unsigned mtu) {
   // As dpdk-dumpcap sizes its own: the packet block's header goes in the headroom.
-  const uint32_t room = rte_pcapng_mbuf_size(SnapFor(mtu));
+  const uint32_t room = RoomFor(SnapFor(mtu));
   rte_mempool* mp = rte_pktmbuf_pool_create_by_ops(
       "txbatch_capture", kPoolFrames, 0, 0, static_cast<uint16_t>(room), SOCKET_ID_ANY, kPoolOps);
   if (mp == nullptr)
@@ -46,27 +82,39 @@ Result<PoolPtr> Capture::MakePool(unsigned mtu) {
 
 Result<std::unique_ptr<Capture>> Capture::Start(int fd, PoolPtr pool, unsigned mtu) {
   const unsigned snap = SnapFor(mtu);
+  rte_ring* ring = rte_ring_create("txbatch_capture", kPoolFrames, SOCKET_ID_ANY,
+                                   RING_F_SC_DEQ | RING_F_EXACT_SZ);
+  if (ring == nullptr) {
+    ::close(fd);
+    return MakeError(rte_errno,
+                     fmt::format("cannot make the capture's ring: {}", rte_strerror(rte_errno)));
+  }
   char host[256] = "";
   (void)gethostname(host, sizeof host - 1);
-  rte_pcapng_t* out =
-      rte_pcapng_fdopen(fd, nullptr, host[0] ? host : nullptr, "txbatch " TXBATCH_VERSION, nullptr);
+  rte_errno = 0;
+  errno = 0;
+  // The section and interface blocks are written here, on this thread.
+  rte_pcapng_t* out = WithoutSigpipe([&] {
+    return rte_pcapng_fdopen(fd, nullptr, host[0] ? host : nullptr, "txbatch " TXBATCH_VERSION,
+                             nullptr);
+  });
   if (out == nullptr) {
-    const int err = rte_errno ? rte_errno : errno;
+    const int err = rte_errno ? rte_errno : errno ? errno : EIO;
     ::close(fd);
+    rte_ring_free(ring);
     return MakeError(err, fmt::format("cannot start the capture file: {}", std::strerror(err)));
   }
-  std::unique_ptr<Capture> c(new Capture(out, std::move(pool), snap));
+  std::unique_ptr<Capture> c(new Capture(out, std::move(pool), ring, snap));
   active_.store(c.get(), std::memory_order_release);
   return c;
 }
 
-Capture::Capture(rte_pcapng* out, PoolPtr pool, unsigned snap)
-    : out_(out), pool_(std::move(pool)), snap_(snap), tsc_hz_(rte_get_tsc_hz()) {
+Capture::Capture(rte_pcapng* out, PoolPtr pool, rte_ring* ring, unsigned snap)
+    : out_(out), pool_(std::move(pool)), ring_(ring), snap_(snap), tsc_hz_(rte_get_tsc_hz()) {
   timespec ts{};
   tsc0_ = rte_get_tsc_cycles();
   clock_gettime(CLOCK_REALTIME, &ts);
   ns0_ = static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-  mailbox_.reserve(kPoolFrames);
   uint16_t port = 0;
   RTE_ETH_FOREACH_DEV(port) named_[port] = true;  // as rte_pcapng_fdopen named them
   writer_ = std::thread([this] { Writer(); });
@@ -76,33 +124,34 @@ void Capture::Stop() {
   if (stopped_) return;
   stopped_ = true;
   active_.store(nullptr, std::memory_order_release);
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  wake_.notify_one();
-  writer_.join();
-  // The statistics blocks, on this thread: SIGPIPE held back as the writer holds it (a reader
-  // gone is no death), and taken again if a write raised it.
-  sigset_t pipe, old;
-  sigemptyset(&pipe);
-  sigaddset(&pipe, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe, &old);
-  if (failure().empty()) {
-    // The ports the file names (run's are gone by now: each cell removes its own).
-    for (uint16_t port = 0; port < RTE_MAX_ETHPORTS; ++port) {
-      if (!named_[port]) continue;
-      (void)rte_pcapng_write_stats(out_, port,
-                                   "txbatch --capture: frames written, and dropped by the "
-                                   "capture (its pool or mailbox full)",
-                                   0, 0, port_written_[port], port_dropped_[port].load());
+  stop_.store(true, std::memory_order_release);
+  writer_.join();  // it empties the ring before it returns
+  // Posted after that (none, by the precondition): freed, counted as dropped.
+  void* left[64];
+  while (const unsigned n = rte_ring_sc_dequeue_burst(ring_, left, 64, nullptr)) {
+    for (unsigned i = 0; i < n; ++i) {
+      auto* m = static_cast<rte_mbuf*>(left[i]);
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      if (m->port < RTE_MAX_ETHPORTS) port_dropped_[m->port].fetch_add(1);
+      rte_pktmbuf_free(m);
     }
   }
-  const timespec now{0, 0};
-  while (sigtimedwait(&pipe, nullptr, &now) == SIGPIPE) {
+  if (failure().empty()) {
+    // The statistics blocks of the ports the file names and that still exist (22.11's writer
+    // refuses a port that is gone: run's are, each cell removes its own).
+    WithoutSigpipe([&] {
+      for (uint16_t port = 0; port < RTE_MAX_ETHPORTS; ++port) {
+        if (!named_[port] || !rte_eth_dev_is_valid_port(port)) continue;
+        (void)rte_pcapng_write_stats(out_, port,
+                                     "txbatch --capture: frames written, and dropped by the "
+                                     "capture (its pool or ring full)",
+                                     0, 0, port_written_[port], port_dropped_[port].load());
+      }
+      return 0;
+    });
   }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   rte_pcapng_close(out_);  // closes the file descriptor
+  rte_ring_free(ring_);
 }
 
 void Capture::CopyForTx(uint16_t port, uint16_t queue, std::span<rte_mbuf* const> frames,
@@ -122,7 +171,7 @@ void Capture::Stamp(rte_mbuf* copy, uint64_t tsc) const {
   // 12 and 16), from this capture's own TSC-to-wall-clock mapping: Debian's 22.11.11
   // rte_pcapng dated every frame here in the year 2244. Whole seconds apart, then the rest
   // (below tsc_hz_, so times 1e9 stays within 64 bits).
-  const uint64_t delta = tsc - tsc0_;
+  const uint64_t delta = tsc > tsc0_ ? tsc - tsc0_ : 0;  // a CPU's TSC a little behind: no wrap
   const uint64_t ns =
       ns0_ + delta / tsc_hz_ * 1000000000u + delta % tsc_hz_ * 1000000000u / tsc_hz_;
   auto* block = rte_pktmbuf_mtod(copy, uint8_t*);
@@ -176,15 +225,10 @@ void Capture::Received(uint16_t port, uint16_t queue, std::span<rte_mbuf* const>
 
 void Capture::Post(rte_mbuf* const* copies, unsigned n) {
   if (n == 0) return;
-  unsigned taken = 0;
-  {
-    std::lock_guard lock(mu_);
-    if (!stop_) {
-      taken = std::min<unsigned>(n, kPoolFrames - std::min<size_t>(mailbox_.size(), kPoolFrames));
-      mailbox_.insert(mailbox_.end(), copies, copies + taken);
-    }
-  }
-  if (taken > 0) wake_.notify_one();
+  // Lock-free (a txirq at SCHED_FIFO posts too, under the TX lock): no wake-up either, the
+  // writer polls.
+  const unsigned taken =
+      rte_ring_mp_enqueue_burst(ring_, reinterpret_cast<void* const*>(copies), n, nullptr);
   captured_.fetch_add(taken, std::memory_order_relaxed);
   for (unsigned i = taken; i < n; ++i) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -196,8 +240,8 @@ void Capture::Post(rte_mbuf* const* copies, unsigned n) {
 
 void Capture::Writer() {
   pthread_setname_np(pthread_self(), "txb-capture");
-  // Any of EAL's CPUs, not only the main lcore's it inherited from the thread that made it: there
-  // a bridge or sink busy-polls its ports, and would share its CPU with every write.
+  // EAL's CPUs but the main lcore's, where one is left (it inherited that one from the thread
+  // that made it): there a bridge or sink busy-polls its ports.
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   unsigned lcore;
@@ -205,47 +249,44 @@ void Capture::Writer() {
     rte_cpuset_t s = rte_lcore_cpuset(lcore);
     CPU_OR(&cpus, &cpus, &s);
   }
-  if (CPU_COUNT(&cpus) > 0) pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus);
-  // A reader that went away (`--capture - | tshark -c 10`) is EPIPE, said at the end, not a
-  // SIGPIPE that kills the process and leaves EAL's files behind.
-  sigset_t pipe;
-  sigemptyset(&pipe);
-  sigaddset(&pipe, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
-  std::vector<rte_mbuf*> batch;
-  batch.reserve(kPoolFrames);
+  rte_cpuset_t main = rte_lcore_cpuset(rte_get_main_lcore());
+  cpu_set_t others;
+  CPU_XOR(&others, &cpus, &main);
+  CPU_AND(&others, &others, &cpus);
+  if (CPU_COUNT(&others) > 0) cpus = others;
+  if (CPU_COUNT(&cpus) > 0) (void)pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus);
+  const sigset_t held = WriterSignals();
+  pthread_sigmask(SIG_BLOCK, &held, nullptr);
+  std::array<rte_mbuf*, 256> batch;
+  bool ok = true;
   for (;;) {
-    bool stopping;
-    {
-      std::unique_lock lock(mu_);
-      wake_.wait(lock, [&] { return stop_ || !mailbox_.empty(); });
-      batch.swap(mailbox_);
-      stopping = stop_;
+    // Read before the dequeue: once stopping, an empty ring is all there will be.
+    const bool stopping = stop_.load(std::memory_order_acquire);
+    const unsigned n = rte_ring_sc_dequeue_burst(ring_, reinterpret_cast<void**>(batch.data()),
+                                                 batch.size(), nullptr);
+    if (n == 0) {
+      if (stopping) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
     }
-    for (size_t at = 0; at < batch.size(); at += 256) {
-      const auto n = static_cast<uint16_t>(std::min<size_t>(256, batch.size() - at));
-      bool ok;
-      {
+    if (ok) {
+      // A short write (a full disk part-way) is a failure too: the file would end mid-block.
+      uint64_t bytes = 0;
+      for (unsigned i = 0; i < n; ++i) bytes += rte_pktmbuf_pkt_len(batch[i]);
+      const ssize_t wrote = rte_pcapng_write_packets(out_, batch.data(), static_cast<uint16_t>(n));
+      if (wrote < 0 || static_cast<uint64_t>(wrote) != bytes) {
         std::lock_guard lock(mu_);
-        ok = failure_.empty();
-      }
-      if (ok && rte_pcapng_write_packets(out_, batch.data() + at, n) < 0) {
-        std::lock_guard lock(mu_);
-        failure_ = std::strerror(rte_errno);
+        failure_ = wrote < 0 ? std::strerror(rte_errno)
+                             : fmt::format("a short write ({} of {} bytes)", wrote, bytes);
         ok = false;
       }
-      for (uint16_t i = 0; i < n; ++i) {
-        rte_mbuf* m = batch[at + i];
-        if (ok && m->port < RTE_MAX_ETHPORTS) ++port_written_[m->port];
-        rte_pktmbuf_free(m);
-      }
-      if (ok) written_.fetch_add(n, std::memory_order_relaxed);
     }
-    batch.clear();
-    if (stopping) {
-      std::lock_guard lock(mu_);
-      if (mailbox_.empty()) return;
+    for (unsigned i = 0; i < n; ++i) {
+      rte_mbuf* m = batch[i];
+      if (ok && m->port < RTE_MAX_ETHPORTS) ++port_written_[m->port];
+      rte_pktmbuf_free(m);
     }
+    if (ok) written_.fetch_add(n, std::memory_order_relaxed);
   }
 }
 

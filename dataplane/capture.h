@@ -6,9 +6,11 @@
 // accepted (copied before the burst, kept for the ones it took); RX frames what a burst
 // returned.
 //
-// Off the data path as far as a copy allows: the port's thread copies each frame into the
-// capture's own pool and posts it to a mailbox; a writer thread writes the file. What the pool
-// or the mailbox cannot take is counted (dropped), never waited for. One capture a process (as
+// Off the data path as far as a copy allows: the port's thread (a forwarder, a producer, the
+// SCHED_FIFO txirq) copies each frame into the capture's own pool and enqueues it on a
+// lock-free ring (rte_ring, many producers, one consumer); a writer thread polls the ring every
+// millisecond and writes the file. What the pool or the ring cannot take is counted (dropped),
+// never waited for: no lock and no wake-up on the data path. One capture a process (as
 // dpdk-dumpcap attaches one); ports read it through Capture::Active().
 
 #include <rte_ethdev.h>
@@ -16,7 +18,6 @@
 
 #include <array>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,7 @@
 #include "dataplane/mempool.h"
 
 struct rte_pcapng;  // rte_pcapng.h: experimental API, included where it is used
+struct rte_ring;
 
 namespace txbatch {
 
@@ -48,15 +50,18 @@ class Capture {
   // Starts capturing into `fd` (owned from here: closed at the end) with `pool` (MakePool's),
   // after every port was created; frames of `mtu` are kept whole (longer ones, TSO's, are cut).
   static Result<std::unique_ptr<Capture>> Start(int fd, PoolPtr pool, unsigned mtu);
-  // Stops taking frames, writes what is posted and a statistics block per port (frames
-  // written, and dropped by the capture itself), closes the file. Once; the destructor stops a
-  // capture not stopped yet.
+  // Stops taking frames, writes what is posted and a statistics block per port still there
+  // (frames written, and dropped by the capture itself), closes the file. Once; the destructor
+  // stops a capture not stopped yet. Precondition: no thread is inside CopyForTx, Sent or
+  // Received, nor will be (the ports' data-path threads have stopped: a bridge's directions, a
+  // run's cells): Active() is cleared here, but a thread that read it before may not use the
+  // capture after Stop returns.
   void Stop();
   ~Capture() { Stop(); }
   Capture(const Capture&) = delete;
   Capture& operator=(const Capture&) = delete;
 
-  // The running capture, or null (read on the data path: one relaxed load).
+  // The running capture, or null (read on the data path: one acquire load).
   static Capture* Active() { return active_.load(std::memory_order_acquire); }
 
   // TX, before rte_eth_tx_burst: copies `frames` into `copies` (as many as it could; null where
@@ -70,7 +75,7 @@ class Capture {
 
   struct Counts {
     uint64_t captured = 0;  // written, or on their way
-    uint64_t dropped = 0;   // the pool or the mailbox was full
+    uint64_t dropped = 0;   // the pool or the ring was full, or a port the file does not name
     uint64_t written = 0;   // blocks the writer wrote
   };
   Counts counts() const;
@@ -78,7 +83,7 @@ class Capture {
   std::string failure() const;
 
  private:
-  Capture(rte_pcapng* out, PoolPtr pool, unsigned snap);
+  Capture(rte_pcapng* out, PoolPtr pool, rte_ring* ring, unsigned snap);
   void Post(rte_mbuf* const* copies, unsigned n);
   void Stamp(rte_mbuf* copy, uint64_t tsc) const;
   void Writer();
@@ -86,13 +91,12 @@ class Capture {
   static std::atomic<Capture*> active_;
   rte_pcapng* out_;
   PoolPtr pool_;
+  rte_ring* ring_;  // posted copies, in order; kPoolFrames of them at most
   const unsigned snap_;
   const uint64_t tsc_hz_;
   uint64_t tsc0_ = 0, ns0_ = 0;  // a TSC reading and the wall clock's at the same moment
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  std::vector<rte_mbuf*> mailbox_;  // posted copies, in order; bounded by kPoolFrames
-  bool stop_ = false;
+  std::atomic<bool> stop_{false};  // the writer empties the ring and returns
+  mutable std::mutex mu_;  // failure_ (the writer and the control thread, never the data path)
   bool stopped_ = false;  // Stop ran
   std::string failure_;
   std::atomic<uint64_t> captured_{0}, dropped_{0}, written_{0};

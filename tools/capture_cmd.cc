@@ -32,8 +32,7 @@ Result<CaptureFile> PrepareCapture(const std::string& path, unsigned mtu) {
 }
 
 CaptureReserve::~CaptureReserve() {
-  if (fd < 0) return;
-  ::close(fd);
+  if (fd >= 0) ::close(fd);
   if (!remove.empty()) ::unlink(remove.c_str());
 }
 
@@ -84,6 +83,9 @@ Result<CaptureReserve> ReserveCapture(CaptureFile& c) {
 Result<std::unique_ptr<Capture>> StartCapture(CaptureFile& c, CaptureReserve& r) {
   if (!c.file) return std::unique_ptr<Capture>();
   auto capture = Capture::Start(std::exchange(r.fd, -1), std::move(r.pool), c.mtu);
+  if (capture)
+    r.remove.clear();  // started: the file is the capture's (else its headers may
+                       // be half-written: the reserve removes it)
   if (!capture)
     return MakeError(capture.error().err,
                      fmt::format("--capture '{}': {}", c.file->path(), capture.error().message));
@@ -106,8 +108,7 @@ bool FinishCapture(std::unique_ptr<Capture>& capture, const CaptureFile& c) {
   std::FILE* say = c.file->to_stdout() ? stderr : stdout;
   fmt::print(say, "capture: {} frames written to {}{}\n", n.written,
              c.file->to_stdout() ? "standard output" : c.file->path(),
-             n.dropped ? fmt::format(" ({} more dropped by the capture: its pool or mailbox was "
-                                     "full; counted in each interface's statistics block)",
+             n.dropped ? fmt::format(" ({} more dropped by the capture: its pool or ring was full)",
                                      n.dropped)
                        : std::string());
   return true;

@@ -35,7 +35,8 @@ Result<CaptureFile> PrepareCapture(const std::string& path, unsigned mtu);
 struct CaptureReserve {
   PoolPtr pool;
   int fd = -1;
-  std::string remove;  // the regular file to remove if the capture never starts
+  std::string remove;  // the regular file to remove if the capture never starts (cleared once
+                       // it has: StartCapture, or run's caller once its session started it)
   CaptureReserve() = default;
   CaptureReserve(CaptureReserve&& o) noexcept
       : pool(std::move(o.pool)), fd(std::exchange(o.fd, -1)), remove(std::move(o.remove)) {}

@@ -83,6 +83,7 @@ int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env
   auto session = StartSession(plan.cells, plan.eal_memory, eal_user_args, std::move(env), &status,
                               &capture_reserve->fd);
   if (!session) return Fail(status, session.error());
+  if (session->capture) capture_reserve->remove.clear();
   PrintHeader(stdout, plan.cells, session->env);
   PrintTelemetryLine(session->env);
   std::fflush(stdout);
