@@ -27,19 +27,25 @@ TEST(PerFlow, EachProducersFlowIsCountedApartAndTheFlowsAddUpToTheBooks) {
     EXPECT_EQ(flows[f]["flow"], f);
     const uint64_t got = flows[f]["received"].get<uint64_t>();
     EXPECT_GT(got, 0u) << flows[f];
-    EXPECT_GT(flows[f]["lost"].get<uint64_t>(), 0u) << flows[f];  // 3 % of thousands
     received += got;
     lost += flows[f]["lost"].get<uint64_t>();
-    ASSERT_TRUE(flows[f]["latency_ns"].is_object()) << flows[f];
-    const uint64_t timed = flows[f]["latency_ns"]["count"].get<uint64_t>();
-    EXPECT_GT(timed, 0u);
-    EXPECT_LE(timed, got);  // those in the window
+    // Three stream producers on two CPUs share a full band unevenly: a clean CI once saw one get
+    // 2 frames through in the 0.12 s (woken last each time). Losses and window latency are
+    // asked of a flow that carried a thousand (no loss in 1000 at 3 %: 6e-14).
+    if (got >= 1000) {
+      EXPECT_GT(flows[f]["lost"].get<uint64_t>(), 0u) << flows[f];
+      ASSERT_TRUE(flows[f]["latency_ns"].is_object()) << flows[f];
+      EXPECT_GT(flows[f]["latency_ns"]["count"].get<uint64_t>(), 0u);
+    }
+    if (flows[f]["latency_ns"].is_object())  // those in the window
+      EXPECT_LE(flows[f]["latency_ns"]["count"].get<uint64_t>(), got);
     EXPECT_TRUE(std::regex_search(
         run.out, std::regex("\ncount:32 +1000 +3 +0 +" + std::to_string(f) + " +" +
                             std::to_string(got) + " +" +
                             std::to_string(flows[f]["lost"].get<uint64_t>()) + " ")))
         << run.out;
   }
+  EXPECT_GT(lost, 0u);  // 3 % of thousands in all
   const auto& books = rec["results"]["accounting"];
   EXPECT_EQ(received, books["received"].get<uint64_t>());
   EXPECT_EQ(lost, books["lost"].get<uint64_t>());
