@@ -155,9 +155,11 @@ void Capture::Stop() {
 }
 
 void Capture::CopyForTx(uint16_t port, uint16_t queue, std::span<rte_mbuf* const> frames,
-                        std::vector<rte_mbuf*>& copies) {
+                        std::span<rte_mbuf*> copies) {
   const uint64_t now = rte_get_tsc_cycles();
-  copies.assign(frames.size(), nullptr);  // null: counted as dropped for what the PMD accepts
+  // copies[i] for frames[i] (the caller's scratch, as long as the burst); null: counted as
+  // dropped if the PMD accepts that frame.
+  std::fill_n(copies.begin(), frames.size(), nullptr);
   if (port >= RTE_MAX_ETHPORTS || !named_[port]) return;
   for (size_t i = 0; i < frames.size(); ++i) {
     copies[i] =
@@ -180,7 +182,7 @@ void Capture::Stamp(rte_mbuf* copy, uint64_t tsc) const {
   std::memcpy(block + 16, &lo, sizeof lo);
 }
 
-void Capture::Sent(uint16_t port, std::vector<rte_mbuf*>& copies, unsigned accepted) {
+void Capture::Sent(uint16_t port, std::span<rte_mbuf*> copies, unsigned accepted) {
   unsigned kept = 0;
   for (unsigned i = 0; i < copies.size(); ++i) {
     if (i >= accepted) {
@@ -193,7 +195,6 @@ void Capture::Sent(uint16_t port, std::vector<rte_mbuf*>& copies, unsigned accep
     }
   }
   Post(copies.data(), kept);
-  copies.clear();
 }
 
 void Capture::Received(uint16_t port, uint16_t queue, std::span<rte_mbuf* const> frames) {

@@ -64,12 +64,12 @@ class Capture {
   // The running capture, or null (read on the data path: one acquire load).
   static Capture* Active() { return active_.load(std::memory_order_acquire); }
 
-  // TX, before rte_eth_tx_burst: copies `frames` into `copies` (as many as it could; null where
+  // TX, before rte_eth_tx_burst: copies `frames` into `copies` (the caller's, as large; null where
   // the pool was empty). After the burst, Sent posts the copies of the first `accepted` and
   // frees the rest.
   void CopyForTx(uint16_t port, uint16_t queue, std::span<rte_mbuf* const> frames,
-                 std::vector<rte_mbuf*>& copies);
-  void Sent(uint16_t port, std::vector<rte_mbuf*>& copies, unsigned accepted);
+                 std::span<rte_mbuf*> copies);
+  void Sent(uint16_t port, std::span<rte_mbuf*> copies, unsigned accepted);
   // RX: what a burst returned, copied and posted.
   void Received(uint16_t port, uint16_t queue, std::span<rte_mbuf* const> frames);
 

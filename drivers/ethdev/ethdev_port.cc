@@ -205,10 +205,11 @@ class EthdevPort final : public TxDriver {
     for (rte_mbuf* m : frames) TsanRelease(m);  // a loopback's RX side reads them (tsan.h)
     // --capture: copied before the burst (the PMD may free what it takes), kept as it took them.
     Capture* const capture = Capture::Active();
-    if (capture != nullptr) capture->CopyForTx(port_, queue_, frames, capture_copies_);
+    const std::span<rte_mbuf*> copies(capture_copies_.data(), frames.size());
+    if (capture != nullptr) capture->CopyForTx(port_, queue_, frames, copies);
     const uint16_t n = rte_eth_tx_burst(port_, queue_, const_cast<rte_mbuf**>(frames.data()),
                                         static_cast<uint16_t>(frames.size()));
-    if (capture != nullptr) capture->Sent(port_, capture_copies_, n);
+    if (capture != nullptr) capture->Sent(port_, copies, n);
     counters_.accepted.Add(n);
     if (loopback_) in_flight_ += n;
     if (!loopback_) counters_.last_departure.Max(now);
@@ -349,7 +350,7 @@ class EthdevPort final : public TxDriver {
   Tsc next_poll_ = 0;  // when a loopback's RX is polled next
   unsigned in_flight_ = 0;
   std::array<uint32_t, kMaxBatch> payload_;  // per-call scratch, filled before tx_burst
-  std::vector<rte_mbuf*> capture_copies_;    // --capture: per-call copies of what is offered
+  std::array<rte_mbuf*, kMaxBatch> capture_copies_;  // --capture: per-call copies (no allocation)
   std::array<uint32_t, kMaxBatch> bytes_;
   std::optional<rte_eth_stats> tx_base_, rx_base_;  // the PMD's counters when the cell began
 

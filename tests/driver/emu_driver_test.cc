@@ -14,6 +14,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "dataplane/tx_driver.h"
 #include "tests/driver/run_helper.h"
@@ -345,29 +346,40 @@ TEST(Workload, JumboFramesFillTheWire) {
               1e10 / 8 / 9038 * 8948 / 1e6, 0.5);
 }
 
-TEST(Signals, SigintStopsPrintsWritesAndCleansUp) {
+// Starts `txbatch ARGS` (stdout to `out_path`, unbuffered) and returns its pid once the run
+// header is out (EAL is up, the first cell starting; within a second here, 30 s at most), or -1.
+pid_t StartRunUntilHeader(const std::vector<std::string>& args, const std::string& out_path) {
   const char* bin = std::getenv("TXBATCH_BIN");
-  const std::string json_path = ::testing::TempDir() + "/sigint.json";
-  std::filesystem::remove(json_path);
-  const std::string out_path = ::testing::TempDir() + "/sigint.out";
+  std::vector<char*> argv{const_cast<char*>(bin)};
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
   const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
+  if (pid < 0) return -1;
   if (pid == 0) {
     if (!freopen(out_path.c_str(), "w", stdout)) _exit(126);
     setvbuf(stdout, nullptr, _IONBF, 0);
-    execl(bin, bin, "run", "--driver", "emu:e1000", "--procs", "2", "--size", "4096", "--batch",
-          "1", "--duration", "60", "--json", json_path.c_str(), nullptr);
+    execv(bin, argv.data());
     _exit(127);
   }
-  // Signal once the header is out (EAL is up, the first cell starting); the run would take a
-  // minute. Bounded wait: the header comes within a second here.
   const auto header_out = [&] {
     std::ifstream in(out_path);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     return text.find("each cell:") != std::string::npos;
   };
   for (int i = 0; i < 300 && !header_out(); ++i) usleep(100 * 1000);
-  ASSERT_TRUE(header_out());
+  return header_out() ? pid : -1;
+}
+
+TEST(Signals, SigintStopsPrintsWritesAndCleansUp) {
+  const std::string json_path = ::testing::TempDir() + "/sigint.json";
+  std::filesystem::remove(json_path);
+  const std::string out_path = ::testing::TempDir() + "/sigint.out";
+  // Signalled once the header is out; the run would take a minute.
+  const pid_t pid =
+      StartRunUntilHeader({"run", "--driver", "emu:e1000", "--procs", "2", "--size", "4096",
+                           "--batch", "1", "--duration", "60", "--json", json_path},
+                          out_path);
+  ASSERT_GT(pid, 0);
   usleep(300 * 1000);  // into the first window (warm-up 0.2 s); a signal in warm-up works too
   ASSERT_EQ(kill(pid, SIGINT), 0);
   int status = 0;
@@ -390,27 +402,15 @@ TEST(Signals, SigintStopsPrintsWritesAndCleansUp) {
 // and the record says so: wire_stalled_us, wire_max_idle_us, and a busy wire that with the stall
 // fills no more than the window.
 TEST(Signals, AStoppedProcessShowsAsAHostStallOnTheWire) {
-  const char* bin = std::getenv("TXBATCH_BIN");
   const std::string json_path = ::testing::TempDir() + "/sigstop.json";
   std::filesystem::remove(json_path);
   const std::string out_path = ::testing::TempDir() + "/sigstop.out";
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    if (!freopen(out_path.c_str(), "w", stdout)) _exit(126);
-    setvbuf(stdout, nullptr, _IONBF, 0);
-    execl(bin, bin, "run", "--driver", "emu:e1000", "--procs", "2", "--size", "65536", "--offload",
-          "none", "--batch", "32", "--duration", "1.5", "--warmup", "0.2", "--rounds", "1",
-          "--json", json_path.c_str(), nullptr);
-    _exit(127);
-  }
-  const auto header_out = [&] {
-    std::ifstream in(out_path);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return text.find("each cell:") != std::string::npos;
-  };
-  for (int i = 0; i < 300 && !header_out(); ++i) usleep(100 * 1000);
-  ASSERT_TRUE(header_out());
+  const pid_t pid =
+      StartRunUntilHeader({"run", "--driver", "emu:e1000", "--procs", "2", "--size", "65536",
+                           "--offload", "none", "--batch", "32", "--duration", "1.5", "--warmup",
+                           "0.2", "--rounds", "1", "--json", json_path},
+                          out_path);
+  ASSERT_GT(pid, 0);
   usleep(700 * 1000);  // the window runs from 0.2 s to 1.7 s after the cell starts
   ASSERT_EQ(kill(pid, SIGSTOP), 0);
   usleep(100 * 1000);
