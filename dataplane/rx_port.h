@@ -42,16 +42,19 @@ class FrameReceiver {
 // the TX lock for it — ~30 us for a 512-frame reclaim, the producers blocked meanwhile — where on
 // Linux the TX completion frees without HARD_TX_LOCK and receiving is another context's. So the
 // driver's deliveries are only staged here (Receive, under the TX lock), and the TX queue hands
-// them on (Flush) after its window, outside the TX lock, under this receiver's own lock: taken
-// before the TX lock is let go, so frames reach the receiver in the order they were delivered.
+// them on (Flush) after its window, outside the TX lock. Two locks, neither held with the TX lock
+// taken after it: a short one over what is staged, and the receiver's, held while it works. A
+// thread hands on everything staged when it gets the receiver's lock, so frames reach the
+// receiver in the order they were staged (the TX lock's order) whichever thread hands them on.
 // The receiver's time is timed there and booked apart (rx_cycles, rx_frames): `cycles/pkt` and
 // `CPU ns` are the TX path's alone. It still runs on the delivering thread's core.
 class DeferredReceiver final : public FrameReceiver {
  public:
-  // `inherit`: the receiver's lock inherits priority, as the TX lock does where it does
+  // `inherit`: both locks inherit priority, as the TX lock does where it does
   // (TxQueueConfig::tx_lock_inherits: not with --qdisc none, nor for inline producers no more
   // than the CPUs, where producers contend for both).
-  DeferredReceiver(FrameReceiver& inner, bool inherit) : inner_(inner), mu_(inherit) {}
+  DeferredReceiver(FrameReceiver& inner, bool inherit)
+      : inner_(inner), staged_mu_(inherit), rx_mu_(inherit) {}
   // Whatever is still staged (a queue torn down mid-call) goes back to the pool.
   ~DeferredReceiver() override {
     if (!staged_.empty())
@@ -61,39 +64,51 @@ class DeferredReceiver final : public FrameReceiver {
   DeferredReceiver& operator=(const DeferredReceiver&) = delete;
   // The driver's side, under the TX lock.
   void Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival) override {
+    std::lock_guard s(staged_mu_);
     staged_.insert(staged_.end(), frames.begin(), frames.end());
     staged_at_.insert(staged_at_.end(), arrival.begin(), arrival.end());
   }
   // Under the TX lock: whether a Flush has anything to hand on.
-  bool HasStaged() const { return !staged_.empty(); }
-  // Called holding the TX lock: takes this receiver's lock and what is staged, lets the TX lock
-  // go (`unlock_tx`), hands the frames on and adds the TSC that took (once the lock is held: a
-  // wait for it sleeps, it is no CPU) and their count to `cycles` and `frames` (written under
-  // this receiver's lock only). Where several threads deliver (emu:null, several producers), one
-  // that finds the lock taken waits for it holding the TX lock, as all of the sink's work
-  // waited before the hand-off: frames keep their order.
+  bool HasStaged() {
+    std::lock_guard s(staged_mu_);
+    return !staged_.empty();
+  }
+  // Called holding the TX lock: lets it go (`unlock_tx`), takes the receiver's lock (a thread
+  // handing on meanwhile is waited for without the TX lock, asleep) and hands on what is staged
+  // then — this thread's frames, or none if that thread took them with its own. Adds the TSC
+  // that took (once the lock is held: a wait for it is no CPU) and the frame count to `cycles`
+  // and `frames` (written under the receiver's lock only).
   template <class UnlockTx>
   void Flush(UnlockTx&& unlock_tx, Counter& cycles, Counter& frames) {
-    std::lock_guard rx(mu_);
-    const Tsc t0 = Now();
-    std::swap(staged_, handing_);
-    std::swap(staged_at_, handing_at_);
     unlock_tx();
+    std::lock_guard rx(rx_mu_);
+    const Tsc t0 = Now();
+    {
+      std::lock_guard s(staged_mu_);
+      if (staged_.empty()) return;
+      std::swap(staged_, handing_);
+      std::swap(staged_at_, handing_at_);
+    }
     inner_.Receive(handing_, handing_at_);
     cycles.Add(Now() - t0);
     frames.Add(handing_.size());
     handing_.clear();
     handing_at_.clear();
   }
-  // Under the TX lock: nothing staged and nothing being handed on (waits for a Flush under way).
+  // Nothing staged and nothing being handed on (waits for a Flush under way).
   bool Idle() {
-    std::lock_guard rx(mu_);
+    std::lock_guard rx(rx_mu_);
+    std::lock_guard s(staged_mu_);
     return staged_.empty();
   }
 
  private:
   FrameReceiver& inner_;
-  PiMutex mu_;  // taken under the TX lock, never the other way round; nothing under it locks
+  // Over staged_ and staged_at_: taken under the TX lock or the receiver's, nothing under it.
+  PiMutex staged_mu_;
+  // Held while the receiver works (over handing_ and handing_at_); the TX lock is never taken
+  // under it.
+  PiMutex rx_mu_;
   std::vector<rte_mbuf*> staged_, handing_;
   std::vector<Tsc> staged_at_, handing_at_;
 };

@@ -289,8 +289,12 @@ std::optional<std::string> TxQueue::StoppedBecause() {
 
 bool TxQueue::Idle() {
   if (!QdiscIdle()) return false;
-  std::lock_guard tx(tx_lock_);
-  return driver_.InFlight() == 0 && (config_.receiver == nullptr || config_.receiver->Idle());
+  {
+    std::lock_guard tx(tx_lock_);
+    if (driver_.InFlight() != 0) return false;
+  }
+  // Outside the TX lock: the receiver's lock is waited for if a hand-off is under way.
+  return config_.receiver == nullptr || config_.receiver->Idle();
 }
 
 }  // namespace txbatch

@@ -350,8 +350,8 @@ void SimQueue::HandOn(SimActor& a, Handed before) {
     cpu_.Release(a, tx_);
     return;
   }
+  cpu_.Release(a, tx_);  // the TX lock is let go before the receiver's is waited for
   cpu_.Spin(a, rx_free_);
-  cpu_.Release(a, tx_);  // the TX lock is let go once the receiver's is held
   // The lock's price is the receiver's; a wait for it is left out, as completion_cycles leaves
   // out the TX lock's: an actor woken earlier than its own last step ended would wait for
   // itself here.

@@ -511,8 +511,8 @@ class SimQueue {
   }
   // Ends a TX-lock section of `a`'s: lets the TX lock go and hands the sink's frames handled
   // since `before` on after it, as the real queue does (DeferredReceiver): `deliver` each on
-  // `a`, and `deliver_remote` more each built on another CPU, under the receiver's lock (taken
-  // before the TX lock goes), booked as rx_cycles (the lock included) and rx_frames.
+  // `a`, and `deliver_remote` more each built on another CPU, under the receiver's lock (waited
+  // for once the TX lock is let go), booked as rx_cycles (the lock included) and rx_frames.
   void HandOn(SimActor& a, Handed before);
 
   TxDriver& driver_;
