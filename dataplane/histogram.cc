@@ -53,4 +53,20 @@ void LatencyHistogram::Merge(const LatencyHistogram& other) {
   count_ += other.count_;
 }
 
+std::vector<HistBin> LatencyHistogram::Bins() const {
+  std::vector<HistBin> out;
+  for (size_t slot = 0; slot < bins_.size(); ++slot) {
+    if (bins_[slot] == 0) continue;
+    const int bin = static_cast<int>(slot) - 1;
+    if (bin < 0) {
+      out.push_back({0, 1, bins_[slot]});
+    } else if (bin >= kBins) {
+      out.push_back({LowerEdge(kBins), max_, bins_[slot]});
+    } else {
+      out.push_back({LowerEdge(bin), LowerEdge(bin + 1), bins_[slot]});
+    }
+  }
+  return out;
+}
+
 }  // namespace txbatch

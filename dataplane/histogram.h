@@ -13,6 +13,12 @@
 
 namespace txbatch {
 
+// One bin of a histogram's export: `count` samples in [lo_ns, hi_ns).
+struct HistBin {
+  double lo_ns = 0, hi_ns = 0;
+  uint64_t count = 0;
+};
+
 struct LatencySummary {
   double min = 0, avg = 0, p50 = 0, p90 = 0, p99 = 0, p999 = 0, max = 0;  // ns
   uint64_t count = 0;
@@ -50,6 +56,8 @@ class LatencyHistogram {
   // nullopt when nothing was recorded.
   std::optional<LatencySummary> Summary() const;
   void Merge(const LatencyHistogram& other);
+  // The bins that hold samples, in order: under 1 ns as [0, 1), from 2^34 ns as [2^34, max].
+  std::vector<HistBin> Bins() const;
 
  private:
   std::vector<uint64_t> bins_;  // [0]: underflow, [1 + b]: bin b, [kBins + 1]: overflow

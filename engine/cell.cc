@@ -227,6 +227,7 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   r.voluntary_ctxsw = b.ctxsw.voluntary - a.ctxsw.voluntary;
   r.involuntary_ctxsw = b.ctxsw.involuntary - a.ctxsw.involuntary;
   r.latency = sink.latency().Summary();
+  r.latency_hist = sink.latency().Bins();
   r.lat_before_driver = sink.before_driver().Summary();
   r.lat_driver_ring = sink.driver_ring().Summary();
   r.lat_wire = sink.wire().Summary();

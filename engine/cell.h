@@ -148,6 +148,9 @@ struct CellResult {
   std::map<std::string, uint64_t> drops;
   uint64_t drops_total = 0;
   std::optional<LatencySummary> latency;
+  // The same frames' latency histogram, its bins that hold samples (empty where latency is
+  // null): what CDFs are drawn from (results.latency_hist_ns, latency_hist.csv).
+  std::vector<HistBin> latency_hist;
   std::optional<LinkResult> link;
   std::optional<BqlResult> bql;
   std::map<std::string, uint64_t> driver_counters;  // TxDriver::ExtraCounters (verbs)

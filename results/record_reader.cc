@@ -156,6 +156,9 @@ CellResult ResultFrom(const json& r) {
   x.drops = Counts(r.at("drops"));
   x.drops_total = Whole{r.at("drops_total")};
   x.latency = SummaryFrom(r.at("latency_ns"));
+  if (const json& h = r.value("latency_hist_ns", json()); h.is_object())
+    for (const json& b : h.at("bins"))
+      x.latency_hist.push_back({b.at(0).get<double>(), b.at(1).get<double>(), Whole{b.at(2)}});
   if (const json& t = r.value("flush_triggers", json()); t.is_object()) {
     x.flush_triggers[static_cast<size_t>(FlushTrigger::kFull)] = Whole{t.at("full")};
     x.flush_triggers[static_cast<size_t>(FlushTrigger::kTimer)] = Whole{t.at("timer")};

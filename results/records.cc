@@ -63,6 +63,15 @@ json Summary(const std::optional<LatencySummary>& l) {
           {"p99", l->p99}, {"p999", l->p999}, {"max", l->max}, {"count", l->count}};
 }
 
+// The latency histogram's bins that hold samples, each [lo_ns, hi_ns, count], and the exact
+// extremes; null where latency is.
+json HistJson(const std::vector<HistBin>& bins, const std::optional<LatencySummary>& l) {
+  if (!l || bins.empty()) return nullptr;
+  json out = json::array();
+  for (const HistBin& b : bins) out.push_back(json::array({b.lo_ns, b.hi_ns, b.count}));
+  return {{"min", l->min}, {"max", l->max}, {"count", l->count}, {"bins", std::move(out)}};
+}
+
 json ResultJson(const CellResult& r) {
   json hist = json::object();
   for (const auto& [lo, n] : r.batch_hist) hist[std::to_string(lo)] = n;
@@ -131,6 +140,7 @@ json ResultJson(const CellResult& r) {
             {"write_done", r.flush_triggers[static_cast<size_t>(FlushTrigger::kWriteDone)]},
             {"end", r.flush_triggers[static_cast<size_t>(FlushTrigger::kEnd)]}}},
           {"latency_ns", latency},
+          {"latency_hist_ns", HistJson(r.latency_hist, r.latency)},
           {"per_flow", per_flow},
           {"link", r.link ? json{{"offered", r.link->offered},
                                  {"lost", r.link->lost},

@@ -16,6 +16,13 @@ namespace txbatch {
 // The CSV: a header line, then one line per row (RFC 4180 quoting where a field needs it).
 std::string SweepCsv(const std::vector<CellSummary>& rows);
 
+// A row's latency histogram: its rounds' bins added up, bin by bin.
+std::vector<HistBin> MergedLatencyHist(const CellSummary& row);
+
+// latency_hist.csv: the cell columns of results.csv, then one line per bin that holds samples
+// (bin_lo_ns, bin_hi_ns, count), the cell's rounds added up. A cell without latency has none.
+std::string LatencyHistCsv(const std::vector<CellSummary>& rows);
+
 // The same rows as JSON objects (the `summary` array of results.json).
 nlohmann::json SweepSummaryJson(const std::vector<CellSummary>& rows);
 
@@ -25,7 +32,8 @@ nlohmann::json SweepSummaryJson(const std::vector<CellSummary>& rows);
 // cell). One series per cell of the grid apart from the batch limit.
 std::vector<std::pair<std::string, std::string>> SweepPlots(const std::vector<CellSummary>& rows);
 
-// Writes tables.txt, results.csv, results.json (`doc` plus the summary) and the plots into
+// Writes tables.txt, results.csv, results.json (`doc` plus the summary), latency_hist.csv and
+// the plots into
 // `dir` (created if needed): all of them or none (OutputDir::WriteAll).
 Status WriteSweepOutputs(const OutputDir& dir, const std::string& tables, nlohmann::json doc,
                          const std::vector<CellSummary>& rows);

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -43,8 +44,8 @@ TEST_P(SweepOut, WritesTablesCsvJsonAndPlotsThatValidate) {
                               "--duration 0.1 --warmup 0.05 --out " +
                               dir_.string());
   ASSERT_EQ(run.status, 0) << run.err << run.out;
-  for (const char* f : {"tables.txt", "results.csv", "results.json", "throughput.svg",
-                        "latency.svg", "cost.svg", "calls.svg", "onoff.svg"})
+  for (const char* f : {"tables.txt", "results.csv", "results.json", "latency_hist.csv",
+                        "throughput.svg", "latency.svg", "cost.svg", "calls.svg", "onoff.svg"})
     ASSERT_TRUE(std::filesystem::exists(dir_ / f)) << f;
 
   // CSV: the documented header, one row per cell (batch 1 first: the baseline), same width.
@@ -70,6 +71,44 @@ TEST_P(SweepOut, WritesTablesCsvJsonAndPlotsThatValidate) {
   EXPECT_LE(vs["ci95"][0].get<double>(), vs["ratio"].get<double>());
   EXPECT_GE(vs["ci95"][1].get<double>(), vs["ratio"].get<double>());
 
+  // latency_hist.csv: each cell's bins, its rounds added up — as many frames as its records'
+  // latency counts; none where nothing receives.
+  const auto hist = Lines(Slurp(dir_ / "latency_hist.csv"));
+  ASSERT_FALSE(hist.empty());
+  EXPECT_EQ(hist[0],
+            "driver,qdisc_shape,proto,size,procs,policy,batch,rounds,bin_lo_ns,"
+            "bin_hi_ns,count");
+  std::map<std::string, uint64_t> binned;  // by policy
+  std::map<std::string, double> last_hi;
+  for (size_t i = 1; i < hist.size(); ++i) {
+    std::vector<std::string> f;
+    std::stringstream ss(hist[i]);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    ASSERT_EQ(f.size(), 11u) << hist[i];
+    const double lo = std::stod(f[8]), hi = std::stod(f[9]);
+    EXPECT_LT(lo, hi) << hist[i];
+    EXPECT_GE(lo, last_hi[f[5]]) << "bins in order, apart: " << hist[i];
+    last_hi[f[5]] = hi;
+    binned[f[5]] += std::stoull(f[10]);
+  }
+  std::map<std::string, uint64_t> counted;
+  for (const auto& rec : doc["records"]) {
+    const auto& h = rec["results"]["latency_hist_ns"];
+    if (rec["results"]["latency_ns"].is_null()) {
+      EXPECT_TRUE(h.is_null());
+      continue;
+    }
+    counted[rec["config"]["policy"]] += rec["results"]["latency_ns"]["count"].get<uint64_t>();
+    EXPECT_EQ(h["count"], rec["results"]["latency_ns"]["count"]);
+    EXPECT_EQ(h["min"], rec["results"]["latency_ns"]["min"]);
+    EXPECT_EQ(h["max"], rec["results"]["latency_ns"]["max"]);
+  }
+  EXPECT_EQ(binned, counted);
+  if (driver == "ethdev:net_null0")
+    EXPECT_EQ(hist.size(), 1u);  // the header alone
+  else
+    EXPECT_EQ(binned.size(), 2u);
+
   // SVG: well-formed XML with one series per cell apart from the batch limit.
   const std::string series = driver + " rootlock inline 64B x2";
   for (const char* f : {"throughput.svg", "latency.svg", "cost.svg", "calls.svg", "onoff.svg"}) {
@@ -86,7 +125,8 @@ TEST_P(SweepOut, WritesTablesCsvJsonAndPlotsThatValidate) {
   const auto report =
       RunTxbatch("report " + (dir_ / "results.json").string() + " --out " + again.string());
   ASSERT_EQ(report.status, 0) << report.err;
-  for (const char* f : {"tables.txt", "results.csv", "throughput.svg", "onoff.svg"})
+  for (const char* f :
+       {"tables.txt", "results.csv", "latency_hist.csv", "throughput.svg", "onoff.svg"})
     EXPECT_EQ(Slurp(again / f), Slurp(dir_ / f)) << f;
 }
 

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "dataplane/histogram.h"
 #include "dataplane/mempool.h"
@@ -179,6 +181,50 @@ TEST(LatencyHistogram, OutOfRangeValuesKeepTheirExactMinAndMax) {
 TEST(LatencyHistogram, EmptyHasNoSummary) {
   LatencyHistogram h;
   EXPECT_FALSE(h.Summary().has_value());
+  EXPECT_TRUE(h.Bins().empty());
+}
+
+// The export holds every sample once, in bins that do not overlap, each holding its values;
+// a quantile read back from the bins alone is within a bin of the histogram's.
+TEST(LatencyHistogram, ItsBinsHoldEverySampleInOrderAndGiveTheSameQuantiles) {
+  LatencyHistogram h;
+  h.Record(0.5);  // under 1 ns
+  for (int i = 0; i < 1000; ++i) h.Record(1000.0 + 37.0 * i, 1 + i % 3);
+  h.Record(4e10);  // past 2^34 ns
+  const std::vector<HistBin> bins = h.Bins();
+  ASSERT_GE(bins.size(), 3u);
+  uint64_t total = 0;
+  for (size_t i = 0; i < bins.size(); ++i) {
+    EXPECT_GT(bins[i].count, 0u);
+    EXPECT_LT(bins[i].lo_ns, bins[i].hi_ns);
+    if (i > 0) {
+      EXPECT_LE(bins[i - 1].hi_ns, bins[i].lo_ns);
+    }
+    total += bins[i].count;
+  }
+  EXPECT_EQ(total, h.count());
+  EXPECT_EQ(bins.front().lo_ns, 0);
+  EXPECT_EQ(bins.front().hi_ns, 1);
+  EXPECT_EQ(bins.back().lo_ns, std::ldexp(1.0, LatencyHistogram::kOctaves));
+  EXPECT_EQ(bins.back().hi_ns, 4e10);
+  // 1000 + 37 i lands in the bin that holds it.
+  const auto holder = [&](double v) {
+    return std::find_if(bins.begin(), bins.end(),
+                        [v](const HistBin& b) { return b.lo_ns <= v && v < b.hi_ns; });
+  };
+  for (int i = 0; i < 1000; i += 111) EXPECT_NE(holder(1000.0 + 37.0 * i), bins.end()) << i;
+  for (double q : {0.5, 0.9, 0.99}) {
+    uint64_t seen = 0;
+    const HistBin* at = nullptr;
+    for (const HistBin& b : bins)
+      if ((seen += b.count) >= q * static_cast<double>(total)) {
+        at = &b;
+        break;
+      }
+    ASSERT_NE(at, nullptr);
+    EXPECT_GE(h.Quantile(q), at->lo_ns) << q;
+    EXPECT_LE(h.Quantile(q), at->hi_ns) << q;
+  }
 }
 
 }  // namespace
