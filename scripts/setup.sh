@@ -10,7 +10,7 @@ packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libpcap-dev
   libibverbs-dev
   iproute2 procps ethtool iputils-ping iperf3
-  libxml2-utils python3 help2man man-db jq tshark
+  libxml2-utils python3 python3-matplotlib help2man man-db jq tshark
   clang libclang-rt-14-dev
   qemu-system-x86 ipxe-qemu busybox-static cpio rdma-core ibverbs-providers ibverbs-utils
 )

@@ -18,6 +18,9 @@ root=$dest$prefix
 bin=$root/bin/txbatch
 [[ -x $bin ]] || fail "no binary at $bin"
 "$bin" --version | grep -q '^txbatch [0-9.]* (DPDK [0-9.]*)$' || fail "--version: $("$bin" --version)"
+# The figures' program beside it, where sweep --out looks, and it runs (its --help).
+[[ -x $root/bin/txbatch-plot ]] || fail "no txbatch-plot beside the binary"
+"$root/bin/txbatch-plot" --help | grep -q 'results.json' || fail "txbatch-plot --help"
 
 man1=$(find "$root" -path '*/man1' -type d | head -1)
 [[ -n $man1 ]] || fail "no man1 folder under $root"

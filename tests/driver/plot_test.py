@@ -1,0 +1,216 @@
+#!/usr/bin/python3
+"""tools/txbatch-plot against the documents txbatch writes: a simulated sweep over batch 1..64 x
+producers 1,8 x two sizes x two syncs, and a compare. Each figure's series, labels and points are
+checked against results.json (figures.json says what was drawn; the SVG must hold every series
+and its whole label); bad input gets one sentence and exit 2, nothing written.
+
+  plot_test.py TXBATCH TXBATCH_PLOT
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+TXBATCH, PLOT = sys.argv[1], sys.argv[2]
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def run(args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, timeout=300, **kw)
+
+
+def shape(c):
+    return f"{c['sync']} {c['runner']}"
+
+
+class Sweep(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dir = cls.tmp.name
+        r = run([TXBATCH, "sweep", "--engine", "sim", "--driver", "emu:ixgbe", "--sync",
+                 "rootlock,nolock", "--proto", "udp", "--procs", "1,8", "--size", "64,1500",
+                 "--batch", "1,2,4,8,16,32,64", "--rounds", "2", "--duration", "0.02",
+                 "--warmup", "0.005", "--out", cls.dir])
+        assert r.returncode == 0, r.stderr
+        r = run([PLOT, cls.dir])
+        assert r.returncode == 0, r.stderr
+        with open(os.path.join(cls.dir, "results.json")) as f:
+            cls.doc = json.load(f)
+        with open(os.path.join(cls.dir, "figures.json")) as f:
+            cls.figs = {fig["file"]: fig for fig in json.load(f)["figures"]}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def cells(self):
+        """(procs, size, label, batch) -> the cell's records, computed here from the records."""
+        out = {}
+        for r in self.doc["records"]:
+            c = r["config"]
+            label = f"{c['driver_given']} {shape(c)}"
+            out.setdefault((c["procs"], c["size"], label, c["batch"]), []).append(r)
+        return out
+
+    def svg(self, name):
+        return ET.parse(os.path.join(self.dir, name + ".svg")).getroot()
+
+    def test_every_figure_in_svg_and_png(self):
+        for name in ("latency", "throughput", "cost", "batching"):
+            for ext in ("svg", "png"):
+                path = os.path.join(self.dir, f"{name}.{ext}")
+                self.assertGreater(os.path.getsize(path), 1000, path)
+            with open(os.path.join(self.dir, name + ".png"), "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        self.assertEqual([n for n in os.listdir(self.dir) if n.startswith(".txbatch-plot")], [])
+
+    def test_throughput_is_the_mean_of_rounds_per_cell_with_its_interval(self):
+        cells = self.cells()
+        panels = self.figs["throughput"]["panels"]
+        self.assertEqual(len(panels), 4)  # procs 1,8 x sizes 64,1500
+        for panel in panels:
+            labels = [s["label"] for s in panel["series"]]
+            self.assertEqual(sorted(labels),
+                             ["emu:ixgbe nolock inline", "emu:ixgbe rootlock inline"])
+            for s in panel["series"]:
+                self.assertEqual(s["x"], [1, 2, 4, 8, 16, 32, 64])
+                p, size = panel["procs"], panel["size"]
+                for b, y, h in zip(s["x"], s["y"], s["ci95"]):
+                    vals = [r["results"]["mpps"] for r in cells[(p, size, s["label"], b)]]
+                    self.assertEqual(len(vals), 2)
+                    self.assertAlmostEqual(y, sum(vals) / 2, places=12)
+                    # two rounds: t(1) = 12.706 times the standard error
+                    se = abs(vals[0] - vals[1]) / 2
+                    self.assertAlmostEqual(h, 12.706 * se, places=9)
+            self.assertTrue(panel.get("ceilings"), "the wire's ceiling is drawn")
+
+    def test_cost_and_batching_panels_follow_the_records(self):
+        cells = self.cells()
+        for fig, metrics in (("cost", ["cycles_per_pkt", "cpu_ns_per_pkt"]),
+                             ("batching", ["avg_batch", "doorbells_per_pkt"])):
+            panels = self.figs[fig]["panels"]
+            self.assertEqual(len(panels), 8)  # 4 facets x 2 metrics
+            for i, panel in enumerate(panels):
+                metric = metrics[i % 2]
+                p, size = panel["procs"], panel["size"]
+                for s in panel["series"]:
+                    for b, y in zip(s["x"], s["y"]):
+                        vals = [r["results"][metric] for r in cells[(p, size, s["label"], b)]]
+                        self.assertAlmostEqual(y, sum(vals) / len(vals), places=9, msg=metric)
+
+    def test_ccdfs_come_from_the_exported_histograms(self):
+        cells = self.cells()
+        ccdfs = [p for p in self.figs["latency"]["panels"] if p["kind"] == "ccdf"]
+        self.assertEqual(len(ccdfs), 4)
+        for panel in ccdfs:
+            names = [s["label"] for s in panel["series"]]
+            for b in (1, 32):  # batch 1 against batch 32, on both syncs
+                self.assertIn(f"batch {b} emu:ixgbe rootlock inline", names)
+                self.assertIn(f"batch {b} emu:ixgbe nolock inline", names)
+            p, size = panel["procs"], panel["size"]
+            for s in panel["series"]:
+                batch, label = s["label"].split(" ", 2)[1:]
+                recs = cells[(p, size, label, int(batch))]
+                self.assertEqual(s["frames"], sum(r["results"]["latency_ns"]["count"]
+                                                  for r in recs))
+                self.assertEqual(s["later"][0], 1.0)
+                self.assertTrue(all(a >= b for a, b in zip(s["later"], s["later"][1:])))
+                self.assertTrue(all(a <= b for a, b in zip(s["x_us"], s["x_us"][1:])))
+                # The curve ends at the slowest frame's bin: none of the rounds' max is later
+                # than the last bin's upper edge.
+                top = max(r["results"]["latency_ns"]["max"] for r in recs) / 1e3
+                self.assertLessEqual(s["x_us"][-1], top * (1 + 1 / 128) + 1e-9)
+        stages = [p for p in self.figs["latency"]["panels"] if p["kind"] == "stages"]
+        self.assertEqual(len(stages), 4)
+        self.assertTrue(any(p["bars"] for p in stages))
+
+    def test_every_series_is_in_its_svg_with_its_whole_label_and_its_own_style(self):
+        for name, fig in self.figs.items():
+            root = self.svg(name)
+            ids = {e.get("id") for e in root.iter() if e.get("id")}
+            texts = "\n".join(t.text or "" for t in root.iter(SVG + "text"))
+            styles = {}
+            for panel in fig["panels"]:
+                for s in panel.get("series", []):
+                    self.assertIn("series:" + s["label"], ids, f"{name}: {s['label']}")
+                    self.assertIn(s["label"], texts, f"{name}: the legend says it whole")
+                    styles.setdefault(s["label"], (s["colour"], s["marker"]))
+                    self.assertEqual(styles[s["label"]], (s["colour"], s["marker"]),
+                                     "one style a series across panels")
+            pairs = list(styles.values())
+            self.assertEqual(len(set(pairs)), len(pairs), f"{name}: a style per series")
+            if len(pairs) <= 18:
+                self.assertEqual(len({c for c, _ in pairs}), len(pairs), f"{name}: colours")
+
+
+class Compare(unittest.TestCase):
+    def test_each_round_and_the_ratio_with_its_interval(self):
+        with tempfile.TemporaryDirectory() as d:
+            doc_path = os.path.join(d, "cmp.json")
+            r = run([TXBATCH, "compare", "--engine", "sim", "--driver", "emu:ixgbe", "--procs",
+                     "8", "--proto", "udp", "--size", "64", "--batch", "1,32", "--rounds", "3",
+                     "--duration", "0.02", "--warmup", "0.005", "--json", doc_path])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = run([PLOT, doc_path, "--out", d, "--format", "svg"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(doc_path) as f:
+                doc = json.load(f)
+            with open(os.path.join(d, "figures.json")) as f:
+                fig = json.load(f)["figures"][0]
+            self.assertEqual(fig["file"], "compare")
+            mpps = fig["panels"][0]
+            self.assertEqual(mpps["title"], "Mpps")
+            for s in mpps["series"]:
+                side = s["label"][0]
+                want = [r["results"]["mpps"] for r in sorted(
+                    (r for r in doc["records"] if r["side"] == side), key=lambda r: r["round"])]
+                self.assertEqual(s["y"], want)
+                self.assertEqual(s["x"], [1, 2, 3])
+            ratios = {m["metric"]: m for m in fig["panels"][-1]["ratios"]}
+            for m in doc["comparison"]["metrics"]:
+                if m["metric"] in ratios:
+                    self.assertEqual(ratios[m["metric"]]["ratio"], m["ratio"])
+                    self.assertEqual(ratios[m["metric"]]["ci95"], m["ci95"])
+            self.assertTrue(os.path.exists(os.path.join(d, "compare.svg")))
+            self.assertFalse(os.path.exists(os.path.join(d, "compare.png")))
+
+
+class BadInput(unittest.TestCase):
+    def refused(self, args, says):
+        with tempfile.TemporaryDirectory() as d:
+            r = run([PLOT] + args(d))
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertEqual(r.stdout, "")
+            lines = r.stderr.strip().split("\n")
+            self.assertEqual(len(lines), 1, r.stderr)
+            self.assertIn(says, lines[0])
+            self.assertEqual([n for n in os.listdir(d) if n != "in.json"], [])
+
+    def write(self, d, text):
+        with open(os.path.join(d, "in.json"), "w") as f:
+            f.write(text)
+        return os.path.join(d, "in.json")
+
+    def test_each_gets_one_sentence_and_exit_2_and_nothing_written(self):
+        self.refused(lambda d: [os.path.join(d, "missing.json"), "--out", d], "cannot read")
+        self.refused(lambda d: [self.write(d, "{not json"), "--out", d], "is not JSON")
+        self.refused(lambda d: [self.write(d, '{"x": 1}'), "--out", d], "no records")
+        self.refused(lambda d: [self.write(d, '{"records": []}'), "--out", d], "nothing to draw")
+        self.refused(lambda d: [self.write(d, '{"records": [{"config": {}}]}'), "--out", d],
+                     "without config or results")
+        self.refused(lambda d: [self.write(d, '{"records": []}'), "--format", "gif", "--out",
+                                d], "--format")
+        self.refused(lambda d: [self.write(d, '{"records": []}'), "--dpi", "5", "--out", d],
+                     "--dpi")
+        self.refused(lambda d: [self.write(d, '{"records": []}'), "--out",
+                                os.path.join(d, "none")], "not a directory")
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
