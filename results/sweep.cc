@@ -10,7 +10,6 @@
 #include <map>
 #include <string_view>
 
-#include "results/plot.h"
 #include "results/tables.h"
 
 namespace txbatch {
@@ -25,19 +24,6 @@ std::string CsvField(const std::string& s) {
   std::string q = "\"";
   for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
   return q + "\"";
-}
-
-// The series a row belongs to: everything but the batch limit.
-std::string SeriesName(const CellSummary& r) {
-  return fmt::format("{} {} {}B x{}", r.config.driver, ShapeName(r.config), r.config.size,
-                     r.config.procs);
-}
-
-std::map<std::string, std::vector<const CellSummary*>> BySeries(
-    const std::vector<CellSummary>& rows) {
-  std::map<std::string, std::vector<const CellSummary*>> out;
-  for (const auto& r : rows) out[SeriesName(r)].push_back(&r);
-  return out;
 }
 
 // The columns that name a cell, first in results.csv and latency_hist.csv.
@@ -136,68 +122,6 @@ json SweepSummaryJson(const std::vector<CellSummary>& rows) {
   return out;
 }
 
-std::vector<std::pair<std::string, std::string>> SweepPlots(const std::vector<CellSummary>& rows) {
-  const auto series = BySeries(rows);
-  const auto line = [&](const std::string& suffix, auto get, bool dashed = false) {
-    std::vector<PlotSeries> out;
-    for (const auto& [name, cells] : series) {
-      PlotSeries s{name + suffix, {}, dashed};
-      for (const CellSummary* c : cells)
-        if (const std::optional<double> y = get(*c))
-          s.points.emplace_back(c->config.policy.frames, *y);
-      if (!s.points.empty()) out.push_back(std::move(s));
-    }
-    return out;
-  };
-  std::vector<std::pair<std::string, std::string>> plots;
-  plots.emplace_back(
-      "throughput.svg",
-      LinePlotSvg("Throughput vs batch size", "batch limit (frames)", "Mpps",
-                  line("", [](const CellSummary& c) { return std::optional(c.mpps); }), true));
-  auto lat = line(" p50", [](const CellSummary& c) {
-    return c.lat_p50_ns ? std::optional(*c.lat_p50_ns / 1e3) : std::nullopt;
-  });
-  auto p99 = line(
-      " p99",
-      [](const CellSummary& c) {
-        return c.lat_p99_ns ? std::optional(*c.lat_p99_ns / 1e3) : std::nullopt;
-      },
-      true);
-  lat.insert(lat.end(), p99.begin(), p99.end());
-  plots.emplace_back("latency.svg", LinePlotSvg("Latency vs batch size (p50 solid, p99 dashed)",
-                                                "batch limit (frames)", "microseconds", lat, true,
-                                                "no latency: nothing receives on these drivers"));
-  plots.emplace_back(
-      "cost.svg",
-      LinePlotSvg("TX cycles per frame vs batch size", "batch limit (frames)", "cycles/pkt",
-                  line("", [](const CellSummary& c) { return std::optional(c.cycles_per_pkt); }),
-                  true));
-  plots.emplace_back("calls.svg",
-                     LinePlotSvg("Doorbells (or driver calls) per frame vs batch size",
-                                 "batch limit (frames)", "per frame",
-                                 line("",
-                                      [](const CellSummary& c) {
-                                        return c.doorbells_per_pkt
-                                                   ? c.doorbells_per_pkt
-                                                   : std::optional(c.xmit_calls_per_pkt);
-                                      }),
-                                 true));
-  std::vector<BarGroup> groups;
-  for (const auto& [name, cells] : series) {
-    const CellSummary* off = cells.front();
-    const CellSummary* on = cells.back();
-    for (const CellSummary* c : cells) {
-      if (c->config.policy.frames < off->config.policy.frames) off = c;
-      if (c->config.policy.frames > on->config.policy.frames) on = c;
-    }
-    groups.push_back({name, {off->mb_per_s, on->mb_per_s}});
-  }
-  plots.emplace_back("onoff.svg",
-                     BarPlotSvg("Batching off vs the largest batch, per cell", "MB/s",
-                                {"smallest batch limit", "largest batch limit"}, groups));
-  return plots;
-}
-
 Status WriteSweepOutputs(const OutputDir& dir, const std::string& tables, json doc,
                          const std::vector<CellSummary>& rows) {
   doc["summary"] = SweepSummaryJson(rows);
@@ -206,7 +130,6 @@ Status WriteSweepOutputs(const OutputDir& dir, const std::string& tables, json d
       {"results.csv", SweepCsv(rows)},
       {"results.json", doc.dump(2) + "\n"},
       {"latency_hist.csv", LatencyHistCsv(rows)}};
-  for (auto& p : SweepPlots(rows)) files.push_back(std::move(p));
   return dir.WriteAll(files);
 }
 

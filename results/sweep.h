@@ -1,8 +1,9 @@
 #pragma once
 // What `txbatch sweep --out DIR` (and `txbatch report FILE --out DIR`) leaves behind: the human
 // tables, one row per cell as CSV and as a JSON summary (medians over rounds, and against
-// batching off: the ratio, its 95 % interval and the verdict), the full result records, and SVG
-// plots against batch size. doc/output.md documents every file and column.
+// batching off: the ratio, its 95 % interval and the verdict), the full result records and the
+// latency histograms. The figures are txbatch-plot's (tools/figures.h). doc/output.md documents
+// every file and column.
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -26,15 +27,8 @@ std::string LatencyHistCsv(const std::vector<CellSummary>& rows);
 // The same rows as JSON objects (the `summary` array of results.json).
 nlohmann::json SweepSummaryJson(const std::vector<CellSummary>& rows);
 
-// Plots, by file name: throughput.svg (Mpps vs batch), latency.svg (p50 solid, p99 dashed),
-// cost.svg (TX cycles per frame), calls.svg (doorbells per frame where the driver owns one,
-// else xmit calls per frame), onoff.svg (MB/s, batching off against the largest batch, per
-// cell). One series per cell of the grid apart from the batch limit.
-std::vector<std::pair<std::string, std::string>> SweepPlots(const std::vector<CellSummary>& rows);
-
-// Writes tables.txt, results.csv, results.json (`doc` plus the summary), latency_hist.csv and
-// the plots into
-// `dir` (created if needed): all of them or none (OutputDir::WriteAll).
+// Writes tables.txt, results.csv, results.json (`doc` plus the summary) and latency_hist.csv
+// into `dir` (created if needed): all of them or none (OutputDir::WriteAll).
 Status WriteSweepOutputs(const OutputDir& dir, const std::string& tables, nlohmann::json doc,
                          const std::vector<CellSummary>& rows);
 

@@ -37,6 +37,7 @@
 #include "tools/calibrate.h"
 #include "tools/capture_cmd.h"
 #include "tools/compare.h"
+#include "tools/figures.h"
 #include "tools/lab.h"
 #include "tools/run_options.h"
 #include "tools/sink_cmd.h"
@@ -103,10 +104,7 @@ int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env
     if (Status s = WriteSweepOutputs(*out, tables, doc, Summarise(records, plan.policies.front()));
         !s)
       return Fail(kExitBadInput, s.error());
-    std::printf(
-        "wrote %s/{tables.txt,results.csv,results.json,throughput.svg,latency.svg,"
-        "cost.svg,calls.svg,onoff.svg}\n",
-        out_dir.c_str());
+    SayWrittenAndDraw(out_dir);
   }
   session->pool.reset();
   const int code = Finish(*json, doc, status, balanced);
@@ -379,6 +377,7 @@ int ReportCommand(const std::string& path, const std::string& out_dir) {
                                        Summarise(back->records, back->policies.front()));
           !s)
         return Fail(kExitBadInput, s.error());
+      SayWrittenAndDraw(out_dir);
     }
   }
   return balanced ? kExitOk : kExitUnbalanced;

@@ -1,14 +1,16 @@
 // txbatch sweep --out DIR on emu and net_null: the CSV and JSON validate against their documented
-// shape (doc/output.md), the SVG plots parse as XML and carry the expected series, and report
-// --out re-renders the same files from results.json alone.
+// shape (doc/output.md), txbatch-plot draws its figures there (tests/driver/plot_test.py checks
+// them against the data), and report --out re-renders the same files from results.json alone.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "tests/driver/run_helper.h"
 #include "tests/test_files.h"
@@ -44,9 +46,13 @@ TEST_P(SweepOut, WritesTablesCsvJsonAndPlotsThatValidate) {
                               "--duration 0.1 --warmup 0.05 --out " +
                               dir_.string());
   ASSERT_EQ(run.status, 0) << run.err << run.out;
-  for (const char* f : {"tables.txt", "results.csv", "results.json", "latency_hist.csv",
-                        "throughput.svg", "latency.svg", "cost.svg", "calls.svg", "onoff.svg"})
+  for (const char* f : {"tables.txt", "results.csv", "results.json", "latency_hist.csv"})
     ASSERT_TRUE(std::filesystem::exists(dir_ / f)) << f;
+  EXPECT_NE(run.out.find("wrote " + dir_.string() +
+                         "/{tables.txt,results.csv,results.json,"
+                         "latency_hist.csv}\n"),
+            std::string::npos)
+      << run.out;
 
   // CSV: the documented header, one row per cell (batch 1 first: the baseline), same width.
   const auto csv = Lines(Slurp(dir_ / "results.csv"));
@@ -109,15 +115,25 @@ TEST_P(SweepOut, WritesTablesCsvJsonAndPlotsThatValidate) {
   else
     EXPECT_EQ(binned.size(), 2u);
 
-  // SVG: well-formed XML with one series per cell apart from the batch limit.
-  const std::string series = driver + " rootlock inline 64B x2";
-  for (const char* f : {"throughput.svg", "latency.svg", "cost.svg", "calls.svg", "onoff.svg"}) {
-    EXPECT_EQ(std::system(("xmllint --noout " + (dir_ / f).string()).c_str()), 0) << f;
-    const bool no_latency = driver == "ethdev:net_null0" && std::string(f) == "latency.svg";
-    if (no_latency)  // nothing receives: the plot says so instead of drawing nothing
-      EXPECT_NE(Slurp(dir_ / f).find("no latency: nothing receives"), std::string::npos);
-    else
-      EXPECT_NE(Slurp(dir_ / f).find("data-series=\"" + series), std::string::npos) << f;
+  // The figures: txbatch-plot beside the binary drew them, each series named by the cell apart
+  // from its batch limit (and the facet's size and producers).
+  ASSERT_NE(run.out.find("drew " + dir_.string() + "/{latency.svg,latency.png,"), std::string::npos)
+      << run.out << run.err;
+  for (const char* f : {"latency", "throughput", "cost", "batching"}) {
+    EXPECT_EQ(std::system(("xmllint --noout " + (dir_ / f).string() + ".svg").c_str()), 0) << f;
+    EXPECT_TRUE(std::filesystem::exists(dir_ / (std::string(f) + ".png"))) << f;
+  }
+  const auto figs = nlohmann::json::parse(Slurp(dir_ / "figures.json"))["figures"];
+  ASSERT_EQ(figs.size(), 4u);
+  const std::string series = driver + " rootlock inline";
+  EXPECT_EQ(figs[1]["file"], "throughput");
+  EXPECT_EQ(figs[1]["panels"][0]["series"][0]["label"], series);
+  EXPECT_EQ(figs[1]["panels"][0]["series"][0]["x"], nlohmann::json::array({1, 8}));
+  if (driver == "ethdev:net_null0") {  // nothing receives: the figure says so, draws no curve
+    EXPECT_TRUE(figs[0]["panels"][0]["series"].empty());
+    EXPECT_NE(Slurp(dir_ / "latency.svg").find("no latency: nothing receives"), std::string::npos);
+  } else {
+    EXPECT_EQ(figs[0]["panels"][0]["series"][0]["label"], "batch 1 " + series);
   }
 
   // report --out re-renders the same files from results.json alone.
@@ -125,8 +141,8 @@ TEST_P(SweepOut, WritesTablesCsvJsonAndPlotsThatValidate) {
   const auto report =
       RunTxbatch("report " + (dir_ / "results.json").string() + " --out " + again.string());
   ASSERT_EQ(report.status, 0) << report.err;
-  for (const char* f :
-       {"tables.txt", "results.csv", "latency_hist.csv", "throughput.svg", "onoff.svg"})
+  for (const char* f : {"tables.txt", "results.csv", "latency_hist.csv", "latency.svg",
+                        "throughput.svg", "cost.svg", "batching.svg", "figures.json"})
     EXPECT_EQ(Slurp(again / f), Slurp(dir_ / f)) << f;
 }
 
@@ -134,6 +150,35 @@ INSTANTIATE_TEST_SUITE_P(Drivers, SweepOut, ::testing::Values("emu:null", "ethde
                          [](const auto& info) {
                            return std::string(info.param == "emu:null" ? "emu_null" : "net_null");
                          });
+
+// Figures are an extra: where txbatch-plot is not there or fails, the data files stand, stderr
+// says why in one line, and the exit status is the measurement's.
+TEST(Sweep, WithoutItsFiguresWritesTheDataAndSaysWhy) {
+  const std::string dir = ::testing::TempDir() + "/sweep_nofig_" + std::to_string(getpid());
+  for (const auto& [plot, says] :
+       {std::pair{"", "TXBATCH_PLOT is set empty"}, std::pair{"/bin/false", "/bin/false exited 1"},
+        std::pair{"/nonexistent/txbatch-plot", "is not there"}}) {
+    std::filesystem::remove_all(dir);
+    setenv("TXBATCH_PLOT", plot, 1);
+    const auto run = RunTxbatch(
+        "sweep --driver emu:null --proto udp --size 64 --batch 1,8 "
+        "--rounds 1 --duration 0.05 --warmup 0.02 --out " +
+        dir);
+    unsetenv("TXBATCH_PLOT");
+    EXPECT_EQ(run.status, 0) << run.err;
+    // One line says it (progress lines may come before it).
+    const size_t at = run.err.find("txbatch: no figures in " + dir + ": ");
+    ASSERT_NE(at, std::string::npos) << run.err;
+    const std::string line = run.err.substr(at, run.err.find('\n', at) - at);
+    EXPECT_NE(line.find(says), std::string::npos) << line;
+    EXPECT_EQ(run.err.find("figures", at + line.size()), std::string::npos) << run.err;
+    EXPECT_EQ(run.out.find("drew "), std::string::npos) << run.out;
+    for (const char* f : {"tables.txt", "results.csv", "results.json", "latency_hist.csv"})
+      EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir) / f)) << f;
+    EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(dir) / "latency.svg"));
+  }
+  std::filesystem::remove_all(dir);
+}
 
 TEST(Sweep, NeedsAnOutDirectoryItCanWrite) {
   EXPECT_EQ(RunTxbatch("sweep --duration 0.1").status, 2);  // --out is required
