@@ -58,10 +58,10 @@ std::vector<HistBin> LatencyHistogram::Bins() const {
   for (size_t slot = 0; slot < bins_.size(); ++slot) {
     if (bins_[slot] == 0) continue;
     const int bin = static_cast<int>(slot) - 1;
-    if (bin < 0) {
-      out.push_back({0, 1, bins_[slot]});
-    } else if (bin >= kBins) {
-      out.push_back({LowerEdge(kBins), max_, bins_[slot]});
+    if (bin < 0) {  // below 1 ns, NaN and negative values too
+      out.push_back({std::min(0.0, min_), 1, bins_[slot]});
+    } else if (bin >= kBins) {  // up to and including max
+      out.push_back({LowerEdge(kBins), std::nextafter(max_, HUGE_VAL), bins_[slot]});
     } else {
       out.push_back({LowerEdge(bin), LowerEdge(bin + 1), bins_[slot]});
     }

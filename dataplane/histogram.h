@@ -56,7 +56,8 @@ class LatencyHistogram {
   // nullopt when nothing was recorded.
   std::optional<LatencySummary> Summary() const;
   void Merge(const LatencyHistogram& other);
-  // The bins that hold samples, in order: under 1 ns as [0, 1), from 2^34 ns as [2^34, max].
+  // The bins that hold samples, in order, each [lo_ns, hi_ns): under 1 ns as [min(0, min), 1),
+  // from 2^34 ns as [2^34, just above max).
   std::vector<HistBin> Bins() const;
 
  private:

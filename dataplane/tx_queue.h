@@ -18,9 +18,10 @@
 // This base class owns the driver side: tx_lock_ (HARD_TX_LOCK) around every driver call, the
 // txirq, --qdisc none's SendBatch and the counters. Lock order: a qdisc lock is never taken
 // while holding tx_lock_; irq_mu_ may be taken under either (Kick), never the other way round;
-// the receiver's lock (TxQueueConfig::receiver) is taken under tx_lock_ and nothing is taken
-// under it; the control thread takes tx_lock_ alone, to read the driver's counters as one cut
-// (DriverCountsNow). tx_lock_ and irq_mu_, which the SCHED_FIFO txirq takes on every wake,
+// of the receiver's two locks (TxQueueConfig::receiver) the short one over what is staged is
+// taken under tx_lock_ and nothing under it, the one held while the receiver works only after
+// tx_lock_ is let go; the control thread takes tx_lock_ alone, to read the driver's counters as one
+// cut (DriverCountsNow). tx_lock_ and irq_mu_, which the SCHED_FIFO txirq takes on every wake,
 // inherit priority (tx_lock_ not with --qdisc none, whose many producers contend on it).
 
 #include <array>
@@ -288,8 +289,8 @@ class TxQueue {
   // Publishes what runners read without tx_lock_ (stopped, BQL's room, free slots).
   void PublishLocked();
   // Called holding tx_lock_ through `tx` at the end of a TX-lock section: what the driver
-  // delivered to TxQueueConfig::receiver is handed on, tx_lock_ let go once the receiver's lock
-  // is held (so `tx` may come back unlocked).
+  // delivered to TxQueueConfig::receiver is handed on after tx_lock_ is let go (so `tx` may
+  // come back unlocked).
   void HandOn(std::unique_lock<PiMutex>& tx);
 
   // Priority-inheriting: the SCHED_FIFO txirq takes it to reclaim (see pi_mutex.h).

@@ -208,7 +208,7 @@ bool Balanced(const Books& books);
 // empty where the two belong together (bql ran on both) or --sync auto chose.
 std::string EraMix(const CellConfig& cfg);
 
-// Whether a cell's TX lock (and its receiver's lock, taken under it) inherits priority
+// Whether a cell's TX lock (and its receiver's locks) inherits priority
 // (TxQueueConfig::tx_lock_inherits), on `cpus` CPUs (0: not known). Inheritance lifts a holder
 // that a sibling thread on its CPU preempted while the SCHED_FIFO txirq waits for the lock (that
 // inversion left the e1000 ring idle for 3 ms); where every producer takes the lock for every

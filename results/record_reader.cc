@@ -54,6 +54,26 @@ unsigned BatchSize(const std::string& key, const json& hist) {
   return n;
 }
 
+// latency_hist_ns.bins: an array of [lo_ns, hi_ns, count], lo < hi, in order, none overlapping
+// (a type_error otherwise, as Whole's).
+std::vector<HistBin> HistBins(const json& bins) {
+  const auto refuse = [&bins](const std::string& what) {
+    return json::type_error::create(302, "latency_hist_ns.bins: " + what, &bins);
+  };
+  if (!bins.is_array()) throw refuse("an array of [lo_ns, hi_ns, count] was expected");
+  std::vector<HistBin> out;
+  for (const json& b : bins) {
+    if (!b.is_array() || b.size() != 3 || !b[0].is_number() || !b[1].is_number())
+      throw refuse(fmt::format("a bin [lo_ns, hi_ns, count] was expected, not {}", b.dump()));
+    const HistBin bin{b[0].get<double>(), b[1].get<double>(), Whole{b[2]}};
+    if (!(bin.lo_ns < bin.hi_ns) || (!out.empty() && bin.lo_ns < out.back().hi_ns))
+      throw refuse(fmt::format("a bin with lo < hi, above the one before it, was expected, not {}",
+                               b.dump()));
+    out.push_back(bin);
+  }
+  return out;
+}
+
 // A map of counters ("drops", "driver_counters"): every value an integer.
 std::map<std::string, uint64_t> Counts(const json& j) {
   std::map<std::string, uint64_t> out;
@@ -157,8 +177,7 @@ CellResult ResultFrom(const json& r) {
   x.drops_total = Whole{r.at("drops_total")};
   x.latency = SummaryFrom(r.at("latency_ns"));
   if (const json& h = r.value("latency_hist_ns", json()); h.is_object())
-    for (const json& b : h.at("bins"))
-      x.latency_hist.push_back({b.at(0).get<double>(), b.at(1).get<double>(), Whole{b.at(2)}});
+    x.latency_hist = HistBins(h.at("bins"));
   if (const json& t = r.value("flush_triggers", json()); t.is_object()) {
     x.flush_triggers[static_cast<size_t>(FlushTrigger::kFull)] = Whole{t.at("full")};
     x.flush_triggers[static_cast<size_t>(FlushTrigger::kTimer)] = Whole{t.at("timer")};

@@ -28,6 +28,11 @@ std::string PlotProgram() {
   return (self.parent_path() / "txbatch-plot").string();
 }
 
+// The figures' files, an earlier run's among them (up to 2026-12-05 txbatch drew five SVGs).
+constexpr const char* kFigureFiles[] = {
+    "latency.svg",  "latency.png",  "throughput.svg", "throughput.png", "cost.svg", "cost.png",
+    "batching.svg", "batching.png", "figures.json",   "calls.svg",      "onoff.svg"};
+
 }  // namespace
 
 Figures DrawFigures(const std::string& dir) {
@@ -37,7 +42,9 @@ Figures DrawFigures(const std::string& dir) {
     out.why_not = "TXBATCH_PLOT is set empty";
     return out;
   }
-  if (access(program.c_str(), X_OK) != 0) {
+  // A bare name (TXBATCH_PLOT=txbatch-plot) is looked for on PATH, as a shell would.
+  const bool on_path = program.find('/') == std::string::npos;
+  if (!on_path && access(program.c_str(), X_OK) != 0) {
     out.why_not = fmt::format("{} is not there to draw them ({})", program, std::strerror(errno));
     return out;
   }
@@ -47,6 +54,8 @@ Figures DrawFigures(const std::string& dir) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  // None of this process's other files (EAL's, a capture's) goes with it.
+  posix_spawn_file_actions_addclosefrom_np(&fa, STDERR_FILENO + 1);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t none, defaults;
@@ -60,7 +69,8 @@ Figures DrawFigures(const std::string& dir) {
   char* argv[] = {const_cast<char*>(program.c_str()), const_cast<char*>(dir.c_str()),
                   const_cast<char*>("--format"), const_cast<char*>(format.c_str()), nullptr};
   pid_t pid = 0;
-  const int err = posix_spawn(&pid, program.c_str(), &fa, &attr, argv, environ);
+  const int err =
+      (on_path ? posix_spawnp : posix_spawn)(&pid, program.c_str(), &fa, &attr, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (err != 0) {
@@ -77,9 +87,15 @@ Figures DrawFigures(const std::string& dir) {
             : fmt::format("{} was ended by signal {}", program, WTERMSIG(status));
     return out;
   }
+  // What it drew: the figures it says it drew (figures.json names them), as they are there.
   for (const char* name : {"latency", "throughput", "cost", "batching"})
-    for (const char* ext : {"svg", "png"}) out.files.push_back(fmt::format("{}.{}", name, ext));
-  out.files.push_back("figures.json");
+    for (const char* ext : {"svg", "png"})
+      if (const std::string f = fmt::format("{}.{}", name, ext);
+          std::filesystem::exists(std::filesystem::path(dir) / f))
+        out.files.push_back(f);
+  if (std::filesystem::exists(std::filesystem::path(dir) / "figures.json"))
+    out.files.push_back("figures.json");
+  if (out.files.empty()) out.why_not = fmt::format("{} drew none", program);
   return out;
 }
 
@@ -88,9 +104,14 @@ void SayWrittenAndDraw(const std::string& dir) {
   std::fflush(stdout);
   const Figures f = DrawFigures(dir);
   if (f.files.empty()) {
+    // An earlier run's figures would sit beside data they were not drawn from.
+    for (const char* name : kFigureFiles)
+      std::filesystem::remove(std::filesystem::path(dir) / name);
     std::fprintf(stderr, "txbatch: no figures in %s: %s\n", dir.c_str(), f.why_not.c_str());
     return;
   }
+  for (const char* old : {"calls.svg", "onoff.svg"})  // what txbatch drew before 2026-12-05
+    std::filesystem::remove(std::filesystem::path(dir) / old);
   std::string list;
   for (const auto& name : f.files) list += (list.empty() ? "" : ",") + name;
   std::printf("drew %s/{%s}\n", dir.c_str(), list.c_str());

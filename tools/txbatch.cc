@@ -104,10 +104,11 @@ int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env
     if (Status s = WriteSweepOutputs(*out, tables, doc, Summarise(records, plan.policies.front()));
         !s)
       return Fail(kExitBadInput, s.error());
-    SayWrittenAndDraw(out_dir);
   }
   session->pool.reset();
   const int code = Finish(*json, doc, status, balanced);
+  // The figures once every result is written: however long they take, or if they fail.
+  if (out && !records.empty()) SayWrittenAndDraw(out_dir);
   EndCellStream(*stream, records, status, balanced, code);
   return stream->Finish(code);
 }
@@ -356,7 +357,8 @@ int ReportCommand(const std::string& path, const std::string& out_dir) {
                 Error{EINVAL, fmt::format("report --out writes a sweep's tables, CSV and plots "
                                           "against batch size, and '{}' holds a comparison of "
                                           "two configurations; valid: --out with a file that "
-                                          "run, sweep or tune wrote",
+                                          "run, sweep or tune wrote (txbatch-plot FILE --out "
+                                          "DIR draws a comparison)",
                                           path)});
   PrintHeader(stdout, back->cells, back->env);
   bool balanced = true;
@@ -498,7 +500,7 @@ void AddReportCommand(CLI::App& app, Commands& c) {
   c.report->add_option("file", c.report_path, "A result file txbatch wrote with --json")
       ->required();
   c.report->add_option("--out", c.report_out,
-                       "Also write tables.txt, results.csv, results.json and the SVG plots here");
+                       "Also write the sweep files here and draw their figures (doc/output.md)");
 }
 
 // bridge, respond and sink: the commands on DPDK ports.
@@ -552,8 +554,9 @@ void AddSweepCommand(CLI::App& app, Commands& c) {
       "sweep",
       "A grid (batch sizes x sizes x procs x drivers x qdisc shapes) run in interleaved rounds, "
       "every cell judged against the same cell with batching off (count:1, added first if "
-      "missing). Writes to --out DIR: tables.txt, results.csv, results.json and SVG plots "
-      "against batch size (doc/output.md). Defaults: emu:e1000, tcp, size 65536, procs 1 and 8, "
+      "missing). Writes to --out DIR: tables.txt, results.csv, results.json, latency_hist.csv, "
+      "and txbatch-plot's figures (doc/output.md). Defaults: emu:e1000, tcp, size 65536, procs 1 "
+      "and 8, "
       "--batch 1,2,4,8,16,32,64, 3 rounds.");
   AddRunOptions(*c.sweep, c.sweep_args);
   c.sweep->add_option("--out", c.sweep_out, "Directory for the outputs (created if missing)")

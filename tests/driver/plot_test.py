@@ -122,10 +122,12 @@ class Sweep(unittest.TestCase):
                 self.assertEqual(s["later"][0], 1.0)
                 self.assertTrue(all(a >= b for a, b in zip(s["later"], s["later"][1:])))
                 self.assertTrue(all(a <= b for a, b in zip(s["x_us"], s["x_us"][1:])))
-                # The curve ends at the slowest frame's bin: none of the rounds' max is later
-                # than the last bin's upper edge.
+                # The curve runs to the slowest frame: the last bin's upper edge is past the
+                # rounds' max, by less than a bin, and its frames are still drawn.
                 top = max(r["results"]["latency_ns"]["max"] for r in recs) / 1e3
+                self.assertGreaterEqual(s["x_us"][-1], top)
                 self.assertLessEqual(s["x_us"][-1], top * (1 + 1 / 128) + 1e-9)
+                self.assertGreater(s["later"][-1], 0)
         stages = [p for p in self.figs["latency"]["panels"] if p["kind"] == "stages"]
         self.assertEqual(len(stages), 4)
         self.assertTrue(any(p["bars"] for p in stages))
@@ -147,6 +149,31 @@ class Sweep(unittest.TestCase):
             self.assertEqual(len(set(pairs)), len(pairs), f"{name}: a style per series")
             if len(pairs) <= 18:
                 self.assertEqual(len({c for c, _ in pairs}), len(pairs), f"{name}: colours")
+
+
+class SyncAuto(unittest.TestCase):
+    def test_a_sync_auto_chose_is_a_series_beside_the_same_sync_asked_for(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = run([TXBATCH, "sweep", "--engine", "sim", "--driver", "emu:ixgbe", "--sync",
+                     "auto,rootlock", "--proto", "udp", "--procs", "2", "--size", "64",
+                     "--batch", "1,8", "--rounds", "2", "--duration", "0.02", "--warmup",
+                     "0.005", "--out", d])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("drew ", r.stdout)
+            with open(os.path.join(d, "figures.json")) as f:
+                fig = json.load(f)["figures"][1]
+            series = {s["label"]: s for s in fig["panels"][0]["series"]}
+            self.assertEqual(sorted(series), ["emu:ixgbe rootlock inline",
+                                              "emu:ixgbe rootlock inline (--sync auto)"])
+            with open(os.path.join(d, "results.json")) as f:
+                doc = json.load(f)
+            for label, s in series.items():
+                auto = label.endswith("(--sync auto)")
+                for b, y in zip(s["x"], s["y"]):
+                    vals = [r["results"]["mpps"] for r in doc["records"]
+                            if r["config"]["batch"] == b and r["config"]["sync_auto"] == auto]
+                    self.assertEqual(len(vals), 2)  # its own two rounds, not four
+                    self.assertAlmostEqual(y, sum(vals) / 2, places=12)
 
 
 class Compare(unittest.TestCase):
@@ -204,6 +231,14 @@ class BadInput(unittest.TestCase):
         self.refused(lambda d: [self.write(d, '{"records": []}'), "--out", d], "nothing to draw")
         self.refused(lambda d: [self.write(d, '{"records": [{"config": {}}]}'), "--out", d],
                      "without config or results")
+        self.refused(lambda d: [self.write(
+            d, '{"records": [{"config": {"batch": 1, "size": 64, "procs": 1}, '
+               '"results": {"mpps": 1}}]}'), "--out", d], "can draw: KeyError")
+        self.refused(lambda d: [self.write(d, json.dumps({"records": [{
+            "config": {"batch": 1, "size": 64, "procs": 1, "driver": "emu:null", "proto": "udp",
+                       "policy": "count:1", "sync": "rootlock", "runner": "inline"},
+            "results": {"mpps": 1, "latency_hist_ns": {"bins": [[1, 2]]}}}]})), "--out", d],
+            "can draw: ValueError")
         self.refused(lambda d: [self.write(d, '{"records": []}'), "--format", "gif", "--out",
                                 d], "--format")
         self.refused(lambda d: [self.write(d, '{"records": []}'), "--dpi", "5", "--out", d],

@@ -87,6 +87,20 @@ TEST(Report, NumbersOutsideAnIntegerFieldsRangeAreOneSentence) {
          [](nlohmann::json& rec) { rec["results"]["drops"]["qdisc_full"] = 2.5; });
   // And a batch_hist key that is not a batch size (it threw out of the reader: a crash).
   tamper("bad_hist_key", [](nlohmann::json& rec) { rec["results"]["batch_hist"]["x7"] = 1; });
+  // Latency histogram bins that are not [lo, hi, count] going up.
+  tamper("bins_object", [](nlohmann::json& rec) {
+    rec["results"]["latency_hist_ns"]["bins"] = nlohmann::json::object({{"a", 1}});
+  });
+  tamper("bin_of_two", [](nlohmann::json& rec) {
+    rec["results"]["latency_hist_ns"]["bins"][0] = nlohmann::json::array({1, 2});
+  });
+  tamper("bin_upside_down", [](nlohmann::json& rec) {
+    rec["results"]["latency_hist_ns"]["bins"][0] = nlohmann::json::array({5, 2, 1});
+  });
+  tamper("bins_overlapping", [](nlohmann::json& rec) {
+    auto& bins = rec["results"]["latency_hist_ns"]["bins"];
+    bins.push_back(bins.back());
+  });
   // The untouched document still reads.
   const std::string path = SaveDoc(run.doc, "untouched");
   EXPECT_EQ(RunTxbatch("report " + path).status, 0);

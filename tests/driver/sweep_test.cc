@@ -158,7 +158,11 @@ TEST(Sweep, WithoutItsFiguresWritesTheDataAndSaysWhy) {
   for (const auto& [plot, says] :
        {std::pair{"", "TXBATCH_PLOT is set empty"}, std::pair{"/bin/false", "/bin/false exited 1"},
         std::pair{"/nonexistent/txbatch-plot", "is not there"}}) {
+    // An earlier run's figures there go: they were not drawn from this run's data.
     std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    for (const char* stale : {"latency.svg", "figures.json", "onoff.svg"})
+      std::ofstream(std::filesystem::path(dir) / stale) << "stale";
     setenv("TXBATCH_PLOT", plot, 1);
     const auto run = RunTxbatch(
         "sweep --driver emu:null --proto udp --size 64 --batch 1,8 "
@@ -175,7 +179,8 @@ TEST(Sweep, WithoutItsFiguresWritesTheDataAndSaysWhy) {
     EXPECT_EQ(run.out.find("drew "), std::string::npos) << run.out;
     for (const char* f : {"tables.txt", "results.csv", "results.json", "latency_hist.csv"})
       EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir) / f)) << f;
-    EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(dir) / "latency.svg"));
+    for (const char* stale : {"latency.svg", "figures.json", "onoff.svg"})
+      EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(dir) / stale)) << stale;
   }
   std::filesystem::remove_all(dir);
 }
