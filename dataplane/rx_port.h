@@ -9,6 +9,7 @@
 
 #include <rte_mbuf.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <span>
@@ -67,12 +68,12 @@ class DeferredReceiver final : public FrameReceiver {
     std::lock_guard s(staged_mu_);
     staged_.insert(staged_.end(), frames.begin(), frames.end());
     staged_at_.insert(staged_at_.end(), arrival.begin(), arrival.end());
+    any_staged_.store(!staged_.empty(), std::memory_order_release);
   }
-  // Under the TX lock: whether a Flush has anything to hand on.
-  bool HasStaged() {
-    std::lock_guard s(staged_mu_);
-    return !staged_.empty();
-  }
+  // Under the TX lock: whether a Flush has anything to hand on — no lock taken, on every TX-lock
+  // section. What this thread staged it sees; false only once a Flush took it; a stale true
+  // costs a Flush that finds nothing.
+  bool HasStaged() const { return any_staged_.load(std::memory_order_acquire); }
   // Called holding the TX lock: lets it go (`unlock_tx`), takes the receiver's lock (a thread
   // handing on meanwhile is waited for without the TX lock, asleep) and hands on what is staged
   // then — this thread's frames, or none if that thread took them with its own. Adds the TSC
@@ -88,6 +89,7 @@ class DeferredReceiver final : public FrameReceiver {
       if (staged_.empty()) return;
       std::swap(staged_, handing_);
       std::swap(staged_at_, handing_at_);
+      any_staged_.store(false, std::memory_order_release);
     }
     inner_.Receive(handing_, handing_at_);
     cycles.Add(Now() - t0);
@@ -111,6 +113,7 @@ class DeferredReceiver final : public FrameReceiver {
   PiMutex rx_mu_;
   std::vector<rte_mbuf*> staged_, handing_;
   std::vector<Tsc> staged_at_, handing_at_;
+  std::atomic<bool> any_staged_{false};  // !staged_.empty(), written under staged_mu_
 };
 
 }  // namespace txbatch

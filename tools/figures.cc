@@ -1,18 +1,18 @@
 #include "tools/figures.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-
-#include <fmt/format.h>
+#include <span>
 
 extern char** environ;
 
@@ -28,10 +28,15 @@ std::string PlotProgram() {
   return (self.parent_path() / "txbatch-plot").string();
 }
 
-// The figures' files, an earlier run's among them (up to 2026-12-05 txbatch drew five SVGs).
-constexpr const char* kFigureFiles[] = {
-    "latency.svg",  "latency.png",  "throughput.svg", "throughput.png", "cost.svg", "cost.png",
-    "batching.svg", "batching.png", "figures.json",   "calls.svg",      "onoff.svg"};
+// What txbatch-plot draws for a sweep, and what txbatch drew itself before 2026-12-05.
+constexpr const char* kFigureFiles[] = {"latency.svg",    "latency.png",  "throughput.svg",
+                                        "throughput.png", "cost.svg",     "cost.png",
+                                        "batching.svg",   "batching.png", "figures.json"};
+constexpr const char* kOldFigureFiles[] = {"calls.svg", "onoff.svg"};
+
+void Remove(const std::string& dir, std::span<const char* const> names) {
+  for (const char* name : names) std::filesystem::remove(std::filesystem::path(dir) / name);
+}
 
 }  // namespace
 
@@ -87,14 +92,8 @@ Figures DrawFigures(const std::string& dir) {
             : fmt::format("{} was ended by signal {}", program, WTERMSIG(status));
     return out;
   }
-  // What it drew: the figures it says it drew (figures.json names them), as they are there.
-  for (const char* name : {"latency", "throughput", "cost", "batching"})
-    for (const char* ext : {"svg", "png"})
-      if (const std::string f = fmt::format("{}.{}", name, ext);
-          std::filesystem::exists(std::filesystem::path(dir) / f))
-        out.files.push_back(f);
-  if (std::filesystem::exists(std::filesystem::path(dir) / "figures.json"))
-    out.files.push_back("figures.json");
+  for (const char* f : kFigureFiles)  // what it drew, as it is there
+    if (std::filesystem::exists(std::filesystem::path(dir) / f)) out.files.push_back(f);
   if (out.files.empty()) out.why_not = fmt::format("{} drew none", program);
   return out;
 }
@@ -105,13 +104,12 @@ void SayWrittenAndDraw(const std::string& dir) {
   const Figures f = DrawFigures(dir);
   if (f.files.empty()) {
     // An earlier run's figures would sit beside data they were not drawn from.
-    for (const char* name : kFigureFiles)
-      std::filesystem::remove(std::filesystem::path(dir) / name);
+    Remove(dir, kFigureFiles);
+    Remove(dir, kOldFigureFiles);
     std::fprintf(stderr, "txbatch: no figures in %s: %s\n", dir.c_str(), f.why_not.c_str());
     return;
   }
-  for (const char* old : {"calls.svg", "onoff.svg"})  // what txbatch drew before 2026-12-05
-    std::filesystem::remove(std::filesystem::path(dir) / old);
+  Remove(dir, kOldFigureFiles);
   std::string list;
   for (const auto& name : f.files) list += (list.empty() ? "" : ",") + name;
   std::printf("drew %s/{%s}\n", dir.c_str(), list.c_str());
