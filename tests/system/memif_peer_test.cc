@@ -117,7 +117,9 @@ TEST(MemifPeer, TheBridgeSurvivesPeersThatVanishAndForwardsForTheNextOnes) {
   const uint64_t received = sink_doc.at("results").at("received").get<uint64_t>();
   const auto ba = Summary(out, "b>a");
   ASSERT_TRUE(ba) << out;
-  EXPECT_GT(sent, 50000u);
+  // Frames crossed (100k offered): how many is not what this test is about — a landing CI saw
+  // 8591 once, the run's producer held back most of its second — the books below are.
+  EXPECT_GT(sent, 1000u) << run_doc.at("records").at(0).at("results").dump() << run.Log() << out;
   EXPECT_EQ(ba->received, sent) << out;
   EXPECT_EQ(received, ba->sent) << sink.Log() << out;
   EXPECT_EQ(ba->sent + ba->dropped, sent) << out;
