@@ -6,7 +6,6 @@
 #include <pthread.h>
 #include <rte_cycles.h>
 #include <rte_errno.h>
-#include <rte_lcore.h>
 #include <rte_pcapng.h>
 #include <rte_ring.h>
 #include <signal.h>
@@ -19,6 +18,7 @@
 #include <ctime>
 #include <thread>
 
+#include "dataplane/eal.h"
 #include "txbatch_config.h"
 
 namespace txbatch {
@@ -31,16 +31,6 @@ unsigned SnapFor(unsigned mtu) { return mtu + 18; }
 // RSS-hash option 22.11's rte_pcapng_copy appends to a frame a NIC hashed, which that size
 // leaves out (without it every full-size frame of such a NIC fails to copy).
 uint32_t RoomFor(unsigned snap) { return rte_pcapng_mbuf_size(snap) + 12; }
-
-// Signals the writer leaves to the other threads: SIGPIPE (a reader that went away is EPIPE,
-// said at the end, not a death that leaves EAL's files behind), and SIGINT/SIGTERM (they go to
-// a thread that acts on them, never interrupt a write half-way).
-sigset_t WriterSignals() {
-  sigset_t s;
-  sigemptyset(&s);
-  for (int sig : {SIGPIPE, SIGINT, SIGTERM}) sigaddset(&s, sig);
-  return s;
-}
 
 // Runs `f` with SIGPIPE held back, and takes back a SIGPIPE it raised: a write on the control
 // thread to a reader that went away fails with EPIPE instead of ending the process.
@@ -241,23 +231,7 @@ void Capture::Post(rte_mbuf* const* copies, unsigned n) {
 
 void Capture::Writer() {
   pthread_setname_np(pthread_self(), "txb-capture");
-  // EAL's CPUs but the main lcore's, where one is left (it inherited that one from the thread
-  // that made it): there a bridge or sink busy-polls its ports.
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  unsigned lcore;
-  RTE_LCORE_FOREACH(lcore) {
-    rte_cpuset_t s = rte_lcore_cpuset(lcore);
-    CPU_OR(&cpus, &cpus, &s);
-  }
-  rte_cpuset_t main = rte_lcore_cpuset(rte_get_main_lcore());
-  cpu_set_t others;
-  CPU_XOR(&others, &cpus, &main);
-  CPU_AND(&others, &others, &cpus);
-  if (CPU_COUNT(&others) > 0) cpus = others;
-  if (CPU_COUNT(&cpus) > 0) (void)pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus);
-  const sigset_t held = WriterSignals();
-  pthread_sigmask(SIG_BLOCK, &held, nullptr);
+  EnterOutputThread();
   std::array<rte_mbuf*, 256> batch;
   bool ok = true;
   for (;;) {

@@ -4,9 +4,11 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <pthread.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_lcore.h>
 #include <rte_log.h>
 #include <sched.h>
 #include <signal.h>
@@ -147,6 +149,26 @@ std::vector<int> AllowedCpus() {
   for (int c = 0; c < CPU_SETSIZE; ++c)
     if (CPU_ISSET(c, &set)) cpus.push_back(c);
   return cpus;
+}
+
+void EnterOutputThread() {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  unsigned lcore;
+  RTE_LCORE_FOREACH(lcore) {
+    rte_cpuset_t s = rte_lcore_cpuset(lcore);
+    CPU_OR(&cpus, &cpus, &s);
+  }
+  rte_cpuset_t main = rte_lcore_cpuset(rte_get_main_lcore());
+  cpu_set_t others;
+  CPU_XOR(&others, &cpus, &main);
+  CPU_AND(&others, &others, &cpus);
+  if (CPU_COUNT(&others) > 0) cpus = others;
+  if (CPU_COUNT(&cpus) > 0) (void)pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus);
+  sigset_t held;
+  sigemptyset(&held);
+  for (int sig : {SIGPIPE, SIGINT, SIGTERM}) sigaddset(&held, sig);
+  pthread_sigmask(SIG_BLOCK, &held, nullptr);
 }
 
 unsigned RemoveStaleRuntimeDirs(const std::string& root) {

@@ -80,6 +80,14 @@ unsigned RemoveStaleRuntimeDirs(const std::string& root);
 // The CPUs in this thread's affinity mask, ascending.
 std::vector<int> AllowedCpus();
 
+// For a thread that writes what the data path produced (a capture file, statistics lines), called
+// first thing in it: moves it to EAL's CPUs but the main lcore's, where one is left (it inherited
+// that one from the thread that made it; there a bridge or sink busy-polls its ports), and holds
+// back SIGPIPE (a reader that went away is EPIPE, said at the end, not a death that leaves EAL's
+// files behind), SIGINT and SIGTERM (they go to a thread that acts on them and never interrupt a
+// write half-way). Control plane; needs EAL started.
+void EnterOutputThread();
+
 // DPDK's own reasons. A failed control-plane call often returns only an errno
 // (rte_dev_probe: -EPERM for an af_packet interface that does not exist) while the PMD logged
 // why ("ioctl failed (SIOCGIFINDEX):No such device"). Once Eal::Start has run, DPDK's log goes
