@@ -15,6 +15,7 @@
 #include <set>
 #include <utility>
 
+#include "base/json_text.h"
 #include "dataplane/mempool.h"
 #include "dataplane/telemetry.h"
 #include "drivers/factory.h"
@@ -200,7 +201,7 @@ Result<std::optional<OutputFile>> PrepareOutput(const std::string& path, const s
 int Finish(const std::optional<OutputFile>& json, const nlohmann::json& doc, int status,
            bool balanced) {
   if (json) {
-    if (Status s = json->Write(doc.dump(2) + "\n"); !s) return Fail(kExitBadInput, s.error());
+    if (Status s = json->Write(DumpDocument(doc)); !s) return Fail(kExitBadInput, s.error());
   }
   if (status != kExitOk) return status;
   if (!balanced) {

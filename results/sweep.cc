@@ -10,6 +10,7 @@
 #include <map>
 #include <string_view>
 
+#include "base/json_text.h"
 #include "results/tables.h"
 
 namespace txbatch {
@@ -128,7 +129,7 @@ Status WriteSweepOutputs(const OutputDir& dir, const std::string& tables, json d
   std::vector<std::pair<std::string, std::string>> files = {
       {"tables.txt", tables},
       {"results.csv", SweepCsv(rows)},
-      {"results.json", doc.dump(2) + "\n"},
+      {"results.json", DumpDocument(doc)},
       {"latency_hist.csv", LatencyHistCsv(rows)}};
   return dir.WriteAll(files);
 }
