@@ -25,6 +25,7 @@
 #include "engine/session.h"
 #include "tools/capture_cmd.h"
 #include "tools/port_cmd.h"
+#include "tools/reporter.h"
 #include "tools/stats_stream.h"
 
 namespace txbatch {
@@ -34,7 +35,7 @@ using namespace port_cmd;  // NOLINT: the port commands' shared parts
 namespace {
 
 // One line per direction since the last: frames, drops, batching and time through the bridge.
-void PrintInterval(double t, BridgeDirection& d, const DirectionCounts& now,
+void PrintInterval(double t, const BridgeDirection& d, const DirectionCounts& now,
                    const DirectionCounts& before, const LatencyHistogram& lat) {
   const uint64_t sent = now.sent - before.sent, calls = now.xmit_calls - before.xmit_calls;
   const uint64_t handovers = now.handovers - before.handovers;
@@ -193,6 +194,7 @@ nlohmann::json DirectionJson(const BridgeDirection& d, const DirectionCounts& c,
 bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats_s,
              double longest_s, double tsc_hz, StatsStream& stream) {
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  Reporter reporter;
   for (auto* d : dirs) d->Start();
   const Tsc start = Now();
   const Tsc end = duration_s > 0 ? start + static_cast<Tsc>(duration_s * tsc_hz) : kNever;
@@ -202,6 +204,7 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
   Tsc next_publish = start;
   std::vector<DirectionCounts> last(dirs.size());
   std::vector<LatencyHistogram> total(dirs.size());
+  std::vector<LatencyHistogram> unwritten(dirs.size());  // since the last interval written
   double last_at_s = 0;  // the last interval's end
   const auto sleep_idle = [&](Tsc now) {
     Tsc due = kNever;
@@ -222,22 +225,41 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
       next_publish = now + publish_every;
     }
     if (now >= next_stats) {
-      const double at_s = static_cast<double>(now - start) / tsc_hz;
-      nlohmann::json event = {{"at_s", at_s}, {"directions", nlohmann::json::array()}};
+      // Taken here, written by the reporter: a reader that stalls never holds up the ports. An
+      // interval it had no room for is written with the next one it takes (the intervals
+      // written still cover the whole run, end to end).
+      struct Taken {
+        const BridgeDirection* dir;
+        DirectionCounts now, before;
+        LatencyHistogram lat;
+      };
+      auto taken = std::make_shared<std::vector<Taken>>();
       for (size_t i = 0; i < dirs.size(); ++i) {
-        const DirectionCounts c = dirs[i]->Counts();
         const LatencyHistogram lat = dirs[i]->TakeLatency();
-        PrintInterval(at_s, *dirs[i], c, last[i], lat);
-        if (stream)
-          event["directions"].push_back(
-              DirectionJson(*dirs[i], c, &last[i], at_s - last_at_s, lat));
         total[i].Merge(lat);
-        last[i] = c;
+        unwritten[i].Merge(lat);
+        taken->push_back({dirs[i], dirs[i]->Counts(), last[i], unwritten[i]});
       }
-      event["interval_s"] = at_s - last_at_s;
-      last_at_s = at_s;
-      stream.Event("interval", std::move(event));
-      std::fflush(stdout);
+      const double at_s = static_cast<double>(now - start) / tsc_hz, from_s = last_at_s;
+      const bool posted = reporter.Post([taken, at_s, from_s, &stream] {
+        nlohmann::json event = {{"at_s", at_s}, {"directions", nlohmann::json::array()}};
+        for (const Taken& t : *taken) {
+          PrintInterval(at_s, *t.dir, t.now, t.before, t.lat);
+          if (stream)
+            event["directions"].push_back(
+                DirectionJson(*t.dir, t.now, &t.before, at_s - from_s, t.lat));
+        }
+        event["interval_s"] = at_s - from_s;
+        stream.Event("interval", std::move(event));
+        std::fflush(stdout);
+      });
+      if (posted) {
+        for (size_t i = 0; i < dirs.size(); ++i) {
+          last[i] = (*taken)[i].now;
+          unwritten[i] = LatencyHistogram();
+        }
+        last_at_s = at_s;
+      }
       // Past ticks a stall skipped are not caught up (each would be an interval of microseconds).
       while (next_stats <= now) next_stats += every;
     }
@@ -252,9 +274,14 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
     held += c.in_link + c.queued;
   }
   if (held > 0) {
-    fmt::print("\nstopping: waiting up to {:.1f} s for the {} frames the links and queues hold\n",
-               longest_s + kDrainS, held);
-    std::fflush(stdout);
+    reporter.Post(
+        [wait_s = longest_s + kDrainS, held] {
+          fmt::print(
+              "\nstopping: waiting up to {:.1f} s for the {} frames the links and queues hold\n",
+              wait_s, held);
+          std::fflush(stdout);
+        },
+        /*droppable=*/false);
   }
   const auto all_idle = [&] {
     return std::all_of(dirs.begin(), dirs.end(), [](BridgeDirection* d) { return d->Idle(); });
@@ -266,6 +293,7 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
     if (!moved) sleep_idle(now);
   }
   for (auto* d : dirs) d->Stop();
+  reporter.Finish();  // what it holds is written before the summary
   PublishDirections(dirs, static_cast<double>(Now() - start) / tsc_hz, "stopped", /*wait=*/true);
   fmt::print("\nstopped after {:.1f} s\n", static_cast<double>(Now() - start) / tsc_hz);
   bool balanced = true;
@@ -285,8 +313,10 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
   }
   last_event["balanced"] = balanced;
   last_event["freed_at_exit"] = freed;
+  last_event["intervals_not_written"] = reporter.dropped();
   stream.Event("end", std::move(last_event));
   if (freed) fmt::print("{} frames still queued or in a link at exit were freed\n", freed);
+  SayIntervalsNotWritten(reporter.dropped(), stats_s);
   return balanced;
 }
 

@@ -19,6 +19,14 @@ std::string Lat(const std::optional<LatencySummary>& s, double LatencySummary::*
 }
 
 // The largest frame a port of IP MTU `mtu` forwards: Ethernet header and a VLAN tag.
+void SayIntervalsNotWritten(uint64_t dropped, double stats_s) {
+  if (dropped == 0) return;
+  fmt::print(
+      "{} of the --stats intervals ({:g} s each) were not written: what reads standard output or "
+      "the --stats-json file did not keep up (the ports were never held up for it)\n",
+      dropped, stats_s);
+}
+
 unsigned LargestFrame(unsigned mtu) { return mtu + kEthHeaderBytes + 4; }
 
 // The longest a frame stays in `l` (LinkSpec::MaxHoldS for the largest frame of the MTU).

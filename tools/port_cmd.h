@@ -42,6 +42,11 @@ nlohmann::json LatencyJson(const std::optional<LatencySummary>& s);
 // One latency field of `s` for a table ("-" when nothing was measured).
 std::string Lat(const std::optional<LatencySummary>& s, double LatencySummary::*field);
 
+// After a forwarding or counting loop: how many of its --stats intervals (`stats_s` apart) were
+// not written because what reads standard output or --stats-json did not keep up (Reporter);
+// nothing where none.
+void SayIntervalsNotWritten(uint64_t dropped, double stats_s);
+
 // The largest frame a port of IP MTU `mtu` forwards: Ethernet header and a VLAN tag.
 unsigned LargestFrame(unsigned mtu);
 

@@ -25,6 +25,7 @@
 #include "results/latency_text.h"
 #include "tools/capture_cmd.h"
 #include "tools/port_cmd.h"
+#include "tools/reporter.h"
 #include "tools/run_options.h"
 
 namespace txbatch {
@@ -206,6 +207,7 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
   std::optional<LatencySummary> latency;
   uint64_t link_lost = 0, link_in_flight = 0;
   std::vector<SinkOutcome::Flow> flows;
+  uint64_t intervals_not_written = 0;
   {
     RunWindow window;
     window.start.store(0);  // every frame counts
@@ -221,6 +223,7 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
     PrintEalAndReady(about, fwd->plan, a.duration_s, "receiving");
     StartEvent(*stream, "sink", about, a.duration_s, a.stats_s, fwd->plan);
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    Reporter reporter;
     const Tsc start = Now();
     const Tsc end = a.duration_s > 0 ? start + static_cast<Tsc>(a.duration_s * tsc_hz) : kNever;
     const Tsc every = a.stats_s > 0 ? static_cast<Tsc>(a.stats_s * tsc_hz) : kNever;
@@ -275,27 +278,32 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
         next_publish = now + publish_every;
       }
       if (now >= next_stats) {
+        // Taken here, written by the reporter: a reader that stalls never holds up the port.
         const SinkCounts s = sink.counts();
         const double at_s = static_cast<double>(now - start) / tsc_hz;
-        fmt::print("{:7.1f}s received {} lost {} duplicated {} reordered {} foreign {}\n", at_s,
-                   s.received - last_received, s.lost, s.duplicated, s.reordered, s.foreign);
-        std::fflush(stdout);
-        if (*stream) {
-          const double interval_s = at_s - last_at_s;
-          stream->Event("interval",
-                        {{"at_s", at_s},
-                         {"interval_s", interval_s},
-                         {"received", s.received - last_received},
-                         {"pps", interval_s > 0 ? (s.received - last_received) / interval_s : 0.0},
-                         {"received_total", s.received},
-                         {"lost", s.lost},
-                         {"duplicated", s.duplicated},
-                         {"reordered", s.reordered},
-                         {"foreign", s.foreign},
-                         {"payload_bytes", s.window_payload_bytes}});
+        // An interval it had no room for is written with the next one it takes.
+        const bool posted =
+            reporter.Post([s, at_s, interval_s = at_s - last_at_s,
+                           received = s.received - last_received, stream = &*stream] {
+              fmt::print("{:7.1f}s received {} lost {} duplicated {} reordered {} foreign {}\n",
+                         at_s, received, s.lost, s.duplicated, s.reordered, s.foreign);
+              std::fflush(stdout);
+              if (*stream)
+                stream->Event("interval", {{"at_s", at_s},
+                                           {"interval_s", interval_s},
+                                           {"received", received},
+                                           {"pps", interval_s > 0 ? received / interval_s : 0.0},
+                                           {"received_total", s.received},
+                                           {"lost", s.lost},
+                                           {"duplicated", s.duplicated},
+                                           {"reordered", s.reordered},
+                                           {"foreign", s.foreign},
+                                           {"payload_bytes", s.window_payload_bytes}});
+            });
+        if (posted) {
+          last_at_s = at_s;
+          last_received = s.received;
         }
-        last_at_s = at_s;
-        last_received = s.received;
         // Past ticks a stall skipped are not caught up (each would be an interval of
         // microseconds).
         while (next_stats <= now) next_stats += every;
@@ -315,6 +323,8 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
       link_in_flight = model->Purge();
       link_lost = model->counters().frames_lost.Get();
     }
+    reporter.Finish();  // what it holds is written before the summary
+    intervals_not_written = reporter.dropped();
     publish(Now(), "stopped", /*wait=*/true);
     c = sink.counts();
     if (a.clocks_synchronised) latency = sink.latency().Summary();
@@ -356,11 +366,13 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
     nlohmann::json end = doc;
     end["state"] = StopRequested() ? "stopped by a signal" : "duration reached";
     end["mbufs_in_use_at_exit"] = in_use;
+    end["intervals_not_written"] = intervals_not_written;
     stream->Event("end", std::move(end));
   }
   if (*json) {
     if (Status s = (*json)->Write(doc.dump(2) + "\n"); !s) return Fail(kExitBadInput, s.error());
   }
+  SayIntervalsNotWritten(intervals_not_written, a.stats_s);
   fmt::print("mbufs in use at exit: {}\n", in_use);
   const int done = stream->Finish(in_use == 0 ? kExitOk : kExitUnbalanced);
   return done == kExitOk && !captured ? kExitBadInput : done;
