@@ -5,14 +5,23 @@
 // (sender on B, receiver on A: the b>a books are the second pair's alone), and ends on time with
 // both directions' books balanced and every mbuf home. Each process is started and ended by
 // its pid; the runtime directories of the killed ones are removed here.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "system_util.h"
 
@@ -128,6 +137,150 @@ TEST(MemifPeer, TheBridgeSurvivesPeersThatVanishAndForwardsForTheNextOnes) {
   EXPECT_LT(ba->dropped, sent / 10) << out;
   // Drops show as the sink's sequence gaps, except any at the very end (no later frame).
   EXPECT_LE(sink_doc.at("results").at("lost").get<uint64_t>(), ba->dropped) << sink.Log() << out;
+}
+
+// A FIFO the test holds open for reading and does not read: a --stats-json reader that stalled
+// (a `jq` stopped, `| less` a page in). Its pipe is made small, so a few lines fill it.
+class StalledReader {
+ public:
+  explicit StalledReader(std::string path) : path_(std::move(path)) {
+    ::unlink(path_.c_str());
+    if (mkfifo(path_.c_str(), 0600) != 0) return;
+    // Non-blocking: opened with no writer yet, and read to the end later without waiting.
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK);
+    if (fd_ >= 0) capacity_ = fcntl(fd_, F_SETPIPE_SZ, 16384);
+  }
+  // Declared before the processes that write it, so they are ended (and the FIFO closed) first.
+  ~StalledReader() {
+    if (reader_.joinable()) reader_.join();
+    if (fd_ >= 0) ::close(fd_);
+    ::unlink(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+  int capacity() const { return capacity_; }  // bytes the pipe holds; <= 0: not made
+  int Unread() const {
+    int n = 0;
+    return ioctl(fd_, FIONREAD, &n) == 0 ? n : -1;
+  }
+  // Reads on a thread of its own until the writer closes the FIFO (the command ended).
+  void StartReading() {
+    reader_ = std::thread([this] {
+      char buf[4096];
+      for (;;) {
+        const ssize_t n = ::read(fd_, buf, sizeof buf);
+        if (n > 0) {
+          text_.append(buf, static_cast<size_t>(n));
+        } else if (n == 0) {
+          return;  // no writer left
+        } else if (errno == EAGAIN || errno == EINTR) {
+          pollfd p{fd_, POLLIN, 0};
+          (void)poll(&p, 1, 100);
+        } else {
+          return;
+        }
+      }
+    });
+  }
+  // What the writer wrote, once it closed the FIFO.
+  std::string Text() {
+    if (reader_.joinable()) reader_.join();
+    return text_;
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  int capacity_ = -1;
+  std::thread reader_;
+  std::string text_;
+};
+
+// The NDJSON events of a stream, in order; a line that is not JSON fails the test.
+std::vector<json> Events(const std::string& text) {
+  std::vector<json> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(j.is_discarded()) << line;
+    if (!j.is_discarded()) out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// The bridge and the sink write each --stats interval on a thread of their own: a --stats-json
+// reader that stops reading holds up those writes, never the ports. Before, the polling loop
+// wrote the line itself and waited in write(2) for the reader: the bridge stopped forwarding
+// (the sender's memif ring stayed full and its drain failed) and the sink stopped receiving.
+// Intervals past what the writer can hold are dropped, said, and counted in the end event.
+TEST(MemifPeer, StatsReadersThatStallNeverHoldUpTheBridgeOrTheSink) {
+  const std::string dir = ::testing::TempDir();
+  constexpr const char* kA = "txbatch-stall-a";
+  constexpr const char* kB = "txbatch-stall-b";
+  StalledReader bridge_json(dir + "/stall-bridge.ndjson"), sink_json(dir + "/stall-sink.ndjson");
+  ASSERT_GT(bridge_json.capacity(), 0) << std::strerror(errno);
+  ASSERT_GT(sink_json.capacity(), 0) << std::strerror(errno);
+  Process bridge(Txbatch() + " bridge --port-a net_memif0,role=server,socket=" + kA +
+                     " --port-b net_memif1,role=server,socket=" + kB +
+                     " --batch 32 --duration 0 --stats 0.005 --txqueuelen 20000 --stats-json " +
+                     bridge_json.path(),
+                 dir + "/stall-bridge.log");
+  ASSERT_TRUE(bridge.WaitFor("waiting up to", 20)) << bridge.Log();
+  const std::string sink_record = dir + "/stall-sink.json", run_record = dir + "/stall-run.json";
+  Process sink(OnLastCpu() + Txbatch() + " sink --port net_memif0,role=client,socket=" + kB +
+                   " --stats 0.01 --json " + sink_record + " --stats-json " + sink_json.path(),
+               dir + "/stall-sink.log");  // on a CPU of its own, as SinkCommand's
+  ASSERT_TRUE(sink.WaitFor("receiving", 20)) << sink.Log() << bridge.Log();
+  // Two seconds of 100 kpps: the bridge's lines (two directions, ~1.5 KB) fill its pipe in a
+  // twentieth of a second, then its 64 waiting intervals in a third; the sink's (~250 bytes)
+  // fill theirs within a second.
+  Process run(RunCommand(kA, "--duration 2 --rate 100kpps", run_record), dir + "/stall-run.log");
+  EXPECT_EQ(run.Wait(), 0) << run.Log() << bridge.Log();
+  // Both readers did stall: less is free in each pipe than the next line needs.
+  EXPECT_GT(bridge_json.Unread(), bridge_json.capacity() - 4096) << bridge.Log();
+  EXPECT_GT(sink_json.Unread(), sink_json.capacity() - 1024) << sink.Log();
+
+  bridge_json.StartReading();
+  sink_json.StartReading();
+  sink.Signal(SIGTERM);
+  EXPECT_EQ(sink.Wait(), 0) << sink.Log();
+  bridge.Signal(SIGTERM);
+  EXPECT_EQ(bridge.Wait(), 0) << bridge.Log();
+  const std::string out = bridge.Log();
+  EXPECT_EQ(out.find("NOT BALANCED"), std::string::npos) << out;
+  EXPECT_NE(out.find("mbufs in use at exit: 0"), std::string::npos) << out;
+
+  // Every frame sent crossed the bridge into the sink (drops, counted, stay rare: four busy
+  // pollers share two CPUs here).
+  const json run_doc = json::parse(Slurp(run_record)), sink_doc = json::parse(Slurp(sink_record));
+  ASSERT_EQ(run_doc.at("records").size(), 1u) << run.Log();
+  const uint64_t sent =
+      run_doc.at("records").at(0).at("results").at("accounting").at("sent").get<uint64_t>();
+  const auto ab = Summary(out, "a>b");
+  ASSERT_TRUE(ab) << out;
+  EXPECT_GT(sent, 1000u) << run.Log();
+  EXPECT_EQ(ab->received, sent) << out;
+  EXPECT_EQ(sink_doc.at("results").at("received").get<uint64_t>(), ab->sent) << sink.Log();
+  EXPECT_LT(ab->dropped, sent / 10) << out;
+
+  // Each stream: whole lines, start to end, intervals in order; those not written are said and
+  // counted.
+  for (auto [reader, log] : {std::pair{&bridge_json, out}, std::pair{&sink_json, sink.Log()}}) {
+    const std::vector<json> events = Events(reader->Text());
+    ASSERT_GE(events.size(), 3u) << log;
+    EXPECT_EQ(events.front().at("event"), "start");
+    EXPECT_EQ(events.back().at("event"), "end");
+    double at = 0;
+    for (size_t i = 1; i + 1 < events.size(); ++i) {
+      EXPECT_EQ(events[i].at("event"), "interval");
+      EXPECT_GT(events[i].at("data").at("at_s").get<double>(), at);
+      at = events[i].at("data").at("at_s").get<double>();
+    }
+    EXPECT_GT(events.back().at("data").at("intervals_not_written").get<uint64_t>(), 0u) << log;
+    EXPECT_NE(log.find("were not written: what reads standard output or the --stats-json file "
+                       "did not keep up"),
+              std::string::npos)
+        << log;
+  }
 }
 
 // A peer that stops reading (SIGSTOP: alive, its rings mapped, nothing taken from them) leaves
