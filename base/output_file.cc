@@ -78,7 +78,7 @@ int OpenInPlace(const std::string& path) {
 // over `path` is atomic); returns its descriptor and fills `tmp`, or -1 with errno set.
 int MakeTemporary(const std::string& path, std::string* tmp) {
   const fs::path p(path);
-  *tmp = (fs::path(FolderOf(path)) / ("." + p.filename().string() + ".XXXXXX")).string();
+  *tmp = (fs::path(FolderOf(path)) / fmt::format(".{}.XXXXXX", p.filename().string())).string();
   return ::mkostemp(tmp->data(), O_CLOEXEC);
 }
 
@@ -268,12 +268,18 @@ Result<int> OutputFile::OpenStream() {
 Result<LineStream> LineStream::Open(OutputFile out) {
   auto fd = out.OpenStream();
   if (!fd) return fd.error();
-  return LineStream(std::move(out), *fd);
+  // Not in append mode (standard output redirected with >>): there the offset is not where the
+  // line went, and taking it back could cut what was in the file before.
+  struct stat st {};
+  const bool regular =
+      ::fstat(*fd, &st) == 0 && S_ISREG(st.st_mode) && (::fcntl(*fd, F_GETFL) & O_APPEND) == 0;
+  return LineStream(std::move(out), *fd, regular);
 }
 
 LineStream::LineStream(LineStream&& other) noexcept
     : out_(std::move(other.out_)),
       fd_(std::exchange(other.fd_, -1)),
+      regular_(other.regular_),
       failure_(std::move(other.failure_)) {}
 
 LineStream::~LineStream() {
@@ -282,10 +288,14 @@ LineStream::~LineStream() {
 
 bool LineStream::WriteLine(std::string_view line) {
   if (!failure_.empty() || fd_ < 0) return false;
+  const off_t before = regular_ ? ::lseek(fd_, 0, SEEK_CUR) : -1;
   std::string text;
   text.reserve(line.size() + 1);
   text.append(line).push_back('\n');
   if (const int err = WriteAllTo(fd_, text); err != 0) {
+    // Part of the line may be in (a disk that filled half-way through it): take it back, so a
+    // reader of the file finds whole lines only.
+    if (before >= 0 && ::ftruncate(fd_, before) == 0) (void)::lseek(fd_, before, SEEK_SET);
     failure_ =
         fmt::format("cannot write {} '{}': {}", out_.what(), out_.path(), std::strerror(err));
     return false;

@@ -66,7 +66,9 @@ class OutputFile {
 // standard output (claimed as OutputFile::ClaimStdout claims it), or into the file itself,
 // truncated when opened — never through a temporary, so `tail -f` and a FIFO into `jq` see each
 // line as it is written (a FIFO nobody reads is waited for as Write waits). Each line goes in one
-// write(2). After a failed write nothing more is written; the first failure's sentence is kept.
+// write(2). After a failed write nothing more is written; the first failure's sentence is kept,
+// and in a regular file a line the write cut short (a full disk) is taken back: the file ends
+// with the last whole line.
 class LineStream {
  public:
   // Opens `out` (checked by OutputFile::Check) for streaming; its failure is one sentence.
@@ -82,9 +84,11 @@ class LineStream {
   const std::string& failure() const { return failure_; }
 
  private:
-  LineStream(OutputFile out, int fd) : out_(std::move(out)), fd_(fd) {}
+  LineStream(OutputFile out, int fd, bool regular)
+      : out_(std::move(out)), fd_(fd), regular_(regular) {}
   OutputFile out_;
   int fd_ = -1;  // closed at the end
+  bool regular_ = false;  // a regular file: a line cut short can be taken back
   std::string failure_;
 };
 

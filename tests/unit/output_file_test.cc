@@ -263,5 +263,37 @@ TEST(OutputDir, ASetThatDoesNotFitLeavesNothing) {
   EXPECT_TRUE(Others(d / "kept", {"small.txt"}).empty());
 }
 
+// --stats-json's NDJSON on a disk that fills: the line that did not fit is taken back whole
+// (before, the file ended with the part of it the disk took), the failure is one sentence, and
+// nothing more is written.
+TEST(LineStream, ALineAFullDiskCutShortIsTakenBackWhole) {
+  const fs::path d = Scratch("stream_full");
+  if (::mount("tmpfs", d.c_str(), "tmpfs", 0, "size=64k") != 0)
+    FAIL() << "cannot mount a small tmpfs here (the tests run as root): " << std::strerror(errno);
+  struct Unmount {
+    fs::path p;
+    ~Unmount() { ::umount2(p.c_str(), MNT_DETACH); }
+  } unmount{d};
+  auto out = OutputFile::Check((d / "stats.ndjson").string(), "--stats-json file");
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  auto stream = LineStream::Open(std::move(*out));
+  ASSERT_TRUE(stream.ok()) << stream.error().message;
+  // Lines of 5000 bytes: a page and a fraction, so the one that fills the disk goes in part.
+  std::string want;
+  int written = 0;
+  for (; written < 100; ++written) {
+    const std::string line(4999, static_cast<char>('a' + written % 26));
+    if (!stream->WriteLine(line)) break;
+    want += line + "\n";
+  }
+  ASSERT_GT(written, 0);
+  ASSERT_LT(written, 100);
+  EXPECT_NE(stream->failure().find("No space left on device"), std::string::npos)
+      << stream->failure();
+  EXPECT_EQ(Slurp(d / "stats.ndjson"), want);
+  EXPECT_FALSE(stream->WriteLine("after"));
+  EXPECT_EQ(Slurp(d / "stats.ndjson"), want);
+}
+
 }  // namespace
 }  // namespace txbatch
