@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -149,6 +150,31 @@ std::vector<int> AllowedCpus() {
   for (int c = 0; c < CPU_SETSIZE; ++c)
     if (CPU_ISSET(c, &set)) cpus.push_back(c);
   return cpus;
+}
+
+std::vector<int> TxbatchProcessesOnCpu(int cpu, const std::string& proc) {
+  std::vector<int> out;
+  DIR* d = opendir(proc.c_str());
+  if (d == nullptr) return out;
+  while (const dirent* e = readdir(d)) {
+    int pid = 0;
+    const std::string_view name(e->d_name);
+    if (std::from_chars(name.data(), name.data() + name.size(), pid).ptr !=
+            name.data() + name.size() ||
+        pid <= 0 || pid == getpid())
+      continue;
+    std::ifstream comm(proc + "/" + std::string(name) + "/comm");
+    std::string command;
+    if (!std::getline(comm, command) || command != "txbatch") continue;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(pid, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1 &&
+        CPU_ISSET(cpu, &set))
+      out.push_back(pid);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 void EnterOutputThread() {
@@ -329,6 +355,19 @@ Result<std::unique_ptr<Eal>> Eal::Start(const EalPlan& plan) {
     (void)RemoveStaleRuntimeDirs(eal->runtime_dir_.substr(0, slash));
   eal->cpus_ = std::move(cpus);
   eal->tsc_hz_ = static_cast<double>(rte_get_tsc_hz());
+  // Another txbatch polling on this one's CPU takes turns with it: said, as it slows both.
+  const rte_cpuset_t main = rte_lcore_cpuset(rte_get_main_lcore());
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &main)) continue;
+    if (const std::vector<int> others = TxbatchProcessesOnCpu(cpu); !others.empty())
+      std::fprintf(stderr,
+                   "txbatch: note: CPU %d, this process's main lcore, is also the main lcore of "
+                   "txbatch pid %s: processes polling one CPU take turns on it; give each CPUs "
+                   "of its own (taskset -c N txbatch ..., or --eal-extra \"-l N\"; "
+                   "doc/bridge.md)\n",
+                   cpu, fmt::format("{}", fmt::join(others, ", ")).c_str());
+    break;
+  }
   if (Status st = RegisterTelemetry(); !st) return st.error();
   return eal;
 }

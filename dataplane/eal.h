@@ -80,6 +80,11 @@ unsigned RemoveStaleRuntimeDirs(const std::string& root);
 // The CPUs in this thread's affinity mask, ascending.
 std::vector<int> AllowedCpus();
 
+// Other txbatch processes (by pid) whose main thread is pinned to `cpu` alone — their main lcore,
+// where a bridge or sink polls — read from `proc` (/proc). Pollers that share a CPU take turns on
+// it: a bridge beside a sink on one CPU here forwarded ~3 kpps of 100 offered (doc/bridge.md).
+std::vector<int> TxbatchProcessesOnCpu(int cpu, const std::string& proc = "/proc");
+
 // For a thread that writes what the data path produced (a capture file, statistics lines), called
 // first thing in it: moves it to EAL's CPUs but the main lcore's, where one is left (it inherited
 // that one from the thread that made it; there a bridge or sink busy-polls its ports), and holds

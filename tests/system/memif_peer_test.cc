@@ -235,6 +235,14 @@ TEST(MemifPeer, StatsReadersThatStallNeverHoldUpTheBridgeOrTheSink) {
   // fill theirs within a second.
   Process run(RunCommand(kA, "--duration 2 --rate 100kpps", run_record), dir + "/stall-run.log");
   EXPECT_EQ(run.Wait(), 0) << run.Log() << bridge.Log();
+  // `run` polls on CPU 0, the bridge's main lcore, and says so; the sink, on a CPU of its own,
+  // says nothing of the kind.
+  EXPECT_NE(run.Log().find("CPU 0, this process's main lcore, is also the main lcore of txbatch "
+                           "pid " +
+                           std::to_string(bridge.pid())),
+            std::string::npos)
+      << run.Log();
+  EXPECT_EQ(sink.Log().find("is also the main lcore of"), std::string::npos) << sink.Log();
   // Both readers did stall: less is free in each pipe than the next line needs.
   EXPECT_GT(bridge_json.Unread(), bridge_json.capacity() - 4096) << bridge.Log();
   EXPECT_GT(sink_json.Unread(), sink_json.capacity() - 1024) << sink.Log();

@@ -3,6 +3,8 @@
 #include "dataplane/eal.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -66,6 +68,52 @@ pid_t DeadPid() {
   int st = 0;
   waitpid(pid, &st, 0);
   return pid;
+}
+
+// The txbatch processes pinned to one CPU alone (their main lcore) are found by their name and
+// their affinity; another name, another CPU or more than one CPU is not theirs.
+TEST(EalNeighbours, TxbatchProcessesPinnedToTheCpuAloneAreFound) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  } reap{child};
+  const fs::path proc = fs::path(::testing::TempDir()) / "eal_neighbours_proc";
+  fs::remove_all(proc);
+  fs::create_directories(proc / std::to_string(child));
+  fs::create_directories(proc / "self");
+  const auto name = [&](const char* comm) {
+    std::ofstream(proc / std::to_string(child) / "comm") << comm << "\n";
+  };
+  const auto pin = [&](std::vector<int> cpus) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus) CPU_SET(c, &set);
+    return sched_setaffinity(child, sizeof set, &set) == 0;
+  };
+  const std::vector<int> allowed = AllowedCpus();
+  ASSERT_FALSE(allowed.empty());
+  const int cpu = allowed.back();
+  name("txbatch");
+  ASSERT_TRUE(pin({cpu}));
+  EXPECT_EQ(TxbatchProcessesOnCpu(cpu, proc.string()), std::vector<int>{child});
+  if (allowed.size() > 1) {
+    EXPECT_TRUE(TxbatchProcessesOnCpu(allowed.front(), proc.string()).empty());
+    ASSERT_TRUE(pin(allowed));  // not pinned to one CPU: a process that has not started EAL
+    EXPECT_TRUE(TxbatchProcessesOnCpu(cpu, proc.string()).empty());
+    ASSERT_TRUE(pin({cpu}));
+  }
+  name("txbatch-other");
+  EXPECT_TRUE(TxbatchProcessesOnCpu(cpu, proc.string()).empty());
+  fs::remove_all(proc);
 }
 
 TEST(EalRuntimeDirs, OnlyEmptyFoldersOfTxbatchProcessesThatAreGoneAreRemoved) {
