@@ -253,10 +253,17 @@ Result<EalPlan> PlanEal(uint64_t need_bytes, const EalUserArgs& user, EalMemory 
   const uint64_t need_mb = (need + (1 << 20) - 1) >> 20;
   const uint64_t free_huge = FreeHugepageBytes();
   plan.args.push_back(fmt::format("--file-prefix=txbatch-{}", getpid()));
-  plan.args.push_back("-l");
-  std::vector<int> cpus = AllowedCpus();
-  if (cpus.size() > kMaxEalLcores) cpus.resize(kMaxEalLcores);
-  plan.args.push_back(CpuList(cpus));
+  // A core list in --eal-extra replaces txbatch's: EAL 22.11 refuses a second -l, -c or --lcores
+  // ("Option -l is ignored, because (-l) is set!") where it takes the last of other options.
+  const bool own_cores = std::none_of(user.extra.begin(), user.extra.end(), [](const auto& a) {
+    return a.starts_with("-l") || a.starts_with("-c") || a.starts_with("--lcores");
+  });
+  if (own_cores) {
+    plan.args.push_back("-l");
+    std::vector<int> cpus = AllowedCpus();
+    if (cpus.size() > kMaxEalLcores) cpus.resize(kMaxEalLcores);
+    plan.args.push_back(CpuList(cpus));
+  }
   plan.args.push_back("--no-pci");
   if (!user.telemetry) plan.args.push_back("--no-telemetry");
   bool use_huge = false;

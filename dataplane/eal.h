@@ -36,7 +36,8 @@ struct EalUserArgs {
 
 // Builds the EAL arguments. `need_bytes` is the estimated pool + ring memory. `user.replace`, when
 // non-empty, is used as it is; else txbatch's own, then `user.extra` after them (EAL takes the
-// last of an option given twice: a --file-prefix of the user's own).
+// last of an option given twice: a --file-prefix of the user's own; a core list in `user.extra`,
+// -l, -c or --lcores, replaces txbatch's -l, as EAL refuses two).
 // Fails only when kInMemory is forced and the free hugepages cannot hold `need_bytes`.
 // `--no-telemetry` is among txbatch's own unless `user.telemetry`.
 Result<EalPlan> PlanEal(uint64_t need_bytes, const EalUserArgs& user, EalMemory memory);

@@ -2,6 +2,8 @@
 // nothing else. What the user's EAL arguments do to txbatch's own.
 #include "dataplane/eal.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
@@ -42,6 +44,26 @@ TEST(EalPlan, ExtraArgumentsComeAfterTxbatchsOwnAndAfterDashDashReplaceThem) {
   ASSERT_TRUE(replaced);
   EXPECT_EQ(replaced->args, (std::vector<std::string>{"txbatch", "--no-huge", "-m", "64"}));
   EXPECT_EQ(replaced->mode, "user");
+}
+
+// A core list in --eal-extra replaces txbatch's -l: EAL 22.11 refuses a second one ("Option -l
+// is ignored, because (-l) is set!"), so `--eal-extra "-l 1"` never started.
+TEST(EalPlan, ACoreListAmongTheExtraArgumentsReplacesTxbatchsOwn) {
+  const auto lcore_options = [](const EalPlan& p) {
+    return std::count_if(p.args.begin(), p.args.end(), [](const std::string& a) {
+      return a.starts_with("-l") || a.starts_with("-c") || a.starts_with("--lcores");
+    });
+  };
+  auto own = PlanEal(1 << 20, {}, EalMemory::kNoHuge);
+  ASSERT_TRUE(own);
+  EXPECT_EQ(lcore_options(*own), 1);
+  for (std::vector<std::string> extra : std::vector<std::vector<std::string>>{
+           {"-l", "1"}, {"-l1"}, {"-c", "0x2"}, {"--lcores", "1"}, {"--lcores=1@1"}}) {
+    auto plan = PlanEal(1 << 20, {{}, extra}, EalMemory::kNoHuge);
+    ASSERT_TRUE(plan);
+    EXPECT_EQ(lcore_options(*plan), 1) << fmt::format("{}", fmt::join(plan->args, " "));
+    EXPECT_EQ(plan->args.back(), extra.back());
+  }
 }
 
 // Where dpdk-telemetry.py finds a process: its --file-prefix (the last one: EAL takes it), EAL's
