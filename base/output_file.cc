@@ -268,11 +268,11 @@ Result<int> OutputFile::OpenStream() {
 Result<LineStream> LineStream::Open(OutputFile out) {
   auto fd = out.OpenStream();
   if (!fd) return fd.error();
-  // Not in append mode (standard output redirected with >>): there the offset is not where the
-  // line went, and taking it back could cut what was in the file before.
+  // Only a file opened here: standard output redirected to a file may be shared with other
+  // writers (`> f 2>&1`, `>>`), and taking a line back there could cut what they wrote.
   struct stat st {};
-  const bool regular =
-      ::fstat(*fd, &st) == 0 && S_ISREG(st.st_mode) && (::fcntl(*fd, F_GETFL) & O_APPEND) == 0;
+  const bool regular = !out.to_stdout_ && ::fstat(*fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                       (::fcntl(*fd, F_GETFL) & O_APPEND) == 0;
   return LineStream(std::move(out), *fd, regular);
 }
 

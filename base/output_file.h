@@ -67,8 +67,8 @@ class OutputFile {
 // truncated when opened — never through a temporary, so `tail -f` and a FIFO into `jq` see each
 // line as it is written (a FIFO nobody reads is waited for as Write waits). Each line goes in one
 // write(2). After a failed write nothing more is written; the first failure's sentence is kept,
-// and in a regular file a line the write cut short (a full disk) is taken back: the file ends
-// with the last whole line.
+// and in a regular file it opened (not standard output) a line the write cut short (a full
+// disk) is taken back: the file ends with the last whole line.
 class LineStream {
  public:
   // Opens `out` (checked by OutputFile::Check) for streaming; its failure is one sentence.

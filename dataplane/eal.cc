@@ -163,14 +163,23 @@ std::vector<int> TxbatchProcessesOnCpu(int cpu, const std::string& proc) {
             name.data() + name.size() ||
         pid <= 0 || pid == getpid())
       continue;
-    std::ifstream comm(proc + "/" + std::string(name) + "/comm");
-    std::string command;
-    if (!std::getline(comm, command) || command != "txbatch") continue;
+    // The affinity first (no file opened), then the name; a zombie (state Z) runs nowhere.
     cpu_set_t set;
     CPU_ZERO(&set);
-    if (sched_getaffinity(pid, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1 &&
-        CPU_ISSET(cpu, &set))
-      out.push_back(pid);
+    if (sched_getaffinity(pid, sizeof set, &set) != 0 || CPU_COUNT(&set) != 1 ||
+        !CPU_ISSET(cpu, &set))
+      continue;
+    const std::string dir = proc + "/" + std::string(name);
+    std::ifstream comm(dir + "/comm");
+    std::string command, stat;
+    if (!std::getline(comm, command) || command != "txbatch") continue;
+    std::ifstream status(dir + "/stat");
+    std::getline(status, stat);
+    // "pid (comm) S ...": the state follows the last ')'.
+    if (const size_t paren = stat.rfind(')');
+        paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z')
+      continue;
+    out.push_back(pid);
   }
   closedir(d);
   std::sort(out.begin(), out.end());

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -188,13 +189,47 @@ nlohmann::json DirectionJson(const BridgeDirection& d, const DirectionCounts& c,
   return j;
 }
 
+// One output of a forwarding loop's --stats intervals (the table, or the --stats-json stream):
+// the reporter that writes it, and where its last interval written ended. An interval its
+// reporter had no room for is written with the next one it takes: those written cover the run.
+struct IntervalOutput {
+  struct Dir {
+    const BridgeDirection* dir;  // its name only is read, which never changes
+    DirectionCounts now, before;
+    LatencyHistogram lat;
+  };
+  struct Taken {
+    double from_s, at_s;
+    std::vector<Dir> dirs;
+  };
+  explicit IntervalOutput(size_t n) : last(n), unwritten(n) {}
+
+  // Hands the interval up to `at_s` (`counts` then) to the reporter; `write` writes it there.
+  void Post(const std::vector<BridgeDirection*>& dirs, const std::vector<DirectionCounts>& counts,
+            double at_s, bool droppable, std::function<void(const Taken&)> write) {
+    auto t = std::make_shared<Taken>(Taken{last_at_s, at_s, {}});
+    for (size_t i = 0; i < dirs.size(); ++i)
+      t->dirs.push_back({dirs[i], counts[i], last[i], unwritten[i]});
+    behind = !reporter.Post([t, write = std::move(write)] { write(*t); }, droppable);
+    if (behind) return;
+    last = counts;
+    for (auto& u : unwritten) u = LatencyHistogram();
+    last_at_s = at_s;
+  }
+
+  Reporter reporter;
+  std::vector<DirectionCounts> last;
+  std::vector<LatencyHistogram> unwritten;  // since the last interval written
+  double last_at_s = 0;
+  bool behind = false;  // the last interval taken was not written
+};
+
 // Polls `dirs` until a signal or `duration_s`, a line per direction every `stats_s`; then drains
 // (nothing more received; links deliver within `longest_s` and a second), stops them, prints
 // each one's summary and books, frees what is left. Returns whether every book balanced.
 bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats_s,
              double longest_s, double tsc_hz, StatsStream& stream) {
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-  Reporter reporter;
   for (auto* d : dirs) d->Start();
   const Tsc start = Now();
   const Tsc end = duration_s > 0 ? start + static_cast<Tsc>(duration_s * tsc_hz) : kNever;
@@ -202,10 +237,41 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
   Tsc next_stats = every == kNever ? kNever : start + every;
   const Tsc publish_every = static_cast<Tsc>(kTelemetryPublishS * tsc_hz);
   Tsc next_publish = start;
-  std::vector<DirectionCounts> last(dirs.size());
   std::vector<LatencyHistogram> total(dirs.size());
-  std::vector<LatencyHistogram> unwritten(dirs.size());  // since the last interval written
-  double last_at_s = 0;  // the last interval's end
+  // The table on stdout and the --stats-json stream, each written by a reporter of its own: a
+  // reader that stalls one holds up neither the ports nor the other.
+  IntervalOutput table(dirs.size()), events(dirs.size());
+  std::vector<IntervalOutput*> outputs = {&table};
+  if (stream) outputs.push_back(&events);
+  const auto write = [&](IntervalOutput* o) {
+    return [&stream, is_table = o == &table](const IntervalOutput::Taken& t) {
+      if (is_table) {
+        for (const auto& d : t.dirs) PrintInterval(t.at_s, *d.dir, d.now, d.before, d.lat);
+        std::fflush(stdout);
+        return;
+      }
+      nlohmann::json event = {{"at_s", t.at_s}, {"directions", nlohmann::json::array()}};
+      for (const auto& d : t.dirs)
+        event["directions"].push_back(
+            DirectionJson(*d.dir, d.now, &d.before, t.at_s - t.from_s, d.lat));
+      event["interval_s"] = t.at_s - t.from_s;
+      stream.Event("interval", std::move(event));
+    };
+  };
+  // Each interval's counts and latency, taken here and handed to each output (not `droppable`:
+  // the last, to those whose latest intervals were not written).
+  const auto take = [&](Tsc now, bool droppable) {
+    std::vector<DirectionCounts> counts;
+    for (size_t i = 0; i < dirs.size(); ++i) {
+      const LatencyHistogram lat = dirs[i]->TakeLatency();
+      total[i].Merge(lat);
+      for (IntervalOutput* o : outputs) o->unwritten[i].Merge(lat);
+      counts.push_back(dirs[i]->Counts());
+    }
+    const double at_s = static_cast<double>(now - start) / tsc_hz;
+    for (IntervalOutput* o : outputs)
+      if (droppable || o->behind) o->Post(dirs, counts, at_s, droppable, write(o));
+  };
   const auto sleep_idle = [&](Tsc now) {
     Tsc due = kNever;
     for (auto* d : dirs) due = std::min(due, d->NextArrival());
@@ -225,47 +291,17 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
       next_publish = now + publish_every;
     }
     if (now >= next_stats) {
-      // Taken here, written by the reporter: a reader that stalls never holds up the ports. An
-      // interval it had no room for is written with the next one it takes (the intervals
-      // written still cover the whole run, end to end).
-      struct Taken {
-        const BridgeDirection* dir;
-        DirectionCounts now, before;
-        LatencyHistogram lat;
-      };
-      auto taken = std::make_shared<std::vector<Taken>>();
-      for (size_t i = 0; i < dirs.size(); ++i) {
-        const LatencyHistogram lat = dirs[i]->TakeLatency();
-        total[i].Merge(lat);
-        unwritten[i].Merge(lat);
-        taken->push_back({dirs[i], dirs[i]->Counts(), last[i], unwritten[i]});
-      }
-      const double at_s = static_cast<double>(now - start) / tsc_hz, from_s = last_at_s;
-      const bool posted = reporter.Post([taken, at_s, from_s, &stream] {
-        nlohmann::json event = {{"at_s", at_s}, {"directions", nlohmann::json::array()}};
-        for (const Taken& t : *taken) {
-          PrintInterval(at_s, *t.dir, t.now, t.before, t.lat);
-          if (stream)
-            event["directions"].push_back(
-                DirectionJson(*t.dir, t.now, &t.before, at_s - from_s, t.lat));
-        }
-        event["interval_s"] = at_s - from_s;
-        stream.Event("interval", std::move(event));
-        std::fflush(stdout);
-      });
-      if (posted) {
-        for (size_t i = 0; i < dirs.size(); ++i) {
-          last[i] = (*taken)[i].now;
-          unwritten[i] = LatencyHistogram();
-        }
-        last_at_s = at_s;
-      }
+      take(now, /*droppable=*/true);
       // Past ticks a stall skipped are not caught up (each would be an interval of microseconds).
       while (next_stats <= now) next_stats += every;
     }
     idle = moved ? 0 : idle + 1;
     if (idle > kSpinPolls) sleep_idle(now);
   }
+  // An output whose last intervals were not written gets one more, from its last to the stop,
+  // so what it wrote still adds up to the totals.
+  if (std::any_of(outputs.begin(), outputs.end(), [](IntervalOutput* o) { return o->behind; }))
+    take(Now(), /*droppable=*/false);
   const Tsc drain_end = Now() + static_cast<Tsc>((longest_s + kDrainS) * tsc_hz);
   // Said before the wait, so whoever stopped it (`lab down`) knows how long to give it.
   uint64_t held = 0;
@@ -274,7 +310,7 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
     held += c.in_link + c.queued;
   }
   if (held > 0) {
-    reporter.Post(
+    table.reporter.Post(
         [wait_s = longest_s + kDrainS, held] {
           fmt::print(
               "\nstopping: waiting up to {:.1f} s for the {} frames the links and queues hold\n",
@@ -293,13 +329,14 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
     if (!moved) sleep_idle(now);
   }
   for (auto* d : dirs) d->Stop();
-  reporter.Finish();  // what it holds is written before the summary
-  PublishDirections(dirs, static_cast<double>(Now() - start) / tsc_hz, "stopped", /*wait=*/true);
-  fmt::print("\nstopped after {:.1f} s\n", static_cast<double>(Now() - start) / tsc_hz);
+  const double stopped_s = static_cast<double>(Now() - start) / tsc_hz;
+  PublishDirections(dirs, stopped_s, "stopped", /*wait=*/true);
+  for (IntervalOutput* o : outputs) o->reporter.Finish();  // written before the summary
+  fmt::print("\nstopped after {:.1f} s\n", stopped_s);
   bool balanced = true;
   unsigned freed = 0;
   nlohmann::json last_event = {
-      {"at_s", static_cast<double>(Now() - start) / tsc_hz},
+      {"at_s", stopped_s},
       {"state", StopRequested() ? "stopped by a signal" : "duration reached"},
       {"directions", nlohmann::json::array()}};
   for (size_t i = 0; i < dirs.size(); ++i) {
@@ -313,10 +350,10 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
   }
   last_event["balanced"] = balanced;
   last_event["freed_at_exit"] = freed;
-  last_event["intervals_not_written"] = reporter.dropped();
+  last_event["intervals_not_written"] = events.reporter.dropped();
   stream.Event("end", std::move(last_event));
   if (freed) fmt::print("{} frames still queued or in a link at exit were freed\n", freed);
-  SayIntervalsNotWritten(reporter.dropped(), stats_s);
+  SayIntervalsNotWritten(table.reporter.dropped(), events.reporter.dropped(), stats_s);
   return balanced;
 }
 

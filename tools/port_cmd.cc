@@ -18,15 +18,18 @@ std::string Lat(const std::optional<LatencySummary>& s, double LatencySummary::*
   return LatencyText(s ? std::optional((*s).*field) : std::nullopt, LatencyUnit::kUs);
 }
 
-// The largest frame a port of IP MTU `mtu` forwards: Ethernet header and a VLAN tag.
-void SayIntervalsNotWritten(uint64_t dropped, double stats_s) {
-  if (dropped == 0) return;
-  fmt::print(
-      "{} of the --stats intervals ({:g} s each) were not written: what reads standard output or "
-      "the --stats-json file did not keep up (the ports were never held up for it)\n",
-      dropped, stats_s);
+void SayIntervalsNotWritten(uint64_t table, uint64_t stream, double stats_s) {
+  for (const auto& [n, what] :
+       {std::pair{table, "standard output"}, std::pair{stream, "the --stats-json file"}})
+    if (n > 0)
+      fmt::print(
+          "{} of the --stats intervals ({:g} s each) were not written on their own to {}: what "
+          "reads it did not keep up (each went with the next interval written; the ports were "
+          "never held up for it)\n",
+          n, stats_s, what);
 }
 
+// The largest frame a port of IP MTU `mtu` forwards: Ethernet header and a VLAN tag.
 unsigned LargestFrame(unsigned mtu) { return mtu + kEthHeaderBytes + 4; }
 
 // The longest a frame stays in `l` (LinkSpec::MaxHoldS for the largest frame of the MTU).

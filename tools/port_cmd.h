@@ -42,10 +42,10 @@ nlohmann::json LatencyJson(const std::optional<LatencySummary>& s);
 // One latency field of `s` for a table ("-" when nothing was measured).
 std::string Lat(const std::optional<LatencySummary>& s, double LatencySummary::*field);
 
-// After a forwarding or counting loop: how many of its --stats intervals (`stats_s` apart) were
-// not written because what reads standard output or --stats-json did not keep up (Reporter);
-// nothing where none.
-void SayIntervalsNotWritten(uint64_t dropped, double stats_s);
+// After a forwarding or counting loop: how many of its --stats intervals (`stats_s` apart) the
+// table on standard output and the --stats-json stream did not get because their readers did not
+// keep up (Reporter; each was written with the next one they took); nothing where none.
+void SayIntervalsNotWritten(uint64_t table, uint64_t stream, double stats_s);
 
 // The largest frame a port of IP MTU `mtu` forwards: Ethernet header and a VLAN tag.
 unsigned LargestFrame(unsigned mtu);

@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include <cstdio>
+#include <exception>
 #include <utility>
 
 #include "dataplane/eal.h"
@@ -53,7 +55,13 @@ void Reporter::Loop() {
     std::function<void()> job = std::move(jobs_.front());
     jobs_.pop_front();
     lk.unlock();  // the write may wait for its reader: the loop keeps posting meanwhile
-    job();
+    try {
+      job();
+    } catch (const std::exception& e) {
+      // A write that threw (fmt on a failed stream, an allocation) ends nothing but itself.
+      std::fprintf(stderr, "txbatch: a --stats line could not be written: %s\n", e.what());
+    }
+    job = nullptr;  // what it held is freed before the lock is taken again
     lk.lock();
   }
 }

@@ -16,8 +16,8 @@ namespace txbatch {
 
 class Reporter {
  public:
-  // Jobs posted and not yet run past which a new one is dropped: at --stats 1, a minute of a
-  // stalled reader.
+  // Jobs waiting (besides the one being written) past which a new one is dropped: at --stats 1,
+  // a minute of a stalled reader.
   static constexpr size_t kMaxPending = 64;
 
   // Starts the thread (off the main lcore's CPU where EAL has another; needs EAL started).
@@ -31,7 +31,8 @@ class Reporter {
   // not `droppable` (a line said once, not an interval): that one is queued past the bound.
   bool Post(std::function<void()> job, bool droppable = true);
   // Runs every job posted, then ends the thread: returns once their writes are done (a stalled
-  // reader is waited for here, after the loop). Posting after it runs the job here.
+  // reader is waited for here, after the loop). Posting after it runs the job here. Post and
+  // Finish are called from one thread (the loop's); a job that throws is said on stderr.
   void Finish();
   // Jobs dropped because the reader did not keep up.
   uint64_t dropped() const;

@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <tuple>
 
+#include "base/json_text.h"
 #include "dataplane/bridge.h"
 #include "dataplane/eal.h"
 #include "dataplane/link_spec.h"
@@ -207,7 +209,7 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
   std::optional<LatencySummary> latency;
   uint64_t link_lost = 0, link_in_flight = 0;
   std::vector<SinkOutcome::Flow> flows;
-  uint64_t intervals_not_written = 0;
+  uint64_t table_not_written = 0, intervals_not_written = 0;
   {
     RunWindow window;
     window.start.store(0);  // every frame counts
@@ -223,7 +225,18 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
     PrintEalAndReady(about, fwd->plan, a.duration_s, "receiving");
     StartEvent(*stream, "sink", about, a.duration_s, a.stats_s, fwd->plan);
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-    Reporter reporter;
+    // The table on stdout and the --stats-json stream, each written by a reporter of its own
+    // (a reader that stalls one holds up neither the port nor the other), and where each one's
+    // last interval written ended: one it had no room for is written with the next it takes.
+    struct Output {
+      Reporter reporter;
+      uint64_t last_received = 0;
+      double last_at_s = 0;
+      bool behind = false;  // the last interval taken was not written
+    };
+    Output table, events;
+    std::vector<Output*> outputs = {&table};
+    if (*stream) outputs.push_back(&events);
     const Tsc start = Now();
     const Tsc end = a.duration_s > 0 ? start + static_cast<Tsc>(a.duration_s * tsc_hz) : kNever;
     const Tsc every = a.stats_s > 0 ? static_cast<Tsc>(a.stats_s * tsc_hz) : kNever;
@@ -244,8 +257,6 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
            {"payload_bytes", c.window_payload_bytes}},
           wait);
     };
-    uint64_t last_received = 0;
-    double last_at_s = 0;  // the last interval's end
     unsigned idle = 0;
     std::array<rte_mbuf*, 32> rx;
     std::array<Tsc, 32> at;
@@ -254,6 +265,42 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
       first = std::min(first, times.front());
       last = std::max(last, times.back());
       sink.Receive(frames, times);
+    };
+    // The interval up to `now`, handed to each output (not `droppable`: the last, to those whose
+    // latest intervals were not written).
+    const auto take = [&](Tsc now, bool droppable) {
+      const SinkCounts s = sink.counts();
+      const double at_s = static_cast<double>(now - start) / tsc_hz;
+      for (Output* o : outputs) {
+        if (!droppable && !o->behind) continue;
+        const double interval_s = at_s - o->last_at_s;
+        const uint64_t received = s.received - o->last_received;
+        std::function<void()> job;
+        if (o == &table) {
+          job = [s, at_s, received] {
+            fmt::print("{:7.1f}s received {} lost {} duplicated {} reordered {} foreign {}\n", at_s,
+                       received, s.lost, s.duplicated, s.reordered, s.foreign);
+            std::fflush(stdout);
+          };
+        } else {
+          job = [s, at_s, interval_s, received, stream = &*stream] {
+            stream->Event("interval", {{"at_s", at_s},
+                                       {"interval_s", interval_s},
+                                       {"received", received},
+                                       {"pps", interval_s > 0 ? received / interval_s : 0.0},
+                                       {"received_total", s.received},
+                                       {"lost", s.lost},
+                                       {"duplicated", s.duplicated},
+                                       {"reordered", s.reordered},
+                                       {"foreign", s.foreign},
+                                       {"payload_bytes", s.window_payload_bytes}});
+          };
+        }
+        o->behind = !o->reporter.Post(std::move(job), droppable);
+        if (o->behind) continue;
+        o->last_at_s = at_s;
+        o->last_received = s.received;
+      }
     };
     while (!StopRequested()) {
       const Tsc now = Now();
@@ -278,32 +325,7 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
         next_publish = now + publish_every;
       }
       if (now >= next_stats) {
-        // Taken here, written by the reporter: a reader that stalls never holds up the port.
-        const SinkCounts s = sink.counts();
-        const double at_s = static_cast<double>(now - start) / tsc_hz;
-        // An interval it had no room for is written with the next one it takes.
-        const bool posted =
-            reporter.Post([s, at_s, interval_s = at_s - last_at_s,
-                           received = s.received - last_received, stream = &*stream] {
-              fmt::print("{:7.1f}s received {} lost {} duplicated {} reordered {} foreign {}\n",
-                         at_s, received, s.lost, s.duplicated, s.reordered, s.foreign);
-              std::fflush(stdout);
-              if (*stream)
-                stream->Event("interval", {{"at_s", at_s},
-                                           {"interval_s", interval_s},
-                                           {"received", received},
-                                           {"pps", interval_s > 0 ? received / interval_s : 0.0},
-                                           {"received_total", s.received},
-                                           {"lost", s.lost},
-                                           {"duplicated", s.duplicated},
-                                           {"reordered", s.reordered},
-                                           {"foreign", s.foreign},
-                                           {"payload_bytes", s.window_payload_bytes}});
-            });
-        if (posted) {
-          last_at_s = at_s;
-          last_received = s.received;
-        }
+        take(now, /*droppable=*/true);
         // Past ticks a stall skipped are not caught up (each would be an interval of
         // microseconds).
         while (next_stats <= now) next_stats += every;
@@ -323,8 +345,12 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
       link_in_flight = model->Purge();
       link_lost = model->counters().frames_lost.Get();
     }
-    reporter.Finish();  // what it holds is written before the summary
-    intervals_not_written = reporter.dropped();
+    // An output whose last intervals were not written gets one more, up to the stop.
+    if (std::any_of(outputs.begin(), outputs.end(), [](Output* o) { return o->behind; }))
+      take(Now(), /*droppable=*/false);
+    for (Output* o : outputs) o->reporter.Finish();  // written before the summary
+    table_not_written = table.reporter.dropped();
+    intervals_not_written = events.reporter.dropped();
     publish(Now(), "stopped", /*wait=*/true);
     c = sink.counts();
     if (a.clocks_synchronised) latency = sink.latency().Summary();
@@ -370,9 +396,9 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
     stream->Event("end", std::move(end));
   }
   if (*json) {
-    if (Status s = (*json)->Write(doc.dump(2) + "\n"); !s) return Fail(kExitBadInput, s.error());
+    if (Status s = (*json)->Write(DumpDocument(doc)); !s) return Fail(kExitBadInput, s.error());
   }
-  SayIntervalsNotWritten(intervals_not_written, a.stats_s);
+  SayIntervalsNotWritten(table_not_written, intervals_not_written, a.stats_s);
   fmt::print("mbufs in use at exit: {}\n", in_use);
   const int done = stream->Finish(in_use == 0 ? kExitOk : kExitUnbalanced);
   return done == kExitOk && !captured ? kExitBadInput : done;

@@ -27,7 +27,10 @@ TEST_P(EthdevRun, BooksBalanceAndNothingLeaks) {
                               " --batch 1,32 --duration 0.3 --warmup 0.1");
   ASSERT_EQ(run.status, 0) << run.err << run.out;
   ASSERT_EQ(run.doc["records"].size(), 2u);
-  EXPECT_TRUE(run.err.empty()) << run.err;  // DPDK's own log stays out of the report
+  // DPDK's own log stays out of the report (a note that another txbatch shares the CPU aside).
+  std::string err = run.err;
+  if (err.starts_with("txbatch: note: CPU")) err.erase(0, err.find('\n') + 1);
+  EXPECT_TRUE(err.empty()) << run.err;
   for (const json& rec : run.doc["records"]) {
     const json& r = rec["results"];
     const json& a = r["accounting"];

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace txbatch::system_test {
 
@@ -24,17 +25,23 @@ inline std::string Txbatch() {
   return bin ? bin : "txbatch";
 }
 
-// A prefix that runs a command on the last CPU this process may use ("taskset -c N "; empty
+// The CPUs this process may run on, ascending; its children start on the first (their main
+// lcore). A prefix that runs a command on the last CPU this process may use ("taskset -c N "; empty
 // with one CPU). Every txbatch process polls on the first CPU it may use (its main lcore): a
 // bridge and a sink both there forwarded ~3 kpps of 100 offered (doc/bridge.md).
-inline std::string OnLastCpu() {
+inline std::vector<int> CpusAllowed() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) < 2) return "";
-  int last = 0;
+  std::vector<int> out;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return out;
   for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) last = c;
-  return "taskset -c " + std::to_string(last) + " ";
+    if (CPU_ISSET(c, &set)) out.push_back(c);
+  return out;
+}
+inline std::string OnLastCpu() {
+  const std::vector<int> cpus = CpusAllowed();
+  if (cpus.size() < 2) return "";
+  return "taskset -c " + std::to_string(cpus.back()) + " ";
 }
 
 inline std::string Slurp(const std::string& path) {
