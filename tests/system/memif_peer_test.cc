@@ -73,6 +73,21 @@ std::optional<DirectionSummary> Summary(const std::string& log, const std::strin
   return DirectionSummary{std::stoull(m[1]), std::stoull(m[2]), std::stoull(m[3])};
 }
 
+// The bridge's log once it ended: exit 0, both books balanced, every mbuf home.
+std::string EndedBalanced(Process& bridge) {
+  EXPECT_EQ(bridge.Wait(), 0) << bridge.Log();
+  const std::string out = bridge.Log();
+  EXPECT_NE(out.find("a>b books: "), std::string::npos) << out;
+  EXPECT_EQ(out.find("NOT BALANCED"), std::string::npos) << out;
+  EXPECT_NE(out.find("mbufs in use at exit: 0"), std::string::npos) << out;
+  return out;
+}
+
+// What the one cell of a `run --json` document sent (at(): a missing key fails the test).
+uint64_t SentByTheRun(const json& run_doc) {
+  return run_doc.at("records").at(0).at("results").at("accounting").at("sent").get<uint64_t>();
+}
+
 TEST(MemifPeer, TheBridgeSurvivesPeersThatVanishAndForwardsForTheNextOnes) {
   const std::string dir = ::testing::TempDir();
   Process bridge(Txbatch() + " bridge --port-a net_memif0,role=server,socket=" + kSockA +
@@ -111,19 +126,14 @@ TEST(MemifPeer, TheBridgeSurvivesPeersThatVanishAndForwardsForTheNextOnes) {
   sink.Signal(SIGTERM);
   EXPECT_EQ(sink.Wait(), 0) << sink.Log();
 
-  EXPECT_EQ(bridge.Wait(), 0) << bridge.Log();
-  const std::string out = bridge.Log();
-  EXPECT_NE(out.find("a>b books: "), std::string::npos) << out;
-  EXPECT_EQ(out.find("NOT BALANCED"), std::string::npos) << out;
-  EXPECT_NE(out.find("mbufs in use at exit: 0"), std::string::npos) << out;
+  const std::string out = EndedBalanced(bridge);
 
   // Every frame of the second sender crossed or was dropped by the bridge with its reason:
   // nothing vanished between the processes, and drops stayed rare. (at(): a run that failed
   // writes no record, and a missing key must fail the test, not crash it.)
   const json run_doc = json::parse(Slurp(run_json)), sink_doc = json::parse(Slurp(sink_json));
   ASSERT_EQ(run_doc.at("records").size(), 1u) << run.Log();
-  const uint64_t sent =
-      run_doc.at("records").at(0).at("results").at("accounting").at("sent").get<uint64_t>();
+  const uint64_t sent = SentByTheRun(run_doc);
   const uint64_t received = sink_doc.at("results").at("received").get<uint64_t>();
   const auto ba = Summary(out, "b>a");
   ASSERT_TRUE(ba) << out;
@@ -250,17 +260,13 @@ TEST(MemifPeer, StatsReadersThatStallNeverHoldUpTheBridgeOrTheSink) {
   EXPECT_EQ(sink.Wait(), 0) << sink.Log();
   bridge.Signal(SIGTERM);
   ASSERT_TRUE(bridge.EndsWithin(60)) << bridge.Log();
-  EXPECT_EQ(bridge.Wait(), 0) << bridge.Log();
-  const std::string out = bridge.Log();
-  EXPECT_EQ(out.find("NOT BALANCED"), std::string::npos) << out;
-  EXPECT_NE(out.find("mbufs in use at exit: 0"), std::string::npos) << out;
+  const std::string out = EndedBalanced(bridge);
 
   // Every frame sent crossed the bridge into the sink (drops, counted, stay rare: four busy
   // pollers share two CPUs here).
   const json run_doc = json::parse(Slurp(run_record)), sink_doc = json::parse(Slurp(sink_record));
   ASSERT_EQ(run_doc.at("records").size(), 1u) << run.Log();
-  const uint64_t sent =
-      run_doc.at("records").at(0).at("results").at("accounting").at("sent").get<uint64_t>();
+  const uint64_t sent = SentByTheRun(run_doc);
   const auto ab = Summary(out, "a>b");
   ASSERT_TRUE(ab) << out;
   EXPECT_GT(sent, 1000u) << run.Log();

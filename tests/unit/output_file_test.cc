@@ -32,6 +32,20 @@ using test::Slurp;
 
 fs::path Scratch(const std::string& name) { return test::Scratch("output_file", name); }
 
+// A 64 KiB tmpfs mounted on `dir` for the test's life: a file system that fills. `error` says
+// why it could not be mounted (the tests run as root).
+struct SmallTmpfs {
+  explicit SmallTmpfs(const fs::path& dir) : path(dir) {
+    if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=64k") != 0)
+      error = std::string("cannot mount a small tmpfs here: ") + std::strerror(errno);
+  }
+  ~SmallTmpfs() {
+    if (error.empty()) ::umount2(path.c_str(), MNT_DETACH);
+  }
+  fs::path path;
+  std::string error;
+};
+
 // Files in `dir` other than `keep`: temporaries left behind.
 std::vector<std::string> Others(const fs::path& dir, const std::vector<std::string>& keep) {
   std::vector<std::string> out;
@@ -237,12 +251,8 @@ TEST(OutputDir, WritesEveryFileAndReplacesOldOnes) {
 // that fitted, not the temporaries, not the folder it made. One that fits is written.
 TEST(OutputDir, ASetThatDoesNotFitLeavesNothing) {
   const fs::path d = Scratch("dir_full");
-  if (::mount("tmpfs", d.c_str(), "tmpfs", 0, "size=64k") != 0)
-    FAIL() << "cannot mount a small tmpfs here (the tests run as root): " << std::strerror(errno);
-  struct Unmount {
-    fs::path p;
-    ~Unmount() { ::umount2(p.c_str(), MNT_DETACH); }
-  } unmount{d};
+  const SmallTmpfs full(d);
+  ASSERT_TRUE(full.error.empty()) << full.error;
   auto out = OutputDir::Check((d / "sweep").string());
   ASSERT_TRUE(out.ok()) << out.error().message;
   const Status s = out->WriteAll({{"small.txt", std::string(1000, 's')},
@@ -268,12 +278,8 @@ TEST(OutputDir, ASetThatDoesNotFitLeavesNothing) {
 // nothing more is written.
 TEST(LineStream, ALineAFullDiskCutShortIsTakenBackWhole) {
   const fs::path d = Scratch("stream_full");
-  if (::mount("tmpfs", d.c_str(), "tmpfs", 0, "size=64k") != 0)
-    FAIL() << "cannot mount a small tmpfs here (the tests run as root): " << std::strerror(errno);
-  struct Unmount {
-    fs::path p;
-    ~Unmount() { ::umount2(p.c_str(), MNT_DETACH); }
-  } unmount{d};
+  const SmallTmpfs full(d);
+  ASSERT_TRUE(full.error.empty()) << full.error;
   auto out = OutputFile::Check((d / "stats.ndjson").string(), "--stats-json file");
   ASSERT_TRUE(out.ok()) << out.error().message;
   auto stream = LineStream::Open(std::move(*out));
