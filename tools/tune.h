@@ -31,7 +31,11 @@ struct TuneAdvice {
 };
 
 // The smallest batch whose throughput is >= `target` x the best of `points` and whose p99 is
-// within `p99_max_ns` (when given and known). `points` in any order, batches distinct.
+// within `p99_max_ns` (when given). `points` in any order, batches distinct. A point without a
+// p99 is not within a budget; where no point has one (nothing receives) the budget cannot be
+// applied, and the recommendation is by throughput alone and says so. The reason names what
+// the batch below the recommended one failed (its share, or its p99 against the budget) and says
+// to try larger limits where the peak is at the largest one measured.
 TuneAdvice FindKnee(std::vector<TunePoint> points, double target, std::optional<double> p99_max_ns);
 
 // The batch limits strictly between `below` and `knee` worth measuring to refine the knee: all of

@@ -34,6 +34,22 @@ TEST(Tune, AnImpossibleLatencyBudgetGetsNoRecommendationAndSaysWhy) {
       << run.out;
 }
 
+// Issue 44, item 2: nothing receives on net_null0, so no p99 is measured; the recommendation
+// (by throughput alone) says the budget was not applied instead of reading as if it were met.
+TEST(Tune, ABudgetWhereNothingReceivesIsSaidNotApplied) {
+  const auto run = RunTxbatch(
+      "tune --driver ethdev:net_null0 --proto udp --size 18 --batch 1,2 --rounds 2 "
+      "--duration 0.1 --warmup 0.05 --p99-max 1ms");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto& t = run.doc["tune"];
+  ASSERT_TRUE(t.is_object());
+  for (const auto& p : t["points"]) EXPECT_TRUE(p["p99_ns"].is_null()) << p;
+  const std::string said = "p99 not measured: the --p99-max budget was not applied";
+  EXPECT_NE(t["recommendation"]["reason"].get<std::string>().find(said), std::string::npos)
+      << t["recommendation"];
+  EXPECT_NE(run.out.find(said), std::string::npos) << run.out;
+}
+
 TEST(Tune, BadInputIsOneSentence) {
   for (const char* args : {"tune --target 10", "tune --p99-max 5parsecs", "tune --procs 1,8",
                            "tune --qdisc none --policy buffer:8"}) {
