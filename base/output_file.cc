@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -17,15 +18,12 @@
 #include <thread>
 #include <utility>
 
+#include "base/path_walk.h"
+
 namespace txbatch {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string FolderOf(const std::string& path) {
-  const fs::path parent = fs::path(path).parent_path();
-  return parent.empty() ? std::string(".") : parent.string();
-}
 
 // How long a FIFO with nobody reading it is waited for before the write gives up (a reader
 // started alongside txbatch, `jq < fifo &`, may open it a moment later).
@@ -58,14 +56,24 @@ int WriteAllTo(int fd, std::string_view text) {
   return err;
 }
 
-// Opens what `path` names for writing in place without blocking on a FIFO nobody reads: it
-// waits up to kFifoReaderWaitS for a reader, then says so (ENXIO).
-int OpenInPlace(const std::string& path) {
+// Opens what `w` names — something that exists and is not a regular file (a FIFO, a device, a
+// descriptor by its /proc name) — for writing in place, never through a symlink planted since
+// the walk, and without blocking on a FIFO nobody reads: it waits up to kFifoReaderWaitS for a
+// reader, then says so (ENXIO). Nothing is created or truncated but a descriptor's own file.
+int OpenInPlace(const WalkedPath& w) {
+  const int flags = O_WRONLY | O_CLOEXEC | O_NONBLOCK | (w.magic() ? O_TRUNC : O_NOFOLLOW);
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(kFifoReaderWaitS);
   for (;;) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
+    const int fd = ::openat(w.folder(), w.name().c_str(), flags);
     if (fd >= 0) {
+      struct stat st {};
+      if (!w.magic() && (::fstat(fd, &st) != 0 || st.st_dev != w.st().st_dev ||
+                         st.st_ino != w.st().st_ino)) {
+        ::close(fd);  // replaced since the walk: not what was checked
+        errno = EAGAIN;
+        return -1;
+      }
       ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
       return fd;
     }
@@ -74,12 +82,24 @@ int OpenInPlace(const std::string& path) {
   }
 }
 
-// A new file with a unique name beside `path` (".NAME.XXXXXX" in the same folder, so a rename
-// over `path` is atomic); returns its descriptor and fills `tmp`, or -1 with errno set.
-int MakeTemporary(const std::string& path, std::string* tmp) {
-  const fs::path p(path);
-  *tmp = (fs::path(FolderOf(path)) / fmt::format(".{}.XXXXXX", p.filename().string())).string();
-  return ::mkostemp(tmp->data(), O_CLOEXEC);
+// A new file with a unique name in `folder` (".NAME.XXXXXX", so a rename over NAME in the same
+// folder is atomic), created there by descriptor; returns its descriptor and fills `tmp` (its
+// name in `folder`), or -1 with errno set.
+int MakeTemporary(int folder, const std::string& name, std::string* tmp) {
+  static constexpr char kChars[] =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    unsigned char r[6];
+    if (::getrandom(r, sizeof r, 0) != sizeof r) return -1;
+    std::string suffix;
+    for (unsigned char c : r) suffix.push_back(kChars[c % (sizeof kChars - 1)]);
+    *tmp = fmt::format(".{}.{}", name, suffix);
+    const int fd = ::openat(folder, tmp->c_str(),
+                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
 }
 
 mode_t NewFileMode() {
@@ -90,26 +110,33 @@ mode_t NewFileMode() {
 
 // Whether a temporary file can be made (and is removed again) in `folder`: the one check that
 // sees a read-only or pseudo file system, and permissions, as the real write will.
-int ProbeFolder(const std::string& folder) {
+int ProbeFolder(int folder) {
   std::string tmp;
-  const int fd = MakeTemporary((fs::path(folder) / "probe").string(), &tmp);
+  const int fd = MakeTemporary(folder, "probe", &tmp);
   if (fd < 0) return errno;
   ::close(fd);
-  ::unlink(tmp.c_str());
+  ::unlinkat(folder, tmp.c_str(), 0);
   return 0;
 }
 
-// Writes `text` into a unique temporary beside `path` (mode: `mode`); its name in `tmp`. On
-// failure the temporary is gone and errno is returned.
-int WriteTemporary(const std::string& path, std::string_view text, mode_t mode, std::string* tmp) {
-  const int fd = MakeTemporary(path, tmp);
+// Writes `text` into a unique temporary in `folder` beside `name` (mode: `mode`); its name in
+// `tmp`. On failure the temporary is gone and errno is returned.
+int WriteTemporary(int folder, const std::string& name, std::string_view text, mode_t mode,
+                   std::string* tmp) {
+  const int fd = MakeTemporary(folder, name, tmp);
   if (fd < 0) return errno;
   int err = WriteAllTo(fd, text);
   if (err == 0 && ::fchmod(fd, mode) != 0) err = errno;
   if (err == 0 && ::fsync(fd) != 0) err = errno;
   if (::close(fd) != 0 && err == 0) err = errno;
-  if (err != 0) ::unlink(tmp->c_str());
+  if (err != 0) ::unlinkat(folder, tmp->c_str(), 0);
   return err;
+}
+
+// The mode a replaced file gets: its own permission bits if it is this user's (never setuid,
+// setgid or sticky: a document is not a program), else a new file's.
+mode_t ReplacedFileMode(const struct stat& st) {
+  return st.st_uid == ::geteuid() ? (st.st_mode & 0666) : NewFileMode();
 }
 
 // Whether `st` is the file this process's standard output already writes to (so "--json
@@ -124,6 +151,13 @@ bool IsStdout(const struct stat& st) {
   if (::fstat(original_stdout >= 0 ? original_stdout : STDOUT_FILENO, &out) != 0) return false;
   if (S_ISCHR(st.st_mode) && !::isatty(STDOUT_FILENO)) return false;
   return out.st_dev == st.st_dev && out.st_ino == st.st_ino;
+}
+
+// Whether `st` is the file or pipe standard error writes to (a terminal may take a document).
+bool IsStderrFile(const struct stat& st) {
+  struct stat err {};
+  if (::fstat(STDERR_FILENO, &err) != 0 || S_ISCHR(err.st_mode)) return false;
+  return err.st_dev == st.st_dev && err.st_ino == st.st_ino;
 }
 
 }  // namespace
@@ -149,34 +183,27 @@ Result<OutputFile> OutputFile::Check(std::string path, std::string what) {
     out.to_stdout_ = true;
     return claimed();
   }
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode))
-      return refuse(EISDIR, "it is a folder; valid: a file name, or - for standard output");
-    if (IsStdout(st)) {
-      out.to_stdout_ = true;
-      return claimed();
-    }
-    struct stat lst {};
-    const bool regular = ::lstat(path.c_str(), &lst) == 0 && S_ISREG(lst.st_mode);
-    if (regular) {
-      if (const int err = ProbeFolder(FolderOf(path)); err != 0)
-        return refuse(err, std::strerror(err));
-    } else if (::access(path.c_str(), W_OK) != 0) {
-      return refuse(errno, std::strerror(errno));
-    }
+  auto w = WalkedPath::Walk(path, what);
+  if (!w) return w.error();
+  if (!w->missing().empty()) {
+    if (const int err = ProbeFolder(w->folder()); err != 0) return refuse(err, std::strerror(err));
     return out;
   }
-  if (errno != ENOENT) return refuse(errno, std::strerror(errno));
-  struct stat lst {};
-  if (::lstat(path.c_str(), &lst) == 0) return out;  // a dangling symlink: created through it
-  const std::string folder = FolderOf(path);
-  struct stat dst {};
-  if (::stat(folder.c_str(), &dst) != 0)
-    return refuse(errno, errno == ENOENT ? fmt::format("folder '{}' does not exist", folder)
-                                         : std::string(std::strerror(errno)));
-  if (!S_ISDIR(dst.st_mode)) return refuse(ENOTDIR, fmt::format("'{}' is not a folder", folder));
-  if (const int err = ProbeFolder(folder); err != 0) return refuse(err, std::strerror(err));
+  const struct stat& st = w->st();
+  if (w->name().empty() || S_ISDIR(st.st_mode))
+    return refuse(EISDIR, "it is a folder; valid: a file name, or - for standard output");
+  if (IsStdout(st)) {
+    out.to_stdout_ = true;
+    return claimed();
+  }
+  if (IsStderrFile(st))
+    return refuse(EINVAL, "it is where standard error goes, and txbatch's messages would mix "
+                          "with the document; valid: a file of its own, or - for standard output");
+  if (S_ISREG(st.st_mode) && !w->magic()) {
+    if (const int err = ProbeFolder(w->folder()); err != 0) return refuse(err, std::strerror(err));
+  } else if (::faccessat(w->folder(), w->name().c_str(), W_OK, 0) != 0) {
+    return refuse(errno, std::strerror(errno));
+  }
   return out;
 }
 
@@ -220,48 +247,75 @@ Status OutputFile::Write(std::string_view text) const {
     const int err = WriteAllTo(stdout_fd_ >= 0 ? stdout_fd_ : STDOUT_FILENO, text);
     return err == 0 ? Status{} : Status{fail(err)};
   }
-  struct stat lst {};
-  const bool exists = ::lstat(path_.c_str(), &lst) == 0;
-  if (!exists || S_ISREG(lst.st_mode)) {
+  // Walked again: the check was before the measurement, and names may have changed since.
+  auto w = WalkedPath::Walk(path_, what_);
+  if (!w) return w.error();
+  if (!w->missing().empty() || (S_ISREG(w->st().st_mode) && !w->magic())) {
+    if (w->missing().size() > 1) return fail(ENOENT);
     std::string tmp;
-    const mode_t mode = exists ? (lst.st_mode & 07777) : NewFileMode();
-    if (const int err = WriteTemporary(path_, text, mode, &tmp); err != 0) return fail(err);
-    if (::rename(tmp.c_str(), path_.c_str()) != 0) {
+    const mode_t mode = w->exists() ? ReplacedFileMode(w->st()) : NewFileMode();
+    if (const int err = WriteTemporary(w->folder(), w->name(), text, mode, &tmp); err != 0)
+      return fail(err);
+    if (::renameat(w->folder(), tmp.c_str(), w->folder(), w->name().c_str()) != 0) {
       const int err = errno;
-      ::unlink(tmp.c_str());
+      ::unlinkat(w->folder(), tmp.c_str(), 0);
       return fail(err);
     }
     return {};
   }
-  // A symlink, FIFO, device or /dev/fd/N: written into, never replaced.
-  const int fd = OpenInPlace(path_);
-  if (fd < 0 && errno == ENXIO)
-    return MakeError(ENXIO, fmt::format("cannot write {} '{}': no process opened the FIFO for "
-                                        "reading within {:.0f} s",
-                                        what_, path_, kFifoReaderWaitS));
-  if (fd < 0) return fail(errno);
+  // A FIFO, a device or /dev/fd/N: written into, never replaced.
+  const int fd = OpenInPlace(*w);
+  if (fd < 0) return OpenFailure(errno);
   int err = WriteAllTo(fd, text);
   if (::close(fd) != 0 && err == 0) err = errno;
   return err == 0 ? Status{} : Status{fail(err)};
+}
+
+Error OutputFile::OpenFailure(int err) const {
+  if (err == ENXIO)
+    return MakeError(ENXIO, fmt::format("cannot write {} '{}': no process opened the FIFO for "
+                                        "reading within {:.0f} s",
+                                        what_, path_, kFifoReaderWaitS));
+  if (err == EAGAIN)
+    return MakeError(EAGAIN, fmt::format("cannot write {} '{}': it was replaced by something "
+                                         "else while txbatch opened it; nothing was written",
+                                         what_, path_));
+  return MakeError(err, fmt::format("cannot write {} '{}': {}", what_, path_, std::strerror(err)));
 }
 
 Result<int> OutputFile::OpenStream() {
   if (to_stdout_) {
     ClaimStdout();
     const int fd = ::fcntl(stdout_fd_ >= 0 ? stdout_fd_ : STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-    if (fd < 0)
-      return MakeError(errno,
-                       fmt::format("cannot write {} '{}': {}", what_, path_, std::strerror(errno)));
+    if (fd < 0) return OpenFailure(errno);
     return fd;
   }
-  const int fd = OpenInPlace(path_);
-  if (fd < 0 && errno == ENXIO)
-    return MakeError(ENXIO, fmt::format("cannot write {} '{}': no process opened the FIFO for "
-                                        "reading within {:.0f} s",
-                                        what_, path_, kFifoReaderWaitS));
-  if (fd < 0)
-    return MakeError(errno,
-                     fmt::format("cannot write {} '{}': {}", what_, path_, std::strerror(errno)));
+  auto w = WalkedPath::Walk(path_, what_);
+  if (!w) return w.error();
+  if (w->missing().size() > 1) return OpenFailure(ENOENT);
+  if (w->exists() && (!S_ISREG(w->st().st_mode) || w->magic())) {
+    const int fd = OpenInPlace(*w);
+    if (fd < 0) return OpenFailure(errno);
+    return fd;
+  }
+  // A new or regular file, opened in the folder walked, never through a link, and checked before
+  // anything in it changes: one planted since the walk is left as it was.
+  const int fd = ::openat(w->folder(), w->name().c_str(),
+                          O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
+  if (fd < 0) return OpenFailure(errno);
+  struct stat st {}, folder {};
+  if (::fstat(fd, &st) != 0 || ::fstat(w->folder(), &folder) != 0 || !S_ISREG(st.st_mode) ||
+      Planted(st, folder)) {
+    ::close(fd);
+    return OpenFailure(EAGAIN);
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  if (::ftruncate(fd, 0) != 0 ||
+      ((st.st_mode & (S_ISUID | S_ISGID | S_ISVTX)) && ::fchmod(fd, st.st_mode & 0777) != 0)) {
+    const int err = errno;
+    ::close(fd);
+    return OpenFailure(err);
+  }
   return fd;
 }
 
@@ -303,6 +357,36 @@ bool LineStream::WriteLine(std::string_view line) {
   return true;
 }
 
+namespace {
+
+// The folder `w` (walked with missing_ok) names, when it exists: an O_PATH descriptor of it (the
+// caller's), or -1 with the sentence in `why`. Another user's folder in a folder others can write
+// is refused as a planted file is: what is written there, that user could redirect.
+int ExistingFolder(const WalkedPath& w, const std::string& dir, std::string* why) {
+  if (w.name().empty()) return ::fcntl(w.folder(), F_DUPFD_CLOEXEC, 3);
+  struct stat folder {};
+  if (::fstat(w.folder(), &folder) != 0) {
+    *why = std::strerror(errno);
+    return -1;
+  }
+  if (!S_ISDIR(w.st().st_mode)) {
+    *why = "it exists and is not a folder";
+    return -1;
+  }
+  if (Planted(w.st(), folder)) {
+    *why = fmt::format("'{}' is a folder of user {} in a folder other users can write, and "
+                       "txbatch writes into no such folder; valid: a folder only you can write",
+                       dir, w.st().st_uid);
+    return -1;
+  }
+  const int fd =
+      ::openat(w.folder(), w.name().c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) *why = std::strerror(errno);
+  return fd;
+}
+
+}  // namespace
+
 Result<OutputDir> OutputDir::Check(std::string dir) {
   const auto refuse = [&](int err, const std::string& why) {
     return MakeError(err, fmt::format("cannot write --out folder '{}': {}", dir, why));
@@ -311,22 +395,20 @@ Result<OutputDir> OutputDir::Check(std::string dir) {
   if (dir == "-")
     return refuse(EINVAL, "--out names a folder for several files; valid: a folder name");
   // The folder itself, or the nearest folder above it that exists (the rest is made on writing).
-  fs::path p = fs::path(dir).lexically_normal();
-  for (;;) {
-    struct stat st {};
-    if (::stat(p.empty() ? "." : p.c_str(), &st) == 0) {
-      if (!S_ISDIR(st.st_mode))
-        return refuse(ENOTDIR, p.string() == fs::path(dir).lexically_normal().string()
-                                   ? std::string("it exists and is not a folder")
-                                   : fmt::format("'{}' is not a folder", p.string()));
-      if (const int err = ProbeFolder(p.empty() ? "." : p.string()); err != 0)
-        return refuse(err, std::strerror(err));
-      return OutputDir(std::move(dir));
-    }
-    if (errno != ENOENT) return refuse(errno, std::strerror(errno));
-    if (!p.has_relative_path() || p.parent_path() == p) return refuse(ENOENT, "no such folder");
-    p = p.parent_path();
+  auto w = WalkedPath::Walk(dir, "--out folder", /*missing_ok=*/true);
+  if (!w) return w.error();
+  int folder = w->folder();
+  std::string why;
+  int own = -1;
+  if (w->missing().empty()) {
+    own = ExistingFolder(*w, dir, &why);
+    if (own < 0) return refuse(ENOTDIR, why);
+    folder = own;
   }
+  const int err = ProbeFolder(folder);
+  if (own >= 0) ::close(own);
+  if (err != 0) return refuse(err, std::strerror(err));
+  return OutputDir(std::move(dir));
 }
 
 Status OutputDir::WriteAll(const std::vector<std::pair<std::string, std::string>>& files) const {
@@ -334,39 +416,66 @@ Status OutputDir::WriteAll(const std::vector<std::pair<std::string, std::string>
     return MakeError(err, fmt::format("cannot write '{}': {}", (fs::path(dir_) / name).string(),
                                       std::strerror(err)));
   };
-  // The folders this call makes, outermost first, to remove again if nothing is written.
-  std::vector<fs::path> made;
-  for (fs::path p = fs::path(dir_).lexically_normal(); !p.empty() && !fs::exists(p);
-       p = p.parent_path())
-    made.insert(made.begin(), p);
-  const auto undo = [&](const std::vector<std::string>& temporaries) {
-    for (const std::string& t : temporaries) ::unlink(t.c_str());
-    for (auto it = made.rbegin(); it != made.rend(); ++it) ::rmdir(it->c_str());
+  auto w = WalkedPath::Walk(dir_, "--out folder", /*missing_ok=*/true);
+  if (!w) return w.error();
+  // Descriptors of the folders walked and made (closed at the end), and the folders this call
+  // made as (parent, name), outermost first, to remove again if nothing is written.
+  std::vector<int> fds;
+  std::vector<std::pair<int, std::string>> made;
+  const auto close_all = [&] {
+    for (int fd : fds) ::close(fd);
   };
-  for (const fs::path& p : made)
-    if (::mkdir(p.c_str(), 0777) != 0 && errno != EEXIST) {
-      const int err = errno;
-      undo({});
-      return MakeError(err, fmt::format("cannot create --out folder '{}': {}", dir_,
-                                        std::strerror(err)));
+  int folder = -1;
+  if (w->missing().empty()) {
+    std::string why;
+    folder = ExistingFolder(*w, dir_, &why);
+    if (folder < 0)
+      return MakeError(ENOTDIR, fmt::format("cannot write --out folder '{}': {}", dir_, why));
+    fds.push_back(folder);
+  } else {
+    folder = w->folder();
+    for (const std::string& name : w->missing()) {
+      int sub = -1;
+      if (::mkdirat(folder, name.c_str(), 0777) == 0) {
+        made.emplace_back(folder, name);
+        sub = ::openat(folder, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      }
+      if (sub < 0) {
+        const int err = errno;
+        for (auto it = made.rbegin(); it != made.rend(); ++it)
+          ::unlinkat(it->first, it->second.c_str(), AT_REMOVEDIR);
+        close_all();
+        return MakeError(err, fmt::format("cannot create --out folder '{}': {}", dir_,
+                                          std::strerror(err)));
+      }
+      fds.push_back(sub);
+      folder = sub;
     }
+  }
+  const auto undo = [&](const std::vector<std::string>& temporaries) {
+    for (const std::string& t : temporaries) ::unlinkat(folder, t.c_str(), 0);
+    for (auto it = made.rbegin(); it != made.rend(); ++it)
+      ::unlinkat(it->first, it->second.c_str(), AT_REMOVEDIR);
+    close_all();
+  };
   std::vector<std::string> temporaries;
   const mode_t mode = NewFileMode();
   for (const auto& [name, text] : files) {
     std::string tmp;
-    if (const int err = WriteTemporary((fs::path(dir_) / name).string(), text, mode, &tmp);
-        err != 0) {
+    if (const int err = WriteTemporary(folder, name, text, mode, &tmp); err != 0) {
       undo(temporaries);
       return fail(err, name);
     }
     temporaries.push_back(tmp);
   }
   for (size_t i = 0; i < files.size(); ++i)
-    if (::rename(temporaries[i].c_str(), (fs::path(dir_) / files[i].first).c_str()) != 0) {
+    if (::renameat(folder, temporaries[i].c_str(), folder, files[i].first.c_str()) != 0) {
       const int err = errno;
-      for (size_t j = i; j < files.size(); ++j) ::unlink(temporaries[j].c_str());
+      for (size_t j = i; j < files.size(); ++j) ::unlinkat(folder, temporaries[j].c_str(), 0);
+      close_all();
       return fail(err, files[i].first);
     }
+  close_all();
   return {};
 }
 

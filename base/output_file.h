@@ -2,12 +2,17 @@
 // Where a command's results go: a file named on the command line (--json, --out), "-" for
 // standard output, or a folder of files (sweep/report --out). Control plane.
 //
-// A new path or an existing regular file is written whole and atomically: a temporary file with
-// a unique name in the same folder, then renamed over the path (two processes writing one path
-// never swap halves; a reader sees the old document or the new one). Anything else that exists —
-// a symlink (followed), a FIFO, a character device, /dev/fd/N, a process substitution — is
-// written into, in place, and never replaced. A folder where a file belongs is bad input, found
-// before anything runs.
+// A new path or an existing regular file (or a symlink to one) is written whole and atomically: a
+// temporary file with a unique name in the same folder, then renamed over the path (two processes
+// writing one path never swap halves; a reader sees the old document or the new one); it gets a
+// new file's mode (0666 less the umask), or the replaced file's permission bits where it was this
+// user's — never setuid, setgid or sticky. Anything else that exists — a FIFO, a character
+// device, /dev/fd/N, a process substitution — is written into, in place, and never replaced. A
+// folder where a file belongs is bad input, found before anything runs.
+//
+// Every path is walked as base/path_walk.h says: another user's symlink, FIFO, file or folder in a
+// folder other users can write (/tmp) is neither followed nor written — bad input, one sentence —
+// whatever fs.protected_* say, and what is created lands in the folder that was checked.
 
 #include <string>
 #include <string_view>
@@ -54,6 +59,8 @@ class OutputFile {
  private:
   friend class LineStream;
   OutputFile(std::string path, std::string what) : path_(std::move(path)), what_(std::move(what)) {}
+  // The sentence for an open that failed with `err`.
+  Error OpenFailure(int err) const;
   std::string path_;
   std::string what_;
   bool to_stdout_ = false;

@@ -301,5 +301,160 @@ TEST(LineStream, ALineAFullDiskCutShortIsTakenBackWhole) {
   EXPECT_EQ(Slurp(d / "stats.ndjson"), want);
 }
 
+// Issue 44 item 11: as root, another user's symlink, FIFO or file in a folder others can write
+// (/tmp) redirected txbatch's documents: a link rewrote a root-only file, a dangling one created
+// a file in a root-only folder, a linked folder took a sweep, a FIFO read root's document, a
+// setuid file stayed setuid. kStranger is any uid not ours (nobody's); the shared folder is
+// /tmp's mode (1777), the private one root's 0700.
+constexpr uid_t kStranger = 65534;
+
+struct SharedAndPrivate {
+  explicit SharedAndPrivate(const std::string& name) : root(Scratch(name)) {
+    fs::create_directories(root / "private");
+    fs::create_directories(root / "shared");
+    ::chmod((root / "private").c_str(), 0700);
+    ::chmod((root / "shared").c_str(), 01777);
+    std::ofstream(root / "private" / "secret") << "root's";
+    ::chmod((root / "private" / "secret").c_str(), 0600);
+  }
+  // A symlink at `at` to `to`, owned by kStranger.
+  void StrangersLink(const fs::path& to, const fs::path& at) const {
+    fs::create_symlink(to, at);
+    ASSERT_EQ(::lchown(at.c_str(), kStranger, kStranger), 0) << std::strerror(errno);
+  }
+  fs::path root;
+};
+
+void ExpectRefusedNaming(const Error& e, const std::string& what) {
+  EXPECT_NE(e.message.find(what), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("65534"), std::string::npos) << e.message;
+}
+
+TEST(OutputFile, AStrangersSymlinkInASharedFolderIsNeverFollowed) {
+  ASSERT_EQ(::geteuid(), 0u) << "the tests run as root: files are made another user's";
+  const SharedAndPrivate t("stranger_link");
+  const fs::path shared = t.root / "shared", priv = t.root / "private";
+  t.StrangersLink(priv / "secret", shared / "out.json");
+  t.StrangersLink(priv / "new.json", shared / "dangling.json");
+  t.StrangersLink(priv, shared / "linked");
+  for (const fs::path& p : {shared / "out.json", shared / "dangling.json",
+                            shared / "linked" / "x.json"}) {
+    auto f = OutputFile::Check(p.string(), "--json file");
+    ASSERT_FALSE(f.ok()) << p;
+    ExpectRefusedNaming(f.error(), "symlink");
+  }
+  auto dir = OutputDir::Check((shared / "linked" / "sweep").string());
+  ASSERT_FALSE(dir.ok());
+  ExpectRefusedNaming(dir.error(), "symlink");
+  EXPECT_EQ(Slurp(priv / "secret"), "root's");
+  EXPECT_FALSE(fs::exists(priv / "new.json"));
+  EXPECT_FALSE(fs::exists(priv / "sweep"));
+  EXPECT_EQ(fs::status(priv / "secret").permissions(),
+            fs::perms::owner_read | fs::perms::owner_write);
+}
+
+// A link planted after the check (the measurement runs between them) is found when writing: the
+// document, the stream and the folder of files each walk the path again.
+TEST(OutputFile, ASymlinkPlantedAfterTheCheckIsFoundWhenWriting) {
+  ASSERT_EQ(::geteuid(), 0u) << "the tests run as root: files are made another user's";
+  const SharedAndPrivate t("planted_late");
+  const fs::path shared = t.root / "shared", priv = t.root / "private";
+  auto doc = OutputFile::Check((shared / "out.json").string(), "--json file");
+  auto stream = OutputFile::Check((shared / "stats.ndjson").string(), "--stats-json file");
+  auto dir = OutputDir::Check((shared / "sweep").string());
+  ASSERT_TRUE(doc.ok() && stream.ok() && dir.ok());
+  t.StrangersLink(priv / "secret", shared / "out.json");
+  t.StrangersLink(priv / "secret", shared / "stats.ndjson");
+  t.StrangersLink(priv, shared / "sweep");
+  const Status wrote = doc->Write("new\n");
+  ASSERT_FALSE(wrote.ok());
+  ExpectRefusedNaming(wrote.error(), "symlink");
+  auto opened = LineStream::Open(std::move(*stream));
+  ASSERT_FALSE(opened.ok());
+  ExpectRefusedNaming(opened.error(), "symlink");
+  const Status files = dir->WriteAll({{"results.json", "x"}});
+  ASSERT_FALSE(files.ok());
+  EXPECT_EQ(Slurp(priv / "secret"), "root's");
+  EXPECT_FALSE(fs::exists(priv / "results.json"));
+  EXPECT_TRUE(Others(priv, {"secret"}).empty());
+}
+
+TEST(OutputFile, AStrangersFifoFileOrFolderInASharedFolderIsNotWritten) {
+  ASSERT_EQ(::geteuid(), 0u) << "the tests run as root: files are made another user's";
+  const SharedAndPrivate t("stranger_files");
+  const fs::path shared = t.root / "shared";
+  ASSERT_EQ(::mkfifo((shared / "fifo").c_str(), 0666), 0);
+  std::ofstream(shared / "file") << "theirs";
+  fs::create_directories(shared / "folder");
+  for (const char* name : {"fifo", "file", "folder"})
+    ASSERT_EQ(::chown((shared / name).c_str(), kStranger, kStranger), 0);
+  auto fifo = OutputFile::Check((shared / "fifo").string(), "--json file");
+  ASSERT_FALSE(fifo.ok());
+  ExpectRefusedNaming(fifo.error(), "a FIFO");
+  auto file = OutputFile::Check((shared / "file").string(), "--stats-json file");
+  ASSERT_FALSE(file.ok());
+  ExpectRefusedNaming(file.error(), "a file");
+  auto folder = OutputDir::Check((shared / "folder").string());
+  ASSERT_FALSE(folder.ok());
+  ExpectRefusedNaming(folder.error(), "folder");
+  EXPECT_EQ(Slurp(shared / "file"), "theirs");
+  EXPECT_TRUE(Others(shared / "folder", {}).empty());
+  // Our own link in the shared folder, and a stranger's link in a folder only we write, are
+  // followed as before.
+  fs::create_symlink(t.root / "private" / "mine.json", shared / "mine.json");
+  auto mine = OutputFile::Check((shared / "mine.json").string(), "--json file");
+  ASSERT_TRUE(mine.ok()) << mine.error().message;
+  ASSERT_TRUE(mine->Write("ours\n").ok());
+  EXPECT_EQ(Slurp(t.root / "private" / "mine.json"), "ours\n");
+  t.StrangersLink(t.root / "private" / "secret", t.root / "private" / "theirs.json");
+  ::chmod((t.root / "private").c_str(), 0755);
+  EXPECT_TRUE(OutputFile::Check((t.root / "private" / "theirs.json").string(), "--json file").ok());
+}
+
+// A replaced file gets its own permission bits without setuid, setgid, sticky or exec, and a
+// stranger's (in a folder only we write) a new file's mode: 4777 became root-owned -rwsrwxrwx.
+TEST(OutputFile, AReplacedOrStreamedFileIsNeverSetuid) {
+  const fs::path d = Scratch("setuid");
+  for (const char* name : {"doc.json", "stream.ndjson"}) {
+    std::ofstream(d / name) << "old";
+    ASSERT_EQ(::chmod((d / name).c_str(), 04777), 0);
+  }
+  auto doc = OutputFile::Check((d / "doc.json").string(), "--json file");
+  ASSERT_TRUE(doc.ok());
+  ASSERT_TRUE(doc->Write("new\n").ok());
+  auto out = OutputFile::Check((d / "stream.ndjson").string(), "--stats-json file");
+  ASSERT_TRUE(out.ok());
+  auto stream = LineStream::Open(std::move(*out));
+  ASSERT_TRUE(stream.ok());
+  ASSERT_TRUE(stream->WriteLine("{}"));
+  for (const char* name : {"doc.json", "stream.ndjson"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat((d / name).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & (S_ISUID | S_ISGID | S_ISVTX), 0u) << name;
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat((d / "doc.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0666u);  // its own bits, less exec
+}
+
+// --json /dev/stderr where standard error is a file: txbatch's messages and the document would
+// share it (it was truncated, and rc 0 with invalid JSON). A terminal is fine.
+TEST(OutputFile, TheFileStandardErrorGoesToIsRefused) {
+  const fs::path d = Scratch("stderr");
+  const int log = ::open((d / "err.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(log, 0);
+  const int saved = ::dup(STDERR_FILENO);
+  ::dup2(log, STDERR_FILENO);
+  auto named = OutputFile::Check("/dev/stderr", "--json file");
+  auto by_path = OutputFile::Check((d / "err.log").string(), "--json file");
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  ::close(log);
+  ASSERT_FALSE(named.ok());
+  EXPECT_NE(named.error().message.find("standard error"), std::string::npos)
+      << named.error().message;
+  EXPECT_FALSE(by_path.ok());
+}
+
 }  // namespace
 }  // namespace txbatch
