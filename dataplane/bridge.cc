@@ -154,6 +154,7 @@ DirectionCounts BridgeDirection::Counts() {
   DirectionCounts c;
   c.rx = rx_;
   c.rx_bytes = rx_bytes_;
+  c.rx_missed = in_.DroppedBeforeReceive();
   c.filtered = filtered_;
   c.oversize = oversize_;
   const DriverCounts d = queue_->DriverCountsNow();  // one cut, as a run window's

@@ -35,10 +35,12 @@ class FrameFilter {
   virtual bool Keep(rte_mbuf* m) = 0;
 };
 
-// What one direction did since it started. The books: rx + duplicated = sent + dropped (every
-// reason) + filtered + queued + in_link.
+// What one direction did since it started. The books: arrived (rx + rx_missed) + duplicated =
+// sent + dropped (every reason, rx_missed among them) + filtered + queued + in_link.
 struct DirectionCounts {
-  uint64_t rx = 0, rx_bytes = 0;
+  uint64_t rx = 0, rx_bytes = 0;  // taken from the in-port by its PMD
+  uint64_t rx_missed = 0;   // reached the in-port but dropped before its PMD took them
+                            // (RxPort::DroppedBeforeReceive: a full ring, the NIC's or the kernel's)
   uint64_t sent = 0;        // accepted by the out-port
   uint64_t duplicated = 0;  // copies the link made
   uint64_t link_lost = 0;   // dropped by the link's loss model
@@ -54,9 +56,12 @@ struct DirectionCounts {
   uint64_t handovers = 0;   // driver handovers (calls, or xmit_more chains)
   uint64_t handed = 0;      // frames in them
   uint64_t xmit_calls = 0;  // the out-port's Xmit calls
-  uint64_t dropped() const { return link_lost + link_limit + qdisc_full + noqueue + oversize; }
+  uint64_t arrived() const { return rx + rx_missed; }
+  uint64_t dropped() const {
+    return rx_missed + link_lost + link_limit + qdisc_full + noqueue + oversize;
+  }
   bool Balanced() const {
-    return rx + duplicated == sent + dropped() + filtered + queued + in_link;
+    return arrived() + duplicated == sent + dropped() + filtered + queued + in_link;
   }
 };
 

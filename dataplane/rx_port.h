@@ -28,6 +28,11 @@ class RxPort {
   // Receives up to out.size() frames (at most 65535) into `out`, without waiting; ownership of
   // those frames passes to the caller. Returns how many. Called by one thread at a time.
   virtual uint16_t Receive(std::span<rte_mbuf*> out) = 0;
+  // Frames that reached the port but were lost before Receive could take them, since the port
+  // was opened: a full RX ring — the NIC's (ethdev's imissed), or the kernel's ring behind a
+  // socket PMD (af_packet's socket drops). 0 where the port cannot know. Called by the thread
+  // that receives.
+  virtual uint64_t DroppedBeforeReceive() { return 0; }
 };
 
 class FrameReceiver {

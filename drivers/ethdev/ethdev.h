@@ -55,14 +55,23 @@ Result<std::vector<std::unique_ptr<TxDriver>>> CreateEthdevDrivers(
     const EthdevOptions& options, rte_mempool* pool, unsigned mtu,
     std::span<FrameReceiver* const> sinks, const RunWindow& window, double tsc_hz);
 
+class SocketDrops;
+
 // RX queue `queue` of port `port`: rte_eth_rx_burst.
 class EthdevRx final : public RxPort {
  public:
-  EthdevRx(uint16_t port, uint16_t queue) : port_(port), queue_(queue) {}
+  // `if_index`: the kernel interface behind the port (rte_eth_dev_info), 0 if none.
+  EthdevRx(uint16_t port, uint16_t queue, unsigned if_index = 0);
+  ~EthdevRx() override;
   uint16_t Receive(std::span<rte_mbuf*> out) override;
+  // The port's imissed since this was made, and where an af_packet socket stands behind it, the
+  // frames the kernel dropped on its full ring (which 22.11's PMD leaves out of imissed).
+  uint64_t DroppedBeforeReceive() override;
 
  private:
   uint16_t port_, queue_;
+  uint64_t imissed_base_ = 0;
+  std::unique_ptr<SocketDrops> socket_drops_;  // null unless an AF_PACKET socket is behind it
 };
 
 // A port the caller polls itself (the bridge): created or attached as for CreateEthdevDriver, one

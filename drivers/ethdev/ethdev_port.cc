@@ -33,6 +33,7 @@
 #include "dataplane/frame.h"
 #include "drivers/ethdev/ethdev.h"
 #include "drivers/ethdev/ring_size.h"
+#include "drivers/ethdev/socket_drops.h"
 
 namespace txbatch::ethdev {
 namespace {
@@ -710,8 +711,26 @@ Result<ForwardingPort> OpenForwardingPort(const EthdevOptions& o, rte_mempool* p
   f.tx = std::make_unique<EthdevPort>(
       a->port, std::nullopt, 0, a->virtual_dev, std::make_shared<PortOwner>(std::move(a->owned)),
       o.ToString() + fmt::format(" ({}, {})", a->what, a->driver_name), nullptr, kNoWindow, tsc_hz);
-  f.rx = std::make_unique<EthdevRx>(a->port, 0);
+  f.rx = std::make_unique<EthdevRx>(a->port, 0, info.if_index);
   return f;
+}
+
+EthdevRx::EthdevRx(uint16_t port, uint16_t queue, unsigned if_index) : port_(port), queue_(queue) {
+  rte_eth_stats st{};
+  if (rte_eth_stats_get(port_, &st) == 0) imissed_base_ = st.imissed;
+  if (if_index == 0) return;
+  auto drops = std::make_unique<SocketDrops>(SocketDrops::Find(if_index));
+  if (!drops->empty()) socket_drops_ = std::move(drops);
+}
+
+EthdevRx::~EthdevRx() = default;
+
+uint64_t EthdevRx::DroppedBeforeReceive() {
+  rte_eth_stats st{};
+  const uint64_t missed = rte_eth_stats_get(port_, &st) == 0 && st.imissed >= imissed_base_
+                              ? st.imissed - imissed_base_
+                              : 0;
+  return missed + (socket_drops_ ? socket_drops_->Total() : 0);
 }
 
 uint16_t EthdevRx::Receive(std::span<rte_mbuf*> out) {
