@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/stop_signals.h"
 #include "dataplane/telemetry.h"
 
 namespace txbatch {
@@ -202,7 +203,8 @@ void EnterOutputThread() {
   if (CPU_COUNT(&cpus) > 0) (void)pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus);
   sigset_t held;
   sigemptyset(&held);
-  for (int sig : {SIGPIPE, SIGINT, SIGTERM}) sigaddset(&held, sig);
+  sigaddset(&held, SIGPIPE);
+  for (int sig : kStopSignals) sigaddset(&held, sig);
   pthread_sigmask(SIG_BLOCK, &held, nullptr);
 }
 

@@ -90,8 +90,8 @@ std::vector<int> TxbatchProcessesOnCpu(int cpu, const std::string& proc = "/proc
 // first thing in it: moves it to EAL's CPUs but the main lcore's, where one is left (it inherited
 // that one from the thread that made it; there a bridge or sink busy-polls its ports), and holds
 // back SIGPIPE (a reader that went away is EPIPE, said at the end, not a death that leaves EAL's
-// files behind), SIGINT and SIGTERM (they go to a thread that acts on them and never interrupt a
-// write half-way). Control plane; needs EAL started.
+// files behind) and the stop signals (base/stop_signals.h: they go to a thread that acts on them
+// and never interrupt a write half-way). Control plane; needs EAL started.
 void EnterOutputThread();
 
 // DPDK's own reasons. A failed control-plane call often returns only an errno

@@ -13,10 +13,11 @@
 
 namespace txbatch {
 
-// Runs one cell on `pool`. `stop` (SIGINT/SIGTERM) cuts the measured window short; what was
-// measured is still returned with `interrupted` set. Fails when the driver cannot be created
-// (with its errno) or a drain does not finish (EIO: a bug). `flow_seq` (may be null: every flow
-// starts at 0): flow f's first sequence number (missing entries: 0), updated to where it ended.
+// Runs one cell on `pool`. `stop` (a stop signal: SIGINT, SIGTERM, SIGHUP) cuts the measured
+// window short; what was measured is still returned with `interrupted` set. Fails when the driver
+// cannot be created (with its errno) or a drain does not finish (EIO: a bug). `flow_seq` (may be
+// null: every flow starts at 0): flow f's first sequence number (missing entries: 0), updated to
+// where it ended.
 Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_hz,
                            const std::vector<int>& cpus, const std::atomic<bool>& stop,
                            std::vector<uint64_t>* flow_seq = nullptr);

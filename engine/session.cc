@@ -1,6 +1,8 @@
 #include "engine/session.h"
 
 #include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 #include <utility>
 
 #include "base/json_text.h"
+#include "base/stop_signals.h"
 #include "dataplane/mempool.h"
 #include "dataplane/telemetry.h"
 #include "drivers/factory.h"
@@ -27,15 +30,19 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
-// The first SIGINT/SIGTERM asks for a clean stop (the window ends, the drain runs, what was
-// measured is written); a second one — a drain waiting out a long --link, say — takes the
-// signal's default action at once (the next txbatch removes the EAL folder it leaves).
+// The first stop signal (SIGINT, SIGTERM or SIGHUP) asks for a clean stop (the window ends, the
+// drain runs, what was measured is written); a second one — a drain waiting out a long --link,
+// say — takes the signal's default action at once (the next txbatch removes the EAL folder it
+// leaves).
 extern "C" void OnSignal(int sig) {
   if (g_stop.exchange(true)) {
     std::signal(sig, SIG_DFL);
     std::raise(sig);
   }
 }
+
+// SIGPIPE's handler: nothing. The write that raised it fails with EPIPE, which its caller sees.
+extern "C" void OnBrokenPipe(int) {}
 
 // MemAvailable from /proc/meminfo, in bytes; 0 if unknown.
 uint64_t AvailableMemoryBytes() {
@@ -53,8 +60,30 @@ uint64_t AvailableMemoryBytes() {
 bool StopRequested() { return g_stop.load(); }
 
 void CatchStopSignals() {
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
+  for (int sig : kStopSignals) std::signal(sig, OnSignal);
+}
+
+void IgnoreBrokenPipes() {
+  // A handler rather than SIG_IGN: an ignored SIGPIPE survives exec, and the programs txbatch
+  // starts (ip and ethtool for `lab`, txbatch-plot) would inherit it; a handler is reset there.
+  struct sigaction sa {};
+  sa.sa_handler = OnBrokenPipe;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGPIPE, &sa, nullptr);
+}
+
+int SayIfStdoutCutShort(int status) {
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return status;
+  // A pipe (or socket) whose reader went away polls as an error on the writing end.
+  pollfd out{.fd = STDOUT_FILENO, .events = POLLOUT, .revents = 0};
+  const bool reader_gone = poll(&out, 1, 0) == 1 && (out.revents & POLLERR) != 0;
+  std::fprintf(stderr,
+               "txbatch: standard output %s: what was printed there is cut short, and nothing "
+               "else is (the files written, --json and --out, are whole; the exit status, %d, is "
+               "the command's own)\n",
+               reader_gone ? "was closed by its reader (EPIPE)" : "could not be written", status);
+  return status;
 }
 
 int Fail(int code, const Error& e) {
@@ -170,7 +199,7 @@ std::optional<CellResult> MeasureCell(const CellConfig& cell, Session& s, int* s
       cell.engine == Engine::kReal && hold >= 1 && hold > s.drain_said_s) {
     std::fprintf(stderr,
                  "txbatch: after each window the drain waits up to %.0f s for the frames the "
-                 "link holds (a second SIGINT or SIGTERM ends txbatch at once)\n",
+                 "link holds (a second SIGINT, SIGTERM or SIGHUP ends txbatch at once)\n",
                  hold);
     s.drain_said_s = hold;
   }

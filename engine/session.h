@@ -23,8 +23,9 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitInternal = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitUnbalanced = 3;
-// SIGINT or SIGTERM stopped a measuring command: what was measured is printed and written,
-// records marked `interrupted` (scripts tell a cut-short run from a complete one by this).
+// A stop signal (SIGINT, SIGTERM or SIGHUP: base/stop_signals.h) stopped a measuring command:
+// what was measured is printed and written, records marked `interrupted` (scripts tell a
+// cut-short run from a complete one by this).
 inline constexpr int kExitInterrupted = 4;
 // A measurement too noisy to trust: calibrate's fit is poor (--min-r2). What was measured is
 // written (--json); what it would have fitted is not.
@@ -33,10 +34,21 @@ inline constexpr int kExitPoorFit = 5;
 // Prints "txbatch: <sentence>" on stderr and returns `code`.
 int Fail(int code, const Error& e);
 
-// Whether SIGINT or SIGTERM arrived since the session started (they stop the run cleanly).
+// Whether a stop signal (SIGINT, SIGTERM, SIGHUP) arrived since they were taken over (they stop
+// the run cleanly).
 bool StopRequested();
-// Takes over SIGINT and SIGTERM (StopRequested); StartSession does it for the measuring commands.
+// Takes over the stop signals (StopRequested): the first asks for a clean stop, a second ends the
+// process by it at once. StartSession does it for the measuring commands.
 void CatchStopSignals();
+// Process-wide, first thing in main for every command: a write to a pipe or socket whose reader
+// went away (`txbatch run ... | head -1`, a telemetry client that left) fails with EPIPE instead
+// of SIGPIPE ending the process with its measurement unwritten and EAL's folder left behind.
+// What goes to standard output is then lost; everything else carries on.
+void IgnoreBrokenPipes();
+// At exit: where standard output could not be written to the end (its reader went away), says so
+// in one sentence on stderr. Returns `status` unchanged: the measurement and its files are whole,
+// and only the reader's copy of the table is short (doc/usage.md, Exit status).
+int SayIfStdoutCutShort(int status);
 
 // EAL, one pool sized for the largest cell, and every device created once (a missing one is bad
 // input before anything is measured).
@@ -58,7 +70,7 @@ struct Session {
   std::unique_ptr<Capture> capture;
 };
 
-// Starts a session for `cells` and takes over SIGINT/SIGTERM; on failure sets `*exit_code`.
+// Starts a session for `cells` and takes over the stop signals; on failure sets `*exit_code`.
 // With a `capture_fd` (run --capture: an open pcapng file, every cell on one ethdev driver, as
 // the caller checked) the capture's pool goes into EAL's estimate and the capture starts at the
 // device check, while that driver's ports exist: rte_pcapng names the ports there are when it

@@ -2,8 +2,9 @@
 //
 // Exit status (DESIGN.md Terms): 0 ok; 2 bad input or missing device; 3 books do not balance;
 // 4 interrupted; 5 the cost model not to be trusted (calibrate's fit below --min-r2, or
-// calibrate --check --strict disagreeing); 1 internal error. SIGINT/SIGTERM
-// stop the run, print and write what was measured, clean up and exit 4.
+// calibrate --check --strict disagreeing); 1 internal error. SIGINT/SIGTERM/SIGHUP
+// stop the run, print and write what was measured, clean up and exit 4. A standard output whose
+// reader went away (| head) loses the rest of the table, nothing else: the status is the run's.
 
 #include <fmt/format.h>
 #include <rte_version.h>
@@ -451,9 +452,9 @@ void AddTopLevel(CLI::App& app) {
   app.require_subcommand(1);
   app.footer(
       "Exit status: 0 ok, 2 bad input or missing device, 3 books do not balance, 4 "
-      "interrupted by SIGINT/SIGTERM (what was measured is printed and written), 5 calibrate's "
-      "fit below --min-r2 (no model written) or --check --strict disagreeing, 1 internal "
-      "error.\nDrivers:\n" +
+      "interrupted by SIGINT/SIGTERM/SIGHUP (what was measured is printed and written), 5 "
+      "calibrate's fit below --min-r2 (no model written) or --check --strict disagreeing, 1 "
+      "internal error.\nDrivers:\n" +
       emu::DescribeModels() +
       "  ethdev:DEVARGS a DPDK vdev txbatch creates (net_null0, net_ring0 as a loopback, "
       "net_pcap0,tx_pcap=FILE, net_tap0,iface=NAME, net_af_packet0,iface=NAME, …)\n"
@@ -768,7 +769,7 @@ int Main(int argc, char** argv) {
 }
 
 // The commands a signal stops cleanly (they watch StopRequested and clean up EAL). They take
-// SIGINT and SIGTERM over at their first instruction: one that came while the options were read
+// the stop signals over at their first instruction: one that came while the options were read
 // or EAL was starting (~0.15 s) would otherwise kill the process by the signal and leave EAL's
 // runtime folder behind. `report` and `lab` keep the default: a signal ends them at once.
 bool StopsCleanlyAtSignals(std::string_view command) {
@@ -782,9 +783,10 @@ bool StopsCleanlyAtSignals(std::string_view command) {
 }  // namespace txbatch
 
 int main(int argc, char** argv) {
+  txbatch::IgnoreBrokenPipes();
   if (argc > 1 && txbatch::StopsCleanlyAtSignals(argv[1])) txbatch::CatchStopSignals();
   try {
-    return txbatch::Main(argc, argv);
+    return txbatch::SayIfStdoutCutShort(txbatch::Main(argc, argv));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "txbatch: internal error: %s\n", e.what());
     return 1;

@@ -24,17 +24,26 @@ namespace {
 
 using nlohmann::json;
 
-// Starts `txbatch <args>` with stdout to `out`; returns its pid.
-pid_t Spawn(const std::vector<std::string>& args, const std::string& out) {
+// Starts `txbatch <args>` with stdout to `out` and stderr to `err`, or with stdout the write end
+// of the pipe `out_pipe` (its read end closed in the child); returns its pid.
+pid_t Spawn(const std::vector<std::string>& args, const std::string& out,
+            const std::string& err = "/dev/null", const int* out_pipe = nullptr) {
   const char* bin = std::getenv("TXBATCH_BIN");
   const pid_t pid = fork();
   if (pid == 0) {
-    if (!freopen(out.c_str(), "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(126);
+    if (out_pipe != nullptr) {
+      if (dup2(out_pipe[1], STDOUT_FILENO) < 0) _exit(126);
+      close(out_pipe[0]);
+      close(out_pipe[1]);
+    } else if (!freopen(out.c_str(), "w", stdout)) {
+      _exit(126);
+    }
+    if (!freopen(err.c_str(), "w", stderr)) _exit(126);
     // The signals' default actions, whatever this test inherited: an ignored SIGINT (a shell's
     // background job, nohup) survives exec, and one sent before txbatch's main took it over
-    // (its start-up under ASan outlasts 40 ms) was lost, so the run went on to exit 0.
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
+    // (its start-up under ASan outlasts 40 ms) was lost, so the run went on to exit 0. SIGPIPE's
+    // default is what a shell's `| head` gives txbatch.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) std::signal(sig, SIG_DFL);
     std::vector<char*> argv = {const_cast<char*>(bin)};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -176,32 +185,37 @@ TEST(Faults, SignalsAtAnyMomentLeaveValidResultsAndNoEalFiles) {
 }
 
 // The drain after a window waits for what a long link holds (here up to 30 s, said on stderr);
-// a second signal is the way out: it ends txbatch at once, by that signal.
+// a second signal is the way out: it ends txbatch at once, by that signal. SIGHUP (a terminal
+// that closed) is taken as SIGINT is: the first stops the window, the second ends the drain.
 TEST(Faults, ASecondSignalEndsALongDrainAtOnce) {
   const std::string dir = ::testing::TempDir();
-  const std::string out = dir + "/second_signal_" + std::to_string(getpid()) + ".out";
-  const pid_t pid = Spawn({"run", "--driver", "emu:e1000", "--size", "4096", "--procs", "1",
-                           "--batch", "32", "--rounds", "1", "--duration", "0.2", "--warmup",
-                           "0.05", "--link", "delay 30s"},
-                          out);
-  ASSERT_GT(pid, 0);
-  // The header is out once EAL is up and the cell starts.
-  for (int i = 0; i < 500 && !Contains(out, "each cell:"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_TRUE(Contains(out, "each cell:"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  ASSERT_EQ(kill(pid, SIGINT), 0);  // the first: stop measuring, drain (up to 30 s)
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, WNOHANG), 0) << "ended before the second signal";
-  const auto second = std::chrono::steady_clock::now();
-  ASSERT_EQ(kill(pid, SIGINT), 0);
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - second).count(), 5.0);
-  ASSERT_TRUE(WIFSIGNALED(status));
-  EXPECT_EQ(WTERMSIG(status), SIGINT);
-  std::filesystem::remove(out);
-  std::filesystem::remove_all("/var/run/dpdk/txbatch-" + std::to_string(pid));
+  for (const int sig : {SIGINT, SIGHUP}) {
+    const std::string out = dir + "/second_signal_" + std::to_string(getpid()) + ".out";
+    const pid_t pid = Spawn({"run", "--driver", "emu:e1000", "--size", "4096", "--procs", "1",
+                             "--batch", "32", "--rounds", "1", "--duration", "0.2", "--warmup",
+                             "0.05", "--link", "delay 30s"},
+                            out);
+    ASSERT_GT(pid, 0);
+    // The header is out once EAL is up and the cell starts.
+    for (int i = 0; i < 500 && !Contains(out, "each cell:"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_TRUE(Contains(out, "each cell:"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_EQ(kill(pid, sig), 0);  // the first: stop measuring, drain (up to 30 s)
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, WNOHANG), 0)
+        << strsignal(sig) << ": ended before the second signal";
+    const auto second = std::chrono::steady_clock::now();
+    ASSERT_EQ(kill(pid, sig), 0);
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - second).count(),
+              5.0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << strsignal(sig);
+    EXPECT_EQ(WTERMSIG(status), sig);
+    std::filesystem::remove(out);
+    std::filesystem::remove_all("/var/run/dpdk/txbatch-" + std::to_string(pid));
+  }
 }
 
 // An interrupted calibrate exits 4 (it exited 1, an internal error) and writes the records it
@@ -297,7 +311,7 @@ const std::vector<std::vector<std::string>>& ForwardingCommands() {
   return commands;
 }
 
-// Issue 16 item 19: bridge, respond and sink take SIGINT and SIGTERM over at their first
+// Issue 16 item 19: bridge, respond and sink take SIGINT, SIGTERM (and SIGHUP) over at their first
 // instruction. A signal at any early moment — right after the fork, 20, 60, 120 ms later (the
 // options, EAL's start-up), and the moment EAL's runtime folder appears — ends them with exit 0
 // and their books, and leaves no /var/run/dpdk/txbatch-PID. The only exception is a signal before
@@ -308,7 +322,8 @@ TEST(Faults, ForwardingCommandsStopCleanlyAtASignalFromTheirFirstInstruction) {
   int n = 0;
   for (const auto& cmd : ForwardingCommands()) {
     for (const auto& [sig, delay_ms] :
-         {std::pair{SIGTERM, 0}, {SIGTERM, 20}, {SIGTERM, 60}, {SIGTERM, 120}, {SIGINT, 60}}) {
+         {std::pair{SIGTERM, 0}, {SIGTERM, 20}, {SIGTERM, 60}, {SIGTERM, 120}, {SIGINT, 60},
+          {SIGHUP, 60}}) {
       const std::string out = dir + "/early" + std::to_string(n++) + ".out";
       const pid_t pid = Spawn(cmd, out);
       ASSERT_GT(pid, 0);
@@ -338,7 +353,7 @@ TEST(Faults, ForwardingCommandsStopCleanlyAtASignalFromTheirFirstInstruction) {
     for (int i = 0; i < 50000 && !(seen = EalFilesLeft(pid)); ++i)
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     ASSERT_TRUE(seen) << cmd[0] << ": EAL's runtime folder never appeared";
-    EXPECT_TRUE(Catches(pid, SIGTERM) && Catches(pid, SIGINT))
+    EXPECT_TRUE(Catches(pid, SIGTERM) && Catches(pid, SIGINT) && Catches(pid, SIGHUP))
         << cmd[0] << ": EAL started before txbatch took the signals over";
     ASSERT_EQ(kill(pid, SIGTERM), 0);
     int status = 0;
@@ -412,6 +427,114 @@ TEST(Faults, EalStartRemovesTheRuntimeFolderOfAKilledTxbatchAndKeepsALiveOnes) {
   std::filesystem::remove(live_dir);
   std::filesystem::remove(dir + "/killed.out");
   std::filesystem::remove(dir + "/next.out");
+}
+
+// Issue 44 item 14: SIGHUP — a terminal closing, an ssh session dropping — killed a run by the
+// signal: no books, no --json, EAL's runtime folder left. It is taken as SIGTERM is: a run stops
+// its window, writes what it measured and exits 4; bridge, respond and sink end with their books
+// and exit 0; either way the folder is gone.
+TEST(Faults, AHangupStopsACommandCleanlyAsSigtermDoes) {
+  const std::string dir = ::testing::TempDir();
+  const std::string tag = std::to_string(getpid());
+  const std::string out = dir + "/hangup_" + tag + ".out",
+                    json_path = dir + "/hangup_" + tag + ".json";
+  std::filesystem::remove(json_path);
+  // Two cells of 1 s: the hangup lands in the first, 300 ms after the header (EAL up, the first
+  // window running: the header is printed just before it starts).
+  const pid_t run = Spawn({"run", "--driver", "emu:e1000", "--size", "4096", "--procs", "1",
+                           "--batch", "1,32", "--rounds", "1", "--duration", "1", "--warmup",
+                           "0.05", "--json", json_path},
+                          out);
+  ASSERT_GT(run, 0);
+  // Up to 10 s for the header (EAL's start takes ~0.3 s here, several under ASan).
+  for (int i = 0; i < 500 && !Contains(out, "each cell:"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(Contains(out, "each cell:"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(Catches(run, SIGHUP)) << "run does not catch SIGHUP";
+  ASSERT_EQ(kill(run, SIGHUP), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(run, &status, 0), run);
+  ASSERT_TRUE(WIFEXITED(status)) << "run killed by " << strsignal(WTERMSIG(status));
+  EXPECT_EQ(WEXITSTATUS(status), 4) << Slurp(out);
+  ASSERT_TRUE(std::filesystem::exists(json_path));
+  {
+    std::ifstream in(json_path);
+    const json doc = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(doc.is_object() && doc["records"].is_array() && !doc["records"].empty());
+    for (const json& rec : doc["records"]) ExpectBooksClosed(rec);
+  }
+  EXPECT_FALSE(EalFilesLeft(run));
+  for (const auto& cmd : ForwardingCommands()) {
+    const std::string out = dir + "/hangup_" + tag + "_" + cmd[0] + ".out";
+    const pid_t pid = Spawn(cmd, out);
+    ASSERT_GT(pid, 0);
+    // Its "SIGINT or SIGTERM stops it" line is out once its ports are up (up to 10 s, as above).
+    for (int i = 0; i < 500 && !Contains(out, "stops it"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_TRUE(Contains(out, "stops it")) << cmd[0];
+    ASSERT_EQ(kill(pid, SIGHUP), 0);
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << cmd[0] << " killed by " << strsignal(WTERMSIG(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << cmd[0] << ": " << Slurp(out);
+    EXPECT_NE(Slurp(out).find("mbufs in use at exit: 0"), std::string::npos) << cmd[0];
+    EXPECT_FALSE(EalFilesLeft(pid)) << cmd[0];
+    std::filesystem::remove(out);
+  }
+  std::filesystem::remove(out);
+  std::filesystem::remove(json_path);
+}
+
+// Issue 44 item 14: `txbatch run ... --json p.json | head -1` ended by SIGPIPE (exit 141), with
+// no p.json and EAL's folder left. A standard output whose reader went away now loses only what
+// would have been printed there: the run goes on, writes its --json, removes its folder, says
+// in one sentence on stderr that its output was cut short, and exits with its own status (0).
+// The same for a sink writing its --stats lines.
+TEST(Faults, AStandardOutputWhoseReaderLeftCutsOnlyWhatIsPrinted) {
+  const std::string dir = ::testing::TempDir();
+  const std::string tag = std::to_string(getpid());
+  const std::string err = dir + "/epipe_" + tag + ".err";
+  const std::vector<std::vector<std::string>> commands = {
+      // Two cells of 0.2 s: the table is printed at the end, long after the reader left.
+      {"run", "--driver", "emu:null", "--size", "64", "--procs", "1", "--batch", "1,32",
+       "--rounds", "1", "--duration", "0.2", "--warmup", "0.05"},
+      // A stats line every 50 ms for 1 s: ~20 lines after the reader left.
+      {"sink", "--port", "net_null0,no-rx=1", "--eal-memory", "no-huge", "--stats", "0.05",
+       "--duration", "1"}};
+  for (std::vector<std::string> cmd : commands) {
+    const std::string json_path = dir + "/epipe_" + tag + "_" + cmd[0] + ".json";
+    std::filesystem::remove(json_path);
+    cmd.insert(cmd.end(), {"--json", json_path});
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    const pid_t pid = Spawn(cmd, "", err, fds);
+    ASSERT_GT(pid, 0);
+    close(fds[1]);
+    // `head -1`: the first line, then the reader goes away.
+    std::string first;
+    char c = 0;
+    while (read(fds[0], &c, 1) == 1 && c != '\n') first += c;
+    close(fds[0]);
+    EXPECT_FALSE(first.empty()) << cmd[0];
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << cmd[0] << " killed by " << strsignal(WTERMSIG(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << cmd[0] << ": " << Slurp(err);
+    ASSERT_TRUE(std::filesystem::exists(json_path)) << cmd[0] << ": " << Slurp(err);
+    std::ifstream in(json_path);
+    const json doc = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    EXPECT_TRUE(doc.is_object()) << cmd[0] << ": not JSON";
+    if (cmd[0] == "run") {
+      ASSERT_EQ(doc["records"].size(), 2u);
+      for (const json& rec : doc["records"]) ExpectBooksClosed(rec);
+    }
+    EXPECT_NE(Slurp(err).find("standard output was closed by its reader (EPIPE)"),
+              std::string::npos)
+        << cmd[0] << ": " << Slurp(err);
+    EXPECT_FALSE(EalFilesLeft(pid)) << cmd[0];
+    std::filesystem::remove(json_path);
+  }
+  std::filesystem::remove(err);
 }
 
 }  // namespace
