@@ -83,7 +83,7 @@ kernel() {
   if ! compgen -G "$cache/linux-image-${KVER}_*.deb" >/dev/null; then
     (cd "$cache" && apt-get download "linux-image-$KVER" >/dev/null 2>&1) \
       || (apt-get update -qq >/dev/null 2>&1 && cd "$cache" && apt-get download "linux-image-$KVER" >/dev/null) \
-      || die "cannot download linux-image-$KVER from Debian's archive (apt-get download)"
+      || die "the VM lab unpacks Debian's kernel package at test time, and linux-image-$KVER could not be downloaded from Debian's archive (apt-get download failed; a machine without the archive cannot run the vm suite, or set TXBATCH_VM_KERNEL to a version the archive has)"
   fi
   rm -rf "$cache/x"
   dpkg -x "$cache"/linux-image-"${KVER}"_*.deb "$cache/x"
