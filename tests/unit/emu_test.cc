@@ -13,6 +13,7 @@
 #include "dataplane/producer.h"
 #include "dataplane/run_window.h"
 #include "dataplane/rx_sink.h"
+#include "tests/txbatch_bin.h"
 #include "tests/unit/test_eal.h"
 
 namespace txbatch {
@@ -180,9 +181,8 @@ TEST(EmuSpec, RejectsWithTheValidChoices) {
 
 TEST(EmuSpec, AnMtuOverTheIpoibMtuIsRefused) {
   // Checked where the run's options meet the driver (run_options.cc), through the binary.
-  const char* bin = std::getenv("TXBATCH_BIN");
   const std::string cmd =
-      std::string(bin ? bin : "txbatch") + " run --driver emu:ipoib-qdr --mtu 2045 >/dev/null 2>&1";
+      test::TxbatchBinary() + " run --driver emu:ipoib-qdr --mtu 2045 >/dev/null 2>&1";
   const int rc = std::system(cmd.c_str());
   EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 2);
 }
