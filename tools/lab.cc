@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/stop_signals.h"
 #include "dataplane/frame.h"
 #include "engine/session.h"
 #include "tools/bridge_cmd.h"
@@ -39,7 +40,7 @@ volatile sig_atomic_t g_signal = 0;
 void OnSignal(int sig) { g_signal = sig; }
 
 // Runs `argv` (no shell), its stdout and stderr captured; an error holds the command and what
-// it said. The command ignores SIGINT and SIGTERM (a Ctrl-C reaches the whole process group):
+// it said. The command ignores the stop signals (a Ctrl-C reaches the whole process group):
 // each step finishes and is recorded, and `lab up` undoes it if it was interrupted.
 Result<std::string> Exec(const std::vector<std::string>& argv) {
   int fds[2];
@@ -47,8 +48,7 @@ Result<std::string> Exec(const std::vector<std::string>& argv) {
   const pid_t pid = fork();
   if (pid < 0) return MakeError(errno, "cannot fork");
   if (pid == 0) {
-    std::signal(SIGINT, SIG_IGN);
-    std::signal(SIGTERM, SIG_IGN);
+    for (const int sig : kStopSignals) std::signal(sig, SIG_IGN);
     dup2(fds[1], 1);
     dup2(fds[1], 2);
     close(fds[0]);
@@ -349,7 +349,7 @@ int Interrupted(const Names& n, pid_t bridge = 0) {
   if (bridge > 0) EndChild(bridge);
   (void)Remove(n);
   std::fprintf(stderr, "txbatch: lab up was interrupted by %s; what it had made is removed\n",
-               sig == SIGINT ? "SIGINT" : "SIGTERM");
+               sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM");
   return 128 + sig;
 }
 
@@ -379,8 +379,7 @@ int LabUp(const LabArgs& a, const std::vector<std::string>& eal_args) {
   sa.sa_handler = OnSignal;
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  for (const int sig : kStopSignals) sigaction(sig, &sa, nullptr);  // SIGHUP: a closed terminal
   const auto fail = [&](const Error& e) {
     (void)Remove(n);
     return Fail(e.err == ENOENT || e.err == EEXIST ? kExitBadInput : kExitInternal, e);

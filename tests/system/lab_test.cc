@@ -506,10 +506,14 @@ TEST(Lab, DownEndsTheProcessesLeftInItsNamespaces) {
 }
 
 TEST(Lab, ASignalDuringUpUndoesWhatItMade) {
-  // Once the first namespace is there, the second veth pair, the bridge's log (it starts).
+  // Once the first namespace is there, the first and second veth pairs, the bridge's log (it
+  // starts). SIGHUP (a terminal that closed) is a stop as the others are (issue 44, item 14: it
+  // left the namespaces, veths and a running bridge).
   const std::pair<std::string, int> moments[] = {{"/run/netns/tsysi-a", SIGINT},
+                                                 {"/sys/class/net/tsysi-a1", SIGHUP},
                                                  {"/sys/class/net/tsysi-b1", SIGTERM},
-                                                 {"/run/txbatch-lab/tsysi/bridge.log", SIGINT}};
+                                                 {"/run/txbatch-lab/tsysi/bridge.log", SIGINT},
+                                                 {"/run/txbatch-lab/tsysi/bridge.log", SIGHUP}};
   for (const auto& [moment, sig] : moments) {
     CleanupGuard guard{"tsysi"};
     Process up(Txbatch() + " lab up --prefix tsysi", ::testing::TempDir() + "/up-signal.log");
