@@ -1,9 +1,16 @@
 #include "dataplane/telemetry.h"
 
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_memzone.h>
 #include <rte_telemetry.h>
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 #include <mutex>
+#include <optional>
+#include <vector>
 
 namespace txbatch {
 namespace {
@@ -62,6 +69,84 @@ int Reply(const TelemetryDict& dict, rte_tel_data* d) {
 
 int InfoCommand(const char*, const char*, rte_tel_data* d) { return Reply(TelemetryInfo(), d); }
 
+// DPDK 22.11's own /eal/heap_info and /eal/memzone_info index arrays with the client's number
+// unchecked: `/eal/heap_info,999999`, `,-5`, `/eal/memzone_info,2560` killed the process (a lab
+// bridge with its books), `/eal/heap_info,32` spun the telemetry thread. Registered after them
+// under the same names, these are found first (22.11 inserts a name before its equal, and the
+// lookup takes the first); they answer the same keys from public APIs, and null for a number
+// that names nothing.
+
+// `params` as a whole decimal number below `limit`, else nothing.
+std::optional<unsigned> IndexParam(const char* params, unsigned limit) {
+  if (params == nullptr || *params == '\0') return std::nullopt;
+  uint64_t v = 0;
+  for (const char* p = params; *p != '\0'; ++p) {
+    if (*p < '0' || *p > '9') return std::nullopt;
+    v = v * 10 + static_cast<unsigned>(*p - '0');
+    if (v >= limit) return std::nullopt;
+  }
+  return static_cast<unsigned>(v);
+}
+
+// Internal heap i is socket index i's (22.11's malloc_heap_init); txbatch makes no external heap.
+int HeapInfoCommand(const char*, const char* params, rte_tel_data* d) {
+  const std::optional<unsigned> id = IndexParam(params, rte_socket_count());
+  if (!id) return -EINVAL;
+  const int socket = rte_socket_id_by_idx(*id);
+  rte_malloc_socket_stats st{};
+  if (socket < 0 || rte_malloc_get_socket_stats(socket, &st) != 0) return -EINVAL;
+  char name[32];
+  std::snprintf(name, sizeof name, "socket_%d", socket);
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_int(d, "Heap_id", static_cast<int>(*id));
+  rte_tel_data_add_dict_string(d, "Name", name);
+  rte_tel_data_add_dict_u64(d, "Heap_size", st.heap_totalsz_bytes);
+  rte_tel_data_add_dict_u64(d, "Free_size", st.heap_freesz_bytes);
+  rte_tel_data_add_dict_u64(d, "Alloc_size", st.heap_allocsz_bytes);
+  rte_tel_data_add_dict_u64(d, "Greatest_free_size", st.greatest_free_size);
+  rte_tel_data_add_dict_u64(d, "Alloc_count", st.alloc_count);
+  rte_tel_data_add_dict_u64(d, "Free_count", st.free_count);
+  return 0;
+}
+
+// The memzones in use, in the order rte_memzone_walk visits them: /eal/memzone_list's numbers
+// and /eal/memzone_info's index are positions in it (both txbatch's, so they agree).
+std::vector<const rte_memzone*> Memzones() {
+  std::vector<const rte_memzone*> zones;
+  zones.reserve(64);
+  rte_memzone_walk(
+      [](const rte_memzone* mz, void* arg) {
+        static_cast<std::vector<const rte_memzone*>*>(arg)->push_back(mz);
+      },
+      &zones);
+  return zones;
+}
+
+int MemzoneListCommand(const char*, const char*, rte_tel_data* d) {
+  rte_tel_data_start_array(d, RTE_TEL_INT_VAL);
+  const size_t n = Memzones().size();
+  for (size_t i = 0; i < n; ++i) rte_tel_data_add_array_int(d, static_cast<int>(i));
+  return 0;
+}
+
+int MemzoneInfoCommand(const char*, const char* params, rte_tel_data* d) {
+  const std::vector<const rte_memzone*> zones = Memzones();
+  const std::optional<unsigned> i = IndexParam(params, static_cast<unsigned>(zones.size()));
+  if (!i) return -EINVAL;
+  const rte_memzone* mz = zones[*i];
+  char addr[32];
+  std::snprintf(addr, sizeof addr, "%p", mz->addr);
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_int(d, "Zone", static_cast<int>(*i));
+  rte_tel_data_add_dict_string(d, "Name", mz->name);
+  rte_tel_data_add_dict_u64(d, "Length", mz->len);
+  rte_tel_data_add_dict_string(d, "Address", addr);
+  rte_tel_data_add_dict_int(d, "Socket", mz->socket_id);
+  rte_tel_data_add_dict_int(d, "Flags", static_cast<int>(mz->flags));
+  rte_tel_data_add_dict_u64(d, "Hugepage_size", mz->hugepage_sz);
+  return 0;
+}
+
 int StatsCommand(const char*, const char*, rte_tel_data* d) { return Reply(TelemetryStats(), d); }
 
 }  // namespace
@@ -77,11 +162,25 @@ Status RegisterTelemetry() {
       rc = rte_telemetry_register_cmd("/txbatch/stats", StatsCommand,
                                       "This txbatch's counters so far (at_s: when published). "
                                       "Takes no parameters.");
+    // In front of DPDK's own, which check no bounds (above).
+    if (rc == 0)
+      rc = rte_telemetry_register_cmd("/eal/heap_info", HeapInfoCommand,
+                                      "Returns malloc heap stats. Parameters: int heap_id (as "
+                                      "/eal/heap_list gives; txbatch's, bounds-checked)");
+    if (rc == 0)
+      rc = rte_telemetry_register_cmd("/eal/memzone_list", MemzoneListCommand,
+                                      "Returns the memzones' indexes (txbatch's: positions among "
+                                      "those in use). Takes no parameters");
+    if (rc == 0)
+      rc = rte_telemetry_register_cmd("/eal/memzone_info", MemzoneInfoCommand,
+                                      "Returns a memzone's info. Parameters: int mz_id (as "
+                                      "/eal/memzone_list gives; txbatch's, bounds-checked)");
   });
   if (rc != 0)
     return MakeError(-rc,
                      "cannot register txbatch's telemetry commands (/txbatch/info, "
-                     "/txbatch/stats) with DPDK telemetry");
+                     "/txbatch/stats, /eal/heap_info, /eal/memzone_list, /eal/memzone_info) with "
+                     "DPDK telemetry");
   return {};
 }
 

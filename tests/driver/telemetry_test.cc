@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/driver/run_helper.h"
 
@@ -21,24 +22,31 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// dpdk-telemetry.py's replies to `commands` (one a line), by command; empty where it could not
+// dpdk-telemetry.py's replies to `commands` (one a line), in order; empty where it could not
 // connect.
-json AskTelemetry(const std::string& prefix, const std::string& commands) {
+std::vector<json> AskTelemetryInOrder(const std::string& prefix, const std::string& commands) {
   const std::string cmd = "printf '" + commands + "' | dpdk-telemetry.py -f " + prefix + " 2>&1";
+  std::vector<json> replies;
   std::FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return json::object();
+  if (p == nullptr) return replies;
   std::string out;
   char buf[4096];
   while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
   pclose(p);
-  json replies = json::object();
   std::istringstream lines(out);
   for (std::string line; std::getline(lines, line);) {
     const size_t brace = line.find('{');  // after the tool's prompt, where it prints one
     if (brace == std::string::npos) continue;
-    const json reply = json::parse(line.substr(brace), nullptr, /*allow_exceptions=*/false);
-    if (reply.is_object()) replies.update(reply);
+    json reply = json::parse(line.substr(brace), nullptr, /*allow_exceptions=*/false);
+    if (reply.is_object()) replies.push_back(std::move(reply));
   }
+  return replies;
+}
+
+// The same by command (a later reply to one name replaces an earlier).
+json AskTelemetry(const std::string& prefix, const std::string& commands) {
+  json replies = json::object();
+  for (const json& r : AskTelemetryInOrder(prefix, commands)) replies.update(r);
   return replies;
 }
 
@@ -85,6 +93,55 @@ TEST(Telemetry, DpdkTelemetryPyReadsTxbatchsOwnCommandsWhileASinkRuns) {
   EXPECT_EQ(replies["/ethdev/list"], json::array({0})) << replies;
   // The folder and the socket DPDK would have unlinked only after it: gone.
   EXPECT_FALSE(fs::exists("/var/run/dpdk/" + prefix));
+}
+
+// Issue 44, item 12: DPDK 22.11's own /eal/heap_info and /eal/memzone_info took the client's
+// number as an array index unchecked — each of these killed the process (SIGSEGV in the
+// telemetry thread; a lab bridge died with its books) or spun the thread (heap_info,32). The
+// sink must answer null to each, go on answering (/txbatch/stats after them), end with exit 0,
+// and still give a heap's and a memzone's info for numbers that name one.
+TEST(Telemetry, OutOfRangeEalQueriesAreAnsweredNullAndTheProcessLives) {
+  const std::string prefix = "txbatch-telemetry-bad-" + std::to_string(getpid());
+  TxbatchRun run;
+  std::thread sink([&] {
+    run = RunTxbatch("sink --port net_null0 --duration 4 --stats 0 --eal-extra --file-prefix=" +
+                     prefix);
+  });
+  const char* bad[] = {"/eal/heap_info,999999", "/eal/heap_info,-5",      "/eal/heap_info,32",
+                       "/eal/heap_info,1x",     "/eal/memzone_info,2560", "/eal/memzone_info,5000",
+                       "/eal/memzone_info,-1",  "/eal/heap_info"};
+  std::string ask;
+  for (const char* q : bad) ask += std::string(q) + "\\n";
+  ask += "/eal/heap_list\\n/eal/heap_info,0\\n/eal/memzone_list\\n/eal/memzone_info,0\\n"
+         "/txbatch/stats\\n";
+  std::vector<json> in_order;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (fs::exists("/var/run/dpdk/" + prefix + "/dpdk_telemetry.v2")) {
+      in_order = AskTelemetryInOrder(prefix, ask);
+      if (!in_order.empty()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  sink.join();
+  EXPECT_EQ(run.status, 0) << run.err;
+  // Every question answered, in order: the bad ones with null.
+  const size_t n_bad = std::size(bad);
+  ASSERT_EQ(in_order.size(), n_bad + 5) << json(in_order).dump() << run.err;
+  for (size_t i = 0; i < n_bad; ++i) {
+    const std::string name = std::string(bad[i]).substr(0, std::string(bad[i]).find(','));
+    EXPECT_TRUE(in_order[i].contains(name) && in_order[i][name].is_null())
+        << bad[i] << ": " << in_order[i].dump();
+  }
+  json replies = json::object();
+  for (size_t i = n_bad; i < in_order.size(); ++i) replies.update(in_order[i]);
+  EXPECT_EQ(replies["/txbatch/stats"].value("state", ""), "running") << replies.dump();
+  EXPECT_EQ(replies["/eal/heap_list"], json::array({0})) << replies.dump();
+  EXPECT_EQ(replies["/eal/heap_info"].value("Heap_id", -1), 0) << replies.dump();
+  EXPECT_GT(replies["/eal/heap_info"].value("Heap_size", uint64_t{0}), 0u) << replies.dump();
+  ASSERT_TRUE(replies["/eal/memzone_list"].is_array()) << replies.dump();
+  EXPECT_FALSE(replies["/eal/memzone_list"].empty()) << replies.dump();
+  EXPECT_GT(replies["/eal/memzone_info"].value("Length", uint64_t{0}), 0u) << replies.dump();
 }
 
 TEST(Telemetry, NoTelemetryLeavesNoSocketAndNoHeaderLine) {
