@@ -860,6 +860,38 @@ TEST(SimQueueRun, ARunnerWhoseWaitPassesItsDeadlineDoesNotSleep) {
   EXPECT_EQ(runner.step, SimStep::kDequeue);
 }
 
+// buffer:N under a dedicated runner: every bulk is one the buffer lets go. With 11 frames queued
+// the run sends 8 and ends; the 3 left wait for 5 more, then go as a bulk of 8. The run went on
+// to the 3 (the frames producers enqueued during its driver call): posts of 1..16 between the
+// 32s under buffer:32 in the VM lab's soft-RoCE cases.
+TEST(SimQueueRun, ADedicatedRunnersBulksAreAllFullUnderBufferN) {
+  DedicatedSimRig d("buffer:8");
+  auto [rig, q, runner] = std::tie(d.rig, d.q, d.runner);
+  runner.t = runner.ran_to = 1'000'000;
+  const auto finish = [&] {  // the runner's run to its end (SimRig::Finish steps rig.q's)
+    for (int i = 0; runner.step != runner.home && i < 1000; ++i) q.StepRun(runner);
+    ASSERT_EQ(runner.step, runner.home);
+  };
+  for (int i = 0; i < 11; ++i)
+    ASSERT_EQ(q.Enqueue(rig.p1, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
+  q.Poll(runner, false);
+  ASSERT_EQ(runner.step, SimStep::kDequeue);
+  finish();
+  EXPECT_EQ(rig.driver.Handovers(), Sizes({8}));
+  EXPECT_EQ(q.qdisc().backlog(), 3u);
+  q.Poll(runner, false);
+  EXPECT_EQ(runner.step, SimStep::kPoll) << "3 of 8: the buffer holds them";
+  rig.p1.t = rig.p1.ran_to = runner.t + 1'000'000;  // after the run let the root lock go
+  for (int i = 0; i < 5; ++i)
+    ASSERT_EQ(q.Enqueue(rig.p1, SimRig::Frame(), 1, false), SimQueue::Put::kDone);
+  runner.t = runner.ran_to = rig.p1.t;
+  q.Poll(runner, false);
+  ASSERT_EQ(runner.step, SimStep::kDequeue);
+  finish();
+  EXPECT_EQ(rig.driver.Handovers(), Sizes({8, 8}));
+  EXPECT_TRUE(q.qdisc().empty());
+}
+
 // The txirq reads the driver's next completion under the TX lock, as IrqLoop does before each
 // sleep: while a run's driver call holds the lock it sleeps in it, and reads once woken.
 TEST(SimQueueRun, TheTxirqReadsItsNextCompletionUnderTheTxLock) {
