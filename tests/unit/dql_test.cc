@@ -55,9 +55,40 @@ TEST(Dql, GrowthAddsTheOvershootOfACompletionThatLeftTheLimitUnchanged) {
   ASSERT_EQ(dql.limit(), 1500u);
   dql.Queued(1000);
   // Everything queued before the last completion (6000) is done, and it was over the limit:
-  // old + (completed - prev_queued) + prev_ovlimit = 1500 + (7000 - 6000) + 3000.
+  // old + (completed - prev_queued) + prev_ovlimit = 1500 + (7000 - 6000) + 3000. (The queue
+  // also ran dry here, so the first starvation arm fires too; the next test has only the second.)
   dql.Completed(4000, 3);
   EXPECT_EQ(dql.limit(), 5500u);
+}
+
+// The kernel's second starvation arm (lib/dynamic_queue_limits.c, dql_completed):
+// `dql->prev_ovlimit && all_prev_completed` — the queue was over the limit at the previous
+// completion and everything queued by then has completed, so it may have run dry between that
+// completion and the next enqueue, even though more has been queued since and is in flight now
+// (the first arm, `ovlimit && !inprogress`, does not see that).
+TEST(Dql, GrowsWhenThePreviousIntervalOverranAndAllOfItCompletedThoughMoreIsInFlight) {
+  DynamicQueueLimits dql(/*hold_tsc=*/100);
+  dql.Queued(1500);
+  dql.Completed(1500, 1);  // starved (over a limit of 0, now empty): limit 0 + 1500 = 1500
+  ASSERT_EQ(dql.limit(), 1500u);
+  dql.Queued(4500);
+  // queued 6000, completed 1500 -> 3000: 4500 was in flight against a limit of 1500, so
+  // ovlimit = 4500 - 1500 = 3000; 3000 still in progress (not the first arm); prev_ovlimit is 0
+  // (the last completion changed the limit, which zeroes it), so not the second; and
+  // prev_inprogress = prev_num_queued 1500 - num_completed 1500 = 0, so no slack either:
+  // the limit stays, and prev_ovlimit = 3000, prev_num_queued = 6000.
+  dql.Completed(1500, 2);
+  ASSERT_EQ(dql.limit(), 1500u);
+  dql.Queued(2000);
+  // queued 8000, completed 3000 -> 7000: inprogress = 1000 (not dry: the first arm is false),
+  // all_prev_completed = 7000 >= 6000 and prev_ovlimit = 3000: the second arm grows it by
+  // POSDIFF(completed, prev_num_queued) + prev_ovlimit = (7000 - 6000) + 3000:
+  // 1500 + 1000 + 3000 = 5500. Without the second arm the slack branch is skipped too
+  // (!all_prev_completed is false) and the limit would stay 1500.
+  dql.Completed(4000, 3);
+  EXPECT_EQ(dql.limit(), 5500u);
+  EXPECT_EQ(dql.in_flight(), 1000u);
+  EXPECT_EQ(dql.Avail(), 5500 - 1000);  // adj_limit = limit + completed = 12500, less the 8000 queued
 }
 
 TEST(Dql, StaysWithinItsBounds) {
