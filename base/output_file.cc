@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/random.h>
@@ -9,6 +11,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -29,23 +32,60 @@ namespace fs = std::filesystem;
 // started alongside txbatch, `jq < fifo &`, may open it a moment later).
 constexpr double kFifoReaderWaitS = 3;
 
+// Set once a stop signal came (GiveUpOnStalledReaders): a write that then makes no progress for
+// kStalledReaderGraceS is abandoned.
+std::atomic<bool> give_up{false};
+
+// How long a write makes no progress after a stop signal before it is abandoned: a reader that
+// is reading drains a pipe's 64 KiB in far less.
+constexpr auto kStalledReaderGraceS = std::chrono::seconds(1);
+
+// At most what a pipe with room takes without blocking (PIPE_BUF): after poll says POLLOUT, a
+// write this size never waits, so a reader that stalls can hold up a write only in poll, where
+// a stop signal is seen.
+constexpr size_t kPipeChunk = PIPE_BUF;
+
 // Writes all of `text` to `fd`, retrying short writes and EINTR; errno on failure. SIGPIPE is
 // held back meanwhile: a reader that went away (`--json >(head -c 10)`) is EPIPE, one sentence,
-// not death by a signal that leaves EAL's files behind.
+// not death by a signal that leaves EAL's files behind. Where the reader stops reading (a FIFO,
+// a pipe, a terminal held), the write waits for it — until a stop signal came and a second
+// passed with nothing taken: then ECANCELED (a grid's --stats-json, a --json FIFO: the first
+// signal ended nothing while a stalled reader held the write).
 int WriteAllTo(int fd, std::string_view text) {
   sigset_t pipe, old;
   sigemptyset(&pipe);
   sigaddset(&pipe, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe, &old);
+  struct stat st {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  auto progress = std::chrono::steady_clock::now();
   int err = 0;
   while (!text.empty()) {
-    const ssize_t n = ::write(fd, text.data(), text.size());
+    if (!regular) {
+      pollfd p{fd, POLLOUT, 0};
+      const int ready = ::poll(&p, 1, 100);
+      if (ready < 0 && errno != EINTR) {
+        err = errno;
+        break;
+      }
+      if (ready <= 0) {
+        if (give_up.load(std::memory_order_relaxed) &&
+            std::chrono::steady_clock::now() - progress > kStalledReaderGraceS) {
+          err = ECANCELED;
+          break;
+        }
+        continue;
+      }
+    }
+    const ssize_t n =
+        ::write(fd, text.data(), regular ? text.size() : std::min(text.size(), kPipeChunk));
     if (n < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR || errno == EAGAIN) continue;
       err = errno;
       break;
     }
     text.remove_prefix(static_cast<size_t>(n));
+    progress = std::chrono::steady_clock::now();
   }
   if (err == EPIPE) {  // take the SIGPIPE this write raised before unblocking
     const timespec now{0, 0};
@@ -54,6 +94,14 @@ int WriteAllTo(int fd, std::string_view text) {
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return err;
+}
+
+// The cause in a sentence: strerror's, or for an abandoned write what happened.
+std::string Cause(int err) {
+  if (err == ECANCELED)
+    return "its reader stopped reading, and txbatch stopped waiting for it a second after the "
+           "stop signal";
+  return std::strerror(err);
 }
 
 // Opens what `w` names — something that exists and is not a regular file (a FIFO, a device, a
@@ -209,6 +257,10 @@ Result<OutputFile> OutputFile::Check(std::string path, std::string what) {
 
 std::string OutputFile::stdout_claimed_by_;
 
+void GiveUpOnStalledReaders() { give_up.store(true, std::memory_order_relaxed); }
+
+bool GivingUpOnStalledReaders() { return give_up.load(std::memory_order_relaxed); }
+
 Status DistinctOutputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
   std::vector<std::pair<std::string, std::string>> seen;  // canonical path, option
   for (const auto& [option, path] : outputs) {
@@ -239,8 +291,7 @@ void OutputFile::ClaimStdout() {
 
 Status OutputFile::Write(std::string_view text) const {
   const auto fail = [&](int err) {
-    return MakeError(err, fmt::format("cannot write {} '{}': {}", what_, path_,
-                                      std::strerror(err)));
+    return MakeError(err, fmt::format("cannot write {} '{}': {}", what_, path_, Cause(err)));
   };
   if (to_stdout_) {
     std::fflush(stdout);
@@ -351,7 +402,7 @@ bool LineStream::WriteLine(std::string_view line) {
     // reader of the file finds whole lines only.
     if (before >= 0 && ::ftruncate(fd_, before) == 0) (void)::lseek(fd_, before, SEEK_SET);
     failure_ =
-        fmt::format("cannot write {} '{}': {}", out_.what(), out_.path(), std::strerror(err));
+        fmt::format("cannot write {} '{}': {}", out_.what(), out_.path(), Cause(err));
     return false;
   }
   return true;

@@ -99,6 +99,13 @@ class LineStream {
   std::string failure_;
 };
 
+// From now on, a write to an output whose reader stopped reading (a FIFO, a pipe, a terminal held)
+// is abandoned once it has made no progress for a second: called at the first stop signal (it
+// is async-signal-safe), so a stalled reader cannot keep a stopping txbatch from writing its
+// other outputs and ending. Before it, such a write waits, as a pipe's writer does.
+void GiveUpOnStalledReaders();
+bool GivingUpOnStalledReaders();
+
 // Refuses (one sentence) two of a command's outputs, (option, path) pairs, that name one regular
 // or new file: each would replace or truncate what the other wrote. Devices (/dev/null) and
 // FIFOs may be shared; empty paths and "-" are left out.

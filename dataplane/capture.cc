@@ -2,13 +2,16 @@
 #define ALLOW_EXPERIMENTAL_API 1
 #include "dataplane/capture.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
 #include <pthread.h>
 #include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_pcapng.h>
 #include <rte_ring.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,11 +21,16 @@
 #include <ctime>
 #include <thread>
 
+#include "base/output_file.h"
 #include "dataplane/eal.h"
 #include "txbatch_config.h"
 
 namespace txbatch {
 namespace {
+
+// How long the writer may take nothing off the ring after a stop signal before a stalled
+// reader's share is discarded (WaitForWriter): output_file's grace for the same case.
+constexpr auto kStalledCaptureS = std::chrono::seconds(1);
 
 // A frame of `mtu` bytes of L3 with its Ethernet header and a VLAN tag.
 unsigned SnapFor(unsigned mtu) { return mtu + 18; }
@@ -94,13 +102,13 @@ Result<std::unique_ptr<Capture>> Capture::Start(int fd, PoolPtr pool, unsigned m
     rte_ring_free(ring);
     return MakeError(err, fmt::format("cannot start the capture file: {}", std::strerror(err)));
   }
-  std::unique_ptr<Capture> c(new Capture(out, std::move(pool), ring, snap));
+  std::unique_ptr<Capture> c(new Capture(out, fd, std::move(pool), ring, snap));
   active_.store(c.get(), std::memory_order_release);
   return c;
 }
 
-Capture::Capture(rte_pcapng* out, PoolPtr pool, rte_ring* ring, unsigned snap)
-    : out_(out), pool_(std::move(pool)), ring_(ring), snap_(snap), tsc_hz_(rte_get_tsc_hz()) {
+Capture::Capture(rte_pcapng* out, int fd, PoolPtr pool, rte_ring* ring, unsigned snap)
+    : out_(out), fd_(fd), pool_(std::move(pool)), ring_(ring), snap_(snap), tsc_hz_(rte_get_tsc_hz()) {
   timespec ts{};
   tsc0_ = rte_get_tsc_cycles();
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -115,7 +123,7 @@ void Capture::Stop() {
   stopped_ = true;
   active_.store(nullptr, std::memory_order_release);
   stop_.store(true, std::memory_order_release);
-  writer_.join();  // it empties the ring before it returns
+  WaitForWriter();
   // Posted after that (none, by the precondition): freed, counted as dropped.
   void* left[64];
   while (const unsigned n = rte_ring_sc_dequeue_burst(ring_, left, 64, nullptr)) {
@@ -141,6 +149,7 @@ void Capture::Stop() {
     });
   }
   rte_pcapng_close(out_);  // closes the file descriptor
+  if (drain_ >= 0) ::close(drain_);
   rte_ring_free(ring_);
 }
 
@@ -229,7 +238,49 @@ void Capture::Post(rte_mbuf* const* copies, unsigned n) {
   }
 }
 
+void Capture::WaitForWriter() {
+  using Clock = std::chrono::steady_clock;
+  uint64_t last = written_.load();
+  auto progress = Clock::now();
+  while (!writer_done_.load(std::memory_order_acquire)) {
+    if (drain_ < 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } else {  // as fast as the writer writes: a pipe holds 64 KiB, the ring megabytes
+      pollfd p{drain_, POLLIN, 0};
+      (void)::poll(&p, 1, 10);
+    }
+    if (const uint64_t w = written_.load(); w != last) {
+      last = w;
+      progress = Clock::now();
+    }
+    struct stat st {};
+    if (drain_ < 0 && GivingUpOnStalledReaders() && Clock::now() - progress > kStalledCaptureS &&
+        ::fstat(fd_, &st) == 0 && S_ISFIFO(st.st_mode)) {
+      // A FIFO's or a pipe's /proc name opens a read end of it (Linux).
+      drain_ = ::open(fmt::format("/proc/self/fd/{}", fd_).c_str(),
+                      O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+      if (drain_ >= 0) {
+        std::lock_guard lock(mu_);
+        if (failure_.empty())
+          failure_ =
+              "its reader stopped reading, and txbatch discarded what it did not take a second "
+              "after the stop signal (the file is cut short)";
+      }
+    }
+    if (drain_ >= 0) {
+      char buf[1 << 16];
+      while (::read(drain_, buf, sizeof buf) > 0) {
+      }
+    }
+  }
+  writer_.join();
+}
+
 void Capture::Writer() {
+  struct Done {
+    std::atomic<bool>& done;
+    ~Done() { done.store(true, std::memory_order_release); }
+  } done{writer_done_};
   pthread_setname_np(pthread_self(), "txb-capture");
   EnterOutputThread();
   std::array<rte_mbuf*, 256> batch;

@@ -83,19 +83,27 @@ class Capture {
   std::string failure() const;
 
  private:
-  Capture(rte_pcapng* out, PoolPtr pool, rte_ring* ring, unsigned snap);
+  Capture(rte_pcapng* out, int fd, PoolPtr pool, rte_ring* ring, unsigned snap);
   void Post(rte_mbuf* const* copies, unsigned n);
+  // Waits for the writer to return (it empties the ring first). A reader that stopped reading
+  // holds it in DPDK's writev: after a stop signal (GivingUpOnStalledReaders), once a second
+  // passed with nothing written, what that reader does not take is read off the pipe here and
+  // discarded, and the capture is a failure that says so — the command ends at the signal.
+  void WaitForWriter();
   void Stamp(rte_mbuf* copy, uint64_t tsc) const;
   void Writer();
 
   static std::atomic<Capture*> active_;
   rte_pcapng* out_;
+  const int fd_;  // out_'s (rte_pcapng closes it)
   PoolPtr pool_;
   rte_ring* ring_;  // posted copies, in order; kPoolFrames of them at most
   const unsigned snap_;
   const uint64_t tsc_hz_;
   uint64_t tsc0_ = 0, ns0_ = 0;  // a TSC reading and the wall clock's at the same moment
   std::atomic<bool> stop_{false};  // the writer empties the ring and returns
+  std::atomic<bool> writer_done_{false};  // it did
+  int drain_ = -1;  // a read end of the output's pipe, where a stalled reader's share is read off
   mutable std::mutex mu_;  // failure_ (the writer and the control thread, never the data path)
   bool stopped_ = false;  // Stop ran
   std::string failure_;

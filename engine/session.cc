@@ -35,6 +35,7 @@ std::atomic<bool> g_stop{false};
 // say — takes the signal's default action at once (the next txbatch removes the EAL folder it
 // leaves).
 extern "C" void OnSignal(int sig) {
+  GiveUpOnStalledReaders();  // a stalled reader no longer holds up the writes that end the run
   if (g_stop.exchange(true)) {
     std::signal(sig, SIG_DFL);
     std::raise(sig);
