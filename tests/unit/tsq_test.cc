@@ -37,6 +37,22 @@ TEST(Tsq, AFlowOverItsLimitWaitsUntilAReleaseBringsItBack) {
   EXPECT_FALSE(tsq.WaitForRoom(0));  // not throttled: no wait
 }
 
+// tcp_small_queue_check throttles when `refcount_read(&sk->sk_wmem_alloc) > limit`: a flow with
+// exactly its limit below it still sends; one byte more and it waits.
+TEST(Tsq, AFlowAtExactlyItsLimitIsNotThrottled) {
+  TsqLedger tsq(1, 3000);
+  tsq.Charge(0, 1500);
+  tsq.Charge(0, 1500);
+  ASSERT_EQ(tsq.Below(0), 3000);
+  EXPECT_FALSE(tsq.Throttled(0)) << "3000 below against a limit of 3000 is not over it";
+  EXPECT_FALSE(tsq.WaitForRoom(0));  // the producer's wait agrees: no sleep at the limit
+  EXPECT_EQ(tsq.sleeps(0), 0u);
+  tsq.Charge(0, 1);
+  EXPECT_TRUE(tsq.Throttled(0)) << "3001 below is over the limit";
+  tsq.Release(0, 1);
+  EXPECT_FALSE(tsq.Throttled(0)) << "back at the limit: it may send again";
+}
+
 TEST(Tsq, AbortReleasesEveryWaitingProducer) {
   TsqLedger tsq(1, 100);
   tsq.Charge(0, 1000);
