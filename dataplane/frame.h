@@ -124,10 +124,19 @@ class FrameBuilder {
   uint32_t tmpl_ip_sum_ = 0;  // IPv4 header sum with packet_id = 0, checksum = 0
 };
 
+// The TX stamp of a frame sent without one (--no-timing: even where pacing read the clock, the
+// frame does not carry it). No stamp is 0 otherwise — the TSC counts from boot, the simulation's
+// from an origin past 0 (sim_engine.cc) — so a receiver tells these frames apart and measures no
+// latency from them (from 0 it read the receiver's uptime as latency).
+inline constexpr Tsc kNoTxStamp = 0;
+
 // Rewrites the TX stamp of a frame built by FrameBuilder (from the lengths it set; no parsing),
-// and of every slice of a GSO frame (FrameBuilder::BuildGso: each starts with its header).
+// and of every slice of a GSO frame (FrameBuilder::BuildGso: each starts with its header). A
+// frame sent without a stamp (kNoTxStamp) keeps none: a stamp given only to the frames that
+// waited would give a receiver the latency of those alone.
 inline void RestampTx(rte_mbuf* m, Tsc tx_tsc) {
   auto* h = rte_pktmbuf_mtod_offset(m, TxbatchHeader*, m->l2_len + m->l3_len + m->l4_len);
+  if (h->tx_tsc == kNoTxStamp) return;
   h->tx_tsc = tx_tsc;
   for (rte_mbuf* s = m->next; s != nullptr; s = s->next)
     rte_pktmbuf_mtod(s, TxbatchHeader*)->tx_tsc = tx_tsc;
@@ -163,7 +172,7 @@ struct ParsedFrame {
   Proto proto = Proto::kUdp;
   uint16_t flow = 0;
   uint64_t seq = 0;
-  Tsc tx_tsc = 0;
+  Tsc tx_tsc = kNoTxStamp;
   unsigned payload = 0;  // L4 payload bytes, txbatch header included
 };
 

@@ -216,7 +216,10 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
     // One TSC read per frame: its stamp, the start of a batch and the policy's clock.
     const Tsc now = clock_per_frame ? Now() : 0;
     last_now = now;
-    rte_mbuf* const m = builder.BuildSlices({chain.data(), slices}, payload, mss, now);
+    // Without timing the frame carries no stamp, even where pacing read the clock: a receiver
+    // takes every frame of a --no-timing sender alike (kNoTxStamp: counted, no latency).
+    rte_mbuf* const m =
+        builder.BuildSlices({chain.data(), slices}, payload, mss, cfg.stamp ? now : kNoTxStamp);
     stats.generated.Add(slices);
     if (own == nullptr) {
       if (cfg.tsq != nullptr) cfg.tsq->Charge(index, payload);

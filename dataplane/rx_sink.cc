@@ -33,7 +33,8 @@ void RxSink::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arr
     ++flows_[f.flow].counts.received;
     Track(flows_[f.flow], f.seq);
     const Tsc at = arrival[i];
-    if (at < f.tx_tsc) {
+    const bool stamped = f.tx_tsc != kNoTxStamp;
+    if (stamped && at < f.tx_tsc) {
       arrival_before_tx_.Add();
       continue;
     }
@@ -41,6 +42,10 @@ void RxSink::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arr
       window_frames_.Add();
       window_payload_bytes_.Add(f.payload);
       if (!timing_) continue;
+      if (!stamped) {
+        unstamped_.Add();
+        continue;
+      }
       const double total = static_cast<double>(at - f.tx_tsc) * ns_per_tsc_;
       latency_.Record(total);
       if (!flow_latency_.empty()) {
@@ -120,6 +125,7 @@ void RxSink::Absorb(const RxSink& o) {
                           {&reordered_, &o.reordered_},
                           {&late_, &o.late_},
                           {&arrival_before_tx_, &o.arrival_before_tx_},
+                          {&unstamped_, &o.unstamped_},
                           {&window_frames_, &o.window_frames_},
                           {&window_payload_bytes_, &o.window_payload_bytes_}})
     to->Add(from->Get());
@@ -169,6 +175,7 @@ SinkCounts RxSink::counts() const {
   c.reordered = reordered_.Get();
   c.late_beyond_window = late_.Get();
   c.arrival_before_tx = arrival_before_tx_.Get();
+  c.unstamped = unstamped_.Get();
   c.window_frames = window_frames_.Get();
   c.window_payload_bytes = window_payload_bytes_.Get();
   return c;

@@ -37,6 +37,9 @@ struct SinkCounts {
   uint64_t arrival_before_tx = 0;   // model sanity: a frame arriving before it was stamped
   uint64_t window_frames = 0;       // received with arrival in the run window
   uint64_t window_payload_bytes = 0;
+  // Arrived in the window without a TX stamp (kNoTxStamp: a --no-timing sender), where latency
+  // is measured: counted, left out of latency.
+  uint64_t unstamped = 0;
 };
 
 // One flow's share of SinkCounts (a flow: one sender's producer, its own sequence).
@@ -69,7 +72,8 @@ class RxSink final : public FrameReceiver {
   // Takes ownership of `frames` (frees them); arrival[i] is frame i's arrival TSC.
   void Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival) override;
 
-  // Latency of frames that arrived in the window.
+  // Latency of frames that arrived in the window carrying a TX stamp (those without one are
+  // SinkCounts::unstamped).
   const LatencyHistogram& latency() const { return latency_; }
 
   // The same frames' latency split by stage, from the stage timestamps they carry (TxMeta; frames
@@ -126,7 +130,8 @@ class RxSink final : public FrameReceiver {
   LatencyHistogram before_driver_, driver_ring_, wire_;
   std::array<LatencyHistogram, kPositionBuckets> position_;
   const int meta_offset_;
-  Counter received_, foreign_, lost_, duplicated_, reordered_, late_, arrival_before_tx_;
+  Counter received_, foreign_, lost_, duplicated_, reordered_, late_, arrival_before_tx_,
+      unstamped_;
   Counter window_frames_, window_payload_bytes_;
   std::array<Counter, kParseStatuses> foreign_by_status_;
 };

@@ -115,7 +115,23 @@ nlohmann::json SinkRecord(const std::string& port, unsigned flows,
             {"mpps", o.active_s > 0 ? c.received / o.active_s / 1e6 : 0.0},
             {"payload_bytes", c.window_payload_bytes},
             {"latency_ns", LatencyJson(latency)},
+            {"latency_why", latency || o.latency_why.empty() ? nlohmann::json(nullptr)
+                                                             : nlohmann::json(o.latency_why)},
+            {"unstamped", c.unstamped},
             {"per_flow", PerFlowJson(o)}}}};
+}
+
+std::string SinkLatencyWhyNone(bool clocks_synchronised, const SinkCounts& c) {
+  if (!clocks_synchronised)
+    return "the clocks were not stated synchronised (--clocks-synchronised); txbatch respond "
+           "gives round trips";
+  if (c.window_frames == 0) return "no txbatch frame arrived";
+  if (c.unstamped == c.window_frames)
+    return fmt::format(
+        "none of the {} frames carried a TX stamp (their sender ran with "
+        "--no-timing, which stamps none), so there is nothing to measure it from",
+        c.unstamped);
+  return "";
 }
 
 int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
@@ -377,14 +393,18 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
         "the link lost {} frames (the gaps above include them); {} still in it at exit "
         "were freed\n",
         link_lost, link_in_flight);
-  fmt::print("one-way latency: {}\n",
-             !a.clocks_synchronised ? "not reported (the clocks were not stated synchronised: "
-                                      "--clocks-synchronised; txbatch respond gives round trips)"
-             : latency ? fmt::format("p50 {} p99 {} max {}", Lat(latency, &LatencySummary::p50),
-                                     Lat(latency, &LatencySummary::p99),
-                                     Lat(latency, &LatencySummary::max))
-                       : std::string("none received"));
-  const SinkOutcome outcome{c, link_lost, active_s, latency, std::move(flows)};
+  const std::string latency_why = latency ? "" : SinkLatencyWhyNone(a.clocks_synchronised, c);
+  fmt::print(
+      "one-way latency: {}{}\n",
+      latency ? fmt::format("p50 {} p99 {} max {}", Lat(latency, &LatencySummary::p50),
+                            Lat(latency, &LatencySummary::p99), Lat(latency, &LatencySummary::max))
+              : "not reported: " + latency_why,
+      latency && c.unstamped > 0
+          ? fmt::format(" ({} frames without a TX stamp, from a --no-timing sender, left "
+                        "out)",
+                        c.unstamped)
+          : std::string());
+  const SinkOutcome outcome{c, link_lost, active_s, latency, std::move(flows), latency_why};
   if (a.per_flow) PrintFlows(outcome, a.clocks_synchronised);
   const nlohmann::json doc = SinkRecord(record_port, a.flows, *link, outcome);
   const unsigned in_use = rte_mempool_in_use_count(fwd->pool.get());

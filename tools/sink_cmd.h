@@ -44,7 +44,14 @@ struct SinkOutcome {
     std::optional<LatencySummary> latency;
   };
   std::vector<Flow> flows;
+  // Why `latency` is empty, in one sentence (SinkLatencyWhyNone); empty where it has a value.
+  std::string latency_why;
 };
+
+// Why a sink has no one-way latency to report, in one sentence: the clocks were not stated
+// synchronised, nothing arrived, or nothing that arrived carried a TX stamp (a --no-timing
+// sender stamps none: from 0 the receiver's uptime read as latency). Where it has one: empty.
+std::string SinkLatencyWhyNone(bool clocks_synchronised, const SinkCounts& counts);
 
 // The record `sink --json` writes (doc/bridge.md): `port` is the port as the sink's header line
 // names it — an ethdev's spec, or a verbs receiver's description with the QP senders name.

@@ -104,6 +104,29 @@ TEST(Sink, CountsExactlyWhatAnotherProcessSentOverMemif) {
   EXPECT_EQ(s["latency_ns"]["count"], s["received"]) << s;
 }
 
+// Issue 44 item 15: a --no-timing sender stamps no frame (kNoTxStamp, 0), and a
+// --clocks-synchronised sink read the receiver's uptime (126 111 s) as their one-way latency.
+// Frames without a stamp are counted (unstamped: every one here) and left out: latency null,
+// each flow's too, and one sentence saying why, in the record and on stdout. Paced too: --rate
+// reads the clock a frame, and its reading was the stamp of --no-timing frames.
+TEST(Sink, FramesFromANoTimingSenderHaveNoLatencyAndTheSinkSaysWhy) {
+  for (const std::string pace : {"", " --rate 200kpps"}) {
+    const Exchange x =
+        RunThroughMemif("--clocks-synchronised", "--batch 32 --rounds 1 --no-timing" + pace);
+    ASSERT_EQ(x.run_status, 0) << pace << x.run_out;
+    ASSERT_EQ(x.sink_status, 0) << pace << x.sink_out;
+    const json& s = x.sink_doc["results"];
+    ASSERT_GT(s["received"].get<uint64_t>(), 0u) << pace << x.sink_out;
+    EXPECT_TRUE(s["latency_ns"].is_null()) << pace << s["latency_ns"];
+    EXPECT_EQ(s["unstamped"], s["received"]) << pace << s;
+    ASSERT_TRUE(s["latency_why"].is_string()) << pace << s;
+    EXPECT_NE(s["latency_why"].get<std::string>().find("--no-timing"), std::string::npos) << s;
+    for (const json& f : s["per_flow"]) EXPECT_TRUE(f["latency_ns"].is_null()) << pace << f;
+    EXPECT_NE(x.sink_out.find("one-way latency: not reported: none of the"), std::string::npos)
+        << pace << x.sink_out;
+  }
+}
+
 TEST(Sink, ALinkOnTheWayLosesFramesThatShowAsSequenceGaps) {
   const Exchange x = RunThroughMemif("--link 'loss random 2% seed 5'", "--batch 32 --rounds 1");
   ASSERT_EQ(x.run_status, 0) << x.run_out;

@@ -176,6 +176,21 @@ TEST(Gso, ARestampReachesEverySlice) {
   }
 }
 
+// Issue 44 item 15: a frame sent without a stamp (kNoTxStamp, --no-timing) keeps none when it
+// waited for room: stamping only the frames that waited handed a --clocks-synchronised sink the
+// latency of those alone, as if it were every frame's.
+TEST(Gso, AFrameSentWithoutAStampKeepsNoneWhenRestamped) {
+  FrameBuilder b(Proto::kTcp, 0);
+  rte_mbuf* m = BuildGso(b, 3 * kMss, kNoTxStamp);
+  RestampTx(m, 200);
+  std::array<rte_mbuf*, kMaxGsoSegs> seg;
+  ASSERT_EQ(SegmentGso(m, seg), 3u);
+  for (unsigned i = 0; i < 3; ++i) {
+    EXPECT_EQ(ParseFrame(seg[i]).tx_tsc, kNoTxStamp) << i;
+    rte_pktmbuf_free(seg[i]);
+  }
+}
+
 TEST(Gso, UnbuildGivesBackEverySegmentsNumbers) {
   FrameBuilder b(Proto::kTcp, 2);
   rte_mbuf* m = BuildGso(b, 4 * kMss, 0);

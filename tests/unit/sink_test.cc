@@ -8,6 +8,7 @@
 #include "dataplane/rx_sink.h"
 #include "dataplane/tx_meta.h"
 #include "tests/unit/test_eal.h"
+#include "tools/sink_cmd.h"
 
 namespace txbatch {
 namespace {
@@ -135,6 +136,59 @@ TEST(RxSink, CountsEachFlowApartAndTheFlowsAddUpToTheTotals) {
   ASSERT_TRUE(sink.flow_latency(2));  // through Absorb
   EXPECT_EQ(sink.flow_latency(2)->min, 29000);
   EXPECT_FALSE(sink.flow_latency(3));
+  EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
+}
+
+// Issue 44 item 15: a frame stamped kNoTxStamp (0: its --no-timing sender read no clock) has no
+// latency — measured from 0 it was the receiver's uptime, 126 111 s on the machine that showed
+// it — so it is counted as unstamped and left out, of the flow's latency too; a stamped frame
+// beside it is measured as before (stamped at 1000, arriving 500 later: 500 ns at 1 TSC = 1 ns).
+TEST(RxSink, FramesWithoutATxStampAreCountedAndLeftOutOfLatency) {
+  RunWindow window;
+  window.start.store(0);
+  window.end.store(kNever);
+  constexpr Tsc kUptime = 126'111'000'000'000;  // the report's 126 111 s, in TSC (1 GHz)
+  const auto receive = [&](RxSink& sink, std::vector<Tsc> stamps) {
+    FrameBuilder b(Proto::kUdp, 0);
+    std::vector<rte_mbuf*> frames;
+    std::vector<Tsc> arrival;
+    for (const Tsc stamp : stamps) {
+      frames.push_back(rte_pktmbuf_alloc(test::Pool()));
+      ASSERT_NE(frames.back(), nullptr);
+      b.Build(frames.back(), 100, stamp);
+      arrival.push_back(stamp == kNoTxStamp ? kUptime : stamp + 500);
+    }
+    sink.Receive(frames, arrival);
+  };
+  RxSink mixed(window, kHz, 1, 0, false, true, /*flow_latency=*/true);
+  receive(mixed, {kNoTxStamp, 1000, kNoTxStamp, kNoTxStamp});
+  EXPECT_EQ(mixed.counts().received, 4u);
+  EXPECT_EQ(mixed.counts().unstamped, 3u);
+  ASSERT_TRUE(mixed.latency().Summary());
+  EXPECT_EQ(mixed.latency().Summary()->count, 1u);
+  EXPECT_EQ(mixed.latency().Summary()->max, 500);
+  ASSERT_TRUE(mixed.flow_latency(0));
+  EXPECT_EQ(mixed.flow_latency(0)->max, 500);
+  // None stamped: no latency at all, and the sink says why in one sentence.
+  RxSink none(window, kHz, 1, 0, false, true, /*flow_latency=*/true);
+  receive(none, {kNoTxStamp, kNoTxStamp});
+  EXPECT_FALSE(none.latency().Summary());
+  EXPECT_FALSE(none.flow_latency(0));
+  EXPECT_EQ(none.counts().unstamped, 2u);
+  const std::string why = SinkLatencyWhyNone(/*clocks_synchronised=*/true, none.counts());
+  EXPECT_NE(why.find("none of the 2 frames carried a TX stamp"), std::string::npos) << why;
+  EXPECT_NE(why.find("--no-timing"), std::string::npos) << why;
+  EXPECT_EQ(SinkLatencyWhyNone(true, mixed.counts()), "");
+  EXPECT_NE(SinkLatencyWhyNone(false, mixed.counts()).find("--clocks-synchronised"),
+            std::string::npos);
+  EXPECT_EQ(SinkLatencyWhyNone(true, SinkCounts{}), "no txbatch frame arrived");
+  SinkOutcome o;
+  o.counts = none.counts();
+  o.latency_why = why;
+  const nlohmann::json rec = SinkRecord("net_null0", 1, std::nullopt, o);
+  EXPECT_TRUE(rec["results"]["latency_ns"].is_null());
+  EXPECT_EQ(rec["results"]["latency_why"], why);
+  EXPECT_EQ(rec["results"]["unstamped"], 2);
   EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
 }
 
