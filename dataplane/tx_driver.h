@@ -72,7 +72,8 @@ struct DriverCountersOf {
   C window_frames, window_payload_bytes, window_wire_bytes, window_busy_tsc;
   C last_departure;       // TSC of the latest departure so far
   C window_max_idle_tsc;  // longest idle stretch of the wire that ended in the window
-  // Idle stretches of a millisecond or more that ended in the window, summed: longer than any
+  // Idle stretches of a millisecond or more that ended in the window, summed (each for its part
+  // inside the window, as busy time is): longer than any
   // of txbatch's threads sleeps while frames wait (kHostStall), so the host's.
   C window_stalled_tsc;
 

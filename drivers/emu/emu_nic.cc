@@ -238,7 +238,13 @@ class EmuNic final : public TxDriver {
       if (free_at > 0 && window_.Contains(now)) {
         const auto idle = static_cast<uint64_t>(static_cast<double>(now) - free_at);
         counters_.window_max_idle_tsc.Max(idle);
-        if (idle >= host_stall_tsc_) counters_.window_stalled_tsc.Add(idle);
+        // A stall is booked for its part inside the window, as busy time is: one that began
+        // before the window started overlapped the busy time booked for it (busy + stalled came
+        // to 0.3 % more than the window in a test).
+        const double start = static_cast<double>(window_.start.load(std::memory_order_relaxed));
+        if (idle >= host_stall_tsc_)
+          counters_.window_stalled_tsc.Add(
+              static_cast<uint64_t>(static_cast<double>(now) - std::max(free_at, start)));
       }
       free_at = static_cast<double>(now);
     }

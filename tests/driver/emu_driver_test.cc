@@ -51,52 +51,34 @@ void CheckBooksAndDrain(const json& rec) {
   EXPECT_GT(r["latency_ns"]["min"].get<double>(), 0) << cell;
 }
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define TXBATCH_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TXBATCH_TEST_SANITIZED 1
-#endif
-#ifdef TXBATCH_TEST_SANITIZED
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-
-// `share` is the fraction of the ceiling the cell must reach: 99 % on e1000, whose 256-slot
-// ring holds 3.1 ms of wire time (it was 99.5 %: CI then saw 99.40 % once, the VM's vCPUs
-// stalled for ~2 ms of a 0.4 s window without the txirq being late enough to show it). ixgbe at
-// 10 Gb/s of full frames is at this machine's CPU edge, with or without batching: at batch 32,
-// idle, 18 runs (2026-12-01, the cell's own command) gave 0.974-1.000 of the ceiling with no
-// stall (the wire's longest idle 0-113 us), and 0.94-0.95 while apt installed packages
-// (--gtest_repeat=20: 13 of 40 cases failed); CI failed one at 97 %. How near the ceiling it gets
-// is a performance number (doc/perf.md), so there only the model's honesty is checked (share 0).
-void CheckWireAtFullLoad(const json& rec, double share) {
-  // Under a sanitizer the product runs 2-3x slower (clang's ASan build, which carries the
-  // fuzzers' coverage too, more: CI-style runs here saw e1000 with 8 producers at 96 % of the
-  // wire): how near the ceiling a cell gets is checked in the normal build, here the model's
-  // honesty only.
-  if (kSanitized) share = 0;
+// The wire's model, checked for honesty on a real run: never busier than the clock allows, never
+// past its ceiling, its busy time and the host's stalls within the window, its modelled end
+// close behind the wall time at which it was seen.
+//
+// How near the ceiling a full-load cell gets on this shared 2-vCPU machine is NOT asserted here
+// (issue 44, item 5): the host stops txbatch's threads for milliseconds at a time (a clean CI,
+// 2026-12-05: the txirq ~20 ms late in all five runs of an e1000 cell, 0.90-0.95 of the wire),
+// and the check that excused those idles — any idle of a millisecond or more, five attempts,
+// up to a quarter of the window — could not tell a host's stall from txbatch's own lost wake-up.
+// The share is a benchmark (tests/bench/wire_share.sh, doc/perf.md "The wire at full load"), and
+// the invariant behind it — the txirq keeps a full wire busy, never idle while frames wait — is
+// tested on the virtual clock, where no host stalls anything, with the same NIC model
+// (tests/unit/sim_engine_test.cc: SimEngine.AFullE1000WireNeverIdlesWhileFramesWait,
+// AWireBoundCellSitsAtTheCeiling, GsoFramesFillTheWireWithADoorbellEach).
+void CheckWireIsHonest(const json& rec) {
   const json& r = rec["results"];
   const std::string cell = rec["config"].dump() + " " + r["model_checks"].dump();
   ASSERT_FALSE(r["link_ceiling"].is_null()) << cell;
   const double ceiling = r["link_ceiling"]["mb_per_s"].get<double>();
-  // Judged over the time the host ran txbatch's threads: the wire's idle stretches of a
-  // millisecond or more (wire_stalled_us, see kHostStallS) are the host's. A few such stretches
-  // in a window are a shared machine; a quarter of it is not, and fails.
+  EXPECT_LE(r["mb_per_s"].get<double>(), ceiling * (1 + 1e-3)) << cell;
+  // The modelled wire keeps pace with the clock: busy for at most the window, and its busy time
+  // and the idle stretches it books as the host's (wire_stalled_us) fit in the window together.
+  const double utilisation = r["link_utilisation"].get<double>();
+  EXPECT_LE(utilisation, 1.0 + 1e-6) << cell;
+  EXPECT_GT(utilisation, 0) << cell;
   const double window_us = r["window_s"].get<double>() * 1e6;
   const double stalled_us = r["model_checks"]["wire_stalled_us"].get<double>();
-  EXPECT_LE(stalled_us, 0.25 * window_us) << cell;
-  const double ran = 1.0 - std::min(stalled_us, 0.25 * window_us) / window_us;
-  EXPECT_GE(r["mb_per_s"].get<double>(), (share - 0.001) * ran * ceiling) << cell;
-  if (share >= 0.97 && stalled_us == 0) {
-    EXPECT_TRUE(r["link_bound"].get<bool>()) << cell;
-  }
-  // The modelled wire keeps pace with the clock: busy for the window, never more than all of it.
-  EXPECT_LE(r["link_utilisation"].get<double>(), 1.0 + 1e-6) << cell;
-  EXPECT_GE(r["link_utilisation"].get<double>(), (share - 0.001) * ran) << cell;
+  EXPECT_LE(utilisation * window_us + stalled_us, window_us * (1 + 1e-6)) << cell;
   // The modelled end (last departure) is within 2 % of the wall time at which it was seen.
   const json& m = r["model_checks"];
   const double end = m["last_departure_s"].get<double>();
@@ -105,64 +87,19 @@ void CheckWireAtFullLoad(const json& rec, double share) {
   EXPECT_LE(wall - end, 0.02 * wall) << cell;
 }
 
-// A shared 2-vCPU machine sometimes stops the SCHED_FIFO txirq for longer than a ring holds
-// (seen: an RT thread woken 4-6 ms after its timer), or the thread that refills the ring (CI,
-// 2026-12-03: a dedicated runner's e1000 cell at 0.980 of the ceiling, three runs in four, the
-// txirq on time). The wire then idles because a thread was not run, not because the model is
-// wrong: txbatch's own threads never sleep longer than kIrqIdlePoll (125 us) while frames wait,
-// so a wire idle of a millisecond is the host's (kHostStallS). Records show it (wire_max_idle_us,
-// wire_stalled_us, and irq_max_late_us where it was the txirq). Such a run is repeated, at most
-// four times, and said so (2026-12-01 a pre-check saw two stalled runs of one case in a row; the
-// third fell 0.01 % short); the last is judged over the time the host let it run (a clean CI,
-// 2026-12-05: the txirq ~20 ms late in all five runs of an e1000 cell, 0.90-0.95 of the wire).
-constexpr double kHostStallUs = kHostStallS * 1e6;  // a stall, not the gaps of a CPU-bound cell
-
-// The share of the wire's ceiling a record must reach (see CheckWireAtFullLoad).
-using ShareFor = double (*)(const json& rec);
-
-bool StalledByTheHost(const json& doc, ShareFor share_for) {
-  if (!doc.is_object()) return false;
-  for (const json& rec : doc["records"]) {
-    const json& r = rec["results"];
-    if (r["link_utilisation"].is_null()) continue;
-    if (r["link_utilisation"].get<double>() >= share_for(rec) - 0.001) continue;
-    if (r["model_checks"]["wire_max_idle_us"].get<double>() >= kHostStallUs) return true;
-  }
-  return false;
-}
-
-TxbatchRun RunAtFullLoad(const std::string& args, ShareFor share_for) {
-  for (int attempt = 1;; ++attempt) {
-    TxbatchRun run = RunTxbatch(args);
-    if (attempt == 5 || run.status != 0 || !StalledByTheHost(run.doc, share_for)) return run;
-    std::printf(
-        "note: the wire idled a millisecond or more (a thread the host did not run); re-running "
-        "'%s'\n",
-        args.c_str());
-  }
-}
-
-// e1000 must reach 99 %; ixgbe only keep the model honest (CPU-bound here).
-double ModelShare(const json& rec) {
-  const std::string driver = rec["config"]["driver"];
-  return driver.starts_with("emu:e1000") ? 0.99 : 0.0;
-}
-double LinkBound(const json&) { return 0.97; }
-
 using Case = std::tuple<std::string, int, std::string>;  // model, procs, eal memory
 
 class EmuRun : public ::testing::TestWithParam<Case> {};
 
-TEST_P(EmuRun, BooksBalanceDrainsAndReachesTheWire) {
+TEST_P(EmuRun, BooksBalanceDrainsAndTheWireIsHonest) {
   const auto& [model, procs, memory] = GetParam();
   if (memory == "in-memory" && !HugepagesAvailable())
     GTEST_SKIP() << "no free hugepages reserved (echo 256 > /proc/sys/vm/nr_hugepages); .ci/run "
                     "reserves them";
-  const auto run = RunAtFullLoad("run --driver emu:" + model + " --procs " + std::to_string(procs) +
+  const auto run = RunTxbatch("run --driver emu:" + model + " --procs " + std::to_string(procs) +
                                      " --size 65536 --offload none --batch 1,32 --duration 0.4 "
                                      "--warmup 0.1 --eal-memory " +
-                                     memory,
-                                 ModelShare);
+                                     memory);
   ASSERT_EQ(run.status, 0) << run.err << run.out;
   ASSERT_TRUE(run.doc.is_object()) << run.err;
   ASSERT_EQ(run.doc["records"].size(), 2u);
@@ -170,7 +107,7 @@ TEST_P(EmuRun, BooksBalanceDrainsAndReachesTheWire) {
   for (const json& rec : run.doc["records"]) {
     EXPECT_EQ(rec["env"]["eal_mode"], memory);
     CheckBooksAndDrain(rec);
-    if (model != "null") CheckWireAtFullLoad(rec, ModelShare(rec));
+    if (model != "null") CheckWireIsHonest(rec);
     const json& reclaims = rec["results"]["completions"];
     if (model == "null") {
       EXPECT_TRUE(rec["results"]["link_ceiling"].is_null());
@@ -227,16 +164,14 @@ TEST(Batching, E1000DoorbellsPerPacketMoveWithTheBatch) {
 }
 
 // A tcp stream on the emulated NICs by default: GSO frames cut by the NIC (TSO), or by the stack
-// before the driver (gso), under TCP Small Queues' 1 MiB. The wire stays full, the books count
+// before the driver (gso), under TCP Small Queues' 1 MiB. The wire is honest, the books count
 // the MSS frames the receiver gets, TSQ (not the 1000-frame band) holds the streams back, and
 // with TSO a driver call takes a 45-segment GSO frame: a doorbell per 45 frames at batch 1.
-TEST(Offload, TsoAndGsoKeepTheWireFullAndCountWireFrames) {
+TEST(Offload, TsoAndGsoCountWireFrames) {
   for (const std::string offload : {"tso", "gso"}) {
-    const auto run = RunAtFullLoad(
-        "run --driver emu:e1000 --size 65536 --procs 1,8 --batch 1,32 "
+    const auto run = RunTxbatch("run --driver emu:e1000 --size 65536 --procs 1,8 --batch 1,32 "
         "--offload " +
-            offload + " --duration 0.3 --warmup 0.1",
-        ModelShare);
+            offload + " --duration 0.3 --warmup 0.1");
     ASSERT_EQ(run.status, 0) << run.err << run.out;
     ASSERT_EQ(run.doc["records"].size(), 4u);
     EXPECT_NE(run.out.find("offload " + offload + ": GSO frames of up to 45 x 1448 B"),
@@ -247,7 +182,7 @@ TEST(Offload, TsoAndGsoKeepTheWireFullAndCountWireFrames) {
       EXPECT_EQ(rec["config"]["offload"], offload);
       EXPECT_EQ(rec["config"]["tsq"], 1048576);
       CheckBooksAndDrain(rec);
-      CheckWireAtFullLoad(rec, ModelShare(rec));
+      CheckWireIsHonest(rec);
       const json& r = rec["results"];
       EXPECT_EQ(r["accounting"]["received"], r["accounting"]["sent"]);
       EXPECT_EQ(r["accounting"]["lost"], 0);
@@ -302,10 +237,8 @@ TEST(Offload, TsqWithAProducersOwnBatches) {
 }
 
 TEST(Workload, DatagramProducersDropOnAFullQdiscAndTheBooksSayWhy) {
-  const auto run = RunAtFullLoad(
-      "run --driver emu:e1000 --producer datagram --proto udp --size 1400 "
-      "--procs 4 --batch 1,32 --duration 0.3 --warmup 0.1",
-      [](const json&) { return 0.0; });
+  const auto run = RunTxbatch("run --driver emu:e1000 --producer datagram --proto udp --size 1400 "
+      "--procs 4 --batch 1,32 --duration 0.3 --warmup 0.1");
   ASSERT_EQ(run.status, 0) << run.err;
   for (const json& rec : run.doc["records"]) {
     CheckBooksAndDrain(rec);
@@ -315,7 +248,7 @@ TEST(Workload, DatagramProducersDropOnAFullQdiscAndTheBooksSayWhy) {
     // The point here is the drops. Four producers spinning on 2 vCPUs preempt whichever of them
     // runs the qdisc (Linux runs it with BH disabled; userspace cannot), so the wire is held
     // only to the model's honesty.
-    CheckWireAtFullLoad(rec, 0.0);
+    CheckWireIsHonest(rec);
   }
 }
 
@@ -332,15 +265,13 @@ TEST(Workload, SmallestUdpFramesOnNull) {
   }
 }
 
-TEST(Workload, JumboFramesFillTheWire) {
-  const auto run = RunAtFullLoad(
-      "run --driver emu:ixgbe --mtu 9000 --size 65536 --procs 1 "
-      "--batch 32 --duration 0.3 --warmup 0.1",
-      LinkBound);
+TEST(Workload, JumboFramesHaveTheirCeiling) {
+  const auto run = RunTxbatch("run --driver emu:ixgbe --mtu 9000 --size 65536 --procs 1 "
+      "--batch 32 --duration 0.3 --warmup 0.1");
   ASSERT_EQ(run.status, 0) << run.err;
   const json& rec = run.doc["records"][0];
   CheckBooksAndDrain(rec);
-  CheckWireAtFullLoad(rec, 0.97);
+  CheckWireIsHonest(rec);
   // Full 8948-byte segments (MTU 9000 - 52): 9038 bytes on the wire each.
   EXPECT_NEAR(rec["results"]["link_ceiling"]["mb_per_s"].get<double>(),
               1e10 / 8 / 9038 * 8948 / 1e6, 0.5);
@@ -473,19 +404,17 @@ TEST(Eal, EalsOwnReasonIsInTheSentenceAndItsLogShowsWhenAskedFor) {
 }
 
 // --runner dedicated: producers only enqueue, one runner thread sends. Behind its producers it
-// forms batches by itself, reaches the wire, and drains (buffer:N without a timer included:
+// forms batches by itself and drains (buffer:N without a timer included:
 // Drain() releases what it holds back).
-TEST(DedicatedRunner, ReachesTheWireFormsBatchesAndDrains) {
-  const auto run = RunAtFullLoad(
-      "run --runner dedicated --driver emu:e1000 --size 65536 --offload none "
-      "--procs 1,8 --batch 1,32 --duration 0.4 --warmup 0.1",
-      ModelShare);
+TEST(DedicatedRunner, FormsBatchesAndDrains) {
+  const auto run = RunTxbatch("run --runner dedicated --driver emu:e1000 --size 65536 --offload none "
+      "--procs 1,8 --batch 1,32 --duration 0.4 --warmup 0.1");
   ASSERT_EQ(run.status, 0) << run.err;
   ASSERT_EQ(run.doc["records"].size(), 4u);
   for (const json& rec : run.doc["records"]) {
     EXPECT_EQ(rec["config"]["runner"], "dedicated");
     CheckBooksAndDrain(rec);
-    CheckWireAtFullLoad(rec, ModelShare(rec));
+    CheckWireIsHonest(rec);
     if (rec["config"]["batch"] == 32) {
       EXPECT_GE(rec["results"]["avg_batch"].get<double>(), 16.0);
     }
@@ -524,13 +453,11 @@ TEST(DedicatedRunner, ItsSleepsAreTheRecordsVoluntaryContextSwitches) {
 }
 
 // --queues: each queue its own qdisc, runner and txirq, the rings sharing one wire. Full load
-// reaches that wire's ceiling and never more (rings with a wire each would send up to queues x
-// the ceiling), and every queue's books close into the cell's.
-TEST(Queues, RingsShareOneWireAtItsCeiling) {
-  const auto run = RunAtFullLoad(
-      "run --driver emu:e1000 --size 65536 --procs 2,4 --queues 2,4 --batch 32 "
-      "--duration 0.4 --warmup 0.1",
-      ModelShare);
+// never goes past that wire's ceiling (rings with a wire each would send up to queues x the
+// ceiling), and every queue's books close into the cell's.
+TEST(Queues, RingsShareOneWireNeverPastItsCeiling) {
+  const auto run = RunTxbatch("run --driver emu:e1000 --size 65536 --procs 2,4 --queues 2,4 --batch 32 "
+      "--duration 0.4 --warmup 0.1");
   ASSERT_EQ(run.status, 0) << run.err;
   ASSERT_EQ(run.doc["records"].size(), 4u);
   // Two producers on four queues leave two idle, and the header says so (only for that pair).
@@ -540,7 +467,7 @@ TEST(Queues, RingsShareOneWireAtItsCeiling) {
   EXPECT_EQ(run.out.find("note: procs 4"), std::string::npos) << run.out;
   for (const json& rec : run.doc["records"]) {
     CheckBooksAndDrain(rec);
-    CheckWireAtFullLoad(rec, ModelShare(rec));
+    CheckWireIsHonest(rec);
     const json& x = rec["results"];
     EXPECT_LE(x["mb_per_s"].get<double>(), x["link_ceiling"]["mb_per_s"].get<double>() * 1.001)
         << rec["config"].dump();

@@ -2,6 +2,7 @@
 // analytic checks against the cost model and the wire, and the books on every shape it runs.
 #include "engine/sim_engine.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -276,6 +277,31 @@ TEST(SimEngine, AWireBoundCellSitsAtTheCeiling) {
     EXPECT_GT(*r.link_utilisation, 0.995) << policy;
     EXPECT_GT(r.producer_waits, 0u) << policy;  // the qdisc filled: producers blocked
   }
+}
+
+// Issue 44, item 5: the real engine's e1000 full-load cells (tests/driver/emu_driver_test.cc) were
+// judged against the wire's ceiling with a host's stalls excused — up to a quarter of the window
+// — so a txirq that lost a wake-up and was rescued by a poll could pass. On the virtual clock no
+// host stalls anything: the same cells (MSS frames, --offload none, 1 and 8 producers, batch 1
+// and 32, inline and dedicated runner) must keep the wire busy for the whole window. The bound:
+// the wire may idle only between one frame's departure and the next's start within the txirq's
+// reaction to a freed slot, far less than one frame's wire time (1538 B at 1 Gb/s = 12.3 us);
+// anything like a poll's rescue (125 us, kIrqIdlePoll) or a millisecond fails.
+TEST(SimEngine, AFullE1000WireNeverIdlesWhileFramesWait) {
+  for (const unsigned procs : {1u, 8u})
+    for (const char* policy : {"count:1", "count:32"})
+      for (const bool dedicated : {false, true}) {
+        CellConfig c = Cell("emu:e1000", policy, Proto::kTcp, 65536, procs);
+        c.offload = Offload::kNone;
+        c.shape.dedicated = dedicated;
+        const CellResult r = Simulate(c);
+        const std::string cell = fmt::format("procs {} {} {}", procs, policy,
+                                             dedicated ? "dedicated" : "inline");
+        ASSERT_TRUE(r.link_utilisation.has_value()) << cell;
+        EXPECT_GT(*r.link_utilisation, 0.999) << cell;
+        EXPECT_LT(r.wire_max_idle_us, 12.3) << cell;
+        EXPECT_EQ(r.wire_stalled_us, 0) << cell;
+      }
 }
 
 // GSO frames (--offload gso, tso; dataplane/gso.h): a TCP stream at 1 Gb/s stays at the wire's
