@@ -251,7 +251,47 @@ uint64_t FreeHugepageBytes() {
   return total;
 }
 
+std::string EalHelpOption(const std::vector<std::string>& args) {
+  // DPDK 22.11's short options (eal_common_options.c, eal_short_options): h and v stand alone,
+  // these take a value — the rest of their cluster, or the next argument.
+  constexpr std::string_view kWithValue = "abcdlmnrsSw";
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view a = args[i];
+    if (a == "--") break;  // getopt stops: what follows is the application's
+    if (a.starts_with("--")) {
+      // A unique prefix names a long option; "--h" is ambiguous (--huge-dir, --huge-unlink,
+      // --huge-worker-stack) and EAL refuses it, and --help takes no value ("--help=x" refused).
+      const std::string_view name = a.substr(2);
+      if (name.size() >= 2 && std::string_view("help").starts_with(name)) return args[i];
+      continue;
+    }
+    if (a.size() < 2 || a[0] != '-') continue;  // not an option (getopt permutes past it)
+    for (size_t j = 1; j < a.size(); ++j) {
+      if (a[j] == 'h') return args[i];
+      if (kWithValue.find(a[j]) != std::string_view::npos) {
+        if (j + 1 == a.size()) ++i;  // its value is the next argument
+        break;
+      }
+    }
+  }
+  return "";
+}
+
+Status CheckEalUserArgs(const EalUserArgs& user) {
+  for (const auto& [args, where] : {std::pair{&user.extra, "--eal-extra"},
+                                    std::pair{&user.replace, "the EAL arguments after --"}})
+    if (const std::string help = EalHelpOption(*args); !help.empty())
+      return MakeError(EINVAL,
+                       fmt::format("{} holds '{}', EAL's own help option, with which EAL prints "
+                                   "its usage and ends txbatch before it does anything; valid: "
+                                   "EAL arguments without it (EAL's options: doc.dpdk.org, "
+                                   "\"EAL parameters\"; txbatch's: txbatch --help)",
+                                   where, help));
+  return {};
+}
+
 Result<EalPlan> PlanEal(uint64_t need_bytes, const EalUserArgs& user, EalMemory memory) {
+  if (Status st = CheckEalUserArgs(user); !st) return st.error();
   EalPlan plan;
   plan.args.push_back("txbatch");
   if (!user.replace.empty()) {

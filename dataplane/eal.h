@@ -34,11 +34,24 @@ struct EalUserArgs {
   bool telemetry = false;
 };
 
+// EAL's own help option among `args` (EAL arguments, argv[0] not among them) as EAL's getopt
+// reads them: -h, --help or a prefix of it that names it alone (--he, --hel), or h in a cluster
+// of short options (-vh; not where it is the value of one: -lh, or -l -h). rte_eal_init prints
+// EAL's usage for it and exits the process, 0, from inside — txbatch having done nothing.
+// Arguments after a "--" are not EAL's. Empty where there is none.
+std::string EalHelpOption(const std::vector<std::string>& args);
+
+// Refuses the user's EAL arguments that would end txbatch from inside rte_eal_init (EAL's help
+// option: EalHelpOption), with one sentence naming the option and where it was given. PlanEal
+// calls it; main does too, before any command runs.
+Status CheckEalUserArgs(const EalUserArgs& user);
+
 // Builds the EAL arguments. `need_bytes` is the estimated pool + ring memory. `user.replace`, when
 // non-empty, is used as it is; else txbatch's own, then `user.extra` after them (EAL takes the
 // last of an option given twice: a --file-prefix of the user's own; a core list in `user.extra`,
 // -l, -c or --lcores, replaces txbatch's -l, as EAL refuses two).
-// Fails only when kInMemory is forced and the free hugepages cannot hold `need_bytes`.
+// Fails when the user's arguments hold EAL's help option (CheckEalUserArgs), or when kInMemory
+// is forced and the free hugepages cannot hold `need_bytes`.
 // `--no-telemetry` is among txbatch's own unless `user.telemetry`.
 Result<EalPlan> PlanEal(uint64_t need_bytes, const EalUserArgs& user, EalMemory memory);
 

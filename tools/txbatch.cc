@@ -762,6 +762,7 @@ int Main(int argc, char** argv) {
                                      "--eal-extra needs EAL arguments (e.g. --eal-extra "
                                      "\"--log-level=lib.eal:debug\"); valid: leave it "
                                      "out for none"});
+  if (Status st = CheckEalUserArgs(eal_args); !st) return Fail(kExitBadInput, st.error());
   // Calibrate measures the machine: no telemetry thread beside it.
   eal_args.telemetry = !c.no_telemetry && !c.calibrate->parsed();
   const RunEnv env = CollectEnv(argc, argv);

@@ -66,6 +66,38 @@ TEST(EalPlan, ACoreListAmongTheExtraArgumentsReplacesTxbatchsOwn) {
   }
 }
 
+// Issue 44 item 16: EAL's help option among the user's EAL arguments made rte_eal_init print its
+// usage (to /dev/null: txbatch silences EAL's start-up) and exit 0 from inside — txbatch ran
+// nothing and said nothing. Every spelling EAL 22.11's getopt reads as help is refused; an h
+// that is another option's value, or after "--", is not EAL's help.
+TEST(EalPlan, EalsOwnHelpOptionAmongTheUsersArgumentsIsRefused) {
+  for (const std::vector<std::string>& help : std::vector<std::vector<std::string>>{
+           {"--help"}, {"-h"}, {"--hel"}, {"--he"}, {"-vh"}, {"-hv"}, {"--no-huge", "-h"}}) {
+    const std::string said = fmt::format("{}", fmt::join(help, " "));
+    EXPECT_FALSE(EalHelpOption(help).empty()) << said;
+    for (const EalUserArgs& user : {EalUserArgs{{}, help}, EalUserArgs{help, {}}}) {
+      auto plan = PlanEal(1 << 20, user, EalMemory::kNoHuge);
+      ASSERT_FALSE(plan) << said;
+      EXPECT_EQ(plan.error().err, EINVAL);
+      EXPECT_NE(plan.error().message.find("EAL's own help option"), std::string::npos)
+          << plan.error().message;
+      EXPECT_EQ(plan.error().message.find('\n'), std::string::npos);
+    }
+  }
+  EXPECT_NE(CheckEalUserArgs({{}, {"-h"}}).error().message.find("--eal-extra holds '-h'"),
+            std::string::npos);
+  EXPECT_NE(CheckEalUserArgs({{"--help"}, {}}).error().message.find("after -- holds '--help'"),
+            std::string::npos);
+  for (const std::vector<std::string>& not_help : std::vector<std::vector<std::string>>{
+           {"-l", "-h"},  // -l's value (EAL refuses it as a core list)
+           {"-lh"},
+           {"--huge-dir", "/mnt/huge"},
+           {"--h"},  // ambiguous: EAL refuses it, as it refuses any unknown option
+           {"--no-huge", "--", "-h"},
+           {"-v", "--log-level=lib.eal:debug"}})
+    EXPECT_EQ(EalHelpOption(not_help), "") << fmt::format("{}", fmt::join(not_help, " "));
+}
+
 // Where dpdk-telemetry.py finds a process: its --file-prefix (the last one: EAL takes it), EAL's
 // default "rte" without one, none with --no-telemetry.
 TEST(EalPlan, TheTelemetryPrefixIsTheLastFilePrefixOrNone) {

@@ -533,6 +533,26 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
   }
 }
 
+// Issue 44 item 16: EAL's help option given to txbatch's EAL (--eal-extra, or after --) exited 0
+// having done nothing — EAL printed its usage into the /dev/null txbatch points its start-up at
+// and ended the process. It is bad input: exit 2, one sentence naming it, nothing written.
+TEST(Cli, EalsOwnHelpOptionInTxbatchsEalArgumentsIsBadInput) {
+  const std::string json = ::testing::TempDir() + "/eal_help.json";
+  std::filesystem::remove(json);
+  for (const std::string& args : std::vector<std::string>{
+           "run --eal-extra --help", "run --eal-extra=-h", "run --eal-extra '-v -h'",
+           "run --eal-extra --hel", "sink --port net_null0 --duration 0.1 --eal-extra --help",
+           "run --json " + json + " -- --no-huge --no-shconf -h",
+           "bridge --port-a net_null0 --port-b net_null1 --duration 0.1 -- --help"}) {
+    const Outcome o = RunTxbatch(args);
+    EXPECT_EQ(o.status, 2) << args << ": " << o.err;
+    EXPECT_NE(o.err.find("EAL's own help option"), std::string::npos) << args << ": " << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << args << ": " << o.err;
+    EXPECT_TRUE(o.out.empty()) << args << ": " << o.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(json));
+}
+
 // Issue 16, items 9, 10 and 12: each sentence names the real cause.
 TEST(Cli, MessagesNameTheCause) {
   const std::string big = ::testing::TempDir() + "/too_big.json";
