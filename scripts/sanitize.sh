@@ -38,8 +38,11 @@ export TXBATCH_BIN=$PWD/build-asan/tools/txbatch
 mkdir -p build-asan/meson-logs
 build-asan/tests/unit/unit_tests >build-asan/meson-logs/unit.txt 2>&1 \
   || { tail -50 build-asan/meson-logs/unit.txt >&2; echo "sanitize: unit suite failed" >&2; exit 1; }
+# Left out: the cases whose point is a performance or timing number the product cannot reach at
+# ASan's 2-3x slowdown (named one by one: a whole suite left out took its bad-input cases with
+# it, issue 44 item 7).
 build-asan/tests/driver/driver_tests \
-  --gtest_filter='-Models/EmuRun.*:Loopbacks/LoopbackLatency.*:Compare*:Tune*:CalibrateRun.Check*:EveryShape/ShapeRun.DatagramOverload*' \
+  --gtest_filter='-Models/EmuRun.*:Loopbacks/LoopbackLatency.*:Compare.SmallFramesOnIxgbe*:Compare.FullFramesOnE1000*:Tune.ALinkBound*:Tune.AnImpossibleLatencyBudget*:CalibrateRun.Check*:EveryShape/ShapeRun.DatagramOverload*' \
   >build-asan/meson-logs/driver.txt 2>&1 \
   || { grep -E 'Failure|ERROR|runtime error|FAILED' -A5 build-asan/meson-logs/driver.txt | head -60 >&2;
        echo "sanitize: driver suite failed" >&2; exit 1; }
