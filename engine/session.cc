@@ -75,16 +75,29 @@ void IgnoreBrokenPipes() {
 }
 
 int SayIfStdoutCutShort(int status) {
-  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return status;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int flush_err = errno;
+  if (flushed && !std::ferror(stdout)) return status;
   // A pipe (or socket) whose reader went away polls as an error on the writing end.
   pollfd out{.fd = STDOUT_FILENO, .events = POLLOUT, .revents = 0};
   const bool reader_gone = poll(&out, 1, 0) == 1 && (out.revents & POLLERR) != 0;
+  if (reader_gone) {
+    // A reader that left on purpose (`| head -1`): what it wanted it got.
+    std::fprintf(stderr,
+                 "txbatch: standard output was closed by its reader (EPIPE): what was printed "
+                 "there is cut short, and nothing else is (the files written, --json and --out, "
+                 "are whole; the exit status, %d, is the command's own)\n",
+                 status);
+    return status;
+  }
+  // A full disk or a device that refuses (`>/dev/full`): the tables are lost, and a script must
+  // not read exit 0 as "all written" — 2, as for any named output that could not be written.
   std::fprintf(stderr,
-               "txbatch: standard output %s: what was printed there is cut short, and nothing "
-               "else is (the files written, --json and --out, are whole; the exit status, %d, is "
-               "the command's own)\n",
-               reader_gone ? "was closed by its reader (EPIPE)" : "could not be written", status);
-  return status;
+               "txbatch: standard output could not be written (%s): the tables printed there are "
+               "lost; the files written, --json and --out, are whole (exit 2 unless the command "
+               "had failed already)\n",
+               flushed ? "an earlier write failed" : std::strerror(flush_err));
+  return status == kExitOk ? kExitBadInput : status;
 }
 
 int Fail(int code, const Error& e) {

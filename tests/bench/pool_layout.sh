@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Measures the no-hugepage mempool layout trap (ENV-NOTES) and its fix with pool_layout_bench:
 #   A: --no-huge, spread layout (the fix)   B: --no-huge, DPDK default layout (the trap)
-#   C: hugepages (--in-memory), spread layout: the reference; skipped when no hugepages are free.
+#   C: hugepages (--in-memory), spread layout asked for — but since the IOVA fix the pool keeps
+#      DPDK's default layout unless IOVA is VA (doc/perf.md, "Row C since the IOVA fix"); skipped
+#      when no hugepages are free.
 # Each at burst 32 and burst 1, in 5 alternated rounds so drift (a busy neighbour, frequency)
 # hits every configuration alike; prints every run, then the medians and the ratios A/C and B/C.
 #

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "tests/test_files.h"
+#include "tests/txbatch_bin.h"
 namespace txbatch::test {
 namespace {
 
@@ -107,6 +108,29 @@ TEST(Output, AFullDeviceIsNeverReplaced) {
 
 // Issue 16 (item 20): the header said "DPDK DPDK 22.11.11", and a cell where nothing receives
 // showed latency as "null" in the human table.
+// Issue 44, item 18: `run --json p.json >/dev/full` lost its tables and exited 0. Standard
+// output that cannot be written (not a reader that left: that is `| head`, exit 0) is said in
+// one sentence and exits 2, as any named output that could not be written; --json is whole. A
+// private /dev/full (root makes device nodes).
+TEST(Output, AStandardOutputThatCannotBeWrittenExitsTwoAndJsonIsWhole) {
+  const fs::path d = Scratch("stdout_full");
+  const fs::path full = d / "full", json = d / "p.json";
+  ASSERT_EQ(::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)), 0) << std::strerror(errno);
+  const std::string err = (d / "stderr").string();
+  const std::string cmd = test::TxbatchBinary() + " " + kRun + " --json " + json.string() + " >" +
+                          full.string() + " 2>" + err;
+  const int rc = std::system(cmd.c_str());
+  const std::string said = Slurp(err);
+  EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 2) << said;
+  EXPECT_NE(said.find("standard output could not be written ("),
+            std::string::npos)
+      << said;
+  const auto doc = nlohmann::json::parse(Slurp(json), nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << said;
+  EXPECT_EQ(doc["records"].size(), 1u);
+  fs::remove_all(d);
+}
+
 TEST(Output, TheHumanTablesSayDpdkOnceAndADashForNoLatency) {
   const fs::path d = Scratch("tables");
   const Outcome o = Txbatch(d, "run --driver ethdev:net_null0 --proto udp --size 64 --procs 1 "
