@@ -63,19 +63,30 @@ nlohmann::json CostModelJson(const CostModel& model) {
       {"tsc_hz", model.tsc_hz}, {"cpus", model.cpus}, {"source", model.source}, {"cycles", cycles}};
 }
 
+// A TSC runs between 100 MHz and 100 GHz: outside that a model describes no machine (tsc_hz 1e300
+// turned every rate into -nan with exit 0).
+inline constexpr double kMinTscHz = 1e8, kMaxTscHz = 1e11;
+// No step of the modelled path costs more than 0.1 s of a 1 GHz CPU: the largest real ones, a
+// scheduler's tick interval or time slice, are a few million cycles; 1e12 for one write made a
+// cell that could not drain in any time ("this is a txbatch bug", exit 1).
+inline constexpr double kMaxCostCycles = 1e8;
+
 Result<CostModel> CostModelFromJson(const nlohmann::json& doc, const std::string& where) {
   const auto bad = [&](const std::string& what) {
     return MakeError(EINVAL, fmt::format("cost model {}: {}; valid: {{\"tsc_hz\": HZ, \"cpus\": "
                                          "0..{}, \"source\": TEXT, \"cycles\": {{{}: cycles "
-                                         ">= 0}}}}",
-                                         where, what, kMaxModelCpus, CostNames()));
+                                         "0..{:.0e}}}}}",
+                                         where, what, kMaxModelCpus, CostNames(), kMaxCostCycles));
   };
   if (!doc.is_object()) return bad("not a JSON object");
   CostModel m;
   bool has_bypass = false;
   for (const auto& [key, value] : doc.items()) {
     if (key == "tsc_hz") {
-      if (!value.is_number() || !(value.get<double>() > 0)) return bad("tsc_hz must be > 0");
+      if (!value.is_number() || !(value.get<double>() >= kMinTscHz) ||
+          !(value.get<double>() <= kMaxTscHz))
+        return bad(fmt::format("tsc_hz must be {:.0e}..{:.0e} (a TSC of 100 MHz to 100 GHz)",
+                               kMinTscHz, kMaxTscHz));
       m.tsc_hz = value.get<double>();
     } else if (key == "cpus") {
       if (!value.is_number_unsigned() || value.get<uint64_t>() > kMaxModelCpus)
@@ -91,8 +102,9 @@ Result<CostModel> CostModelFromJson(const nlohmann::json& doc, const std::string
         for (const auto& [n, mp] : kCosts)
           if (name == n) member = mp;
         if (member == nullptr) return bad(fmt::format("unknown cost '{}'", name));
-        if (!v.is_number() || !(v.get<double>() >= 0) || !std::isfinite(v.get<double>()))
-          return bad(fmt::format("cost '{}' must be a number >= 0", name));
+        if (!v.is_number() || !(v.get<double>() >= 0) || !(v.get<double>() <= kMaxCostCycles))
+          return bad(fmt::format("cost '{}' must be a number of cycles 0..{:.0e}", name,
+                                 kMaxCostCycles));
         m.*member = v.get<double>();
         has_bypass |= member == &CostModel::bypass;
       }

@@ -203,6 +203,31 @@ TEST(Calibrate, TheCostModelFileCarriesTheMachinesCpus) {
   }
 }
 
+// Issue 44, item 20: absurd models describe no machine. `cycles.write = 1e12` (or futex 1e18)
+// made a cell that could not drain ("this is a txbatch bug", exit 1), `tsc_hz 1e300` turned every
+// rate into -nan with exit 0. Each value is bounded: tsc_hz 1e8..1e11 (a TSC of 100 MHz to
+// 100 GHz), a cost 0..1e8 cycles (the largest real ones, a tick interval or a slice, are a few
+// million); the bounds themselves are accepted.
+TEST(Calibrate, AbsurdCostModelValuesAreBadInput) {
+  for (const char* bad :
+       {R"({"cycles": {"write": 1e12}})", R"({"cycles": {"futex": 1e18}})",
+        R"({"cycles": {"slice": 100000001}})", R"({"tsc_hz": 1e300})", R"({"tsc_hz": 99999999})",
+        R"({"tsc_hz": 1.0e11000000})", R"({"cycles": {"frame": -1}})"}) {
+    const auto doc = nlohmann::json::parse(bad, nullptr, false);
+    if (doc.is_discarded()) continue;  // not JSON numbers nlohmann reads: the loader refuses
+    auto r = CostModelFromJson(doc, "test");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_TRUE(r.error().message.find("0..1e+08") != std::string::npos ||
+                r.error().message.find("tsc_hz must be 1e+08..1e+11") != std::string::npos)
+        << r.error().message;
+  }
+  auto edges = CostModelFromJson(
+      nlohmann::json::parse(R"({"tsc_hz": 1e8, "cycles": {"write": 1e8, "slice": 0}})"), "test");
+  ASSERT_TRUE(edges.ok()) << edges.error().message;
+  EXPECT_DOUBLE_EQ(edges->write, 1e8);
+  EXPECT_TRUE(CostModelFromJson(nlohmann::json::parse(R"({"tsc_hz": 1e11})"), "test").ok());
+}
+
 // A model written before the bypass was costed has no `bypass`: its bypassed frame costs what it
 // skips in that model (its enqueue, dequeue and dequeue_frame), not the built-in's; one that
 // names it keeps it.
