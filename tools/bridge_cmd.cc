@@ -25,6 +25,7 @@
 #include "engine/cell.h"
 #include "engine/session.h"
 #include "tools/capture_cmd.h"
+#include "tools/interval_output.h"
 #include "tools/port_cmd.h"
 #include "tools/reporter.h"
 #include "tools/stats_stream.h"
@@ -192,41 +193,6 @@ nlohmann::json DirectionJson(const BridgeDirection& d, const DirectionCounts& c,
   return j;
 }
 
-// One output of a forwarding loop's --stats intervals (the table, or the --stats-json stream):
-// the reporter that writes it, and where its last interval written ended. An interval its
-// reporter had no room for is written with the next one it takes: those written cover the run.
-struct IntervalOutput {
-  struct Dir {
-    const BridgeDirection* dir;  // its name only is read, which never changes
-    DirectionCounts now, before;
-    LatencyHistogram lat;
-  };
-  struct Taken {
-    double from_s, at_s;
-    std::vector<Dir> dirs;
-  };
-  explicit IntervalOutput(size_t n) : last(n), unwritten(n) {}
-
-  // Hands the interval up to `at_s` (`counts` then) to the reporter; `write` writes it there.
-  void Post(const std::vector<BridgeDirection*>& dirs, const std::vector<DirectionCounts>& counts,
-            double at_s, bool droppable, std::function<void(const Taken&)> write) {
-    auto t = std::make_shared<Taken>(Taken{last_at_s, at_s, {}});
-    for (size_t i = 0; i < dirs.size(); ++i)
-      t->dirs.push_back({dirs[i], counts[i], last[i], unwritten[i]});
-    behind = !reporter.Post([t, write = std::move(write)] { write(*t); }, droppable);
-    if (behind) return;
-    last = counts;
-    for (auto& u : unwritten) u = LatencyHistogram();
-    last_at_s = at_s;
-  }
-
-  Reporter reporter;
-  std::vector<DirectionCounts> last;
-  std::vector<LatencyHistogram> unwritten;  // since the last interval written
-  double last_at_s = 0;
-  bool behind = false;  // the last interval taken was not written
-};
-
 // Polls `dirs` until a signal or `duration_s`, a line per direction every `stats_s`; then drains
 // (nothing more received; links deliver within `longest_s` and a second), stops them, prints
 // each one's summary and books, frees what is left. Returns whether every book balanced.
@@ -243,24 +209,30 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
   std::vector<LatencyHistogram> total(dirs.size());
   // The table on stdout and the --stats-json stream, each written by a reporter of its own: a
   // reader that stalls one holds up neither the ports nor the other.
-  IntervalOutput table(dirs.size()), events(dirs.size());
-  std::vector<IntervalOutput*> outputs = {&table};
-  if (stream) outputs.push_back(&events);
-  const auto write = [&](IntervalOutput* o) {
-    return [&stream, is_table = o == &table](const IntervalOutput::Taken& t) {
-      if (is_table) {
-        for (const auto& d : t.dirs) PrintInterval(t.at_s, *d.dir, d.now, d.before, d.lat);
+  // (Each direction's totals, and its latency since the last interval written.) Only the
+  // directions' names are read on the reporters' threads, which never change.
+  using Output = IntervalOutput<std::vector<DirectionCounts>, std::vector<LatencyHistogram>>;
+  const std::vector<DirectionCounts> zero(dirs.size());
+  const std::vector<LatencyHistogram> none(dirs.size());
+  Output table(
+      [&dirs](const Output::Interval& t) {
+        for (size_t i = 0; i < dirs.size(); ++i)
+          PrintInterval(t.at_s, *dirs[i], t.now[i], t.before[i], t.unwritten[i]);
         std::fflush(stdout);
-        return;
-      }
-      nlohmann::json event = {{"at_s", t.at_s}, {"directions", nlohmann::json::array()}};
-      for (const auto& d : t.dirs)
-        event["directions"].push_back(
-            DirectionJson(*d.dir, d.now, &d.before, t.at_s - t.from_s, d.lat));
-      event["interval_s"] = t.at_s - t.from_s;
-      stream.Event("interval", std::move(event));
-    };
-  };
+      },
+      zero, none);
+  Output events(
+      [&dirs, &stream](const Output::Interval& t) {
+        nlohmann::json event = {{"at_s", t.at_s}, {"directions", nlohmann::json::array()}};
+        for (size_t i = 0; i < dirs.size(); ++i)
+          event["directions"].push_back(
+              DirectionJson(*dirs[i], t.now[i], &t.before[i], t.at_s - t.from_s, t.unwritten[i]));
+        event["interval_s"] = t.at_s - t.from_s;
+        stream.Event("interval", std::move(event));
+      },
+      zero, none);
+  std::vector<Output*> outputs = {&table};
+  if (stream) outputs.push_back(&events);
   // Each interval's counts and latency, taken here and handed to each output (not `droppable`:
   // the last, to those whose latest intervals were not written).
   const auto take = [&](Tsc now, bool droppable) {
@@ -268,12 +240,12 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
     for (size_t i = 0; i < dirs.size(); ++i) {
       const LatencyHistogram lat = dirs[i]->TakeLatency();
       total[i].Merge(lat);
-      for (IntervalOutput* o : outputs) o->unwritten[i].Merge(lat);
+      for (Output* o : outputs) o->unwritten()[i].Merge(lat);
       counts.push_back(dirs[i]->Counts());
     }
     const double at_s = static_cast<double>(now - start) / tsc_hz;
-    for (IntervalOutput* o : outputs)
-      if (droppable || o->behind) o->Post(dirs, counts, at_s, droppable, write(o));
+    for (Output* o : outputs)
+      if (droppable || o->behind()) o->Post(at_s, counts, droppable);
   };
   const auto sleep_idle = [&](Tsc now) {
     Tsc due = kNever;
@@ -303,7 +275,7 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
   }
   // An output whose last intervals were not written gets one more, from its last to the stop,
   // so what it wrote still adds up to the totals.
-  if (std::any_of(outputs.begin(), outputs.end(), [](IntervalOutput* o) { return o->behind; }))
+  if (std::any_of(outputs.begin(), outputs.end(), [](Output* o) { return o->behind(); }))
     take(Now(), /*droppable=*/false);
   const Tsc drain_end = Now() + static_cast<Tsc>((longest_s + kDrainS) * tsc_hz);
   // Said before the wait, so whoever stopped it (`lab down`) knows how long to give it.
@@ -313,7 +285,7 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
     held += c.in_link + c.queued;
   }
   if (held > 0) {
-    table.reporter.Post(
+    table.reporter().Post(
         [wait_s = longest_s + kDrainS, held] {
           fmt::print(
               "\nstopping: waiting up to {:.1f} s for the {} frames the links and queues hold\n",
@@ -334,7 +306,7 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
   for (auto* d : dirs) d->Stop();
   const double stopped_s = static_cast<double>(Now() - start) / tsc_hz;
   PublishDirections(dirs, stopped_s, "stopped", /*wait=*/true);
-  for (IntervalOutput* o : outputs) o->reporter.Finish();  // written before the summary
+  for (Output* o : outputs) o->reporter().Finish();  // written before the summary
   fmt::print("\nstopped after {:.1f} s\n", stopped_s);
   bool balanced = true;
   unsigned freed = 0;
@@ -353,10 +325,10 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
   }
   last_event["balanced"] = balanced;
   last_event["freed_at_exit"] = freed;
-  last_event["intervals_not_written"] = events.reporter.dropped();
+  last_event["intervals_not_written"] = events.reporter().dropped();
   stream.Event("end", std::move(last_event));
   if (freed) fmt::print("{} frames still queued or in a link at exit were freed\n", freed);
-  SayIntervalsNotWritten(table.reporter.dropped(), events.reporter.dropped(), stats_s);
+  SayIntervalsNotWritten(table.reporter().dropped(), events.reporter().dropped(), stats_s);
   return balanced;
 }
 

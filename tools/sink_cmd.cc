@@ -26,6 +26,7 @@
 #include "engine/session.h"
 #include "results/latency_text.h"
 #include "tools/capture_cmd.h"
+#include "tools/interval_output.h"
 #include "tools/port_cmd.h"
 #include "tools/reporter.h"
 #include "tools/run_options.h"
@@ -244,13 +245,28 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
     // The table on stdout and the --stats-json stream, each written by a reporter of its own
     // (a reader that stalls one holds up neither the port nor the other), and where each one's
     // last interval written ended: one it had no room for is written with the next it takes.
-    struct Output {
-      Reporter reporter;
-      uint64_t last_received = 0;
-      double last_at_s = 0;
-      bool behind = false;  // the last interval taken was not written
-    };
-    Output table, events;
+    using Output = IntervalOutput<SinkCounts>;
+    Output table([](const Output::Interval& t) {
+      const SinkCounts& s = t.now;
+      fmt::print("{:7.1f}s received {} lost {} duplicated {} reordered {} foreign {}\n", t.at_s,
+                 s.received - t.before.received, s.lost, s.duplicated, s.reordered, s.foreign);
+      std::fflush(stdout);
+    });
+    Output events([stream = &*stream](const Output::Interval& t) {
+      const SinkCounts& s = t.now;
+      const double interval_s = t.at_s - t.from_s;
+      const uint64_t received = s.received - t.before.received;
+      stream->Event("interval", {{"at_s", t.at_s},
+                                 {"interval_s", interval_s},
+                                 {"received", received},
+                                 {"pps", interval_s > 0 ? received / interval_s : 0.0},
+                                 {"received_total", s.received},
+                                 {"lost", s.lost},
+                                 {"duplicated", s.duplicated},
+                                 {"reordered", s.reordered},
+                                 {"foreign", s.foreign},
+                                 {"payload_bytes", s.window_payload_bytes}});
+    });
     std::vector<Output*> outputs = {&table};
     if (*stream) outputs.push_back(&events);
     const Tsc start = Now();
@@ -287,36 +303,8 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
     const auto take = [&](Tsc now, bool droppable) {
       const SinkCounts s = sink.counts();
       const double at_s = static_cast<double>(now - start) / tsc_hz;
-      for (Output* o : outputs) {
-        if (!droppable && !o->behind) continue;
-        const double interval_s = at_s - o->last_at_s;
-        const uint64_t received = s.received - o->last_received;
-        std::function<void()> job;
-        if (o == &table) {
-          job = [s, at_s, received] {
-            fmt::print("{:7.1f}s received {} lost {} duplicated {} reordered {} foreign {}\n", at_s,
-                       received, s.lost, s.duplicated, s.reordered, s.foreign);
-            std::fflush(stdout);
-          };
-        } else {
-          job = [s, at_s, interval_s, received, stream = &*stream] {
-            stream->Event("interval", {{"at_s", at_s},
-                                       {"interval_s", interval_s},
-                                       {"received", received},
-                                       {"pps", interval_s > 0 ? received / interval_s : 0.0},
-                                       {"received_total", s.received},
-                                       {"lost", s.lost},
-                                       {"duplicated", s.duplicated},
-                                       {"reordered", s.reordered},
-                                       {"foreign", s.foreign},
-                                       {"payload_bytes", s.window_payload_bytes}});
-          };
-        }
-        o->behind = !o->reporter.Post(std::move(job), droppable);
-        if (o->behind) continue;
-        o->last_at_s = at_s;
-        o->last_received = s.received;
-      }
+      for (Output* o : outputs)
+        if (droppable || o->behind()) o->Post(at_s, s, droppable);
     };
     while (!StopRequested()) {
       const Tsc now = Now();
@@ -362,11 +350,11 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
       link_lost = model->counters().frames_lost.Get();
     }
     // An output whose last intervals were not written gets one more, up to the stop.
-    if (std::any_of(outputs.begin(), outputs.end(), [](Output* o) { return o->behind; }))
+    if (std::any_of(outputs.begin(), outputs.end(), [](Output* o) { return o->behind(); }))
       take(Now(), /*droppable=*/false);
-    for (Output* o : outputs) o->reporter.Finish();  // written before the summary
-    table_not_written = table.reporter.dropped();
-    intervals_not_written = events.reporter.dropped();
+    for (Output* o : outputs) o->reporter().Finish();  // written before the summary
+    table_not_written = table.reporter().dropped();
+    intervals_not_written = events.reporter().dropped();
     publish(Now(), "stopped", /*wait=*/true);
     c = sink.counts();
     if (a.clocks_synchronised) latency = sink.latency().Summary();
