@@ -88,7 +88,8 @@ TEST(Dql, GrowsWhenThePreviousIntervalOverranAndAllOfItCompletedThoughMoreIsInFl
   dql.Completed(4000, 3);
   EXPECT_EQ(dql.limit(), 5500u);
   EXPECT_EQ(dql.in_flight(), 1000u);
-  EXPECT_EQ(dql.Avail(), 5500 - 1000);  // adj_limit = limit + completed = 12500, less the 8000 queued
+  // adj_limit = limit + completed = 12500, less the 8000 queued.
+  EXPECT_EQ(dql.Avail(), 5500 - 1000);
 }
 
 TEST(Dql, StaysWithinItsBounds) {
