@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -267,8 +268,19 @@ Status DistinctOutputs(const std::vector<std::pair<std::string, std::string>>& o
     if (path.empty() || path == "-") continue;
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) continue;  // /dev/null, a FIFO
+    // A dangling symlink names the file it would create: weakly_canonical stops at the link
+    // (its target does not exist), so follow it first (`--capture link` where the link aims at
+    // --json's new file escaped this check).
+    fs::path named = path;
+    for (int links = 0; links < 40; ++links) {
+      std::error_code lec;
+      if (!fs::is_symlink(fs::symlink_status(named, lec))) break;
+      const fs::path target = fs::read_symlink(named, lec);
+      if (lec) break;
+      named = target.is_absolute() ? target : named.parent_path() / target;
+    }
     std::error_code ec;
-    const std::string canonical = fs::weakly_canonical(path, ec).string();
+    const std::string canonical = fs::weakly_canonical(named, ec).string();
     if (ec) continue;
     for (const auto& [other, other_option] : seen)
       if (other == canonical)
@@ -361,6 +373,17 @@ Result<int> OutputFile::OpenStream() {
     return OpenFailure(EAGAIN);
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  // One writer a file: a second txbatch streaming into the same path would interleave its
+  // lines or blocks with this one's (the lock goes with the descriptor, at exit too).
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK)
+      return MakeError(EBUSY, fmt::format("cannot write {} '{}': another process is writing it "
+                                          "(it holds its lock); valid: a file of its own for each",
+                                          what_, path_));
+    return OpenFailure(err);
+  }
   if (::ftruncate(fd, 0) != 0 ||
       ((st.st_mode & (S_ISUID | S_ISGID | S_ISVTX)) && ::fchmod(fd, st.st_mode & 0777) != 0)) {
     const int err = errno;

@@ -456,5 +456,38 @@ TEST(OutputFile, TheFileStandardErrorGoesToIsRefused) {
   EXPECT_FALSE(by_path.ok());
 }
 
+// Issue 44, item 21: two processes streaming into one --stats-json or --capture path
+// interleaved their lines silently; the second is refused (the first holds a lock on it as long
+// as its descriptor lives). And a --capture through a dangling symlink aimed at --json's new
+// file escaped the check that outputs are distinct.
+TEST(LineStream, ASecondWriterOfOneStreamIsRefused) {
+  const fs::path d = Scratch("stream_lock");
+  auto first = OutputFile::Check((d / "s.ndjson").string(), "--stats-json file");
+  ASSERT_TRUE(first.ok());
+  auto held = LineStream::Open(std::move(*first));
+  ASSERT_TRUE(held.ok()) << held.error().message;
+  ASSERT_TRUE(held->WriteLine("{\"first\": 1}"));
+  auto second = OutputFile::Check((d / "s.ndjson").string(), "--stats-json file");
+  ASSERT_TRUE(second.ok());
+  auto refused = LineStream::Open(std::move(*second));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("another process is writing it"), std::string::npos)
+      << refused.error().message;
+  EXPECT_EQ(Slurp(d / "s.ndjson"), "{\"first\": 1}\n");  // not truncated by the refused one
+}
+
+TEST(OutputFile, ADanglingSymlinkToAnotherOutputIsTheSameFile) {
+  const fs::path d = Scratch("dangling_same");
+  fs::create_symlink(d / "r.json", d / "cap.pcapng");
+  const Status s = DistinctOutputs(
+      {{"--json", (d / "r.json").string()}, {"--capture", (d / "cap.pcapng").string()}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("--capture"), std::string::npos) << s.error().message;
+  fs::create_symlink("elsewhere.json", d / "other");
+  EXPECT_TRUE(DistinctOutputs({{"--json", (d / "r.json").string()},
+                               {"--capture", (d / "other").string()}})
+                  .ok());
+}
+
 }  // namespace
 }  // namespace txbatch
