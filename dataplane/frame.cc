@@ -41,8 +41,8 @@ std::string_view ProtoName(Proto p) { return p == Proto::kUdp ? "udp" : "tcp"; }
 
 // Indexed by ParseStatus.
 constexpr std::array<std::string_view, kParseStatuses> kParseStatusNames = {
-    "ok", "truncated", "not_ipv4", "not_udp_or_tcp", "not_txbatch", "corrupt"};
-static_assert(static_cast<size_t>(ParseStatus::kCorrupt) + 1 == kParseStatuses);
+    "ok", "truncated", "not_ipv4", "not_udp_or_tcp", "not_txbatch", "corrupt", "out_of_sequence"};
+static_assert(static_cast<size_t>(ParseStatus::kOutOfSequence) + 1 == kParseStatuses);
 
 std::string_view ParseStatusName(ParseStatus s) { return NameOf(kParseStatusNames, s, "unknown"); }
 

@@ -158,8 +158,9 @@ enum class ParseStatus : uint8_t {
   kNotUdpOrTcp,  // IP protocol is neither
   kNotTxbatch,   // no txbatch magic at the start of the payload (a foreign frame)
   kCorrupt,      // a txbatch frame whose headers fail their checks (VerifyHeaders)
+  kOutOfSequence,  // a txbatch frame whose sequence is no frame of its flow's (RxSink)
 };
-inline constexpr size_t kParseStatuses = 6;
+inline constexpr size_t kParseStatuses = 7;
 std::string_view ParseStatusName(ParseStatus s);
 
 // For a frame ParseFrame found to be txbatch's: whether the headers FrameBuilder wrote are

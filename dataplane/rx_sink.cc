@@ -24,6 +24,11 @@ void RxSink::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arr
          (verify_headers_ && !VerifyHeaders(rte_pktmbuf_mtod(frames[i], const uint8_t*),
                                             rte_pktmbuf_data_len(frames[i]), f.flow))))
       f.status = ParseStatus::kCorrupt;
+    // A sequence more than kMaxSeqJump past what its flow expects is no frame of this run's: a
+    // forged or stray frame claiming 2^48 - 1 added that to `lost`.
+    if (f.status == ParseStatus::kOk && f.seq >= flows_[f.flow].expect &&
+        f.seq - flows_[f.flow].expect > kMaxSeqJump)
+      f.status = ParseStatus::kOutOfSequence;
     if (f.status != ParseStatus::kOk) {
       foreign_.Add();
       foreign_by_status_[static_cast<size_t>(f.status)].Add();

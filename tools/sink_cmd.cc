@@ -372,7 +372,7 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
       "\nreceived {} txbatch frames ({:.4f} Mpps, {:.2f} MB/s of payload over the {:.3f} s "
       "from the first to the last); lost {} (sequence gaps; frames lost after a flow's "
       "last arrival show no gap), duplicated {}, reordered {}; foreign {} (not txbatch's, "
-      "or failing their header checks)\n",
+      "failing their header checks, or a sequence over 2^32 ahead of its flow's)\n",
       c.received, active_s > 0 ? c.received / active_s / 1e6 : 0.0,
       active_s > 0 ? c.window_payload_bytes / active_s / 1e6 : 0.0, active_s, c.lost, c.duplicated,
       c.reordered, c.foreign);

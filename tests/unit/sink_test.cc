@@ -139,6 +139,35 @@ TEST(RxSink, CountsEachFlowApartAndTheFlowsAddUpToTheTotals) {
   EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
 }
 
+// Issue 44, item 21: one stray or forged txbatch frame claiming sequence 2^48 - 1 added 2^48 - 1
+// frames to `lost`. A sequence more than kMaxSeqJump (2^32) past its flow's expected is counted
+// foreign (out_of_sequence) and changes nothing else; a jump of exactly kMaxSeqJump is still a
+// loss of that many (the bound itself).
+TEST(RxSink, AFrameFarAheadOfItsFlowIsForeignNotAHugeLoss) {
+  RunWindow window;
+  window.start.store(0);
+  window.end.store(kNever);
+  RxSink sink(window, kHz, 2, 0, false, true);
+  const auto one = [&](uint16_t flow, uint64_t seq) {
+    FrameBuilder b(Proto::kUdp, flow, true, seq);
+    rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
+    EXPECT_NE(m, nullptr);
+    b.Build(m, 100, 1000);
+    return m;
+  };
+  std::vector<rte_mbuf*> frames = {one(0, 0), one(0, (uint64_t{1} << 48) - 1), one(0, 1),
+                                   one(1, kMaxSeqJump)};
+  const std::vector<Tsc> arrival = {2000, 3000, 4000, 5000};
+  sink.Receive(frames, arrival);
+  const SinkCounts c = sink.counts();
+  EXPECT_EQ(c.received, 3u);
+  EXPECT_EQ(c.foreign, 1u);
+  EXPECT_EQ(c.foreign_by_status[static_cast<size_t>(ParseStatus::kOutOfSequence)], 1u);
+  EXPECT_EQ(c.lost, kMaxSeqJump);  // flow 1's first frame came kMaxSeqJump late: that many lost
+  EXPECT_EQ(sink.flow_counts()[0].lost, 0u);  // flow 0 went on 0, 1 as if nothing came between
+  EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
+}
+
 // Issue 44 item 15: a frame stamped kNoTxStamp (0: its --no-timing sender read no clock) has no
 // latency — measured from 0 it was the receiver's uptime, 126 111 s on the machine that showed
 // it — so it is counted as unstamped and left out, of the flow's latency too; a stamped frame
