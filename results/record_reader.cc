@@ -19,6 +19,26 @@ namespace {
 
 using nlohmann::json;
 
+// `text` with its control characters (C0, DEL, and C1 as UTF-8) escaped, as what report prints
+// from a document: an ESC in a driver name would otherwise drive the terminal.
+std::string Printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else if (c == 0xc2 && i + 1 < text.size() &&
+               static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[++i]));
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 // An integer field read from a document: converts to the integer type it is assigned to, and
 // refuses (a json type_error, reported as an incomplete document) anything but a JSON integer in
 // that type's range — converting a float or an out-of-range value would be undefined behaviour.
@@ -49,7 +69,7 @@ unsigned BatchSize(const std::string& key, const json& hist) {
     throw json::type_error::create(
         302,
         fmt::format("a batch size 1..{} was expected as a batch_hist key, not '{}'", kMaxBatch,
-                    key),
+                    Printable(key)),
         &hist);
   return n;
 }
@@ -255,6 +275,55 @@ CellResult ResultFrom(const json& r) {
   return x;
 }
 
+// How deep `doc` nests arrays and objects (a scalar: 0), walked without recursion: the depth
+// rule must not itself be a way to exhaust the stack.
+int Depth(const json& doc) {
+  int deepest = 0;
+  std::vector<std::pair<const json*, int>> todo{{&doc, 0}};
+  while (!todo.empty()) {
+    const auto [j, depth] = todo.back();
+    todo.pop_back();
+    if (!j->is_structured()) continue;
+    deepest = std::max(deepest, depth + 1);
+    if (deepest > kMaxResultDepth) return deepest;  // enough to refuse it
+    for (const json& child : *j) todo.emplace_back(&child, depth + 1);
+  }
+  return deepest;
+}
+
+std::map<std::string, uint64_t> PrintableKeys(const std::map<std::string, uint64_t>& m) {
+  std::map<std::string, uint64_t> out;
+  for (const auto& [k, v] : m) out[Printable(k)] = v;
+  return out;
+}
+
+// Every string in `j`, keys too, made Printable (a compare document's `comparison`).
+json PrintableJson(const json& j) {
+  if (j.is_string()) return Printable(j.get<std::string>());
+  if (j.is_array()) {
+    json out = json::array();
+    for (const json& e : j) out.push_back(PrintableJson(e));
+    return out;
+  }
+  if (j.is_object()) {
+    json out = json::object();
+    for (const auto& [k, v] : j.items()) out[Printable(k)] = PrintableJson(v);
+    return out;
+  }
+  return j;
+}
+
+// What report prints of a record, its strings Printable.
+void MakePrintable(CellRecord& r) {
+  r.config.driver = Printable(r.config.driver);
+  r.side = Printable(r.side);
+  r.result.counted_at = Printable(r.result.counted_at);
+  r.result.link_layer = Printable(r.result.link_layer);
+  r.result.drops = PrintableKeys(r.result.drops);
+  r.result.driver_counters = PrintableKeys(r.result.driver_counters);
+  for (auto& [positions, summary] : r.result.lat_by_position) positions = Printable(positions);
+}
+
 }  // namespace
 
 Result<ReadBack> ReadResults(const std::string& path) {
@@ -273,6 +342,15 @@ Result<ReadBack> ParseResults(std::string_view text, std::string_view path) {
                                          "--json",
                                          path, e.what()));
   }
+  if (Depth(doc) > kMaxResultDepth)
+    return MakeError(EINVAL, fmt::format("'{}' nests arrays and objects deeper than the {} levels "
+                                         "txbatch reads; valid: a file txbatch wrote with --json",
+                                         path, kMaxResultDepth));
+  // `sink --json` writes a document of its own (schema_version 1, kind "sink", no records).
+  if (doc.is_object() && doc.value("kind", json()) == "sink")
+    return MakeError(EINVAL, fmt::format("'{}' is a txbatch sink record; report reads "
+                                         "run/compare/sweep/tune/calibrate result documents",
+                                         path));
   // value("schema_version", 0) would throw on a version that is not a number ("1").
   if (doc.is_object() && doc.contains("schema_version") &&
       !(doc["schema_version"].is_number_integer() && doc["schema_version"] == 1))
@@ -332,7 +410,17 @@ Result<ReadBack> ParseResults(std::string_view text, std::string_view path) {
                                          "valid: a file txbatch wrote with --json",
                                          path, e.what()));
   }
-  if (doc.contains("comparison")) out.comparison = doc["comparison"];
+  for (CellRecord& r : out.records) MakePrintable(r);
+  for (CellConfig& c : out.cells) c.driver = Printable(c.driver);
+  RunEnv& e = out.env;
+  for (std::string* f : {&e.dpdk_version, &e.kernel, &e.cpu, &e.pinning, &e.command_line,
+                         &e.started_at, &e.eal_mode, &e.eal_why})
+    *f = Printable(*f);
+  for (std::string& a : e.eal_args) a = Printable(a);
+  std::map<std::string, std::string> layers;
+  for (const auto& [k, v] : e.link_layers) layers[Printable(k)] = Printable(v);
+  e.link_layers = std::move(layers);
+  if (doc.contains("comparison")) out.comparison = PrintableJson(doc["comparison"]);
   out.document = std::move(doc);
   return out;
 }

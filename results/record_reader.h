@@ -19,8 +19,18 @@ struct ReadBack {
   nlohmann::json document;           // the whole document as read (report --out rewrites it)
 };
 
+// The deepest nesting of arrays and objects a result document may have. txbatch's own reach 6
+// (records[].results.per_flow[].latency_ns, comparison.metrics[].ci95); 64 leaves room for
+// fields to come, and stays far under the 1000 frames Python's json module recurses through, so
+// tools/txbatch-plot (which mirrors these rules) refuses exactly what report refuses.
+inline constexpr int kMaxResultDepth = 64;
+
 // Bad or foreign input gets one sentence naming the file and what is wrong with it; the file
-// must be a regular one of at most kMaxResultFileBytes (input_file.h).
+// must be a regular one of at most kMaxResultFileBytes (input_file.h), JSON (no NaN, Infinity or
+// number past a double's range) nested at most kMaxResultDepth deep. Strings from the document
+// that report prints (names, the environment, the comparison) come back with control characters
+// escaped (\xNN, \u00NN): a document cannot drive the terminal. tools/txbatch-plot reads by
+// the same rules; change both.
 Result<ReadBack> ReadResults(const std::string& path);
 // The same from the document's text; `path` names it in messages.
 Result<ReadBack> ParseResults(std::string_view text, std::string_view path);

@@ -107,5 +107,55 @@ TEST(Report, NumbersOutsideAnIntegerFieldsRangeAreOneSentence) {
   std::remove(path.c_str());
 }
 
+// Issue 44, item 21: names and strings from a document are printed with their control
+// characters escaped (an ESC in a driver name drove the terminal), and a sink's --json document
+// is said to be one (it was told to use a file txbatch wrote with --json: it is one).
+TEST(Report, ControlCharactersFromTheDocumentAreEscapedAndASinkRecordIsNamed) {
+  const auto run = RunTxbatch(
+      "run --driver emu:null --engine sim --procs 1 --batch 8 --duration 0.02 --warmup 0.01");
+  ASSERT_EQ(run.status, 0) << run.err;
+  nlohmann::json doc = run.doc;
+  doc["records"][0]["config"]["driver_given"] = "emu:\x1b[31mnull\x07\xc2\x9b";
+  doc["records"][0]["env"]["kernel"] = "k\x1b]0;title\x07";
+  const std::string path = SaveDoc(doc, "report_ctl");
+  const auto r = RunTxbatch("report " + path);
+  EXPECT_EQ(r.status, 0) << r.err;
+  for (const char c : r.out)
+    EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20 && c != '\n') << int(c) << r.out;
+  EXPECT_EQ(r.out.find("\xc2\x9b"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("emu:\\x1b[31mnull\\x07\\u009b"), std::string::npos) << r.out;
+  std::remove(path.c_str());
+
+  const std::string sink = SaveDoc(
+      {{"schema_version", 1}, {"kind", "sink"}, {"port", "net_null0"}, {"results", {}}}, "sink");
+  const auto s = RunTxbatch("report " + sink);
+  EXPECT_EQ(s.status, 2);
+  EXPECT_EQ(std::count(s.err.begin(), s.err.end(), '\n'), 1) << s.err;
+  EXPECT_NE(s.err.find("is a txbatch sink record; report reads "
+                       "run/compare/sweep/tune/calibrate result documents"),
+            std::string::npos)
+      << s.err;
+  std::remove(sink.c_str());
+}
+
+// Issue 44, item 19: nesting past kMaxResultDepth (64) is one sentence, as txbatch-plot refuses
+// it (Python's json recurses a frame a level); 64 levels still read.
+TEST(Report, NestingPastSixtyFourLevelsIsOneSentence) {
+  const auto run = RunTxbatch(
+      "run --driver emu:null --engine sim --procs 1 --batch 8 --duration 0.02 --warmup 0.01");
+  ASSERT_EQ(run.status, 0) << run.err;
+  for (const int depth : {64, 65}) {
+    nlohmann::json doc = run.doc, deep = nlohmann::json::array();
+    for (int i = 2; i < depth; ++i) deep = nlohmann::json::array({deep});
+    doc["extra"] = deep;  // the document is level 1
+    const std::string path = SaveDoc(doc, "report_deep");
+    const auto r = RunTxbatch("report " + path);
+    EXPECT_EQ(r.status, depth <= 64 ? 0 : 2) << depth << ": " << r.err;
+    if (depth > 64)
+      EXPECT_NE(r.err.find("deeper than the 64 levels"), std::string::npos) << r.err;
+    std::remove(path.c_str());
+  }
+}
+
 }  // namespace
 }  // namespace txbatch::test
