@@ -71,8 +71,10 @@ Figures DrawFigures(const std::string& dir) {
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   const std::string format = "svg,png";
-  char* argv[] = {const_cast<char*>(program.c_str()), const_cast<char*>(dir.c_str()),
-                  const_cast<char*>("--format"), const_cast<char*>(format.c_str()), nullptr};
+  // "--" before the folder: a --out folder named "-x" is the folder, not an option of its.
+  char* argv[] = {const_cast<char*>(program.c_str()), const_cast<char*>("--format"),
+                  const_cast<char*>(format.c_str()),  const_cast<char*>("--"),
+                  const_cast<char*>(dir.c_str()),     nullptr};
   pid_t pid = 0;
   const int err =
       (on_path ? posix_spawnp : posix_spawn)(&pid, program.c_str(), &fa, &attr, argv, environ);

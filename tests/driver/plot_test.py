@@ -229,24 +229,131 @@ class BadInput(unittest.TestCase):
     def test_each_gets_one_sentence_and_exit_2_and_nothing_written(self):
         self.refused(lambda d: [os.path.join(d, "missing.json"), "--out", d], "cannot read")
         self.refused(lambda d: [self.write(d, "{not json"), "--out", d], "is not JSON")
-        self.refused(lambda d: [self.write(d, '{"x": 1}'), "--out", d], "no records")
-        self.refused(lambda d: [self.write(d, '{"records": []}'), "--out", d], "nothing to draw")
-        self.refused(lambda d: [self.write(d, '{"records": [{"config": {}}]}'), "--out", d],
-                     "without config or results")
+        self.refused(lambda d: [self.write(d, '{"x": 1}'), "--out", d], "no txbatch records")
+        self.refused(lambda d: [self.write(d, '{"schema_version": 1, "records": []}'), "--out",
+                                d], "no txbatch records")
         self.refused(lambda d: [self.write(
-            d, '{"records": [{"config": {"batch": 1, "size": 64, "procs": 1}, '
-               '"results": {"mpps": 1}}]}'), "--out", d], "can draw: KeyError")
-        self.refused(lambda d: [self.write(d, json.dumps({"records": [{
-            "config": {"batch": 1, "size": 64, "procs": 1, "driver": "emu:null", "proto": "udp",
-                       "policy": "count:1", "sync": "rootlock", "runner": "inline"},
-            "results": {"mpps": 1, "latency_hist_ns": {"bins": [[1, 2]]}}}]})), "--out", d],
-            "can draw: ValueError")
+            d, '{"schema_version": 1, "records": [{"config": {}}]}'), "--out", d],
+            "not a complete txbatch result document (key 'driver' not found)")
         self.refused(lambda d: [self.write(d, '{"records": []}'), "--format", "gif", "--out",
                                 d], "--format")
         self.refused(lambda d: [self.write(d, '{"records": []}'), "--dpi", "5", "--out", d],
                      "--dpi")
         self.refused(lambda d: [self.write(d, '{"records": []}'), "--out",
-                                os.path.join(d, "none")], "not a directory")
+                                self.write(d, "{}")], "it exists and is not a folder")
+        self.refused(lambda d: [self.write(d, '{"records": []}'), "--out=-"],
+                     "--out names a folder for several files")
+
+
+def sim_run(path):
+    r = run([TXBATCH, "run", "--engine", "sim", "--driver", "emu:null", "--procs", "1",
+             "--batch", "8", "--duration", "0.02", "--warmup", "0.01", "--json", path])
+    assert r.returncode == 0, r.stderr
+    with open(path) as f:
+        return json.load(f)
+
+
+class OneReadersRules(BadInput):
+    """Issue 44, item 19: what `txbatch report` refuses, txbatch-plot refuses, with one sentence
+    and exit 2, nothing drawn; what report reads, it draws. Each case runs both."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.good = sim_run(os.path.join(cls.tmp.name, "good.json"))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def both(self, text, says, path=None):
+        """`text` as in.json (or `path`): report and txbatch-plot both refuse it."""
+        def args(d):
+            return [path or self.write(d, text), "--out", d]
+        with tempfile.TemporaryDirectory() as d:
+            r = run([TXBATCH, "report", path or self.write(d, text)])
+            self.assertEqual(r.returncode, 2, f"report: {r.stderr}")
+        self.refused(args, says)
+
+    def tampered(self, edit):
+        doc = json.loads(json.dumps(self.good))
+        edit(doc)
+        return doc
+
+    def test_deep_nesting_is_a_sentence_not_a_recursion_error(self):
+        # a traceback and exit 1 before
+        self.both("[" * 100000 + "]" * 100000, "deeper than the 64 levels")
+        deep = self.tampered(lambda doc: doc.update(extra=json.loads("[" * 64 + "]" * 64)))
+        self.both(json.dumps(deep), "deeper than the 64 levels")
+
+    def test_64_levels_draw_as_report_reads_them(self):
+        doc = self.tampered(lambda doc: doc.update(extra=json.loads("[" * 63 + "]" * 63)))
+        with tempfile.TemporaryDirectory() as d:
+            path = self.write(d, json.dumps(doc))
+            self.assertEqual(run([TXBATCH, "report", path]).returncode, 0)
+            r = run([PLOT, path, "--out", d, "--format", "svg"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_nan_infinity_and_numbers_past_a_double(self):
+        # each was drawn, exit 0, before
+        text = json.dumps(self.good)
+        self.both(text.replace('"mpps": ', '"mpps": NaN, "x": ', 1), "NaN is not a JSON value")
+        self.both(text.replace('"mpps": ', '"mpps": -Infinity, "x": ', 1),
+                  "-Infinity is not a JSON value")
+        self.both(text.replace('"mpps": ', '"mpps": 1e400, "x": ', 1),
+                  "number overflow parsing '1e400'")
+        self.both(text.replace('"mpps": ', '"mpps": ' + "9" * 400 + ', "x": ', 1),
+                  "number overflow")
+
+    def test_bins_that_do_not_go_up_and_fields_of_the_wrong_kind(self):
+        def upside_down(doc):
+            doc["records"][0]["results"]["latency_hist_ns"]["bins"][0][:2] = [5, 2]
+        self.both(json.dumps(self.tampered(upside_down)), "lo < hi")  # drawn before
+        def fractional_size(doc):
+            doc["records"][0]["config"]["size"] = 64.5
+        self.both(json.dumps(self.tampered(fractional_size)), "an integer in 0..4294967295")
+        def schema_string(doc):
+            doc["schema_version"] = "1"
+        self.both(json.dumps(self.tampered(schema_string)), 'schema_version "1"')
+        def no_env(doc):
+            del doc["records"][0]["env"]
+        self.both(json.dumps(self.tampered(no_env)), "key 'env' not found")
+
+    def test_devices_fifos_and_a_sink_record(self):
+        self.both(None, "is a character device", path="/dev/zero")  # read without end before
+        with tempfile.TemporaryDirectory() as d:
+            fifo = os.path.join(d, "fifo")
+            os.mkfifo(fifo)
+            self.both(None, "is a FIFO", path=fifo)
+        sink = {"schema_version": 1, "kind": "sink", "port": "net_null0", "results": {}}
+        self.both(json.dumps(sink), "is a txbatch sink record; report reads "
+                                    "run/compare/sweep/tune/calibrate result documents")
+
+
+class OutFolder(unittest.TestCase):
+    """--out as report --out takes it: a missing folder is made (refused before), and a folder
+    whose name starts with '-' is a folder where txbatch runs txbatch-plot (it was taken for an
+    option: no figures)."""
+
+    def test_a_missing_out_folder_is_made(self):
+        with tempfile.TemporaryDirectory() as d:
+            doc = os.path.join(d, "p.json")
+            sim_run(doc)
+            out = os.path.join(d, "a", "b")
+            r = run([PLOT, doc, "--out", out, "--format", "svg"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertTrue(os.path.exists(os.path.join(out, "throughput.svg")))
+
+    def test_report_out_folder_named_like_an_option_gets_its_figures(self):
+        with tempfile.TemporaryDirectory() as d:
+            doc = os.path.join(d, "p.json")
+            sim_run(doc)
+            r = run([TXBATCH, "report", doc, "--out=-x"], cwd=d,
+                    env=dict(os.environ, TXBATCH_PLOT=os.path.abspath(PLOT)))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("no figures", r.stderr)
+            self.assertIn("drew -x/", r.stdout)
+            self.assertTrue(os.path.exists(os.path.join(d, "-x", "latency.svg")))
 
 
 if __name__ == "__main__":
