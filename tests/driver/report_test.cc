@@ -151,8 +151,7 @@ TEST(Report, NestingPastSixtyFourLevelsIsOneSentence) {
     const std::string path = SaveDoc(doc, "report_deep");
     const auto r = RunTxbatch("report " + path);
     EXPECT_EQ(r.status, depth <= 64 ? 0 : 2) << depth << ": " << r.err;
-    if (depth > 64)
-      EXPECT_NE(r.err.find("deeper than the 64 levels"), std::string::npos) << r.err;
+    if (depth > 64) EXPECT_NE(r.err.find("deeper than the 64 levels"), std::string::npos) << r.err;
     std::remove(path.c_str());
   }
 }
