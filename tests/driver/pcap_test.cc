@@ -1,7 +1,9 @@
 // net_pcap end to end: txbatch writes a capture through the ethdev driver; libpcap reads it
 // back. Every frame is there, with its length and headers, and the tcp framing decodes as one
-// stream per producer: txbatch sequence numbers contiguous from 0 and TCP sequence numbers
-// advancing by exactly each segment's payload (what tshark needs to follow the stream).
+// stream per producer: txbatch sequence numbers contiguous from 0, TCP sequence numbers
+// advancing by exactly each segment's payload (what tshark needs to follow the stream), and a
+// valid TCP checksum (net_pcap has no checksum offload: txbatch writes the checksum before the
+// burst, where a capture held the pseudo-header sum a NIC's offload starts from).
 #include <gtest/gtest.h>
 #include <pcap/pcap.h>
 #include <rte_byteorder.h>
@@ -55,6 +57,13 @@ TEST(Pcap, CaptureHoldsEveryFrameAndDecodesAsOneTcpStreamPerProducer) {
     const auto* tcp =
         reinterpret_cast<const rte_tcp_hdr*>(data + kEthHeaderBytes + kIpv4HeaderBytes);
     const uint32_t tcp_seq = rte_be_to_cpu_32(tcp->sent_seq);
+    const auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(data + kEthHeaderBytes);
+    uint32_t sum = rte_raw_cksum(tcp, rte_be_to_cpu_16(ip->total_length) - kIpv4HeaderBytes) +
+                   rte_ipv4_phdr_cksum(ip, 0);
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    EXPECT_EQ(sum, 0xffffu) << "frame " << frames << ": TCP checksum 0x" << std::hex
+                            << rte_be_to_cpu_16(tcp->cksum);
     FlowState& s = flows[f.flow];
     // A flow's sequence goes on from the cells before (their frames used the numbers below);
     // within the capture it has no gap.
