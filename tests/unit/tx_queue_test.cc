@@ -78,6 +78,44 @@ unsigned Produce(TxQueue& queue, uint16_t flow, unsigned frames) {
   return queued;
 }
 
+// Producer threads joined within a deadline. A stream producer blocks on a full band until a run
+// frees room: where frames are left in the qdisc that nothing runs (a lost reschedule), it waits
+// forever and so would the case. Past the deadline the case fails with a sentence and the queue
+// is aborted, which releases every blocked producer (each returns short of what it was asked).
+class Producers {
+ public:
+  ~Producers() {
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+  void Start(std::function<void()> produce) {
+    threads_.emplace_back([this, produce = std::move(produce)] {
+      produce();
+      finished_.fetch_add(1);
+    });
+  }
+  // Whether every producer finished within `deadline_s` (joined either way).
+  bool JoinWithin(double deadline_s, TxQueue& queue) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
+    while (finished_.load() < threads_.size() && std::chrono::steady_clock::now() < until)
+      SleepNs(1e6);
+    const bool in_time = finished_.load() == threads_.size();
+    if (!in_time) {
+      ADD_FAILURE() << threads_.size() - finished_.load() << " of " << threads_.size()
+                    << " producers were still blocked after " << deadline_s
+                    << " s (the qdisc holds " << queue.backlog()
+                    << " frames that no run sends): aborting the queue to release them";
+      queue.Abort();
+    }
+    for (auto& t : threads_) t.join();
+    return in_time;
+  }
+
+ private:
+  std::vector<std::thread> threads_;
+  std::atomic<size_t> finished_{0};
+};
+
 // `n` frames of flow 0 built by `b` into one batch (--qdisc none's own batches).
 Batch BuiltBatch(FrameBuilder& b, unsigned n) {
   Batch batch;
@@ -125,10 +163,16 @@ TEST_P(TxQueueShape, StreamProducersDeliverEverythingInOrderThroughAStoppingRing
   if (GetParam().dedicated) {
     EXPECT_EQ(names.back(), "txb-runner0");
   }
-  std::vector<std::thread> producers;
+  Producers producers;
   for (uint16_t f = 0; f < 4; ++f)
-    producers.emplace_back([&, f] { EXPECT_EQ(Produce(*rig.queue, f, 500), 500u); });
-  for (auto& t : producers) t.join();
+    producers.Start([&, f] { EXPECT_EQ(Produce(*rig.queue, f, 500), 500u); });
+  // 2000 frames of 1000 bytes at 1 Gb/s take 16 ms of wire: 20 s is scheduling's margin.
+  if (!producers.JoinWithin(20, *rig.queue)) {
+    rig.queue->StopIrq();
+    rig.queue->Purge();
+    rig.nic->Purge();
+    return;
+  }
   ASSERT_TRUE(rig.WaitIdle());
   rig.queue->StopIrq();
   EXPECT_TRUE(rig.queue->service_threads().empty());
