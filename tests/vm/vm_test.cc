@@ -5,12 +5,18 @@
 //
 // Each case boots one guest (two for the two-host cases) that runs one txbatch command; QEMU's
 // filter-dump writes what the NIC put on the wire to a pcap, read back here with libpcap: every
-// frame txbatch's, its IPv4 checksum right, each flow's sequence from 0 without a gap or repeat,
-// and the count equal to the records' `sent` and to the PMD's own opackets.
+// frame txbatch's, its headers as FrameBuilder wrote them (MACs, IPv4 checksum, the flow's
+// ports), its length the one the run's size gives, its L4 checksum valid (UDP: 0 or valid; TCP:
+// always), each flow's sequence from 0 without a gap or repeat, and the count equal to the
+// records' `sent` and to the PMD's own opackets.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <pcap/pcap.h>
+#include <rte_ip.h>
+#include <rte_tcp.h>
+#include <rte_udp.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -19,14 +25,17 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -124,16 +133,45 @@ std::string RunJob(const std::string& bind, const std::string& args, const std::
 const char kUio[] = "hugepages 64\nbind 0000:00:04.0 uio_pci_generic";
 const char kVfio[] = "bind 0000:00:04.0 vfio-pci";
 
+// What the frames of a run must look like on the wire.
+struct WireExpect {
+  Proto proto = Proto::kUdp;
+  unsigned size = 0;  // --size: bytes per application write (one write size per run)
+  // TCP: frames shorter than a full MSS the run may send. A stream producer cuts its writes into
+  // full-MSS segments and sends what is left (a partial segment) once, when it stops
+  // (Segmenter::Flush): one such frame per producer per cell at most.
+  uint64_t short_frames_max = 0;
+};
+
 struct Wire {
   uint64_t frames = 0, not_ok = 0, gaps = 0;
+  uint64_t bad_headers = 0;   // VerifyHeaders failed: a MAC, the IPv4 checksum or a port
+  uint64_t bad_length = 0;    // not the length the run's size gives, or bytes past the IP packet
+  uint64_t bad_l4 = 0;        // UDP length or checksum, TCP checksum
+  uint64_t short_frames = 0;  // TCP frames below a full MSS (WireExpect::short_frames_max)
   std::map<ParseStatus, uint64_t> statuses;
   std::map<uint16_t, uint64_t> next_seq;  // per flow
   std::string first_problem;
+  void Problem(uint64_t& count, const std::string& what) {
+    ++count;
+    if (first_problem.empty()) first_problem = "frame " + std::to_string(frames) + ": " + what;
+  }
 };
 
-// Every frame in the capture: txbatch's and intact (ParseFrame checks the headers: MACs, IPv4
-// checksum, the flow's ports), each flow's sequence 0, 1, 2, ... with no gap or repeat.
-Wire ReadWire(const std::string& pcap_path, Proto proto) {
+// Whether the IPv4 UDP or TCP checksum of the L4 segment at `l4` (its header's checksum in place)
+// is valid: the one's-complement sum over the pseudo-header and the segment is 0xffff.
+bool L4ChecksumValid(const rte_ipv4_hdr* ip, const uint8_t* l4, unsigned l4_len) {
+  uint32_t sum = rte_raw_cksum(l4, l4_len) + rte_ipv4_phdr_cksum(ip, 0);
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  return sum == 0xffff;
+}
+
+// Every frame in the capture: txbatch's and intact — its headers as FrameBuilder wrote them
+// (VerifyHeaders: MACs, IPv4 checksum, the flow's ports), its length (Ethernet + the IP packet,
+// nothing after; the payload the run's --size gives), its L4 length and checksum (UDP 0 or valid,
+// TCP valid) — and each flow's sequence 0, 1, 2, ... with no gap or repeat.
+Wire ReadWire(const std::string& pcap_path, const WireExpect& want) {
   Wire w;
   char err[PCAP_ERRBUF_SIZE];
   pcap_t* p = pcap_open_offline(pcap_path.c_str(), err);
@@ -141,73 +179,187 @@ Wire ReadWire(const std::string& pcap_path, Proto proto) {
     w.first_problem = err;
     return w;
   }
+  const unsigned mss = MaxPayload(Proto::kTcp, 1500);  // the runs' MTU (txbatch's default)
   pcap_pkthdr* h;
   const u_char* data;
   while (pcap_next_ex(p, &h, &data) == 1) {
     ++w.frames;
     const ParsedFrame f = ParseFrame(data, h->caplen);
-    if (f.status != ParseStatus::kOk || f.proto != proto || h->caplen != h->len) {
-      ++w.not_ok;
+    if (f.status != ParseStatus::kOk || f.proto != want.proto || h->caplen != h->len) {
       ++w.statuses[f.status];
-      if (w.first_problem.empty())
-        w.first_problem = "frame " + std::to_string(w.frames) + ": " +
-                          std::string(ParseStatusName(f.status)) + ", " + std::to_string(h->len) +
-                          " bytes";
+      w.Problem(w.not_ok, std::string(ParseStatusName(f.status)) + ", " +
+                              std::string(ProtoName(f.proto)) + ", " + std::to_string(h->len) +
+                              " bytes");
       continue;
     }
-    uint64_t& next = w.next_seq[f.flow];
-    if (f.seq != next) {
-      ++w.gaps;
-      if (w.first_problem.empty())
-        w.first_problem = "flow " + std::to_string(f.flow) + ": seq " + std::to_string(f.seq) +
-                          " where " + std::to_string(next) + " was next";
+    if (!VerifyHeaders(data, h->caplen, f.flow))
+      w.Problem(w.bad_headers,
+                "headers not txbatch's (a MAC, the IPv4 checksum or a port of flow " +
+                    std::to_string(f.flow) + ")");
+    // The frame is the IP packet after its Ethernet header and nothing more (each frame here is
+    // longer than Ethernet's 60-byte minimum, so no NIC pads it), and carries the payload the run
+    // gives: UDP --size (a datagram a write, all sizes here under MTU - 28), TCP a full MSS or,
+    // at most once per producer and cell, the partial segment it flushes as it stops.
+    const auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(data + kEthHeaderBytes);
+    const unsigned ip_len = rte_be_to_cpu_16(ip->total_length);
+    const bool is_short = want.proto == Proto::kTcp && f.payload < mss;
+    w.short_frames += is_short;
+    const bool payload_ok =
+        want.proto == Proto::kUdp ? f.payload == want.size : f.payload == mss || is_short;
+    if (h->len != kEthHeaderBytes + ip_len || h->len != FrameBytes(want.proto, f.payload) ||
+        !payload_ok)
+      w.Problem(w.bad_length, std::to_string(h->len) + " bytes, IP " + std::to_string(ip_len) +
+                                  ", payload " + std::to_string(f.payload) + " (size " +
+                                  std::to_string(want.size) + ")");
+    const uint8_t* l4 = data + kEthHeaderBytes + kIpv4HeaderBytes;
+    const unsigned l4_len = ip_len - kIpv4HeaderBytes;
+    if (want.proto == Proto::kUdp) {
+      const auto* udp = reinterpret_cast<const rte_udp_hdr*>(l4);
+      if (rte_be_to_cpu_16(udp->dgram_len) != l4_len ||
+          (udp->dgram_cksum != 0 && !L4ChecksumValid(ip, l4, l4_len)))
+        w.Problem(w.bad_l4, "UDP length " + std::to_string(rte_be_to_cpu_16(udp->dgram_len)) +
+                                " of " + std::to_string(l4_len) + ", or its checksum");
+    } else if (!L4ChecksumValid(ip, l4, l4_len)) {
+      const auto* tcp = reinterpret_cast<const rte_tcp_hdr*>(l4);
+      w.Problem(w.bad_l4, "TCP checksum 0x" + fmt::format("{:04x}", rte_be_to_cpu_16(tcp->cksum)) +
+                              " is not valid (a pseudo-header sum is 0x" +
+                              fmt::format("{:04x}", rte_be_to_cpu_16(rte_ipv4_phdr_cksum(ip, 0))) +
+                              ")");
     }
+    uint64_t& next = w.next_seq[f.flow];
+    if (f.seq != next)
+      w.Problem(w.gaps, "flow " + std::to_string(f.flow) + ": seq " + std::to_string(f.seq) +
+                            " where " + std::to_string(next) + " was next");
     next = f.seq + 1;
   }
   pcap_close(p);
   return w;
 }
 
-uint64_t U(const json& v) { return v.is_number() ? v.get<uint64_t>() : 0; }
+// A count in a record: there, and a whole number. A field that is missing throws (the test
+// fails naming the key); one that is null or not a count fails the test and reads as
+// UINT64_MAX. (Read as 0, a missing field let every `== 0` check pass.)
+uint64_t Count(const json& obj, const std::string& key) {
+  const json& v = obj.at(key);
+  if (!v.is_number_unsigned()) {
+    ADD_FAILURE() << key << " is not a count: " << v.dump() << " in " << obj.dump();
+    return UINT64_MAX;
+  }
+  return v.get<uint64_t>();
+}
+// A number in a record (avg_batch, doorbells_per_pkt): there and a number, else NaN (every
+// comparison with it fails) and a failure.
+double Real(const json& obj, const std::string& key) {
+  const json& v = obj.at(key);
+  if (!v.is_number()) {
+    ADD_FAILURE() << key << " is not a number: " << v.dump() << " in " << obj.dump();
+    return std::nan("");
+  }
+  return v.get<double>();
+}
 
-// The run's records (`cells` of them) against the wire: books closed, and what each cell sent is
-// what its PMD counted; all cells together are what the capture holds, to the frame. On virtio
-// the device transmits from its ring after the doorbell, on its own time (QEMU's virtio-net, from
-// a bottom half that TCG's busy vCPUs can hold off for milliseconds); what the ring still held
-// when a cell's port stopped and closed was dropped by the device's reset: the tail of any cell
-// could be missing from the capture (CI on 8187288: 50 frames of cell 3 of 4; the last cell's
-// tail was tolerated until then), until the port lingered for the backend before it stops
+// How a cell's frames went to the driver, against what its policy makes of them. Each bar says
+// how it was derived; a cell no bar covers (one inline producer: the empty-qdisc bypass sends
+// most frames alone, the rest in bulks as large as the ring's back-pressure makes them) is only
+// printed.
+void CheckBatching(const json& config, const json& r) {
+  const std::string policy = config.at("policy").get<std::string>();
+  const uint64_t procs = Count(config, "procs");
+  const bool dedicated = config.at("runner") == "dedicated";
+  const double avg = Real(r, "avg_batch");
+  const json& hist = r.at("batch_hist");
+  const std::string cell = config.dump();
+  std::printf("vm cell: %s procs %llu runner %s: avg_batch %.2f, batch_hist %s\n", policy.c_str(),
+              static_cast<unsigned long long>(procs),
+              config.at("runner").get<std::string>().c_str(), avg, hist.dump().c_str());
+  if (policy == "count:1") {
+    // count:1 dequeues one frame a run step: every handover is one frame, exactly.
+    EXPECT_EQ(avg, 1.0) << cell << hist;
+  } else if (policy.starts_with("count:") && (procs >= 4 || dedicated)) {
+    // A backlog to bulk from: four producers keep the qdisc full while the run's driver call (a
+    // doorbell: an MMIO exit under TCG) takes far longer than building a frame; a dedicated
+    // runner wakes (a futex wake and a vCPU switch) while its producer enqueues a 64 KiB write,
+    // 45 frames. A dequeue then takes the policy's N; one takes fewer only where the run
+    // emptied the qdisc (the next frame is a bypass's, alone). What counts is the share of
+    // frames that went in full bulks (batch_hist buckets sizes by powers of two: N's holds N
+    // alone). avg_batch, frames per handover, weighs each lone bypass frame as much as a bulk:
+    // it measured 12.6 to 32 for e1000_uio's cell in three runs, where the share was 94.7 % to
+    // 99.9 %. Measured over three runs of every case: 92.5 % to 100 % (the lowest virtio's
+    // count:4). The bar, 80 %, leaves room for a busier host; a path that stopped bulking would
+    // be near 0 %. (It gives avg_batch >= 1 / (0.8 / N + 0.2): 4.4 at N = 32.)
+    const unsigned n = static_cast<unsigned>(std::stoul(policy.substr(6)));
+    const double frames = avg * [&] {
+      double handovers = 0;
+      for (const auto& [bucket, count] : hist.items()) handovers += count.get<double>();
+      return handovers;
+    }();
+    const std::string key = std::to_string(n);
+    const double full = hist.contains(key) ? n * hist.at(key).get<double>() : 0;
+    EXPECT_GE(full, 0.8 * frames) << cell << hist << " (" << full << " of " << frames
+                                  << " frames in bulks of " << n << ")";
+  } else if (policy == "buffer:32") {
+    // buffer:32 without a timer (the producer's own batch, --qdisc none) lets a batch go only
+    // full — or once, when generation stops (`end`), after the window: every handover in the
+    // window holds 32 frames, and the cell's frames are 32 a full flush plus that last one's.
+    EXPECT_EQ(avg, 32.0) << cell << hist;
+    const json& t = r.at("flush_triggers");
+    const uint64_t sent = Count(r.at("accounting"), "sent");
+    EXPECT_EQ(Count(t, "full"), sent / 32) << cell << t;
+    EXPECT_EQ(Count(t, "end"), sent % 32 != 0 ? 1u : 0u) << cell << t;
+    EXPECT_EQ(Count(t, "timer"), 0u) << cell << t;
+    EXPECT_EQ(Count(t, "write_done"), 0u) << cell << t;
+  }
+}
+
+// The run's records (`cells` of them) against the wire: books closed, nothing dropped, batching
+// as each policy makes it, and what each cell sent is what its PMD counted; all cells together
+// are what the capture holds, to the frame, each frame as `want` says. On virtio the device
+// transmits from its ring after the doorbell, on its own time (QEMU's virtio-net, from a bottom
+// half that TCG's busy vCPUs can hold off for milliseconds); what the ring still held when a
+// cell's port stopped and closed was dropped by the device's reset: the tail of any cell could
+// be missing from the capture (CI on 8187288: 50 frames of cell 3 of 4; the last cell's tail was
+// tolerated until then), until the port lingered for the backend before it stops
 // (ethdev_port.cc, SendsOnItsOwnTime).
-void CheckRunAgainstWire(const Boot& b, Proto proto, size_t cells) {
+void CheckRunAgainstWire(const Boot& b, const WireExpect& want, size_t cells) {
   ASSERT_EQ(b.lab_status, 0) << b.Console();
   ASSERT_EQ(b.job_status, 0) << b.Console();
   const std::string doc_text = Slurp(b.out + "/run.json");
   ASSERT_FALSE(doc_text.empty()) << b.Console();
   const json doc = json::parse(doc_text);
-  ASSERT_EQ(doc["records"].size(), cells) << b.Console();
+  ASSERT_EQ(doc.at("records").size(), cells) << b.Console();
   uint64_t sent = 0;
-  for (const json& rec : doc["records"]) {
-    const json& r = rec["results"];
-    const json& a = r["accounting"];
-    const std::string cell = rec["config"].dump();
-    EXPECT_TRUE(a["balanced"].get<bool>()) << cell << a.dump();
-    EXPECT_EQ(U(a["queued"]), 0u) << cell;
-    EXPECT_EQ(U(r["mbufs_in_use_at_exit"]), 0u) << cell;
-    EXPECT_GT(U(a["sent"]), 0u) << cell;
-    EXPECT_EQ(r["counted_at"], "driver") << cell;
+  for (const json& rec : doc.at("records")) {
+    const json& r = rec.at("results");
+    const json& a = r.at("accounting");
+    const std::string cell = rec.at("config").dump();
+    EXPECT_TRUE(a.at("balanced").get<bool>()) << cell << a.dump();
+    EXPECT_EQ(Count(a, "queued"), 0u) << cell;
+    // Stream producers wait for room in a full qdisc (and under --qdisc none nothing here
+    // refuses a batch: an emulated NIC takes the ring's frames at the doorbell): no cell drops.
+    EXPECT_EQ(Count(a, "dropped"), 0u) << cell << a.dump();
+    EXPECT_EQ(Count(r, "mbufs_in_use_at_exit"), 0u) << cell;
+    EXPECT_GT(Count(a, "sent"), 0u) << cell;
+    EXPECT_EQ(r.at("counted_at"), "driver") << cell;
     // The PMD's own count of what it put in the ring, per cell.
-    EXPECT_EQ(U(r["driver_counters"]["pmd_opackets"]), U(a["sent"]))
-        << cell << r["driver_counters"];
-    EXPECT_EQ(U(r["driver_counters"]["pmd_oerrors"]), 0u) << cell;
-    // Four producers keep the qdisc full: batch 32 hands the PMD many frames a call (measured
-    // 24-32 on these guests), the path a one-frame test never takes.
-    if (rec["config"]["batch"] == 32 && U(rec["config"]["procs"]) >= 4) {
-      EXPECT_GE(r["avg_batch"].get<double>(), 4.0) << cell << r["batch_hist"];
-    }
-    sent += U(a["sent"]);
+    const json& pmd = r.at("driver_counters");
+    EXPECT_EQ(Count(pmd, "pmd_opackets"), Count(a, "sent")) << cell << pmd;
+    EXPECT_EQ(Count(pmd, "pmd_oerrors"), 0u) << cell;
+    CheckBatching(rec.at("config"), r);
+    sent += Count(a, "sent");
   }
-  const Wire w = ReadWire(b.out + "/wire.pcap", proto);
+  const Wire w = ReadWire(b.out + "/wire.pcap", want);
+  std::printf(
+      "vm wire: %llu frames: %llu not txbatch's %s, %llu bad headers, %llu bad length, "
+      "%llu bad L4, %llu short, %llu gaps\n",
+      static_cast<unsigned long long>(w.frames), static_cast<unsigned long long>(w.not_ok),
+      std::string(ProtoName(want.proto)).c_str(), static_cast<unsigned long long>(w.bad_headers),
+      static_cast<unsigned long long>(w.bad_length), static_cast<unsigned long long>(w.bad_l4),
+      static_cast<unsigned long long>(w.short_frames), static_cast<unsigned long long>(w.gaps));
   EXPECT_EQ(w.not_ok, 0u) << w.first_problem;
+  EXPECT_EQ(w.bad_headers, 0u) << w.first_problem;
+  EXPECT_EQ(w.bad_length, 0u) << w.first_problem;
+  EXPECT_EQ(w.bad_l4, 0u) << w.first_problem;
+  EXPECT_LE(w.short_frames, want.short_frames_max) << w.first_problem;
   EXPECT_EQ(w.gaps, 0u) << w.first_problem;
   EXPECT_EQ(w.frames, sent) << w.first_problem;
 }
@@ -221,52 +373,160 @@ struct PmdCase {
   const char* nic;   // QEMU's -device model
   bool vfio;         // vfio-pci behind an emulated IOMMU (q35, intel_iommu=on), else uio
   const char* args;  // txbatch run's, before kCells
-  Proto proto;
+  WireExpect wire;
   size_t cells;
 };
 
 // e1000 (82540EM) and e1000e (82574L) on net_e1000_em, virtio-net on net_virtio, under
 // uio_pci_generic + hugepages (IOVA as PA); the e1000 under vfio-pci with IOVA as VA and no
 // hugepages, where the IOMMU faults any DMA from an address the pool's memory was not mapped at.
+// (Not the e1000e there: QEMU 7.2's e1000e maps a TX buffer in one piece, which behind an IOMMU
+// fails for data crossing a page into one not physically next to it, and drops the frame — 18
+// of 60723 in a run, a fault of the model and not of the spread pool.)
+// The tcp cases: 64 KiB writes, full-MSS frames and at most one short one per producer and cell;
+// their frames ask for TCP checksum offload, which e1000's PMD has and virtio's has not here
+// (QEMU's virtio-net offers no checksum offload over a user netdev): txbatch writes it there.
 const PmdCase kPmdCases[] = {
-    {"e1000_uio", "e1000", false, "--proto udp --size 64 --batch 1,32 --procs 1,4", Proto::kUdp, 4},
-    {"e1000_dedicated_tcp", "e1000", false,
-     "--runner dedicated --proto tcp --size 65536 --batch 1,32 --procs 1", Proto::kTcp, 2},
-    {"e1000_noqueue_buffer", "e1000", false,
-     "--qdisc none --policy buffer:32 --proto udp --size 64 --procs 1", Proto::kUdp, 1},
-    {"e1000e_uio", "e1000e", false, "--proto udp --size 1400 --batch 1,32 --procs 4", Proto::kUdp,
+    {"e1000_uio",
+     "e1000",
+     false,
+     "--proto udp --size 64 --batch 1,32 --procs 1,4",
+     {Proto::kUdp, 64},
+     4},
+    {"e1000_dedicated_tcp",
+     "e1000",
+     false,
+     "--runner dedicated --proto tcp --size 65536 --batch 1,32 --procs 1",
+     {Proto::kTcp, 65536, /*short_frames_max=*/2 * 1},
      2},
-    {"e1000_vfio_iommu", "e1000", true, "--proto udp --size 64 --batch 1,32 --procs 4", Proto::kUdp,
+    {"e1000_noqueue_buffer",
+     "e1000",
+     false,
+     "--qdisc none --policy buffer:32 --proto udp --size 64 --procs 1",
+     {Proto::kUdp, 64},
+     1},
+    {"e1000e_uio",
+     "e1000e",
+     false,
+     "--proto udp --size 1400 --batch 1,32 --procs 4",
+     {Proto::kUdp, 1400},
+     2},
+    {"e1000_vfio_iommu",
+     "e1000",
+     true,
+     "--proto udp --size 64 --batch 1,32 --procs 4",
+     {Proto::kUdp, 64},
      2},
     // Eight cells: seven ends of a cell where the port stops with the ring perhaps not yet sent
     // (on the code before the linger, 2 of 3 runs of these eight cells lost frames, 3 of 5 of
     // six).
-    {"virtio_uio", "virtio-net-pci,disable-modern=off", false,
-     "--proto udp --size 64 --batch 1,4,8,32 --procs 1,4", Proto::kUdp, 8},
+    {"virtio_uio",
+     "virtio-net-pci,disable-modern=off",
+     false,
+     "--proto udp --size 64 --batch 1,4,8,32 --procs 1,4",
+     {Proto::kUdp, 64},
+     8},
+    {"virtio_dedicated_tcp",
+     "virtio-net-pci,disable-modern=off",
+     false,
+     "--runner dedicated --proto tcp --size 65536 --batch 1,32 --procs 1",
+     {Proto::kTcp, 65536, /*short_frames_max=*/2 * 1},
+     2},
 };
+
+// One DMA translation by the emulated IOMMU (QEMU's trace event vtd_dmar_translate: "dev
+// 00:04.00 iova 0x... -> gpa 0x... mask 0xfff"), of the NIC's accesses, in order; a page each.
+struct Translation {
+  uint64_t iova = 0, gpa = 0;
+};
+std::vector<Translation> NicTranslations(const std::string& trace) {
+  std::vector<Translation> out;
+  std::istringstream lines(trace);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream f(line);
+    std::string event, dev, bdf, iova_word, iova, arrow, gpa_word, gpa;
+    if (!(f >> event >> dev >> bdf >> iova_word >> iova >> arrow >> gpa_word >> gpa) ||
+        event != "vtd_dmar_translate" || bdf != "00:04.00")
+      continue;
+    out.push_back(
+        {std::strtoull(iova.c_str(), nullptr, 16), std::strtoull(gpa.c_str(), nullptr, 16)});
+  }
+  return out;
+}
+
+// Under vfio: EAL chose IOVA as VA, the NIC addressed the pool by the process's virtual
+// addresses (translated by the IOMMU), and the pool has the spread layout (dataplane/mempool.h)
+// that IOVA as VA allows without hugepages.
+void CheckIovaAsVaAndSpreadPool(const Boot& b) {
+  // EAL's own word (its log at info level, asked for on this run's EAL line).
+  EXPECT_NE(b.console.find("Selected IOVA mode 'VA'"), std::string::npos) << b.Console();
+  const std::vector<Translation> t = NicTranslations(Slurp(b.out + "/iommu.log"));
+  ASSERT_FALSE(t.empty()) << "QEMU traced no DMA translation of the NIC's";
+  // IOVA as VA: the guest has 1 GiB of RAM (vm-lab.sh's -m default; all of it below 4 GiB on
+  // q35), so a guest-physical address is under 1 GiB; the NIC was given addresses above that
+  // (EAL maps its memory from 4 GiB up), which the IOMMU translated to guest-physical ones.
+  constexpr uint64_t kGuestRam = uint64_t{1} << 30;
+  uint64_t below = 0, untranslated = 0;
+  for (const Translation& x : t) {
+    below += x.iova < kGuestRam;
+    untranslated += x.gpa >= kGuestRam;
+  }
+  EXPECT_EQ(below, 0u) << "DMA at guest-physical addresses: IOVA is not VA";
+  EXPECT_EQ(untranslated, 0u) << "a translation outside the guest's RAM";
+  // The spread layout lets mbufs cross 4 KB pages; DPDK's default layout under --no-huge puts
+  // each ~2.3 KB mbuf alone in its page (ENV-NOTES), where no frame's data crosses one. The e1000
+  // reads a frame's descriptor, then its data (the ring's pages in between every two frames), so
+  // a frame whose data crosses a page is two translations in a row, of a page and the next, and
+  // neither a ring page: those are read for every frame (each > 1 % of all translations; a data
+  // page holds a few of the pool's thousands of mbufs). In the spread layout objects follow each
+  // other every 37 cache lines, their data starting at all 64 cache-line offsets in a page: of
+  // 106-byte frames, those at the last offset cross (1/64; measured 588 of 31540 frames). The
+  // default layout has none: one is the proof.
+  std::map<uint64_t, uint64_t> per_page;
+  for (const Translation& x : t) ++per_page[x.iova];
+  const auto ring = [&](uint64_t page) { return per_page[page] * 100 > t.size(); };
+  uint64_t crossing = 0;
+  for (size_t i = 1; i < t.size(); ++i)
+    crossing += t[i].iova == t[i - 1].iova + 4096 && !ring(t[i].iova) && !ring(t[i - 1].iova);
+  std::printf(
+      "vm iommu: %zu translations of %zu pages, lowest IOVA 0x%llx, %llu frames' data "
+      "across a page\n",
+      t.size(), per_page.size(),
+      static_cast<unsigned long long>(
+          std::min_element(t.begin(), t.end(), [](auto& x, auto& y) { return x.iova < y.iova; })
+              ->iova),
+      static_cast<unsigned long long>(crossing));
+  EXPECT_GT(crossing, 0u) << "no frame's data crosses a page: the pool is not spread";
+}
 
 class VmPmd : public ::testing::TestWithParam<PmdCase> {};
 
 TEST_P(VmPmd, EveryFrameOnTheWireIsTxbatchsAndCounted) {
   const PmdCase& c = GetParam();
+  const std::string out = ::testing::TempDir() + "/vm_" + c.name;
+  // vfio: q35 with an IOMMU whose DMA translations are traced (QEMU's log backend writes its
+  // events to -D).
   const std::string machine =
       c.vfio ? "-machine q35,kernel-irqchip=split -device intel-iommu,intremap=on,caching-mode=on "
+               "-trace enable=vtd_dmar_translate -D " +
+                   out + "/iommu.log "
              : "";
   if (c.vfio) setenv("TXBATCH_VM_CMDLINE", "intel_iommu=on", 1);
   const Boot b =
       BootGuest(c.name,
                 RunJob(c.vfio ? kVfio : kUio,
                        "run --driver ethdev:port=0 " + std::string(c.args) + " " + kCells,
-                       c.vfio ? "--no-huge -m 256" : "--in-memory"),
+                       c.vfio ? "--no-huge -m 256 --log-level=lib.eal:info" : "--in-memory"),
                 machine + Nic(c.nic, c.name, "user,id=n0,restrict=on"));
   unsetenv("TXBATCH_VM_CMDLINE");
-  CheckRunAgainstWire(b, c.proto, c.cells);
+  CheckRunAgainstWire(b, c.wire, c.cells);
   if (c.vfio) {
     // The IOMMU was on, and faulted no DMA (its faults are error lines: in the kernel's log,
     // which the guest sends, not on its quiet console).
     const std::string dmesg = Slurp(b.out + "/dmesg.txt");
     EXPECT_NE(dmesg.find("DMAR: IOMMU enabled"), std::string::npos) << dmesg;
     EXPECT_EQ(dmesg.find("DMAR: DRHD: handling fault"), std::string::npos) << dmesg;
+    CheckIovaAsVaAndSpreadPool(b);
   }
 }
 
@@ -369,6 +629,21 @@ std::string SinkUntilGo(const std::string& setup, const std::string& options,
          "result sink.json /tmp/s.json\nexit ${st:-0}\n";
 }
 
+// The sink's record against the sender's: every frame sent arrived, none lost, repeated,
+// reordered or foreign.
+void CheckSinkGotEverything(const json& sink, const json& sender) {
+  uint64_t sent = 0;
+  for (const json& rec : sender.at("records"))
+    sent += Count(rec.at("results").at("accounting"), "sent");
+  const json& r = sink.at("results");
+  EXPECT_GT(sent, 0u);
+  EXPECT_EQ(Count(r, "received"), sent) << r;
+  EXPECT_EQ(Count(r, "lost"), 0u) << r;
+  EXPECT_EQ(Count(r, "duplicated"), 0u) << r;
+  EXPECT_EQ(Count(r, "reordered"), 0u) << r;
+  EXPECT_EQ(Count(r, "foreign"), 0u) << r;
+}
+
 // Two hosts: guest B's txbatch sink on its e1000, guest A's txbatch run on its own, the two NICs
 // joined by a QEMU socket netdev (a cable over loopback). Every frame A put on the wire reached
 // B's sink, in order per flow, and both sides' books close.
@@ -393,21 +668,12 @@ TEST(VmTwoHosts, RunOnOneE1000SinkOnAnotherEveryFrameArrives) {
                 Nic("e1000", "two_run", "socket,id=n0,connect=" + cable));
   EXPECT_TRUE(sink.Tell("go")) << "the sink's guest is gone";
   const Boot b = sink.Wait();
-  CheckRunAgainstWire(run, Proto::kUdp, 2);
+  CheckRunAgainstWire(run, {Proto::kUdp, 256}, 2);
   ASSERT_EQ(b.lab_status, 0) << b.Console();
   ASSERT_EQ(b.job_status, 0) << b.Console();
   const std::string text = Slurp(b.out + "/sink.json");
   ASSERT_FALSE(text.empty()) << b.Console();
-  const json s = json::parse(text);
-  uint64_t sent = 0;
-  const json sender = json::parse(Slurp(run.out + "/run.json"));
-  for (const json& rec : sender["records"]) sent += U(rec["results"]["accounting"]["sent"]);
-  const json& r = s["results"];
-  EXPECT_EQ(U(r["received"]), sent) << r;
-  EXPECT_EQ(U(r["lost"]), 0u) << r;
-  EXPECT_EQ(U(r["duplicated"]), 0u) << r;
-  EXPECT_EQ(U(r["reordered"]), 0u) << r;
-  EXPECT_EQ(U(r["foreign"]), 0u) << r;
+  CheckSinkGotEverything(json::parse(text), json::parse(Slurp(run.out + "/run.json")));
   EXPECT_NE(b.console.find("mbufs in use at exit: 0"), std::string::npos) << b.Console();
 }
 
@@ -462,41 +728,38 @@ TEST(VmRxe, TheHardwareSuitePassesOnSoftRoce) {
   EXPECT_EQ(hw.find("FAILED"), std::string::npos) << hw;
 }
 
-// The sink's record against the sender's: every frame sent arrived, none lost, repeated,
-// reordered or foreign.
-void CheckSinkGotEverything(const json& sink, const json& sender) {
-  uint64_t sent = 0;
-  for (const json& rec : sender["records"]) sent += U(rec["results"]["accounting"]["sent"]);
-  const json& r = sink["results"];
-  EXPECT_GT(sent, 0u);
-  EXPECT_EQ(U(r["received"]), sent) << r;
-  EXPECT_EQ(U(r["lost"]), 0u) << r;
-  EXPECT_EQ(U(r["duplicated"]), 0u) << r;
-  EXPECT_EQ(U(r["reordered"]), 0u) << r;
-  EXPECT_EQ(U(r["foreign"]), 0u) << r;
-}
-
 // The sender's records on RoCE: books closed, the mode named, and batching visible in the posts:
 // count:1 is one ibv_post_send a frame; buffer:32 (a dedicated runner gathering 32 frames, which
-// at a paced rate the qdisc alone would not hold) far fewer. Not one per 32 exactly: measured
-// 29.3 frames a post between two guests, 16.4 with the sink on the same 2 vCPUs, where the
-// histogram also holds posts of 1..16 (noted as an open question in the closing note); the bar is
-// 8, a batching effect no per-frame post can fake.
+// at a paced rate the qdisc alone would not hold) one a 32. Its runner takes a bulk only when 32
+// are queued — or at the drain, after the window — so every bulk in the window holds 32: 32.00
+// in every run measured (19 to 37 bulks a window). The bar, 30, passes one bulk short of 32
+// among the fewest measured (18 x 32 + 1 over 19 is 30.4) and fails at two. (Before the
+// runner's fix a run went on to what producers had queued during its post: 16.4 with the sink
+// on the same 2 vCPUs, 29.3 between two guests, posts of 1..16 in the histogram.) Posts a frame,
+// 1/32.0 measured, get the same bar: 1/30 (a post the send queue takes only in part is two).
 void CheckRoceSender(const json& doc) {
-  ASSERT_EQ(doc["records"].size(), 2u);
-  for (const json& rec : doc["records"]) {
-    const json& r = rec["results"];
-    const std::string cell = rec["config"].dump();
-    EXPECT_TRUE(r["accounting"]["balanced"].get<bool>()) << cell;
-    EXPECT_EQ(U(r["mbufs_in_use_at_exit"]), 0u) << cell;
-    EXPECT_EQ(r["link_layer"], "roce_v2") << cell;
+  ASSERT_EQ(doc.at("records").size(), 2u);
+  for (const json& rec : doc.at("records")) {
+    const json& r = rec.at("results");
+    const std::string cell = rec.at("config").dump();
+    EXPECT_TRUE(r.at("accounting").at("balanced").get<bool>()) << cell;
+    EXPECT_EQ(Count(r, "mbufs_in_use_at_exit"), 0u) << cell;
+    EXPECT_EQ(r.at("link_layer"), "roce_v2") << cell;
   }
   const json& off = doc["records"][0]["results"];
   const json& on = doc["records"][1]["results"];
-  EXPECT_EQ(doc["records"][1]["config"]["policy"], "buffer:32");
-  EXPECT_DOUBLE_EQ(off["doorbells_per_pkt"].get<double>(), 1.0);
-  EXPECT_GE(on["avg_batch"].get<double>(), 8.0) << on["batch_hist"];
-  EXPECT_LE(on["doorbells_per_pkt"].get<double>(), 1.0 / 8) << on["batch_hist"];
+  EXPECT_EQ(doc["records"][0]["config"].at("policy"), "count:1");
+  EXPECT_EQ(doc["records"][1]["config"].at("policy"), "buffer:32");
+  std::printf(
+      "vm rxe: count:1 avg_batch %.2f doorbells_per_pkt %.4f; buffer:32 avg_batch %.2f "
+      "doorbells_per_pkt %.4f batch_hist %s\n",
+      Real(off, "avg_batch"), Real(off, "doorbells_per_pkt"), Real(on, "avg_batch"),
+      Real(on, "doorbells_per_pkt"), on.at("batch_hist").dump().c_str());
+  // count:1: a post a frame, exactly.
+  EXPECT_EQ(Real(off, "avg_batch"), 1.0) << off.at("batch_hist");
+  EXPECT_EQ(Real(off, "doorbells_per_pkt"), 1.0);
+  EXPECT_GE(Real(on, "avg_batch"), 30.0) << on.at("batch_hist");
+  EXPECT_LE(Real(on, "doorbells_per_pkt"), 1.0 / 30) << on.at("batch_hist");
 }
 
 TEST(VmRxe, RunToASinkOnTheSamePortEveryFrameArrivesAndBatchingShowsInThePosts) {
