@@ -12,23 +12,17 @@ namespace {
 
 using nlohmann::json;
 
-// Under ThreadSanitizer (scripts/tsan.sh) the 8-producer cell has left the window without a
-// departure (CI on 94fc5b6; at least 5 of about 50 runs here, 2026-12-02: in the one watched,
-// the SCHED_FIFO txirq at 100 % of a CPU for the whole cell, ~0.95 s; 2-11 thousand frames
-// generated instead of 30-270 thousand; no race reported; never in 15 runs of the normal
-// build): there the window's rates and latency are not
-// what the build checks, the link's books are. As in ShapeRun (shapes_test.cc).
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kWindowRatesHold = false;
-#else
-constexpr bool kWindowRatesHold = true;
-#endif
-
-TEST(Link, ImpairmentsAreCountedAndTheBooksClose) {
-  const auto run = RunTxbatch(
+// The impaired link's run, made once for the tests that read it.
+const TxbatchRun& ImpairedRun() {
+  static const TxbatchRun run = RunTxbatch(
       "run --driver emu:e1000 --proto udp --size 1000 --procs 1,8 --batch 32 --duration 0.3 "
       "--warmup 0.05 --link \"delay 2ms 500us 25% distribution normal loss random 2% duplicate "
       "1% reorder 5% gap 10 corrupt 0.5% seed 7 limit 100000\"");
+  return run;
+}
+
+TEST(Link, ImpairmentsAreCountedAndTheBooksClose) {
+  const TxbatchRun& run = ImpairedRun();
   ASSERT_EQ(run.status, 0) << run.err;
   ASSERT_EQ(run.doc["records"].size(), 2u);
   for (const json& rec : run.doc["records"]) {
@@ -48,11 +42,22 @@ TEST(Link, ImpairmentsAreCountedAndTheBooksClose) {
     EXPECT_GT(l["receiver_reordered"].get<uint64_t>(), 0u);  // late, not lost
     EXPECT_EQ(l["dropped_limit"], 0);
     EXPECT_EQ(r["mbufs_in_use_at_exit"], 0);
-    // The link's delay shows in latency (2 ms +- 0.5 ms normal jitter, plus the queue before).
-    if (kWindowRatesHold) {
-      ASSERT_TRUE(r["latency_ns"].is_object()) << "no frame arrived in the window: " << cell;
-      EXPECT_GT(r["latency_ns"]["p50"].get<double>(), 1.5e6);
-    }
+  }
+}
+
+// The link's delay shows in latency (2 ms +- 0.5 ms normal jitter, plus the queue before). A
+// test of its own (issue 44, item 7: it was an `if` ThreadSanitizer's build skipped silently):
+// under TSan the 8-producer cell has left the window without a departure (CI on 94fc5b6; 5 of
+// ~50 runs here, 2026-12-02; no race reported), so scripts/tsan.sh runs the books above
+// (Link.Impairments*), not this.
+TEST(Link, TheDelayShowsInLatency) {
+  const TxbatchRun& run = ImpairedRun();
+  ASSERT_EQ(run.status, 0) << run.err;
+  for (const json& rec : run.doc["records"]) {
+    const json& r = rec["results"];
+    ASSERT_TRUE(r["latency_ns"].is_object())
+        << "no frame arrived in the window: " << rec["config"].dump();
+    EXPECT_GT(r["latency_ns"]["p50"].get<double>(), 1.5e6);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <tuple>
 
@@ -33,21 +34,22 @@ using Case = std::tuple<Shape, std::string>;  // shape, driver
 
 class ShapeRun : public ::testing::TestWithParam<Case> {};
 
-// Under ThreadSanitizer (scripts/tsan.sh) eight producers on 2 CPUs, each ~10x slower, have left
-// a 0.3-s window without a frame (CI, 2026-12-01, NolockInline_e1000; no race reported): there
-// the window's rate is not what the build checks, the books and exactly-once delivery are.
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kWindowRatesHold = false;
-#else
-constexpr bool kWindowRatesHold = true;
-#endif
+// Each case's run, made once for the tests that read it (the books, the window).
+const TxbatchRun& ShapeRunOf(const Case& c) {
+  static std::map<std::string, TxbatchRun> runs;
+  const auto& [shape, driver] = c;
+  const std::string args = "run " + std::string(shape.args) + " --driver " + driver +
+                           " --proto udp --size 1000 --procs 1,8 --batch 32 "
+                           "--duration 0.3 --warmup 0.1";
+  auto it = runs.find(args);
+  if (it == runs.end()) it = runs.emplace(args, RunTxbatch(args)).first;
+  return it->second;
+}
 
 TEST_P(ShapeRun, BooksBalanceDrainCompletesAndEveryFrameArrivesOnce) {
   const auto& [shape, driver] = GetParam();
   const bool noqueue = std::string(shape.args) == "--qdisc none";
-  const auto run = RunTxbatch("run " + std::string(shape.args) + " --driver " + driver +
-                              " --proto udp --size 1000 --procs 1,8 --batch 32 "
-                              "--duration 0.3 --warmup 0.1");
+  const TxbatchRun& run = ShapeRunOf(GetParam());
   ASSERT_EQ(run.status, 0) << run.err << run.out;
   ASSERT_EQ(run.doc["records"].size(), 2u);
   for (const json& rec : run.doc["records"]) {
@@ -55,9 +57,6 @@ TEST_P(ShapeRun, BooksBalanceDrainCompletesAndEveryFrameArrivesOnce) {
     const json& r = rec["results"];
     const json& a = r["accounting"];
     const std::string cell = rec["config"].dump();
-    if (kWindowRatesHold) {
-      EXPECT_GT(r["packets"].get<uint64_t>(), 0u) << cell;
-    }
     EXPECT_GT(a["sent"].get<uint64_t>(), 0u) << cell;  // over the whole cell, drain included
     EXPECT_EQ(a["received"], a["sent"]) << cell;       // nothing corrupted or lost on the way ...
     EXPECT_EQ(a["lost"], 0) << cell;                   // ... in order per flow ...
@@ -69,6 +68,17 @@ TEST_P(ShapeRun, BooksBalanceDrainCompletesAndEveryFrameArrivesOnce) {
     }
     EXPECT_EQ(a["dropped"], r["drops_total"]) << cell;
   }
+}
+
+// The window counted frames. A test of its own (issue 44, item 7: it was an `if` that
+// ThreadSanitizer's build skipped silently): under TSan eight producers on 2 CPUs, each ~10x
+// slower, have left a 0.3-s window without a frame (CI, 2026-12-01, NolockInline_e1000; no race
+// reported), so scripts/tsan.sh, which names the cases it runs, runs the books above, not this.
+TEST_P(ShapeRun, TheWindowCountsFrames) {
+  const TxbatchRun& run = ShapeRunOf(GetParam());
+  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  for (const json& rec : run.doc["records"])
+    EXPECT_GT(rec["results"]["packets"].get<uint64_t>(), 0u) << rec["config"].dump();
 }
 
 // The empty-qdisc bypass (on by default for an inline runner) against --no-bypass, on both
