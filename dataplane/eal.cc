@@ -12,13 +12,17 @@
 #include <rte_log.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <string>
@@ -139,6 +143,37 @@ std::string CpuList(const std::vector<int>& cpus) {
     s += std::to_string(c);
   }
   return s;
+}
+
+// The path of the unix socket this process bound whose name starts with `prefix`, read from its
+// own descriptors (getsockname), or empty. DPDK keeps no public record of where its telemetry
+// listens: "dpdk_telemetry.v2", or "dpdk_telemetry.v2:N" where another process of the same
+// --file-prefix holds that name already.
+std::string OwnUnixSocket(const std::string& prefix) {
+  DIR* fds = opendir("/proc/self/fd");
+  if (fds == nullptr) return "";
+  std::string found;
+  while (const dirent* e = readdir(fds)) {
+    int fd = -1;
+    const std::string_view name(e->d_name);
+    if (std::from_chars(name.data(), name.data() + name.size(), fd).ptr !=
+            name.data() + name.size() ||
+        fd == dirfd(fds))
+      continue;
+    sockaddr_un addr{};
+    socklen_t len = sizeof addr;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+        addr.sun_family != AF_UNIX || len <= offsetof(sockaddr_un, sun_path) ||
+        addr.sun_path[0] == '\0')  // unnamed or abstract: no file
+      continue;
+    const std::string path(addr.sun_path, strnlen(addr.sun_path, sizeof addr.sun_path));
+    if (path.starts_with(prefix)) {
+      found = path;
+      break;
+    }
+  }
+  closedir(fds);
+  return found;
 }
 
 }  // namespace
@@ -407,6 +442,15 @@ Result<std::unique_ptr<Eal>> Eal::Start(const EalPlan& plan) {
   }
   auto eal = std::unique_ptr<Eal>(new Eal());
   eal->runtime_dir_ = rte_eal_get_runtime_dir();
+  // The telemetry socket this process bound, by its file's identity: at exit only that one is
+  // unlinked. Another txbatch given the same --file-prefix holds dpdk_telemetry.v2 (this one's
+  // is then dpdk_telemetry.v2:1); unlinking the name cut that process off from its clients.
+  if (!eal->runtime_dir_.empty() && !TelemetryPrefix(plan.args).empty()) {
+    const std::string socket = OwnUnixSocket(eal->runtime_dir_ + "/dpdk_telemetry.");
+    struct stat st {};
+    if (!socket.empty() && lstat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
+      eal->telemetry_socket_ = {socket, st.st_dev, st.st_ino};
+  }
   // A txbatch that was SIGKILLed never ran its destructor: its empty runtime folder is still
   // there, next to ours (ENV-NOTES). They would pile up run after run.
   if (const size_t slash = eal->runtime_dir_.rfind('/'); slash != std::string::npos && slash > 0)
@@ -456,7 +500,13 @@ std::string TelemetryLine(const std::vector<std::string>& args) {
 Eal::~Eal() {
   rte_eal_cleanup();
   // DPDK unlinks its telemetry socket in an atexit handler, after this: the folder would stay.
-  if (!runtime_dir_.empty()) unlink((runtime_dir_ + "/dpdk_telemetry.v2").c_str());
+  // Only the socket this process bound, and only while the name is still that file.
+  if (const TelemetrySocket& t = telemetry_socket_; !t.path.empty()) {
+    struct stat st {};
+    if (lstat(t.path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == t.dev &&
+        st.st_ino == t.ino)
+      unlink(t.path.c_str());
+  }
   // EAL leaves an empty /var/run/dpdk/<prefix> (ENV-NOTES); a non-empty one is not ours to clear.
   if (!runtime_dir_.empty()) rmdir(runtime_dir_.c_str());
 }

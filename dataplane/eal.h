@@ -2,6 +2,8 @@
 // EAL start-up with embedded defaults. rte_eal_init cannot be retried in one process, so the
 // memory mode is chosen *before* calling it, from the pool estimate and the free hugepages.
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -63,8 +65,10 @@ std::string TelemetryPrefix(const std::vector<std::string>& args);
 std::string TelemetryLine(const std::vector<std::string>& args);
 
 // The running EAL. One per process; destruction calls rte_eal_cleanup and removes the runtime
-// directory /var/run/dpdk/<prefix> it leaves behind (with the telemetry socket, which DPDK
-// unlinks only at exit, after it). Start registers txbatch's telemetry commands (telemetry.h).
+// directory /var/run/dpdk/<prefix> it leaves behind (with the telemetry socket this process
+// bound, which DPDK unlinks only at exit, after it — never another process's of the same
+// --file-prefix: the folder then stays, theirs). Start registers txbatch's telemetry commands
+// (telemetry.h).
 class Eal {
  public:
   static Result<std::unique_ptr<Eal>> Start(const EalPlan& plan);
@@ -78,7 +82,14 @@ class Eal {
 
  private:
   Eal() = default;
+  // The telemetry socket this process bound, as its file was then (empty path: none).
+  struct TelemetrySocket {
+    std::string path;
+    dev_t dev = 0;
+    ino_t ino = 0;
+  };
   std::string runtime_dir_;
+  TelemetrySocket telemetry_socket_;
   std::vector<int> cpus_;
   double tsc_hz_ = 0;
 };

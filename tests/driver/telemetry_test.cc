@@ -3,10 +3,15 @@
 // through the file prefix the header names; the runtime folder (the socket included) is gone
 // at exit; --no-telemetry leaves no socket and no header line.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -15,6 +20,7 @@
 #include <vector>
 
 #include "tests/driver/run_helper.h"
+#include "tests/test_files.h"
 
 namespace txbatch::test {
 namespace {
@@ -158,6 +164,60 @@ TEST(Telemetry, NoTelemetryLeavesNoSocketAndNoHeaderLine) {
       "--warmup 0");
   ASSERT_EQ(on.status, 0) << on.err;
   EXPECT_NE(on.out.find("telemetry: dpdk-telemetry.py -f txbatch-"), std::string::npos) << on.out;
+}
+
+// Issue 44 item 17: Eal::~Eal unlinked <runtime dir>/dpdk_telemetry.v2 whoever had bound it. A
+// run given the --file-prefix of a running txbatch (its socket then dpdk_telemetry.v2:1, DPDK
+// 22.11.11's next free name) deleted the first one's socket at exit: dpdk-telemetry.py could no
+// longer reach it. Only the socket a process bound is its to remove: the sink's stays, the same
+// file, and answers; the second run's own is gone; at the sink's exit the folder goes too.
+TEST(Telemetry, ARunSharingAnotherTxbatchsFilePrefixLeavesItsSocketAlone) {
+  const std::string prefix = "txbatch-telemetry-shared-" + std::to_string(getpid());
+  const std::string dir = "/var/run/dpdk/" + prefix, socket = dir + "/dpdk_telemetry.v2";
+  const std::string out = ::testing::TempDir() + "/" + prefix + ".out";
+  const char* bin = std::getenv("TXBATCH_BIN");
+  const pid_t sink = fork();
+  ASSERT_GE(sink, 0);
+  if (sink == 0) {
+    if (!freopen(out.c_str(), "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(126);
+    // Stopped by SIGTERM below; the duration only bounds a sink the test lost track of.
+    execl(bin, bin, "sink", "--port", "net_null0,no-rx=1", "--eal-memory", "no-huge", "--stats",
+          "0", "--duration", "60", "--eal-extra", ("--file-prefix=" + prefix).c_str(), nullptr);
+    _exit(127);
+  }
+  // A failed assertion below returns at once: the sink is ended then too, its folder removed.
+  struct EndSink {
+    pid_t pid;
+    std::string dir;
+    ~EndSink() {
+      if (kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
+      fs::remove_all(dir);
+    }
+  } end_sink{sink, dir};
+  // Up to 10 s for the sink's socket (EAL starts in ~0.3 s here, several under ASan).
+  struct stat before {};
+  for (int i = 0; i < 100 && stat(socket.c_str(), &before) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(S_ISSOCK(before.st_mode)) << Slurp(out);
+  const TxbatchRun second = RunTxbatch(
+      "run --driver emu:null --procs 1 --batch 1 --duration 0.05 --warmup 0.01 --eal-extra "
+      "--file-prefix=" +
+      prefix);
+  EXPECT_EQ(second.status, 0) << second.err;
+  struct stat after {};
+  ASSERT_EQ(stat(socket.c_str(), &after), 0) << "the second run removed the sink's socket";
+  EXPECT_TRUE(S_ISSOCK(after.st_mode) && after.st_ino == before.st_ino &&
+              after.st_dev == before.st_dev);
+  EXPECT_FALSE(fs::exists(socket + ":1")) << "the second run's own socket was left";
+  const json replies = AskTelemetry(prefix, "/txbatch/info\\n");
+  ASSERT_TRUE(replies.contains("/txbatch/info")) << replies.dump();
+  EXPECT_EQ(replies["/txbatch/info"].value("pid", 0), sink) << replies.dump();
+  ASSERT_EQ(kill(sink, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(sink, &status, 0), sink);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << Slurp(out);
+  EXPECT_FALSE(fs::exists(dir)) << "the sink left its folder";
+  fs::remove(out);
 }
 
 }  // namespace
