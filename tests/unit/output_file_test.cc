@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -71,23 +73,66 @@ TEST(OutputFile, ANewPathOrARegularFileIsReplacedWholeLeavingNoTemporary) {
   EXPECT_TRUE(Others(d, {"out.json"}).empty());
 }
 
-// Reads a FIFO to its end on a thread; Take() joins it even when nothing ever opened the FIFO
-// for writing (it opens it itself, so a failing test ends instead of hanging).
+// Reads a FIFO to its end on a thread, for at most kDeadlineS. The FIFO is opened here, before
+// any writer (O_NONBLOCK: the open waits for none), so the reader holds the FIFO itself, not its
+// name: a writer that replaced the name with a file instead of writing into it leaves the reader
+// with no writer, and the deadline ends the read with a sentence (a blocking open of the name
+// waited for ever, and the case with it).
 class FifoReader {
  public:
-  explicit FifoReader(fs::path p) : p_(std::move(p)), t_([this] { got_ = Slurp(p_); }) {}
+  // The writer waits up to 3 s for a reader (OutputFile's kFifoReaderWaitS) and writes at once.
+  static constexpr int kDeadlineS = 10;
+
+  explicit FifoReader(fs::path p)
+      : p_(std::move(p)), fd_(::open(p_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)) {
+    EXPECT_GE(fd_, 0) << "cannot open the FIFO " << p_ << ": " << std::strerror(errno);
+    if (fd_ >= 0) t_ = std::thread([this] { Read(); });
+  }
   ~FifoReader() { Take(); }
+  // What was read once every writer closed the FIFO; where none did within the deadline, what
+  // was read by then, and the case fails.
   std::string Take() {
     if (t_.joinable()) {
-      if (const int fd = ::open(p_.c_str(), O_WRONLY | O_NONBLOCK); fd >= 0) ::close(fd);
       t_.join();
+      if (!why_.empty()) ADD_FAILURE() << "reading the FIFO " << p_ << ": " << why_;
     }
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
     return got_;
   }
 
  private:
+  void Read() {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(kDeadlineS);
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          until - std::chrono::steady_clock::now());
+      pollfd pfd{fd_, POLLIN, 0};
+      // Before any writer opened it, poll reports nothing (a FIFO's hang-up is only for a reader
+      // that has seen a writer): it waits for one.
+      const int r = left.count() > 0 ? ::poll(&pfd, 1, static_cast<int>(left.count())) : 0;
+      if (r < 0 && errno == EINTR) continue;
+      if (r == 0) {
+        why_ = "no writer wrote into it and closed it within " + std::to_string(kDeadlineS) +
+               " s (" + std::to_string(got_.size()) + " bytes read): was it replaced?";
+        return;
+      }
+      char buf[4096];
+      const ssize_t n = r < 0 ? -1 : ::read(fd_, buf, sizeof buf);
+      if (n > 0) {
+        got_.append(buf, static_cast<size_t>(n));
+      } else if (n == 0) {
+        return;  // every writer closed it
+      } else if (errno != EAGAIN && errno != EINTR) {
+        why_ = std::strerror(errno);
+        return;
+      }
+    }
+  }
+
   fs::path p_;
-  std::string got_;
+  int fd_;
+  std::string got_, why_;
   std::thread t_;
 };
 
