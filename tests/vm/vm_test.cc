@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -691,10 +692,11 @@ std::string SinkQpn(const std::string& console) {
 constexpr char kQkey[] = "0x11111111";
 // Paced at what a TCG guest's sink receives without falling behind (a UD datagram that finds no
 // receive posted is dropped: unpaced, a sink on the same 2 vCPUs lost a third): 0 lost is then
-// the claim. Two producers, a dedicated runner, count:1 then buffer:32.
-const std::string kRocePaced = std::string("--proto udp --size 256 --runner dedicated ") +
-                               "--policy count:1,buffer:32 --procs 2 --rate 4kpps --rounds 1 " +
-                               kCells;
+// the claim. Two producers, a dedicated runner, count:1 then buffer:32, datagrams of kRoceSize.
+constexpr unsigned kRoceSize = 256;
+const std::string kRocePaced = "--proto udp --size " + std::to_string(kRoceSize) +
+                               " --runner dedicated --policy count:1,buffer:32 --procs 2 " +
+                               "--rate 4kpps --rounds 1 " + kCells;
 // rxe's active MTU on a 1500-byte netdev is 1024: 1020 bytes of IP (doc/drivers/verbs.md).
 constexpr char kRxeMtu[] = "--mtu 1020";
 
@@ -782,9 +784,114 @@ TEST(VmRxe, RunToASinkOnTheSamePortEveryFrameArrivesAndBatchingShowsInThePosts) 
   CheckSinkGotEverything(json::parse(Slurp(b.out + "/sink.json")), sender);
 }
 
+// What a soft-RoCE sender put on its e1000's wire, read from QEMU's filter-dump: RoCE v2 is UDP
+// to port 4791 carrying the InfiniBand transport headers, then the payload and a 4-byte ICRC. A
+// UD SEND_ONLY (BTH opcode 0x64) to the sink's QP with a DETH holding the Q_Key, and as payload
+// what the verbs driver posts: a 4-byte IPoIB header (the EtherType, 2 bytes reserved) and the
+// frame's IP packet.
+constexpr uint16_t kRoceV2Port = 4791;
+constexpr unsigned kBthBytes = 12, kDethBytes = 8, kIcrcBytes = 4, kIpoibBytes = 4;
+constexpr uint8_t kUdSendOnly = 0x64;
+
+struct RoceWire {
+  uint64_t frames = 0;                    // every frame captured (ARP, IPv6 and the ping's too)
+  uint64_t roce = 0;                      // RoCE v2 frames
+  uint64_t bad = 0;                       // RoCE v2 frames not as the run sends them
+  uint64_t gaps = 0;                      // a flow's txbatch sequence or a QP's PSN out of step
+  std::map<uint16_t, uint64_t> next_seq;  // per flow
+  std::map<uint32_t, uint32_t> next_psn;  // per source QP (a cell's)
+  std::string first_problem;
+  void Problem(uint64_t& count, const std::string& what) {
+    ++count;
+    if (first_problem.empty()) first_problem = "frame " + std::to_string(frames) + ": " + what;
+  }
+};
+
+uint32_t Be24(const uint8_t* p) { return uint32_t{p[0]} << 16 | uint32_t{p[1]} << 8 | p[2]; }
+uint32_t Be32(const uint8_t* p) { return uint32_t{p[0]} << 24 | Be24(p + 1); }
+
+// Every RoCE v2 frame: a UD SEND_ONLY to `dest_qpn` with `qkey`, its PSNs consecutive per source
+// QP, its payload a txbatch UDP frame of `size` bytes of payload with its IP header intact, each
+// flow's sequence 0, 1, 2, ... without a gap or repeat.
+RoceWire ReadRoceWire(const std::string& pcap_path, uint32_t dest_qpn, uint32_t qkey,
+                      unsigned size) {
+  RoceWire w;
+  char err[PCAP_ERRBUF_SIZE];
+  pcap_t* p = pcap_open_offline(pcap_path.c_str(), err);
+  if (p == nullptr) {
+    w.first_problem = err;
+    return w;
+  }
+  pcap_pkthdr* h;
+  const u_char* data;
+  std::vector<uint8_t> inner;
+  while (pcap_next_ex(p, &h, &data) == 1) {
+    ++w.frames;
+    constexpr unsigned kOuter = kEthHeaderBytes + kIpv4HeaderBytes + kUdpHeaderBytes;
+    if (h->caplen < kOuter || data[12] != 0x08 || data[13] != 0x00) continue;
+    const auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(data + kEthHeaderBytes);
+    const auto* udp =
+        reinterpret_cast<const rte_udp_hdr*>(data + kEthHeaderBytes + kIpv4HeaderBytes);
+    if (ip->next_proto_id != IPPROTO_UDP || rte_be_to_cpu_16(udp->dst_port) != kRoceV2Port)
+      continue;
+    ++w.roce;
+    const uint8_t* bth = data + kOuter;
+    const unsigned udp_len = rte_be_to_cpu_16(udp->dgram_len);
+    if (h->caplen != h->len || kEthHeaderBytes + rte_be_to_cpu_16(ip->total_length) != h->len ||
+        udp_len != h->len - kEthHeaderBytes - kIpv4HeaderBytes ||
+        udp_len < kUdpHeaderBytes + kBthBytes + kDethBytes + kIpoibBytes + kIcrcBytes) {
+      w.Problem(w.bad, std::to_string(h->len) + " bytes: lengths do not add up");
+      continue;
+    }
+    const uint8_t* deth = bth + kBthBytes;
+    if (bth[0] != kUdSendOnly || Be24(bth + 5) != dest_qpn || Be32(deth) != qkey) {
+      w.Problem(w.bad, fmt::format("opcode 0x{:02x}, QP 0x{:x}, Q_Key 0x{:x}", bth[0],
+                                   Be24(bth + 5), Be32(deth)));
+      continue;
+    }
+    const uint32_t src_qp = Be24(deth + 5), psn = Be24(bth + 9);
+    if (auto it = w.next_psn.find(src_qp); it != w.next_psn.end() && it->second != psn)
+      w.Problem(w.gaps,
+                fmt::format("QP 0x{:x}: PSN {} where {} was next", src_qp, psn, it->second));
+    w.next_psn[src_qp] = (psn + 1) & 0xffffff;
+    // The payload: IPoIB's header, the IP packet; given back its Ethernet header (the one the
+    // txbatch frame had: kTxbatch*Mac, what a receiver of a link without MACs gives it) to read.
+    const uint8_t* ipoib = deth + kDethBytes;
+    const unsigned packet =
+        udp_len - kUdpHeaderBytes - kBthBytes - kDethBytes - kIpoibBytes - kIcrcBytes;
+    inner.assign(kEthHeaderBytes, 0);
+    std::memcpy(inner.data(), kTxbatchDstMac.addr_bytes, 6);
+    std::memcpy(inner.data() + 6, kTxbatchSrcMac.addr_bytes, 6);
+    inner[12] = ipoib[0];
+    inner[13] = ipoib[1];
+    inner.insert(inner.end(), ipoib + kIpoibBytes, ipoib + kIpoibBytes + packet);
+    const ParsedFrame f = ParseFrame(inner.data(), inner.size());
+    if (f.status != ParseStatus::kOk || f.proto != Proto::kUdp) {
+      w.Problem(w.bad, std::string("its payload: ") + std::string(ParseStatusName(f.status)) +
+                           ", " + std::to_string(packet) + " bytes of IP packet");
+      continue;
+    }
+    if (f.payload != size || inner.size() != FrameBytes(Proto::kUdp, size) ||
+        !VerifyHeaders(inner.data(), inner.size(), f.flow))
+      w.Problem(w.bad, "its payload, a frame of flow " + std::to_string(f.flow) + " seq " +
+                           std::to_string(f.seq) + ": IP header or length not as sent (" +
+                           std::to_string(packet) + " bytes of IP packet)");
+    uint64_t& next = w.next_seq[f.flow];
+    if (f.seq != next)
+      w.Problem(w.gaps, "flow " + std::to_string(f.flow) + ": seq " + std::to_string(f.seq) +
+                            " where " + std::to_string(next) + " was next");
+    next = f.seq + 1;
+  }
+  pcap_close(p);
+  return w;
+}
+
 // Two guests, each rxe0 on its own e1000, the NICs joined by a socket cable; A sends to B's QP by
 // B's IPv4 RoCE v2 GID, paced at what a TCG guest receives (a UD datagram finding no posted
-// receive is dropped: 0 lost is the claim at this rate).
+// receive is dropped: 0 lost is the claim at this rate). What A's NIC put on the cable is
+// captured too (filter-dump) and read as RoCE v2 (ReadRoceWire). (The run to a sink on the same
+// port has no such capture: rxe sends a datagram for its own GID back inside the kernel, never
+// through the NIC.)
 TEST(VmRxe, TwoGuestsOverASocketCableEveryFrameArrives) {
   const std::string cable = LoopbackCable();
   ASSERT_FALSE(cable.empty());
@@ -804,7 +911,9 @@ TEST(VmRxe, TwoGuestsOverASocketCableEveryFrameArrives) {
           ",qkey=" + kQkey + ",gid=::ffff:10.0.0.2 " + kRxeMtu + " " + kRocePaced +
           " --json /tmp/r.json\nresult run.json /tmp/r.json\n",
       "-netdev socket,id=n0,connect=" + cable +
-          " -device e1000,netdev=n0,addr=04.0,mac=52:54:00:12:34:01");
+          " -device e1000,netdev=n0,addr=04.0,mac=52:54:00:12:34:01"
+          " -object filter-dump,id=f0,netdev=n0,queue=rx,file=" +
+          ::testing::TempDir() + "/vm_rxe_two_run/wire.pcap");
   EXPECT_TRUE(sink.Tell("go")) << "the sink's guest is gone";
   const Boot b = sink.Wait();
   ASSERT_EQ(run.lab_status, 0) << run.Console();
@@ -814,6 +923,19 @@ TEST(VmRxe, TwoGuestsOverASocketCableEveryFrameArrives) {
   const json sender = json::parse(Slurp(run.out + "/run.json"));
   CheckRoceSender(sender);
   CheckSinkGotEverything(json::parse(Slurp(b.out + "/sink.json")), sender);
+  // What A's NIC put on the cable: every RoCE v2 frame as the run sends it, as many as it sent.
+  uint64_t sent = 0;
+  for (const json& rec : sender.at("records"))
+    sent += Count(rec.at("results").at("accounting"), "sent");
+  const RoceWire w =
+      ReadRoceWire(run.out + "/wire.pcap", static_cast<uint32_t>(std::stoul(qpn, nullptr, 16)),
+                   static_cast<uint32_t>(std::stoul(kQkey, nullptr, 16)), kRoceSize);
+  std::printf("vm rxe wire: %llu frames, %llu RoCE v2: %llu not as sent, %llu out of step\n",
+              static_cast<unsigned long long>(w.frames), static_cast<unsigned long long>(w.roce),
+              static_cast<unsigned long long>(w.bad), static_cast<unsigned long long>(w.gaps));
+  EXPECT_EQ(w.bad, 0u) << w.first_problem;
+  EXPECT_EQ(w.gaps, 0u) << w.first_problem;
+  EXPECT_EQ(w.roce, sent) << w.first_problem;
 }
 
 }  // namespace
