@@ -3,14 +3,18 @@
 #include "dataplane/tx_queue.h"
 
 #include <gtest/gtest.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <mutex>
@@ -422,10 +426,25 @@ TEST(TxQueue, NoqueueHandsBatchesOverAndLeavesTheRefusedToTheCaller) {
   EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
 }
 
+// Whether thread `tid` of this process is waiting for a priority-inheriting mutex now: in
+// futex(2) with FUTEX_LOCK_PI or FUTEX_LOCK_PI2 (glibc 2.36 takes a contended PI mutex with the
+// latter where the kernel has it), as /proc/self/task/TID/syscall shows ("NR UADDR OP ...").
+bool WaitingForAPiMutex(pid_t tid) {
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/syscall");
+  long nr = -1;
+  std::string uaddr, op;
+  if (!(in >> nr >> uaddr >> op) || nr != SYS_futex) return false;
+  constexpr unsigned long kLockPi2 = 13;  // FUTEX_LOCK_PI2 (Linux 5.14), newer than some headers
+  const unsigned long cmd = std::stoul(op, nullptr, 16) & FUTEX_CMD_MASK;
+  return cmd == FUTEX_LOCK_PI || cmd == kLockPi2;
+}
+
 // CI saw doorbells_per_pkt 1.001 at count:1 on soft RoCE: the window's end was read between a
 // post's doorbell and its accepted frames. The queue reads its driver's counters under the TX
 // lock the driver keeps them under, so a reading made while a handover is in the driver waits
-// for it and sees both or neither.
+// for it and sees both or neither. No sleep decides it: the reading either finishes while the
+// handover is held at the gate (it did not wait, and saw the doorbell alone) or is seen waiting
+// for the TX lock (the one PI mutex it takes) before the gate opens.
 TEST(TxQueue, TheDriversCountersAreReadAsOneCutWhileAHandoverIsInTheDriver) {
   RunWindow window;
   Gate after_doorbell;
@@ -440,9 +459,18 @@ TEST(TxQueue, TheDriversCountersAreReadAsOneCutWhileAHandoverIsInTheDriver) {
   std::thread sender([&] { EXPECT_TRUE(queue->Send(m, kProducerBand)); });
   const bool in_xmit = after_doorbell.WaitArrived();
   EXPECT_TRUE(in_xmit) << "the frame never reached the driver";
-  auto reading = std::async(std::launch::async, [&] { return queue->DriverCountsNow(); });
-  // Long enough for a reading that does not wait for the TX lock to see the doorbell alone.
-  reading.wait_for(std::chrono::milliseconds(50));
+  std::atomic<pid_t> reader{0};
+  auto reading = std::async(std::launch::async, [&] {
+    reader.store(::gettid());
+    return queue->DriverCountsNow();
+  });
+  bool waited = false;
+  const auto until = std::chrono::steady_clock::now() + Gate::kWait;
+  while (!waited && std::chrono::steady_clock::now() < until &&
+         reading.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready)
+    waited = reader.load() != 0 && WaitingForAPiMutex(reader.load());
+  EXPECT_TRUE(waited) << "the reading did not wait for the TX lock the handover in the driver "
+                         "holds";
   after_doorbell.Release();
   const DriverCounts c = reading.get();
   sender.join();
