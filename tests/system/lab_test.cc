@@ -407,7 +407,12 @@ TEST(Lab, BatchOneAndThirtyTwoBothForwardEverythingAndBatchAsTheyShould) {
     const std::string down = lab.Down();
     ExpectBooks(down);
     EXPECT_NE(down.find("a>b: received"), std::string::npos) << down;
-    EXPECT_NE(down.find("dropped 0 (qdisc full 0"), std::string::npos) << down;
+    // The bridge itself drops nothing; what af_packet's kernel ring dropped under iperf3's full
+    // rate (~1 % here, 2026-12-06: iperf3's retransmits) is booked as dropped before the PMD
+    // (issue 44, item 1), and the books above balance with it.
+    EXPECT_NE(down.find("qdisc full 0, noqueue 0, lost on the link 0, link limit 0, oversize 0"),
+              std::string::npos)
+        << down;
     const auto [avg, calls] = Batching(down, "a>b");
     if (std::string(batch) == "1") {
       EXPECT_DOUBLE_EQ(avg, 1.0) << down;
@@ -458,8 +463,8 @@ TEST(Lab, DownWaitsForWhatTheLinkHoldsThenPrintsTheBooks) {
     std::smatch m;
     ASSERT_TRUE(std::regex_search(
         down, m,
-        std::regex(R"(a>b books: received (\d+) \+ duplicated 0 = sent (\d+) \+ dropped )"
-                   R"(0 \+ queued 0 \+ in the link 0 )")))
+        std::regex(R"(a>b books: arrived (\d+) \(received \d+ \+ dropped before the PMD 0\) )"
+                   R"(\+ duplicated 0 = sent (\d+) \+ dropped 0 \+ queued 0 \+ in the link 0 )")))
         << down;
     EXPECT_GE(std::stoi(m[1]), 1) << down;
     EXPECT_EQ(m[1], m[2]) << "what the link held was delivered: " << down;
