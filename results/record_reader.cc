@@ -279,14 +279,14 @@ CellResult ResultFrom(const json& r) {
 // rule must not itself be a way to exhaust the stack.
 int Depth(const json& doc) {
   int deepest = 0;
-  std::vector<std::pair<const json*, int>> todo{{&doc, 0}};
-  while (!todo.empty()) {
-    const auto [j, depth] = todo.back();
-    todo.pop_back();
+  std::vector<std::pair<const json*, int>> pending{{&doc, 0}};
+  while (!pending.empty()) {
+    const auto [j, depth] = pending.back();
+    pending.pop_back();
     if (!j->is_structured()) continue;
     deepest = std::max(deepest, depth + 1);
     if (deepest > kMaxResultDepth) return deepest;  // enough to refuse it
-    for (const json& child : *j) todo.emplace_back(&child, depth + 1);
+    for (const json& child : *j) pending.emplace_back(&child, depth + 1);
   }
   return deepest;
 }
