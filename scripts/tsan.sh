@@ -38,8 +38,10 @@ run_suite() {
     || { grep -E 'WARNING: ThreadSanitizer|Failure|FAILED' -A12 "build-tsan/meson-logs/$name.txt" | head -60 >&2;
          echo "tsan: $name tests failed" >&2; exit 1; }
 }
+# Left out of TxQueue.*: the windows-against-spins ratio (the TX path runs 6-50x slower here,
+# so its own work is no longer a small part of a receiver's spins; tx_queue_test.cc says more).
 run_suite unit build-tsan/tests/unit/unit_tests \
-  --gtest_filter='SyncAndRunner/TxQueueShape.*:TxQueue.*:LockfreePfifo.*'
+  --gtest_filter='SyncAndRunner/TxQueueShape.*:TxQueue.*:LockfreePfifo.*-TxQueue.TheTxPathsWindowsAreASmallPartOfTheReceiversSpins'
 run_suite driver build-tsan/tests/driver/driver_tests \
   --gtest_filter='EveryShape/ShapeRun.BooksBalance*_e1000:TwoQueues/EthdevRun.*:Link.Impairments*'
 if grep -q 'WARNING: ThreadSanitizer' build-tsan/meson-logs/*.txt; then
