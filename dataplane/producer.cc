@@ -154,7 +154,7 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
   const auto flush = [&] {
     // Its own batch is the producer's until now: TSQ charges it as it goes below the socket.
     if (cfg.tsq != nullptr)
-      for (rte_mbuf* m : batch.frames()) cfg.tsq->Charge(index, PayloadBytes(m));
+      for (rte_mbuf* m : batch.frames()) cfg.tsq->Charge(index, m);
     queue.SendBatch(batch);
     if (batch.empty()) return;
     // Refused: dropped (counted by the queue). They are this flow's newest frames, so their
@@ -162,7 +162,7 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
     for (auto it = batch.frames().rbegin(); it != batch.frames().rend(); ++it)
       builder.Unbuild(PayloadBytes(*it), WireFrames(*it));
     if (cfg.tsq != nullptr)
-      for (rte_mbuf* m : batch.frames()) cfg.tsq->Uncharge(index, PayloadBytes(m));
+      for (rte_mbuf* m : batch.frames()) cfg.tsq->Uncharge(index, m);
     rte_pktmbuf_free_bulk(batch.frames().data(), batch.size());
     batch.Clear();
   };
@@ -222,10 +222,10 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
         builder.BuildSlices({chain.data(), slices}, payload, mss, cfg.stamp ? now : kNoTxStamp);
     stats.generated.Add(slices);
     if (own == nullptr) {
-      if (cfg.tsq != nullptr) cfg.tsq->Charge(index, payload);
+      if (cfg.tsq != nullptr) cfg.tsq->Charge(index, payload, slices);
       if (!queue.Send(m, kProducerBand)) {
         builder.Unbuild(payload, slices);
-        if (cfg.tsq != nullptr) cfg.tsq->Uncharge(index, payload);
+        if (cfg.tsq != nullptr) cfg.tsq->Uncharge(index, payload, slices);
       }
       return;
     }

@@ -97,6 +97,14 @@ bool TsqActive(const CellConfig& cfg) {
   return cfg.tsq > 0 && cfg.proto == Proto::kTcp && cfg.stream && cfg.driver_spec.emulated();
 }
 
+TsqModel TsqModelFor(const CellConfig& cfg, double tsc_hz) {
+  TsqModel m;
+  m.cap = cfg.tsq;
+  m.tsc_hz = tsc_hz;
+  m.segments_are_skbs = cfg.offload == Offload::kGso;
+  return m;
+}
+
 unsigned SlicesPerFrame(const CellConfig& cfg) {
   if (cfg.offload == Offload::kNone || cfg.proto != Proto::kTcp) return 1;
   const unsigned mss = MaxPayload(cfg.proto, cfg.mtu);

@@ -145,6 +145,8 @@ struct CellResult {
   uint64_t queue_stops = 0;     // times the driver's queue stopped (ring full)
   uint64_t producer_waits = 0;  // times a stream producer blocked on a full band
   uint64_t tsq_waits = 0;       // times TCP Small Queues throttled a producer (over the run)
+  // TCP Small Queues sampled in the window (TsqSampler); unset where TSQ did not run.
+  std::optional<TsqSummary> tsq;
   std::map<std::string, uint64_t> drops;
   uint64_t drops_total = 0;
   std::optional<LatencySummary> latency;
@@ -234,6 +236,9 @@ double PpsPerProducer(const CellConfig& cfg, const WireSpec& wire);
 // Whether TCP Small Queues run in `cfg` (tsq.h): a limit, TCP stream producers, and a driver
 // whose completions release the bytes (the emulated NIC's).
 bool TsqActive(const CellConfig& cfg);
+// TCP Small Queues' model for `cfg` (tsq.h): --tsq the cap, releases timed at `tsc_hz`, a GSO
+// frame one skb a segment where the stack cuts it.
+TsqModel TsqModelFor(const CellConfig& cfg, double tsc_hz);
 
 // The mbufs one frame of `cfg`'s stack may hold: a GSO frame's slices (TCP's size goal over the
 // MSS) with --offload gso or tso, else 1.

@@ -89,7 +89,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   pcfg.first_seq = first_seq;
   pcfg.gso_frames = cfg.offload != Offload::kNone;
   if (TsqActive(cfg)) {
-    tsq.emplace(cfg.procs, cfg.tsq);
+    tsq.emplace(cfg.procs, TsqModelFor(cfg, tsc_hz));
     for (auto& d : drivers) d->set_tsq(&*tsq);
     pcfg.tsq = &*tsq;
   }
@@ -122,12 +122,15 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
     for (auto& t : producers) cpu_ns += ThreadCpuNs(t.native_handle());
     return TakeSnapshot(dc, qc, cpu_ns, ProcessCtxsw());
   };
-  // Sleeps for `seconds` unless a signal asks to stop; returns false if it did.
-  const auto sleep_for = [&](double seconds) {
+  // Sleeps for `seconds` unless a signal asks to stop; returns false if it did. With `sampler`,
+  // samples TCP Small Queues every kTsqSampleS meanwhile.
+  const auto sleep_for = [&](double seconds, TsqSampler* sampler) {
     const Tsc until = Now() + static_cast<Tsc>(seconds * tsc_hz);
+    const double slice_ns = sampler != nullptr ? kTsqSampleS * 1e9 : 10e6;
     while (Now() < until) {
       if (stop.load()) return false;
-      SleepNs(std::min(10e6, static_cast<double>(until - Now()) * 1e9 / tsc_hz));
+      SleepNs(std::min(slice_ns, static_cast<double>(until - Now()) * 1e9 / tsc_hz));
+      if (sampler != nullptr) sampler->Take(*tsq);
     }
     return true;
   };
@@ -137,14 +140,17 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
     return true;
   };
 
-  bool completed = sleep_for(cfg.warmup_s);
+  bool completed = sleep_for(cfg.warmup_s, nullptr);
   const CounterSnapshot a = snapshot();
   window.start.store(Now());
   window.end.store(kNever);
-  if (completed) completed = sleep_for(cfg.duration_s);
+  TsqSampler tsq_sampler;
+  if (completed) completed = sleep_for(cfg.duration_s, tsq ? &tsq_sampler : nullptr);
   const Tsc window_end = Now();
   window.end.store(window_end);
   const CounterSnapshot b = snapshot();
+  std::optional<TsqSummary> tsq_summary;
+  if (tsq) tsq_summary = tsq_sampler.Summarise(*tsq);
 
   // Drain: generation stops; producers finish the frame in hand; qdisc, ring and wire empty
   // out at the wire's pace. All of it under one deadline, so a wedged queue cannot hang the run.
@@ -191,6 +197,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   run.drained_at = drained_at;
   CellResult r = ResultOf(run, flow_seq);
   r.interrupted = !completed;
+  r.tsq = tsq_summary;
   r.txirq_realtime = queues.front()->irq_realtime();
   Books& k = r.books;
   // Ports give back what their PMD still holds (lazily freed TX mbufs, a pre-filled RX ring)

@@ -359,7 +359,7 @@ void Simulation::Build(SimActor& p) {
   rte_mbuf* const m = builders_[p.index].BuildSlices({chain.data(), slices}, payload, mss, p.t);
   pool_cpus_.Built(m);
   stats_[p.index].generated.Add(slices);
-  if (tsq_ && !cfg_.shape.noqueue) tsq_->Charge(p.index, payload);  // own batch: at FlushOwn
+  if (tsq_ && !cfg_.shape.noqueue) tsq_->Charge(p.index, payload, slices);  // own batch: at FlushOwn
   p.held = m;
   p.held_payload = payload;
   p.held_waited = false;
@@ -393,7 +393,7 @@ void Simulation::Enqueue(SimActor& p) {
   // The band is full: a datagram is dropped, a stream producer blocks until a run frees room.
   if (!cfg_.stream) {
     q.counters().dropped_qdisc_full.Add(WireFrames(m));
-    if (tsq_) tsq_->Uncharge(p.index, p.held_payload);
+    if (tsq_) tsq_->Uncharge(p.index, p.held_payload, WireFrames(m));
     builders_[p.index].Unbuild(p.held_payload, WireFrames(m));
     rte_pktmbuf_free(m);
     p.held = nullptr;
@@ -418,7 +418,7 @@ void Simulation::Finish(SimActor& p) {
 void Simulation::FlushOwn(SimActor& p, FlushTrigger why) {
   // Its own batch goes below the socket now (RunProducer's).
   if (tsq_)
-    for (rte_mbuf* m : p.own.frames()) tsq_->Charge(p.index, PayloadBytes(m));
+    for (rte_mbuf* m : p.own.frames()) tsq_->Charge(p.index, m);
   if (!p.q->SendBatch(p, p.own)) {
     // The batch was cut into segments (the flush again at once), or the TX lock was held
     // (the flush again when Acquire says): nothing went. Not a driver call: a release its
@@ -426,7 +426,7 @@ void Simulation::FlushOwn(SimActor& p, FlushTrigger why) {
     // (another actor's, later: a producer running on past a GSO cut was moved on to it).
     clock_.now = p.ran_to;
     if (tsq_)
-      for (rte_mbuf* m : p.own.frames()) tsq_->Uncharge(p.index, PayloadBytes(m));
+      for (rte_mbuf* m : p.own.frames()) tsq_->Uncharge(p.index, m);
     p.flush_why = why;
     p.step = SimStep::kFlush;
     return;
@@ -437,7 +437,7 @@ void Simulation::FlushOwn(SimActor& p, FlushTrigger why) {
   for (auto it = p.own.frames().rbegin(); it != p.own.frames().rend(); ++it)
     builders_[p.index].Unbuild(PayloadBytes(*it), WireFrames(*it));
   if (tsq_)
-    for (rte_mbuf* m : p.own.frames()) tsq_->Uncharge(p.index, PayloadBytes(m));
+    for (rte_mbuf* m : p.own.frames()) tsq_->Uncharge(p.index, m);
   if (!p.own.empty()) rte_pktmbuf_free_bulk(p.own.frames().data(), p.own.size());
   p.own.Clear();
 }
@@ -531,7 +531,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     l.q = std::make_unique<SimQueue>(*l.driver, l.sink.get(), *policy_, qcfg, cpu_, clock_);
   }
   if (TsqActive(cfg_)) {
-    tsq_.emplace(cfg_.procs, cfg_.tsq);
+    tsq_.emplace(cfg_.procs, TsqModelFor(cfg_, tsc_hz_));
     for (Lane& l : lanes_) l.driver->set_tsq(&*tsq_);
     // A release wakes its flow's throttled producer, at the releasing step's time (the
     // kernel's TSQ tasklet runs on the completing CPU); it looks again.
@@ -619,6 +619,12 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   CounterSnapshot a{}, b{};
   bool in_window = false, ended = false;
   Tsc last = origin;
+  // TCP Small Queues sampled every kTsqSampleS of the window: nothing changes between steps, so
+  // the samples due before a step see the state the steps before it left.
+  TsqSampler tsq_sampler;
+  std::optional<TsqSummary> tsq_summary;
+  const auto tsq_period = static_cast<Tsc>(kTsqSampleS * tsc_hz_);
+  Tsc next_tsq_sample = window_start;
   while (SimActor* next = Earliest()) {
     if (SimCore* core = TickDue(next->t)) {
       // A tick before the next step: the thread running on that CPU loses it (the next step may
@@ -631,7 +637,11 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
       a = Snapshot();
       in_window = true;
     }
+    if (tsq_)
+      for (; next_tsq_sample < std::min(next->t, window_end); next_tsq_sample += tsq_period)
+        tsq_sampler.Take(*tsq_);
     if (!ended && next->t >= window_end) {
+      if (tsq_) tsq_summary = tsq_sampler.Summarise(*tsq_);
       b = Snapshot();
       ended = true;
       draining_ = true;  // generation stops; a dedicated runner sends what buffer:N holds
@@ -720,6 +730,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   run.stopped_at = window_end;
   run.drained_at = last;
   CellResult r = ResultOf(run, flow_seq);
+  if (tsq_) r.tsq = tsq_summary ? *tsq_summary : tsq_sampler.Summarise(*tsq_);
   for (Lane& l : lanes_) {
     l.q.reset();
     l.driver.reset();

@@ -192,6 +192,15 @@ CellResult ResultFrom(const json& r) {
   x.queue_stops = Whole{r.at("queue_stops")};
   x.producer_waits = Whole{r.at("producer_waits")};
   x.tsq_waits = r.contains("tsq_waits") ? Whole{r["tsq_waits"]} : uint64_t{0};
+  if (const json& t = r.value("tsq", json()); t.is_object()) {
+    TsqSummary s;
+    s.samples = Whole{t.at("samples")};
+    s.below_p50 = t.at("below_p50").get<double>();
+    s.below_p90 = t.at("below_p90").get<double>();
+    s.limit = t.at("limit").get<double>();
+    s.pacing_rate = t.at("pacing_rate").get<double>();
+    x.tsq = s;
+  }
   x.reschedules = Whole{r.at("reschedules")};
   x.drops = Counts(r.at("drops"));
   x.drops_total = Whole{r.at("drops_total")};

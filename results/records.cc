@@ -131,6 +131,12 @@ json ResultJson(const CellResult& r) {
           {"queue_stops", r.queue_stops},
           {"producer_waits", r.producer_waits},
           {"tsq_waits", r.tsq_waits},
+          {"tsq", r.tsq ? json{{"samples", r.tsq->samples},
+                               {"below_p50", r.tsq->below_p50},
+                               {"below_p90", r.tsq->below_p90},
+                               {"limit", r.tsq->limit},
+                               {"pacing_rate", r.tsq->pacing_rate}}
+                        : json(nullptr)},
           {"reschedules", r.reschedules},
           {"drops", r.drops},
           {"drops_total", r.drops_total},

@@ -34,6 +34,9 @@ struct EmuOptions {
   // TSO (--offload tso; the model's, not a key): the bytes one data descriptor carries of a GSO
   // frame, which the NIC cuts into MSS frames on the wire; 0: no TSO (e1000 4096, ixgbe 16384).
   unsigned tso_desc_bytes = 0;
+  // Completion coalescing's time bound (ethtool's tx-usecs): a pass at most this long after the
+  // oldest unreclaimed departure, whether or not free_thresh descriptors have departed; 0: off.
+  double tx_usecs = 0;
   // A fault to test against: `stall_ms` after `stall_at_ms` from the NIC's creation its wire
   // sends nothing (completions stop, the ring fills, the queue stops), then resumes. 0: never.
   double stall_at_ms = 0;

@@ -36,6 +36,7 @@ class EmuNic final : public TxDriver {
         tsc_per_wire_byte_(infinite_ ? 0 : 8.0 * tsc_hz / (o.rate_mbps * 1e6)),
         doorbell_tsc_(o.doorbell_ns * tsc_hz / 1e9),
         desc_tsc_(o.desc_ns * tsc_hz / 1e9),
+        tx_usecs_tsc_(static_cast<Tsc>(o.tx_usecs * tsc_hz / 1e6)),
         wire_(EmuWire(o)),
         ring_(o.ring),
         meta_offset_(TxMetaOffset()),
@@ -57,7 +58,7 @@ class EmuNic final : public TxDriver {
   unsigned Purge() override {
     unsigned n = frames_in_ring_;
     for (count_ += unrung_, unrung_ = 0; count_ > 0; --count_) {
-      if (tsq_ != nullptr) tsq_->Release(ring_[head_].m);
+      if (tsq_ != nullptr) tsq_->Release(ring_[head_].m, 0);  // freed, never completed
       rte_pktmbuf_free(ring_[head_].m);
       head_ = (head_ + 1) % ring_.size();
     }
@@ -86,7 +87,9 @@ class EmuNic final : public TxDriver {
       while (count_ > 0 && k < kDeliverChunk && ring_[head_].departure <= now) {
         const Desc& d = ring_[head_];
         counters_.completed_bytes.Add(rte_pktmbuf_pkt_len(d.m));
-        if (tsq_ != nullptr) tsq_->Release(d.m);  // the skb is freed: tcp_wfree
+        // The skb is freed (tcp_wfree); its flow's delivery rate is sampled at its departure, the
+        // clock its ACK would keep, not the reclaim's cadence.
+        if (tsq_ != nullptr) tsq_->Release(d.m, d.departure);
         const unsigned wire_frames = WireFrames(d.m);
         if (d.departure >= down_from_ && d.departure < down_until_) {
           // The link is down (down_ms): the frame is lost past the wire, counted here.
@@ -143,7 +146,10 @@ class EmuNic final : public TxDriver {
     const unsigned need =
         stopped_ ? std::max(1u, options_.free_thresh - std::min(room, options_.free_thresh))
                  : options_.free_thresh;
-    return std::min(link_next, ring_[(head_ + EntriesFreeing(need) - 1) % ring_.size()].departure);
+    Tsc due = ring_[(head_ + EntriesFreeing(need) - 1) % ring_.size()].departure;
+    // Coalescing's time bound: tx_usecs after the oldest departure, however few have gone.
+    if (tx_usecs_tsc_ > 0) due = std::min(due, ring_[head_].departure + tx_usecs_tsc_);
+    return std::min(link_next, due);
   }
 
   // A model without a wire (emu:null) completes and delivers inside its call: with no link
@@ -324,7 +330,7 @@ class EmuNic final : public TxDriver {
     std::array<Tsc, kMaxBatch> arrival;
     for (unsigned i = 0; i < n; ++i) {
       counters_.completed_bytes.Add(rte_pktmbuf_pkt_len(frames[i]));
-      if (tsq_ != nullptr) tsq_->Release(frames[i]);
+      if (tsq_ != nullptr) tsq_->Release(frames[i], now);
       CountDeparture(frames[i], now);
       arrival[i] = now;
       if (meta_offset_ >= 0) {
@@ -379,6 +385,7 @@ class EmuNic final : public TxDriver {
   const double tsc_per_wire_byte_;
   const double doorbell_tsc_;
   const double desc_tsc_;
+  const Tsc tx_usecs_tsc_;  // completion coalescing's time bound (0: none)
   const WireSpec wire_;
   std::vector<Desc> ring_;
   const int meta_offset_;    // TxMetaOffset(): where the ring wait is recorded, or -1

@@ -19,8 +19,11 @@ namespace {
 // Device costs are busy-waits on the sending CPU; 100 us is already a hundred times any MMIO.
 constexpr double kMaxCostNs = 100e3;
 constexpr std::string_view kKeys =
-    "rate_mbps, ring, free_thresh, stop_slack, doorbell_ns, desc_ns, stall_at_ms, stall_ms, "
-    "down_at_ms, down_ms (and for ipoib models link_mtu, grh)";
+    "rate_mbps, ring, free_thresh, stop_slack, doorbell_ns, desc_ns, tx_usecs, stall_at_ms, "
+    "stall_ms, down_at_ms, down_ms (and for ipoib models link_mtu, grh)";
+// Completion coalescing's time bound: up to a second (a NIC's interrupt moderation registers hold
+// far less).
+constexpr double kMaxTxUsecs = 1e6;
 constexpr unsigned kIpoibHeader = 4;
 // A fault's times: up to an hour, far beyond any run.
 constexpr double kMaxFaultMs = 3.6e6;
@@ -34,6 +37,7 @@ struct DecimalKey {
 constexpr DecimalKey kDecimalKeys[] = {
     {"doorbell_ns", 0, kMaxCostNs, &EmuOptions::doorbell_ns},
     {"desc_ns", 0, kMaxCostNs, &EmuOptions::desc_ns},
+    {"tx_usecs", 0, kMaxTxUsecs, &EmuOptions::tx_usecs},
     {"stall_at_ms", 0, kMaxFaultMs, &EmuOptions::stall_at_ms},
     {"stall_ms", 0, kMaxFaultMs, &EmuOptions::stall_ms},
     {"down_at_ms", 0, kMaxFaultMs, &EmuOptions::down_at_ms},
@@ -60,8 +64,8 @@ bool ParseDouble(std::string_view text, double& out) {
 std::string EmuOptions::ToString() const {
   std::string s = fmt::format(
       "emu:{},rate_mbps={:.10g},ring={},free_thresh={},stop_slack={},doorbell_ns={:g},"
-      "desc_ns={:g}",
-      model, rate_mbps, ring, free_thresh, stop_slack, doorbell_ns, desc_ns);
+      "desc_ns={:g},tx_usecs={:g}",
+      model, rate_mbps, ring, free_thresh, stop_slack, doorbell_ns, desc_ns, tx_usecs);
   if (link_mtu > 0) s += fmt::format(",link_mtu={},grh={}", link_mtu, grh ? 1 : 0);
   if (stall_ms > 0) s += fmt::format(",stall_at_ms={:g},stall_ms={:g}", stall_at_ms, stall_ms);
   if (down_ms > 0) s += fmt::format(",down_at_ms={:g},down_ms={:g}", down_at_ms, down_ms);
@@ -88,8 +92,9 @@ std::string DescribeModels() {
   for (const auto& m : kModels)
     s += fmt::format(
         "  emu:{:<6} {} (rate_mbps={:.10g} ring={} free_thresh={} stop_slack={} doorbell_ns={:g} "
-        "desc_ns={:g}{})\n",
+        "desc_ns={:g} tx_usecs={:g}{})\n",
         m.name, m.about, m.rate_mbps, m.ring, m.free_thresh, m.stop_slack, m.doorbell_ns, m.desc_ns,
+        m.tx_usecs,
         m.link_mtu > 0 ? fmt::format(" link_mtu={} grh=0", m.link_mtu) : std::string());
   return s;
 }
@@ -121,6 +126,7 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
   o.desc_ns = traits->desc_ns;
   o.link_mtu = traits->link_mtu;
   o.tso_desc_bytes = traits->tso_desc_bytes;
+  o.tx_usecs = traits->tx_usecs;
   for (size_t i = 1; i < parts.size(); ++i) {
     const std::string_view kv = parts[i];
     const size_t eq = kv.find('=');

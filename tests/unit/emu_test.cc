@@ -322,7 +322,8 @@ TEST_F(EmuNicTest, AChainThatFillsTheRingRingsTheDoorbellThere) {
 // full (e1000_maybe_stop_tx(netdev, tx_ring, MAX_SKB_FRAGS + 2)); the frame that stops it is
 // rung although it was marked xmit_more, and the queue wakes at 32 free.
 TEST_F(EmuNicTest, TheQueueStopsWithTheDriversSlackLeftAndRingsThere) {
-  Make("emu:e1000,ring=64,doorbell_ns=0,desc_ns=0");
+  // Without coalescing's time bound: a pass when free_thresh descriptors have gone.
+  Make("emu:e1000,ring=64,doorbell_ns=0,desc_ns=0,tx_usecs=0");
   auto f = Frames(46, 1000);
   for (int i = 0; i < 45; ++i) ASSERT_TRUE(nic_->XmitOne(f[i], /*more=*/true));
   EXPECT_FALSE(nic_->Stopped()) << "19 free";
@@ -372,7 +373,7 @@ TEST_F(EmuNicTest, RingStopsWhenFullAndWakesAtTheFreeThreshold) {
 }
 
 TEST_F(EmuNicTest, NothingIsDeliveredBeforeItDeparts) {
-  Make("emu:e1000");
+  Make("emu:e1000,tx_usecs=0");
   auto f = Frames(8, 1472);
   ASSERT_EQ(nic_->Xmit(f), 8);
   EXPECT_EQ(nic_->Complete(Now()), 0u);  // the first frame needs 12 us on the wire
@@ -381,6 +382,30 @@ TEST_F(EmuNicTest, NothingIsDeliveredBeforeItDeparts) {
   while (Now() < last) {
   }
   EXPECT_EQ(nic_->Complete(last), 8u);
+}
+
+// Completion coalescing's time bound (tx_usecs, e1000's 50 us): with fewer than free_thresh
+// descriptors in flight, a pass comes 50 us after the oldest departure instead of waiting for
+// the last. Eight 1538-byte wire frames, 12.304 us each: the first departs at 12.3 us, the pass
+// at 62.3 us finds 5 gone (61.5 us); the next is 50 us after the sixth's 73.8 us, but the eighth
+// departs first (98.4 us): a pass then, for 3.
+TEST_F(EmuNicTest, ACompletionPassComesTxUsecsAfterTheOldestDeparture) {
+  Make("emu:e1000,doorbell_ns=0,desc_ns=0");
+  auto f = Frames(8, 1472);
+  const Tsc t0 = Now();
+  ASSERT_EQ(nic_->Xmit(f), 8);
+  const double us = test::TscHz() / 1e6;
+  const Tsc first = nic_->NextCompletion();
+  EXPECT_NEAR(static_cast<double>(first - t0) / us, 12.304 + 50, 1.0);
+  while (Now() < first) {
+  }
+  EXPECT_EQ(nic_->Complete(first), 5u);
+  const Tsc second = nic_->NextCompletion();
+  EXPECT_NEAR(static_cast<double>(second - t0) / us, 8 * 12.304, 1.0);
+  while (Now() < second) {
+  }
+  EXPECT_EQ(nic_->Complete(second), 3u);
+  EXPECT_EQ(sink_.counts().received, 8u);
 }
 
 TEST_F(EmuNicTest, NullModelCompletesAtOnce) {
