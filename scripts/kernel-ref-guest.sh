@@ -1,0 +1,156 @@
+# The guest's side of scripts/kernel-ref.sh: one case of the kernel's own TX path, run by the VM
+# lab's /init (tests/vm/guest-init.sh) as /job.sh, after the KREF_* settings kernel-ref.sh puts
+# before it. It sends back raw files (`result NAME FILE`); kernel-ref-json.py reads them.
+#
+#   KREF_MODE      udp (pktgen) or tcp (bulk streams to the host)
+#   KREF_NIC       e1000 or virtio (the driver the case loads)
+#   KREF_QDISC     the root qdisc (net.core.default_qdisc before the link comes up)
+#   KREF_BQL_MIN, KREF_BQL_MAX  bytes for byte_queue_limits/limit_min and limit_max; empty: the
+#                  kernel's defaults (0 and DQL_MAX_LIMIT: BQL dynamic)
+#   KREF_TXQLEN    txqueuelen;  KREF_OFFLOADS  `ethtool -K eth0` arguments, or empty
+#   KREF_COUNT, KREF_THREADS, KREF_PKT_SIZE    pktgen: frames per thread, kpktgend threads (one
+#                  a vCPU), bytes per frame without the FCS
+#   KREF_STREAMS, KREF_SECONDS, KREF_SAMPLE_S  tcp: streams, how long, ss's sampling period
+#   KREF_SINK      tcp: the address:port QEMU forwards to the host's sink (guestfwd)
+T=/sys/kernel/tracing
+O=/tmp/kref
+mkdir -p $O
+mount -t tracefs nodev $T
+
+# No IPv6 (its router and neighbour solicitations would be frames of their own), and the root
+# qdisc chosen before any device exists: attach_default_qdiscs reads default_qdisc at link up.
+echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6
+echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6
+[ "$KREF_QDISC" = fq ] && modprobe sch_fq
+echo "$KREF_QDISC" > /proc/sys/net/core/default_qdisc
+case $KREF_NIC in
+  e1000) modprobe e1000 ;;
+  virtio) modprobe virtio_pci && modprobe virtio_net ;;
+  *) echo "kernel-ref: no NIC $KREF_NIC"; exit 2 ;;
+esac
+i=0
+while [ ! -e /sys/class/net/eth0 ]; do
+  i=$((i + 1)); [ $i -gt 100 ] && { echo "kernel-ref: no eth0"; exit 2; }; sleep 0.1
+done
+B=/sys/class/net/eth0/queues/tx-0/byte_queue_limits
+echo "$KREF_TXQLEN" > /sys/class/net/eth0/tx_queue_len
+# limit_max first: a limit_min above the old limit_max would be clamped down to it.
+[ -n "$KREF_BQL_MAX" ] && echo "$KREF_BQL_MAX" > $B/limit_max
+[ -n "$KREF_BQL_MIN" ] && echo "$KREF_BQL_MIN" > $B/limit_min
+[ -n "$KREF_OFFLOADS" ] && /usr/sbin/ethtool -K eth0 $KREF_OFFLOADS
+ip link set eth0 up
+i=0
+while [ "$(cat /sys/class/net/eth0/carrier 2>/dev/null)" != 1 ]; do
+  i=$((i + 1)); [ $i -gt 100 ] && { echo "kernel-ref: eth0 has no carrier"; exit 2; }; sleep 0.1
+done
+
+# Histograms in the kernel (hist triggers), not the trace buffer: a run of 10^5 frames would
+# overrun it. A trigger counts whether or not the event is enabled for tracing.
+echo 'hist:keys=packets:sort=packets:size=256' > $T/events/qdisc/qdisc_dequeue/trigger
+echo 'hist:keys=ifindex' > $T/events/qdisc/qdisc_enqueue/trigger
+echo 'hist:keys=rc' > $T/events/net/net_dev_xmit/trigger
+echo 'hist:keys=queue_mapping' > $T/events/net/net_dev_start_xmit/trigger
+
+# settings: what the case ran with, as the kernel reports it.
+{
+  echo "kernel_release=$(uname -r)"
+  echo "kernel_version=$(uname -v)"
+  echo "nic_driver=$(basename "$(readlink /sys/class/net/eth0/device/driver)")"
+  echo "nic_pci_id=$(cat /sys/class/net/eth0/device/vendor):$(cat /sys/class/net/eth0/device/device)"
+  echo "vcpus=$(grep -c ^processor /proc/cpuinfo)"
+  echo "default_qdisc=$(cat /proc/sys/net/core/default_qdisc)"
+  echo "dev_weight=$(cat /proc/sys/net/core/dev_weight)"
+  echo "dev_weight_tx_bias=$(cat /proc/sys/net/core/dev_weight_tx_bias)"
+  echo "txqueuelen=$(cat /sys/class/net/eth0/tx_queue_len)"
+  echo "mtu=$(cat /sys/class/net/eth0/mtu)"
+  for f in limit_min limit_max hold_time limit; do echo "bql_$f=$(cat $B/$f)"; done
+  echo "tcp_limit_output_bytes=$(cat /proc/sys/net/ipv4/tcp_limit_output_bytes)"
+  echo "tcp_congestion_control=$(cat /proc/sys/net/ipv4/tcp_congestion_control)"
+} > $O/settings.txt
+/usr/sbin/tc qdisc show dev eth0 > $O/qdisc.txt
+/usr/sbin/ethtool -k eth0 > $O/offloads.txt 2>&1 || true
+/usr/sbin/ethtool -g eth0 > $O/rings.txt 2>&1 || true
+/usr/sbin/ethtool -c eth0 > $O/coalesce.txt 2>&1 || true
+
+# BQL's limit and inflight, sampled with the shell's builtins (no fork a sample) until
+# /tmp/kref/stop exists: "uptime_s limit inflight" a line.
+sample_bql() {
+  while [ ! -e $O/stop ]; do
+    read -r up _ < /proc/uptime
+    read -r l < $B/limit
+    read -r n < $B/inflight
+    echo "$up $l $n"
+    sleep "${KREF_SAMPLE_S:-0.01}"
+  done > $O/bql_samples.txt
+}
+
+if [ "$KREF_MODE" = udp ]; then
+  modprobe pktgen
+  P=/proc/net/pktgen
+  t=0
+  while [ $t -lt "$KREF_THREADS" ]; do
+    echo rem_device_all > $P/kpktgend_$t
+    echo "add_device eth0@$t" > $P/kpktgend_$t
+    d=$P/eth0@$t
+    echo "count $KREF_COUNT" > $d
+    echo "pkt_size $KREF_PKT_SIZE" > $d
+    echo "delay 0" > $d
+    echo "clone_skb 0" > $d
+    echo "xmit_mode queue_xmit" > $d
+    echo "dst 10.0.2.99" > $d
+    echo "dst_mac 02:00:00:00:00:99" > $d
+    t=$((t + 1))
+  done
+  sample_bql &
+  sampler=$!
+  read -r t0 _ < /proc/uptime
+  echo start > $P/pgctrl
+  read -r t1 _ < /proc/uptime
+  touch $O/stop
+  wait $sampler
+  echo "run_s=$t0 $t1" >> $O/settings.txt
+  t=0
+  while [ $t -lt "$KREF_THREADS" ]; do cat $P/eth0@$t > $O/pktgen_$t.txt; t=$((t + 1)); done
+else
+  # ss reads a socket's memory, pacing rate and RTT through inet_diag; without it, /proc/net/tcp.
+  modprobe tcp_diag
+  ip addr add 10.0.2.15/24 dev eth0
+  sample_bql &
+  sampler=$!
+  read -r t0 _ < /proc/uptime
+  senders=
+  s=0
+  while [ $s -lt "$KREF_STREAMS" ]; do
+    # A bulk stream: busybox nc writes what it reads from /dev/zero until timeout ends it.
+    timeout "$KREF_SECONDS" nc "${KREF_SINK%:*}" "${KREF_SINK#*:}" < /dev/zero &
+    senders="$senders $!"
+    s=$((s + 1))
+  done
+  # ss as often as it runs (each sample a fork and exec of a dynamically linked ss, slow under
+  # TCG): "t UPTIME" then its lines, until the senders' time is up.
+  end=$(awk -v t="$t0" -v d="$KREF_SECONDS" 'BEGIN { print t + d - 0.2 }')
+  while :; do
+    read -r up _ < /proc/uptime
+    awk -v a="$up" -v b="$end" 'BEGIN { exit !(a >= b) }' && break
+    echo "t $up"
+    /usr/bin/ss -tinm state established dst "${KREF_SINK%:*}"
+    sleep "${KREF_SAMPLE_S:-0.01}"
+  done > $O/ss_samples.txt
+  for p in $senders; do wait "$p" || true; done
+  read -r t1 _ < /proc/uptime
+  touch $O/stop
+  wait $sampler
+  echo "run_s=$t0 $t1" >> $O/settings.txt
+fi
+
+# Let the NIC's last completions land, then read the books.
+sleep 0.5
+echo "bql_limit_after=$(cat $B/limit)" >> $O/settings.txt
+echo "bql_inflight_after=$(cat $B/inflight)" >> $O/settings.txt
+for e in qdisc/qdisc_dequeue qdisc/qdisc_enqueue net/net_dev_xmit net/net_dev_start_xmit; do
+  cat $T/events/$e/hist > $O/hist_${e#*/}.txt
+done
+/usr/sbin/tc -s -d qdisc show dev eth0 > $O/tc.txt
+/usr/sbin/ethtool -S eth0 > $O/ethtool_stats.txt 2>&1 || true
+cat /sys/class/net/eth0/statistics/tx_packets > $O/tx_packets.txt
+for f in $O/*.txt; do result "$(basename "$f")" "$f"; done
