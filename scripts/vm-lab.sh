@@ -17,8 +17,10 @@
 # user,restrict=on`, `socket` between two guests, never a bridge to the host's network.
 #
 # In the guest a job has: /bin (busybox), txbatch, DPDK's e1000, virtio and mempool plugins, the
-# kernel modules for uio_pci_generic, vfio-pci, rdma_rxe, and the kernel's e1000/e1000e drivers,
-# plus these shell functions:
+# kernel modules for uio_pci_generic, vfio-pci, rdma_rxe, the kernel's e1000/e1000e and virtio-net
+# drivers, pktgen and sch_fq, Debian's tc, ss and ethtool (/usr/sbin/tc, /usr/bin/ss,
+# /usr/sbin/ethtool: busybox's applets of the same names come first on PATH), plus these shell
+# functions:
 #   bind BDF DRIVER      unbinds the PCI device BDF and binds it to DRIVER (loads the module)
 #   hugepages N          reserves N 2 MB hugepages
 #   result NAME FILE     sends FILE to the host as OUT/NAME
@@ -94,8 +96,11 @@ kernel() {
   rm -rf "$cache/x"
 }
 
-# The modules the guest may load and what they depend on (a module's .modinfo `depends=`).
-GUEST_MODULES=(uio_pci_generic vfio-pci vfio_iommu_type1 e1000 e1000e crc32_generic rdma_rxe)
+# The modules the guest may load and what they depend on (a module's .modinfo `depends=`):
+# DPDK's bindings, the kernel's own NIC drivers, soft RoCE, and for the kernel's own TX path
+# (scripts/kernel-ref.sh) pktgen, fq, virtio-net and tcp_diag (ss reads sockets through it).
+GUEST_MODULES=(uio_pci_generic vfio-pci vfio_iommu_type1 e1000 e1000e crc32_generic rdma_rxe
+  pktgen sch_fq virtio_pci virtio_net tcp_diag)
 
 add_module() {
   local root=$1 src=$2 name=$3 file dep
@@ -153,6 +158,12 @@ image() {
   fi
   for p in /usr/bin/ibv_devinfo /usr/bin/ibv_ud_pingpong /usr/bin/rdma; do
     [[ -x $p ]] && add_with_libs "$root" "$p"
+  done
+  # iproute2's tc and ss and ethtool, Debian's (scripts/setup.sh installs them), for the kernel's
+  # own runs: busybox has neither a tc that shows statistics nor an ss.
+  for p in /usr/sbin/tc /usr/bin/ss /usr/sbin/ethtool; do
+    [[ -x $p ]] || die "$p is missing (iproute2, ethtool: scripts/setup.sh)"
+    add_with_libs "$root" "$p"
   done
   local m
   for m in "${GUEST_MODULES[@]}"; do add_module "$root" "$dir/modules/$KVER" "$m"; done
