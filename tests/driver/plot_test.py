@@ -356,5 +356,39 @@ class OutFolder(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(d, "-x", "latency.svg")))
 
 
+
+class EarlierFigures(unittest.TestCase):
+    """Figures an earlier drawing left that this one does not draw again go, where figures.json
+    lists them and they are still as drawn; a figure changed since, and a user's file that only
+    has a figure's name, stay (issue 44, item 21)."""
+
+    def test_only_figures_drawn_and_unchanged_are_removed(self):
+        with tempfile.TemporaryDirectory() as d:
+            doc, out = os.path.join(d, "p.json"), os.path.join(d, "figs")
+            sim_run(doc)
+            os.mkdir(out)
+            with open(os.path.join(out, "compare.pdf"), "w") as f:
+                f.write("mine")
+            r = run([PLOT, doc, "--out", out, "--format", "svg,pdf"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "figures.json")) as f:
+                files = json.load(f)["files"]
+            self.assertEqual(sorted(files), sorted(f"{n}.{x}" for n in
+                                                   ("latency", "throughput", "cost", "batching")
+                                                   for x in ("svg", "pdf")))
+            with open(os.path.join(out, "cost.pdf"), "ab") as f:
+                f.write(b"% mine")
+            r = run([PLOT, doc, "--out", out, "--format", "svg"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for name in ("latency", "throughput", "batching"):
+                self.assertFalse(os.path.exists(os.path.join(out, name + ".pdf")), name)
+            with open(os.path.join(out, "cost.pdf"), "rb") as f:
+                self.assertTrue(f.read().endswith(b"% mine"))
+            with open(os.path.join(out, "compare.pdf")) as f:
+                self.assertEqual(f.read(), "mine")
+            with open(os.path.join(out, "figures.json")) as f:
+                self.assertEqual(sorted(json.load(f)["files"]),
+                                 ["batching.svg", "cost.svg", "latency.svg", "throughput.svg"])
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)

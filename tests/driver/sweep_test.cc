@@ -142,8 +142,16 @@ TEST_P(SweepOut, WritesTablesCsvJsonAndPlotsThatValidate) {
       RunTxbatch("report " + (dir_ / "results.json").string() + " --out " + again.string());
   ASSERT_EQ(report.status, 0) << report.err;
   for (const char* f : {"tables.txt", "results.csv", "latency_hist.csv", "latency.svg",
-                        "throughput.svg", "cost.svg", "batching.svg", "figures.json"})
+                        "throughput.svg", "cost.svg", "batching.svg"})
     EXPECT_EQ(Slurp(again / f), Slurp(dir_ / f)) << f;
+  // figures.json the same but for the files drawn as they lie (their inodes and times).
+  auto drawn = nlohmann::json::parse(Slurp(dir_ / "figures.json"));
+  auto redrawn = nlohmann::json::parse(Slurp(again / "figures.json"));
+  ASSERT_EQ(drawn["files"].size(), 8u) << drawn["files"].dump();
+  EXPECT_EQ(redrawn["files"].size(), 8u) << redrawn["files"].dump();
+  drawn.erase("files");
+  redrawn.erase("files");
+  EXPECT_EQ(redrawn, drawn);
 }
 
 INSTANTIATE_TEST_SUITE_P(Drivers, SweepOut, ::testing::Values("emu:null", "ethdev:net_null0"),
@@ -152,35 +160,68 @@ INSTANTIATE_TEST_SUITE_P(Drivers, SweepOut, ::testing::Values("emu:null", "ethde
                          });
 
 // Figures are an extra: where txbatch-plot is not there or fails, the data files stand, stderr
-// says why in one line, and the exit status is the measurement's.
+// says why in one line, and the exit status is the measurement's. An earlier run's figures go:
+// they were not drawn from this run's data. Only those: the files figures.json lists as drawn
+// and that are still as drawn; a user's file that only has a figure's name stays, and so does a
+// figure changed since it was drawn, each named on that line (issue 44, item 21: every
+// figure-named file went).
 TEST(Sweep, WithoutItsFiguresWritesTheDataAndSaysWhy) {
-  const std::string dir = ::testing::TempDir() + "/sweep_nofig_" + std::to_string(getpid());
+  const std::filesystem::path dir =
+      ::testing::TempDir() + "/sweep_nofig_" + std::to_string(getpid());
+  const std::string sweep =
+      "sweep --driver emu:null --proto udp --size 64 --batch 1,8 --rounds 1 --duration 0.05 "
+      "--warmup 0.02 --out " +
+      dir.string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "onoff.svg") << "mine";    // the name of a figure txbatch once drew
+  std::ofstream(dir / "compare.png") << "mine";  // one a sweep's drawing never draws
+  // An earlier run, drawn by txbatch-plot beside the binary.
+  const auto drawn = RunTxbatch(sweep);
+  ASSERT_EQ(drawn.status, 0) << drawn.err;
+  ASSERT_NE(drawn.out.find("drew " + dir.string() + "/{latency.svg,"), std::string::npos)
+      << drawn.out << drawn.err;
+  std::ofstream(dir / "cost.svg", std::ios::app) << "<!-- mine -->";  // changed since drawn
+  bool first = true;
   for (const auto& [plot, says] :
        {std::pair{"", "TXBATCH_PLOT is set empty"}, std::pair{"/bin/false", "/bin/false exited 1"},
         std::pair{"/nonexistent/txbatch-plot", "is not there"}}) {
-    // An earlier run's figures there go: they were not drawn from this run's data.
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    for (const char* stale : {"latency.svg", "figures.json", "onoff.svg"})
-      std::ofstream(std::filesystem::path(dir) / stale) << "stale";
     setenv("TXBATCH_PLOT", plot, 1);
-    const auto run = RunTxbatch(
-        "sweep --driver emu:null --proto udp --size 64 --batch 1,8 "
-        "--rounds 1 --duration 0.05 --warmup 0.02 --out " +
-        dir);
+    const auto run = RunTxbatch(sweep);
     unsetenv("TXBATCH_PLOT");
     EXPECT_EQ(run.status, 0) << run.err;
     // One line says it (progress lines may come before it).
-    const size_t at = run.err.find("txbatch: no figures in " + dir + ": ");
+    const size_t at = run.err.find("txbatch: no figures in " + dir.string() + ": ");
     ASSERT_NE(at, std::string::npos) << run.err;
     const std::string line = run.err.substr(at, run.err.find('\n', at) - at);
     EXPECT_NE(line.find(says), std::string::npos) << line;
+    EXPECT_NE(line.find(first ? "(left as they are, not drawn by txbatch or changed since: "
+                                "cost.svg, compare.png, onoff.svg)"
+                              : "(left as they are, not drawn by txbatch or changed since: "
+                                "latency.svg, cost.svg, compare.png, figures.json, onoff.svg)"),
+              std::string::npos)
+        << line;
     EXPECT_EQ(run.err.find("figures", at + line.size()), std::string::npos) << run.err;
     EXPECT_EQ(run.out.find("drew "), std::string::npos) << run.out;
     for (const char* f : {"tables.txt", "results.csv", "results.json", "latency_hist.csv"})
-      EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir) / f)) << f;
-    for (const char* stale : {"latency.svg", "figures.json", "onoff.svg"})
-      EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(dir) / stale)) << stale;
+      EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
+    for (const char* gone : {"latency.png", "throughput.svg", "throughput.png", "cost.png",
+                             "batching.svg", "batching.png"})
+      EXPECT_FALSE(std::filesystem::exists(dir / gone)) << gone;
+    EXPECT_EQ(Slurp(dir / "onoff.svg"), "mine");
+    EXPECT_EQ(Slurp(dir / "compare.png"), "mine");
+    EXPECT_TRUE(Slurp(dir / "cost.svg").ends_with("<!-- mine -->"));
+    if (first) {
+      EXPECT_FALSE(std::filesystem::exists(dir / "latency.svg"));
+      EXPECT_FALSE(std::filesystem::exists(dir / "figures.json"));
+      // A user's files of those names, from here on: they stay too.
+      std::ofstream(dir / "latency.svg") << "mine";
+      std::ofstream(dir / "figures.json") << "mine";
+    } else {
+      EXPECT_EQ(Slurp(dir / "latency.svg"), "mine");
+      EXPECT_EQ(Slurp(dir / "figures.json"), "mine");
+    }
+    first = false;
   }
   std::filesystem::remove_all(dir);
 }
