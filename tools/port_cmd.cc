@@ -111,22 +111,21 @@ void AddStopOptions(CLI::App& cmd, double& duration_s, double& stats_s) {
   AddTimeOption(cmd, "--duration", duration_s,
                 "Stop after this long, up to 1000000s: a time (90s, 500ms) or a bare number of "
                 "seconds (0: at SIGINT or SIGTERM)",
-                kSecondNs);
+                kSecondNs, kStopDurationS);
   AddTimeOption(cmd, "--stats", stats_s,
                 "Time between statistics lines, up to 1000000s: a time (1s, 250ms) or a bare "
                 "number of seconds (0: only the final summary)",
-                kSecondNs);
+                kSecondNs, kStatsEveryS);
 }
 
-// Both finite, 0 or up to kMaxStopS (NaN fails every comparison, so it is refused too).
+// Parsing refused these as typed already (AddStopOptions); arguments filled in code are
+// checked here. NaN fails every comparison, so it is refused too.
 Status CheckStopOptions(double duration_s, double stats_s) {
-  for (const auto& [name, value, zero] :
-       {std::tuple{"--duration", duration_s, "until SIGINT or SIGTERM"},
-        std::tuple{"--stats", stats_s, "only the final summary"}})
-    if (!(value >= 0 && value <= kMaxStopS))
-      return MakeError(ERANGE, fmt::format("{} {:g} is out of range; valid: 0 ({}) or seconds up "
-                                           "to {:.0f}",
-                                           name, value, zero, kMaxStopS));
+  for (const auto& [name, value, range] : {std::tuple{"--duration", duration_s, kStopDurationS},
+                                           std::tuple{"--stats", stats_s, kStatsEveryS}})
+    if (!range.Holds(value))
+      return MakeError(ERANGE,
+                       OutOfRange(name, fmt::format("{}", value), range, TimeUnitWord(kSecondNs)));
   return {};
 }
 

@@ -34,6 +34,9 @@ constexpr double kDrainS = 1.0;
 // The longest --duration or --stats (~11.6 days): far beyond any run, and small enough that
 // seconds times the TSC rate stay well inside a Tsc (inf, 1e400 or 1e10 s would overflow it).
 inline constexpr double kMaxStopS = 1e6;
+// --duration and --stats: 0 for none, else up to kMaxStopS seconds.
+inline constexpr ValueRange kStopDurationS{0, kMaxStopS, "until SIGINT or SIGTERM"};
+inline constexpr ValueRange kStatsEveryS{0, kMaxStopS, "only the final summary"};
 
 // A latency summary as the port commands' JSON gives it ({p50, p99, max, count} in ns; null when
 // nothing was measured): sink records, per-flow entries, --stats-json directions.

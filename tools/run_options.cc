@@ -105,20 +105,66 @@ bool IsDecimal(const std::string& text) {
 }
 }  // namespace
 
-CLI::Validator DecimalNumber(std::string option, double example) {
-  return Refusing([option, example](std::string& text) -> std::string {
-    if (IsDecimal(text)) return {};
-    return fmt::format("{} '{}' is not a number; valid: a decimal number (e.g. {} {:g})", option,
-                       text, option, example);
+namespace {
+// A bound as a person writes it: no exponent (1000000, not 1e+06), no trailing zeros.
+std::string Bound(double v) {
+  std::string text = fmt::format("{:.6f}", v);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (text.back() == '.') text.pop_back();
+  return text;
+}
+}  // namespace
+
+std::string OutOfRange(std::string_view option, std::string_view text, const ValueRange& range,
+                       std::string_view unit, double per_unit) {
+  const std::string lo = Bound(range.lo * per_unit);
+  const std::string hi = Bound(range.hi * per_unit);
+  const std::string tail = unit.empty() ? "" : fmt::format(" {}", unit);
+  std::string valid = fmt::format("{}..{}{}", lo, hi, tail);
+  if (range.zero != nullptr)
+    valid = range.lo == 0 ? fmt::format("0 ({}) or up to {}{}", range.zero, hi, tail)
+                          : fmt::format("0 ({}) or {}", range.zero, valid);
+  return fmt::format("{} {} is out of range; valid: {}", option, text, valid);
+}
+
+std::string_view TimeUnitWord(double unit_ns) {
+  return unit_ns == kSecondNs ? "seconds"
+         : unit_ns == kMsNs   ? "ms"
+         : unit_ns == kUsNs   ? "us"
+                              : "ns";
+}
+
+CLI::Validator DecimalNumber(std::string option, double example, ValueRange range,
+                             std::string unit) {
+  return Refusing([option, example, range, unit](std::string& text) -> std::string {
+    if (!IsDecimal(text))
+      return fmt::format("{} '{}' is not a number; valid: a decimal number (e.g. {} {:g})", option,
+                         text, option, example);
+    double v = 0;
+    std::from_chars(text.data(), text.data() + text.size(), v);
+    return range.Holds(v) ? "" : OutOfRange(option, text, range, unit);
   });
 }
 
-CLI::Validator TimeIn(std::string option, double unit_ns) {
-  return Refusing([option, unit_ns](std::string& text) -> std::string {
-    if (IsDecimal(text)) return {};  // a bare number as written: no round trip through ns
+CLI::Validator TimeIn(std::string option, double unit_ns, ValueRange range) {
+  return Refusing([option, unit_ns, range](std::string& text) -> std::string {
+    double value = 0;       // in the option's unit
+    if (IsDecimal(text)) {  // a bare number as written: no round trip through ns
+      std::from_chars(text.data(), text.data() + text.size(), value);
+      return range.Holds(value) ? "" : OutOfRange(option, text, range, TimeUnitWord(unit_ns));
+    }
     auto ns = ParseTimeNs(option, text, unit_ns);
     if (!ns) return ns.error().message;
-    text = fmt::format("{}", *ns / unit_ns);
+    value = *ns / unit_ns;
+    if (!range.Holds(value)) {
+      // The range in the unit the time was typed in: its words after the number.
+      double number = 0;
+      const char* end = std::from_chars(text.data(), text.data() + text.size(), number).ptr;
+      const std::string unit(end, text.c_str() + text.size());
+      auto one = ParseTimeNs(option, "1" + unit, unit_ns);
+      return OutOfRange(option, text, range, unit, one ? unit_ns / *one : 1);
+    }
+    text = fmt::format("{}", value);
     return {};
   });
 }
@@ -199,7 +245,7 @@ void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) 
   AddTimeOption(cmd, "--bql-hold-time", a.bql_hold_ms,
                 "How long slack must persist before BQL shrinks its limit (hold_time), 0..60s: "
                 "a time (1s, 500ms) or a bare number of milliseconds",
-                kMsNs);
+                kMsNs, kBqlHoldMs);
   AddOptionWithDefault(
       cmd, "--eal-memory", a.eal_memory,
       "EAL memory without EAL args: auto (hugepages via --in-memory only if enough "
@@ -242,10 +288,10 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
   AddTimeOption(cmd, "--duration", a.duration_s,
                 "Measured window per cell, 10ms..3600s: a time (500ms, 2s) or a bare number of "
                 "seconds",
-                kSecondNs);
+                kSecondNs, kRunDurationS);
   AddTimeOption(cmd, "--warmup", a.warmup_s,
                 "Warm-up before each window, 0..60s: a time (200ms) or a bare number of seconds",
-                kSecondNs);
+                kSecondNs, kWarmupS);
   AddWholeNumberOption(
       cmd, "--rounds", a.rounds,
       "Interleaved rounds: the whole grid runs this many times, each cell once per "
@@ -512,15 +558,15 @@ Status ParseCellValues(const RunArgs& a, GridParts& g) {
   if (!queues) return queues.error();
   g.queues = std::move(*queues);
   g.max_queues = *std::max_element(g.queues.begin(), g.queues.end());
-  if (!(a.duration_s >= 0.01 && a.duration_s <= 3600))
-    return MakeError(ERANGE, fmt::format("--duration {} is out of range; valid: 0.01..3600 "
-                                         "seconds",
-                                         a.duration_s));
+  // Parsing refused these as typed already (TimeIn); a RunArgs filled in code is checked here.
+  if (!kRunDurationS.Holds(a.duration_s))
+    return MakeError(ERANGE, OutOfRange("--duration", fmt::format("{}", a.duration_s),
+                                        kRunDurationS, TimeUnitWord(kSecondNs)));
   if (a.rounds < 1 || a.rounds > 1000)
     return MakeError(ERANGE, fmt::format("--rounds {} is out of range; valid: 1..1000", a.rounds));
-  if (!(a.warmup_s >= 0 && a.warmup_s <= 60))
-    return MakeError(ERANGE,
-                     fmt::format("--warmup {} is out of range; valid: 0..60 seconds", a.warmup_s));
+  if (!kWarmupS.Holds(a.warmup_s))
+    return MakeError(ERANGE, OutOfRange("--warmup", fmt::format("{}", a.warmup_s), kWarmupS,
+                                        TimeUnitWord(kSecondNs)));
   if (a.txqueuelen < 1 || a.txqueuelen > 100000)
     return MakeError(
         ERANGE, fmt::format("--txqueuelen {} is out of range; valid: 1..100000", a.txqueuelen));
@@ -559,9 +605,9 @@ Status ParseLinkAndBql(const RunArgs& a, GridParts& g) {
     return MakeError(ERANGE, fmt::format("--bql-limit-min {} and --bql-limit-max {} are out of "
                                          "range; valid: 0 <= min <= max <= {} bytes",
                                          a.bql_limit_min, a.bql_limit_max, kDqlMaxLimit));
-  if (!(a.bql_hold_ms >= 0 && a.bql_hold_ms <= 60000))
-    return MakeError(ERANGE, fmt::format("--bql-hold-time {} is out of range; valid: 0..60000 ms",
-                                         a.bql_hold_ms));
+  if (!kBqlHoldMs.Holds(a.bql_hold_ms))
+    return MakeError(ERANGE, OutOfRange("--bql-hold-time", fmt::format("{}", a.bql_hold_ms),
+                                        kBqlHoldMs, TimeUnitWord(kMsNs)));
   g.bql = BqlBounds{static_cast<uint32_t>(a.bql_limit_min), static_cast<uint32_t>(a.bql_limit_max),
                     a.bql_hold_ms / 1e3};
   return {};

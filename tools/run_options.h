@@ -81,6 +81,24 @@ struct RunPlan {
   int rounds = 1;
 };
 
+// A numeric option's valid values, in its own unit: lo..hi, or 0 as well where `zero` says
+// what 0 means there ("until SIGINT or SIGTERM"). NaN is in no range.
+struct ValueRange {
+  double lo = 0;
+  double hi = 0;
+  const char* zero = nullptr;
+  bool Holds(double v) const { return (v >= lo && v <= hi) || (zero != nullptr && v == 0); }
+};
+
+// "OPTION TEXT is out of range; valid: LO..HI UNIT": the value as `text` gives it (as typed,
+// 1000001 rather than 1e+06) and the range in `unit`, of which one of the option's own is
+// `per_unit` (1000 for a range in seconds given in ms).
+std::string OutOfRange(std::string_view option, std::string_view text, const ValueRange& range,
+                       std::string_view unit, double per_unit = 1);
+
+// How a range in `unit_ns` nanoseconds names its unit: seconds, ms, us, ns.
+std::string_view TimeUnitWord(double unit_ns);
+
 // CLI11 stores an empty value as 0 (or as "", which reads as "not given") and a uint64 option
 // takes "-1" and 2^64 as 2^64-1. These validators refuse such values while parsing, with one
 // sentence naming the option (thrown as a CLI::ConversionError, which CLI11 passes on as is).
@@ -88,11 +106,14 @@ struct RunPlan {
 // Give it with ->transform (->check would drop the decimal reading it hands CLI11).
 template <typename T>
 CLI::Validator WholeNumber(std::string option, T example);
-// A finite decimal number.
-CLI::Validator DecimalNumber(std::string option, double example);
+// A finite decimal number in `range` (OutOfRange's sentence with `unit` where it is not).
+CLI::Validator DecimalNumber(std::string option, double example, ValueRange range,
+                             std::string unit);
 // A time in tc's words (500ms, 2s, 100us: base/units.h) or a bare number of the option's own
-// unit (`unit_ns` nanoseconds: kSecondNs for seconds), handed to CLI11 as a number of that unit.
-CLI::Validator TimeIn(std::string option, double unit_ns);
+// unit (`unit_ns` nanoseconds: kSecondNs for seconds), in `range` (of that unit), handed to CLI11
+// as a number of that unit. Out of range, the sentence gives the time as typed and the range in
+// the unit it was typed in (--duration 5ms: valid: 10..3600000 ms).
+CLI::Validator TimeIn(std::string option, double unit_ns, ValueRange range);
 // Any text but the empty one; `sentence` says what the option needs.
 CLI::Validator NonEmpty(std::string sentence);
 
@@ -113,20 +134,25 @@ CLI::Option* AddWholeNumberOption(CLI::App& cmd, const std::string& name, T& val
                                   const std::string& help) {
   return AddWholeNumberOption(cmd, name, value, help, value);
 }
+// A decimal option in `range` (of `unit`, as OutOfRange names it); its default the example.
 inline CLI::Option* AddDecimalOption(CLI::App& cmd, const std::string& name, double& value,
-                                     const std::string& help, double example) {
-  return AddOptionWithDefault(cmd, name, value, help)->check(DecimalNumber(name, example));
-}
-inline CLI::Option* AddDecimalOption(CLI::App& cmd, const std::string& name, double& value,
-                                     const std::string& help) {
-  return AddDecimalOption(cmd, name, value, help, value);
+                                     const std::string& help, ValueRange range,
+                                     std::string unit = "") {
+  return AddOptionWithDefault(cmd, name, value, help)
+      ->check(DecimalNumber(name, value, range, std::move(unit)));
 }
 
-// A time option kept as a number of `unit_ns` nanoseconds (TimeIn).
+// A time option kept as a number of `unit_ns` nanoseconds, in `range` of that unit (TimeIn).
 inline CLI::Option* AddTimeOption(CLI::App& cmd, const std::string& name, double& value,
-                                  const std::string& help, double unit_ns) {
-  return AddOptionWithDefault(cmd, name, value, help)->transform(TimeIn(name, unit_ns));
+                                  const std::string& help, double unit_ns, ValueRange range) {
+  return AddOptionWithDefault(cmd, name, value, help)->transform(TimeIn(name, unit_ns, range));
 }
+
+// run's --duration and --warmup (seconds) and --bql-hold-time (ms), as parsing and
+// BuildRunPlan check them.
+inline constexpr ValueRange kRunDurationS{0.01, 3600};
+inline constexpr ValueRange kWarmupS{0, 60};
+inline constexpr ValueRange kBqlHoldMs{0, 60000};
 
 // What an empty --json or --link says (every command that takes them).
 inline constexpr const char* kJsonNeedsName = "--json needs a file name (or - for standard output)";

@@ -49,6 +49,11 @@
 namespace txbatch {
 namespace {
 
+// tune --target (percent of the best throughput), calibrate --duration (seconds) and --min-r2.
+constexpr ValueRange kTuneTargetPct{50, 100};
+constexpr ValueRange kCalibrateDurationS{0.01, 60};
+constexpr ValueRange kMinR2{0, 1};
+
 // How to watch the run with dpdk-telemetry.py, where telemetry is on (after the header).
 void PrintTelemetryLine(const RunEnv& env) {
   if (const std::string line = TelemetryLine(env.eal_args); !line.empty())
@@ -217,10 +222,10 @@ int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv
 // coarse sweep of the given limits, then the limits between the knee and the coarse one below.
 int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_max,
                 const EalUserArgs& eal_user_args, RunEnv env) {
-  if (!(target_pct >= 50 && target_pct <= 100))
-    return Fail(kExitBadInput, Error{ERANGE, fmt::format("--target {} is out of range; valid: "
-                                                         "50..100 (percent of the best throughput)",
-                                                         target_pct)});
+  if (!kTuneTargetPct.Holds(target_pct))
+    return Fail(kExitBadInput,
+                Error{ERANGE, OutOfRange("--target", fmt::format("{}", target_pct), kTuneTargetPct,
+                                         "(percent of the best throughput)")});
   std::optional<double> p99_max_ns;
   if (!p99_max.empty()) {
     auto d = ParseTimeNs("--p99-max", p99_max, 0);
@@ -577,7 +582,7 @@ void AddTuneCommand(CLI::App& app, Commands& c) {
       "one below it. One configuration: every other option takes one value.");
   AddRunOptions(*c.tune, c.tune_args);
   AddDecimalOption(*c.tune, "--target", c.tune_target, "Percent of the best throughput (50..100)",
-                   95);
+                   kTuneTargetPct, "(percent of the best throughput)");
   c.tune->add_option("--p99-max", c.tune_p99, "Latency budget for p99, e.g. 50us or 2ms");
 }
 
@@ -595,7 +600,8 @@ void AddCalibrateCommand(CLI::App& app, Commands& c) {
       ->check(NonEmpty("--out needs a file name (or - for standard output)"));
   AddOptionWithDefault(cal, "--batch", a.batch, "Batch limits, comma-separated (two or more)");
   AddTimeOption(cal, "--duration", a.duration_s,
-                "Measured window per cell: a time (200ms) or a bare number of seconds", kSecondNs);
+                "Measured window per cell: a time (200ms) or a bare number of seconds", kSecondNs,
+                kCalibrateDurationS);
   AddWholeNumberOption(cal, "--rounds", a.rounds, "Interleaved rounds (medians are fitted)");
   AddOptionWithDefault(cal, "--engine", a.engine,
                        "real, or sim: calibrate the simulation of --cost-model (a check that "
@@ -609,7 +615,8 @@ void AddCalibrateCommand(CLI::App& app, Commands& c) {
   AddOptionWithDefault(cal, "--eal-memory", a.eal_memory, "auto, no-huge or in-memory");
   AddDecimalOption(cal, "--min-r2", a.min_r2,
                    "Write no model if a fit that gives a cost explains less of its points "
-                   "(R², 0..1; 0 accepts any fit); exit 5");
+                   "(R², 0..1; 0 accepts any fit); exit 5",
+                   kMinR2);
   cal.add_flag("--check", a.check,
                "Write no model: run a reference grid (emu:ixgbe udp 64 B and emu:e1000 tcp 64 "
                "KiB; procs 1 up to 4x the CPUs; batch 1 and 32; rootlock and nolock; inline and "

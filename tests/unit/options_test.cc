@@ -13,8 +13,9 @@
 
 #include "drivers/factory.h"
 #include "engine/cell.h"
-#include "tools/run_options.h"
 #include "tests/txbatch_bin.h"
+#include "tests/unit/run_txbatch.h"
+#include "tools/run_options.h"
 
 namespace txbatch {
 namespace {
@@ -342,30 +343,8 @@ TEST(Rate, ParsesUnits) {
   EXPECT_TRUE(ParseRate("100gbit").ok());
 }
 
-// The binary itself: exit status 2, one line on stderr, no --json file, nothing on stdout.
-struct Outcome {
-  int status;
-  std::string out, err;
-};
-
-Outcome RunTxbatch(const std::string& args) {
-  const std::string dir = ::testing::TempDir(), pid = std::to_string(::getpid());
-  const std::string out = dir + "/cli_out_" + pid + ".txt", err = dir + "/cli_err_" + pid + ".txt";
-  const std::string cmd = test::TxbatchBinary() + " " + args + " >" + out + " 2>" + err;
-  const int rc = std::system(cmd.c_str());
-  const auto slurp = [](const std::string& path) {
-    std::string s;
-    if (FILE* f = std::fopen(path.c_str(), "r")) {
-      char buf[4096];
-      size_t n;
-      while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-      std::fclose(f);
-    }
-    return s;
-  };
-  // Another txbatch polling this one's CPU adds a note to stderr: not the command's output.
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(out), test::WithoutCpuNote(slurp(err))};
-}
+using test::Outcome;
+using test::RunTxbatch;
 
 // A result document whose schema_version is the string "1"; the path it was written to.
 std::string StringVersionDoc() {

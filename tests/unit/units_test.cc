@@ -208,7 +208,7 @@ TEST(Units, TimeOptionsTakeUnitsAndBareNumbers) {
   const auto parse = [](const char* flag, const char* value, double unit_ns) {
     CLI::App app;
     double v = -1;
-    AddTimeOption(app, flag, v, "", unit_ns);
+    AddTimeOption(app, flag, v, "", unit_ns, ValueRange{0, 1e6});
     std::vector<std::string> args = {value, flag};  // CLI11 reads them from the back
     app.parse(args);
     return v;
