@@ -44,6 +44,7 @@
 #include "tools/sink_cmd.h"
 #include "tools/stats_stream.h"
 #include "tools/tune.h"
+#include "tools/usage_errors.h"
 #include "txbatch_config.h"
 
 namespace txbatch {
@@ -650,36 +651,6 @@ void AddCommands(CLI::App& app, Commands& c) {
                   "/txbatch/stats while it runs)");
 }
 
-// Parses txbatch's own arguments. Returns the exit status where nothing is to run: --help and
-// --version printed, or a parse error (one sentence naming the command's --help, exit 2).
-std::optional<int> Parse(CLI::App& app, const Commands& c, int own_argc, char** argv) {
-  try {
-    app.parse(own_argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "txbatch: %s; run 'txbatch %s--help' for the valid options.\n", e.what(),
-                 c.run->parsed()         ? "run "
-                 : c.compare->parsed()   ? "compare "
-                 : c.report->parsed()    ? "report "
-                 : c.sweep->parsed()     ? "sweep "
-                 : c.tune->parsed()      ? "tune "
-                 : c.calibrate->parsed() ? "calibrate "
-                 : c.bridge->parsed()    ? "bridge "
-                 : c.respond->parsed()   ? "respond "
-                 : c.sink->parsed()      ? "sink "
-                 : c.lab_up->parsed()    ? "lab up "
-                 : c.lab->parsed()       ? "lab "
-                                         : "");
-    return kExitBadInput;
-  }
-  return std::nullopt;
-}
-
 // `lab up`: the bridge's options (what `lab_up` left over) are checked here, before anything is
 // created.
 int LabUpCommand(LabArgs& lab_args, const CLI::App& lab_up, const EalUserArgs& eal_args) {
@@ -691,15 +662,20 @@ int LabUpCommand(LabArgs& lab_args, const CLI::App& lab_up, const EalUserArgs& e
   AddEalExtraOption(check, eal_extra);
   bool no_telemetry = false;
   check.add_flag("--no-telemetry", no_telemetry);
+  const auto refuse = [](const std::string& sentence) {
+    return Fail(kExitBadInput, Error{EINVAL, fmt::format("{}; valid: the options of txbatch "
+                                                         "bridge --help (but --port-a/-b)",
+                                                         sentence)});
+  };
+  if (auto misplaced = OptionInPlaceOfValue(check, lab_args.bridge_args))
+    return refuse(misplaced->sentence);
   std::vector<std::string> args = {"--port-a", "x", "--port-b", "y"};
   args.insert(args.end(), lab_args.bridge_args.begin(), lab_args.bridge_args.end());
   std::reverse(args.begin(), args.end());
   try {
     check.parse(args);
   } catch (const CLI::ParseError& e) {
-    return Fail(kExitBadInput, Error{EINVAL, fmt::format("{}; valid: the options of txbatch "
-                                                         "bridge --help (but --port-a/-b)",
-                                                         e.what())});
+    return refuse(UsageSentence(e, check, lab_args.bridge_args, "txbatch lab up"));
   }
   return LabUp(lab_args, eal_args.replace);
 }
@@ -755,7 +731,7 @@ int Main(int argc, char** argv) {
   AddTopLevel(app);
   Commands c;
   AddCommands(app, c);
-  if (const std::optional<int> status = Parse(app, c, own_argc, argv)) return *status;
+  if (const std::optional<int> status = ParseCommandLine(app, own_argc, argv)) return *status;
   std::istringstream words(c.eal_extra);
   for (std::string w; words >> w;) eal_args.extra.push_back(w);
   if (!eal_args.extra.empty() && !eal_args.replace.empty())
