@@ -34,6 +34,9 @@ using Clock = std::chrono::steady_clock;
 // teardown), and how long processes left in the namespaces get between SIGTERM and SIGKILL.
 constexpr std::chrono::seconds kBridgeStopGrace{10};
 constexpr std::chrono::seconds kProcessGrace{2};
+// How long `down` waits for the bridge's watcher to write how the bridge ended, once it has: the
+// watcher only reaps it and writes a line (a lab an older txbatch made has no watcher).
+constexpr std::chrono::seconds kExitLineWait{2};
 
 // The signal that interrupted `lab up` (0: none); checked between steps.
 volatile sig_atomic_t g_signal = 0;
@@ -83,7 +86,7 @@ Result<std::string> Exec(const std::vector<std::string>& argv) {
 struct Names {
   std::string prefix, ns_a, ns_b, in_a, in_b, host_a, host_b;  // namespaces; veth ends in them;
                                                                // host ends
-  fs::path dir, state_file, log_file, pid_file;
+  fs::path dir, state_file, log_file, pid_file, exit_file;
   explicit Names(const std::string& p)
       : prefix(p),
         ns_a(p + "-a"),
@@ -95,7 +98,8 @@ struct Names {
         dir(fs::path(kLabStateDir) / p),
         state_file(dir / "state"),
         log_file(dir / "bridge.log"),
-        pid_file(dir / "bridge.pid") {}
+        pid_file(dir / "bridge.pid"),
+        exit_file(dir / "bridge.exit") {}
 };
 
 bool ValidPrefix(const std::string& p) {
@@ -167,6 +171,71 @@ std::optional<pid_t> RecordedBridge(const std::vector<Made>& made) {
   for (const Made& m : made)
     if (m.kind == "bridge") return static_cast<pid_t>(std::stol(m.name));
   return std::nullopt;
+}
+
+// How the bridge ended, as its watcher wrote it to bridge.exit ("exited 3", "killed by signal 9
+// (SIGKILL)"); waits up to kExitLineWait for the line. Empty where none came.
+std::string BridgeExitLine(const Names& n) {
+  const auto deadline = Clock::now() + kExitLineWait;
+  for (;;) {
+    std::string line = Slurp(n.exit_file);
+    if (!line.empty() && line.back() == '\n') {
+      line.pop_back();
+      return line;
+    }
+    if (Clock::now() > deadline) return {};
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+// The watcher: a child of `lab up` in a session of its own that starts the bridge (`argv`, its
+// output to the log), writes its pid to `pid_fd`, outlives `lab up`, reaps the bridge and writes
+// how it ended to bridge.exit — what only a parent can know, for `down` to say where the bridge
+// died before it. Exits as the bridge did (128 + a signal that ended it), so `up` reads the
+// bridge's exit status from its own child. Runs after fork(): no allocation, no locks.
+[[noreturn]] void WatchBridge(const Names& n, std::vector<char*>& argv, int pid_fd) {
+  setsid();  // not in the caller's session: it outlives `lab up`
+  // Nothing of `lab up`'s goes with it: its stdout and stderr (a caller reading them to their end
+  // would wait for the bridge), its other files.
+  const int out = fcntl(pid_fd, F_DUPFD, 10);
+  const int null = open("/dev/null", O_RDWR);
+  if (null >= 0)
+    for (int fd = 0; fd < 3; ++fd) dup2(null, fd);
+  close_range(3, static_cast<unsigned>(out) - 1, 0);
+  close_range(static_cast<unsigned>(out) + 1, ~0u, 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    close(out);
+    const int log = open(n.log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (log >= 0) {
+      dup2(log, 1);
+      dup2(log, 2);
+    }
+    execv("/proc/self/exe", argv.data());
+    _exit(127);
+  }
+  ssize_t w;
+  do w = write(out, &pid, sizeof pid);
+  while (w < 0 && errno == EINTR);
+  close(out);
+  if (pid < 0) _exit(kExitInternal);
+  for (const int sig : kStopSignals) std::signal(sig, SIG_IGN);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  char line[96];
+  const int len = WIFEXITED(st) ? std::snprintf(line, sizeof line, "exited %d\n", WEXITSTATUS(st))
+                                : std::snprintf(line, sizeof line, "killed by signal %d (SIG%s)\n",
+                                                WTERMSIG(st), sigabbrev_np(WTERMSIG(st)));
+  // One write of a whole line: `down` takes the line once it ends in a newline.
+  const int fd = open(n.exit_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0 && len > 0) {
+    (void)!write(fd, line, static_cast<size_t>(len));
+    close(fd);
+  }
+  _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 }
 
 // Stops the bridge with SIGTERM and waits for it: as long as the drain it announces ("waiting
@@ -246,18 +315,43 @@ std::vector<std::string> EndProcessesIn(const std::string& ns) {
 struct Removal {
   std::string summary;  // the bridge's final lines, its books
   bool bridge_killed = false;
+  // The bridge had ended before `down` came: how (its watcher's line, empty if not known), and
+  // where its log was kept.
+  std::optional<pid_t> bridge_died;
+  std::string died_how;
+  fs::path kept_log;
   std::vector<std::string> removed;
 };
 
+// What Remove does with the log of a bridge that had ended before it: `down` keeps it (it holds
+// the bridge's last words), `up` clearing what a crashed lab of its prefix left does not.
+enum class DeadBridgeLog { kKeep, kRemove };
+
 // Removes exactly what the state says the lab made, in the reverse order: the bridge first
 // (its books), the processes left in the namespaces, the namespaces (and with them the veth
-// ends in them and their pairs), the links, the files; then the state and its folder.
-Removal Remove(const Names& n) {
+// ends in them and their pairs), the links, the files; then the state and its folder. A bridge
+// that had ended before is named with how it ended; with kKeep its log stays, renamed
+// bridge-PID.log (a later `up` of the prefix writes bridge.log anew), and so does the folder.
+Removal Remove(const Names& n, DeadBridgeLog dead_log = DeadBridgeLog::kRemove) {
   Removal r;
   const std::vector<Made> made = ReadState(n);
   if (const auto pid = RecordedBridge(made); pid && RunningBridge(n, *pid)) {
     r.summary = StopBridge(n, *pid, &r.bridge_killed);
     r.removed.push_back(fmt::format("bridge pid {}{}", *pid, r.bridge_killed ? " (killed)" : ""));
+    (void)BridgeExitLine(n);  // its watcher is done with the folder
+  } else if (pid) {
+    r.bridge_died = pid;
+    r.died_how = BridgeExitLine(n);
+    // Stopped by a SIGTERM someone else sent, it wrote its books.
+    const std::string text = Slurp(n.log_file);
+    const size_t at = text.find("\nstopped after");
+    if (at != std::string::npos) r.summary = text.substr(at + 1);
+    std::error_code ec;
+    const fs::path kept = n.dir / fmt::format("bridge-{}.log", *pid);
+    if (dead_log == DeadBridgeLog::kKeep && fs::exists(n.log_file, ec)) {
+      fs::rename(n.log_file, kept, ec);
+      if (!ec) r.kept_log = kept;
+    }
   }
   for (const Made& m : made)
     if (m.kind == "netns" && NetnsExists(m.name))
@@ -328,28 +422,31 @@ unsigned BridgeMtu(const std::vector<std::string>& bridge_args) {
   return b.queue.mtu;
 }
 
-// Ends `pid`, this process's own child bridge, however far it got (before its exec its command
-// line is still `lab up`'s, so Remove's check by command line would pass it by): SIGTERM, up to
-// 5 s for it to stop cleanly, then SIGKILL; reaped either way.
-void EndChild(pid_t pid) {
-  kill(pid, SIGTERM);
+// Ends `bridge`, however far it got (before its exec its command line is still `lab up`'s, so
+// Remove's check by command line would pass it by): SIGTERM, up to 5 s for it to stop cleanly,
+// then SIGKILL; its watcher, this process's child, reaped either way (it exits once the bridge
+// has).
+void EndBridge(pid_t bridge, pid_t watcher) {
+  kill(bridge, SIGTERM);
   for (int i = 0; i < 100; ++i) {
     int st = 0;
-    if (waitpid(pid, &st, WNOHANG) == pid) return;
+    if (waitpid(watcher, &st, WNOHANG) == watcher) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
+  kill(bridge, SIGKILL);
+  waitpid(watcher, nullptr, 0);
 }
 
 // Exit status of a `lab up` that a signal interrupted, as a shell reports one a signal ended.
-// `bridge`: the bridge it forked, if it got that far.
-int Interrupted(const Names& n, pid_t bridge = 0) {
+// `bridge` and its `watcher`: if it got that far.
+int Interrupted(const Names& n, pid_t bridge = 0, pid_t watcher = 0) {
   const int sig = g_signal;
-  if (bridge > 0) EndChild(bridge);
+  if (bridge > 0) EndBridge(bridge, watcher);
   (void)Remove(n);
   std::fprintf(stderr, "txbatch: lab up was interrupted by %s; what it had made is removed\n",
-               sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM");
+               sig == SIGINT   ? "SIGINT"
+               : sig == SIGHUP ? "SIGHUP"
+                               : "SIGTERM");
   return 128 + sig;
 }
 
@@ -362,8 +459,9 @@ int LabUp(const LabArgs& a, const std::vector<std::string>& eal_args) {
                                                          "interface names must fit 15 bytes)",
                                                          a.prefix)});
   if (geteuid() != 0)
-    return Fail(kExitBadInput, Error{EPERM, "lab up creates network namespaces and veth pairs, "
-                                            "which needs root; valid: run it as root"});
+    return Fail(kExitBadInput, Error{EPERM,
+                                     "lab up creates network namespaces and veth pairs, "
+                                     "which needs root; valid: run it as root"});
   const unsigned mtu = BridgeMtu(a.bridge_args);
   if (mtu < kMinMtu || mtu > kMaxMtu)
     return Fail(kExitBadInput, Error{ERANGE, fmt::format("--mtu {} is out of range; valid: {}..{}",
@@ -386,43 +484,45 @@ int LabUp(const LabArgs& a, const std::vector<std::string>& eal_args) {
   };
   std::error_code ec;
   fs::create_directories(n.dir, ec);
-  if (ec) return fail(Error{ec.value(), fmt::format("cannot create {}: {}", n.dir.string(),
-                                                    ec.message())});
+  if (ec)
+    return fail(
+        Error{ec.value(), fmt::format("cannot create {}: {}", n.dir.string(), ec.message())});
   if (Status s = MakeSide(n, n.ns_a, n.in_a, n.host_a, kLabAddrA, mtu); !s) return fail(s.error());
   if (g_signal) return Interrupted(n);
   if (Status s = MakeSide(n, n.ns_b, n.in_b, n.host_b, kLabAddrB, mtu); !s) return fail(s.error());
   if (g_signal) return Interrupted(n);
 
-  std::vector<std::string> argv = {"txbatch", "bridge", "--port-a",
-                                   "net_af_packet0,iface=" + n.host_a, "--port-b",
-                                   "net_af_packet1,iface=" + n.host_b};
+  std::vector<std::string> argv = {"txbatch",  "bridge",
+                                   "--port-a", "net_af_packet0,iface=" + n.host_a,
+                                   "--port-b", "net_af_packet1,iface=" + n.host_b};
   argv.insert(argv.end(), a.bridge_args.begin(), a.bridge_args.end());
   if (!eal_args.empty()) {
     argv.push_back("--");
     argv.insert(argv.end(), eal_args.begin(), eal_args.end());
   }
   if (Status s = Record(n, "file", n.log_file.string()); !s) return fail(s.error());
-  const pid_t pid = fork();
-  if (pid < 0) return fail(Error{errno, "cannot fork the bridge"});
-  if (pid == 0) {
-    setsid();  // not in the caller's session: it outlives `lab up`
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-    const int log = open(n.log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int null = open("/dev/null", O_RDONLY);
-    if (log >= 0) {
-      dup2(log, 1);
-      dup2(log, 2);
-    }
-    if (null >= 0) dup2(null, 0);
-    std::vector<char*> args;
-    for (auto& s : argv) args.push_back(s.data());
-    args.push_back(nullptr);
-    execv("/proc/self/exe", args.data());
-    _exit(127);
+  if (Status s = Record(n, "file", n.exit_file.string()); !s) return fail(s.error());
+  std::vector<char*> args;
+  for (auto& s : argv) args.push_back(s.data());
+  args.push_back(nullptr);
+  int pid_pipe[2];
+  if (pipe2(pid_pipe, O_CLOEXEC) != 0) return fail(Error{errno, "cannot create a pipe"});
+  const pid_t watcher = fork();
+  if (watcher < 0) return fail(Error{errno, "cannot fork the bridge"});
+  if (watcher == 0) WatchBridge(n, args, pid_pipe[1]);
+  close(pid_pipe[1]);
+  pid_t pid = -1;
+  ssize_t got;
+  do got = read(pid_pipe[0], &pid, sizeof pid);
+  while (got < 0 && errno == EINTR);
+  close(pid_pipe[0]);
+  if (got != sizeof pid || pid <= 0) {
+    waitpid(watcher, nullptr, 0);
+    return fail(Error{EAGAIN, "cannot fork the bridge"});
   }
   if (Status s = Record(n, "bridge", std::to_string(pid)); !s) {
     kill(pid, SIGKILL);
+    waitpid(watcher, nullptr, 0);
     return fail(s.error());
   }
   std::ofstream(n.pid_file) << pid << "\n";  // for whoever wants the pid alone
@@ -430,22 +530,21 @@ int LabUp(const LabArgs& a, const std::vector<std::string>& eal_args) {
   // Up when the bridge says it forwards; its own sentence if it exits first.
   bool forwarding = false;
   for (int i = 0; i < 600 && !forwarding; ++i) {  // 30 s: EAL start-up and the ports' links
-    if (g_signal) return Interrupted(n, pid);
+    if (g_signal) return Interrupted(n, pid, watcher);
     int st = 0;
-    if (waitpid(pid, &st, WNOHANG) == pid) {
+    if (waitpid(watcher, &st, WNOHANG) == watcher) {  // it exits as the bridge did
       std::string text = Slurp(n.log_file);
       const size_t at = text.rfind("txbatch: ");
       std::string why = at == std::string::npos ? text : text.substr(at + 9);
       while (!why.empty() && why.back() == '\n') why.pop_back();
       (void)Remove(n);
-      return Fail(WIFEXITED(st) && WEXITSTATUS(st) == kExitBadInput ? kExitBadInput
-                                                                     : kExitInternal,
+      return Fail(WIFEXITED(st) && WEXITSTATUS(st) == kExitBadInput ? kExitBadInput : kExitInternal,
                   Error{EIO, why.empty() ? "the bridge exited at start-up" : why});
     }
     forwarding = Slurp(n.log_file).find("\nforwarding") != std::string::npos;
     if (!forwarding) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  if (g_signal) return Interrupted(n, pid);
+  if (g_signal) return Interrupted(n, pid, watcher);
   if (!forwarding)
     return fail(Error{ETIMEDOUT, fmt::format("the bridge did not start forwarding within 30 s; "
                                              "see {}",
@@ -455,15 +554,16 @@ int LabUp(const LabArgs& a, const std::vector<std::string>& eal_args) {
     const size_t at = t.find("link a>b:");
     return at == std::string::npos ? std::string() : t.substr(at, t.find('\n', at) - at);
   }();
-  fmt::print("lab {} is up: namespace {} ({} on {}) and namespace {} ({} on {}), joined by the "
-             "txbatch bridge (pid {}) on {} and {}, MTU {}\n",
-             a.prefix, n.ns_a, kLabAddrA, n.in_a, n.ns_b, kLabAddrB, n.in_b, pid, n.host_a,
-             n.host_b, mtu);
+  fmt::print(
+      "lab {} is up: namespace {} ({} on {}) and namespace {} ({} on {}), joined by the "
+      "txbatch bridge (pid {}) on {} and {}, MTU {}\n",
+      a.prefix, n.ns_a, kLabAddrA, n.in_a, n.ns_b, kLabAddrB, n.in_b, pid, n.host_a, n.host_b, mtu);
   if (!link_line.empty()) fmt::print("  {}\n", link_line);
-  fmt::print("  TX checksum offload is off on {} and {}: the kernel would hand the bridge TCP "
-             "frames whose checksum holds only the pseudo-header (CHECKSUM_PARTIAL), which "
-             "nothing after a userspace bridge completes\n",
-             n.in_a, n.in_b);
+  fmt::print(
+      "  TX checksum offload is off on {} and {}: the kernel would hand the bridge TCP "
+      "frames whose checksum holds only the pseudo-header (CHECKSUM_PARTIAL), which "
+      "nothing after a userspace bridge completes\n",
+      n.in_a, n.in_b);
   // A new namespace takes the host's default congestion control (bbr on some hosts), which
   // reads loss quite differently from cubic: "1 % loss" gave 759 Mbit/s under bbr here.
   const auto cc = [](const std::string& ns) {
@@ -473,9 +573,10 @@ int LabUp(const LabArgs& a, const std::vector<std::string>& eal_args) {
     return name;
   };
   const std::string cc_a = cc(n.ns_a), cc_b = cc(n.ns_b);
-  fmt::print("  TCP congestion control: {} (the host's default; iperf3 -C NAME picks another for "
-             "one test)\n",
-             cc_a == cc_b ? cc_a : fmt::format("{} in {}, {} in {}", cc_a, n.ns_a, cc_b, n.ns_b));
+  fmt::print(
+      "  TCP congestion control: {} (the host's default; iperf3 -C NAME picks another for "
+      "one test)\n",
+      cc_a == cc_b ? cc_a : fmt::format("{} in {}, {} in {}", cc_a, n.ns_a, cc_b, n.ns_b));
   fmt::print("  ping:   ip netns exec {} ping {}\n", n.ns_a, kLabAddrB);
   fmt::print("  iperf3: ip netns exec {} iperf3 -s -D; ip netns exec {} iperf3 -c {}\n", n.ns_b,
              n.ns_a, kLabAddrB);
@@ -490,9 +591,10 @@ int LabDown(const std::string& prefix) {
                                                          "8 lowercase letters or digits",
                                                          prefix)});
   if (geteuid() != 0)
-    return Fail(kExitBadInput, Error{EPERM, "lab down stops the lab's bridge and removes its "
-                                            "network namespaces and veth pairs, which needs "
-                                            "root; valid: run it as root"});
+    return Fail(kExitBadInput, Error{EPERM,
+                                     "lab down stops the lab's bridge and removes its "
+                                     "network namespaces and veth pairs, which needs "
+                                     "root; valid: run it as root"});
   const Names n(prefix);
   if (!fs::exists(n.state_file))
     return Fail(kExitBadInput,
@@ -501,7 +603,7 @@ int LabDown(const std::string& prefix) {
                                           "was given (a lab an older txbatch made has no state "
                                           "file: ip netns del {}-a; ip netns del {}-b)",
                                           prefix, n.state_file.string(), prefix, prefix)});
-  const Removal r = Remove(n);
+  const Removal r = Remove(n, DeadBridgeLog::kKeep);
   // The bridge's final summary (its books), from its log.
   if (!r.summary.empty()) fmt::print("{}", r.summary);
   if (r.bridge_killed)
@@ -510,7 +612,24 @@ int LabDown(const std::string& prefix) {
     fmt::print("lab {}: nothing to remove\n", prefix);
   else
     fmt::print("lab {} removed: {}\n", prefix, fmt::join(r.removed, ", "));
-  return kExitOk;
+  if (!r.bridge_died) return kExitOk;
+  // Nothing crossed the lab from the moment the bridge ended: a script must not take what ran
+  // there as a good run (exit 1). Books only where it stopped cleanly (someone's SIGTERM).
+  std::fflush(stdout);
+  std::string how = "how is not known (no exit status was recorded)";
+  if (r.died_how.rfind("exited ", 0) == 0)
+    how = "with exit status " + r.died_how.substr(7);
+  else if (!r.died_how.empty())
+    how = r.died_how;
+  return Fail(
+      kExitInternal,
+      Error{ECHILD,
+            fmt::format("lab {}: the bridge (pid {}) had ended before lab down, "
+                        "{}: {}; {}",
+                        prefix, *r.bridge_died, how,
+                        r.summary.empty() ? "its books are lost" : "its books above are from then",
+                        r.kept_log.empty() ? "its log is gone"
+                                           : "its log is kept: " + r.kept_log.string())});
 }
 
 }  // namespace txbatch

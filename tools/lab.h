@@ -6,11 +6,13 @@
 //   PREFIX-a (10.77.0.1/24 on PREFIX-a0) ==veth== PREFIX-a1 [txbatch bridge] PREFIX-b1 ==veth==
 //   PREFIX-b0 (10.77.0.2/24) in PREFIX-b
 //
-// The bridge runs in the background (its own session) with its log under
-// /run/txbatch-lab/PREFIX/. What `up` makes (namespaces, links, the bridge's pid, files) is
-// recorded in PREFIX/state as each is made; `down` (root) stops the bridge, waiting for what its
-// links hold, prints its books, ends the processes left in the lab's namespaces and removes
-// exactly what the state names, also after a crash. Without a state it removes nothing (exit 2).
+// The bridge runs in the background (its own session, under a watcher that reaps it and records
+// how it ended) with its log under /run/txbatch-lab/PREFIX/. What `up` makes (namespaces, links,
+// the bridge's pid, files) is recorded in PREFIX/state as each is made; `down` (root) stops the
+// bridge, waiting for what its links hold, prints its books, ends the processes left in the
+// lab's namespaces and removes exactly what the state names, also after a crash. A bridge that
+// had ended before `down`: one sentence with how it ended, its log kept as bridge-PID.log, exit
+// 1. Without a state it removes nothing (exit 2).
 // SIGINT or SIGTERM during `up` undoes what it made and exits 128 + the signal.
 
 #include <string>

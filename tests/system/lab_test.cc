@@ -699,5 +699,53 @@ TEST(Lab, AtMtu9000FramesUpToTheMtuCrossWhole) {
   ExpectGone("tsysj");
 }
 
+// Issue 44, item 21: `lab down` after the bridge had ended (a crash, an OOM kill, a SIGTERM from
+// elsewhere) said nothing of it, exit 0, and deleted bridge.log with its last words. Now one
+// sentence on stderr says how it ended (its watcher reaped it: the exit status or the signal),
+// the exit status is 1 (nothing crossed the lab after it), the log is kept as bridge-PID.log —
+// the one thing of the lab left — and the books are printed where it wrote them (a SIGTERM).
+TEST(Lab, DownAfterTheBridgeEndedSaysHowAndKeepsItsLog) {
+  for (const int sig : {SIGKILL, SIGTERM}) {
+    CleanupGuard guard{"tsysz"};
+    const Ran up = Sh(Txbatch() + " lab up --prefix tsysz");
+    ASSERT_EQ(up.status, 0) << up.out;
+    pid_t bridge = 0;
+    std::ifstream("/run/txbatch-lab/tsysz/bridge.pid") >> bridge;
+    ASSERT_GT(bridge, 1);
+    const std::string proc = "/proc/" + std::to_string(bridge);
+    ASSERT_EQ(kill(bridge, sig), 0);
+    for (int i = 0; i < 500 && std::filesystem::exists(proc); ++i)  // reaped by its watcher
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_FALSE(std::filesystem::exists(proc)) << "the bridge still runs, or was not reaped";
+    std::string err;
+    const Ran down = ShSplit(Txbatch() + " lab down --prefix tsysz", &err);
+    const std::string kept = "/run/txbatch-lab/tsysz/bridge-" + std::to_string(bridge) + ".log";
+    EXPECT_EQ(down.status, 1) << down.out << err;
+    EXPECT_EQ(Occurrences(err, "\n"), 1) << err;
+    EXPECT_EQ(err, "txbatch: lab tsysz: the bridge (pid " + std::to_string(bridge) +
+                       ") had ended before lab down, " +
+                       (sig == SIGKILL ? "killed by signal 9 (SIGKILL): its books are lost"
+                                       : "with exit status 0: its books above are from then") +
+                       "; its log is kept: " + kept + "\n")
+        << down.out;
+    if (sig == SIGTERM) ExpectBooks(down.out);
+    EXPECT_NE(down.out.find("lab tsysz removed: "), std::string::npos) << down.out;
+    EXPECT_NE(Slurp(kept).find("\nforwarding"), std::string::npos) << kept;
+    // The rest of the lab is gone; the folder holds the kept log alone.
+    for (const char* ns : {"-a", "-b"})
+      EXPECT_FALSE(std::filesystem::exists(std::string("/run/netns/tsysz") + ns)) << ns;
+    for (const char* dev : {"-a1", "-b1"})
+      EXPECT_FALSE(std::filesystem::exists(std::string("/sys/class/net/tsysz") + dev)) << dev;
+    ASSERT_TRUE(std::filesystem::is_directory("/run/txbatch-lab/tsysz"));
+    std::vector<std::string> left;
+    for (const auto& e : std::filesystem::directory_iterator("/run/txbatch-lab/tsysz"))
+      left.push_back(e.path().string());
+    EXPECT_EQ(left, std::vector<std::string>{kept});
+    // A second down finds no lab, and leaves the log.
+    EXPECT_EQ(Sh(Txbatch() + " lab down --prefix tsysz").status, 2);
+    EXPECT_TRUE(std::filesystem::exists(kept));
+  }
+}
+
 }  // namespace
 }  // namespace txbatch
