@@ -151,6 +151,37 @@ int StatsCommand(const char*, const char*, rte_tel_data* d) { return Reply(Telem
 
 }  // namespace
 
+TelemetryFit FitTelemetryString(const std::string& text, size_t max_bytes) {
+  constexpr size_t kPiece = RTE_TEL_MAX_STRING_LEN - 1;
+  // Bytes of `n` bytes with `escaped` of them written as two (a quote, a backslash, a control
+  // character), in pieces: each piece quoted and followed by a comma (a piece may come up to 3
+  // bytes short of kPiece where a UTF-8 character is not cut: counted as 4), and the brackets.
+  const auto json_bytes = [](size_t n, size_t escaped) {
+    return n + escaped + (n / (kPiece - 3) + 1) * 3 + 2;
+  };
+  TelemetryFit fit;
+  size_t escaped = 0, end = 0;  // the words that fit: text[0, end)
+  for (size_t at = 0; at <= text.size();) {
+    size_t next = text.find(' ', at);
+    if (next == std::string::npos) next = text.size();
+    size_t word_escaped = 0;
+    for (size_t i = at; i < next; ++i) {
+      const unsigned char c = static_cast<unsigned char>(text[i]);
+      word_escaped += c == '"' || c == '\\' || c < 0x20;
+    }
+    if (json_bytes(next, escaped + word_escaped) > max_bytes) {  // this word and those after
+      fit.words_left_out = 1 + static_cast<uint64_t>(std::count(
+                                   text.begin() + static_cast<ptrdiff_t>(at), text.end(), ' '));
+      break;
+    }
+    escaped += word_escaped;
+    end = next;
+    at = next + 1;
+  }
+  fit.text = text.substr(0, end);
+  return fit;
+}
+
 Status RegisterTelemetry() {
   static std::once_flag once;
   static int rc = 0;

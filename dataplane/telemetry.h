@@ -9,6 +9,7 @@
 // dicts) from its control loop at most every kTelemetryPublishS — never a data-path read from
 // another thread.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -27,6 +28,23 @@ using TelemetryDict = std::vector<std::pair<std::string, TelemetryValue>>;
 // How often a command's loop publishes its counters: fresh enough to watch, rare enough to cost
 // nothing (a snapshot is a few dozen entries).
 inline constexpr double kTelemetryPublishS = 0.1;
+
+// DPDK 22.11's reply buffer for a telemetry command (lib/telemetry/telemetry.c MAX_OUTPUT_LEN):
+// what does not fit is left out without a mark — a value too long for what is left of it drops
+// its key, an array drops the pieces that do not fit and takes later shorter ones.
+inline constexpr size_t kTelemetryReplyBytes = 16 * 1024;
+// What of that a command line may take in /txbatch/info: the other keys (pid, versions, counts)
+// need a few hundred bytes; this leaves them 4 KB.
+inline constexpr size_t kTelemetryCommandLineBytes = 12 * 1024;
+
+// `text`'s space-separated words from the first, as many as fit `max_bytes` of a reply once
+// escaped as DPDK writes JSON and cut into pieces (AddString's arrays), and how many words were
+// left out (0: all of it).
+struct TelemetryFit {
+  std::string text;
+  uint64_t words_left_out = 0;
+};
+TelemetryFit FitTelemetryString(const std::string& text, size_t max_bytes);
 
 // Registers /txbatch/info and /txbatch/stats, once per process (DPDK cannot take a command back;
 // later calls do nothing). Call after Eal::Start. Before anything is published they answer

@@ -157,7 +157,11 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
   unsigned max_procs = 0;
   for (const auto& c : cells) max_procs = std::max(max_procs, c.procs);
   env.pinning = DescribePinning(max_procs, env.cpus);
-  PublishTelemetryInfo({{"command_line", env.command_line},
+  // Cut where DPDK would drop it unmarked: the words that fit, and how many did not.
+  const TelemetryFit command_line =
+      FitTelemetryString(env.command_line, kTelemetryCommandLineBytes);
+  PublishTelemetryInfo({{"command_line", command_line.text},
+                        {"command_line_words_left_out", command_line.words_left_out},
                         {"pid", static_cast<uint64_t>(getpid())},
                         {"dpdk", env.dpdk_version},
                         {"eal_mode", env.eal_mode},

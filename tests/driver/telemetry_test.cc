@@ -2,6 +2,8 @@
 // user already has — reads EAL's /ethdev/* and txbatch's own /txbatch/info and /txbatch/stats
 // through the file prefix the header names; the runtime folder (the socket included) is gone
 // at exit; --no-telemetry leaves no socket and no header line.
+#include "dataplane/telemetry.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -218,6 +220,61 @@ TEST(Telemetry, ARunSharingAnotherTxbatchsFilePrefixLeavesItsSocketAlone) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << Slurp(out);
   EXPECT_FALSE(fs::exists(dir)) << "the sink left its folder";
   fs::remove(out);
+}
+
+// Issue 44, item 21: a command line past DPDK's 16 KB reply lost without a mark what did not fit:
+// at ~19 KB DPDK dropped the 127-byte pieces past the buffer but took the last, shorter one (the
+// joined line not even a prefix) and the keys after it (engine_sim_cells); at ~21 KB, as here,
+// the whole command_line. Now /txbatch/info carries the words that fit and how many were left
+// out, and every key is there.
+TEST(Telemetry, InfoMarksWhereALongCommandLineIsCut) {
+  const std::string prefix = "txbatch-telemetry-long-" + std::to_string(getpid());
+  std::string extra = "--file-prefix=" + prefix;
+  for (int i = 0; i < 800; ++i) extra += " --log-level=lib.eal:notice";  // ~21 KB in all
+  TxbatchRun run;
+  std::thread runner([&] {
+    run = RunTxbatch(
+        "run --driver emu:null --proto udp --size 64 --procs 1 --batch 1 --duration 3 "
+        "--warmup 0 --eal-extra '" +
+        extra + "'");
+  });
+  json info;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (fs::exists("/var/run/dpdk/" + prefix + "/dpdk_telemetry.v2")) {
+      json replies = AskTelemetry(prefix, "/txbatch/info\\n");
+      if (replies.contains("/txbatch/info") && replies["/txbatch/info"].contains("pid")) {
+        info = replies["/txbatch/info"];
+        break;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  runner.join();
+  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_TRUE(info.is_object()) << run.out;
+  const std::string whole = run.doc["records"][0]["env"]["command_line"].get<std::string>();
+  ASSERT_GT(whole.size(), kTelemetryReplyBytes);
+  ASSERT_TRUE(info["command_line"].is_array()) << info;
+  std::string given;
+  for (const json& piece : info["command_line"]) given += piece.get<std::string>();
+  // Whole words from the start, as many as fit its share, and the count of the rest.
+  ASSERT_EQ(whole.rfind(given + " ", 0), 0u) << given;
+  EXPECT_GT(given.size(), kTelemetryCommandLineBytes - 1024);
+  const std::string rest = whole.substr(given.size() + 1);
+  ASSERT_TRUE(info["command_line_words_left_out"].is_number_unsigned()) << info;
+  EXPECT_EQ(info["command_line_words_left_out"].get<size_t>(),
+            1 + static_cast<size_t>(std::count(rest.begin(), rest.end(), ' ')))
+      << info["command_line_words_left_out"];
+  for (const char* key : {"pid", "dpdk", "eal_mode", "cells", "engine_sim_cells"})
+    EXPECT_TRUE(info.contains(key)) << key << " is missing: " << info.dump().substr(0, 200);
+  EXPECT_GT(info.value("pid", 0), 0) << info.dump().substr(0, 200);
+  // A short one is whole, with 0 left out.
+  EXPECT_EQ(FitTelemetryString("txbatch run --driver emu:null", 200).words_left_out, 0u);
+  EXPECT_EQ(FitTelemetryString("txbatch run --driver emu:null", 200).text,
+            "txbatch run --driver emu:null");
+  EXPECT_EQ(FitTelemetryString("txbatch run --driver emu:null", 20).text, "txbatch run");
+  EXPECT_EQ(FitTelemetryString("txbatch run --driver emu:null", 20).words_left_out, 2u);
 }
 
 }  // namespace
