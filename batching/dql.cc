@@ -10,8 +10,12 @@ uint64_t PosDiff(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
 }  // namespace
 
-DynamicQueueLimits::DynamicQueueLimits(Tsc hold_tsc, uint32_t min_limit, uint32_t max_limit)
-    : limit_(min_limit), hold_tsc_(hold_tsc), min_limit_(min_limit), max_limit_(max_limit) {
+DynamicQueueLimits::DynamicQueueLimits(Tsc hold_tsc, uint32_t min_limit, uint32_t max_limit,
+                                       DqlStart start)
+    : limit_(start == DqlStart::kZero ? 0 : min_limit),
+      hold_tsc_(hold_tsc),
+      min_limit_(min_limit),
+      max_limit_(max_limit) {
   adj_limit_ = limit_;
 }
 

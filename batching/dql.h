@@ -28,11 +28,18 @@ struct BqlBounds {
   bool operator==(const BqlBounds&) const = default;
 };
 
+// Where dql_reset (the device's open) leaves the limit: at 0 whatever limit_min says, until the
+// first completion clamps it into [limit_min, limit_max] (`dql->limit = 0` from BQL's first
+// kernel, 3.3, until upstream 3a17f23f7c36), or at limit_min (3a17f23f7c36, "dql: Fix dql->limit
+// value when reset.", 2025, backported to the stable kernels).
+enum class DqlStart : uint8_t { kZero, kMinLimit };
+
 class DynamicQueueLimits {
  public:
   // `hold_tsc`: how long slack must persist before the limit shrinks (the kernel: 1 s).
   explicit DynamicQueueLimits(Tsc hold_tsc, uint32_t min_limit = 0,
-                              uint32_t max_limit = kDqlMaxLimit);
+                              uint32_t max_limit = kDqlMaxLimit,
+                              DqlStart start = DqlStart::kMinLimit);
 
   // `bytes` were handed to the driver (one frame's, or a bulk's).
   void Queued(uint32_t bytes) {

@@ -100,6 +100,10 @@ struct PolicySpec {
   // Whether frames a driver refused go back as one list (3.18's q->gso_skb: one entry of the
   // qdisc's length, handed back whole) rather than frame by frame (a queue since 4.x).
   bool requeues_as_list() const { return kind == PolicyKind::kLinux2014; }
+  // Whether BQL's limit starts at limit_min when the device opens (dql_reset since upstream
+  // 3a17f23f7c36, 2025: linux-2025 and today's bql) rather than at 0 until the first completion
+  // (linux-2014's 3.18; batching/dql.h's DqlStart).
+  bool bql_starts_at_min() const { return kind != PolicyKind::kLinux2014; }
   // Whether a BQL stop ends an xmit_more chain (dev_hard_start_xmit broke on
   // netif_xmit_stopped until 4.20; since then only a driver's own stop does).
   bool bql_stop_ends_chain() const { return kind != PolicyKind::kLinux2025; }

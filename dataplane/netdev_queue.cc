@@ -11,7 +11,8 @@ NetdevQueue::NetdevQueue(TxDriver& driver, const FlushPolicy& policy, const BqlB
                          double tsc_hz, TxQueueCounters& counters)
     : driver_(driver), counters_(counters), bql_ends_chain_(policy.spec().bql_stop_ends_chain()) {
   if (policy.spec().uses_bql() && driver.has_bql()) {
-    dql_.emplace(static_cast<Tsc>(bql.hold_s * tsc_hz), bql.limit_min, bql.limit_max);
+    dql_.emplace(static_cast<Tsc>(bql.hold_s * tsc_hz), bql.limit_min, bql.limit_max,
+                 policy.spec().bql_starts_at_min() ? DqlStart::kMinLimit : DqlStart::kZero);
     counters_.bql_limit_max.Max(dql_->limit());
   }
 }

@@ -27,7 +27,8 @@ struct XmitResult {
 class NetdevQueue {
  public:
   // BQL is kept when `policy` reads it and the driver reports completions (has_bql); its hold
-  // time is `bql.hold_s` at `tsc_hz`. `counters` receives bql_stops and bql_limit_max.
+  // time is `bql.hold_s` at `tsc_hz`; its limit starts where the policy's kernel's dql_reset
+  // leaves it (PolicySpec::bql_starts_at_min). `counters` receives bql_stops and bql_limit_max.
   NetdevQueue(TxDriver& driver, const FlushPolicy& policy, const BqlBounds& bql, double tsc_hz,
               TxQueueCounters& counters);
 

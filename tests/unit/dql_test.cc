@@ -101,5 +101,23 @@ TEST(Dql, StaysWithinItsBounds) {
   EXPECT_EQ(dql.in_flight(), 0u);
 }
 
+// dql_reset before upstream 3a17f23f7c36 (2025) set the limit to 0 whatever limit_min said
+// (3.18's `dql->limit = 0`); the first completion's clamp brings it into [min, max]. Since, it
+// starts at limit_min. A pinned 3000-byte limit: the 2014 start lets one 1000-byte frame stop
+// the queue (avail -1000), the 2025 start three frames without a stop.
+TEST(Dql, StartsAtZeroBefore2025AndAtLimitMinSince) {
+  DynamicQueueLimits old(/*hold_tsc=*/100, 3000, 3000, DqlStart::kZero);
+  DynamicQueueLimits now(/*hold_tsc=*/100, 3000, 3000, DqlStart::kMinLimit);
+  EXPECT_EQ(old.limit(), 0u);
+  EXPECT_EQ(now.limit(), 3000u);
+  old.Queued(1000);
+  EXPECT_EQ(old.Avail(), -1000);
+  old.Completed(1000, 1);  // starved (1000 + 0), then clamped to the minimum
+  EXPECT_EQ(old.limit(), 3000u);
+  EXPECT_EQ(old.Avail(), 3000);
+  for (int i = 0; i < 3; ++i) now.Queued(1000);
+  EXPECT_EQ(now.Avail(), 0);
+}
+
 }  // namespace
 }  // namespace txbatch

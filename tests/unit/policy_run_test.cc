@@ -16,7 +16,9 @@
 // upstream 0345552a653c ("net_sched: limit try_bulk_dequeue_skb() batches") for linux-2025.
 // A Rig runs without the empty-qdisc bypass unless a case asks for it: its traces are the
 // kernel's when the qdisc was not empty and idle at the first enqueue (with the bypass, the
-// first frame into a stopped queue goes alone at the wake: the bypass cases show that).
+// first frame into a stopped queue goes alone at the wake: the bypass cases show that). A
+// linux-2014 trace of a pinned BQL limit starts from a primed rig (Rig::PrimeBql): 3.18's BQL
+// starts at 0 whatever limit_min says, until a completion clamps it.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -333,6 +335,17 @@ struct Rig {
     driver.calls.clear();
     queue->Completion(now, resched);
   }
+  // 3.18's dql_reset leaves BQL's limit at 0 whatever limit_min says (DqlStart::kZero): the
+  // first frame goes alone and stops the queue, and the first completion clamps the limit into
+  // [limit_min, limit_max]. A 2014 trace of a pinned limit is a device's that has sent before:
+  // one frame goes and completes, and the ring is closed again (capacity 0), as a new rig's.
+  // Leaves a doorbell and a BQL stop in the counters (and a bypass where the rig takes it).
+  void PrimeBql() {
+    Irq(0, 512, 0);  // the ring opens
+    Queue(1);
+    Irq(0, 0, 1);  // it completes; the ring closes
+    driver.calls.clear();
+  }
   // At the driver's next call, another producer queues `n` frames (the run holds its run flag
   // or has let the root lock go, as while another CPU sends).
   void QueueDuringTheNextDriverCall(unsigned n) {
@@ -405,6 +418,29 @@ TEST_P(PolicyRun, BqlBulksShrinkOnceSlackOutlastsTheHoldTime) {
   EXPECT_EQ(rig.driver.Handovers(), Sizes({1, 1}));
 }
 
+// Where BQL's limit starts (batching/dql.h, DqlStart). 3.18's dql_reset leaves it at 0 whatever
+// limit_min says: of 30 frames under a pinned 1 MB limit the first goes alone (bytelimit 0 - len)
+// and stops the queue (avail -1000), and its completion's clamp (starved: 0 + 1000, then up to
+// limit_min) opens the limit for the other 29: {1}, then {29}. Since upstream 3a17f23f7c36
+// (2025) dql_reset starts it at limit_min: {30} at once.
+TEST_P(PolicyRun, BqlStartsAtZeroIn2014AndAtLimitMinIn2025) {
+  Rig r2014(GetParam(), "linux-2014", false, kDeepBql);
+  EXPECT_EQ(r2014.queue->bql_limit(), 0u);
+  r2014.Queue(30);
+  r2014.Irq(1, 512, 0);
+  EXPECT_EQ(r2014.driver.Handovers(), Sizes({1}));
+  EXPECT_EQ(r2014.queue->counters().bql_stops.Get(), 1u);
+  r2014.Irq(2, 512, 1);
+  EXPECT_EQ(r2014.queue->bql_limit(), 1'000'000u);
+  EXPECT_EQ(r2014.driver.Handovers(), Sizes({29}));
+  Rig r2025(GetParam(), "linux-2025", false, kDeepBql);
+  EXPECT_EQ(r2025.queue->bql_limit(), 1'000'000u);
+  r2025.Queue(30);
+  r2025.Irq(1, 512, 0);
+  EXPECT_EQ(r2025.driver.Handovers(), Sizes({30}));
+  EXPECT_EQ(r2025.queue->counters().bql_stops.Get(), 0u);
+}
+
 // tc's pfifo bulks as pfifo_fast does. qdisc_create sets TCQ_F_ONETXQUEUE on any qdisc of a
 // device with one TX queue (`if (!netif_is_multiqueue(dev))`, 3.17 to 6.9), so 3.18's
 // dequeue_skb takes try_bulk_dequeue_skb, bounded by BQL alone: 30 frames queued while the queue
@@ -412,6 +448,8 @@ TEST_P(PolicyRun, BqlBulksShrinkOnceSlackOutlastsTheHoldTime) {
 // one doorbell. (The slow path of 4.8 on, 9 frames, is a root qdisc's over several TX queues.)
 TEST_P(PolicyRun, TcPfifoBulksByBqlAsPfifoFastDoes) {
   Rig rig(GetParam(), "linux-2014", /*pfifo=*/true, kDeepBql);
+  rig.PrimeBql();
+  const uint64_t doorbells = rig.driver.counters().doorbells.Get();
   rig.Queue(30);
   rig.Irq(1, 512, 0);
   EXPECT_EQ(rig.driver.Handovers(), Sizes({30}));
@@ -421,7 +459,7 @@ TEST_P(PolicyRun, TcPfifoBulksByBqlAsPfifoFastDoes) {
     unmarked += !c.more;
   }
   EXPECT_EQ(unmarked, 1) << "xmit_more on all but the chain's last frame";
-  EXPECT_EQ(rig.driver.counters().doorbells.Get(), 1u);
+  EXPECT_EQ(rig.driver.counters().doorbells.Get(), doorbells + 1);
   // Without BQL (qdisc_avail_bulklimit = dql_avail = 0: bytelimit = 0 - len) every restart
   // hands one frame over: 30 x {1}, as pfifo_fast.
   Rig plain(GetParam(), "linux-2014", /*pfifo=*/true, BqlBounds{}, /*driver_bql=*/false);
@@ -445,6 +483,7 @@ TEST_P(PolicyRun, WithoutBqlTheFastPathDoesNotBulk) {
 // softirq's run has a fresh quota of 64: {35}.
 TEST_P(PolicyRun, TheQuotaEndsARunThatTheTxirqReschedules) {
   Rig r2014(GetParam(), "linux-2014", false, kDeepBql);
+  r2014.PrimeBql();
   r2014.Queue(100);
   r2014.Irq(1, 512, 0);
   EXPECT_EQ(r2014.driver.Handovers(), Sizes({100}));
@@ -497,6 +536,7 @@ TEST(PolicyBudget, Linux2025CapsEachBulkAtOneMoreThanTheQuotaLeft) {
 // list and left the 20 to a reschedule.
 TEST_P(PolicyRun, A2014RequeuedListCostsTheQuotaOnePacket) {
   Rig rig(GetParam(), "linux-2014", false, kDeepBql);
+  rig.PrimeBql();
   rig.Queue(200);
   rig.Irq(1, 100, 0);
   EXPECT_EQ(rig.driver.Handovers(), Sizes({100}));
@@ -540,11 +580,13 @@ TEST_P(PolicyRun, ARequeueEndsTheRunAndReschedulesIt) {
 // all 100 are enqueued and go as one bulk, {100}.
 TEST_P(PolicyRun, AFrameThatBypassesIntoAStoppedQueueIsRequeuedAndGoesFirstAlone) {
   Rig r2014(GetParam(), "linux-2014", false, kDeepBql, true, /*bypass=*/true);
+  r2014.PrimeBql();
+  const uint64_t primed = r2014.queue->counters().bypassed.Get();
   r2014.Queue(100);
   EXPECT_EQ(r2014.driver.calls.size(), 0u) << "a stopped queue's driver is not called";
   r2014.Irq(1, 512, 0);
   const bool bypassed = !Lockfree(GetParam());
-  EXPECT_EQ(r2014.queue->counters().bypassed.Get(), bypassed ? 1u : 0u);
+  EXPECT_EQ(r2014.queue->counters().bypassed.Get() - primed, bypassed ? 1u : 0u);
   EXPECT_EQ(r2014.driver.Handovers(), bypassed ? Sizes({1, 99}) : Sizes({100}));
   Rig r2025(GetParam(), "linux-2025", false, kDeepBql, true, /*bypass=*/true);
   r2025.Queue(100);
@@ -594,6 +636,7 @@ TEST_P(PolicyRun, FramesQueuedDuringARunGoInThatRunWithinItsQuota) {
 
 TEST_P(PolicyRun, RequeuedFramesComeBackAsTheirListIn2014AndAloneIn2025) {
   Rig r2014(GetParam(), "linux-2014", false, kDeepBql);
+  r2014.PrimeBql();
   r2014.Queue(30);
   r2014.Irq(1, 10, 0);
   // 10 taken; the ring is then full, so the chain ends (the 10th rang) and 20 are requeued.
@@ -625,7 +668,8 @@ TEST_P(PolicyRun, RequeuedFramesComeBackAsTheirListIn2014AndAloneIn2025) {
 // stopped the queue goes without xmit_more (e1000 and ixgbe ring a stopped queue's doorbell) and
 // the rest is left to requeue. Since 4.20 it breaks on netif_tx_queue_stopped, the driver's own
 // stop: the chain goes on, and every frame after the stop is rung as a stopped queue's. A fixed
-// 3000-byte limit and five 1000-byte frames: the 4th takes the bytes in flight over it.
+// 3000-byte limit and five 1000-byte frames: the 4th takes the bytes in flight over it. (The
+// queue has sent and completed one frame first: 3.18's limit starts at 0, Rig::PrimeBql.)
 TEST(NetdevQueueChain, ABqlStopEndsTheChainUntil420AndNotSince) {
   struct Case {
     const char* policy;
@@ -641,6 +685,19 @@ TEST(NetdevQueueChain, ABqlStopEndsTheChainUntil420AndNotSince) {
     const auto policy = MakeFlushPolicy(*ParsePolicySpec(k.policy), 1e9);
     TxQueueCounters counters;
     NetdevQueue dev(driver, *policy, BqlBounds{3000, 3000, 1.0}, 1e9, counters);
+    {
+      rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
+      ASSERT_NE(m, nullptr);
+      ASSERT_NE(rte_pktmbuf_append(m, kFrameBytes), nullptr);
+      ASSERT_EQ(dev.Xmit({&m, 1}, Handover::kXmitMore).accepted, 1);
+      driver.to_complete = 1;
+      driver.next_capacity = driver.capacity;
+      (void)dev.Complete(1);
+      ASSERT_EQ(dev.bql_limit(), 3000u);
+      driver.calls.clear();
+    }
+    const uint64_t doorbells = driver.counters().doorbells.Get();
+    const uint64_t stops = counters.bql_stops.Get();
     std::array<rte_mbuf*, 5> frames;
     for (rte_mbuf*& m : frames) {
       m = rte_pktmbuf_alloc(test::Pool());
@@ -653,9 +710,9 @@ TEST(NetdevQueueChain, ABqlStopEndsTheChainUntil420AndNotSince) {
     std::vector<bool> more;
     for (const auto& c : driver.calls) more.push_back(c.more);
     EXPECT_EQ(more, k.more);
-    EXPECT_EQ(driver.counters().doorbells.Get(), k.doorbells);
+    EXPECT_EQ(driver.counters().doorbells.Get() - doorbells, k.doorbells);
     EXPECT_TRUE(x.stopped_now);
-    EXPECT_EQ(counters.bql_stops.Get(), 1u);
+    EXPECT_EQ(counters.bql_stops.Get() - stops, 1u);
     rte_pktmbuf_free_bulk(frames.data() + accepted, frames.size() - accepted);
     // And a stopped queue refuses a qdisc's bulk without calling the driver
     // (sch_direct_xmit's netif_xmit_frozen_or_stopped under HARD_TX_LOCK).
