@@ -159,7 +159,9 @@ class QdiscRun {
     device.quota_left = quota_;
     device.requeued = qdisc.requeued();
     DequeueBudget budget = policy_.Budget(device);
-    budget.frames = std::min(budget.frames, max_bulk_);
+    // max_bulk_ bounds the GSO frames the stack will cut; a 3.18 requeued list (one_packet) is
+    // what a driver refused of a bulk already cut, handed back whole (dequeue_skb's gso_skb).
+    if (!budget.one_packet) budget.frames = std::min(budget.frames, max_bulk_);
     handover_ = budget.handover;
     const uint16_t n = qdisc.DequeueBulk(batch_, budget);
     packets_ = budget.one_packet ? 1 : n;

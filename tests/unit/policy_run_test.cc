@@ -548,6 +548,24 @@ TEST_P(PolicyRun, A2014RequeuedListCostsTheQuotaOnePacket) {
   EXPECT_EQ(rig.queue->counters().reschedules.Get(), resched + 1) << "one run, the wake's";
 }
 
+// A 3.18 requeued list is handed back whole, however many segments the stack cut it into
+// (--offload gso): dequeue_skb returns q->gso_skb as it is, and nothing bounds a bulk by its GSO
+// frames there. 10 GSO frames of 45 slices, deep BQL, a ring of 100: the bulk takes all 10,
+// validate_xmit_skb_list cuts them into 450 segments, the ring takes 100 and stops, and 350 go
+// back as one list. At the wake they go as one xmit_more chain, {350}. Clipped to the 91 GSO
+// frames a bulk may take before the cut (kMaxGsoBulk), the list went as {91, 91, 91, 77}.
+TEST_P(PolicyRun, A2014RequeuedSegmentListComesBackWhole) {
+  Rig rig(GetParam(), "linux-2014", false, kDeepBql, true, false, /*segment_gso=*/true);
+  rig.PrimeBql();
+  rig.QueueGso(10, 45);
+  rig.Irq(1, 100, 0);
+  EXPECT_EQ(rig.driver.Handovers(), Sizes({100}));
+  EXPECT_EQ(rig.queue->counters().requeued_frames.Get(), 350u);
+  rig.Irq(2, 512, 100);
+  EXPECT_EQ(rig.driver.Handovers(), Sizes({350}));
+  EXPECT_EQ(rig.queue->backlog(), 0u);
+}
+
 // A requeue ends the run (3.18 sch_direct_xmit returns dev_requeue_skb's 0; 6.9 returns false)
 // and schedules the softirq (__netif_schedule; a lock-free qdisc's MISSED note does it at
 // qdisc_run_end), whose run has a fresh quota. A driver that refuses without stopping (a PMD's
