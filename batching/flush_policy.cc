@@ -49,7 +49,7 @@ FlushTrigger FlushPolicy::Trigger(uint16_t size, Tsc, Tsc, bool write_done) cons
 }
 
 DequeueBudget BqlPolicy::Budget(const DequeueContext& ctx) const {
-  return {kMaxBatch, BqlBytes(ctx), Handover::kBurst};
+  return {kMaxBatch, BqlBytes(ctx), spec_.handover()};
 }
 
 DequeueBudget LinuxBulkPolicy::Budget(const DequeueContext& ctx) const {
@@ -58,21 +58,21 @@ DequeueBudget LinuxBulkPolicy::Budget(const DequeueContext& ctx) const {
     // whole with `*packets = 1` and nothing bulked onto it. 2025 (6.x): requeued frames sit in a
     // queue and come back one per dequeue, each a packet, never bulked (the gso_skb path skips
     // the bulk dequeue).
-    if (cap_by_quota_) return {1, INT64_MAX, Handover::kXmitMore};
+    if (cap_by_quota_) return {1, INT64_MAX, spec_.handover()};
     return {static_cast<uint16_t>(std::min<unsigned>(ctx.requeued, kMaxBatch)), INT64_MAX,
-            Handover::kXmitMore, /*one_packet=*/true};
+            spec_.handover(), /*one_packet=*/true};
   }
   // try_bulk_dequeue_skb: the first frame, then more while bytes remain; 0345552a653c stops
   // once `++cnt >= budget` (the quota left) frames were added after the first.
   const uint16_t frames =
       cap_by_quota_ ? static_cast<uint16_t>(std::clamp(ctx.quota_left + 1, 1, int{kMaxBatch}))
                     : kMaxBatch;
-  return {frames, BqlBytes(ctx), Handover::kXmitMore};
+  return {frames, BqlBytes(ctx), spec_.handover()};
 }
 
 DequeueBudget BlistPolicy::Budget(const DequeueContext& ctx) const {
   return {static_cast<uint16_t>(std::clamp<unsigned>(ctx.free_slots, 1, kMaxBatch)), INT64_MAX,
-          Handover::kList};
+          spec_.handover()};
 }
 
 Result<PolicySpec> ParsePolicySpec(std::string_view text) {

@@ -97,6 +97,13 @@ struct PolicySpec {
   }
   // The kernel's qdisc-run policies: they bulk-dequeue from a qdisc, so need one.
   bool needs_qdisc() const { return uses_bql() || kind == PolicyKind::kBlist2007; }
+  // How a bulk goes to the driver (every Budget's handover): the Linux policies' xmit_more
+  // chain, blist-2007's list, else one call.
+  Handover handover() const {
+    if (kind == PolicyKind::kLinux2014 || kind == PolicyKind::kLinux2025)
+      return Handover::kXmitMore;
+    return kind == PolicyKind::kBlist2007 ? Handover::kList : Handover::kBurst;
+  }
   // Whether frames a driver refused go back as one list (3.18's q->gso_skb: one entry of the
   // qdisc's length, handed back whole) rather than frame by frame (a queue since 4.x).
   bool requeues_as_list() const { return kind == PolicyKind::kLinux2014; }

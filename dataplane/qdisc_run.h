@@ -127,7 +127,11 @@ class QdiscRun {
   // frames into segments before the driver: MaxBulk).
   QdiscRun(const FlushPolicy& policy, bool dedicated, unsigned wake_level,
            uint16_t max_bulk = kMaxBatch)
-      : policy_(policy), dedicated_(dedicated), wake_level_(wake_level), max_bulk_(max_bulk) {}
+      : policy_(policy),
+        dedicated_(dedicated),
+        wake_level_(wake_level),
+        max_bulk_(max_bulk),
+        bypass_handover_(policy.spec().handover()) {}
 
   // A run starts with a fresh quota (dev_tx_weight), or what is left of one (a run flag's
   // holder that let its flag go and took it again after MISSED).
@@ -174,11 +178,14 @@ class QdiscRun {
   // never enqueued nor dequeued, whether or not the queue is stopped (no kernel's condition
   // looks; sch_direct_xmit finds it stopped and requeues the frame). It costs the run no quota:
   // the kernel's __qdisc_run begins after it, with dev_tx_weight of its own. The run then goes
-  // on from Settle as after any bulk. The caller counts it.
+  // on from Settle as after any bulk. The caller counts it. It is handed over as the policy's
+  // bulks are: the kernel policies' sch_direct_xmit gives dev_hard_start_xmit whatever
+  // validate_xmit_skb made of it, a GSO frame cut in the stack (--offload gso) going a segment
+  // a call with xmit_more on all but the last (xmit_one), not as one burst.
   void Bypass(rte_mbuf* m) {
     batch_.Clear();
     batch_.Push(m);
-    handover_ = Handover::kBurst;
+    handover_ = bypass_handover_;
     packets_ = 0;
   }
 
@@ -235,6 +242,7 @@ class QdiscRun {
   const bool dedicated_;
   const unsigned wake_level_;
   const uint16_t max_bulk_;
+  const Handover bypass_handover_;  // the policy's handover of a fresh bulk
   int quota_ = kDevTxWeight;
   int packets_ = 0;  // what the bulk in hand costs the quota (DequeueBudget::one_packet)
   Batch batch_;

@@ -632,6 +632,26 @@ TEST_P(PolicyRun, TheBypassedFrameCostsTheRunNoQuota) {
   EXPECT_EQ(rig.driver.Handovers(), Sizes({35}));
 }
 
+// A bypassed GSO frame under --offload gso goes as the kernel's bypass sends it: sch_direct_xmit
+// (validate: true, 3.18 and 6.9 alike) cuts it in validate_xmit_skb_list, and
+// dev_hard_start_xmit hands the segments over one xmit_one call each, xmit_more on all but the
+// last: a chain of 45 with one doorbell. It went as one burst of 45 (a single Xmit call).
+TEST_P(PolicyRun, ABypassedGsoFrameGoesASegmentACallWithXmitMore) {
+  Rig rig(GetParam(), "linux-2025", false, kDeepBql, true, /*bypass=*/true, /*segment_gso=*/true);
+  rig.Irq(1, 512, 0);  // the ring opens; nothing is queued
+  rig.driver.calls.clear();
+  const uint64_t doorbells = rig.driver.counters().doorbells.Get();
+  rig.QueueGso(1, 45);
+  EXPECT_EQ(rig.queue->counters().bypassed.Get(), 1u);
+  EXPECT_EQ(rig.driver.Handovers(), Sizes({45}));
+  ASSERT_EQ(rig.driver.calls.size(), 45u);
+  for (size_t i = 0; i < rig.driver.calls.size(); ++i) {
+    EXPECT_TRUE(rig.driver.calls[i].one) << i;
+    EXPECT_EQ(rig.driver.calls[i].more, i + 1 < rig.driver.calls.size()) << i;
+  }
+  EXPECT_EQ(rig.driver.counters().doorbells.Get() - doorbells, 1u);
+}
+
 // Frames another producer queues while a run is in its driver call go in that same run, within
 // its quota; only what the quota leaves is rescheduled, with a fresh quota. 6.9: a lock-free
 // qdisc's producer that finds q->seqlock taken leaves MISSED (qdisc_run_begin) and returns; the
