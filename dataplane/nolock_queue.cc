@@ -75,15 +75,17 @@ void NolockTxQueue::WaitForSpace(int band) {
 }
 
 bool NolockTxQueue::TryRun(Counter& runs, rte_mbuf* bypass, int band) {
-  if (running_.exchange(true)) {
-    // A frame to bypass is in no queue yet: the caller enqueues it, and tries again.
-    if (bypass != nullptr) return false;
-    // qdisc_run_begin (5.14): somebody runs it, so leave the note and try once more — either
-    // this thread wins the flag, or the holder reads the note when it lets the flag go. A note
-    // already there is the holder's to read: no second try.
-    counters_.missed.Add();
-    if (notes_.missed.exchange(true)) return false;
+  if (bypass != nullptr) {
+    // A frame to bypass is in no queue yet: with the flag taken, the caller enqueues it (no
+    // note: nothing of it is queued), and tries again.
     if (running_.exchange(true)) return false;
+  } else {
+    // qdisc_run_begin (5.14): somebody runs it, so the note is left — either this thread wins
+    // the flag at its second try, or the holder reads the note when it lets the flag go.
+    bool found_taken = false;
+    const bool won = notes_.RunBegin(running_, &found_taken);
+    if (found_taken) counters_.missed.Add();
+    if (!won) return false;
   }
   runs.Add();
   // Frames pushed by a producer that lost the flag, and a restart the txirq published, must be
@@ -109,11 +111,9 @@ bool NolockTxQueue::TryRun(Counter& runs, rte_mbuf* bypass, int band) {
   }
   // A spent quota (__qdisc_run's set_bit) or a requeue (dev_requeue_skb's) leaves the note.
   if (Run(in_hand) == RunNext::kReschedule) notes_.missed.store(true);
-  // qdisc_run_end: the flag goes, then the note is read (a store-load pair: seq_cst). A note
-  // left by a producer after the run's last look, or by the run itself, reschedules: the txirq
-  // runs the qdisc with a fresh quota (__netif_schedule, net_tx_action).
-  running_.store(false);
-  if (notes_.missed.load()) Kick(true);
+  // qdisc_run_end: a note left by a producer after the run's last look, or by the run itself,
+  // reschedules: the txirq runs the qdisc with a fresh quota (__netif_schedule, net_tx_action).
+  if (notes_.RunEnd(running_)) Kick(true);
   return taken;
 }
 

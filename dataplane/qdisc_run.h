@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <utility>
 
 #include "base/tsc.h"
 #include "batching/batch.h"
@@ -66,6 +67,26 @@ struct QdiscNotes {
   Flag missed{false};    // a producer lost the run flag, or a run left work (quota, requeue)
   Flag draining{false};  // a run found the queue stopped
 
+  // qdisc_run_begin for TCQ_F_NOLOCK (5.14): whether this caller takes the run flag `running`;
+  // `*found_taken` (if given) is set when its first try found it taken. One that finds it taken
+  // leaves MISSED for the holder and tries once more; a note already there is the holder's to
+  // read (no second try).
+  template <class RunFlag>
+  bool RunBegin(RunFlag& running, bool* found_taken = nullptr) {
+    if (!running.exchange(true)) return true;
+    if (found_taken != nullptr) *found_taken = true;
+    if (missed.exchange(true)) return false;
+    return !running.exchange(true);
+  }
+  // qdisc_run_end: the flag goes, then the note is read (a store-load pair: seq_cst); returns
+  // whether to reschedule (__netif_schedule). A note a producer left after the run's last look
+  // (its dequeue that found nothing, or Settle's) is seen here and nowhere else.
+  template <class RunFlag>
+  bool RunEnd(RunFlag& running) {
+    running.store(false);
+    return missed.load();
+  }
+
   // nolock_qdisc_is_empty, the bands looked at too (`empty`).
   bool LooksEmpty(bool empty) const { return !missed.load() && !draining.load() && empty; }
   // qdisc_maybe_clear_missed, for a run that found the queue stopped: MISSED goes (the wake
@@ -102,6 +123,7 @@ struct SimFlag {
   bool v = false;
   bool load() const { return v; }
   void store(bool x) { v = x; }
+  bool exchange(bool x) { return std::exchange(v, x); }
 };
 
 // The most frames one bulk of a queue configured so may hold: a bulk the stack cuts into

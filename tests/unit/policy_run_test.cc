@@ -22,10 +22,14 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -670,6 +674,148 @@ TEST_P(PolicyRun, FramesQueuedDuringARunGoInThatRunWithinItsQuota) {
   }
   rig.Irq(2, 512, 0, /*resched=*/true);
   EXPECT_EQ(rig.driver.Handovers(), Sizes({35}));
+}
+
+// A MISSED note left after the run's last look (5.14's lock-free qdisc, QdiscNotes): the
+// holder's last dequeue found nothing and no note, so pfifo_fast_dequeue takes no second look;
+// then a producer's frame lands, and its qdisc_run_begin finds the flag taken, leaves MISSED
+// and, its second try failing too, returns with its frame queued and no run of its own. The
+// holder's qdisc_run_end lets the flag go and reads the note: __netif_schedule, and the txirq's
+// run (net_tx_action: a reschedule, which runs even a qdisc that looks empty while a note is
+// set) sends the frame. A note left before the last look is that look's instead: it clears the
+// note, looks once more and finds the frame, and the end reschedules nothing. Played on the
+// notes both lock-free queues keep (the real one's flag, the simulation's); the simulation takes
+// a run's last look and its end in one step, so there no producer comes between them at all.
+template <class Flag>
+void PlayMissedNotes() {
+  QdiscNotes<Flag> notes;
+  Flag running{false};
+  ASSERT_TRUE(notes.RunBegin(running));  // the holder
+  EXPECT_FALSE(notes.ClearForAnotherLook()) << "its last look: nothing queued, no note";
+  bool found_taken = false;
+  EXPECT_FALSE(notes.RunBegin(running, &found_taken)) << "the producer runs nothing itself";
+  EXPECT_TRUE(found_taken);
+  EXPECT_TRUE(notes.missed.load());
+  EXPECT_TRUE(notes.RunEnd(running)) << "qdisc_run_end reschedules the note's frame";
+  EXPECT_FALSE(notes.NothingToRestart(/*empty=*/true, /*resched=*/false))
+      << "the txirq runs the qdisc while the note is set";
+  ASSERT_TRUE(notes.RunBegin(running));  // the txirq's run
+  EXPECT_TRUE(notes.ClearForAnotherLook()) << "its dequeue after the frame clears the note";
+  EXPECT_FALSE(notes.RunEnd(running));
+  // Before the last look: the look takes the note and the frame, the end nothing.
+  ASSERT_TRUE(notes.RunBegin(running));
+  EXPECT_FALSE(notes.RunBegin(running));  // a producer, during the run
+  EXPECT_TRUE(notes.ClearForAnotherLook()) << "the empty dequeue looks once more";
+  EXPECT_FALSE(notes.RunEnd(running)) << "nothing left to reschedule";
+}
+
+TEST(QdiscNotes, AMissedNoteLeftAfterTheRunsLastLookReschedulesTheRun) {
+  {
+    SCOPED_TRACE("the real queue's notes");
+    PlayMissedNotes<std::atomic<bool>>();
+  }
+  {
+    SCOPED_TRACE("the simulation's notes");
+    PlayMissedNotes<SimFlag>();
+  }
+}
+
+// A one-shot gate: the thread that reaches Stop waits there (at most kWait) until Release.
+class Gate {
+ public:
+  static constexpr std::chrono::seconds kWait{10};
+  void Stop() {
+    std::unique_lock lk(mu_);
+    arrived_ = true;
+    cv_.notify_all();
+    cv_.wait_for(lk, kWait, [&] { return released_; });
+  }
+  // Waits (bounded) until a thread stopped here; false if none came.
+  bool WaitArrived() {
+    std::unique_lock lk(mu_);
+    return cv_.wait_for(lk, kWait, [&] { return arrived_; });
+  }
+  void Release() {
+    std::lock_guard lk(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool arrived_ = false, released_ = false;
+};
+
+// count:1 whose run-flag holder stops at a gate in its second dequeue (`first`) and in the one
+// after it (`second`: pfifo_fast_dequeue's look again after clearing a note), which then takes
+// nothing — that look was over before anything the test queues while it waits.
+class LookGatedPolicy final : public FlushPolicy {
+ public:
+  LookGatedPolicy() : FlushPolicy({PolicyKind::kCount, 1}) {}
+  DequeueBudget Budget(const DequeueContext&) const override {
+    const int call = ++calls_;
+    if (call == 2) first.Stop();
+    if (call != 3) return {1};
+    second.Stop();
+    return {0};
+  }
+  mutable Gate first, second;
+
+ private:
+  mutable std::atomic<int> calls_{0};
+};
+
+// The same trace on the real lock-free queue, its window held open by the gates. The holder
+// sends a frame; in its next (empty) dequeue the txirq's reschedule finds the flag taken and
+// leaves a note, so the holder clears it and looks again; that look is over, and now a
+// producer's frame lands, finds the flag taken and leaves its note. The holder's run ends
+// without another look, its qdisc_run_end reads the note and kicks the txirq, whose thread
+// (started only now) sends the frame as a reschedule. Without the kick the frame stays queued:
+// an idle ring's txirq polls, but runs the qdisc only for a stopped queue or a kick.
+TEST(NolockRun, AMissedNoteLeftAfterTheRunsLastLookKicksTheTxirq) {
+  RunWindow window;
+  ScriptedDriver driver(/*bql=*/false);
+  driver.capacity = driver.next_capacity = 512;
+  LookGatedPolicy policy;
+  TxQueueConfig cfg;
+  cfg.tsc_hz = 1e9;
+  cfg.track_stages = false;
+  cfg.shape.nolock = true;
+  const auto queue = MakeTxQueue(driver, policy, cfg, window);
+  const auto frame = [] {
+    rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
+    EXPECT_NE(m, nullptr);
+    EXPECT_NE(rte_pktmbuf_append(m, kFrameBytes), nullptr);
+    return m;
+  };
+  rte_mbuf* const first = frame();
+  rte_mbuf* const second = frame();
+  std::thread holder([&] { EXPECT_TRUE(queue->Send(first, Rig::kProducerBandForTest)); });
+  const bool at_first = policy.first.WaitArrived();
+  EXPECT_TRUE(at_first) << "the holder never reached its second dequeue";
+  if (at_first) {
+    queue->Completion(1, /*resched=*/true);  // the txirq, told to reschedule: the flag is taken
+    EXPECT_EQ(queue->counters().missed.Get(), 1u);
+  }
+  policy.first.Release();
+  const bool at_second = policy.second.WaitArrived();
+  EXPECT_TRUE(at_second) << "the holder did not look again after the note";
+  EXPECT_TRUE(queue->Send(second, Rig::kProducerBandForTest));
+  EXPECT_EQ(queue->counters().missed.Get(), 2u);
+  policy.second.Release();
+  holder.join();
+  EXPECT_EQ(queue->DriverCountsNow().accepted, 1u);
+  EXPECT_EQ(queue->backlog(), 1u) << "the frame is left to the reschedule";
+  EXPECT_EQ(queue->counters().reschedules.Get(), 0u);
+  queue->StartIrq();
+  const auto deadline = std::chrono::steady_clock::now() + Gate::kWait;
+  while (queue->DriverCountsNow().accepted < 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  queue->StopIrq();
+  EXPECT_EQ(queue->DriverCountsNow().accepted, 2u) << "nobody was told to run the qdisc again";
+  EXPECT_EQ(queue->counters().reschedules.Get(), 1u);
+  EXPECT_EQ(queue->Purge() + driver.Purge(), 2u);
 }
 
 TEST_P(PolicyRun, RequeuedFramesComeBackAsTheirListIn2014AndAloneIn2025) {
