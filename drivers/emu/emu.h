@@ -37,6 +37,11 @@ struct EmuOptions {
   // Completion coalescing's time bound (ethtool's tx-usecs): a pass at most this long after the
   // oldest unreclaimed departure, whether or not free_thresh descriptors have departed; 0: off.
   double tx_usecs = 0;
+  // Interrupt throttling (e1000's ITR register, which QEMU's e1000 models as its mitigation
+  // timer): completion passes at least this long apart — the first after a quiet spell as soon
+  // as it is due, each later one no sooner than itr_usecs after the previous. Descriptors done
+  // meanwhile wait for it, a stopped queue's too. 0: off.
+  double itr_usecs = 0;
   // A fault to test against: `stall_ms` after `stall_at_ms` from the NIC's creation its wire
   // sends nothing (completions stop, the ring fills, the queue stops), then resumes. 0: never.
   double stall_at_ms = 0;

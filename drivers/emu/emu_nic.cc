@@ -37,6 +37,7 @@ class EmuNic final : public TxDriver {
         doorbell_tsc_(o.doorbell_ns * tsc_hz / 1e9),
         desc_tsc_(o.desc_ns * tsc_hz / 1e9),
         tx_usecs_tsc_(static_cast<Tsc>(o.tx_usecs * tsc_hz / 1e6)),
+        itr_tsc_(static_cast<Tsc>(o.itr_usecs * tsc_hz / 1e6)),
         wire_(EmuWire(o)),
         ring_(o.ring),
         meta_offset_(TxMetaOffset()),
@@ -81,7 +82,10 @@ class EmuNic final : public TxDriver {
     unsigned done = 0;
     std::array<rte_mbuf*, kDeliverRoom> frames;
     std::array<Tsc, kDeliverRoom> arrival;
-    while (count_ > 0) {
+    // Interrupt throttling (itr_usecs): no pass before the throttle lets the next interrupt
+    // through; what is done meanwhile waits for it.
+    const bool throttled = now < throttle_until_;
+    while (!throttled && count_ > 0) {
       unsigned k = 0;
       unsigned reclaimed = 0;
       while (count_ > 0 && k < kDeliverChunk && ring_[head_].departure <= now) {
@@ -130,6 +134,7 @@ class EmuNic final : public TxDriver {
     }
     if (link_) DeliverFromLink(now);
     if (stopped_ && FreeSlots() >= options_.free_thresh) stopped_ = false;
+    if (done > 0 && itr_tsc_ > 0) throttle_until_ = now + itr_tsc_;
     return done;
   }
 
@@ -149,6 +154,8 @@ class EmuNic final : public TxDriver {
     Tsc due = ring_[(head_ + EntriesFreeing(need) - 1) % ring_.size()].departure;
     // Coalescing's time bound: tx_usecs after the oldest departure, however few have gone.
     if (tx_usecs_tsc_ > 0) due = std::min(due, ring_[head_].departure + tx_usecs_tsc_);
+    // Interrupt throttling: not before the previous pass's interrupt lets the next one through.
+    due = std::max(due, throttle_until_);
     return std::min(link_next, due);
   }
 
@@ -386,6 +393,8 @@ class EmuNic final : public TxDriver {
   const double doorbell_tsc_;
   const double desc_tsc_;
   const Tsc tx_usecs_tsc_;  // completion coalescing's time bound (0: none)
+  const Tsc itr_tsc_;       // interrupt throttling: the least time between passes (0: none)
+  Tsc throttle_until_ = 0;  // no completion pass before this (the last pass + itr_tsc_)
   const WireSpec wire_;
   std::vector<Desc> ring_;
   const int meta_offset_;    // TxMetaOffset(): where the ring wait is recorded, or -1

@@ -19,8 +19,8 @@ namespace {
 // Device costs are busy-waits on the sending CPU; 100 us is already a hundred times any MMIO.
 constexpr double kMaxCostNs = 100e3;
 constexpr std::string_view kKeys =
-    "rate_mbps, ring, free_thresh, stop_slack, doorbell_ns, desc_ns, tx_usecs, stall_at_ms, "
-    "stall_ms, down_at_ms, down_ms (and for ipoib models link_mtu, grh)";
+    "rate_mbps, ring, free_thresh, stop_slack, doorbell_ns, desc_ns, tx_usecs, itr_usecs, "
+    "stall_at_ms, stall_ms, down_at_ms, down_ms (and for ipoib models link_mtu, grh)";
 // Completion coalescing's time bound: up to a second (a NIC's interrupt moderation registers hold
 // far less).
 constexpr double kMaxTxUsecs = 1e6;
@@ -38,6 +38,7 @@ constexpr DecimalKey kDecimalKeys[] = {
     {"doorbell_ns", 0, kMaxCostNs, &EmuOptions::doorbell_ns},
     {"desc_ns", 0, kMaxCostNs, &EmuOptions::desc_ns},
     {"tx_usecs", 0, kMaxTxUsecs, &EmuOptions::tx_usecs},
+    {"itr_usecs", 0, kMaxTxUsecs, &EmuOptions::itr_usecs},
     {"stall_at_ms", 0, kMaxFaultMs, &EmuOptions::stall_at_ms},
     {"stall_ms", 0, kMaxFaultMs, &EmuOptions::stall_ms},
     {"down_at_ms", 0, kMaxFaultMs, &EmuOptions::down_at_ms},
@@ -66,6 +67,7 @@ std::string EmuOptions::ToString() const {
       "emu:{},rate_mbps={:.10g},ring={},free_thresh={},stop_slack={},doorbell_ns={:g},"
       "desc_ns={:g},tx_usecs={:g}",
       model, rate_mbps, ring, free_thresh, stop_slack, doorbell_ns, desc_ns, tx_usecs);
+  if (itr_usecs > 0) s += fmt::format(",itr_usecs={:g}", itr_usecs);
   if (link_mtu > 0) s += fmt::format(",link_mtu={},grh={}", link_mtu, grh ? 1 : 0);
   if (stall_ms > 0) s += fmt::format(",stall_at_ms={:g},stall_ms={:g}", stall_at_ms, stall_ms);
   if (down_ms > 0) s += fmt::format(",down_at_ms={:g},down_ms={:g}", down_at_ms, down_ms);
