@@ -41,7 +41,9 @@ unsigned SnapFor(unsigned mtu) { return mtu + 18; }
 uint32_t RoomFor(unsigned snap) { return rte_pcapng_mbuf_size(snap) + 12; }
 
 // Runs `f` with SIGPIPE held back, and takes back a SIGPIPE it raised: a write on the control
-// thread to a reader that went away fails with EPIPE instead of ending the process.
+// thread to a reader that went away fails with EPIPE instead of ending the process. errno is
+// f's: sigtimedwait, finding no SIGPIPE, sets EAGAIN (a capture on /dev/full said "Resource
+// temporarily unavailable" for ENOSPC).
 template <class F>
 auto WithoutSigpipe(F&& f) {
   sigset_t pipe, old;
@@ -49,11 +51,34 @@ auto WithoutSigpipe(F&& f) {
   sigaddset(&pipe, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe, &old);
   auto r = f();
+  const int err = errno;
   const timespec now{0, 0};
   while (sigtimedwait(&pipe, nullptr, &now) == SIGPIPE) {
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = err;
   return r;
+}
+
+// Whether a capture written to `fd` may be cut back to its last whole block where a write
+// fails: a regular file, not appended to, and not the file standard output or error is (a
+// `--capture -` into `> f 2>&1` shares it with what else goes there).
+bool MayTruncate(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (::fcntl(fd, F_GETFL) & O_APPEND) != 0)
+    return false;
+  for (const int shared : {STDOUT_FILENO, STDERR_FILENO}) {
+    struct stat o {};
+    if (::fstat(shared, &o) == 0 && o.st_dev == st.st_dev && o.st_ino == st.st_ino) return false;
+  }
+  return true;
+}
+
+// A pcapng block's own length (its second 32-bit word, in the byte order of the section: the
+// writer's) at `offset` of `fd`; 0 where it cannot be read.
+uint32_t BlockLength(int fd, off_t offset) {
+  uint32_t len = 0;
+  return ::pread(fd, &len, sizeof len, offset + 4) == sizeof len ? len : 0;
 }
 
 }  // namespace
@@ -100,7 +125,9 @@ Result<std::unique_ptr<Capture>> Capture::Start(int fd, PoolPtr pool, unsigned m
     const int err = rte_errno ? rte_errno : errno ? errno : EIO;
     ::close(fd);
     rte_ring_free(ring);
-    return MakeError(err, fmt::format("cannot start the capture file: {}", std::strerror(err)));
+    return MakeError(err, fmt::format("cannot write its first blocks (the section header, an "
+                                      "interface block per port): {}",
+                                      std::strerror(err)));
   }
   std::unique_ptr<Capture> c(new Capture(out, fd, std::move(pool), ring, snap));
   active_.store(c.get(), std::memory_order_release);
@@ -108,13 +135,19 @@ Result<std::unique_ptr<Capture>> Capture::Start(int fd, PoolPtr pool, unsigned m
 }
 
 Capture::Capture(rte_pcapng* out, int fd, PoolPtr pool, rte_ring* ring, unsigned snap)
-    : out_(out), fd_(fd), pool_(std::move(pool)), ring_(ring), snap_(snap), tsc_hz_(rte_get_tsc_hz()) {
+    : out_(out),
+      fd_(fd),
+      pool_(std::move(pool)),
+      ring_(ring),
+      snap_(snap),
+      tsc_hz_(rte_get_tsc_hz()) {
   timespec ts{};
   tsc0_ = rte_get_tsc_cycles();
   clock_gettime(CLOCK_REALTIME, &ts);
   ns0_ = static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
   uint16_t port = 0;
-  RTE_ETH_FOREACH_DEV(port) named_[port] = true;  // as rte_pcapng_fdopen named them
+  RTE_ETH_FOREACH_DEV(port) named_[port] = true;                 // as rte_pcapng_fdopen named them
+  if (MayTruncate(fd_)) whole_end_ = ::lseek(fd_, 0, SEEK_CUR);  // after the first blocks
   writer_ = std::thread([this] { Writer(); });
 }
 
@@ -136,14 +169,26 @@ void Capture::Stop() {
   }
   if (failure().empty()) {
     // The statistics blocks of the ports the file names and that still exist (22.11's writer
-    // refuses a port that is gone: run's are, each cell removes its own).
+    // refuses a port that is gone: run's are, each cell removes its own). Each one write; one
+    // the disk cut short is taken back, and so are those after it.
     WithoutSigpipe([&] {
       for (uint16_t port = 0; port < RTE_MAX_ETHPORTS; ++port) {
         if (!named_[port] || !rte_eth_dev_is_valid_port(port)) continue;
-        (void)rte_pcapng_write_stats(out_, port,
-                                     "txbatch --capture: frames written, and dropped by the "
-                                     "capture (its pool or ring full)",
-                                     0, 0, port_written_[port], port_dropped_[port].load());
+        const ssize_t wrote =
+            rte_pcapng_write_stats(out_, port,
+                                   "txbatch --capture: frames written, and dropped by the "
+                                   "capture (its pool or ring full)",
+                                   0, 0, port_written_[port], port_dropped_[port].load());
+        int err = errno;
+        if (wrote > 0 && whole_end_ < 0) continue;  // a pipe's or a device's: as written
+        if (wrote > 0 && static_cast<uint32_t>(wrote) == BlockLength(fd_, whole_end_)) {
+          whole_end_ += wrote;
+          continue;
+        }
+        // Cut short, saying no why: the next byte's write does (Failed takes it back).
+        if (wrote >= 0) err = ::write(fd_, "", 1) < 0 ? errno : EIO;
+        Failed(err);
+        break;
       }
       return 0;
     });
@@ -257,8 +302,8 @@ void Capture::WaitForWriter() {
     if (drain_ < 0 && GivingUpOnStalledReaders() && Clock::now() - progress > kStalledCaptureS &&
         ::fstat(fd_, &st) == 0 && S_ISFIFO(st.st_mode)) {
       // A FIFO's or a pipe's /proc name opens a read end of it (Linux).
-      drain_ = ::open(fmt::format("/proc/self/fd/{}", fd_).c_str(),
-                      O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+      drain_ =
+          ::open(fmt::format("/proc/self/fd/{}", fd_).c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
       if (drain_ >= 0) {
         std::lock_guard lock(mu_);
         if (failure_.empty())
@@ -296,15 +341,19 @@ void Capture::Writer() {
       continue;
     }
     if (ok) {
-      // A short write (a full disk part-way) is a failure too: the file would end mid-block.
       uint64_t bytes = 0;
       for (unsigned i = 0; i < n; ++i) bytes += rte_pktmbuf_pkt_len(batch[i]);
       const ssize_t wrote = rte_pcapng_write_packets(out_, batch.data(), static_cast<uint16_t>(n));
-      if (wrote < 0 || static_cast<uint64_t>(wrote) != bytes) {
-        std::lock_guard lock(mu_);
-        failure_ = wrote < 0 ? std::strerror(rte_errno)
-                             : fmt::format("a short write ({} of {} bytes)", wrote, bytes);
+      // A short write (a disk full part-way) says no why: the rest, written on, does, or goes.
+      const int err = wrote < 0 ? rte_errno
+                      : static_cast<uint64_t>(wrote) == bytes
+                          ? 0
+                          : WriteRest(batch.data(), n, static_cast<uint64_t>(wrote));
+      if (err != 0) {
+        Failed(err);
         ok = false;
+      } else if (whole_end_ >= 0) {
+        whole_end_ += static_cast<off_t>(bytes);
       }
     }
     for (unsigned i = 0; i < n; ++i) {
@@ -314,6 +363,41 @@ void Capture::Writer() {
     }
     if (ok) written_.fetch_add(n, std::memory_order_relaxed);
   }
+}
+
+int Capture::WriteRest(rte_mbuf* const* blocks, unsigned n, uint64_t done) {
+  for (unsigned i = 0; i < n; ++i) {
+    for (const rte_mbuf* seg = blocks[i]; seg != nullptr; seg = seg->next) {
+      const char* data = rte_pktmbuf_mtod(seg, const char*);
+      size_t len = seg->data_len;
+      if (done >= len) {  // written already
+        done -= len;
+        continue;
+      }
+      data += done;
+      len -= done;
+      done = 0;
+      while (len > 0) {
+        const ssize_t w = ::write(fd_, data, len);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w < 0 ? errno : EIO;
+        data += w;
+        len -= static_cast<size_t>(w);
+      }
+    }
+  }
+  return 0;
+}
+
+void Capture::Failed(int err) {
+  // The file ends on its last whole block where it can be cut back: a reader takes it whole
+  // (tshark said "cut short in the middle of a packet" of the block a full disk split).
+  const bool cut = whole_end_ >= 0 && ::ftruncate(fd_, whole_end_) == 0 &&
+                   ::lseek(fd_, whole_end_, SEEK_SET) >= 0;
+  std::lock_guard lock(mu_);
+  if (!failure_.empty()) return;
+  failure_ = fmt::format("{}{}", std::strerror(err),
+                         cut ? "; it ends on its last whole block, a valid pcapng" : "");
 }
 
 Capture::Counts Capture::counts() const {

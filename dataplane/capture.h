@@ -92,20 +92,30 @@ class Capture {
   void WaitForWriter();
   void Stamp(rte_mbuf* copy, uint64_t tsc) const;
   void Writer();
+  // Writes `blocks` (n of them) on from byte `done`, where a write stopped short; 0, or the errno
+  // that stopped it (ENOSPC, EFBIG, EIO: what the short write did not say).
+  int WriteRest(rte_mbuf* const* blocks, unsigned n, uint64_t done);
+  // A write failed with `err`: the file is cut back to its last whole block where it may be
+  // (whole_end_), and the failure says why. The first failure is the one kept.
+  void Failed(int err);
 
   static std::atomic<Capture*> active_;
   rte_pcapng* out_;
   const int fd_;  // out_'s (rte_pcapng closes it)
+  // Where the last whole block ends in the file: after the first blocks, then after each write
+  // that went in whole (the writer's, then Stop's); -1 where the file is not one to cut back
+  // (a pipe, a device, standard output's file).
+  off_t whole_end_ = -1;
   PoolPtr pool_;
   rte_ring* ring_;  // posted copies, in order; kPoolFrames of them at most
   const unsigned snap_;
   const uint64_t tsc_hz_;
-  uint64_t tsc0_ = 0, ns0_ = 0;  // a TSC reading and the wall clock's at the same moment
-  std::atomic<bool> stop_{false};  // the writer empties the ring and returns
+  uint64_t tsc0_ = 0, ns0_ = 0;           // a TSC reading and the wall clock's at the same moment
+  std::atomic<bool> stop_{false};         // the writer empties the ring and returns
   std::atomic<bool> writer_done_{false};  // it did
   int drain_ = -1;  // a read end of the output's pipe, where a stalled reader's share is read off
   mutable std::mutex mu_;  // failure_ (the writer and the control thread, never the data path)
-  bool stopped_ = false;  // Stop ran
+  bool stopped_ = false;   // Stop ran
   std::string failure_;
   std::atomic<uint64_t> captured_{0}, dropped_{0}, written_{0};
   // Per port id: dropped (by the port's thread) and written (by the writer), for the statistics

@@ -72,6 +72,9 @@ void IgnoreBrokenPipes() {
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGPIPE, &sa, nullptr);
+  // The same for a write past the file size limit (RLIMIT_FSIZE, `ulimit -f`): EFBIG for the
+  // writer to say, not SIGXFSZ ending txbatch with a core and its output cut mid-block.
+  sigaction(SIGXFSZ, &sa, nullptr);
 }
 
 int SayIfStdoutCutShort(int status) {
@@ -108,7 +111,7 @@ int Fail(int code, const Error& e) {
 // Starts a session for `cells`; on failure returns the exit status, the sentence printed.
 Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory memory,
                              const EalUserArgs& eal_user_args, RunEnv env, int* exit_code,
-                             int* capture_fd) {
+                             int* capture_fd, const std::string& capture_name) {
   const bool capturing = capture_fd != nullptr && *capture_fd >= 0;
   const auto fail = [&](int code, const Error& e) {
     *exit_code = code;
@@ -201,7 +204,10 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
       env.link_layers[cell.driver_spec.ToString()] = std::move(ll);
     if (capturing && !capture) {
       auto c = Capture::Start(std::exchange(*capture_fd, -1), std::move(*capture_pool), mtu);
-      if (!c) return fail(kExitBadInput, c.error());
+      if (!c)
+        return fail(kExitBadInput,
+                    Error{c.error().err,
+                          fmt::format("--capture '{}': {}", capture_name, c.error().message)});
       capture = std::move(*c);
     }
   }

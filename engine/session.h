@@ -43,7 +43,8 @@ void CatchStopSignals();
 // Process-wide, first thing in main for every command: a write to a pipe or socket whose reader
 // went away (`txbatch run ... | head -1`, a telemetry client that left) fails with EPIPE instead
 // of SIGPIPE ending the process with its measurement unwritten and EAL's folder left behind.
-// What goes to standard output is then lost; everything else carries on.
+// What goes to standard output is then lost; everything else carries on. A write past the file
+// size limit (`ulimit -f`) fails with EFBIG the same way, instead of SIGXFSZ ending it.
 void IgnoreBrokenPipes();
 // At exit: where standard output could not be written to the end (its reader went away), says so
 // in one sentence on stderr. Returns `status` unchanged: the measurement and its files are whole,
@@ -75,10 +76,11 @@ struct Session {
 // the caller checked) the capture's pool goes into EAL's estimate and the capture starts at the
 // device check, while that driver's ports exist: rte_pcapng names the ports there are when it
 // opens, and every cell makes the same ports again, with the same ids. The descriptor is the
-// capture's once it started (*capture_fd is then -1); until then the caller's.
+// capture's once it started (*capture_fd is then -1); until then the caller's. `capture_name`
+// (the path as given, or "-") names it in a sentence where it cannot start.
 Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory memory,
                              const EalUserArgs& eal_user_args, RunEnv env, int* exit_code,
-                             int* capture_fd = nullptr);
+                             int* capture_fd = nullptr, const std::string& capture_name = "");
 
 // Runs one cell; on failure prints the sentence and sets `*status` (a device that vanished
 // mid-run is a missing device (2), a drain that did not finish a bug (1)).

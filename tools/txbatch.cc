@@ -89,7 +89,7 @@ int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env
   if (!capture_reserve) return Fail(kExitBadInput, capture_reserve.error());
   int status = kExitOk;
   auto session = StartSession(plan.cells, plan.eal_memory, eal_user_args, std::move(env), &status,
-                              &capture_reserve->fd);
+                              &capture_reserve->fd, capture);
   if (!session) return Fail(status, session.error());
   if (session->capture) capture_reserve->remove.clear();
   PrintHeader(stdout, plan.cells, session->env);

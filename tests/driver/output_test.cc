@@ -351,5 +351,92 @@ TEST(Output, RunCaptureHoldsWhatTheLoopbackSentAndReceived) {
   EXPECT_TRUE(fs::is_empty(e));
 }
 
+// A pcapng file's blocks, walked by their own lengths: how many enhanced packet blocks it
+// holds, or -1 where it does not end on a whole block (or a length is not a block's).
+long WholePcapngPackets(const std::string& bytes) {
+  const auto u32 = [&bytes](size_t at) {
+    uint32_t v = 0;
+    std::memcpy(&v, bytes.data() + at, sizeof v);
+    return v;
+  };
+  long packets = 0;
+  size_t at = 0;
+  while (at < bytes.size()) {
+    if (bytes.size() - at < 12) return -1;
+    const uint32_t len = u32(at + 4);
+    if (len < 12 || len % 4 != 0 || len > bytes.size() - at || u32(at + len - 4) != len) return -1;
+    if (at == 0 && u32(0) != 0x0A0D0D0A) return -1;  // a section header first
+    packets += u32(at) == 6;
+    at += len;
+  }
+  return at == 0 ? -1 : packets;
+}
+
+// A tmpfs of `size` at `dir` for one test, unmounted whatever happens.
+struct SmallDisk {
+  fs::path dir;
+  bool mounted = false;
+  SmallDisk(fs::path d, const char* size) : dir(std::move(d)) {
+    fs::create_directories(dir);
+    mounted = ::mount("tmpfs", dir.c_str(), "tmpfs", 0, (std::string("size=") + size).c_str()) == 0;
+  }
+  ~SmallDisk() {
+    if (mounted) ::umount2(dir.c_str(), MNT_DETACH);
+  }
+};
+
+// Issue 44, item 21: a capture the disk could not take stayed cut mid-block (tshark: "cut short
+// in the middle of a packet"), and `--capture /dev/full` said "Resource temporarily unavailable"
+// (EAGAIN: the errno sigtimedwait left after DPDK's write had failed with ENOSPC). Now one
+// sentence names the file and the error, exit 2; the file is cut back to its last whole block,
+// which tshark reads, holding as many frames as the sentence says — on a full tmpfs (ENOSPC) and
+// past `ulimit -f` (EFBIG, where SIGXFSZ ended txbatch before).
+TEST(Output, ACaptureTheDiskCannotTakeEndsOnAWholeBlockAndSaysWhy) {
+  const fs::path d = Scratch("capture_full");
+  const std::string run =
+      "run --driver ethdev:net_null0 --proto udp --size 200 --procs 1 --batch 32 --rounds 1 "
+      "--duration 0.3 --warmup 0.01 --capture ";
+  const fs::path full = d / "full";
+  ASSERT_EQ(::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)), 0) << std::strerror(errno);
+  const Outcome dev = Txbatch(d, run + full.string());
+  EXPECT_EQ(dev.status, 2) << dev.err;
+  EXPECT_NE(dev.err.find("txbatch: --capture '" + full.string() +
+                         "': cannot write its first blocks (the section header, an interface "
+                         "block per port): No space left on device\n"),
+            std::string::npos)
+      << dev.err;
+  EXPECT_EQ(dev.err.find("temporarily unavailable"), std::string::npos) << dev.err;
+  EXPECT_TRUE(fs::is_character_file(fs::symlink_status(full)));
+
+  const auto check = [&run](const Outcome& o, const fs::path& f, const char* error) {
+    EXPECT_EQ(o.status, 2) << o.err;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(
+        o.err, m,
+        std::regex("txbatch: cannot write --capture file '" + f.string() + "': " + error +
+                   "; it ends on its last whole block, a valid pcapng \\((\\d+) frames "
+                   "written\\)\n")))
+        << o.err;
+    const std::string bytes = Slurp(f);
+    EXPECT_GT(bytes.size(), 32u * 1024);
+    EXPECT_EQ(WholePcapngPackets(bytes), std::stol(m[1])) << bytes.size() << " bytes";
+    EXPECT_EQ(std::system(("tshark -r " + f.string() + " >/dev/null 2>&1").c_str()), 0) << run;
+  };
+  {
+    SmallDisk small(d / "small", "128k");
+    ASSERT_TRUE(small.mounted) << std::strerror(errno);
+    const fs::path f = small.dir / "c.pcapng";
+    check(Txbatch(d, run + f.string()), f, "No space left on device");
+  }
+  const fs::path big = d / "big.pcapng";
+  const std::string err = (d / "stderr").string();
+  const int rc = std::system(("bash -c 'ulimit -f 100; exec " + test::TxbatchBinary() + " " + run +
+                              big.string() + "' >/dev/null 2>" + err)
+                                 .c_str());
+  check({WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, "", Slurp(err)}, big, "File too large");
+  EXPECT_LE(fs::file_size(big), 100u * 1024);
+  fs::remove_all(d);
+}
+
 }  // namespace
 }  // namespace txbatch::test
