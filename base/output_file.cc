@@ -252,8 +252,19 @@ Result<OutputFile> OutputFile::Check(std::string path, std::string what) {
     if (const int err = ProbeFolder(w->folder()); err != 0) return refuse(err, std::strerror(err));
   } else if (::faccessat(w->folder(), w->name().c_str(), W_OK, 0) != 0) {
     return refuse(errno, std::strerror(errno));
+  } else if (S_ISFIFO(st.st_mode)) {
+    // Its reader is there now or never: a FIFO nobody reads, found at the end, cost the whole
+    // measurement (and waited kFifoReaderWaitS more).
+    const int fd = OpenInPlace(*w);
+    if (fd < 0) return out.OpenFailure(errno);
+    out.held_ = std::make_shared<Held>();
+    out.held_->fd = fd;
   }
   return out;
+}
+
+OutputFile::Held::~Held() {
+  if (fd >= 0) ::close(fd);
 }
 
 std::string OutputFile::stdout_claimed_by_;
@@ -310,6 +321,12 @@ Status OutputFile::Write(std::string_view text) const {
     const int err = WriteAllTo(stdout_fd_ >= 0 ? stdout_fd_ : STDOUT_FILENO, text);
     return err == 0 ? Status{} : Status{fail(err)};
   }
+  if (held_ && held_->fd >= 0) {  // the FIFO Check opened: written, then closed (its end of file)
+    const int fd = std::exchange(held_->fd, -1);
+    int err = WriteAllTo(fd, text);
+    if (::close(fd) != 0 && err == 0) err = errno;
+    return err == 0 ? Status{} : Status{fail(err)};
+  }
   // Walked again: the check was before the measurement, and names may have changed since.
   auto w = WalkedPath::Walk(path_, what_);
   if (!w) return w.error();
@@ -337,7 +354,8 @@ Status OutputFile::Write(std::string_view text) const {
 Error OutputFile::OpenFailure(int err) const {
   if (err == ENXIO)
     return MakeError(ENXIO, fmt::format("cannot write {} '{}': no process opened the FIFO for "
-                                        "reading within {:.0f} s",
+                                        "reading within {:.0f} s; valid: start its reader first "
+                                        "(jq . < FIFO &), or a regular file",
                                         what_, path_, kFifoReaderWaitS));
   if (err == EAGAIN)
     return MakeError(EAGAIN, fmt::format("cannot write {} '{}': it was replaced by something "
@@ -353,6 +371,7 @@ Result<int> OutputFile::OpenStream() {
     if (fd < 0) return OpenFailure(errno);
     return fd;
   }
+  if (held_ && held_->fd >= 0) return std::exchange(held_->fd, -1);  // Check's, handed over
   auto w = WalkedPath::Walk(path_, what_);
   if (!w) return w.error();
   if (w->missing().size() > 1) return OpenFailure(ENOENT);

@@ -14,6 +14,7 @@
 // folder other users can write (/tmp) is neither followed nor written — bad input, one sentence —
 // whatever fs.protected_* say, and what is created lands in the folder that was checked.
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -30,7 +31,9 @@ class OutputFile {
   // Bad input (one sentence) unless `path` can be written: "-", a new file in an existing,
   // writable folder, an existing regular file there, or an existing writable non-folder.
   // Standard output already claimed by another output is refused (two documents cannot share
-  // it).
+  // it). A FIFO (or a pipe's /dev/fd name) is opened here, and held until written: one no
+  // process opens for reading within a few seconds is refused now, not after the measurement
+  // (issue 44, item 13), and a reader that opened it sees no end of file before the document.
   static Result<OutputFile> Check(std::string path, std::string what);
 
   // Whether the document goes to this process's standard output ("-", /dev/stdout, or any path
@@ -46,12 +49,12 @@ class OutputFile {
 
   // Opens the file for writing as it goes (--stats-json, --capture): standard output (claimed
   // as ClaimStdout claims it; the descriptor a duplicate of it) or the path itself, truncated,
-  // in place — never through a temporary, so a reader following it sees each write (a FIFO
-  // nobody reads is waited for as Write waits). The descriptor is the caller's to close.
+  // in place — never through a temporary, so a reader following it sees each write (a FIFO:
+  // the descriptor Check opened, handed over). The descriptor is the caller's to close.
   Result<int> OpenStream();
 
   // Writes `text` as the whole file: atomically for a new path or a regular file, in place for
-  // anything else (a FIFO nobody reads is waited for a few seconds, then refused; a reader that
+  // anything else (a FIFO through the descriptor Check opened, closed after it; a reader that
   // went away is EPIPE, not SIGPIPE). On failure nothing at the path has changed (regular
   // files), and the sentence names the path and the cause.
   Status Write(std::string_view text) const;
@@ -61,10 +64,17 @@ class OutputFile {
   OutputFile(std::string path, std::string what) : path_(std::move(path)), what_(std::move(what)) {}
   // The sentence for an open that failed with `err`.
   Error OpenFailure(int err) const;
+  // A descriptor Check opened (a FIFO's), shared by the copies of this OutputFile; -1 once
+  // Write closed it or OpenStream handed it over.
+  struct Held {
+    int fd = -1;
+    ~Held();
+  };
   std::string path_;
   std::string what_;
   bool to_stdout_ = false;
   int stdout_fd_ = -1;  // the original standard output, once claimed
+  std::shared_ptr<Held> held_;
   // What claimed standard output ("--json file"), if anything did: one per process.
   static std::string stdout_claimed_by_;
 };

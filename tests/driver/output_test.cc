@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -435,6 +436,48 @@ TEST(Output, ACaptureTheDiskCannotTakeEndsOnAWholeBlockAndSaysWhy) {
                                  .c_str());
   check({WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, "", Slurp(err)}, big, "File too large");
   EXPECT_LE(fs::file_size(big), 100u * 1024);
+  fs::remove_all(d);
+}
+
+// Issue 44, item 13: a FIFO nobody reads given as --json was found only once the measurement was
+// over (the run measured for its whole duration, then waited for a reader and failed). It is
+// opened when the options are checked: without a reader within the few seconds a reader
+// started beside txbatch needs, one sentence and exit 2 before EAL starts, the FIFO still a
+// FIFO; with one, the document reaches it at the end (the FIFO held open meanwhile: the reader
+// sees no end of file before it).
+TEST(Output, AFifoWithNoReaderAsJsonIsRefusedBeforeTheMeasurement) {
+  const fs::path d = Scratch("fifo_no_reader");
+  const fs::path fifo = d / "f";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  const std::string run =
+      "run --driver emu:null --proto udp --size 64 --procs 1 --batch 1,8 --rounds 1 --duration 10 "
+      "--warmup 0.01 --json ";
+  const auto started = std::chrono::steady_clock::now();
+  const Outcome o = Txbatch(d, run + fifo.string());
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(o.status, 2) << o.err << o.out;
+  EXPECT_EQ(o.err, "txbatch: cannot write --json file '" + fifo.string() +
+                       "': no process opened the FIFO for reading within 3 s; valid: start its "
+                       "reader first (jq . < FIFO &), or a regular file\n");
+  EXPECT_EQ(o.out, "") << "nothing ran";
+  EXPECT_LT(took, 8.0) << "the 20 s grid was measured first";
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo)));
+
+  // A reader that opens it a moment after txbatch starts, as `jq < f &` beside it does.
+  const fs::path got = d / "got.json";
+  const std::string reader = "sleep 1; cat " + fifo.string() + " > " + got.string();
+  std::thread cat([&reader] { (void)std::system(reader.c_str()); });
+  const Outcome ok = Txbatch(
+      d,
+      "run --driver emu:null --proto udp --size 64 --procs 1 --batch 1 --rounds 1 --duration "
+      "0.05 --warmup 0.01 --json " +
+          fifo.string());
+  cat.join();
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  const auto doc = nlohmann::json::parse(Slurp(got), nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << Slurp(got);
+  EXPECT_EQ(doc["records"].size(), 1u);
   fs::remove_all(d);
 }
 
