@@ -217,6 +217,9 @@ class QdiscRun {
   template <class StoppedFn>
   RunNext Settle(Qdisc& qdisc, uint16_t accepted, TxQueueCounters& c, StoppedFn&& stopped) {
     const uint16_t n = batch_.size();
+    // The bulk as qdisc:qdisc_dequeue reports it: its packets, here where every dequeue that
+    // took frames ends, whatever the driver made of it (a bypassed frame was never dequeued).
+    if (packets_ > 0) c.dequeue_hist[packets_].Add();
     quota_ -= packets_;
     const bool refused = accepted < n;
     if (refused)

@@ -127,6 +127,10 @@ struct TxQueueCountersOf {
   // explain an idle wire.
   C irq_max_late_tsc;
   std::array<C, kMaxBatch + 1> batch_hist;  // frames offered per Xmit call
+  // The qdisc's bulks by their exact size: every dequeue that took frames (QdiscRun::Settle),
+  // those a stopped queue then refused whole included, the bypass's frames not (Linux's
+  // qdisc:qdisc_dequeue tracepoint with packets > 0: a requeued 2025 frame is a bulk of 1).
+  std::array<C, kMaxBatch + 1> dequeue_hist;
   // A dedicated runner's runs, by why it ran (buffer:N's N, its timer, the drain; count:N runs
   // on whatever is there: kWriteDone).
   std::array<C, kFlushTriggers> flush_triggers;
@@ -157,6 +161,7 @@ struct TxQueueCountersOf {
     f(Sum{}, q.rx_frames...);
     f(Max{}, q.irq_max_late_tsc...);
     f(Sum{}, q.batch_hist...);
+    f(Sum{}, q.dequeue_hist...);
     f(Sum{}, q.flush_triggers...);
     f(Sum{}, q.bql_stops...);
     f(Max{}, q.bql_limit_max...);

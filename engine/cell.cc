@@ -202,6 +202,8 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
     if (n) r.batch_hist[std::bit_floor(static_cast<unsigned>(i))] += n;
   }
   r.avg_batch = handovers ? static_cast<double>(handed) / static_cast<double>(handovers) : 0;
+  for (size_t i = 1; i < wq.dequeue_hist.size(); ++i)
+    if (wq.dequeue_hist[i]) r.dequeue_sizes[static_cast<unsigned>(i)] = wq.dequeue_hist[i];
   if (wd.accepted > 0) {
     const auto accepted = static_cast<double>(wd.accepted);
     r.xmit_calls_per_pkt = static_cast<double>(wd.xmit_calls) / accepted;

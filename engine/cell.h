@@ -122,6 +122,10 @@ struct CellResult {
   std::string link_layer;
   double avg_batch = 0;  // frames per handover to the driver (one call, or one xmit_more chain)
   std::map<unsigned, uint64_t> batch_hist;  // power-of-two bucket lower bound -> xmit calls
+  // The qdisc's bulks by exact size (TxQueueCounters::dequeue_hist): size -> dequeues that took
+  // that many packets, as Linux's qdisc:qdisc_dequeue reports them (no bypassed frame; a bulk a
+  // stopped queue refused whole counted). Empty where nothing was dequeued (--qdisc none).
+  std::map<unsigned, uint64_t> dequeue_sizes;
   double xmit_calls_per_pkt = 0;
   std::optional<double> doorbells_per_pkt;
   // The TX path alone, the receiver's share out: TSC of dequeue + handover a frame, and the

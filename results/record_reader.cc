@@ -60,15 +60,16 @@ struct Whole {
   }
 };
 
-// A batch_hist key: a batch size 1..kMaxBatch written in decimal (a type_error otherwise, as
-// Whole's).
-unsigned BatchSize(const std::string& key, const json& hist) {
+// A batch_hist (or dequeue_sizes, `field`) key: a batch size 1..kMaxBatch written in decimal (a
+// type_error otherwise, as Whole's).
+unsigned BatchSize(const std::string& key, const json& hist,
+                   std::string_view field = "batch_hist") {
   unsigned n = 0;
   const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), n);
   if (ec != std::errc{} || end != key.data() + key.size() || n < 1 || n > kMaxBatch)
     throw json::type_error::create(
         302,
-        fmt::format("a batch size 1..{} was expected as a batch_hist key, not '{}'", kMaxBatch,
+        fmt::format("a batch size 1..{} was expected as a {} key, not '{}'", kMaxBatch, field,
                     Printable(key)),
         &hist);
   return n;
@@ -174,6 +175,9 @@ CellResult ResultFrom(const json& r) {
   x.avg_batch = r.at("avg_batch");
   for (const auto& [k, v] : r.at("batch_hist").items())
     x.batch_hist[BatchSize(k, r.at("batch_hist"))] = Whole{v};
+  if (const json& d = r.value("dequeue_sizes", json()); d.is_object())  // since 2026-12-06
+    for (const auto& [k, v] : d.items())
+      x.dequeue_sizes[BatchSize(k, d, "dequeue_sizes")] = Whole{v};
   x.xmit_calls_per_pkt = r.at("xmit_calls_per_pkt");
   x.doorbells_per_pkt = OptNum(r, "doorbells_per_pkt");
   x.cycles_per_pkt = r.at("cycles_per_pkt");

@@ -75,6 +75,8 @@ json HistJson(const std::vector<HistBin>& bins, const std::optional<LatencySumma
 json ResultJson(const CellResult& r) {
   json hist = json::object();
   for (const auto& [lo, n] : r.batch_hist) hist[std::to_string(lo)] = n;
+  json dequeue_sizes = json::object();
+  for (const auto& [size, n] : r.dequeue_sizes) dequeue_sizes[std::to_string(size)] = n;
   const json latency = Summary(r.latency);
   json stages = nullptr;
   if (r.lat_before_driver) {
@@ -113,6 +115,7 @@ json ResultJson(const CellResult& r) {
           {"link_layer", r.link_layer.empty() ? json(nullptr) : json(r.link_layer)},
           {"avg_batch", r.avg_batch},
           {"batch_hist", hist},
+          {"dequeue_sizes", dequeue_sizes},
           {"xmit_calls_per_pkt", r.xmit_calls_per_pkt},
           {"doorbells_per_pkt", OptionalNumber(r.doorbells_per_pkt)},
           {"cycles_per_pkt", r.cycles_per_pkt},

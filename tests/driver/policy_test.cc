@@ -121,6 +121,17 @@ TEST(PolicyRun, OnADeepBqlLimitThe2025QuotaCapLowersRequeues) {
   EXPECT_GT(r2014["requeued_frames"].get<uint64_t>(), 0u);
   EXPECT_LT(r2025["requeued_frames"].get<uint64_t>() * 4, r2014["requeued_frames"].get<uint64_t>())
       << "2014 " << r2014["requeued_frames"] << " vs 2025 " << r2025["requeued_frames"];
+  // The same by exact size (results.dequeue_sizes, the qdisc's dequeues as the kernel's
+  // qdisc:qdisc_dequeue counts them): 2025's largest bulk is the quota's 64 + 1, reached;
+  // 2014's passes it.
+  const auto largest = [](const json& sizes) {
+    unsigned m = 0;
+    for (const auto& [size, n] : sizes.items())
+      m = std::max(m, static_cast<unsigned>(std::stoul(size)));
+    return m;
+  };
+  EXPECT_EQ(largest(r2025["dequeue_sizes"]), 65u) << r2025["dequeue_sizes"].dump();
+  EXPECT_GT(largest(r2014["dequeue_sizes"]), 65u) << r2014["dequeue_sizes"].dump();
 }
 
 }  // namespace
