@@ -103,9 +103,13 @@ if [ "$KREF_MODE" = udp ]; then
   done
   sample_bql &
   sampler=$!
+  # The NIC's interrupts and the NET_TX softirqs around the run (per CPU): how often the guest
+  # saw its completions, what the model's completion cadence is fitted to.
+  grep -h -e eth0 -e NET_TX /proc/interrupts /proc/softirqs > $O/irqs_before.txt
   read -r t0 _ < /proc/uptime
   echo start > $P/pgctrl
   read -r t1 _ < /proc/uptime
+  grep -h -e eth0 -e NET_TX /proc/interrupts /proc/softirqs > $O/irqs_after.txt
   touch $O/stop
   wait $sampler
   echo "run_s=$t0 $t1" >> $O/settings.txt

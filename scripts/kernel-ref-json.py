@@ -169,6 +169,21 @@ def doorbells(trace_path, nic):
     return count
 
 
+def irq_counts(text):
+    """The NIC's interrupts (its /proc/interrupts line, every CPU's count summed) and the
+    NET_TX softirqs (/proc/softirqs) from the lines the guest kept."""
+    out = {"interrupts": None, "net_tx_softirqs": None}
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        key = "net_tx_softirqs" if parts[0] == "NET_TX:" else "interrupts"
+        if key == "interrupts" and parts[-1] != "eth0":
+            continue
+        out[key] = sum(int(p) for p in parts[1:] if p.isdigit())
+    return out
+
+
 def summary(values):
     if not values:
         return {"n": 0, "min": None, "median": None, "max": None}
@@ -270,6 +285,10 @@ def udp_results(case, nic):
     wire = pcap_frames(os.path.join(case, "wire.pcap"))
     run = [float(x) for x in s.get("run_s", "").split()] or [None, None]
     guest_s = run[1] - run[0] if run[0] is not None else None
+    before = irq_counts(read(os.path.join(out_dir, "irqs_before.txt")))
+    after = irq_counts(read(os.path.join(out_dir, "irqs_after.txt")))
+    irqs = {k: after[k] - before[k] if after[k] is not None and before[k] is not None else None
+            for k in after}
     return {
         "batch_sizes": {str(k): v for k, v in sizes.items()},
         "empty_dequeues": deq.get(0, 0),
@@ -302,6 +321,10 @@ def udp_results(case, nic):
                     inflight_after=int(s.get("bql_inflight_after", 0))),
         "guest_seconds": guest_s,
         "pps": sent / guest_s if guest_s else None,
+        # During pktgen's run: the NIC's interrupts (each a completion pass, e1000_clean) and
+        # NET_TX softirqs (net_tx_action: the qdisc rescheduled, a woken queue run).
+        "interrupts": irqs["interrupts"],
+        "net_tx_softirqs": irqs["net_tx_softirqs"],
     }
 
 
