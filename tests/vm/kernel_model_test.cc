@@ -1,0 +1,243 @@
+// txbatch's model of the kernel reference run, beside the kernel (issue 45, item 2;
+// doc/fidelity.md "The kernel beside txbatch's model"): the guest's Debian 6.1.192 sends
+// pktgen's 60-byte frames through pfifo_fast to its e1000 with BQL pinned at 10 and 40 frames and
+// dynamic (kernel_ref.h: one run, shared with kernel_ref_test.cc), scripts/kernel-vs-model.py
+// runs txbatch's model of each case on both engines, and the bulk-size distributions must agree
+// within the bounds below. They compare the kernel's qdisc:qdisc_dequeue histogram
+// (results.batch_sizes: non-empty dequeues by their packets) with txbatch's dequeue_sizes, the
+// same events: a requeued frame dequeued again alone is a bulk of 1 in both, a bypassed frame
+// is in neither, a bulk a stopped queue refused whole is in both.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "batching/flush_policy.h"
+#include "tests/test_files.h"
+#include "tests/vm/kernel_ref.h"
+
+namespace txbatch::test {
+namespace {
+
+using nlohmann::json;
+using Hist = std::map<unsigned, uint64_t>;  // bulk size -> bulks
+
+// The singles' shares may differ by 10 points (issue 45's bound). Two sizes whose shares are
+// closer than that may swap ranks between two distributions that both meet it — a pinned BQL
+// makes bulks of N and of 1 alternate, so their counts are equal to a few, and which is the
+// larger is the guest's chance — so every size within 10 points of the largest share is a mode,
+// and two distributions have the same mode when their sets of modes meet.
+constexpr double kModeTie = 0.10;
+// Likewise the median: a distribution whose cumulative share crosses 1/2 at a jump (the N/1
+// alternation: 50.0 % singles) has no stable median, so its median is the range of sizes at
+// cumulative shares within 5 points of 1/2 — half the singles' bound, so that two CDFs 10 points
+// apart at the jump still have ranges that meet — and medians within 1 frame are ranges that
+// come within 1 frame of each other.
+constexpr double kMedianHalfWidth = 0.05;
+// Enough bulks that a share is known to well inside the bounds: at 1000 bulks a 50 % share's
+// binomial standard deviation is 1.6 points.
+constexpr uint64_t kMinBulks = 1000;
+
+std::string EnvOr(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+Hist HistOf(const json& sizes) {
+  Hist h;
+  for (const auto& [k, v] : sizes.items())
+    if (v.get<uint64_t>() > 0) h[static_cast<unsigned>(std::stoul(k))] = v.get<uint64_t>();
+  return h;
+}
+
+uint64_t Total(const Hist& h) {
+  uint64_t n = 0;
+  for (const auto& [size, count] : h) n += count;
+  return n;
+}
+
+double Share(const Hist& h, unsigned size) {
+  const auto it = h.find(size);
+  return it == h.end() ? 0 : static_cast<double>(it->second) / static_cast<double>(Total(h));
+}
+
+// Sizes whose share is within kModeTie of the largest.
+std::set<unsigned> Modes(const Hist& h) {
+  uint64_t top = 0;
+  for (const auto& [size, count] : h) top = std::max(top, count);
+  std::set<unsigned> out;
+  for (const auto& [size, count] : h)
+    if (static_cast<double>(top - count) <= kModeTie * static_cast<double>(Total(h)))
+      out.insert(size);
+  return out;
+}
+
+// The smallest size whose cumulative share reaches p.
+unsigned Quantile(const Hist& h, double p) {
+  uint64_t acc = 0;
+  for (const auto& [size, count] : h) {
+    acc += count;
+    if (static_cast<double>(acc) >= p * static_cast<double>(Total(h))) return size;
+  }
+  return h.rbegin()->first;
+}
+
+// The `n` most frequent sizes of more than one frame.
+std::set<unsigned> TopMulti(const Hist& h, size_t n) {
+  std::vector<std::pair<uint64_t, unsigned>> by_count;
+  for (const auto& [size, count] : h)
+    if (size > 1) by_count.emplace_back(count, size);
+  std::sort(by_count.rbegin(), by_count.rend());
+  std::set<unsigned> out;
+  for (size_t i = 0; i < std::min(n, by_count.size()); ++i) out.insert(by_count[i].second);
+  return out;
+}
+
+std::string Text(const std::set<unsigned>& s) {
+  std::string out;
+  for (unsigned v : s) out += (out.empty() ? "" : ",") + std::to_string(v);
+  return "{" + out + "}";
+}
+
+bool Meet(const std::set<unsigned>& a, const std::set<unsigned>& b) {
+  return std::any_of(a.begin(), a.end(), [&b](unsigned v) { return b.count(v) > 0; });
+}
+
+// BQL pinned at N frames: the bounds of issue 45 (same mode, medians within 1 frame, singles'
+// shares within 10 points, read as above), and the size the full bulks have. The 6.1.192 rule
+// (doc/fidelity.md): a bulk takes frames while dql_avail lasts, so with a backlog a run's full
+// bulk is N, leaves inflight = limit exactly (not over: the queue stays open) and the next
+// dequeue takes one frame, which stops it; so half the bulks are single frames, and the mode of
+// the others is N in any guest whose qdisc held a backlog (pktgen's drops say it did).
+void ComparePinned(const Hist& kernel, const Hist& model) {
+  EXPECT_NEAR(Share(model, 1), Share(kernel, 1), 0.10) << "singles' share";
+  const std::set<unsigned> km = Modes(kernel), mm = Modes(model);
+  EXPECT_TRUE(Meet(km, mm)) << "modes (sizes within " << kModeTie * 100
+                            << " points of the top share): kernel " << Text(km) << ", model "
+                            << Text(mm);
+  const unsigned klo = Quantile(kernel, 0.5 - kMedianHalfWidth);
+  const unsigned khi = Quantile(kernel, 0.5 + kMedianHalfWidth);
+  const unsigned mlo = Quantile(model, 0.5 - kMedianHalfWidth);
+  const unsigned mhi = Quantile(model, 0.5 + kMedianHalfWidth);
+  EXPECT_TRUE(mlo <= khi + 1 && klo <= mhi + 1)
+      << "medians (sizes at cumulative shares 0.45..0.55): kernel " << klo << ".." << khi
+      << ", model " << mlo << ".." << mhi;
+  EXPECT_EQ(TopMulti(model, 1), TopMulti(kernel, 1)) << "the full bulk's size";
+}
+
+// BQL dynamic: DQL's limit and the ring-bound cycle. With QEMU's e1000 every frame queued is
+// done at each completion, so a completion that finds the queue over its limit finds it starved
+// (dql_completed: ovlimit and nothing in progress) and adds the bytes queued since the previous
+// one, and the limit never shrinks (no completion sees bytes in progress). Starting at 0
+// (6.1.192's dql_reset: limit_min) with a backlog, each cycle sends the limit and one frame
+// over it: limit_k+1 = 2 limit_k + 60, i.e. 60 (2^k - 1) bytes: 60, 180, ..., 7620, 15300,
+// until it passes what the ring lets into flight (e1000 stops its queue with S = 232 frames in
+// it: the guest's inflight maximum): L = 255 frames, in any guest whose completions came after
+// BQL stopped the queue — so the settled limits must be equal. Then the ring, not BQL, ends a
+// cycle: a completion after the ring's stop finds L - S = 23 frames requeued, which come back
+// one a dequeue (23 bulks of 1, 23 packets of the quota), then bulks of 65 - 23 = 42 (the
+// quota's rest), 65, 65 and L - 3 x 65 = 60 (BQL's rest), of which the ring takes 37 and 23 go
+// back. Completions before the ring filled, and a qdisc the guest's producers left empty (a
+// loaded host: three quarters of the frames bypassed in one run), add bulks of 65, partial bulks
+// and singles: the shares are the guest's speed and not compared. What is: the settled limit;
+// the largest bulk (65: dev_tx_weight + 1), the commonest multi-frame one (65) and the mode; and
+// the ring-bound cycle in both — bulks of 42 and of 60, as many of one as of the other (one each
+// a cycle, but the guest breaks some after their 42, an early completion or an empty qdisc: 52
+// and 49 in one run; within a quarter + 3), and at least L - S - 1 = 22 single-frame bulks for
+// each cycle (the requeued frames; one a cycle spared for the run's edges).
+void CompareDynamic(const Hist& kernel, const Hist& model, const json& kernel_bql,
+                    uint64_t model_limit) {
+  const uint64_t kernel_limit = kernel_bql.at("limit_after").get<uint64_t>();
+  EXPECT_EQ(model_limit, kernel_limit) << "BQL's settled limit";
+  EXPECT_EQ(model.rbegin()->first, kernel.rbegin()->first) << "the largest bulk";
+  EXPECT_EQ(TopMulti(model, 1), TopMulti(kernel, 1)) << "the commonest bulk above 1 frame";
+  const std::set<unsigned> km = Modes(kernel), mm = Modes(model);
+  EXPECT_TRUE(Meet(km, mm)) << "modes: kernel " << Text(km) << ", model " << Text(mm);
+  // The cycle's sizes from the guest's own L and S.
+  const uint64_t limit = kernel_limit / kKrefPktSize;
+  const uint64_t stop = kernel_bql.at("inflight").at("max").get<uint64_t>() / kKrefPktSize;
+  const uint64_t bulk = kDevTxWeight + 1;  // a fresh quota's bulk (the 2025 cap)
+  ASSERT_TRUE(limit > stop && limit - stop < bulk && limit > 3 * bulk && limit < 4 * bulk)
+      << "a ring-bound cycle of another shape: limit " << limit << " frames, ring stop " << stop;
+  const unsigned quota_rest = static_cast<unsigned>(bulk - (limit - stop));
+  const unsigned bql_rest = static_cast<unsigned>(limit - 3 * bulk);
+  const auto count = [](const Hist& h, unsigned size) { return h.count(size) ? h.at(size) : 0; };
+  for (const auto& [who, h] : {std::pair<const char*, const Hist*>{"kernel", &kernel},
+                               std::pair<const char*, const Hist*>{"model", &model}}) {
+    const uint64_t a = count(*h, quota_rest), b = count(*h, bql_rest);
+    const uint64_t cycles = std::min(a, b);
+    std::printf(
+        "dynamic %s: limit %llu frames, ring stop %llu: bulks of %u: %llu, of %u: %llu, "
+        "singles %llu (%.2f a cycle)\n",
+        who, static_cast<unsigned long long>(limit), static_cast<unsigned long long>(stop),
+        quota_rest, static_cast<unsigned long long>(a), bql_rest,
+        static_cast<unsigned long long>(b), static_cast<unsigned long long>(count(*h, 1)),
+        cycles ? static_cast<double>(count(*h, 1)) / static_cast<double>(cycles) : 0.0);
+    EXPECT_GT(cycles, 0u) << who << ": no ring-bound cycle (no bulk of " << quota_rest << " or of "
+                          << bql_rest << ")";
+    EXPECT_LE(std::max(a, b) - cycles, std::max(a, b) / 4 + 3)
+        << who << ": bulks of " << quota_rest << " and of " << bql_rest << " come one each a cycle";
+    EXPECT_GE(count(*h, 1), (limit - stop - 1) * cycles)
+        << who << ": the requeued frames of " << cycles << " ring-bound cycles come back alone";
+  }
+}
+
+TEST(KernelModel, TheModelsBulkSizesAreTheKernelsOnBothEngines) {
+  const KernelReferenceRun& run = KernelReferenceUdp();
+  ASSERT_EQ(run.status, 0) << run.log;
+  const json kref = json::parse(Slurp(run.path));
+  const std::filesystem::path dir = Scratch("kernel_model", "udp");
+  const std::string out = (dir / "model.json").string();
+  const std::string cmd = "python3 " + EnvOr("TXBATCH_SOURCE_ROOT") +
+                          "/scripts/kernel-vs-model.py --kref " + run.path + " --txbatch " +
+                          EnvOr("TXBATCH_BIN") + " --out " + out + " >" + (dir / "log").string() +
+                          " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::printf("%s\n", Slurp(dir / "log").c_str());  // the side-by-side tables
+  ASSERT_EQ(rc, 0) << Slurp(dir / "log");
+  const json model = json::parse(Slurp(out));
+  std::map<std::string, const json*> cases;
+  for (const json& c : model.at("cases")) cases[c.at("case").get<std::string>()] = &c;
+
+  std::set<std::string> compared;
+  for (const json& rec : kref.at("records")) {
+    const json& c = rec.at("config");
+    if (c.at("mode") != "udp") continue;  // the TCP cases have no model here
+    const std::string name = c.at("case").get<std::string>();
+    compared.insert(name);
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(cases.count(name)) << "the model has no case " << name;
+    const Hist kernel = HistOf(rec.at("results").at("batch_sizes"));
+    const bool pinned = c.at("bql").at("mode") == "pinned";
+    // The shares compared need enough bulks; the dynamic case compares no share.
+    if (pinned) ASSERT_GE(Total(kernel), kMinBulks) << rec.at("results").at("batch_sizes");
+    std::set<std::string> engines;
+    for (const json& m : cases[name]->at("records")) {
+      const std::string engine = m.at("config").at("engine").get<std::string>();
+      SCOPED_TRACE(engine);
+      engines.insert(engine);
+      const json& r = m.at("results");
+      EXPECT_TRUE(r.at("accounting").at("balanced").get<bool>()) << r.at("accounting");
+      const Hist h = HistOf(r.at("dequeue_sizes"));
+      ASSERT_GE(Total(h), kMinBulks) << r.at("dequeue_sizes");
+      if (pinned)
+        ComparePinned(kernel, h);
+      else
+        CompareDynamic(kernel, h, rec.at("results").at("bql"),
+                       r.at("bql").at("limit").get<uint64_t>());
+    }
+    EXPECT_EQ(engines, (std::set<std::string>{"real", "sim"}));
+  }
+  EXPECT_EQ(compared, (std::set<std::string>{"bql_10", "bql_40", "bql_dynamic"}));
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace txbatch::test
