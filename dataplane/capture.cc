@@ -74,13 +74,6 @@ bool MayTruncate(int fd) {
   return true;
 }
 
-// A pcapng block's own length (its second 32-bit word, in the byte order of the section: the
-// writer's) at `offset` of `fd`; 0 where it cannot be read.
-uint32_t BlockLength(int fd, off_t offset) {
-  uint32_t len = 0;
-  return ::pread(fd, &len, sizeof len, offset + 4) == sizeof len ? len : 0;
-}
-
 }  // namespace
 
 std::atomic<Capture*> Capture::active_{nullptr};
@@ -181,12 +174,18 @@ void Capture::Stop() {
                                    0, 0, port_written_[port], port_dropped_[port].load());
         int err = errno;
         if (wrote > 0 && whole_end_ < 0) continue;  // a pipe's or a device's: as written
-        if (wrote > 0 && static_cast<uint32_t>(wrote) == BlockLength(fd_, whole_end_)) {
-          whole_end_ += wrote;
-          continue;
+        if (wrote > 0) {
+          // Whole, or cut short (the file is write-only: its length cannot be read back)? A
+          // short write to a regular file is a full disk or a size limit, which one more byte
+          // meets too; a byte that goes in is taken back.
+          const off_t end = whole_end_ + wrote;
+          if (::write(fd_, "", 1) == 1 && ::ftruncate(fd_, end) == 0 &&
+              ::lseek(fd_, end, SEEK_SET) == end) {
+            whole_end_ = end;
+            continue;
+          }
+          err = errno;
         }
-        // Cut short, saying no why: the next byte's write does (Failed takes it back).
-        if (wrote >= 0) err = ::write(fd_, "", 1) < 0 ? errno : EIO;
         Failed(err);
         break;
       }

@@ -481,5 +481,27 @@ TEST(Output, AFifoWithNoReaderAsJsonIsRefusedBeforeTheMeasurement) {
   fs::remove_all(d);
 }
 
+// The statistics block a forwarding command's capture ends with (one per port still there) went
+// through the whole-block check of b658ad2, which read the block back from a descriptor opened
+// write-only: every sink, bridge and respond capture then failed, "Input/output error", exit 2.
+// A sink's capture on net_null ends whole with its statistics block, exit 0.
+TEST(Output, ASinksCaptureEndsWithItsStatisticsBlock) {
+  const fs::path d = Scratch("sink_capture");
+  const fs::path f = d / "s.pcapng";
+  const Outcome o =
+      Txbatch(d, "sink --port net_null0 --duration 0.3 --stats 0 --capture " + f.string());
+  EXPECT_EQ(o.status, 0) << o.err;
+  EXPECT_NE(o.out.find("capture: 0 frames written to " + f.string()), std::string::npos) << o.out;
+  const std::string bytes = Slurp(f);
+  EXPECT_EQ(WholePcapngPackets(bytes), 0) << bytes.size() << " bytes";
+  uint32_t last = 0, len = 0;  // the last block's type: its length ends it
+  if (bytes.size() >= 12) {
+    std::memcpy(&len, bytes.data() + bytes.size() - 4, sizeof len);
+    if (len <= bytes.size()) std::memcpy(&last, bytes.data() + bytes.size() - len, sizeof last);
+  }
+  EXPECT_EQ(last, 5u) << "an interface statistics block last";
+  fs::remove_all(d);
+}
+
 }  // namespace
 }  // namespace txbatch::test
