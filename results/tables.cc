@@ -99,6 +99,22 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
         !m.empty() && std::find(mixes.begin(), mixes.end(), m) == mixes.end())
       mixes.push_back(m);
   for (const auto& m : mixes) fmt::print(out, "note: {}\n", m);
+  // TCP Small Queues where some cells run them and others, on drivers whose completions are not
+  // seen, cannot (TsqActive): which drivers' cells ran without them.
+  uint64_t tsq = 0;
+  std::vector<std::string> without_tsq;
+  for (const auto& cell : cells)
+    if (TsqActive(cell)) tsq = cell.tsq;
+  for (const auto& cell : cells)
+    if (const std::string d = cell.driver_spec.ToString();
+        tsq > 0 && !cell.driver_spec.emulated() &&
+        std::find(without_tsq.begin(), without_tsq.end(), d) == without_tsq.end())
+      without_tsq.push_back(d);
+  if (!without_tsq.empty())
+    fmt::print(out,
+               "note: TCP Small Queues (--tsq {}) run on emu drivers only, whose completions "
+               "release the bytes: the cells of {} ran without them (config.tsq null)\n",
+               tsq, fmt::join(without_tsq, ", "));
   std::set<std::string> drivers;
   bool emulated = false;
   for (const auto& cell : cells) {

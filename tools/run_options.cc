@@ -310,7 +310,10 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                        "socket (qdisc and ring, until the NIC completes them) before it waits, as "
                        "tcp_limit_output_bytes (1 MiB since Linux 5.0; 131072 in 3.6-4.6); 0 = "
                        "off. Runs with tcp stream producers on emu drivers (others' completions "
-                       "are not seen)");
+                       "are not seen): given above 0 with --proto udp, --producer datagram or no "
+                       "emu driver it is refused; with emu and other drivers the header names the "
+                       "drivers whose cells run without it")
+      ->each([&a](const std::string&) { a.tsq_given = true; });
   AddOptionWithDefault(
       cmd, "--rate", a.rate,
       "Offered load: max, or frames/s (40000pps, 40kpps, 1mpps) or wire bit/s with "
@@ -678,6 +681,39 @@ Status ParseDrivers(const RunArgs& a, const std::vector<PolicySpec>& policies, G
   return {};
 }
 
+// An explicit --tsq above 0 where no cell can run TCP Small Queues (TsqActive): refused, saying
+// why. Where some drivers can and others cannot, the cells run and the header names the drivers
+// whose cells ran without them (PrintHeader).
+Status CheckTsqApplies(const RunArgs& a, const GridParts& g) {
+  if (!a.tsq_given || a.tsq == 0) return {};
+  if (g.proto != Proto::kTcp)
+    return MakeError(EINVAL, fmt::format("--tsq {} bounds the TCP payload a stream keeps below "
+                                         "its socket, and --proto {} sends datagrams (no UDP "
+                                         "send buffer is modelled); valid: --tsq with --proto "
+                                         "tcp, or no --tsq",
+                                         a.tsq, a.proto));
+  if (a.producer != "stream")
+    return MakeError(EINVAL, fmt::format("--tsq {} makes a stream producer wait for completions, "
+                                         "and --producer {} never waits (it drops on a full "
+                                         "qdisc); valid: --tsq with --producer stream, or no "
+                                         "--tsq",
+                                         a.tsq, a.producer));
+  std::vector<std::string> unseen;  // drivers whose completions txbatch does not see
+  for (size_t d = 0; d < g.specs.size(); ++d)
+    if (!g.specs[d].emulated()) unseen.push_back(g.drivers[d]);
+  if (unseen.size() == g.specs.size())
+    return MakeError(
+        ENOTSUP,
+        fmt::format("--tsq {} waits for the NIC's completions to release a "
+                    "stream's bytes, and txbatch sees completions on emu:MODEL "
+                    "drivers only ({}); valid: --tsq with an emu:MODEL driver, or "
+                    "no --tsq",
+                    a.tsq,
+                    unseen.size() == 1 ? unseen.front() + " is not one"
+                                       : fmt::format("none of {} is", fmt::join(unseen, ", "))));
+  return {};
+}
+
 // The cells in run order (RunPlan), each checked against the simulation engine where it runs
 // there.
 Status BuildCells(const RunArgs& a, const GridParts& g, RunPlan& plan) {
@@ -751,6 +787,7 @@ Result<RunPlan> BuildRunPlan(const RunArgs& a) {
   if (Status s = ParseCellValues(a, g); !s) return s.error();
   if (Status s = ParseLinkAndBql(a, g); !s) return s.error();
   if (Status s = ParseDrivers(a, plan.policies, g); !s) return s.error();
+  if (Status s = CheckTsqApplies(a, g); !s) return s.error();
   if (Status s = BuildCells(a, g, plan); !s) return s.error();
   plan.json_path = a.json;
   plan.stats_json_path = a.stats_json;

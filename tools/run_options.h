@@ -33,6 +33,9 @@ struct RunArgs {
   // --offload: auto, none, gso or tso (gso.h); auto: tso where the emulated NIC has it.
   std::string offload = "auto";
   uint64_t tsq = kDefaultTsqBytes;  // --tsq: TCP Small Queues' bytes a stream socket (tsq.h)
+  // --tsq was on the command line: above 0 it is refused where no cell can run TCP Small Queues
+  // (the default is used where they can run and left out where they cannot).
+  bool tsq_given = false;
   unsigned mtu = 1500;
   std::string rate = "max";
   std::string producer = "stream";

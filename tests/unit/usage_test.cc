@@ -4,9 +4,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "engine/record.h"
+#include "results/tables.h"
 #include "tests/unit/run_txbatch.h"
 #include "tools/run_options.h"
 
@@ -104,6 +108,83 @@ TEST(Cli, OutOfRangeNamesTheValueAsTyped) {
        "--target 1e3 is out of range; valid: 50..100 (percent of the best throughput)"},
       {"calibrate --min-r2 1.50", "--min-r2 1.50 is out of range; valid: 0..1"},
   });
+}
+
+// --tsq runs only where completions release the bytes of a TCP stream (TsqActive). Given above 0
+// where no cell can run it, it was taken and ignored (rc 0, config.tsq null): it is refused,
+// saying why, before anything runs.
+TEST(Cli, TsqWhereNoCellCanRunItIsRefused) {
+  const std::string json = ::testing::TempDir() + "/tsq_refused.json";
+  std::filesystem::remove(json);
+  // Short grids, so that a txbatch that takes them runs for a second, not minutes.
+  const std::string run =
+      "run --procs 1 --size 4096 --batch 1 --duration 0.01 --warmup 0 "
+      "--rounds 1 --json " +
+      json;
+  ExpectRefused({
+      {run + " --proto udp --tsq 131072",
+       "--tsq 131072 bounds the TCP payload a stream keeps below its socket, and --proto udp "
+       "sends datagrams"},
+      {run + " --producer datagram --tsq 131072",
+       "--tsq 131072 makes a stream producer wait for completions, and --producer datagram never "
+       "waits"},
+      {run + " --driver ethdev:net_null0 --tsq 131072",
+       "--tsq 131072 waits for the NIC's completions to release a stream's bytes, and txbatch "
+       "sees completions on emu:MODEL drivers only (ethdev:net_null0 is not one)"},
+      {run + " --driver ethdev:net_null0 --driver ethdev:net_ring0 --tsq 1048576",
+       "drivers only (none of ethdev:net_null0, ethdev:net_ring0 is)"},
+      {"sweep --out " + ::testing::TempDir() +
+           "/tsq_sweep --procs 1 --batch 1 --duration 0.01 --warmup 0 --rounds 1 --proto udp "
+           "--tsq 65536",
+       "--proto udp sends datagrams"},
+  });
+  EXPECT_FALSE(std::filesystem::exists(json));
+  EXPECT_FALSE(std::filesystem::exists(::testing::TempDir() + "/tsq_sweep"));
+}
+
+// Where it can run, --tsq runs; --tsq 0 (nothing to turn off) and the default are taken
+// anywhere; with emu and other drivers together the header names the drivers whose cells ran
+// without TCP Small Queues.
+TEST(RunPlan, TsqRunsWhereItCanAndTheHeaderSaysWhereNot) {
+  RunArgs udp;
+  udp.proto = "udp";
+  EXPECT_TRUE(BuildRunPlan(udp).ok());  // the default, not given
+  udp.tsq_given = true;
+  udp.tsq = 0;
+  EXPECT_TRUE(BuildRunPlan(udp).ok());
+  udp.tsq = 131072;
+  EXPECT_FALSE(BuildRunPlan(udp).ok());
+
+  RunArgs mixed;
+  mixed.drivers = {"emu:e1000", "ethdev:net_null0"};
+  mixed.tsq = 131072;
+  mixed.tsq_given = true;
+  mixed.procs = "1";
+  mixed.size = "4096";
+  auto plan = BuildRunPlan(mixed);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  for (const CellConfig& c : plan->cells)
+    EXPECT_EQ(TsqActive(c), c.driver_spec.emulated()) << c.driver;
+  const auto header = [](const std::vector<CellConfig>& cells) {
+    char* text = nullptr;
+    size_t size = 0;
+    std::FILE* out = open_memstream(&text, &size);
+    PrintHeader(out, cells, RunEnv{});
+    std::fclose(out);
+    std::string s(text, size);
+    std::free(text);
+    return s;
+  };
+  EXPECT_NE(header(plan->cells)
+                .find("note: TCP Small Queues (--tsq 131072) run on emu drivers only, whose "
+                      "completions release the bytes: the cells of ethdev:net_null0,no-rx=1 ran "
+                      "without them (config.tsq null)\n"),
+            std::string::npos)
+      << header(plan->cells);
+  mixed.drivers = {"emu:e1000"};
+  plan = BuildRunPlan(mixed);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_EQ(header(plan->cells).find("TCP Small Queues (--tsq"), std::string::npos);
 }
 
 }  // namespace
