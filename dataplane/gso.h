@@ -23,6 +23,7 @@
 
 #include <rte_mbuf.h>
 
+#include <cstdint>
 #include <span>
 #include <string_view>
 
@@ -66,6 +67,20 @@ inline bool IsGso(const rte_mbuf* m) { return (m->ol_flags & RTE_MBUF_F_TX_TCP_S
 inline unsigned WireFrames(const rte_mbuf* m) { return IsGso(m) ? m->nb_segs : 1; }
 // The wire frames of `frames`, added up.
 unsigned WireFrames(std::span<rte_mbuf* const> frames);
+
+// How a driver counts a frame's bytes for BQL — what it reports to netdev_tx_sent_queue and, the
+// same, to netdev_tx_completed_queue — a per-NIC-model choice (TxDriver::bql_bytes).
+enum class BqlBytes : uint8_t {
+  kLength,          // its length: a GSO frame's headers once (e1000: skb->len, 3.18 and 6.x)
+  kSegmentHeaders,  // a GSO frame's headers once per segment, as its segments leave
+                    // (ixgbe_tso: first->bytecount += (gso_segs - 1) * hdr_len)
+};
+// `m`'s bytes for BQL as `rule` counts them.
+inline uint32_t BqlBytesOf(const rte_mbuf* m, BqlBytes rule) {
+  const uint32_t len = rte_pktmbuf_pkt_len(m);
+  if (rule == BqlBytes::kLength || !IsGso(m)) return len;
+  return len + (WireFrames(m) - 1) * (m->l2_len + m->l3_len + m->l4_len);
+}
 
 // Cuts GSO frame `head` into its segments, written to out[0..n) in order (out[0] is `head`
 // itself, trimmed to its first slice); returns n = head->nb_segs. Every segment is a complete

@@ -9,7 +9,10 @@ namespace txbatch {
 
 NetdevQueue::NetdevQueue(TxDriver& driver, const FlushPolicy& policy, const BqlBounds& bql,
                          double tsc_hz, TxQueueCounters& counters)
-    : driver_(driver), counters_(counters), bql_ends_chain_(policy.spec().bql_stop_ends_chain()) {
+    : driver_(driver),
+      counters_(counters),
+      bql_ends_chain_(policy.spec().bql_stop_ends_chain()),
+      bql_bytes_(driver.bql_bytes()) {
   if (policy.spec().uses_bql() && driver.has_bql()) {
     dql_.emplace(static_cast<Tsc>(bql.hold_s * tsc_hz), bql.limit_min, bql.limit_max,
                  policy.spec().bql_starts_at_min() ? DqlStart::kMinLimit : DqlStart::kZero);
@@ -32,7 +35,7 @@ XmitResult NetdevQueue::Xmit(std::span<rte_mbuf* const> frames, Handover handove
     // 3.18's e1000 rang every frame, which emu does not model): a frame that stops the queue
     // through BQL, and on 4.20 on every frame after it in the chain, goes without xmit_more.
     while (accepted < n) {
-      const uint32_t len = rte_pktmbuf_pkt_len(frames[accepted]);  // before the driver owns it
+      const uint32_t len = BqlBytesOf(frames[accepted], bql_bytes_);  // before the driver owns it
       const bool bql_stopped = dql_ && (bql_xoff_ || dql_->Avail() - static_cast<int64_t>(len) < 0);
       if (!driver_.XmitOne(frames[accepted], accepted + 1 < n && !bql_stopped)) break;
       ++accepted;
@@ -42,7 +45,7 @@ XmitResult NetdevQueue::Xmit(std::span<rte_mbuf* const> frames, Handover handove
   } else {
     std::array<uint32_t, kMaxBatch> len;
     if (dql_)
-      for (uint16_t i = 0; i < n; ++i) len[i] = rte_pktmbuf_pkt_len(frames[i]);
+      for (uint16_t i = 0; i < n; ++i) len[i] = BqlBytesOf(frames[i], bql_bytes_);
     accepted = driver_.Xmit(frames);
     if (dql_)
       for (uint16_t i = 0; i < accepted; ++i) BqlSent(len[i]);

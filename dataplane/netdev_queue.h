@@ -63,6 +63,7 @@ class NetdevQueue {
   TxQueueCounters& counters_;
   std::optional<DynamicQueueLimits> dql_;
   const bool bql_ends_chain_;  // FlushPolicy's bql_stop_ends_chain
+  const BqlBytes bql_bytes_;   // how the driver counts a frame's bytes (TxDriver::bql_bytes)
   bool bql_xoff_ = false;      // __QUEUE_STATE_STACK_XOFF
   uint64_t bql_reported_ = 0;  // the driver's completed_bytes already reported to dql_
 };

@@ -13,6 +13,7 @@
 #include "base/counters.h"
 #include "base/tsc.h"
 #include "batching/batch.h"
+#include "dataplane/gso.h"
 
 namespace txbatch {
 
@@ -153,6 +154,9 @@ class TxDriver {
   // driver calls netdev_tx_completed_queue. Without it BQL's limit means nothing: the kernel
   // policies get no bulking and `bql` is refused.
   virtual bool has_bql() const { return false; }
+  // How it counts a frame's bytes for BQL (gso.h), in completed_bytes and as the stack queues
+  // them (NetdevQueue, which reads this once, at setup).
+  virtual BqlBytes bql_bytes() const { return BqlBytes::kLength; }
 
   // True when the ring cannot take another frame (netif_tx_queue_stopped). Under the TX lock.
   virtual bool Stopped() const = 0;

@@ -75,6 +75,7 @@ class EmuNic final : public TxDriver {
     return infinite_ ? kMaxBatch : static_cast<unsigned>(ring_.size()) - descs_used_;
   }
   bool has_bql() const override { return true; }
+  BqlBytes bql_bytes() const override { return options_.bql_bytes; }
 
   bool Stopped() const override { return stopped_; }
 
@@ -90,7 +91,7 @@ class EmuNic final : public TxDriver {
       unsigned reclaimed = 0;
       while (count_ > 0 && k < kDeliverChunk && ring_[head_].departure <= now) {
         const Desc& d = ring_[head_];
-        counters_.completed_bytes.Add(rte_pktmbuf_pkt_len(d.m));
+        counters_.completed_bytes.Add(BqlBytesOf(d.m, options_.bql_bytes));
         // The skb is freed (tcp_wfree); its flow's delivery rate is sampled at its departure, the
         // clock its ACK would keep, not the reclaim's cadence.
         if (tsq_ != nullptr) tsq_->Release(d.m, d.departure);
@@ -336,7 +337,7 @@ class EmuNic final : public TxDriver {
     Spend(now, cost);
     std::array<Tsc, kMaxBatch> arrival;
     for (unsigned i = 0; i < n; ++i) {
-      counters_.completed_bytes.Add(rte_pktmbuf_pkt_len(frames[i]));
+      counters_.completed_bytes.Add(BqlBytesOf(frames[i], options_.bql_bytes));
       if (tsq_ != nullptr) tsq_->Release(frames[i], now);
       CountDeparture(frames[i], now);
       arrival[i] = now;

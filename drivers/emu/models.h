@@ -6,6 +6,8 @@
 #include <array>
 #include <string_view>
 
+#include "dataplane/gso.h"
+
 namespace txbatch::emu {
 
 struct ModelTraits {
@@ -28,6 +30,9 @@ struct ModelTraits {
   // after the oldest unreclaimed frame departed, if free_thresh descriptors have not departed
   // first; 0: free_thresh alone (a DPDK PMD's tx_free_thresh, a verbs signal_every).
   double tx_usecs = 0;
+  // How its driver counts a frame's bytes for BQL (gso.h): ixgbe repeats a GSO frame's headers
+  // per segment (ixgbe_tso), e1000 counts skb->len both ways.
+  BqlBytes bql_bytes = BqlBytes::kLength;
 };
 
 // IB 4x data rates after line encoding: SDR, DDR, QDR 2.5/5/10 Gbaud x 4 lanes with 8b/10b; FDR
@@ -50,7 +55,8 @@ inline constexpr std::array<ModelTraits, 7> kModels = {{
     // a posted PCIe MMIO write ~ 150 ns of CPU time; stopped with fewer than DESC_NEEDED =
     // MAX_SKB_FRAGS + 4 = 21 free (ixgbe_tx_map's ixgbe_maybe_stop_tx, 3.18 to 6.9).
     // TSO: IXGBE_MAX_DATA_PER_TXD = 1 << 14 bytes a data descriptor, after a context one.
-    {"ixgbe", 10000, 512, 32, 150, 10, 21, "10 Gb/s, ring 512", 0, 16384},
+    {"ixgbe", 10000, 512, 32, 150, 10, 21, "10 Gb/s, ring 512", 0, 16384, 0,
+     BqlBytes::kSegmentHeaders},
     // No wire, no device cost: what is left is the software path alone.
     {"null", 0, 4096, 32, 0, 0, 1, "infinitely fast, accepts everything at once"},
     // IPoIB datagram mode on a UD QP (the verbs driver's shape): a 512-deep send queue, a

@@ -14,9 +14,12 @@
 #include <vector>
 
 #include "batching/batch.h"
+#include "batching/flush_policy.h"
 #include "dataplane/frame.h"
+#include "dataplane/netdev_queue.h"
 #include "dataplane/run_window.h"
 #include "dataplane/rx_sink.h"
+#include "dataplane/tx_queue.h"
 #include "dataplane/workload.h"
 #include "drivers/emu/emu.h"
 #include "tests/unit/test_eal.h"
@@ -288,6 +291,49 @@ TEST(Gso, AFrameThatDoesNotFitStopsTheQueue) {
   EXPECT_EQ(nic->Purge(), 45u);
   EXPECT_EQ(sink.counts().received, 45u);
   nic.reset();
+  EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
+}
+
+// BQL's bytes for a GSO frame are its driver's: ixgbe_tso adds its headers once per segment
+// after the first (first->bytecount += (gso_segs - 1) * hdr_len) and reports bytecount both to
+// netdev_tx_sent_queue and, at the clean, to netdev_tx_completed_queue; e1000 reports skb->len
+// both ways. A 45-slice frame of 65226 bytes with 66 bytes of headers (Ethernet 14, IPv4 20, TCP
+// with timestamps 32): 65226 + 44 x 66 = 68130 bytes on ixgbe, 65226 on e1000, queued as the
+// stack hands it over (a pinned limit's room) and completed as the NIC reclaims it (the room
+// back whole). Both counted the length on ixgbe before.
+TEST(Gso, EachNicModelCountsAGsoFrameForBqlAsItsDriverDoes) {
+  struct Case {
+    const char* spec;
+    uint32_t bql_bytes;
+  };
+  for (const Case& c : {Case{"emu:ixgbe,doorbell_ns=0,desc_ns=0", 65226 + 44 * 66},
+                        Case{"emu:e1000,doorbell_ns=0,desc_ns=0", 65226}}) {
+    SCOPED_TRACE(c.spec);
+    auto o = emu::ParseEmuSpec(c.spec);
+    ASSERT_TRUE(o.ok()) << o.error().message;
+    RunWindow window;
+    RxSink sink(window, test::TscHz(), 1);
+    auto nic = emu::CreateEmuDriver(*o, sink, window, test::TscHz());
+    const auto policy = MakeFlushPolicy(*ParsePolicySpec("linux-2025"), test::TscHz());
+    TxQueueCounters counters;
+    constexpr uint32_t kLimit = 1'000'000;
+    NetdevQueue dev(*nic, *policy, BqlBounds{kLimit, kLimit, 1.0}, test::TscHz(), counters);
+    FrameBuilder b(Proto::kTcp, 0);
+    rte_mbuf* m = BuildGso(b, 45 * kMss, Now());
+    ASSERT_EQ(rte_pktmbuf_pkt_len(m), 65226u);
+    ASSERT_EQ(m->l2_len + m->l3_len + m->l4_len, 66);
+    ASSERT_EQ(dev.Xmit({&m, 1}, Handover::kXmitMore).accepted, 1);
+    EXPECT_EQ(dev.bql_avail(), int64_t{kLimit} - c.bql_bytes);
+    while (nic->InFlight() > 0) {
+      const Tsc d = nic->NextCompletion();
+      while (Now() < d) {
+      }
+      (void)dev.Complete(d);
+    }
+    EXPECT_EQ(nic->counters().completed_bytes.Get(), c.bql_bytes);
+    EXPECT_EQ(dev.bql_avail(), int64_t{kLimit});
+    EXPECT_EQ(sink.counts().received, 45u);
+  }
   EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
 }
 
