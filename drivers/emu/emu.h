@@ -34,6 +34,9 @@ struct EmuOptions {
   // TSO (--offload tso; the model's, not a key): the bytes one data descriptor carries of a GSO
   // frame, which the NIC cuts into MSS frames on the wire; 0: no TSO (e1000 4096, ixgbe 16384).
   unsigned tso_desc_bytes = 0;
+  // TSO admission (the model's): the free descriptors a GSO frame needs beyond its own, short
+  // of which the driver stops its queue and refuses it (ModelTraits::tso_admit_slack).
+  unsigned tso_admit_slack = 0;
   // How the model's driver counts a frame's bytes for BQL (the model's; ModelTraits::bql_bytes).
   BqlBytes bql_bytes = BqlBytes::kLength;
   // Completion coalescing's time bound (ethtool's tx-usecs): a pass at most this long after the

@@ -197,7 +197,10 @@ class EmuNic final : public TxDriver {
     unsigned n = 0, descs = 0, wire_frames = 0;
     for (; n < frames.size(); ++n) {
       const unsigned need = Descs(frames[n]);
-      if (need > FreeSlots()) break;
+      // A GSO frame is admitted only with its driver's slack free beyond its own descriptors
+      // (tso_admit_slack: e1000_xmit_frame's count + 2); a plain frame's admission never binds
+      // behind stop_slack, and a stopped queue's burst (--qdisc none) takes what fits.
+      if (need + (IsGso(frames[n]) ? options_.tso_admit_slack : 0) > FreeSlots()) break;
       Desc& d = ring_[(head_ + count_ + unrung_) % ring_.size()];
       d.m = frames[n];
       d.departure = kNever;  // the NIC has not seen it yet

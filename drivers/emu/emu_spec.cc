@@ -128,6 +128,7 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
   o.desc_ns = traits->desc_ns;
   o.link_mtu = traits->link_mtu;
   o.tso_desc_bytes = traits->tso_desc_bytes;
+  o.tso_admit_slack = traits->tso_admit_slack;
   o.bql_bytes = traits->bql_bytes;
   o.tx_usecs = traits->tx_usecs;
   for (size_t i = 1; i < parts.size(); ++i) {

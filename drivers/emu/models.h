@@ -30,6 +30,12 @@ struct ModelTraits {
   // after the oldest unreclaimed frame departed, if free_thresh descriptors have not departed
   // first; 0: free_thresh alone (a DPDK PMD's tx_free_thresh, a verbs signal_every).
   double tx_usecs = 0;
+  // TSO admission: the free descriptors a GSO frame needs beyond its own before the driver
+  // takes it; short of them it stops its queue and refuses the frame (NETDEV_TX_BUSY). e1000:
+  // 3 (e1000_xmit_frame's `count + 2`, its count one more than the frame's descriptors: the
+  // spare its sentinel workaround may take); ixgbe: 2 (ixgbe_xmit_frame_ring's `count + 3` over
+  // the data descriptors, the context one among the 3). 0: its descriptors alone.
+  unsigned tso_admit_slack = 0;
   // How its driver counts a frame's bytes for BQL (gso.h): ixgbe repeats a GSO frame's headers
   // per segment (ixgbe_tso), e1000 counts skb->len both ways.
   BqlBytes bql_bytes = BqlBytes::kLength;
@@ -44,18 +50,19 @@ inline constexpr double kIbSdrMbps = 8000, kIbDdrMbps = 16000, kIbQdrMbps = 3200
 inline constexpr std::array<ModelTraits, 7> kModels = {{
     // 82540EM-class GbE: 256 descriptors (e1000 default TxDescriptors), wake at 32 free
     // (TX_WAKE_THRESHOLD); an uncached PCI MMIO write of the tail register ~ 0.5 us; stopped
-    // with fewer than MAX_SKB_FRAGS + 2 = 19 free (3.18 e1000_xmit_frame; + 7 from 4.x).
+    // with fewer than MAX_SKB_FRAGS + 2 = 19 free (3.18 e1000_xmit_frame; MAX_SKB_FRAGS + 7 =
+    // 24 from 4.x, `stop_slack=24`, which always leaves a TSO frame its admission's 17 + 3).
     // TSO: E1000_MAX_DATA_PER_TXD = 1 << 12 bytes a data descriptor, after a context one.
     // Completions: Linux's e1000 cleans the ring at every TX interrupt (e1000_clean_tx_irq),
     // moderated by InterruptThrottleRate's default dynamic mode — 20 000 interrupts a second
     // (50 us) in its low-latency class, 4000 (250 us) in bulk — not after a count of frames: a
     // pass 50 us after a departure at the latest.
-    {"e1000", 1000, 256, 32, 500, 20, 19, "1 Gb/s GbE, ring 256", 0, 4096, 50},
+    {"e1000", 1000, 256, 32, 500, 20, 19, "1 Gb/s GbE, ring 256", 0, 4096, 50, 3},
     // 82599-class 10 GbE: 512 descriptors (DPDK ixgbe default nb_tx_desc), tx_free_thresh 32;
     // a posted PCIe MMIO write ~ 150 ns of CPU time; stopped with fewer than DESC_NEEDED =
     // MAX_SKB_FRAGS + 4 = 21 free (ixgbe_tx_map's ixgbe_maybe_stop_tx, 3.18 to 6.9).
     // TSO: IXGBE_MAX_DATA_PER_TXD = 1 << 14 bytes a data descriptor, after a context one.
-    {"ixgbe", 10000, 512, 32, 150, 10, 21, "10 Gb/s, ring 512", 0, 16384, 0,
+    {"ixgbe", 10000, 512, 32, 150, 10, 21, "10 Gb/s, ring 512", 0, 16384, 0, 2,
      BqlBytes::kSegmentHeaders},
     // No wire, no device cost: what is left is the software path alone.
     {"null", 0, 4096, 32, 0, 0, 1, "infinitely fast, accepts everything at once"},

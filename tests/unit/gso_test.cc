@@ -337,5 +337,40 @@ TEST(Gso, EachNicModelCountsAGsoFrameForBqlAsItsDriverDoes) {
   EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
 }
 
+// e1000's TSO admission: e1000_xmit_frame takes an skb only with `count + 2` descriptors free,
+// its count the frame's descriptors and one more (the spare its sentinel workaround may take),
+// else it stops the queue and returns NETDEV_TX_BUSY. A 45-slice frame takes 17 (a context one
+// and 16 of 4096 bytes), so it needs 20 free, one more than the 19 (MAX_SKB_FRAGS + 2, 3.18) an
+// open queue keeps: behind 237 one-descriptor frames (19 free, open) it is refused and the queue
+// stops; behind 236 (20 free) it is taken, leaving 3. The emulated e1000 took it with 17 free.
+TEST(Gso, AnE1000TakesAGsoFrameOnlyWithItsDriversSlackFree) {
+  for (const unsigned plain : {237u, 236u}) {
+    SCOPED_TRACE(plain);
+    auto o = emu::ParseEmuSpec("emu:e1000,doorbell_ns=0,desc_ns=0");
+    ASSERT_TRUE(o.ok()) << o.error().message;
+    ASSERT_EQ(o->stop_slack, 19u);
+    ASSERT_EQ(o->tso_admit_slack, 3u);
+    RunWindow window;
+    RxSink sink(window, test::TscHz(), 1);
+    auto nic = emu::CreateEmuDriver(*o, sink, window, test::TscHz());
+    FrameBuilder b(Proto::kTcp, 0);
+    std::vector<rte_mbuf*> frames(plain);
+    ASSERT_EQ(rte_pktmbuf_alloc_bulk(test::Pool(), frames.data(), plain), 0);
+    for (rte_mbuf* f : frames) b.Build(f, kMss, 0);
+    ASSERT_EQ(nic->Xmit(frames), plain);
+    ASSERT_EQ(nic->FreeSlots(), 256u - plain);
+    ASSERT_FALSE(nic->Stopped());
+    rte_mbuf* m = BuildGso(b, 45 * kMss, 0);
+    const bool taken = plain == 236;
+    EXPECT_EQ(nic->Xmit({&m, 1}), taken ? 1 : 0);
+    EXPECT_TRUE(nic->Stopped());
+    EXPECT_EQ(nic->counters().stops.Get(), 1u);
+    EXPECT_EQ(nic->FreeSlots(), taken ? 3u : 19u);
+    if (!taken) rte_pktmbuf_free(m);
+    EXPECT_EQ(nic->Purge(), plain + (taken ? 45 : 0));
+  }
+  EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0);
+}
+
 }  // namespace
 }  // namespace txbatch
