@@ -92,7 +92,6 @@ class TsqLedger {
  public:
   TsqLedger(unsigned flows, const TsqModel& model)
       : model_(model),
-        cap_(static_cast<int64_t>(model.cap)),
         sample_tsc_(model.tsc_hz * kRateSampleS),
         flows_(std::make_unique<Flow[]>(flows)),
         n_(flows) {}
@@ -101,7 +100,7 @@ class TsqLedger {
   int64_t Limit(unsigned flow) const {
     const Flow& f = flows_[flow];
     const auto paced = static_cast<int64_t>(f.pacing_bps.load() / (1u << kPacingShift));
-    return std::min(cap_, std::max(2 * f.last_truesize.load(), paced));
+    return std::min(static_cast<int64_t>(model_.cap), std::max(2 * f.last_truesize.load(), paced));
   }
   // tcp_small_queue_check for `flow`: whether it has more than its limit below it now, as the
   // kernel reads sk_wmem_alloc — with the socket's own reference (kWmemAllocBias) in it. A flow
@@ -225,7 +224,6 @@ class TsqLedger {
   }
 
   const TsqModel model_;
-  const int64_t cap_;
   const double sample_tsc_;
   std::unique_ptr<Flow[]> flows_;
   const unsigned n_;
@@ -244,11 +242,15 @@ struct TsqSummary {
   double pacing_rate = 0;   // the flows' median pacing rate at the end (bytes a second)
 };
 
-// Samples a ledger at instants its owner picks (a steady period inside the measured window).
+// Samples a ledger every `period` TSC ticks from `start` (the measured window's start).
 class TsqSampler {
  public:
-  void Take(const TsqLedger& tsq) {
-    for (unsigned f = 0; f < tsq.flows(); ++f) below_.push_back(tsq.Below(f));
+  TsqSampler(Tsc start, Tsc period) : next_(start), period_(std::max<Tsc>(1, period)) {}
+  // Takes every sample due before `now` (the ledger as it stands: the simulation calls it
+  // before each step, the real engine as its sleeps end).
+  void TakeUntil(const TsqLedger& tsq, Tsc now) {
+    for (; next_ < now; next_ += period_)
+      for (unsigned f = 0; f < tsq.flows(); ++f) below_.push_back(tsq.Below(f));
   }
   TsqSummary Summarise(const TsqLedger& tsq) const {
     TsqSummary s;
@@ -274,6 +276,8 @@ class TsqSampler {
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
     return v[k];
   }
+  Tsc next_;
+  const Tsc period_;
   std::vector<int64_t> below_;
 };
 // How often a window samples its TSQ ledger: 1 ms (ss at 10 ms sees the same distribution; a

@@ -130,7 +130,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
     while (Now() < until) {
       if (stop.load()) return false;
       SleepNs(std::min(slice_ns, static_cast<double>(until - Now()) * 1e9 / tsc_hz));
-      if (sampler != nullptr) sampler->Take(*tsq);
+      if (sampler != nullptr) sampler->TakeUntil(*tsq, Now());
     }
     return true;
   };
@@ -144,7 +144,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   const CounterSnapshot a = snapshot();
   window.start.store(Now());
   window.end.store(kNever);
-  TsqSampler tsq_sampler;
+  TsqSampler tsq_sampler(window.start.load(), static_cast<Tsc>(kTsqSampleS * tsc_hz));
   if (completed) completed = sleep_for(cfg.duration_s, tsq ? &tsq_sampler : nullptr);
   const Tsc window_end = Now();
   window.end.store(window_end);

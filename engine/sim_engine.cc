@@ -621,10 +621,8 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   Tsc last = origin;
   // TCP Small Queues sampled every kTsqSampleS of the window: nothing changes between steps, so
   // the samples due before a step see the state the steps before it left.
-  TsqSampler tsq_sampler;
+  TsqSampler tsq_sampler(window_start, static_cast<Tsc>(kTsqSampleS * tsc_hz_));
   std::optional<TsqSummary> tsq_summary;
-  const auto tsq_period = static_cast<Tsc>(kTsqSampleS * tsc_hz_);
-  Tsc next_tsq_sample = window_start;
   while (SimActor* next = Earliest()) {
     if (SimCore* core = TickDue(next->t)) {
       // A tick before the next step: the thread running on that CPU loses it (the next step may
@@ -637,9 +635,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
       a = Snapshot();
       in_window = true;
     }
-    if (tsq_)
-      for (; next_tsq_sample < std::min(next->t, window_end); next_tsq_sample += tsq_period)
-        tsq_sampler.Take(*tsq_);
+    if (tsq_) tsq_sampler.TakeUntil(*tsq_, std::min(next->t, window_end));
     if (!ended && next->t >= window_end) {
       if (tsq_) tsq_summary = tsq_sampler.Summarise(*tsq_);
       b = Snapshot();
