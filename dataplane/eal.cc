@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -286,6 +287,14 @@ uint64_t FreeHugepageBytes() {
   return total;
 }
 
+EalHost EalHost::Here() {
+  EalHost host{.free_huge_bytes = FreeHugepageBytes()};
+  rlimit fsize{};
+  if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY)
+    host.file_size_limit = fsize.rlim_cur;
+  return host;
+}
+
 std::string EalHelpOption(const std::vector<std::string>& args) {
   // DPDK 22.11's short options (eal_common_options.c, eal_short_options): h and v stand alone,
   // these take a value — the rest of their cluster, or the next argument.
@@ -325,7 +334,8 @@ Status CheckEalUserArgs(const EalUserArgs& user) {
   return {};
 }
 
-Result<EalPlan> PlanEal(uint64_t need_bytes, const EalUserArgs& user, EalMemory memory) {
+Result<EalPlan> PlanEal(uint64_t need_bytes, const EalUserArgs& user, EalMemory memory,
+                        const EalHost& host) {
   if (Status st = CheckEalUserArgs(user); !st) return st.error();
   EalPlan plan;
   plan.args.push_back("txbatch");
@@ -337,7 +347,14 @@ Result<EalPlan> PlanEal(uint64_t need_bytes, const EalUserArgs& user, EalMemory 
   }
   const uint64_t need = need_bytes + kEalBaseBytes;
   const uint64_t need_mb = (need + (1 << 20) - 1) >> 20;
-  const uint64_t free_huge = FreeHugepageBytes();
+  const uint64_t free_huge = host.free_huge_bytes;
+  // --in-memory sizes hugepage files; a file-size limit below the pool would leave EAL without
+  // memory (EalHost). Bounded by the whole estimate: a segment list's file can be that large.
+  const bool files_fit = host.file_size_limit >= need;
+  const std::string files_limit =
+      fmt::format("the file-size limit (ulimit -f) of {} KB is below the {} MB estimate, and "
+                  "--in-memory's hugepages are files",
+                  host.file_size_limit >> 10, need_mb);
   plan.args.push_back(fmt::format("--file-prefix=txbatch-{}", getpid()));
   // A core list in --eal-extra replaces txbatch's: EAL 22.11 refuses a second -l, -c or --lcores
   // ("Option -l is ignored, because (-l) is set!") where it takes the last of other options.
@@ -360,6 +377,10 @@ Result<EalPlan> PlanEal(uint64_t need_bytes, const EalUserArgs& user, EalMemory 
                                              "hugepages but {} MB are free; reserve more in "
                                              "/proc/sys/vm/nr_hugepages or use no-huge or auto.",
                                              need_mb, free_huge >> 20));
+      if (!files_fit)
+        return MakeError(EFBIG, fmt::format("--eal-memory in-memory cannot start: {}; raise it "
+                                            "(ulimit -f unlimited) or use no-huge or auto.",
+                                            files_limit));
       use_huge = true;
       plan.why = fmt::format("forced by --eal-memory; {} MB of {} MB free hugepages", need_mb,
                              free_huge >> 20);
@@ -368,11 +389,13 @@ Result<EalPlan> PlanEal(uint64_t need_bytes, const EalUserArgs& user, EalMemory 
       plan.why = "forced by --eal-memory";
       break;
     case EalMemory::kAuto:
-      use_huge = free_huge >= need;
+      use_huge = free_huge >= need && files_fit;
       plan.why = use_huge ? fmt::format("{} MB of free hugepages cover the {} MB estimate",
                                         free_huge >> 20, need_mb)
-                          : fmt::format("{} MB of free hugepages do not cover the {} MB estimate",
-                                        free_huge >> 20, need_mb);
+                 : free_huge < need ? fmt::format("{} MB of free hugepages do not cover the {} "
+                                                  "MB estimate",
+                                                  free_huge >> 20, need_mb)
+                                    : files_limit;
       break;
   }
   if (use_huge) {

@@ -46,6 +46,31 @@ TEST(EalPlan, ExtraArgumentsComeAfterTxbatchsOwnAndAfterDashDashReplaceThem) {
   EXPECT_EQ(replaced->mode, "user");
 }
 
+// Hugepages under a file-size limit (ulimit -f): --in-memory's hugepage files cannot be sized
+// past it, and EAL started without memory ("error allocating rte services array": CI, with 256
+// hugepages reserved, `ulimit -f 100`). auto now takes no-huge and says why; in-memory forced is
+// one sentence. 512 MB free cover the 1 MB + base estimate in every case here.
+TEST(EalPlan, AFileSizeLimitBelowThePoolKeepsEalOffHugepageFiles) {
+  const EalHost roomy{.free_huge_bytes = 512ull << 20};
+  auto huge = PlanEal(1 << 20, {}, EalMemory::kAuto, roomy);
+  ASSERT_TRUE(huge) << huge.error().message;
+  EXPECT_EQ(huge->mode, "in-memory");
+  const EalHost limited{.free_huge_bytes = 512ull << 20, .file_size_limit = 100 << 10};
+  auto aut = PlanEal(1 << 20, {}, EalMemory::kAuto, limited);
+  ASSERT_TRUE(aut) << aut.error().message;
+  EXPECT_EQ(aut->mode, "no-huge");
+  EXPECT_NE(aut->why.find("the file-size limit (ulimit -f) of 100 KB is below the"),
+            std::string::npos)
+      << aut->why;
+  auto forced = PlanEal(1 << 20, {}, EalMemory::kInMemory, limited);
+  ASSERT_FALSE(forced);
+  EXPECT_NE(forced.error().message.find("--eal-memory in-memory cannot start: the file-size "
+                                        "limit (ulimit -f) of 100 KB"),
+            std::string::npos)
+      << forced.error().message;
+  EXPECT_TRUE(PlanEal(1 << 20, {}, EalMemory::kInMemory, roomy));
+}
+
 // A core list in --eal-extra replaces txbatch's -l: EAL 22.11 refuses a second one ("Option -l
 // is ignored, because (-l) is set!"), so `--eal-extra "-l 1"` never started.
 TEST(EalPlan, ACoreListAmongTheExtraArgumentsReplacesTxbatchsOwn) {
