@@ -396,20 +396,25 @@ TEST_F(EmuNicTest, NothingIsDeliveredBeforeItDeparts) {
 // descriptors in flight, a pass comes 50 us after the oldest departure instead of waiting for
 // the last. Eight 1538-byte wire frames, 12.304 us each: the first departs at 12.3 us, the pass
 // at 62.3 us finds 5 gone (61.5 us); the next is 50 us after the sixth's 73.8 us, but the eighth
-// departs first (98.4 us): a pass then, for 3.
+// departs first (98.4 us): a pass then, for 3. The wire starts at the doorbell, somewhere
+// between the clock read before Xmit and the one after (1.25 us apart under ASan on CI): the
+// first pass is bounded by both reads; the second, 36.128 us (8 x 12.304 - 62.304) after the
+// first, by the wire alone — to 0.01 us, a TSC tick's rounding per frame time.
 TEST_F(EmuNicTest, ACompletionPassComesTxUsecsAfterTheOldestDeparture) {
   Make("emu:e1000,doorbell_ns=0,desc_ns=0");
   auto f = Frames(8, 1472);
-  const Tsc t0 = Now();
+  const Tsc before = Now();
   ASSERT_EQ(nic_->Xmit(f), 8);
+  const Tsc after = Now();
   const double us = test::TscHz() / 1e6;
   const Tsc first = nic_->NextCompletion();
-  EXPECT_NEAR(static_cast<double>(first - t0) / us, 12.304 + 50, 1.0);
+  EXPECT_GE(static_cast<double>(first - before) / us, 12.304 + 50 - 0.01);
+  EXPECT_LE(static_cast<double>(first - after) / us, 12.304 + 50 + 0.01);
   while (Now() < first) {
   }
   EXPECT_EQ(nic_->Complete(first), 5u);
   const Tsc second = nic_->NextCompletion();
-  EXPECT_NEAR(static_cast<double>(second - t0) / us, 8 * 12.304, 1.0);
+  EXPECT_NEAR(static_cast<double>(second - first) / us, 8 * 12.304 - (12.304 + 50), 0.01);
   while (Now() < second) {
   }
   EXPECT_EQ(nic_->Complete(second), 3u);
