@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "batching/flush_policy.h"
 #include "tests/test_files.h"
@@ -135,42 +136,52 @@ void ComparePinned(const Hist& kernel, const Hist& model) {
 // BQL dynamic: DQL's limit and the ring-bound cycle. With QEMU's e1000 every frame queued is
 // done at each completion, so a completion that finds the queue over its limit finds it starved
 // (dql_completed: ovlimit and nothing in progress) and adds the bytes queued since the previous
-// one, and the limit never shrinks (no completion sees bytes in progress). Starting at 0
-// (6.1.192's dql_reset: limit_min) with a backlog, each cycle sends the limit and one frame
-// over it: limit_k+1 = 2 limit_k + 60, i.e. 60 (2^k - 1) bytes: 60, 180, ..., 7620, 15300,
-// until it passes what the ring lets into flight (e1000 stops its queue with S = 232 frames in
-// it: the guest's inflight maximum): L = 255 frames, in any guest whose completions came after
-// BQL stopped the queue — so the settled limits must be equal. Then the ring, not BQL, ends a
-// cycle: a completion after the ring's stop finds L - S = 23 frames requeued, which come back
-// one a dequeue (23 bulks of 1, 23 packets of the quota), then bulks of 65 - 23 = 42 (the
-// quota's rest), 65, 65 and L - 3 x 65 = 60 (BQL's rest), of which the ring takes 37 and 23 go
-// back. Completions before the ring filled, and a qdisc the guest's producers left empty (a
-// loaded host: three quarters of the frames bypassed in one run), add bulks of 65, partial bulks
-// and singles: the shares are the guest's speed and not compared. What is: the settled limit;
-// the largest bulk (65: dev_tx_weight + 1), the commonest multi-frame one (65) and the mode; and
-// the ring-bound cycle in both — bulks of 42 and of 60, as many of one as of the other (one each
-// a cycle, but the guest breaks some after their 42, an early completion or an empty qdisc: 52
-// and 49 in one run; within a quarter + 3), and at least L - S - 1 = 22 single-frame bulks for
-// each cycle (the requeued frames; one a cycle spared for the run's edges).
+// completion plus the previous overshoot; the limit never shrinks (no completion sees bytes in
+// progress). BQL stops the queue one frame over its limit, so a step at most doubles the limit
+// and adds two frames: L' <= 2 L + 2 frames. The growth ends at the first limit the ring reaches
+// before BQL does (e1000 stops its queue with S = 232 frames in it: the guest's inflight
+// maximum; BQL can stop it first only from a limit below S), so the settled limit L is in
+// [S, 2 S + 2] frames, wherever the guest's timing puts
+// it: where every completion came after BQL stopped the queue, 60 (2^k - 1) bytes from 6.1.192's
+// dql_reset at 0 (60, 180, ..., 7620, 15300: 255 frames, the model's and three local guests');
+// where one came while the producer was still queueing, less (252 frames on CI's host, 2026-12-06).
+// So each side's limit is held to the band, and its ring-bound cycle to its own L. Then the
+// ring, not BQL, ends a cycle: a completion after the ring's stop finds L - S frames requeued,
+// which come back one a dequeue (L - S bulks of 1, as many packets of the quota), then bulks of
+// 65 - (L - S) (the quota's rest), 65, 65 and L - 3 x 65 (BQL's rest), of which the ring takes
+// some and the rest go back. Completions before the ring filled, and a qdisc the guest's
+// producers left empty (a loaded host: three quarters of the frames bypassed in one run; bulks of
+// 2 the commonest above 1 on CI's), add bulks of 65, partial bulks and singles: the shares, and
+// which multi-frame bulk is commonest, are the guest's speed and not compared. What is: the
+// settled limit's band; the largest bulk (65: dev_tx_weight + 1) and the mode; and the
+// ring-bound cycle in both — bulks of the quota's rest and of BQL's rest, as many of one as of
+// the other (one each a cycle, but the guest breaks some after the first, an early completion
+// or an empty qdisc: 52 and 49 in one run; within a quarter + 3), and at least L - S - 1 single-
+// frame bulks for each cycle (the requeued frames; one a cycle spared for the run's edges).
 void CompareDynamic(const Hist& kernel, const Hist& model, const json& kernel_bql,
                     uint64_t model_limit) {
-  const uint64_t kernel_limit = kernel_bql.at("limit_after").get<uint64_t>();
-  EXPECT_EQ(model_limit, kernel_limit) << "BQL's settled limit";
+  const uint64_t stop = kernel_bql.at("inflight").at("max").get<uint64_t>() / kKrefPktSize;
   EXPECT_EQ(model.rbegin()->first, kernel.rbegin()->first) << "the largest bulk";
-  EXPECT_EQ(TopMulti(model, 1), TopMulti(kernel, 1)) << "the commonest bulk above 1 frame";
   const std::set<unsigned> km = Modes(kernel), mm = Modes(model);
   EXPECT_TRUE(Meet(km, mm)) << "modes: kernel " << Text(km) << ", model " << Text(mm);
-  // The cycle's sizes from the guest's own L and S.
-  const uint64_t limit = kernel_limit / kKrefPktSize;
-  const uint64_t stop = kernel_bql.at("inflight").at("max").get<uint64_t>() / kKrefPktSize;
   const uint64_t bulk = kDevTxWeight + 1;  // a fresh quota's bulk (the 2025 cap)
-  ASSERT_TRUE(limit > stop && limit - stop < bulk && limit > 3 * bulk && limit < 4 * bulk)
-      << "a ring-bound cycle of another shape: limit " << limit << " frames, ring stop " << stop;
-  const unsigned quota_rest = static_cast<unsigned>(bulk - (limit - stop));
-  const unsigned bql_rest = static_cast<unsigned>(limit - 3 * bulk);
   const auto count = [](const Hist& h, unsigned size) { return h.count(size) ? h.at(size) : 0; };
-  for (const auto& [who, h] : {std::pair<const char*, const Hist*>{"kernel", &kernel},
-                               std::pair<const char*, const Hist*>{"model", &model}}) {
+  for (const auto& [who, h, limit_bytes] :
+       {std::tuple<const char*, const Hist*, uint64_t>{
+            "kernel", &kernel, kernel_bql.at("limit_after").get<uint64_t>()},
+        std::tuple<const char*, const Hist*, uint64_t>{"model", &model, model_limit}}) {
+    const uint64_t limit = limit_bytes / kKrefPktSize;
+    EXPECT_TRUE(limit >= stop && limit <= 2 * stop + 2)
+        << who << ": BQL's settled limit " << limit << " frames, outside [S, 2 S + 2] for the "
+        << "ring's stop S = " << stop;
+    // The cycle's sizes from this side's own L and the ring's S.
+    if (!(limit > stop && limit - stop < bulk && limit > 3 * bulk && limit < 4 * bulk)) {
+      ADD_FAILURE() << who << ": a ring-bound cycle of another shape: limit " << limit
+                    << " frames, ring stop " << stop;
+      continue;
+    }
+    const unsigned quota_rest = static_cast<unsigned>(bulk - (limit - stop));
+    const unsigned bql_rest = static_cast<unsigned>(limit - 3 * bulk);
     const uint64_t a = count(*h, quota_rest), b = count(*h, bql_rest);
     const uint64_t cycles = std::min(a, b);
     std::printf(
