@@ -40,13 +40,35 @@
 #include <vector>
 
 #include "base/tsc.h"
+#include "batching/flush_policy.h"
 #include "dataplane/frame.h"
 #include "dataplane/gso.h"
 
 namespace txbatch {
 
-// tcp_limit_output_bytes in 5.0-6.15 (c73e5807e4f6): --tsq's default.
+// tcp_limit_output_bytes in 5.0-6.15 (c73e5807e4f6): --tsq's default where no kernel era says
+// otherwise (EraTsqBytes).
 inline constexpr uint64_t kDefaultTsqBytes = 1 << 20;
+// tcp_limit_output_bytes in 3.6-4.6 (3.18's, linux-2014's) and since 6.16 ("tcp: increase
+// tcp_limit_output_bytes default value to 4MB", May 2025: linux-2025's).
+inline constexpr uint64_t kTsqBytes3_6 = 131072;
+inline constexpr uint64_t kTsqBytes6_16 = 4 << 20;
+
+// --tsq's default for a cell: the tcp_limit_output_bytes of the kernel its policy names —
+// linux-2014 (3.18) 128 KiB, linux-2025 4 MiB — and 1 MiB (5.0-6.15) for bql (today's BQL
+// drivers) and the policies of no kernel (count:N, buffer:N). blist-2007's 2.6 kernel predates
+// TCP Small Queues (3.6): a socket there was bounded by its send buffer, which txbatch does not
+// model, and the 1 MiB stands in for it (doc/design.md "TCP Small Queues").
+inline uint64_t EraTsqBytes(const PolicySpec& policy) {
+  switch (policy.kind) {
+    case PolicyKind::kLinux2014:
+      return kTsqBytes3_6;
+    case PolicyKind::kLinux2025:
+      return kTsqBytes6_16;
+    default:
+      return kDefaultTsqBytes;
+  }
+}
 // The largest --tsq (the kernel's sysctl is an int): 1 GiB.
 inline constexpr uint64_t kMaxTsqBytes = 1 << 30;
 // An skb's truesize beyond its payload, for a TCP skb of x86-64 6.1 (Debian's config):

@@ -308,9 +308,10 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
   AddWholeNumberOption(cmd, "--tsq", a.tsq,
                        "TCP Small Queues: bytes of TCP payload a stream producer keeps below its "
                        "socket (qdisc and ring, until the NIC completes them) before it waits, as "
-                       "tcp_limit_output_bytes (1 MiB since Linux 5.0; 131072 in 3.6-4.6); 0 = "
-                       "off. Runs with tcp stream producers on emu drivers (others' completions "
-                       "are not seen): given above 0 with --proto udp, --producer datagram or no "
+                       "tcp_limit_output_bytes; by default each policy's kernel's (linux-2014 "
+                       "131072, linux-2025 4 MiB, the others 1 MiB: Linux 5.0-6.15); 0 = off. Runs "
+                       "with tcp stream producers on emu drivers (others' completions are not "
+                       "seen): given above 0 with --proto udp, --producer datagram or no "
                        "emu driver it is refused; with emu and other drivers the header names the "
                        "drivers whose cells run without it")
       ->each([&a](const std::string&) { a.tsq_given = true; });
@@ -731,7 +732,7 @@ Status BuildCells(const RunArgs& a, const GridParts& g, RunPlan& plan) {
                 c.driver_spec = g.specs[d];
                 c.proto = g.proto;
                 c.offload = g.offload_auto ? AutoOffload(g.proto, g.specs[d]) : g.offload;
-                c.tsq = a.tsq;
+                c.tsq = a.tsq_given ? a.tsq : EraTsqBytes(pol);
                 c.policy = pol;
                 c.size = s;
                 c.procs = p;

@@ -55,6 +55,32 @@ TEST(RunPlan, OffloadAutoIsTsoWhereTheNicHasIt) {
   EXPECT_EQ(offload("ethdev:net_null0", "tcp"), Offload::kNone);
 }
 
+// Issue 45, item 3: TCP Small Queues' cap is tcp_limit_output_bytes as each policy's kernel set
+// it — 131072 in linux-2014's 3.18, 4 MiB in linux-2025's (6.16 on), 1 MiB (5.0-6.15) for bql,
+// count:N and blist-2007 — where the old code gave every cell 1 MiB. A --tsq typed is every
+// cell's, 0 included.
+TEST(RunPlan, EachPolicyGetsItsKernelsTsqCapUnlessTold) {
+  const auto caps = [](RunArgs a) {
+    a.policy = "count:32,linux-2014,linux-2025,bql,blist-2007";
+    a.drivers = {"emu:e1000"};
+    a.size = "65536";
+    a.procs = "1";
+    std::vector<uint64_t> out;
+    auto plan = BuildRunPlan(a);
+    EXPECT_TRUE(plan.ok()) << plan.error().message;
+    if (plan.ok())
+      for (const CellConfig& c : plan->cells) out.push_back(c.tsq);
+    return out;
+  };
+  RunArgs a;
+  EXPECT_EQ(caps(a), (std::vector<uint64_t>{1 << 20, 131072, 4 << 20, 1 << 20, 1 << 20}));
+  a.tsq = 200000;
+  a.tsq_given = true;
+  EXPECT_EQ(caps(a), std::vector<uint64_t>(5, 200000));
+  a.tsq = 0;
+  EXPECT_EQ(caps(a), std::vector<uint64_t>(5, 0));
+}
+
 // Without --sync each policy runs on the qdisc its kernel had: linux-2025 (6.x) and bql on the
 // lock-free pfifo_fast of 4.16 on, linux-2014 (3.18), blist-2007 and the DPDK-style count:N on
 // the root-locked one; tc's pfifo is root-locked in every kernel. An explicit --sync runs as
