@@ -133,34 +133,43 @@ void ComparePinned(const Hist& kernel, const Hist& model) {
   EXPECT_EQ(TopMulti(model, 1), TopMulti(kernel, 1)) << "the full bulk's size";
 }
 
-// BQL dynamic: DQL's limit and the ring-bound cycle. With QEMU's e1000 every frame queued is
-// done at each completion, so a completion that finds the queue over its limit finds it starved
-// (dql_completed: ovlimit and nothing in progress) and adds the bytes queued since the previous
-// completion plus the previous overshoot; the limit never shrinks (no completion sees bytes in
-// progress). BQL stops the queue one frame over its limit, so a step at most doubles the limit
-// and adds two frames: L' <= 2 L + 2 frames. The growth ends at the first limit the ring reaches
-// before BQL does (e1000 stops its queue with S = 232 frames in it: the guest's inflight
-// maximum; BQL can stop it first only from a limit below S), so the settled limit L is in
-// [S, 2 S + 2] frames, wherever the guest's timing puts
-// it: where every completion came after BQL stopped the queue, 60 (2^k - 1) bytes from 6.1.192's
-// dql_reset at 0 (60, 180, ..., 7620, 15300: 255 frames, the model's and three local guests');
-// where one came while the producer was still queueing, less (252 frames on CI's host, 2026-12-06).
-// So each side's limit is held to the band, and its ring-bound cycle to its own L. Then the
-// ring, not BQL, ends a cycle: a completion after the ring's stop finds L - S frames requeued,
-// which come back one a dequeue (L - S bulks of 1, as many packets of the quota), then bulks of
-// 65 - (L - S) (the quota's rest), 65, 65 and L - 3 x 65 (BQL's rest), of which the ring takes
-// some and the rest go back. Completions before the ring filled, and a qdisc the guest's
-// producers left empty (a loaded host: three quarters of the frames bypassed in one run; bulks of
-// 2 the commonest above 1 on CI's), add bulks of 65, partial bulks and singles: the shares, and
-// which multi-frame bulk is commonest, are the guest's speed and not compared. What is: the
-// settled limit's band; the largest bulk (65: dev_tx_weight + 1) and the mode; and the
-// ring-bound cycle in both — bulks of the quota's rest and of BQL's rest, as many of one as of
-// the other (one each a cycle, but the guest breaks some after the first, an early completion
-// or an empty qdisc: 52 and 49 in one run; within a quarter + 3), and at least L - S - 1 single-
-// frame bulks for each cycle (the requeued frames; one a cycle spared for the run's edges).
+// e1000 (6.1) stops its queue when fewer than DESC_NEEDED = MAX_SKB_FRAGS + 7 = 24 of its 256
+// descriptors are free (e1000_maybe_stop_tx), and a 60-byte frame takes one: S = 232 frames in
+// flight at most, on the guest and on the model (ring=256, stop_slack=25).
+constexpr uint64_t kRingStop = 256 - 24;
+
+// BQL dynamic: DQL's limit and the ring-bound cycle. DQL starts at 0 (6.1.192's dql_reset) and
+// grows at every completion that finds the queue over its limit with nothing in progress (QEMU's
+// e1000 has done every frame queued), so it keeps growing until the ring stops the queue before
+// BQL does: the settled limit L is at least S. How far past S it lands is the guest's timing:
+// 255 frames (60 (2^k - 1) bytes: every completion after BQL stopped the queue) in the model and
+// four quiet local guests, 252 on CI's host and 419 in a local guest beside a second QEMU
+// (2026-12-06: a completion that came while the producers were still queueing adds what they had
+// queued since the last). Then the ring, not BQL, ends a cycle, and a cycle's bulks follow from L
+// and S (the 2025 bulk cap: dev_tx_weight + 1 = 65 a bulk, 65 packets a quota):
+// - 3 x 65 < L < 4 x 65 (the model's 255): a completion after the ring's stop finds r = L - S
+//   frames requeued, which come back one a dequeue (r bulks of 1, r packets of the quota), then
+//   bulks of 65 - r (the quota's rest), 65, 65 and L - 3 x 65 (BQL's rest), of which the ring
+//   takes S - 3 x 65 and r go back: bulks of 65 - r and of L - 195 as many as cycles;
+// - L >= 4 x 65 (BQL never binds): the fourth bulk is a whole 65 of which the ring takes
+//   S - 195 and r = 260 - S go back: r singles, then bulks of 65 - r = S - 195, 65, 65, 65.
+// Each side's cycle is computed from its own L. The model's simulation and real engine run the
+// cycle throughout (the producers always keep a backlog): at least one cycle, bulks of the
+// quota's rest and of BQL's rest within a quarter + 3 of each other (one each a cycle; a cycle
+// broken after the first at the run's edges), and at least r - 1 singles a cycle (the requeued
+// frames; one a cycle spared for the run's edges). The guest's two pktgen threads keep a backlog
+// at the ring only while the host lets them (a loaded host: 69 % of the frames bypassed an empty
+// qdisc, one cycle or none in a run): where its run shows cycles, they are held to the same
+// rules; where it shows none, the test says so and compares the rest. Completions before the
+// ring filled and an empty qdisc add bulks of 65, partial bulks and singles: the shares, and which
+// multi-frame bulk is commonest, are the guest's speed and not compared (doc/fidelity.md). What
+// is, always: L >= S on both sides; the guest's inflight never above S (the ring's bound); the
+// largest bulk (65) and the mode.
 void CompareDynamic(const Hist& kernel, const Hist& model, const json& kernel_bql,
                     uint64_t model_limit) {
-  const uint64_t stop = kernel_bql.at("inflight").at("max").get<uint64_t>() / kKrefPktSize;
+  const uint64_t stop = kRingStop;
+  EXPECT_LE(kernel_bql.at("inflight").at("max").get<uint64_t>(), stop * kKrefPktSize)
+      << "the guest's inflight above the ring's stop";
   EXPECT_EQ(model.rbegin()->first, kernel.rbegin()->first) << "the largest bulk";
   const std::set<unsigned> km = Modes(kernel), mm = Modes(model);
   EXPECT_TRUE(Meet(km, mm)) << "modes: kernel " << Text(km) << ", model " << Text(mm);
@@ -170,32 +179,37 @@ void CompareDynamic(const Hist& kernel, const Hist& model, const json& kernel_bq
        {std::tuple<const char*, const Hist*, uint64_t>{
             "kernel", &kernel, kernel_bql.at("limit_after").get<uint64_t>()},
         std::tuple<const char*, const Hist*, uint64_t>{"model", &model, model_limit}}) {
+    const bool is_model = std::string(who) == "model";
     const uint64_t limit = limit_bytes / kKrefPktSize;
-    EXPECT_TRUE(limit >= stop && limit <= 2 * stop + 2)
-        << who << ": BQL's settled limit " << limit << " frames, outside [S, 2 S + 2] for the "
-        << "ring's stop S = " << stop;
-    // The cycle's sizes from this side's own L and the ring's S.
-    if (!(limit > stop && limit - stop < bulk && limit > 3 * bulk && limit < 4 * bulk)) {
-      ADD_FAILURE() << who << ": a ring-bound cycle of another shape: limit " << limit
-                    << " frames, ring stop " << stop;
+    if (limit < stop || limit <= 3 * bulk) {
+      ADD_FAILURE() << who << ": BQL's settled limit " << limit << " frames, below the ring's "
+                    << "stop S = " << stop << " or 3 bulks of " << bulk;
       continue;
     }
-    const unsigned quota_rest = static_cast<unsigned>(bulk - (limit - stop));
+    const bool bql_binds = limit < 4 * bulk;
+    const uint64_t requeued = bql_binds ? limit - stop : 4 * bulk - stop;
+    const unsigned quota_rest = static_cast<unsigned>(bulk - requeued);
     const unsigned bql_rest = static_cast<unsigned>(limit - 3 * bulk);
-    const uint64_t a = count(*h, quota_rest), b = count(*h, bql_rest);
+    const uint64_t a = count(*h, quota_rest), b = bql_binds ? count(*h, bql_rest) : a;
     const uint64_t cycles = std::min(a, b);
-    std::printf(
-        "dynamic %s: limit %llu frames, ring stop %llu: bulks of %u: %llu, of %u: %llu, "
-        "singles %llu (%.2f a cycle)\n",
-        who, static_cast<unsigned long long>(limit), static_cast<unsigned long long>(stop),
-        quota_rest, static_cast<unsigned long long>(a), bql_rest,
-        static_cast<unsigned long long>(b), static_cast<unsigned long long>(count(*h, 1)),
-        cycles ? static_cast<double>(count(*h, 1)) / static_cast<double>(cycles) : 0.0);
-    EXPECT_GT(cycles, 0u) << who << ": no ring-bound cycle (no bulk of " << quota_rest << " or of "
-                          << bql_rest << ")";
+    std::printf("dynamic %s: limit %llu frames, ring stop %llu: %s; bulks of %u: %llu",
+                who, static_cast<unsigned long long>(limit),
+                static_cast<unsigned long long>(stop),
+                bql_binds ? "BQL ends a bulk" : "the ring alone binds", quota_rest,
+                static_cast<unsigned long long>(a));
+    if (bql_binds) std::printf(", of %u: %llu", bql_rest, static_cast<unsigned long long>(b));
+    std::printf(", singles %llu (%.2f a cycle)\n", static_cast<unsigned long long>(count(*h, 1)),
+                cycles ? static_cast<double>(count(*h, 1)) / static_cast<double>(cycles) : 0.0);
+    if (cycles == 0 && !is_model) {
+      std::printf("dynamic kernel: no ring-bound cycle in this run (its producers kept no backlog "
+                  "at the ring); the cycle is compared on the model's side only\n");
+      continue;
+    }
+    EXPECT_GT(cycles, 0u) << who << ": no ring-bound cycle (no bulk of " << quota_rest << ", or "
+                          << "of " << bql_rest << " where BQL ends a bulk)";
     EXPECT_LE(std::max(a, b) - cycles, std::max(a, b) / 4 + 3)
         << who << ": bulks of " << quota_rest << " and of " << bql_rest << " come one each a cycle";
-    EXPECT_GE(count(*h, 1), (limit - stop - 1) * cycles)
+    EXPECT_GE(count(*h, 1), (requeued - 1) * cycles)
         << who << ": the requeued frames of " << cycles << " ring-bound cycles come back alone";
   }
 }
@@ -228,7 +242,9 @@ TEST(KernelModel, TheModelsBulkSizesAreTheKernelsOnBothEngines) {
     const Hist kernel = HistOf(rec.at("results").at("batch_sizes"));
     const bool pinned = c.at("bql").at("mode") == "pinned";
     // The shares compared need enough bulks; the dynamic case compares no share.
-    if (pinned) ASSERT_GE(Total(kernel), kMinBulks) << rec.at("results").at("batch_sizes");
+    if (pinned) {
+      ASSERT_GE(Total(kernel), kMinBulks) << rec.at("results").at("batch_sizes");
+    }
     std::set<std::string> engines;
     for (const json& m : cases[name]->at("records")) {
       const std::string engine = m.at("config").at("engine").get<std::string>();
