@@ -289,6 +289,19 @@ uint64_t FreeHugepageBytes() {
 
 EalHost EalHost::Here() {
   EalHost host{.free_huge_bytes = FreeHugepageBytes()};
+  // The largest page size with free pages: the largest file EAL's --in-memory may make.
+  if (DIR* dir = opendir("/sys/kernel/mm/hugepages"); dir != nullptr) {
+    uint64_t largest = 0;
+    while (dirent* e = readdir(dir)) {
+      std::string_view name = e->d_name;  // "hugepages-2048kB"
+      if (!name.starts_with("hugepages-")) continue;
+      const uint64_t bytes = std::strtoull(name.data() + 10, nullptr, 10) * 1024;
+      if (ReadNumber(fmt::format("/sys/kernel/mm/hugepages/{}/free_hugepages", name)) > 0)
+        largest = std::max(largest, bytes);
+    }
+    closedir(dir);
+    if (largest > 0) host.huge_page_bytes = largest;
+  }
   rlimit fsize{};
   if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY)
     host.file_size_limit = fsize.rlim_cur;
@@ -348,13 +361,18 @@ Result<EalPlan> PlanEal(uint64_t need_bytes, const EalUserArgs& user, EalMemory 
   const uint64_t need = need_bytes + kEalBaseBytes;
   const uint64_t need_mb = (need + (1 << 20) - 1) >> 20;
   const uint64_t free_huge = host.free_huge_bytes;
-  // --in-memory sizes hugepage files; a file-size limit below the pool would leave EAL without
-  // memory (EalHost). Bounded by the whole estimate: a segment list's file can be that large.
-  const bool files_fit = host.file_size_limit >= need;
-  const std::string files_limit =
-      fmt::format("the file-size limit (ulimit -f) of {} KB is below the {} MB estimate, and "
-                  "--in-memory's hugepages are files",
-                  host.file_size_limit >> 10, need_mb);
+  // --in-memory sizes a hugepage file a page (a whole segment list with --single-file-segments);
+  // a file-size limit below that leaves EAL without memory (EalHost).
+  const bool single_file = std::find(user.extra.begin(), user.extra.end(),
+                                     "--single-file-segments") != user.extra.end();
+  const uint64_t file_bytes = single_file ? need : host.huge_page_bytes;
+  const bool files_fit = host.file_size_limit >= file_bytes;
+  const std::string files_limit = fmt::format(
+      "the file-size limit (ulimit -f) of {} KB is below {}, and --in-memory's hugepages are "
+      "files",
+      host.file_size_limit >> 10,
+      single_file ? fmt::format("the {} MB estimate (--single-file-segments)", need_mb)
+                  : fmt::format("a {} KB hugepage", host.huge_page_bytes >> 10));
   plan.args.push_back(fmt::format("--file-prefix=txbatch-{}", getpid()));
   // A core list in --eal-extra replaces txbatch's: EAL 22.11 refuses a second -l, -c or --lcores
   // ("Option -l is ignored, because (-l) is set!") where it takes the last of other options.
@@ -378,9 +396,10 @@ Result<EalPlan> PlanEal(uint64_t need_bytes, const EalUserArgs& user, EalMemory 
                                              "/proc/sys/vm/nr_hugepages or use no-huge or auto.",
                                              need_mb, free_huge >> 20));
       if (!files_fit)
-        return MakeError(EFBIG, fmt::format("--eal-memory in-memory cannot start: {}; raise it "
-                                            "(ulimit -f unlimited) or use no-huge or auto.",
-                                            files_limit));
+        return MakeError(EFBIG, fmt::format("--eal-memory in-memory cannot start: {}; valid: a "
+                                            "limit of at least {} KB (ulimit -f), or "
+                                            "--eal-memory no-huge or auto.",
+                                            files_limit, file_bytes >> 10));
       use_huge = true;
       plan.why = fmt::format("forced by --eal-memory; {} MB of {} MB free hugepages", need_mb,
                              free_huge >> 20);

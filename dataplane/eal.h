@@ -26,13 +26,16 @@ enum class EalMemory { kAuto, kNoHuge, kInMemory };
 // Free hugepage bytes over all page sizes (/sys/kernel/mm/hugepages), 0 when none are reserved.
 uint64_t FreeHugepageBytes();
 
-// What this process can lend EAL's memory: the free hugepages, and the file-size limit (ulimit
-// -f, RLIMIT_FSIZE's soft limit; UINT64_MAX for none) that --in-memory's hugepage files are
-// sized under. EAL's ftruncate of a hugepage file past it fails with EFBIG, and EAL then starts
-// without memory ("error allocating rte services array"); the no-huge mode's memfd falls back to
-// an anonymous map and needs no file.
+// What this process can lend EAL's memory: the free hugepages, the largest page size among them,
+// and the file-size limit (ulimit -f, RLIMIT_FSIZE's soft limit; UINT64_MAX for none) that
+// --in-memory's hugepage files are sized under: DPDK 22.11 makes one memfd a page
+// (eal_memalloc.c alloc_seg, without --single-file-segments) and ftruncates it to the page's
+// size; past the limit that fails with EFBIG, and EAL then starts without memory ("error
+// allocating rte services array"). The no-huge mode's memfd falls back to an anonymous map and
+// needs no file.
 struct EalHost {
   uint64_t free_huge_bytes = 0;
+  uint64_t huge_page_bytes = 2 << 20;
   uint64_t file_size_limit = UINT64_MAX;
   static EalHost Here();
 };
@@ -64,8 +67,9 @@ Status CheckEalUserArgs(const EalUserArgs& user);
 // last of an option given twice: a --file-prefix of the user's own; a core list in `user.extra`,
 // -l, -c or --lcores, replaces txbatch's -l, as EAL refuses two).
 // Fails when the user's arguments hold EAL's help option (CheckEalUserArgs), or when kInMemory
-// is forced and the free hugepages cannot hold `need_bytes` or the file-size limit is below it
-// (kAuto then picks no-huge).
+// is forced and the free hugepages cannot hold `need_bytes` or the file-size limit is below a
+// hugepage (the whole estimate with --single-file-segments among `user.extra`); kAuto then
+// picks no-huge.
 // `--no-telemetry` is among txbatch's own unless `user.telemetry`.
 Result<EalPlan> PlanEal(uint64_t need_bytes, const EalUserArgs& user, EalMemory memory,
                         const EalHost& host);

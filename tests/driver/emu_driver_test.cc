@@ -94,8 +94,8 @@ class EmuRun : public ::testing::TestWithParam<Case> {};
 TEST_P(EmuRun, BooksBalanceDrainsAndTheWireIsHonest) {
   const auto& [model, procs, memory] = GetParam();
   if (memory == "in-memory" && !HugepagesAvailable())
-    GTEST_SKIP() << "no free hugepages reserved (echo 256 > /proc/sys/vm/nr_hugepages); .ci/run "
-                    "reserves them";
+    GTEST_SKIP() << "no free hugepages reserved (echo 256 > /proc/sys/vm/nr_hugepages; .ci/run "
+                    "reserves them), or ulimit -f below a hugepage";
   const auto run = RunTxbatch("run --driver emu:" + model + " --procs " + std::to_string(procs) +
                                      " --size 65536 --offload none --batch 1,32 --duration 0.4 "
                                      "--warmup 0.1 --eal-memory " +

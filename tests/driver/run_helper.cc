@@ -58,7 +58,11 @@ std::vector<uint64_t> SentByDriverCountedRecords(const nlohmann::json& doc) {
   return sent;
 }
 
-bool HugepagesAvailable() { return FreeHugepageBytes() >= (256ull << 20); }
+bool HugepagesAvailable() {
+  // --in-memory also needs the file-size limit to hold a hugepage file (EalHost).
+  const EalHost host = EalHost::Here();
+  return host.free_huge_bytes >= (256ull << 20) && host.file_size_limit >= host.huge_page_bytes;
+}
 
 void ExpectBooksClosed(const nlohmann::json& rec) {
   const nlohmann::json& r = rec["results"];

@@ -34,7 +34,7 @@ void ExpectBooksClosed(const nlohmann::json& rec);
 // loopback or an emulated wire without a link).
 void ExpectDeliveredOnce(const nlohmann::json& rec);
 
-// Free hugepages can hold an in-memory EAL run of the test size.
+// Free hugepages can hold an in-memory EAL run of the test size, and ulimit -f a hugepage file.
 bool HugepagesAvailable();
 
 }  // namespace txbatch::test

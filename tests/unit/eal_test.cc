@@ -46,29 +46,46 @@ TEST(EalPlan, ExtraArgumentsComeAfterTxbatchsOwnAndAfterDashDashReplaceThem) {
   EXPECT_EQ(replaced->mode, "user");
 }
 
-// Hugepages under a file-size limit (ulimit -f): --in-memory's hugepage files cannot be sized
-// past it, and EAL started without memory ("error allocating rte services array": CI, with 256
-// hugepages reserved, `ulimit -f 100`). auto now takes no-huge and says why; in-memory forced is
-// one sentence. 512 MB free cover the 1 MB + base estimate in every case here.
-TEST(EalPlan, AFileSizeLimitBelowThePoolKeepsEalOffHugepageFiles) {
+// Hugepages under a file-size limit (ulimit -f): --in-memory's hugepage files (one a page in
+// DPDK 22.11) cannot be sized past it, and EAL started without memory ("error allocating rte
+// services array": CI, with 256 hugepages reserved, `ulimit -f 100`). auto now takes no-huge and
+// says why; in-memory forced is one sentence. A limit of a page or more is no obstacle — 4 MB
+// under a 100 MB pool: each file is one 2 MB page (EAL started so here under ulimit -f 4096) —
+// unless --single-file-segments makes the pool one file. 512 MB free cover every estimate here.
+TEST(EalPlan, AFileSizeLimitBelowAHugepageKeepsEalOffHugepageFiles) {
+  constexpr uint64_t kPool = 100 << 20;
   const EalHost roomy{.free_huge_bytes = 512ull << 20};
-  auto huge = PlanEal(1 << 20, {}, EalMemory::kAuto, roomy);
+  auto huge = PlanEal(kPool, {}, EalMemory::kAuto, roomy);
   ASSERT_TRUE(huge) << huge.error().message;
   EXPECT_EQ(huge->mode, "in-memory");
   const EalHost limited{.free_huge_bytes = 512ull << 20, .file_size_limit = 100 << 10};
-  auto aut = PlanEal(1 << 20, {}, EalMemory::kAuto, limited);
+  auto aut = PlanEal(kPool, {}, EalMemory::kAuto, limited);
   ASSERT_TRUE(aut) << aut.error().message;
   EXPECT_EQ(aut->mode, "no-huge");
-  EXPECT_NE(aut->why.find("the file-size limit (ulimit -f) of 100 KB is below the"),
+  EXPECT_NE(aut->why.find("the file-size limit (ulimit -f) of 100 KB is below a 2048 KB "
+                          "hugepage"),
             std::string::npos)
       << aut->why;
-  auto forced = PlanEal(1 << 20, {}, EalMemory::kInMemory, limited);
+  auto forced = PlanEal(kPool, {}, EalMemory::kInMemory, limited);
   ASSERT_FALSE(forced);
-  EXPECT_NE(forced.error().message.find("--eal-memory in-memory cannot start: the file-size "
-                                        "limit (ulimit -f) of 100 KB"),
-            std::string::npos)
-      << forced.error().message;
-  EXPECT_TRUE(PlanEal(1 << 20, {}, EalMemory::kInMemory, roomy));
+  EXPECT_EQ(forced.error().message,
+            "--eal-memory in-memory cannot start: the file-size limit (ulimit -f) of 100 KB is "
+            "below a 2048 KB hugepage, and --in-memory's hugepages are files; valid: a limit of "
+            "at least 2048 KB (ulimit -f), or --eal-memory no-huge or auto.");
+  EXPECT_TRUE(PlanEal(kPool, {}, EalMemory::kInMemory, roomy));
+
+  const EalHost pages{.free_huge_bytes = 512ull << 20, .file_size_limit = 4 << 20};
+  auto page_files = PlanEal(kPool, {}, EalMemory::kAuto, pages);
+  ASSERT_TRUE(page_files);
+  EXPECT_EQ(page_files->mode, "in-memory") << page_files->why;
+  auto one_file = PlanEal(kPool, {{}, {"--single-file-segments"}}, EalMemory::kAuto, pages);
+  ASSERT_TRUE(one_file);
+  EXPECT_EQ(one_file->mode, "no-huge") << one_file->why;
+  const EalHost gigantic{.free_huge_bytes = 4ull << 30, .huge_page_bytes = 1ull << 30,
+                         .file_size_limit = 512ull << 20};
+  auto big_pages = PlanEal(kPool, {}, EalMemory::kAuto, gigantic);
+  ASSERT_TRUE(big_pages);
+  EXPECT_EQ(big_pages->mode, "no-huge") << "a 1 GB page is a 1 GB file";
 }
 
 // A core list in --eal-extra replaces txbatch's -l: EAL 22.11 refuses a second one ("Option -l
