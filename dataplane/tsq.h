@@ -14,7 +14,7 @@
 // completions and takes 1.2 x that as its pacing rate. On a 1 Gb/s LAN one stream's limit is
 // then ~140 KB (2 x truesize of a 64 KiB GSO skb, ~133 KB, is the floor), not the cap.
 // The cap is --tsq (tcp_limit_output_bytes: 4 MiB since 6.16, 1 MiB in 5.0-6.15, 256 KiB in
-// 4.7-4.20, 128 KiB in 3.6-4.6); a flow with nothing below it always sends.
+// 4.2-4.20, 128 KiB in 3.6-4.1); a flow with nothing below it always sends.
 //
 // Bytes are the kernel's: an skb's truesize, its payload and kSkbTruesizeOverhead — what `ss -m`
 // shows as skmem `t` (sk_wmem_alloc). A GSO frame is one skb under TSO; cut in the stack
@@ -49,8 +49,9 @@ namespace txbatch {
 // tcp_limit_output_bytes in 5.0-6.15 (c73e5807e4f6): --tsq's default where no kernel era says
 // otherwise (EraTsqBytes).
 inline constexpr uint64_t kDefaultTsqBytes = 1 << 20;
-// tcp_limit_output_bytes in 3.6-4.6 (3.18's, linux-2014's) and since 6.16 ("tcp: increase
-// tcp_limit_output_bytes default value to 4MB", May 2025: linux-2025's).
+// tcp_limit_output_bytes in 3.6-4.1 (3.18's, linux-2014's; 4.2 doubled it: c39c4c6abb89) and
+// since 6.16 ("tcp: increase tcp_limit_output_bytes default value to 4MB", May 2025:
+// linux-2025's).
 inline constexpr uint64_t kTsqBytes3_6 = 131072;
 inline constexpr uint64_t kTsqBytes6_16 = 4 << 20;
 
@@ -58,16 +59,21 @@ inline constexpr uint64_t kTsqBytes6_16 = 4 << 20;
 // linux-2014 (3.18) 128 KiB, linux-2025 4 MiB — and 1 MiB (5.0-6.15) for bql (today's BQL
 // drivers) and the policies of no kernel (count:N, buffer:N). blist-2007's 2.6 kernel predates
 // TCP Small Queues (3.6): a socket there was bounded by its send buffer, which txbatch does not
-// model, and the 1 MiB stands in for it (doc/design.md "TCP Small Queues").
+// model, and the 1 MiB stands in for it (doc/design.md "TCP Small Queues"). Every kind named:
+// a new one is a compile warning here until its era is chosen.
 inline uint64_t EraTsqBytes(const PolicySpec& policy) {
   switch (policy.kind) {
     case PolicyKind::kLinux2014:
       return kTsqBytes3_6;
     case PolicyKind::kLinux2025:
       return kTsqBytes6_16;
-    default:
+    case PolicyKind::kBql:
+    case PolicyKind::kCount:
+    case PolicyKind::kBuffer:
+    case PolicyKind::kBlist2007:
       return kDefaultTsqBytes;
   }
+  return kDefaultTsqBytes;
 }
 // The largest --tsq (the kernel's sysctl is an int): 1 GiB.
 inline constexpr uint64_t kMaxTsqBytes = 1 << 30;

@@ -48,15 +48,38 @@ bool ShapesVary(const std::vector<CellConfig>& cells) {
   return false;
 }
 
+// The TCP Small Queues caps of the cells that run them (TsqActive): "N bytes" where they share
+// one, else each cap with its policies ("1048576 (count:1, count:32), 131072 (linux-2014)
+// bytes": EraTsqBytes gives each policy its kernel's); empty where no cell runs them.
+std::string TsqCaps(const std::vector<CellConfig>& cells) {
+  std::vector<std::pair<uint64_t, std::vector<std::string>>> caps;  // in cell order
+  for (const auto& cell : cells) {
+    if (!TsqActive(cell)) continue;
+    auto it = std::find_if(caps.begin(), caps.end(),
+                           [&cell](const auto& p) { return p.first == cell.tsq; });
+    if (it == caps.end()) it = caps.insert(caps.end(), {cell.tsq, {}});
+    if (const std::string name = cell.policy.ToString();
+        std::find(it->second.begin(), it->second.end(), name) == it->second.end())
+      it->second.push_back(name);
+  }
+  if (caps.empty()) return "";
+  if (caps.size() == 1) return fmt::format("{} bytes", caps.front().first);
+  std::vector<std::string> each;
+  for (const auto& [cap, policies] : caps)
+    each.push_back(fmt::format("{} ({})", cap, fmt::join(policies, ", ")));
+  return fmt::format("{} bytes", fmt::join(each, ", "));
+}
+
 void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const RunEnv& env) {
   const CellConfig& c = cells.front();
+  const std::string tsq_caps = TsqCaps(cells);
   const std::string producers =
-      !c.stream      ? "datagram (drop on a full qdisc)"
-      : TsqActive(c) ? fmt::format(
-                           "stream (block on a full qdisc, and beyond {} bytes below "
-                           "the socket: TCP Small Queues)",
-                           c.tsq)
-                     : "stream (block on a full qdisc)";
+      !c.stream          ? "datagram (drop on a full qdisc)"
+      : tsq_caps.empty() ? "stream (block on a full qdisc)"
+                         : fmt::format(
+                               "stream (block on a full qdisc, and beyond {} below the socket: "
+                               "TCP Small Queues, on emu drivers)",
+                               tsq_caps);
   std::string shape;
   if (ShapesVary(cells)) {
     std::vector<std::string> names;
@@ -101,20 +124,18 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
   for (const auto& m : mixes) fmt::print(out, "note: {}\n", m);
   // TCP Small Queues where some cells run them and others, on drivers whose completions are not
   // seen, cannot (TsqActive): which drivers' cells ran without them.
-  uint64_t tsq = 0;
   std::vector<std::string> without_tsq;
   for (const auto& cell : cells)
-    if (TsqActive(cell)) tsq = cell.tsq;
-  for (const auto& cell : cells)
     if (const std::string d = cell.driver_spec.ToString();
-        tsq > 0 && !cell.driver_spec.emulated() &&
+        !tsq_caps.empty() && !cell.driver_spec.emulated() &&
         std::find(without_tsq.begin(), without_tsq.end(), d) == without_tsq.end())
       without_tsq.push_back(d);
   if (!without_tsq.empty())
     fmt::print(out,
-               "note: TCP Small Queues (--tsq {}) run on emu drivers only, whose completions "
-               "release the bytes: the cells of {} ran without them (config.tsq null)\n",
-               tsq, fmt::join(without_tsq, ", "));
+               "note: TCP Small Queues ({} below a socket) run on emu drivers only, whose "
+               "completions release the bytes: the cells of {} ran without them (config.tsq "
+               "null)\n",
+               tsq_caps, fmt::join(without_tsq, ", "));
   std::set<std::string> drivers;
   bool emulated = false;
   for (const auto& cell : cells) {

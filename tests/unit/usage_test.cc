@@ -176,15 +176,30 @@ TEST(RunPlan, TsqRunsWhereItCanAndTheHeaderSaysWhereNot) {
     return s;
   };
   EXPECT_NE(header(plan->cells)
-                .find("note: TCP Small Queues (--tsq 131072) run on emu drivers only, whose "
-                      "completions release the bytes: the cells of ethdev:net_null0,no-rx=1 ran "
-                      "without them (config.tsq null)\n"),
+                .find("note: TCP Small Queues (131072 bytes below a socket) run on emu "
+                      "drivers only, whose completions release the bytes: the cells of "
+                      "ethdev:net_null0,no-rx=1 ran without them (config.tsq null)\n"),
             std::string::npos)
       << header(plan->cells);
   mixed.drivers = {"emu:e1000"};
   plan = BuildRunPlan(mixed);
   ASSERT_TRUE(plan.ok()) << plan.error().message;
-  EXPECT_EQ(header(plan->cells).find("TCP Small Queues (--tsq"), std::string::npos);
+  EXPECT_EQ(header(plan->cells).find("note: TCP Small Queues"), std::string::npos);
+
+  // Without --tsq each policy has its kernel's cap (EraTsqBytes), and the header names each
+  // where they differ; it said the first cell's 1048576 for all of them.
+  RunArgs eras;
+  eras.drivers = {"emu:e1000"};
+  eras.policy = "count:32,linux-2014,linux-2025";
+  eras.procs = "1";
+  eras.size = "4096";
+  plan = BuildRunPlan(eras);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_NE(header(plan->cells)
+                .find("and beyond 1048576 (count:32), 131072 (linux-2014), 4194304 "
+                      "(linux-2025) bytes below the socket: TCP Small Queues, on emu drivers)"),
+            std::string::npos)
+      << header(plan->cells);
 }
 
 }  // namespace
