@@ -10,6 +10,7 @@
 #include "dataplane/eal.h"
 #include "dataplane/tsq.h"
 #include "engine/cell.h"
+#include "tools/option_checks.h"
 
 namespace txbatch {
 
@@ -84,73 +85,6 @@ struct RunPlan {
   int rounds = 1;
 };
 
-// A numeric option's valid values, in its own unit: lo..hi, or 0 as well where `zero` says
-// what 0 means there ("until SIGINT or SIGTERM"). NaN is in no range.
-struct ValueRange {
-  double lo = 0;
-  double hi = 0;
-  const char* zero = nullptr;
-  bool Holds(double v) const { return (v >= lo && v <= hi) || (zero != nullptr && v == 0); }
-};
-
-// "OPTION TEXT is out of range; valid: LO..HI UNIT": the value as `text` gives it (as typed,
-// 1000001 rather than 1e+06) and the range in `unit`, of which one of the option's own is
-// `per_unit` (1000 for a range in seconds given in ms).
-std::string OutOfRange(std::string_view option, std::string_view text, const ValueRange& range,
-                       std::string_view unit, double per_unit = 1);
-
-// How a range in `unit_ns` nanoseconds names its unit: seconds, ms, us, ns.
-std::string_view TimeUnitWord(double unit_ns);
-
-// CLI11 stores an empty value as 0 (or as "", which reads as "not given") and a uint64 option
-// takes "-1" and 2^64 as 2^64-1. These validators refuse such values while parsing, with one
-// sentence naming the option (thrown as a CLI::ConversionError, which CLI11 passes on as is).
-// A whole number in decimal digits that fits T; `example` is a valid value for the message.
-// Give it with ->transform (->check would drop the decimal reading it hands CLI11).
-template <typename T>
-CLI::Validator WholeNumber(std::string option, T example);
-// A finite decimal number in `range` (OutOfRange's sentence with `unit` where it is not).
-CLI::Validator DecimalNumber(std::string option, double example, ValueRange range,
-                             std::string unit);
-// A time in tc's words (500ms, 2s, 100us: base/units.h) or a bare number of the option's own
-// unit (`unit_ns` nanoseconds: kSecondNs for seconds), in `range` (of that unit), handed to CLI11
-// as a number of that unit. Out of range, the sentence gives the time as typed and the range in
-// the unit it was typed in (--duration 5ms: valid: 10..3600000 ms).
-CLI::Validator TimeIn(std::string option, double unit_ns, ValueRange range);
-// Any text but the empty one; `sentence` says what the option needs.
-CLI::Validator NonEmpty(std::string sentence);
-
-// Options that show their default in --help: `name` is written once, for CLI11 and for the
-// validator's sentence, and the default is the sentence's example unless `example` is given.
-template <typename T>
-CLI::Option* AddOptionWithDefault(CLI::App& cmd, const std::string& name, T& value,
-                                  const std::string& help) {
-  return cmd.add_option(name, value, help)->capture_default_str();
-}
-template <typename T>
-CLI::Option* AddWholeNumberOption(CLI::App& cmd, const std::string& name, T& value,
-                                  const std::string& help, T example) {
-  return AddOptionWithDefault(cmd, name, value, help)->transform(WholeNumber(name, example));
-}
-template <typename T>
-CLI::Option* AddWholeNumberOption(CLI::App& cmd, const std::string& name, T& value,
-                                  const std::string& help) {
-  return AddWholeNumberOption(cmd, name, value, help, value);
-}
-// A decimal option in `range` (of `unit`, as OutOfRange names it); its default the example.
-inline CLI::Option* AddDecimalOption(CLI::App& cmd, const std::string& name, double& value,
-                                     const std::string& help, ValueRange range,
-                                     std::string unit = "") {
-  return AddOptionWithDefault(cmd, name, value, help)
-      ->check(DecimalNumber(name, value, range, std::move(unit)));
-}
-
-// A time option kept as a number of `unit_ns` nanoseconds, in `range` of that unit (TimeIn).
-inline CLI::Option* AddTimeOption(CLI::App& cmd, const std::string& name, double& value,
-                                  const std::string& help, double unit_ns, ValueRange range) {
-  return AddOptionWithDefault(cmd, name, value, help)->transform(TimeIn(name, unit_ns, range));
-}
-
 // run's --duration and --warmup (seconds) and --bql-hold-time (ms), as parsing and
 // BuildRunPlan check them.
 inline constexpr ValueRange kRunDurationS{0.01, 3600};
@@ -168,10 +102,6 @@ void AddRunOptions(CLI::App& cmd, RunArgs& args);
 // The options of the TX path alone (--batch/--policy, --mtu, the qdisc shape, BQL, EAL memory),
 // shared with the bridge; `batch_default` is what --help says --batch defaults to.
 void AddQueueOptions(CLI::App& cmd, RunArgs& args, std::string_view batch_default);
-
-// A comma-separated list of integers in lo..hi; one sentence naming `option` otherwise.
-Result<std::vector<unsigned>> ParseUnsignedList(std::string_view option, std::string_view text,
-                                                unsigned lo, unsigned hi);
 
 // --eal-memory's value; one sentence for anything but auto, no-huge, in-memory.
 Result<EalMemory> ParseEalMemory(std::string_view text);
