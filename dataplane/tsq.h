@@ -86,6 +86,9 @@ inline constexpr uint32_t kSkbTruesizeOverhead = 1280;
 // tcp_pacing_ca_ratio (120 %): the pacing rate over what the flow delivers, in congestion
 // avoidance, where a LAN bulk flow is once HyStart has seen its own queue's delay.
 inline constexpr double kPacingRatio = 1.2;
+// 3.12-4.2's fixed ratio ("tcp: refine pacing rate determination", 43e122b014c9, 4.3, brought
+// the 120 %/200 % split): 200 % of cwnd x mss / srtt whatever the phase — linux-2014's (3.18).
+inline constexpr double kPacingRatio3_12 = 2.0;
 // sk_pacing_shift: the limit is the pacing rate's 2^-10 s (~1 ms).
 inline constexpr unsigned kPacingShift = 10;
 // A delivery-rate sample spans at least this much of the flow's completions (4 GSO frames at
@@ -114,7 +117,14 @@ struct TsqModel {
   // Software GSO: a GSO frame becomes one skb a segment before the driver.
   bool segments_are_skbs = false;
   uint32_t skb_overhead = kSkbTruesizeOverhead;
+  // The pacing rate over the delivery rate (EraPacingRatio).
+  double pacing_ratio = kPacingRatio;
 };
+
+// The pacing ratio of the kernel a policy names: linux-2014 (3.18) 200 %, the others 120 %.
+inline double EraPacingRatio(const PolicySpec& policy) {
+  return policy.kind == PolicyKind::kLinux2014 ? kPacingRatio3_12 : kPacingRatio;
+}
 
 class TsqLedger {
  public:
@@ -138,7 +148,8 @@ class TsqLedger {
     return below > 0 && below + kWmemAllocBias > Limit(flow);
   }
   int64_t Below(unsigned flow) const { return flows_[flow].bytes.load(); }
-  // The flow's pacing rate (bytes a second): kPacingRatio x its smoothed delivery rate; 0 before
+  // The flow's pacing rate (bytes a second): the model's pacing_ratio x its smoothed delivery
+  // rate; 0 before
   // its first sample or without a clock.
   double PacingRate(unsigned flow) const { return flows_[flow].pacing_bps.load(); }
   uint64_t cap() const { return model_.cap; }
@@ -241,7 +252,8 @@ class TsqLedger {
       f.sample_bytes += payload;
       const double span = static_cast<double>(now - f.sample_start);
       if (span >= sample_tsc_) {
-        const double rate = kPacingRatio * static_cast<double>(f.sample_bytes) * model_.tsc_hz / span;
+        const double rate =
+            model_.pacing_ratio * static_cast<double>(f.sample_bytes) * model_.tsc_hz / span;
         const double old = f.pacing_bps.load();
         f.pacing_bps.store(old == 0 ? rate : old + kRateGain * (rate - old));
         f.sample_start = now;

@@ -102,6 +102,7 @@ TsqModel TsqModelFor(const CellConfig& cfg, double tsc_hz) {
   m.cap = cfg.tsq;
   m.tsc_hz = tsc_hz;
   m.segments_are_skbs = cfg.offload == Offload::kGso;
+  m.pacing_ratio = EraPacingRatio(cfg.policy);
   return m;
 }
 

@@ -265,5 +265,26 @@ TEST(Tsq, TheLimitIsThePacingRatesMillisecondOrTwoSkbsNotTheCap) {
   }
 }
 
+// 3.18 paced at 200 % of cwnd x mss / srtt in every phase (the 120 % of congestion avoidance
+// came with 4.3's 43e122b014c9): a linux-2014 stream on the same wire, the cap out of reach
+// (1 MiB typed over its era's 128 KiB), is paced at 2 x 117.685 = 235.37 MB/s, whose 2^-10 s is
+// 229 853 bytes: a fourth skb goes with three below (199 321), a fifth never. The old code paced
+// it at 1.2x as a 6.x stream and kept three.
+TEST(Tsq, A2014StreamIsPacedAtTwiceItsRate) {
+  constexpr double kTruesize = 45 * 1448 + kSkbTruesizeOverhead;
+  constexpr double kFrameS = 45 * 1538 * 8 / 1e9;
+  const double paced = kPacingRatio3_12 * 45 * 1448 / kFrameS;
+  CellConfig c = TcpCell(kDefaultTsqBytes, 1, Offload::kTso);
+  c.policy = *ParsePolicySpec("linux-2014");
+  auto r = SimulateCell(c, test::Pool());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->books.balanced);
+  ASSERT_TRUE(r->tsq.has_value());
+  // As above: one stream's samples are exact, 1 %.
+  EXPECT_NEAR(r->tsq->pacing_rate, paced, paced * 0.01);
+  EXPECT_NEAR(r->tsq->limit, paced / 1024, paced / 1024 * 0.01);
+  EXPECT_EQ(r->tsq->below_p50, 4 * kTruesize);
+}
+
 }  // namespace
 }  // namespace txbatch
