@@ -10,8 +10,14 @@
 #   KREF_TXQLEN    txqueuelen;  KREF_OFFLOADS  `ethtool -K eth0` arguments, or empty
 #   KREF_COUNT, KREF_THREADS, KREF_PKT_SIZE    pktgen: frames per thread, kpktgend threads (one
 #                  a vCPU), bytes per frame without the FCS
-#   KREF_STREAMS, KREF_SECONDS, KREF_SAMPLE_S  tcp: streams, how long, ss's sampling period
+#   KREF_STREAMS, KREF_SECONDS  tcp: streams, how long they send
+#   KREF_SAMPLE_S  the period of the shell loop that reads BQL's limit and inflight
+#   KREF_SAMPLE_MS tcp: the socket sampler's period (/usr/bin/kref-tcp-sampler; the streams are
+#                  /usr/bin/kref-tcp-send's: kernel-ref.sh builds both from scripts/kref-tcp-*.c
+#                  and adds them to the image)
 #   KREF_SINK      tcp: the address:port QEMU forwards to the host's sink (guestfwd)
+#   KREF_TCP_RATE  tcp: Mbit/s of a tbf root qdisc below the sockets (sch_tbf.ko, which
+#                  kernel-ref.sh adds beside the tools); empty: none
 T=/sys/kernel/tracing
 O=/tmp/kref
 mkdir -p $O
@@ -116,31 +122,34 @@ if [ "$KREF_MODE" = udp ]; then
   t=0
   while [ $t -lt "$KREF_THREADS" ]; do cat $P/eth0@$t > $O/pktgen_$t.txt; t=$((t + 1)); done
 else
-  # ss reads a socket's memory, pacing rate and RTT through inet_diag; without it, /proc/net/tcp.
+  # The sampler reads each socket's memory, pacing rate and RTT through inet_diag (tcp_diag).
   modprobe tcp_diag
   ip addr add 10.0.2.15/24 dev eth0
+  # The skbs TCP hands the driver (tcp_tso_autosize sizes them from the pacing rate and the min
+  # RTT): net_dev_xmit's len where the driver took it, and net_dev_start_xmit's gso_segs.
+  echo 'hist:keys=len:sort=len:size=8192 if rc == 0' >> $T/events/net/net_dev_xmit/trigger
+  echo 'hist:keys=gso_segs:sort=gso_segs:size=256' >> $T/events/net/net_dev_start_xmit/trigger
+  if [ -n "$KREF_TCP_RATE" ]; then
+    # A bottleneck below the sockets, as a wire is (QEMU's e1000 has none: a frame is done at
+    # its doorbell): tbf at KREF_TCP_RATE Mbit/s as the root qdisc. Its burst holds one 64 KiB
+    # GSO skb whole (tbf cuts a larger one); its 4 MB limit is far above what TSQ lets below
+    # eight sockets, so it drops nothing.
+    insmod /usr/bin/sch_tbf.ko
+    /usr/sbin/tc qdisc replace dev eth0 root tbf rate "${KREF_TCP_RATE}mbit" burst 70000 \
+      limit 4000000
+    /usr/sbin/tc qdisc show dev eth0 > $O/qdisc.txt
+  fi
   sample_bql &
   sampler=$!
   read -r t0 _ < /proc/uptime
-  senders=
-  s=0
-  while [ $s -lt "$KREF_STREAMS" ]; do
-    # A bulk stream: busybox nc writes what it reads from /dev/zero until timeout ends it.
-    timeout "$KREF_SECONDS" nc "${KREF_SINK%:*}" "${KREF_SINK#*:}" < /dev/zero &
-    senders="$senders $!"
-    s=$((s + 1))
-  done
-  # ss as often as it runs (each sample a fork and exec of a dynamically linked ss, slow under
-  # TCG): "t UPTIME" then its lines, until the senders' time is up.
-  end=$(awk -v t="$t0" -v d="$KREF_SECONDS" 'BEGIN { print t + d - 0.2 }')
-  while :; do
-    read -r up _ < /proc/uptime
-    awk -v a="$up" -v b="$end" 'BEGIN { exit !(a >= b) }' && break
-    echo "t $up"
-    /usr/bin/ss -tinm state established dst "${KREF_SINK%:*}"
-    sleep "${KREF_SAMPLE_S:-0.01}"
-  done > $O/ss_samples.txt
-  for p in $senders; do wait "$p" || true; done
+  # Bulk streams, each a process writing 64 KiB of zeros a call (kref-tcp-send).
+  /usr/bin/kref-tcp-send -c "${KREF_SINK%:*}" -p "${KREF_SINK#*:}" -n "$KREF_STREAMS" \
+    -d "$KREF_SECONDS" 2> $O/tcp_send_err.txt &
+  senders=$!
+  # Every established socket to the sink, every KREF_SAMPLE_MS, while the senders send.
+  /usr/bin/kref-tcp-sampler -p "${KREF_SINK#*:}" -i "${KREF_SAMPLE_MS:-10}" -d "$KREF_SECONDS" \
+    > $O/tcp_samples.txt 2> $O/tcp_sampler_err.txt || echo "kernel-ref: the sampler failed"
+  wait "$senders" || echo "kernel-ref: the sender failed"
   read -r t1 _ < /proc/uptime
   touch $O/stop
   wait $sampler

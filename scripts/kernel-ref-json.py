@@ -5,8 +5,9 @@
 
 Each CASE_DIR holds job.sh (the KREF_* settings the case ran with), out/ (what the guest sent:
 settings.txt, the trace histograms hist_*.txt, tc.txt, ethtool_stats.txt, pktgen_N.txt,
-bql_samples.txt, ss_samples.txt), wire.pcap (what the NIC put on the cable, QEMU's filter-dump)
-and qemu-trace.log (QEMU's trace: the doorbells). doc/fidelity.md says what each field means.
+bql_samples.txt, tcp_samples.txt: kref-tcp-sampler's), wire.pcap (what the NIC put on the
+cable, QEMU's filter-dump) and qemu-trace.log (QEMU's trace: the doorbells). doc/fidelity.md
+says what each field means.
 """
 import argparse
 import datetime
@@ -61,14 +62,21 @@ def number(text):
         return float(text)
 
 
-def hist(text):
-    """A hist trigger's output: {key: hitcount} and its Totals (hits, entries, dropped)."""
+def hist(text, key=None):
+    """A hist trigger's output: {key: hitcount} and its Totals (hits, entries, dropped). An
+    event with several triggers prints a histogram each: `key` picks the one keyed by it (the
+    first where None)."""
+    sections = [sec for sec in text.split("# event histogram")
+                if "hitcount" in sec or "Totals" in sec]
+    if key is not None:
+        sections = [sec for sec in sections if re.search(r"hist:keys=%s[:\s]" % key, sec)]
+    sec = sections[0] if sections else ""
     rows = {}
-    for m in re.finditer(r"\{\s*(\w+):\s*(-?\d+)\s*\}\s*hitcount:\s*(\d+)", text):
+    for m in re.finditer(r"\{\s*(\w+):\s*(-?\d+)\s*\}\s*hitcount:\s*(\d+)", sec):
         rows[int(m.group(2))] = rows.get(int(m.group(2)), 0) + int(m.group(3))
     totals = {}
     for k in ("Hits", "Entries", "Dropped"):
-        m = re.search(r"%s:\s*(\d+)" % k, text)
+        m = re.search(r"%s:\s*(\d+)" % k, sec)
         totals[k.lower()] = int(m.group(1)) if m else None
     return rows, totals
 
@@ -212,52 +220,62 @@ def bql_samples(text, t0, t1):
     }
 
 
-def ss_samples(text):
-    """`ss -tinm` sampled: per sample and socket, the fields a TSQ comparison needs."""
-    samples = []
-    cur = None
-    sock = None
+def tcp_samples(text):
+    """kref-tcp-sampler's output: its columns (the `#` line before the rows), its rows (one a
+    socket a sample) and its own count of samples and late ones."""
+    cols, rows, meta = [], [], {}
     for line in text.splitlines():
-        if line.startswith("t "):
-            cur = {"t": float(line.split()[1]), "sockets": []}
-            samples.append(cur)
-            continue
-        if cur is None:
-            continue
-        if re.match(r"^\d+\s+\d+\s+\S+:\d+\s+\S+:\d+", line.strip()) or line.startswith("ESTAB"):
-            parts = line.split()
-            sock = {"send_q": int(parts[1]) if parts[1].isdigit() else None}
-            cur["sockets"].append(sock)
-            continue
-        if sock is None:
-            continue
-        m = re.search(r"skmem:\(([^)]*)\)", line)
-        if m:
-            for item in m.group(1).split(","):
-                mm = re.match(r"([a-z]+)(\d+)", item)
-                if mm:
-                    sock["skmem_" + mm.group(1)] = int(mm.group(2))
-        for key, pat, conv in (
-                ("cwnd", r"\bcwnd:(\d+)", int),
-                ("mss", r"\bmss:(\d+)", int),
-                ("srtt_ms", r"\brtt:([\d.]+)/", float),
-                ("pacing_rate_bps", r"\bpacing_rate (\d+)bps", int),
-                ("delivery_rate_bps", r"\bdelivery_rate (\d+)bps", int),
-                ("bytes_acked", r"\bbytes_acked:(\d+)", int),
-                ("notsent_bytes", r"\bnotsent:(\d+)", int)):
-            mm = re.search(pat, line)
-            if mm:
-                sock[key] = conv(mm.group(1))
-    return samples
+        if line.startswith("# samples"):
+            parts = line[2:].split()
+            meta = {parts[i]: number(parts[i + 1]) for i in range(0, len(parts) - 1, 2)}
+        elif line.startswith("# "):
+            cols = line[2:].split()
+        elif line.strip() and cols and len(line.split()) == len(cols):
+            rows.append([number(x) for x in line.split()])
+    return cols, rows, meta
+
+
+def quantiles(values, qs=(0.1, 0.5, 0.9)):
+    """Nearest-rank quantiles ({"p10": ..., "p50": ..., "p90": ...}), None for no values."""
+    v = sorted(values)
+    return {"p%d" % round(q * 100): (v[min(len(v) - 1, int(q * len(v)))] if v else None)
+            for q in qs}
+
+
+# The guest's sk_gso_max_size (GSO_LEGACY_MAX_SIZE: e1000 sets no larger one), sk_pacing_shift
+# and tcp_tso_rtt_log (sysctl, default 9: 512 us), and tcp_min_tso_segs (default 2).
+GSO_MAX_SIZE = 65536
+PACING_SHIFT = 10
+TSO_RTT_LOG = 9
+MIN_TSO_SEGS = 2
+
+
+def size_goal(pacing_rate, min_rtt_us, mss, max_window):
+    """The payload of the skbs a 6.1 socket sends at full speed in this state: tcp_write_xmit cuts
+    them at tcp_tso_segs (tcp_tso_autosize: pacing_rate >> sk_pacing_shift plus gso_max_size >>
+    (min_rtt >> tcp_tso_rtt_log), at most gso_max_size, in whole MSS, at least tcp_min_tso_segs)
+    and tcp_xmit_size_goal at half the largest window the peer offered (tcp_bound_to_half_wnd,
+    where that is over TCP_MSS_DEFAULT, 536)."""
+    if not mss:
+        return None
+    autosize = pacing_rate >> PACING_SHIFT
+    r = min_rtt_us >> TSO_RTT_LOG
+    if r < 32:
+        autosize += GSO_MAX_SIZE >> r
+    segs = max(min(autosize, GSO_MAX_SIZE) // mss, MIN_TSO_SEGS)
+    half = max_window >> 1 if max_window > 536 else max_window
+    goal = GSO_MAX_SIZE if not half else min(GSO_MAX_SIZE, half)
+    return max(min(segs, goal // mss), 1) * mss
 
 
 def udp_results(case, nic):
     out_dir = os.path.join(case, "out")
     s = key_values(read(os.path.join(out_dir, "settings.txt")))
-    deq, deq_tot = hist(read(os.path.join(out_dir, "hist_qdisc_dequeue.txt")))
+    deq, deq_tot = hist(read(os.path.join(out_dir, "hist_qdisc_dequeue.txt")), "packets")
     enq, enq_tot = hist(read(os.path.join(out_dir, "hist_qdisc_enqueue.txt")))
-    xmit, xmit_tot = hist(read(os.path.join(out_dir, "hist_net_dev_xmit.txt")))
-    start, start_tot = hist(read(os.path.join(out_dir, "hist_net_dev_start_xmit.txt")))
+    xmit, xmit_tot = hist(read(os.path.join(out_dir, "hist_net_dev_xmit.txt")), "rc")
+    start, start_tot = hist(read(os.path.join(out_dir, "hist_net_dev_start_xmit.txt")),
+                            "queue_mapping")
     tc = tc_stats(read(os.path.join(out_dir, "tc.txt")))
     threads = []
     n = 0
@@ -332,22 +350,76 @@ def tcp_results(case):
     out_dir = os.path.join(case, "out")
     s = key_values(read(os.path.join(out_dir, "settings.txt")))
     run = [float(x) for x in s.get("run_s", "").split()] or [None, None]
-    samples = ss_samples(read(os.path.join(out_dir, "ss_samples.txt")))
-    below = [sk["skmem_t"] for smp in samples for sk in smp["sockets"] if "skmem_t" in sk]
-    per_rate = [sk["skmem_t"] / (sk["pacing_rate_bps"] / 8)
-                for smp in samples for sk in smp["sockets"]
-                if sk.get("pacing_rate_bps") and "skmem_t" in sk]
-    deq, _ = hist(read(os.path.join(out_dir, "hist_qdisc_dequeue.txt")))
+    cols, rows, meta = tcp_samples(read(os.path.join(out_dir, "tcp_samples.txt")))
+    col = {c: i for i, c in enumerate(cols)}
+    get = lambda name: [r[col[name]] for r in rows] if name in col else []
+    below = get("wmem_alloc")
+    per_rate = [r[col["wmem_alloc"]] / r[col["pacing_rate"]] for r in rows if r[col["pacing_rate"]]]
+    # The streams' own delivery: bytes acked over the samples' span, each socket, summed.
+    by_sock = {}
+    for r in rows:
+        by_sock.setdefault(r[col["sport"]], []).append(r)
+    delivered = 0.0
+    for rs in by_sock.values():
+        span = rs[-1][col["t"]] - rs[0][col["t"]]
+        if span > 0:
+            delivered += (rs[-1][col["bytes_acked"]] - rs[0][col["bytes_acked"]]) / span
+    instants = sorted({r[col["t"]] for r in rows})
+    # Each sample's size goal, from the socket's state then and the largest window its peer had
+    # offered by then (tp->max_window; the sampler sees snd_wnd, the current one).
+    goals, max_wnd = [], {}
+    if "snd_wnd" in col:
+        for r in rows:
+            sport = r[col["sport"]]
+            max_wnd[sport] = max(max_wnd.get(sport, 0), r[col["snd_wnd"]])
+            goals.append(size_goal(r[col["pacing_rate"]], r[col["min_rtt"]], r[col["snd_mss"]],
+                                   max_wnd[sport]))
+    # The skbs the guest's TCP handed the driver (net_dev_xmit with rc 0, by len: one skb, a GSO
+    # frame under TSO) and their segments (net_dev_start_xmit's gso_segs; 0 = not GSO).
+    skb_len, skb_tot = hist(read(os.path.join(out_dir, "hist_net_dev_xmit.txt")), "len")
+    segs, _ = hist(read(os.path.join(out_dir, "hist_net_dev_start_xmit.txt")), "gso_segs")
+    skbs = sum(skb_len.values())
+    skb_bytes = sum(k * v for k, v in skb_len.items())
+    by_bytes, acc = None, 0
+    for k in sorted(skb_len):
+        acc += k * skb_len[k]
+        if acc >= skb_bytes / 2:
+            by_bytes = k
+            break
+    deq, _ = hist(read(os.path.join(out_dir, "hist_qdisc_dequeue.txt")), "packets")
     sizes = {k: v for k, v in sorted(deq.items()) if k > 0}
     tc = tc_stats(read(os.path.join(out_dir, "tc.txt")))
     wire = pcap_frames(os.path.join(case, "wire.pcap"))
     return {
-        "ss_samples": samples,
-        "ss_sample_count": len(samples),
-        "ss_period_s": ((samples[-1]["t"] - samples[0]["t"]) / (len(samples) - 1)
-                        if len(samples) > 1 else None),
-        "bytes_below_socket": summary(below),
-        "below_socket_in_pacing_seconds": summary(per_rate),
+        # kref-tcp-sampler's rows, `sample_columns` naming them (one a socket a sample).
+        "sample_columns": cols,
+        "samples": rows,
+        "sample_count": len(rows),
+        "sample_instants": len(instants),
+        "sample_period_s": ((instants[-1] - instants[0]) / (len(instants) - 1)
+                            if len(instants) > 1 else None),
+        "sampler_late": meta.get("late"),
+        "sockets": len(by_sock),
+        "bytes_below_socket": dict(summary(below), **quantiles(below)),
+        "below_p50": quantiles(below)["p50"],
+        "below_p90": quantiles(below)["p90"],
+        "below_socket_in_pacing_seconds": dict(summary(per_rate), **quantiles(per_rate)),
+        "pacing_rate": quantiles(get("pacing_rate")),
+        "min_rtt_us": quantiles(get("min_rtt")),
+        "rtt_us": quantiles(get("rtt")),
+        "cwnd": quantiles(get("cwnd")),
+        "snd_wnd": quantiles(get("snd_wnd")),
+        "delivery_rate": quantiles(get("delivery_rate")),
+        "delivered_bytes_per_s": delivered,
+        # 6.1's size goal at each sample (size_goal above), bytes of payload.
+        "size_goal": quantiles([g for g in goals if g]),
+        "skb_sizes": {str(k): v for k, v in sorted(skb_len.items())},
+        "skb_gso_segs": {str(k): v for k, v in sorted(segs.items())},
+        "skbs": skbs,
+        "skb_len_mean": skb_bytes / skbs if skbs else None,
+        "skb_len_max": max(skb_len) if skb_len else None,
+        "skb_len_p50_by_bytes": by_bytes,
+        "skb_trace_dropped": skb_tot.get("dropped"),
         "batch_sizes": {str(k): v for k, v in sizes.items()},
         "empty_dequeues": deq.get(0, 0),
         "qdisc": tc,
@@ -384,9 +456,12 @@ def record(case, nic):
             config["bql"]["frames"] = config["bql"]["limit_max"] // pkt
         results = udp_results(case, nic)
     else:
-        config.update(generator="busybox nc < /dev/zero", proto="tcp",
+        config.update(generator="kref-tcp-send (64 KiB writes)", proto="tcp",
                       streams=int(job["KREF_STREAMS"]), seconds=float(job["KREF_SECONDS"]),
-                      sink="QEMU user netdev guestfwd to `dd of=/dev/null` on the host")
+                      sink="QEMU user netdev guestfwd to `dd of=/dev/null` on the host",
+                      sample_ms=int(job.get("KREF_SAMPLE_MS") or 10),
+                      bottleneck_mbps=(float(job["KREF_TCP_RATE"]) if job.get("KREF_TCP_RATE")
+                                       else None))
         results = tcp_results(case)
     env = {
         "kernel_release": s.get("kernel_release"),

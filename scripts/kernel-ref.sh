@@ -19,6 +19,11 @@
 #   --offloads ARGS    `ethtool -K eth0 ARGS` before the link comes up, e.g. "tso off gso off"
 #   --tcp LIST         TCP cases, one boot each: streams to the host (e.g. 1,8; default none)
 #   --tcp-seconds S    how long each TCP case sends (default 5)
+#   --tcp-sample-ms MS how often the guest samples each TCP socket (inet_diag: bytes below it,
+#                      pacing rate, RTTs, cwnd, delivery rate; default 10)
+#   --tcp-rate MBIT    a bottleneck below the TCP sockets: tbf at MBIT Mbit/s as the root qdisc
+#                      (QEMU's e1000 has no wire; doc/fidelity.md "TCP Small Queues" says why it
+#                      is needed; default none)
 #   --keep DIR         keep each case's raw files (the guest's, the QEMU trace) in DIR/CASE
 #
 # Every case boots a fresh guest: DQL's state (adj_limit survives dql_reset, so a link bounced
@@ -33,7 +38,7 @@ root=$PWD
 die() { echo "kernel-ref: $*" >&2; exit 2; }
 
 dir=$root/build/vm/image nic=e1000 qdisc=pfifo_fast bql=10,40,dynamic count=20000 threads=2
-pkt_size=60 txqueuelen=1000 offloads= tcp= tcp_seconds=5 keep= out=
+pkt_size=60 txqueuelen=1000 offloads= tcp= tcp_seconds=5 tcp_sample_ms=10 tcp_rate= keep= out=
 while (($#)); do
   case $1 in
     --dir) dir=$(cd "$here" && realpath -m "$2"); shift 2 ;;
@@ -47,6 +52,8 @@ while (($#)); do
     --offloads) offloads=$2; shift 2 ;;
     --tcp) tcp=$2; shift 2 ;;
     --tcp-seconds) tcp_seconds=$2; shift 2 ;;
+    --tcp-sample-ms) tcp_sample_ms=$2; shift 2 ;;
+    --tcp-rate) tcp_rate=$2; shift 2 ;;
     --keep) keep=$(cd "$here" && realpath -m "$2"); shift 2 ;;
     --out) out=$(cd "$here" && realpath -m "$2"); shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -60,10 +67,11 @@ case $nic in
   *) die "--nic is e1000 or virtio, not $nic" ;;
 esac
 case $qdisc in pfifo_fast | fq_codel | fq) ;; *) die "--qdisc is pfifo_fast, fq_codel or fq, not $qdisc" ;; esac
-for n in "$count" "$threads" "$pkt_size" "$txqueuelen" "$tcp_seconds"; do
+for n in "$count" "$threads" "$pkt_size" "$txqueuelen" "$tcp_seconds" "$tcp_sample_ms"; do
   [[ $n =~ ^[1-9][0-9]*$ ]] || die "$n is not a positive whole number"
 done
 ((threads <= ${TXBATCH_VM_CPUS:-2})) || die "--threads $threads: the guest has ${TXBATCH_VM_CPUS:-2} vCPUs (one kpktgend each)"
+[[ -z $tcp_rate || $tcp_rate =~ ^[1-9][0-9]*$ ]] || die "--tcp-rate is a whole number of Mbit/s, not $tcp_rate"
 ((pkt_size >= 60 && pkt_size <= 1514)) || die "--pkt-size is 60 to 1514 bytes (without the FCS), not $pkt_size"
 
 if [[ ! -f $dir/initramfs.cpio.gz ]]; then
@@ -73,6 +81,30 @@ fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kernel-ref.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+
+# The TCP cases' tools, built here and added to a copy of the image as one more cpio archive
+# after it (the kernel unpacks them in turn; the image ends 4-byte aligned), so the lab's image,
+# which the vm suite shares, stays as it is: the sampler (scripts/kref-tcp-sampler.c: inet_diag
+# every 10 ms, where ss under TCG ran every 0.5-1.3 s) and the sender (scripts/kref-tcp-send.c:
+# 64 KiB writes, where busybox nc's 1 KiB ones bounded a stream under TCG).
+if [[ -n $tcp ]]; then
+  command -v gcc >/dev/null || die "the TCP cases build scripts/kref-tcp-*.c: gcc is not installed"
+  mkdir -p "$work/tools/usr/bin" "$work/image"
+  for t in kref-tcp-sampler kref-tcp-send; do
+    gcc -O2 -static -Wall -o "$work/tools/usr/bin/$t" "scripts/$t.c" \
+      || die "scripts/$t.c did not build (gcc -static needs libc6-dev's libc.a)"
+  done
+  # sch_tbf for --tcp-rate: the module from the image's kernel package (it has no dependencies).
+  tbf=$(find "$dir/modules" -path '*/kernel/net/sched/sch_tbf.ko' -print -quit)
+  [[ -n $tbf ]] || die "no sch_tbf.ko under $dir/modules (scripts/vm-lab.sh image $dir unpacks it)"
+  cp "$tbf" "$work/tools/usr/bin/"
+  (cd "$work/tools" && printf 'usr/bin/%s\n' kref-tcp-sampler kref-tcp-send sch_tbf.ko \
+    | cpio -o -H newc --quiet) >"$work/tools.cpio"
+  cat "$dir/initramfs.cpio.gz" "$work/tools.cpio" >"$work/image/initramfs.cpio.gz"
+  truncate -s %4 "$work/image/initramfs.cpio.gz"
+  ln -s "$dir/vmlinuz" "$work/image/vmlinuz"
+fi
+image=$dir  # what run_case boots
 cases=()
 
 # run_case NAME KEY=VALUE...: boots a guest that runs one case with these KREF_* settings.
@@ -92,7 +124,7 @@ run_case() {
   # connection, QEMU's user stack acknowledging what it receives.
   local netdev="user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:5001-cmd:dd of=/dev/null bs=64k"
   echo "kernel-ref: case $name" >&2
-  if ! TXBATCH_VM_TIMEOUT=${TXBATCH_VM_TIMEOUT:-240} bash scripts/vm-lab.sh boot "$dir" \
+  if ! TXBATCH_VM_TIMEOUT=${TXBATCH_VM_TIMEOUT:-240} bash scripts/vm-lab.sh boot "$image" \
       "$case_dir/job.sh" "$case_dir/out" -- -netdev "$netdev" \
       -device "$device,netdev=n0,addr=04.0" \
       -object "filter-dump,id=f0,netdev=n0,queue=rx,file=$case_dir/wire.pcap" \
@@ -125,10 +157,12 @@ if [[ $bql != none ]]; then
       KREF_COUNT="$count" KREF_THREADS="$threads" KREF_PKT_SIZE="$pkt_size" KREF_CASE="bql_$b" || rc=1
   done
 fi
+[[ -z $tcp ]] || image=$work/image
 for s in ${tcp//,/ }; do
   [[ $s =~ ^[1-9][0-9]*$ ]] || die "--tcp takes stream counts, not $s"
   run_case "tcp_$s" "${common[@]}" KREF_MODE=tcp KREF_BQL_MIN= KREF_BQL_MAX= KREF_STREAMS="$s" \
-    KREF_SECONDS="$tcp_seconds" KREF_SINK=10.0.2.100:5001 KREF_CASE="tcp_$s" || rc=1
+    KREF_SECONDS="$tcp_seconds" KREF_SAMPLE_MS="$tcp_sample_ms" KREF_TCP_RATE="$tcp_rate" \
+    KREF_SINK=10.0.2.100:5001 KREF_CASE="tcp_$s" || rc=1
 done
 
 if [[ -n $keep ]]; then
