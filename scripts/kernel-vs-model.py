@@ -3,11 +3,13 @@
 (doc/fidelity.md, "The kernel beside txbatch's model").
 
     kernel-vs-model.py --kref KREF.json [--out MODEL.json] [--engines real,sim]
-                       [--duration S] [--txbatch BIN]
+                       [--duration S] [--txbatch BIN] [--mode all|udp|tcp]
+                       [--tcp-frames guest|txbatch] [--extra ARGS]
     kernel-vs-model.py --kref KREF.json --model MODEL.json     (print a run made before)
 
-KREF.json is scripts/kernel-ref.sh's document. For each of its UDP cases this runs `txbatch run`
-with the guest's settings on each engine (the command is printed), writes the records to
+KREF.json is scripts/kernel-ref.sh's document. For each of its UDP cases, and each TCP case
+with a bottleneck below its sockets (kernel-ref.sh --tcp-rate), this runs `txbatch run` with
+the guest's settings on each engine (the command is printed), writes the records to
 MODEL.json ({"kind": "kernel_vs_model", "cases": [{"case", "command", "records"}]}) and prints a
 table per case: the kernel, then each engine. Quantities marked * depend on the TCG guest's
 speed (doc/fidelity.md says why) and are shown, not compared. Exit status: 0; 2 on bad usage or
@@ -19,7 +21,10 @@ kpktgend thread (pktgen's queue_xmit counts NET_XMIT_DROP as an error and sends 
 at once), frames of the guest's pkt_size, its txqueuelen and BQL settings, and an emulated e1000
 as QEMU's looks to the guest: a ring of the guest's tx_ring slots that stops with 24 unused (one
 kept empty) and wakes at 32, every frame done at its doorbell (a wire at 1 Tb/s), the completion
-seen at the next interrupt, throttled to one per 128 us (QEMU's mitigation floor).
+seen at the next interrupt, throttled to one per 128 us (QEMU's mitigation floor). TCP
+(doc/fidelity.md "TCP Small Queues"): the guest's streams as stream producers on an emulated
+e1000 whose wire runs at the guest's bottleneck rate, with GSO frames of the guest's own size
+goal (tcp_model_command).
 """
 import argparse
 import json
@@ -45,8 +50,51 @@ def die(msg, status=2):
     sys.exit(status)
 
 
+# txbatch's TCP MSS at MTU 1500 (MTU - 52: IPv4, TCP and its timestamp option).
+TXBATCH_MSS = 1448
+
+
+def tcp_model_command(rec, a):
+    """A TCP case: the guest's streams through a bottleneck below their sockets (tbf at
+    config.bottleneck_mbps), modelled as that many stream producers on an emulated e1000 whose
+    wire runs at that rate, with GSO frames of the guest's size goal (results.size_goal's median:
+    6.1's tcp_tso_autosize and tcp_bound_to_half_wnd on each socket sample, in whole txbatch MSS):
+    a producer paced above the wire (--rate twice it) makes one frame a write, where an unpaced
+    one makes TCP's 64 KiB goal (a.tcp_frames == "txbatch": txbatch's own frames, no match)."""
+    c, r = rec["config"], rec["results"]
+    if c.get("nic") != "e1000":
+        die("case %s: only e1000 has a TCP model here, not %s" % (c.get("case"), c.get("nic")))
+    rate = c.get("bottleneck_mbps")
+    if not rate:
+        print("kernel-vs-model: case %s has no bottleneck below its sockets (kernel-ref.sh "
+              "--tcp-rate): not modelled (doc/fidelity.md says why)" % c["case"], file=sys.stderr)
+        return None
+    goal = (r.get("size_goal") or {}).get("p50")
+    if not goal:
+        die("case %s has no size goal (a sampler without snd_wnd: rerun kernel-ref.sh)" % c["case"])
+    payload = goal // TXBATCH_MSS * TXBATCH_MSS
+    if payload < TXBATCH_MSS:
+        die("case %s: the guest's size goal (%d bytes) is under one MSS" % (c["case"], goal))
+    driver = "emu:e1000,rate_mbps=%g" % rate
+    cmd = [a.txbatch, "run", "--engine", a.engines, "--driver", driver, "--policy", "linux-2025",
+           "--sync", "nolock", "--proto", "tcp", "--procs", str(c["streams"]),
+           "--txqueuelen", str(c["txqueuelen"]), "--duration", str(max(a.duration, 0.5)),
+           "--rounds", "1"]
+    # The cap is the guest's tcp_limit_output_bytes (6.1: 1 MiB), not linux-2025's era default
+    # (unless --extra sets one).
+    if "--tsq" not in shlex.split(a.extra):
+        cmd += ["--tsq", str(rec["env"].get("tcp_limit_output_bytes") or 1 << 20)]
+    if a.tcp_frames == "guest":
+        cmd += ["--size", str(payload), "--rate", "%gmbit" % (2 * rate)]
+    else:
+        cmd += ["--size", "65536"]
+    return cmd
+
+
 def model_command(rec, a):
     c, env = rec["config"], rec["env"]
+    if c.get("mode") == "tcp":
+        return tcp_model_command(rec, a)
     if c.get("mode") != "udp" or c.get("generator") != "pktgen":
         return None
     if c.get("nic") != "e1000" or c.get("qdisc") != "pfifo_fast":
@@ -153,6 +201,52 @@ def print_case(case, kernel, models):
         print("  %-32s" % label + "".join("%16s" % fmt(f, v) for v in vals))
 
 
+def tcp_kernel_row(rec):
+    r = rec["results"]
+    return {"below_p50": r["below_p50"], "below_p90": r["below_p90"],
+            "pacing_rate": r["pacing_rate"]["p50"],
+            "in_pacing_ms": r["below_socket_in_pacing_seconds"]["p50"] * 1e3,
+            "skb_payload": (r.get("size_goal") or {}).get("p50"),
+            "delivered": r["delivered_bytes_per_s"], "samples": r["sample_count"]}
+
+
+def tcp_model_row(rec):
+    r = rec["results"]
+    t = r.get("tsq") or {}
+    frames = sum(int(k) * v for k, v in (r.get("batch_hist") or {}).items()) or None
+    return {"below_p50": t.get("below_p50"), "below_p90": t.get("below_p90"),
+            "pacing_rate": t.get("pacing_rate"),
+            "in_pacing_ms": (t["below_p50"] / t["pacing_rate"] * 1e3
+                             if t.get("pacing_rate") else None),
+            "skb_payload": int(rec["config"].get("size") or 0) or None,
+            # The flows' delivery (tsq.h: pacing = 1.2 x each flow's own), all of them.
+            "delivered": (t["pacing_rate"] / 1.2 * int(rec["config"].get("procs") or 1)
+                          if t.get("pacing_rate") else None),
+            "samples": t.get("samples"), "limit": t.get("limit")}
+
+
+# (key, label, format); a label with * is not compared (doc/fidelity.md says why).
+TCP_ROWS = [
+    ("below_p50", "bytes below a socket: median", "{:d}"),
+    ("below_p90", "bytes below a socket: p90 *", "{:d}"),
+    ("limit", "TSQ limit (model's, bytes)", "{:d}"),
+    ("skb_payload", "skb payload: size goal (bytes)", "{:d}"),
+    ("pacing_rate", "pacing rate (B/s) *", "{:d}"),
+    ("in_pacing_ms", "below in pacing ms: median *", "{:.2f}"),
+    ("delivered", "delivered (B/s, all streams) *", "{:d}"),
+    ("samples", "socket samples *", "{:d}"),
+]
+
+
+def print_tcp_case(case, kernel, models):
+    cols = ["kernel"] + ["txbatch " + e for e, _ in models]
+    print("\n%s" % case)
+    print("  %-34s" % "" + "".join("%16s" % c for c in cols))
+    for key, label, f in TCP_ROWS:
+        vals = [kernel.get(key)] + [m.get(key) for _, m in models]
+        print("  %-34s" % label + "".join("%16s" % fmt(f, v) for v in vals))
+
+
 def short_hist(hist, keep=6):
     h = sorted(((int(k), v) for k, v in hist.items()), key=lambda kv: -kv[1])
     text = ", ".join("%d: %d" % kv for kv in h[:keep])
@@ -166,6 +260,14 @@ def main():
     ap.add_argument("--out", help="where to write the model's records (default: none kept)")
     ap.add_argument("--engines", default="real,sim")
     ap.add_argument("--duration", type=float, default=0.3, help="txbatch's window, seconds")
+    ap.add_argument("--mode", choices=("all", "udp", "tcp"), default="all",
+                    help="which of the document's cases to model")
+    ap.add_argument("--tcp-frames", choices=("guest", "txbatch"), default="guest",
+                    help="TCP cases: GSO frames of the guest's size goal, or txbatch's own "
+                         "(TCP's 64 KiB goal)")
+    ap.add_argument("--extra", default="",
+                    help="more `txbatch run` arguments for every case (e.g. a wrong model, to "
+                         "see a bound fail)")
     ap.add_argument("--txbatch", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                       "..", "build", "tools", "txbatch"))
     a = ap.parse_args()
@@ -188,9 +290,12 @@ def main():
         doc = {"schema_version": 1, "kind": "kernel_vs_model", "kernel_reference": a.kref,
                "cases": []}
         for rec in kref["records"]:
+            if a.mode != "all" and rec["config"].get("mode") != a.mode:
+                continue
             cmd = model_command(rec, a)
             if cmd is None:
                 continue
+            cmd += shlex.split(a.extra)
             out = (a.out or "kernel-vs-model") + "." + rec["config"]["case"] + ".json"
             print("kernel-vs-model: " + " ".join(shlex.quote(x) for x in cmd + ["--json", out]),
                   file=sys.stderr)
@@ -214,6 +319,11 @@ def main():
     for rec in kref["records"]:
         case = rec["config"]["case"]
         if case not in by_case:
+            continue
+        if rec["config"].get("mode") == "tcp":
+            print_tcp_case(case, tcp_kernel_row(rec),
+                           [(m["config"].get("engine", "real"), tcp_model_row(m))
+                            for m in by_case[case]["records"]])
             continue
         k = kernel_row(rec)
         k["_hist"] = short_hist(rec["results"]["batch_sizes"])

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "tests/test_files.h"
@@ -154,10 +155,112 @@ TEST(KernelReference, PktgenThroughPfifoFastBulkHistogramsAddUpAndRespectBql) {
   ASSERT_EQ(run.status, 0) << run.log;
   const json doc = json::parse(Slurp(run.path));
   EXPECT_EQ(doc.at("kind"), "kernel_reference");
-  ASSERT_EQ(doc.at("records").size(), 3u) << run.log;
+  ASSERT_EQ(doc.at("records").size(), 5u) << run.log;
   CheckUdpCase(doc.at("records").at(0), 10);
   CheckUdpCase(doc.at("records").at(1), 40);
   CheckUdpCase(doc.at("records").at(2), 0);
+}
+
+// A TCP case: the sampler saw every stream often enough, and the skb histogram lost nothing and
+// counts every skb the driver took.
+void CheckTcpCase(const json& rec, uint64_t streams) {
+  const json& r = rec.at("results");
+  SCOPED_TRACE(rec.at("config").at("case").get<std::string>());
+  EXPECT_EQ(rec.at("env").at("root_qdisc"), "tbf") << rec.at("env");
+  EXPECT_EQ(Count(r, "sockets"), streams);
+  // kref-tcp-sampler every 10 ms for kKrefTcpSeconds: ~11-14 ms apart under TCG (2026-12-06:
+  // 410-440 instants in 5 s); at least a third of the 500 asked for.
+  EXPECT_GE(Count(r, "sample_instants"), 500u / 3);
+  EXPECT_EQ(Count(r, "skb_trace_dropped"), 0u);
+  EXPECT_GT(Count(r, "skbs"), 0u);
+  EXPECT_GT(r.at("below_p50").get<double>(), 0.0) << "no bytes below a socket at the median";
+}
+
+// txbatch's model of the TCP cases beside the kernel (issue 45: "bytes below the socket (median of
+// samples) within +-25 % of the kernel's for the same delivery rate"; doc/fidelity.md "TCP Small
+// Queues: txbatch's limit and the kernel's"). Here, not in kernel_model_test.cc, to keep the TCP
+// comparison apart from the UDP one; the same shared run. The guest's streams go through a tbf
+// bottleneck below their sockets (QEMU's e1000 has no wire: without one, what is below a socket
+// is what waits for TCG's next interrupt), and scripts/kernel-vs-model.py models each case at the
+// guest's operating point: an emulated e1000 whose wire runs at the tbf rate, and GSO frames of
+// the guest's size goal (results.size_goal: 6.1's tcp_tso_autosize and tcp_bound_to_half_wnd on
+// each socket sample — 22 MSS, half slirp's 65 535-byte window, for one stream; 2-6 MSS for
+// each of eight, whose min RTT is the tbf queue's — where txbatch's own frames are TCP's 64 KiB
+// goal). The bound: TSQ's pacing term is under two skbs' truesize on both sides there, so both
+// limits are the floor, 2 x truesize of the socket's own skb: txbatch keeps exactly two skbs
+// below a socket (its wire holds them), the guest between one and three, two at the median where
+// the bottleneck binds, and the issue's 25 % holds where the guest's median is within a quarter of
+// its two skbs (2026-12-06, fifteen runs at 20, 40, 60 and 80 Mbit/s: +1.4..+17.1 % for one
+// stream, -20.0..+8.1 % for eight; doc/fidelity.md). The model's skb is the guest's median size
+// goal, and the guest keeps 0-1 MSS a skb more than two of those (its skbs' sizes vary, and TSQ's
+// limit follows the next one's): the model's eight streams are low by up to 20 %. One stream's
+// floor (2 x 33 400 B) is also slirp's whole window, so that case cannot tell TSQ from the
+// window; eight streams, never window-bound, can. The pacing
+// rates are not compared: the guest's is 1.2 x cwnd x mss / srtt with cwnd above what is in
+// flight (2.3-5.6 x what it delivers), the model's 1.2 x its delivery (tsq.h).
+TEST(KernelModel, TcpBytesBelowASocketAreTheKernelsAtTheSameRate) {
+  const KernelReferenceRun& run = KernelReferenceUdp();
+  ASSERT_EQ(run.status, 0) << run.log;
+  const json kref = json::parse(Slurp(run.path));
+  const std::filesystem::path dir = Scratch("kernel_model", "tcp");
+  const std::string out = (dir / "model.json").string();
+  const std::string cmd = "python3 " + EnvOr("TXBATCH_SOURCE_ROOT") +
+                          "/scripts/kernel-vs-model.py --mode tcp --kref " + run.path +
+                          " --txbatch " + EnvOr("TXBATCH_BIN") + " --out " + out + " >" +
+                          (dir / "log").string() + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::printf("%s\n", Slurp(dir / "log").c_str());  // the side-by-side tables
+  ASSERT_EQ(rc, 0) << Slurp(dir / "log");
+  const json model = json::parse(Slurp(out));
+  std::set<std::string> compared;
+  for (const json& rec : kref.at("records")) {
+    if (rec.at("config").at("mode") != "tcp") continue;
+    const std::string name = rec.at("config").at("case").get<std::string>();
+    SCOPED_TRACE(name);
+    const json& r = rec.at("results");
+    const double kernel = r.at("below_p50").get<double>();
+    ASSERT_GT(kernel, 0.0);
+    // The comparison's premise: the bottleneck holds the skbs below the sockets. One busy a
+    // share u of the time delivers u x its rate, and the median sample is one it holds where
+    // u > 1/2 (2026-12-06: 91-100 % at 40 Mbit/s; under a heavier load 72 and 51 % of 60 Mbit/s,
+    // where the medians were still +9.7 and +1.0 % of the model's). tbf's rate is of frames:
+    // 1460 payload bytes in 1514.
+    const double bottleneck = rec.at("config").at("bottleneck_mbps").get<double>() * 1e6 / 8;
+    const double delivered = r.at("delivered_bytes_per_s").get<double>();
+    ASSERT_GT(delivered, 0.5 * bottleneck * 1460 / 1514)
+        << "the guest's streams delivered " << delivered << " B/s through a "
+        << bottleneck * 8 / 1e6 << " Mbit/s bottleneck: too slow to keep it busy (a loaded "
+        << "host?), so its skbs do not wait below the sockets and there is nothing to compare";
+    const json* modelled = nullptr;
+    for (const json& c : model.at("cases"))
+      if (c.at("case") == name) modelled = &c;
+    ASSERT_NE(modelled, nullptr) << "the model has no case " << name;
+    std::set<std::string> engines;
+    for (const json& m : modelled->at("records")) {
+      const std::string engine = m.at("config").at("engine").get<std::string>();
+      SCOPED_TRACE(engine);
+      engines.insert(engine);
+      const json& tsq = m.at("results").at("tsq");
+      ASSERT_TRUE(tsq.is_object()) << "the model ran without TCP Small Queues (results.tsq null)";
+      const double below = tsq.at("below_p50").get<double>();
+      std::printf("%s %s: bytes below a socket, median: kernel %.0f, model %.0f (%+.1f %%)\n",
+                  name.c_str(), engine.c_str(), kernel, below, 100 * (below / kernel - 1));
+      EXPECT_NEAR(below, kernel, 0.25 * kernel) << "bytes below a socket at the median";
+    }
+    EXPECT_EQ(engines, (std::set<std::string>{"real", "sim"}));
+    compared.insert(name);
+  }
+  EXPECT_EQ(compared, (std::set<std::string>{"tcp_1", "tcp_8"}));
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+TEST(KernelReference, TcpStreamsAreSampledAndTheirSkbsCounted) {
+  const KernelReferenceRun& run = KernelReferenceUdp();
+  ASSERT_EQ(run.status, 0) << run.log;
+  const json doc = json::parse(Slurp(run.path));
+  ASSERT_EQ(doc.at("records").size(), 5u) << run.log;
+  CheckTcpCase(doc.at("records").at(3), 1);
+  CheckTcpCase(doc.at("records").at(4), 8);
 }
 
 }  // namespace
@@ -184,7 +287,9 @@ const KernelReferenceRun& KernelReferenceUdp() {
         "bash " + EnvOr("TXBATCH_SOURCE_ROOT") + "/scripts/kernel-ref.sh --dir " +
         EnvOr("TXBATCH_VM_DIR") + " --bql 10,40,dynamic --count " + std::to_string(kCount) +
         " --threads " + std::to_string(kThreads) + " --pkt-size " + std::to_string(kPktSize) +
-        " --out " + r.path + " >" + (dir / "log").string() + " 2>&1";
+        " --tcp 1,8 --tcp-seconds " + std::to_string(kKrefTcpSeconds) + " --tcp-rate " +
+        std::to_string(kKrefTcpRateMbps) + " --out " + r.path + " >" + (dir / "log").string() +
+        " 2>&1";
     r.status = std::system(cmd.c_str());
     r.log = Slurp(dir / "log");
     return r;
