@@ -236,7 +236,7 @@ void CompareDynamic(const Hist& kernel, const Hist& model, const json& kernel_re
 }
 
 TEST(KernelModel, TheModelsBulkSizesAreTheKernelsOnBothEngines) {
-  const KernelReferenceRun& run = KernelReferenceUdp();
+  const KernelReferenceRun& run = KernelReferenceShared();
   ASSERT_EQ(run.status, 0) << run.log;
   const json kref = json::parse(Slurp(run.path));
   const std::filesystem::path dir = Scratch("kernel_model", "udp");

@@ -32,8 +32,7 @@ struct KernelReferenceRun {
 // called (with the constants above, into a scratch folder of this process; records bql_10,
 // bql_40, bql_dynamic, tcp_1 and tcp_8, in that order) and returns that run ever after.
 // TXBATCH_KERNEL_REF=FILE takes FILE, a document the script wrote before, instead of booting
-// guests (to work on the comparison, or to show it fails on a wrong model, in seconds). Named
-// when it ran the UDP cases alone.
-const KernelReferenceRun& KernelReferenceUdp();
+// guests (to work on the comparison, or to show it fails on a wrong model, in seconds).
+const KernelReferenceRun& KernelReferenceShared();
 
 }  // namespace txbatch::test

@@ -151,7 +151,7 @@ void CheckUdpCase(const json& rec, uint64_t pinned_frames) {
 }
 
 TEST(KernelReference, PktgenThroughPfifoFastBulkHistogramsAddUpAndRespectBql) {
-  const KernelReferenceRun& run = KernelReferenceUdp();
+  const KernelReferenceRun& run = KernelReferenceShared();
   ASSERT_EQ(run.status, 0) << run.log;
   const json doc = json::parse(Slurp(run.path));
   EXPECT_EQ(doc.at("kind"), "kernel_reference");
@@ -199,7 +199,7 @@ void CheckTcpCase(const json& rec, uint64_t streams) {
 // rates are not compared: the guest's is 1.2 x cwnd x mss / srtt with cwnd above what is in
 // flight (2.3-5.6 x what it delivers), the model's 1.2 x its delivery (tsq.h).
 TEST(KernelModel, TcpBytesBelowASocketAreTheKernelsAtTheSameRate) {
-  const KernelReferenceRun& run = KernelReferenceUdp();
+  const KernelReferenceRun& run = KernelReferenceShared();
   ASSERT_EQ(run.status, 0) << run.log;
   const json kref = json::parse(Slurp(run.path));
   const std::filesystem::path dir = Scratch("kernel_model", "tcp");
@@ -255,7 +255,7 @@ TEST(KernelModel, TcpBytesBelowASocketAreTheKernelsAtTheSameRate) {
 }
 
 TEST(KernelReference, TcpStreamsAreSampledAndTheirSkbsCounted) {
-  const KernelReferenceRun& run = KernelReferenceUdp();
+  const KernelReferenceRun& run = KernelReferenceShared();
   ASSERT_EQ(run.status, 0) << run.log;
   const json doc = json::parse(Slurp(run.path));
   ASSERT_EQ(doc.at("records").size(), 5u) << run.log;
@@ -265,7 +265,7 @@ TEST(KernelReference, TcpStreamsAreSampledAndTheirSkbsCounted) {
 
 }  // namespace
 
-const KernelReferenceRun& KernelReferenceUdp() {
+const KernelReferenceRun& KernelReferenceShared() {
   static const KernelReferenceRun run = [] {
     KernelReferenceRun r;
     if (const std::string given = EnvOr("TXBATCH_KERNEL_REF"); !given.empty()) {
