@@ -103,7 +103,10 @@ std::set<unsigned> TopMulti(const Hist& h, size_t n) {
 
 std::string Text(const std::set<unsigned>& s) {
   std::string out;
-  for (unsigned v : s) out += (out.empty() ? "" : ",") + std::to_string(v);
+  for (unsigned v : s) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(v);
+  }
   return "{" + out + "}";
 }
 
