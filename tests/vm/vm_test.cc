@@ -951,10 +951,12 @@ TEST(VmRxe, TwoGuestsOverASocketCableEveryFrameArrives) {
   // On a gap, the guest's own drop counters (kGuestTxDrops) first: CI shows five lines.
   std::string drops;
   std::istringstream console(run.Console());
-  for (std::string line; std::getline(console, line);)
-    if (line.erase(line.find_last_not_of("\r ") + 1); line.starts_with("guest-tx-dropped") || line.starts_with("guest-qdisc") ||
+  for (std::string line; std::getline(console, line);) {
+    line.erase(line.find_last_not_of("\r ") + 1);  // the serial console's CR
+    if (line.starts_with("guest-tx-dropped") || line.starts_with("guest-qdisc") ||
         (line.starts_with("guest-rxe") && !line.ends_with(" 0")))
       drops += line + "; ";
+  }
   std::printf("vm rxe guest A's drop counters (rxe's non-zero ones): %s\n", drops.c_str());
   EXPECT_EQ(w.gaps, 0u) << drops << w.first_problem;
   EXPECT_EQ(w.roce, sent) << drops << w.first_problem;
