@@ -9,11 +9,12 @@
 #
 # Left out of the driver suite here: the cases that assert performance against the modelled wire
 # or between configurations (an instrumented build runs 2-3x slower; they run in the normal
-# build): Models/EmuRun (>= 99.5 % of the wire), the loopback latency ratio, compare's and tune's
-# verdicts, the datagram overload's drop share (it needs one producer to outrun the wire by a
-# tenth: an instrumented producer of 1000-byte frames on e1000 barely does, and once dropped only
-# 5 %), and calibrate --check (a grid of 256 cell runs; the simulation it drives is in the unit
-# suite).
+# build): Models/EmuRun (its modelled end within 2 % of the wall time at which the drain saw
+# it; its books check goes with it: splitting it out is a noted to-do), the loopback latency
+# ratio, compare's and tune's verdicts, the datagram overload's drop share (it needs one
+# producer to outrun the wire by a tenth: an instrumented producer of 1000-byte frames on e1000
+# barely does, and once dropped only 5 %), and calibrate --check (a grid of 256 cell runs; the
+# simulation it drives is in the unit suite).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log=$(mktemp)
