@@ -271,37 +271,38 @@ unsigned RemoveStaleRuntimeDirs(const std::string& root) {
   return removed;
 }
 
-uint64_t FreeHugepageBytes() {
-  uint64_t total = 0;
+namespace {
+// The hugepages sysfs lists, over every page size: the free bytes, and the largest page size of
+// which some are free (0 where none are).
+struct HugepageScan {
+  uint64_t free_bytes = 0;
+  uint64_t largest_free_page = 0;
+};
+HugepageScan ScanHugepages() {
+  HugepageScan scan;
   DIR* dir = opendir("/sys/kernel/mm/hugepages");
-  if (dir == nullptr) return 0;
+  if (dir == nullptr) return scan;
   while (dirent* e = readdir(dir)) {
     std::string_view name = e->d_name;  // "hugepages-2048kB"
     if (!name.starts_with("hugepages-")) continue;
-    uint64_t kb = std::strtoull(name.data() + 10, nullptr, 10);
-    uint64_t free_pages =
+    const uint64_t page = std::strtoull(name.data() + 10, nullptr, 10) * 1024;
+    const uint64_t free_pages =
         ReadNumber(fmt::format("/sys/kernel/mm/hugepages/{}/free_hugepages", name));
-    total += free_pages * kb * 1024;
+    scan.free_bytes += free_pages * page;
+    if (free_pages > 0) scan.largest_free_page = std::max(scan.largest_free_page, page);
   }
   closedir(dir);
-  return total;
+  return scan;
 }
+}  // namespace
+
+uint64_t FreeHugepageBytes() { return ScanHugepages().free_bytes; }
 
 EalHost EalHost::Here() {
-  EalHost host{.free_huge_bytes = FreeHugepageBytes()};
-  // The largest page size with free pages: the largest file EAL's --in-memory may make.
-  if (DIR* dir = opendir("/sys/kernel/mm/hugepages"); dir != nullptr) {
-    uint64_t largest = 0;
-    while (dirent* e = readdir(dir)) {
-      std::string_view name = e->d_name;  // "hugepages-2048kB"
-      if (!name.starts_with("hugepages-")) continue;
-      const uint64_t bytes = std::strtoull(name.data() + 10, nullptr, 10) * 1024;
-      if (ReadNumber(fmt::format("/sys/kernel/mm/hugepages/{}/free_hugepages", name)) > 0)
-        largest = std::max(largest, bytes);
-    }
-    closedir(dir);
-    if (largest > 0) host.huge_page_bytes = largest;
-  }
+  const HugepageScan scan = ScanHugepages();
+  EalHost host{.free_huge_bytes = scan.free_bytes};
+  // The largest page with free pages: the largest file EAL's --in-memory may make.
+  if (scan.largest_free_page > 0) host.huge_page_bytes = scan.largest_free_page;
   rlimit fsize{};
   if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY)
     host.file_size_limit = fsize.rlim_cur;

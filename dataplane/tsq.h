@@ -149,8 +149,7 @@ class TsqLedger {
   }
   int64_t Below(unsigned flow) const { return flows_[flow].bytes.load(); }
   // The flow's pacing rate (bytes a second): the model's pacing_ratio x its smoothed delivery
-  // rate; 0 before
-  // its first sample or without a clock.
+  // rate; 0 before its first sample or without a clock.
   double PacingRate(unsigned flow) const { return flows_[flow].pacing_bps.load(); }
   uint64_t cap() const { return model_.cap; }
   unsigned flows() const { return n_; }
