@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "dataplane/tx_driver.h"
 #include "results/latency_text.h"
@@ -48,6 +49,12 @@ bool ShapesVary(const std::vector<CellConfig>& cells) {
   return false;
 }
 
+namespace {
+// Appends `v` to `list` unless it is there already (the header's lists keep the cells' order).
+void AddOnce(std::vector<std::string>& list, std::string v) {
+  if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(std::move(v));
+}
+
 // The TCP Small Queues caps of the cells that run them (TsqActive): "N bytes" where they share
 // one, else each cap with its policies ("1048576 (count:1, count:32), 131072 (linux-2014)
 // bytes": EraTsqBytes gives each policy its kernel's); empty where no cell runs them.
@@ -58,9 +65,7 @@ std::string TsqCaps(const std::vector<CellConfig>& cells) {
     auto it = std::find_if(caps.begin(), caps.end(),
                            [&cell](const auto& p) { return p.first == cell.tsq; });
     if (it == caps.end()) it = caps.insert(caps.end(), {cell.tsq, {}});
-    if (const std::string name = cell.policy.ToString();
-        std::find(it->second.begin(), it->second.end(), name) == it->second.end())
-      it->second.push_back(name);
+    AddOnce(it->second, cell.policy.ToString());
   }
   if (caps.empty()) return "";
   if (caps.size() == 1) return fmt::format("{} bytes", caps.front().first);
@@ -69,6 +74,8 @@ std::string TsqCaps(const std::vector<CellConfig>& cells) {
     each.push_back(fmt::format("{} ({})", cap, fmt::join(policies, ", ")));
   return fmt::format("{} bytes", fmt::join(each, ", "));
 }
+
+}  // namespace
 
 void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const RunEnv& env) {
   const CellConfig& c = cells.front();
@@ -83,9 +90,7 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
   std::string shape;
   if (ShapesVary(cells)) {
     std::vector<std::string> names;
-    for (const auto& cell : cells)
-      if (std::find(names.begin(), names.end(), ShapeName(cell)) == names.end())
-        names.push_back(ShapeName(cell));
+    for (const auto& cell : cells) AddOnce(names, ShapeName(cell));
     shape = fmt::format(
         "qdisc shapes {} (pfifo_fast: 3 bands x {}, pfifo: 1; named on each row), "
         "producers {}",
@@ -118,18 +123,14 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
   // A kernel policy on another era's qdisc (an explicit --sync): once per sentence.
   std::vector<std::string> mixes;
   for (const auto& cell : cells)
-    if (const std::string m = EraMix(cell);
-        !m.empty() && std::find(mixes.begin(), mixes.end(), m) == mixes.end())
-      mixes.push_back(m);
+    if (std::string m = EraMix(cell); !m.empty()) AddOnce(mixes, std::move(m));
   for (const auto& m : mixes) fmt::print(out, "note: {}\n", m);
   // TCP Small Queues where some cells run them and others, on drivers whose completions are not
   // seen, cannot (TsqActive): which drivers' cells ran without them.
   std::vector<std::string> without_tsq;
   for (const auto& cell : cells)
-    if (const std::string d = cell.driver_spec.ToString();
-        !tsq_caps.empty() && !cell.driver_spec.emulated() &&
-        std::find(without_tsq.begin(), without_tsq.end(), d) == without_tsq.end())
-      without_tsq.push_back(d);
+    if (!tsq_caps.empty() && !cell.driver_spec.emulated())
+      AddOnce(without_tsq, cell.driver_spec.ToString());
   if (!without_tsq.empty())
     fmt::print(out,
                "note: TCP Small Queues ({} below a socket) run on emu drivers only, whose "
