@@ -253,6 +253,18 @@ def short_hist(hist, keep=6):
     return text + (", +%d sizes" % (len(h) - keep) if len(h) > keep else "")
 
 
+def load_doc(path, kind, whose):
+    """The JSON document at `path`, which must be `whose` (its "kind" `kind`); else one sentence."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        die("cannot read %s: %s" % (path, e))
+    if doc.get("kind") != kind:
+        die("%s is not %s document (kind %r)" % (path, whose, doc.get("kind")))
+    return doc
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kref", required=True, help="scripts/kernel-ref.sh's document")
@@ -271,21 +283,9 @@ def main():
     ap.add_argument("--txbatch", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                       "..", "build", "tools", "txbatch"))
     a = ap.parse_args()
-    try:
-        with open(a.kref) as f:
-            kref = json.load(f)
-    except (OSError, ValueError) as e:
-        die("cannot read %s: %s" % (a.kref, e))
-    if kref.get("kind") != "kernel_reference":
-        die("%s is not scripts/kernel-ref.sh's document (kind %r)" % (a.kref, kref.get("kind")))
+    kref = load_doc(a.kref, "kernel_reference", "scripts/kernel-ref.sh's")
     if a.model:
-        try:
-            with open(a.model) as f:
-                doc = json.load(f)
-        except (OSError, ValueError) as e:
-            die("cannot read %s: %s" % (a.model, e))
-        if doc.get("kind") != "kernel_vs_model":
-            die("%s is not this script's document (kind %r)" % (a.model, doc.get("kind")))
+        doc = load_doc(a.model, "kernel_vs_model", "this script's")
     else:
         doc = {"schema_version": 1, "kind": "kernel_vs_model", "kernel_reference": a.kref,
                "cases": []}

@@ -55,21 +55,26 @@ TEST(RunPlan, OffloadAutoIsTsoWhereTheNicHasIt) {
   EXPECT_EQ(offload("ethdev:net_null0", "tcp"), Offload::kNone);
 }
 
+// The five policies, one cell each, on `driver` with one size and one producer: the cells
+// BuildRunPlan makes of `a` (none, and a failure, where it refuses them).
+std::vector<CellConfig> EachPolicysCell(RunArgs a, const char* driver, const char* size) {
+  a.policy = "count:32,linux-2014,linux-2025,bql,blist-2007";
+  a.drivers = {driver};
+  a.size = size;
+  a.procs = "1";
+  auto plan = BuildRunPlan(a);
+  EXPECT_TRUE(plan.ok()) << plan.error().message;
+  return plan.ok() ? plan->cells : std::vector<CellConfig>{};
+}
+
 // Issue 45, item 3: TCP Small Queues' cap is tcp_limit_output_bytes as each policy's kernel set
 // it — 131072 in linux-2014's 3.18, 4 MiB in linux-2025's (6.16 on), 1 MiB (5.0-6.15) for bql,
 // count:N and blist-2007 — where the old code gave every cell 1 MiB. A --tsq typed is every
 // cell's, 0 included.
 TEST(RunPlan, EachPolicyGetsItsKernelsTsqCapUnlessTold) {
-  const auto caps = [](RunArgs a) {
-    a.policy = "count:32,linux-2014,linux-2025,bql,blist-2007";
-    a.drivers = {"emu:e1000"};
-    a.size = "65536";
-    a.procs = "1";
+  const auto caps = [](const RunArgs& a) {
     std::vector<uint64_t> out;
-    auto plan = BuildRunPlan(a);
-    EXPECT_TRUE(plan.ok()) << plan.error().message;
-    if (plan.ok())
-      for (const CellConfig& c : plan->cells) out.push_back(c.tsq);
+    for (const CellConfig& c : EachPolicysCell(a, "emu:e1000", "65536")) out.push_back(c.tsq);
     return out;
   };
   RunArgs a;
@@ -86,16 +91,10 @@ TEST(RunPlan, EachPolicyGetsItsKernelsTsqCapUnlessTold) {
 // the root-locked one; tc's pfifo is root-locked in every kernel. An explicit --sync runs as
 // asked, and a kernel policy given another era's qdisc carries the sentence that says so.
 TEST(RunPlan, EachKernelPolicyRunsOnItsKernelsQdiscUnlessTold) {
-  const auto syncs = [](RunArgs a) {
-    a.policy = "count:32,linux-2014,linux-2025,bql,blist-2007";
-    a.drivers = {"emu:ixgbe"};
-    a.size = "64";
-    a.procs = "1";
+  const auto syncs = [](const RunArgs& a) {
     std::vector<std::pair<bool, bool>> out;  // nolock, an era mix noted
-    auto plan = BuildRunPlan(a);
-    EXPECT_TRUE(plan.ok()) << plan.error().message;
-    if (plan.ok())
-      for (const CellConfig& c : plan->cells) out.push_back({c.shape.nolock, !EraMix(c).empty()});
+    for (const CellConfig& c : EachPolicysCell(a, "emu:ixgbe", "64"))
+      out.push_back({c.shape.nolock, !EraMix(c).empty()});
     return out;
   };
   using V = std::vector<std::pair<bool, bool>>;

@@ -46,11 +46,6 @@ constexpr double kMedianHalfWidth = 0.05;
 // binomial standard deviation is 1.6 points.
 constexpr uint64_t kMinBulks = 1000;
 
-std::string EnvOr(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
 Hist HistOf(const json& sizes) {
   Hist h;
   for (const auto& [k, v] : sizes.items())
@@ -244,13 +239,7 @@ TEST(KernelModel, TheModelsBulkSizesAreTheKernelsOnBothEngines) {
   const json kref = json::parse(Slurp(run.path));
   const std::filesystem::path dir = Scratch("kernel_model", "udp");
   const std::string out = (dir / "model.json").string();
-  const std::string cmd = "python3 " + EnvOr("TXBATCH_SOURCE_ROOT") +
-                          "/scripts/kernel-vs-model.py --kref " + run.path + " --txbatch " +
-                          EnvOr("TXBATCH_BIN") + " --out " + out + " >" + (dir / "log").string() +
-                          " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  std::printf("%s\n", Slurp(dir / "log").c_str());  // the side-by-side tables
-  ASSERT_EQ(rc, 0) << Slurp(dir / "log");
+  ASSERT_EQ(RunKernelVsModel(run, "udp", out, (dir / "log").string()), 0) << Slurp(dir / "log");
   const json model = json::parse(Slurp(out));
   std::map<std::string, const json*> cases;
   for (const json& c : model.at("cases")) cases[c.at("case").get<std::string>()] = &c;

@@ -35,4 +35,10 @@ struct KernelReferenceRun {
 // guests (to work on the comparison, or to show it fails on a wrong model, in seconds).
 const KernelReferenceRun& KernelReferenceShared();
 
+// scripts/kernel-vs-model.py on `run`'s document, its cases of `mode` (udp or tcp), writing its
+// document to `out` and its side-by-side tables (printed here too) to `log`; the script's
+// exit status.
+int RunKernelVsModel(const KernelReferenceRun& run, const std::string& mode,
+                     const std::string& out, const std::string& log);
+
 }  // namespace txbatch::test

@@ -204,13 +204,7 @@ TEST(KernelModel, TcpBytesBelowASocketAreTheKernelsAtTheSameRate) {
   const json kref = json::parse(Slurp(run.path));
   const std::filesystem::path dir = Scratch("kernel_model", "tcp");
   const std::string out = (dir / "model.json").string();
-  const std::string cmd = "python3 " + EnvOr("TXBATCH_SOURCE_ROOT") +
-                          "/scripts/kernel-vs-model.py --mode tcp --kref " + run.path +
-                          " --txbatch " + EnvOr("TXBATCH_BIN") + " --out " + out + " >" +
-                          (dir / "log").string() + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  std::printf("%s\n", Slurp(dir / "log").c_str());  // the side-by-side tables
-  ASSERT_EQ(rc, 0) << Slurp(dir / "log");
+  ASSERT_EQ(RunKernelVsModel(run, "tcp", out, (dir / "log").string()), 0) << Slurp(dir / "log");
   const json model = json::parse(Slurp(out));
   std::set<std::string> compared;
   for (const json& rec : kref.at("records")) {
@@ -295,6 +289,17 @@ const KernelReferenceRun& KernelReferenceShared() {
     return r;
   }();
   return run;
+}
+
+int RunKernelVsModel(const KernelReferenceRun& run, const std::string& mode,
+                     const std::string& out, const std::string& log) {
+  const std::string cmd = "python3 " + EnvOr("TXBATCH_SOURCE_ROOT") +
+                          "/scripts/kernel-vs-model.py --mode " + mode + " --kref " + run.path +
+                          " --txbatch " + EnvOr("TXBATCH_BIN") + " --out " + out + " >" + log +
+                          " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::printf("%s\n", Slurp(log).c_str());  // the side-by-side tables
+  return rc;
 }
 
 }  // namespace txbatch::test
