@@ -53,6 +53,7 @@ struct DequeueContext {
   int64_t bql_avail = 0;          // bytes BQL lets the stack queue (dql_avail; may be negative)
   unsigned requeued = 0;          // frames waiting at the head after a driver refused them
   unsigned free_slots = kMaxBatch;  // descriptors the driver has free (blist-2007)
+  uint64_t now = 0;  // when the dequeue runs (TSC): what a qdisc that times frames reads (CoDel)
 };
 
 // What the next bulk dequeue may take and how it goes. The first frame is always taken (a

@@ -45,6 +45,10 @@ class LockfreePfifo {
 
   // As PfifoFast::DequeueBulk: requeued frames first, then band 0, 1, 2. Run-flag holder only.
   uint16_t DequeueBulk(Batch& batch, const DequeueBudget& budget);
+  // The run's form (QdiscRun): no clock is read.
+  uint16_t DequeueBulk(Batch& batch, const DequeueBudget& budget, Tsc /*now*/) {
+    return DequeueBulk(batch, budget);
+  }
   uint16_t DequeueBulk(Batch& batch, uint16_t max_frames) {
     return DequeueBulk(batch, DequeueBudget{max_frames});
   }

@@ -15,6 +15,8 @@
 #include <span>
 #include <vector>
 
+#include "base/counters.h"
+#include "base/tsc.h"
 #include "batching/batch.h"
 #include "batching/flush_policy.h"
 
@@ -79,46 +81,101 @@ enum class QdiscLimit : uint8_t {
   kPerBand,
 };
 
+// What a qdisc that drops frames it had already queued counts, as `tc -s qdisc show` prints it
+// (fq_codel's xstats): live, written by the holder of the queue's root lock, read by anyone.
+// Frames are wire frames (a GSO frame's segments), as every drop count of a queue.
+template <class C>
+struct QdiscCountersOf {
+  C dropped_codel;       // CoDel's head drops at dequeue (codel_dequeue's drop_func)
+  C drop_overlimit;      // dropped by fq_codel_drop over `limit` or `memory_limit`
+  C drop_overmemory;     // of those, over `memory_limit`
+  C ecn_mark;            // ECN-capable frames marked CE instead of dropped
+  C new_flow_count;      // flows that joined new_flows
+  C maxpacket;           // the largest frame CoDel looked at (bytes)
+
+  template <class F, class... Q>
+  static void Fields(F&& f, Q&... q) {
+    f(Sum{}, q.dropped_codel...);
+    f(Sum{}, q.drop_overlimit...);
+    f(Sum{}, q.drop_overmemory...);
+    f(Sum{}, q.ecn_mark...);
+    f(Sum{}, q.new_flow_count...);
+    f(Max{}, q.maxpacket...);
+  }
+  // Frames the qdisc dropped after it had queued them (the receiver sees their sequence gaps).
+  uint64_t dropped_queued() const { return ValueOf(dropped_codel) + ValueOf(drop_overlimit); }
+};
+using QdiscCounters = QdiscCountersOf<Counter>;
+
+// A root-locked qdisc, as the queues and the simulation hold one (Linux's Qdisc_ops: enqueue,
+// dequeue, and dev_requeue_skb's slot ahead of them). Not thread-safe: every member is called
+// under the queue's root lock. Times are the caller's clock (the TSC, or the simulation's).
+class Qdisc {
+ public:
+  virtual ~Qdisc() = default;
+
+  // Takes `m` (its band: BandForPriority) at `now`. Returns false, leaving `m` with the caller to
+  // drop and count, when the qdisc refuses it (band_full); a qdisc that makes room by dropping
+  // queued frames instead (fq_codel) frees and counts those itself.
+  [[nodiscard]] virtual bool Enqueue(rte_mbuf* m, int band, Tsc now) = 0;
+  // Moves frames into `batch`, requeued ones first, while `budget` allows (BulkLimit), the batch
+  // has room and the qdisc has frames, at `now`. Returns how many it moved.
+  virtual uint16_t DequeueBulk(Batch& batch, const DequeueBudget& budget, Tsc now) = 0;
+  // Puts `frames` (refused by the driver, in their original order) back at the head; `as_list`:
+  // they count as one towards the length (FlushPolicy's requeues_as_list).
+  // Precondition: frames.size() <= kMaxBatch - requeued().
+  virtual void Requeue(std::span<rte_mbuf* const> frames, bool as_list) = 0;
+  // Whether a frame of `band` would be refused now.
+  virtual bool band_full(int band) const = 0;
+  // Frees every queued frame (teardown after an aborted run); returns how many.
+  virtual unsigned Purge() = 0;
+
+  // Frames queued, requeue slot included.
+  unsigned backlog() const { return backlog_; }
+  unsigned requeued() const { return requeue_.size(); }
+  bool empty() const { return backlog_ == 0; }
+
+ protected:
+  RequeueSlot requeue_;
+  unsigned backlog_ = 0;
+};
+
 // With `bands` = 1 it is Linux's pfifo: one drop-tail FIFO of `limit` frames, priorities ignored
 // (--qdisc pfifo, a qdisc installed by tc rather than the device's default).
-class PfifoFast {
+class PfifoFast final : public Qdisc {
  public:
   explicit PfifoFast(unsigned limit = kDefaultTxQueueLen, int bands = kPfifoBands,
                      QdiscLimit bound = QdiscLimit::kLength);
 
-  // Appends `m` to `band`. Returns false, leaving `m` with the caller to drop and count, when the
-  // limit is reached (band_full).
+  // Appends `m` to `band`; false when the limit is reached (band_full). No clock is read.
+  [[nodiscard]] bool Enqueue(rte_mbuf* m, int band, Tsc /*now*/) override {
+    return Enqueue(m, band);
+  }
   [[nodiscard]] bool Enqueue(rte_mbuf* m, int band);
 
-  // Moves frames into `batch`, requeued ones first, then band 0, 1, 2, while `budget` allows
-  // (BulkLimit), the batch has room and the qdisc has frames. Returns how many it moved.
+  // Requeued frames first, then band 0, 1, 2.
+  uint16_t DequeueBulk(Batch& batch, const DequeueBudget& budget, Tsc /*now*/) override {
+    return DequeueBulk(batch, budget);
+  }
   uint16_t DequeueBulk(Batch& batch, const DequeueBudget& budget);
   uint16_t DequeueBulk(Batch& batch, uint16_t max_frames) {
     return DequeueBulk(batch, DequeueBudget{max_frames});
   }
 
-  // Puts `frames` (refused by the driver, in their original order) back at the head; `as_list`:
-  // they count as one towards the length (FlushPolicy's requeues_as_list).
-  // Precondition: frames.size() <= kMaxBatch - requeued().
-  void Requeue(std::span<rte_mbuf* const> frames, bool as_list = false);
+  void Requeue(std::span<rte_mbuf* const> frames, bool as_list = false) override;
 
-  // Frames queued, requeue slot included.
-  unsigned backlog() const { return backlog_; }
   unsigned band_backlog(int band) const { return bands_[Band(band)].count; }
-  unsigned requeued() const { return requeue_.size(); }
   unsigned limit() const { return limit_; }
-  bool empty() const { return backlog_ == 0; }
   // What the limit counts (QdiscLimit::kLength): frames in the bands, and the requeued ones.
   unsigned length() const {
     const unsigned r = requeue_.size();
     return backlog_ - r + (list_ && r > 0 ? 1 : r);
   }
-  bool band_full(int band) const {
+  bool band_full(int band) const override {
     return bound_ == QdiscLimit::kPerBand ? bands_[Band(band)].count >= limit_ : length() >= limit_;
   }
 
-  // Frees every queued frame (teardown after an aborted run); returns how many.
-  unsigned Purge();
+  unsigned Purge() override;
 
  private:
   struct Fifo {
@@ -133,8 +190,6 @@ class PfifoFast {
   bool list_ = false;  // the requeued frames are one list (Requeue's as_list)
   uint32_t mask_;
   std::array<Fifo, kPfifoBands> bands_;
-  RequeueSlot requeue_;
-  unsigned backlog_ = 0;
 };
 
 }  // namespace txbatch

@@ -139,7 +139,8 @@ enum class RunNext : uint8_t {
   kReschedule,  // over with its quota spent and frames left: kick the completion role
 };
 
-// `Qdisc`: PfifoFast (under a root lock, or the simulation's) or LockfreePfifo (run-flag holder).
+// `Qdisc`: Qdisc (pfifo_fast, pfifo or fq_codel under a root lock, or the simulation's) or
+// LockfreePfifo (run-flag holder).
 template <class Qdisc>
 class QdiscRun {
  public:
@@ -189,7 +190,7 @@ class QdiscRun {
     // what a driver refused of a bulk already cut, handed back whole (dequeue_skb's gso_skb).
     if (!budget.one_packet) budget.frames = std::min(budget.frames, max_bulk_);
     handover_ = budget.handover;
-    const uint16_t n = qdisc.DequeueBulk(batch_, budget);
+    const uint16_t n = qdisc.DequeueBulk(batch_, budget, device.now);
     packets_ = budget.one_packet ? 1 : n;
     *wake = n > 0 && waiters() > 0 && qdisc.backlog() <= wake_level_;
     return n;
