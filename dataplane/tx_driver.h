@@ -67,6 +67,7 @@ struct DriverCountersOf {
   C doorbells;        // tail-register writes (drivers that own one)
   C completed_bytes;  // bytes Complete reclaimed (drivers with BQL, has_bql())
   C stops;            // times the queue stopped because the ring filled
+  C wakes;            // times the driver restarted it (netif_wake_queue: Linux's restart_queue)
   C tso_slices;       // MSS frames a NIC's TSO cut from GSO frames as Complete reclaimed them
   // Departures in the run window (counted_at == wire): frames, payload and wire bytes, and the
   // wire's busy time in TSC cycles.
@@ -87,6 +88,7 @@ struct DriverCountersOf {
     f(Sum{}, s.doorbells...);
     f(Sum{}, s.completed_bytes...);
     f(Sum{}, s.stops...);
+    f(Sum{}, s.wakes...);
     f(Sum{}, s.tso_slices...);
     f(Sum{}, s.window_frames...);
     f(Sum{}, s.window_payload_bytes...);
@@ -114,12 +116,14 @@ struct DriverCounts : DriverCountersOf<uint64_t> {};
 // * Counters: a driver keeps counters() itself, under the TX lock — xmit_calls and offered for
 //   every Xmit (or XmitOne) that offered a frame, accepted for each frame it took, stops when
 //   the queue stops because it cannot take more (its ring full; verbs: its QP recovering or a
-//   post refused), doorbells if owns_doorbell(), completed_bytes if has_bql(), window_frames and
-//   the window_* bytes for what it counted as sent (where counted_at() says) inside the run
-//   window, last_departure, and window_busy_tsc, window_max_idle_tsc and window_stalled_tsc where
-//   it models a wire. A cell's window is read under that lock too (TxQueue::DriverCountsNow): a
-//   call's counters are one cut. A cell's throughput comes from these alone; its per-frame costs
-//   divide the queue's counters (tx_cycles, batch_hist) and CPU time by `accepted`.
+//   post refused), wakes when it restarts a queue it stopped (Linux's restart_queue; emu's so
+//   far: ethdev and verbs do not count theirs yet), doorbells if owns_doorbell(),
+//   completed_bytes if has_bql(), window_frames and the window_* bytes for what it counted as
+//   sent (where counted_at() says) inside the run window, last_departure, and window_busy_tsc,
+//   window_max_idle_tsc and window_stalled_tsc where it models a wire. A cell's window is read
+//   under that lock too (TxQueue::DriverCountsNow): a call's counters are one cut. A cell's
+//   throughput comes from these alone; its per-frame costs divide the queue's counters
+//   (tx_cycles, batch_hist) and CPU time by `accepted`.
 // * Frames: an accepted frame is the driver's until it is freed or handed to its receiver.
 //   Purge and the destructor free what the driver itself holds; what a DPDK port's PMD still
 //   holds comes back when the port stops and closes (its last queue's driver gone). The

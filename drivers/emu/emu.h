@@ -21,7 +21,7 @@ struct EmuOptions {
   std::string model = "e1000";  // e1000 | ixgbe | null | ipoib-sdr | -ddr | -qdr | -fdr
   double rate_mbps = 1000;      // line rate; 0 = infinitely fast (no wire)
   unsigned ring = 256;          // TX descriptors
-  unsigned free_thresh = 32;    // reclaim / queue-wake threshold (descriptors)
+  unsigned free_thresh = 32;    // queue-wake threshold, and tx_frames' default (descriptors)
   double doorbell_ns = 0;       // cost of one tail-register write
   double desc_ns = 0;           // cost of writing one descriptor
   // The queue stops once fewer than this many descriptors are free after a post (the driver's
@@ -40,8 +40,13 @@ struct EmuOptions {
   // How the model's driver counts a frame's bytes for BQL (the model's; ModelTraits::bql_bytes).
   BqlBytes bql_bytes = BqlBytes::kLength;
   // Completion coalescing's time bound (ethtool's tx-usecs): a pass at most this long after the
-  // oldest unreclaimed departure, whether or not free_thresh descriptors have departed; 0: off.
+  // oldest unreclaimed departure, whether or not tx_frames descriptors have departed; 0: off.
   double tx_usecs = 0;
+  // Completion coalescing's frame bound (ethtool's tx-frames, a DPDK PMD's tx_free_thresh): a
+  // pass once this many descriptors have departed (or the last in flight has). Its own bound,
+  // not free_thresh's alias: moving it leaves where the queue wakes and stops alone.
+  // ParseEmuSpec sets it to free_thresh unless it is given.
+  unsigned tx_frames = 32;
   // Interrupt throttling (e1000's ITR register, which QEMU's e1000 models as its mitigation
   // timer): completion passes at least this long apart — the first after a quiet spell as soon
   // as it is due, each later one no sooner than itr_usecs after the previous. Descriptors done

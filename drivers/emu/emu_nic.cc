@@ -134,7 +134,12 @@ class EmuNic final : public TxDriver {
       }
     }
     if (link_) DeliverFromLink(now);
-    if (stopped_ && FreeSlots() >= options_.free_thresh) stopped_ = false;
+    // netif_wake_queue, counted as the drivers count it (e1000's and ixgbe's restart_queue,
+    // ethtool -S's tx_restart_queue).
+    if (stopped_ && FreeSlots() >= options_.free_thresh) {
+      stopped_ = false;
+      counters_.wakes.Add();
+    }
     if (done > 0 && itr_tsc_ > 0) throttle_until_ = now + itr_tsc_;
     return done;
   }
@@ -146,12 +151,13 @@ class EmuNic final : public TxDriver {
     // they would be without a link.
     if (count_ == 0)
       return link_next == kNever ? kNever : std::min(link_next, Clock() + idle_poll_tsc_);
-    // Reclaim in batches of free_thresh descriptors; a stopped queue as soon as its wake
-    // threshold is free (it stopped with stop_slack - 1 free, so fewer have to go).
+    // Reclaim in batches of tx_frames descriptors (coalescing's frame bound); a stopped queue
+    // no later than its wake threshold is free (it stopped with stop_slack - 1 free, so fewer
+    // have to go), a pass at tx_frames first not waking it if that leaves it short.
     const unsigned room = static_cast<unsigned>(ring_.size()) - (descs_used_ - UnrungDescs());
-    const unsigned need =
-        stopped_ ? std::max(1u, options_.free_thresh - std::min(room, options_.free_thresh))
-                 : options_.free_thresh;
+    const unsigned to_wake =
+        std::max(1u, options_.free_thresh - std::min(room, options_.free_thresh));
+    const unsigned need = stopped_ ? std::min(options_.tx_frames, to_wake) : options_.tx_frames;
     Tsc due = ring_[(head_ + EntriesFreeing(need) - 1) % ring_.size()].departure;
     // Coalescing's time bound: tx_usecs after the oldest departure, however few have gone.
     if (tx_usecs_tsc_ > 0) due = std::min(due, ring_[head_].departure + tx_usecs_tsc_);

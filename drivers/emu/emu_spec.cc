@@ -19,8 +19,8 @@ namespace {
 // Device costs are busy-waits on the sending CPU; 100 us is already a hundred times any MMIO.
 constexpr double kMaxCostNs = 100e3;
 constexpr std::string_view kKeys =
-    "rate_mbps, ring, free_thresh, stop_slack, doorbell_ns, desc_ns, tx_usecs, itr_usecs, "
-    "stall_at_ms, stall_ms, down_at_ms, down_ms (and for ipoib models link_mtu, grh)";
+    "rate_mbps, ring, free_thresh, stop_slack, doorbell_ns, desc_ns, tx_usecs, tx_frames, "
+    "itr_usecs, stall_at_ms, stall_ms, down_at_ms, down_ms (and for ipoib models link_mtu, grh)";
 // Completion coalescing's time bound: up to a second (a NIC's interrupt moderation registers hold
 // far less).
 constexpr double kMaxTxUsecs = 1e6;
@@ -28,17 +28,19 @@ constexpr unsigned kIpoibHeader = 4;
 // A fault's times: up to an hour, far beyond any run.
 constexpr double kMaxFaultMs = 3.6e6;
 
-// The keys that are a decimal number in lo..hi, taken as given.
+// The keys that are a decimal number in lo..hi, taken as given; `zero` says what 0 means, where
+// it means more than none (for the range in a refusal).
 struct DecimalKey {
   std::string_view key;
   double lo, hi;
   double EmuOptions::*field;
+  std::string_view zero = {};
 };
 constexpr DecimalKey kDecimalKeys[] = {
     {"doorbell_ns", 0, kMaxCostNs, &EmuOptions::doorbell_ns},
     {"desc_ns", 0, kMaxCostNs, &EmuOptions::desc_ns},
-    {"tx_usecs", 0, kMaxTxUsecs, &EmuOptions::tx_usecs},
-    {"itr_usecs", 0, kMaxTxUsecs, &EmuOptions::itr_usecs},
+    {"tx_usecs", 0, kMaxTxUsecs, &EmuOptions::tx_usecs, "no time bound, tx_frames alone"},
+    {"itr_usecs", 0, kMaxTxUsecs, &EmuOptions::itr_usecs, "no throttling"},
     {"stall_at_ms", 0, kMaxFaultMs, &EmuOptions::stall_at_ms},
     {"stall_ms", 0, kMaxFaultMs, &EmuOptions::stall_ms},
     {"down_at_ms", 0, kMaxFaultMs, &EmuOptions::down_at_ms},
@@ -67,6 +69,7 @@ std::string EmuOptions::ToString() const {
       "emu:{},rate_mbps={:.10g},ring={},free_thresh={},stop_slack={},doorbell_ns={:g},"
       "desc_ns={:g},tx_usecs={:g}",
       model, rate_mbps, ring, free_thresh, stop_slack, doorbell_ns, desc_ns, tx_usecs);
+  if (tx_frames != free_thresh) s += fmt::format(",tx_frames={}", tx_frames);
   if (itr_usecs > 0) s += fmt::format(",itr_usecs={:g}", itr_usecs);
   if (link_mtu > 0) s += fmt::format(",link_mtu={},grh={}", link_mtu, grh ? 1 : 0);
   if (stall_ms > 0) s += fmt::format(",stall_at_ms={:g},stall_ms={:g}", stall_at_ms, stall_ms);
@@ -124,6 +127,9 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
   o.ring = traits->ring;
   o.free_thresh = traits->free_thresh;
   bool slack_given = false;
+  // tx_frames as written and read: its range is the ring's, which may come after it.
+  std::string_view tx_frames_text;
+  double tx_frames = 0;
   o.doorbell_ns = traits->doorbell_ns;
   o.desc_ns = traits->desc_ns;
   o.link_mtu = traits->link_mtu;
@@ -144,19 +150,20 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
     if (eq == std::string_view::npos || !ParseDouble(kv.substr(eq + 1), v))
       return MakeError(EINVAL, fmt::format("'{}' in driver '{}' is not key=number; valid keys: {}",
                                            kv, spec, kKeys));
-    const auto range = [&](double lo, double hi, bool integer) -> Status {
+    const auto range = [&](double lo, double hi, bool integer,
+                           std::string_view zero = {}) -> Status {
       if (v < lo || v > hi || (integer && v != std::floor(v)))
-        return MakeError(ERANGE, fmt::format("{}={} in driver '{}' is out of range; valid: {}"
-                                             "{}..{}",
-                                             key, kv.substr(eq + 1), spec,
-                                             integer ? "an integer in " : "", lo, hi));
+        return MakeError(
+            ERANGE, fmt::format("{}={} in driver '{}' is out of range; valid: {}{}..{}{}", key,
+                                kv.substr(eq + 1), spec, integer ? "an integer in " : "", lo, hi,
+                                zero.empty() ? "" : fmt::format(" (0: {})", zero)));
       return {};
     };
     Status st;
     const auto decimal = std::find_if(std::begin(kDecimalKeys), std::end(kDecimalKeys),
                                       [&](const DecimalKey& d) { return d.key == key; });
     if (decimal != std::end(kDecimalKeys)) {
-      st = range(decimal->lo, decimal->hi, false);
+      st = range(decimal->lo, decimal->hi, false, decimal->zero);
       o.*decimal->field = v;
     } else if (key == "rate_mbps") {
       // 0 is "no wire"; below 1 Mb/s a full ring takes minutes to drain: not a NIC anyone tunes.
@@ -172,6 +179,9 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
     } else if (key == "free_thresh") {
       st = range(1, 16384, true);
       if (st) o.free_thresh = static_cast<unsigned>(v);
+    } else if (key == "tx_frames") {
+      tx_frames_text = kv.substr(eq + 1);
+      tx_frames = v;
     } else if (key == "stop_slack") {
       st = range(1, 16384, true);
       if (st) o.stop_slack = static_cast<unsigned>(v);
@@ -200,6 +210,17 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec) {
     return MakeError(ERANGE, fmt::format("free_thresh={} in driver '{}' exceeds ring={}; valid: "
                                          "1..ring",
                                          o.free_thresh, spec, o.ring));
+  // The frame bound: free_thresh's unless given, and then a count the ring can reach.
+  if (tx_frames_text.empty()) {
+    o.tx_frames = o.free_thresh;
+  } else if (tx_frames < 1 || tx_frames > o.ring || tx_frames != std::floor(tx_frames)) {
+    return MakeError(ERANGE, fmt::format("tx_frames={} in driver '{}' is out of range; valid: an "
+                                         "integer in 1..{} (ring), the descriptors that depart "
+                                         "before a completion pass",
+                                         tx_frames_text, spec, o.ring));
+  } else {
+    o.tx_frames = static_cast<unsigned>(tx_frames);  // in range: it has an unsigned value
+  }
   // A queue must wake with more room than it stops at, or it would stop again after a frame:
   // stop_slack < free_thresh (a free_thresh of 1 leaves only 1, a full ring).
   const unsigned most_slack = std::max(1u, o.free_thresh - 1);

@@ -27,8 +27,9 @@ struct ModelTraits {
   // 0: the model has no TSO.
   unsigned tso_desc_bytes = 0;
   // Completion coalescing's time bound (ethtool -C tx-usecs): a completion pass runs this long
-  // after the oldest unreclaimed frame departed, if free_thresh descriptors have not departed
-  // first; 0: free_thresh alone (a DPDK PMD's tx_free_thresh, a verbs signal_every).
+  // after the oldest unreclaimed frame departed, if tx_frames descriptors (free_thresh's unless
+  // given) have not departed first; 0: the frame bound alone (a DPDK PMD's tx_free_thresh, a
+  // verbs signal_every).
   double tx_usecs = 0;
   // TSO admission: the free descriptors a GSO frame needs beyond its own before the driver
   // takes it; short of them it stops its queue and refuses the frame (NETDEV_TX_BUSY). e1000:
@@ -62,7 +63,16 @@ inline constexpr std::array<ModelTraits, 7> kModels = {{
     // a posted PCIe MMIO write ~ 150 ns of CPU time; stopped with fewer than DESC_NEEDED =
     // MAX_SKB_FRAGS + 4 = 21 free (ixgbe_tx_map's ixgbe_maybe_stop_tx, 3.18 to 6.9).
     // TSO: IXGBE_MAX_DATA_PER_TXD = 1 << 14 bytes a data descriptor, after a context one.
-    {"ixgbe", 10000, 512, 32, 150, 10, 21, "10 Gb/s, ring 512", 0, 16384, 0, 2,
+    // Completions: Linux's ixgbe cleans its TX rings in the NAPI poll of the vector it shares
+    // with an RX ring (ixgbe_poll -> ixgbe_clean_tx_irq; ixgbe_alloc_q_vectors pairs them, and
+    // ixgbe_get_coalesce then reports rx-usecs alone), so its completions come at that vector's
+    // interrupt rate. ixgbe_sw_init sets rx/tx_itr_setting to 1 (dynamic), with which
+    // ixgbe_alloc_q_vector starts a shared vector at IXGBE_20K_ITR = 200, microseconds shifted
+    // left by 2 (ixgbe.h; ixgbe_get_coalesce reports `itr_setting >> 2`): 50 us, 20 000
+    // interrupts a second. ixgbe_set_itr keeps it there in its low_latency class and moves it
+    // to IXGBE_8K_ITR (125 us) in bulk, IXGBE_100K_ITR (10 us) at the lowest latency: e1000's
+    // shape, and e1000's bound, a pass 50 us after a departure at the latest.
+    {"ixgbe", 10000, 512, 32, 150, 10, 21, "10 Gb/s, ring 512", 0, 16384, 50, 2,
      BqlBytes::kSegmentHeaders},
     // No wire, no device cost: what is left is the software path alone.
     {"null", 0, 4096, 32, 0, 0, 1, "infinitely fast, accepts everything at once"},

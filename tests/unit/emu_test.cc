@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <array>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -187,6 +188,77 @@ TEST(EmuSpec, RejectsWithTheValidChoices) {
   EXPECT_EQ(again->rate_mbps, fdr->rate_mbps);
 }
 
+// Completion coalescing under ethtool -C's names. tx_usecs, each model's: e1000 and ixgbe 50
+// (their drivers' 20 000 interrupts a second, models.h), none on the others. tx_frames is the
+// frame bound: free_thresh's unless given, and its own key, not free_thresh's alias — the
+// queue's wake threshold (free_thresh) and stop slack stay where they were when it moves (as
+// an alias, tx_frames=8 would have made ixgbe's queue wake at 8 free and stop at 7).
+TEST(EmuSpec, CoalescingTakesEthtoolsNamesAndEachDriversDefaults) {
+  for (const auto& [spec, usecs] : std::vector<std::pair<const char*, double>>{
+           {"emu:e1000", 50}, {"emu:ixgbe", 50}, {"emu:null", 0}, {"emu:ipoib-qdr", 0}}) {
+    auto o = emu::ParseEmuSpec(spec);
+    ASSERT_TRUE(o.ok()) << spec;
+    EXPECT_EQ(o->tx_usecs, usecs) << spec;
+    EXPECT_EQ(o->tx_frames, o->free_thresh) << spec;
+  }
+  EXPECT_NE(emu::DescribeModels().find("emu:ixgbe  10 Gb/s, ring 512 (rate_mbps=10000 ring=512 "
+                                       "free_thresh=32 stop_slack=21 doorbell_ns=150 desc_ns=10 "
+                                       "tx_usecs=50)"),
+            std::string::npos)
+      << emu::DescribeModels();
+  // free_thresh carries tx_frames with it unless tx_frames is given; the spec a run records
+  // names tx_frames only where it parts from free_thresh, so earlier specs read as before.
+  auto f = emu::ParseEmuSpec("emu:e1000,free_thresh=16");
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  EXPECT_EQ(f->tx_frames, 16u);
+  EXPECT_EQ(f->ToString().find("tx_frames"), std::string::npos) << f->ToString();
+  auto t = emu::ParseEmuSpec("emu:ixgbe,tx_frames=8");
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->tx_frames, 8u);
+  EXPECT_EQ(t->free_thresh, 32u);
+  EXPECT_EQ(t->stop_slack, 21u);
+  EXPECT_NE(t->ToString().find(",tx_frames=8"), std::string::npos) << t->ToString();
+  auto again = emu::ParseEmuSpec(t->ToString());
+  ASSERT_TRUE(again.ok()) << t->ToString();
+  EXPECT_EQ(again->tx_frames, 8u);
+  EXPECT_EQ(again->ToString(), t->ToString());
+  // Its range is the ring's, wherever the spec gives the ring.
+  auto big = emu::ParseEmuSpec("emu:e1000,tx_frames=300,ring=512");
+  ASSERT_TRUE(big.ok()) << big.error().message;
+  EXPECT_EQ(big->tx_frames, 300u);
+}
+
+// Each refusal is one sentence with the range, as the other keys' are.
+TEST(EmuSpec, CoalescingRefusesBadValuesWithTheirRange) {
+  const auto message = [](const char* spec) {
+    auto o = emu::ParseEmuSpec(spec);
+    EXPECT_FALSE(o.ok()) << spec;
+    return o.ok() ? std::string() : o.error().message;
+  };
+  EXPECT_EQ(message("emu:e1000,tx_usecs=-1"),
+            "tx_usecs=-1 in driver 'emu:e1000,tx_usecs=-1' is out of range; valid: 0..1000000 "
+            "(0: no time bound, tx_frames alone)");
+  EXPECT_EQ(message("emu:e1000,tx_frames=0"),
+            "tx_frames=0 in driver 'emu:e1000,tx_frames=0' is out of range; valid: an integer in "
+            "1..256 (ring), the descriptors that depart before a completion pass");
+  EXPECT_EQ(message("emu:ixgbe,ring=64,tx_frames=65"),
+            "tx_frames=65 in driver 'emu:ixgbe,ring=64,tx_frames=65' is out of range; valid: an "
+            "integer in 1..64 (ring), the descriptors that depart before a completion pass");
+  EXPECT_EQ(message("emu:e1000,itr_usecs=2e6"),
+            "itr_usecs=2e6 in driver 'emu:e1000,itr_usecs=2e6' is out of range; valid: "
+            "0..1000000 (0: no throttling)");
+  // Negative, fractional and huge counts never reach an unsigned (UBSan checks), nor does an
+  // empty one.
+  for (const char* spec : {"emu:e1000,tx_frames=-3", "emu:e1000,tx_frames=2.5",
+                           "emu:e1000,tx_frames=1e30", "emu:e1000,tx_frames="})
+    EXPECT_FALSE(emu::ParseEmuSpec(spec).ok()) << spec;
+  const std::string unknown = message("emu:e1000,tx_frame=8");
+  EXPECT_NE(unknown.find("valid keys: rate_mbps, ring, free_thresh, stop_slack, doorbell_ns, "
+                         "desc_ns, tx_usecs, tx_frames, itr_usecs"),
+            std::string::npos)
+      << unknown;
+}
+
 TEST(EmuSpec, AnMtuOverTheIpoibMtuIsRefused) {
   // Checked where the run's options meet the driver (run_options.cc), through the binary.
   const std::string cmd =
@@ -203,10 +275,18 @@ class EmuNicTest : public ::testing::Test {
     ASSERT_TRUE(o.ok()) << o.error().message;
     nic_ = emu::CreateEmuDriver(*o, sink_, window_, test::TscHz());
   }
-  std::vector<rte_mbuf*> Frames(unsigned n, unsigned payload) {
+  // The same on the virtual clock clock_ at kVirtualHz: a tick a nanosecond, so every time a
+  // trace names is exact. The NIC reads clock_.now; a test moves it.
+  static constexpr double kVirtualHz = 1e9;
+  void MakeVirtual(const char* spec) {
+    auto o = emu::ParseEmuSpec(spec);
+    ASSERT_TRUE(o.ok()) << o.error().message;
+    nic_ = emu::CreateEmuDriver(*o, sink_, window_, kVirtualHz, nullptr, &clock_);
+  }
+  std::vector<rte_mbuf*> Frames(unsigned n, unsigned payload, Tsc stamp = Now()) {
     std::vector<rte_mbuf*> v(n);
     EXPECT_EQ(rte_pktmbuf_alloc_bulk(test::Pool(), v.data(), n), 0);
-    for (auto* m : v) builder_.Build(m, payload, Now());
+    for (auto* m : v) builder_.Build(m, payload, stamp);
     return v;
   }
   void TearDown() override { EXPECT_EQ(rte_mempool_in_use_count(test::Pool()), 0); }
@@ -237,6 +317,7 @@ class EmuNicTest : public ::testing::Test {
   RunWindow window_;
   RxSink sink_{window_, test::TscHz(), 1};
   FrameBuilder builder_{Proto::kUdp, 0};
+  VirtualClock clock_;
   std::unique_ptr<TxDriver> nic_;
 };
 
@@ -378,6 +459,7 @@ TEST_F(EmuNicTest, RingStopsWhenFullAndWakesAtTheFreeThreshold) {
   EXPECT_EQ(sink_.counts().received, 20u);
   EXPECT_EQ(sink_.counts().lost, 0u);
   EXPECT_EQ(nic_->counters().stops.Get(), 2u);  // 16 full, then 12 + 4 full again
+  EXPECT_EQ(nic_->counters().wakes.Get(), 2u);  // at 4 free, then as the ring drained
 }
 
 TEST_F(EmuNicTest, NothingIsDeliveredBeforeItDeparts) {
@@ -447,13 +529,95 @@ TEST_F(EmuNicTest, InterruptThrottlingHoldsPassesItrUsecsApart) {
   }
   EXPECT_EQ(nic_->Complete(early), 0u);
   EXPECT_TRUE(nic_->Stopped());
+  EXPECT_EQ(nic_->counters().wakes.Get(), 0u);
   while (Now() < next) {
   }
   EXPECT_EQ(nic_->Complete(next), 16u);
   EXPECT_FALSE(nic_->Stopped());
+  EXPECT_EQ(nic_->counters().wakes.Get(), 1u);
   EXPECT_EQ(nic_->counters().completed_bytes.Get(), 18u * rte_pktmbuf_pkt_len(f[0]));
   rte_pktmbuf_free_bulk(&f[18], 2);
   EXPECT_EQ(sink_.counts().received, 18u);
+}
+
+// Coalescing's frame bound (tx_frames=8) on its own, beside the wake threshold (free_thresh 32)
+// and the stop slack (19), on the virtual clock: 1514-byte frames take 1538 wire bytes, 12 304
+// ns each at 1 Gb/s, the first leaving at 12 304. An open queue is reclaimed 8 departures at a
+// time (the last 4 at the last one's departure, fewer than 8 being left); a stopped one by
+// whichever comes first, 8 departures or its wake threshold free, and wakes only at 32 free.
+// Each stop and each wake is counted (stops, wakes: ethtool -S's tx_restart_queue).
+TEST_F(EmuNicTest, TxFramesBoundsEachPassAndTheQueueStillWakesAtFreeThresh) {
+  MakeVirtual("emu:e1000,ring=64,tx_frames=8,tx_usecs=0,doorbell_ns=0,desc_ns=0");
+  constexpr Tsc kFrame = 12304;
+  auto f = Frames(20, 1472, clock_.now);
+  ASSERT_EQ(nic_->Xmit(f), 20);
+  EXPECT_FALSE(nic_->Stopped()) << "44 free";
+  const std::vector<std::pair<Tsc, unsigned>> passes = {
+      {8 * kFrame, 8}, {16 * kFrame, 8}, {20 * kFrame, 4}};
+  for (const auto& [at, n] : passes) {
+    EXPECT_EQ(nic_->NextCompletion(), at);
+    clock_.now = at;
+    EXPECT_EQ(nic_->Complete(at), n) << "at " << at;
+  }
+  // 46 frames from t0 (the wire idle since the last left) leave 18 free: below 19, it stops.
+  const Tsc t0 = 300000;
+  clock_.now = t0;
+  auto g = Frames(46, 1472, clock_.now);
+  ASSERT_EQ(nic_->Xmit(g), 46);
+  EXPECT_TRUE(nic_->Stopped());
+  EXPECT_EQ(nic_->counters().stops.Get(), 1u);
+  // 8 departures come before the 14 that would free 32: a pass that leaves it stopped (26 free).
+  EXPECT_EQ(nic_->NextCompletion(), t0 + 8 * kFrame);
+  clock_.now = t0 + 8 * kFrame;
+  EXPECT_EQ(nic_->Complete(clock_.now), 8u);
+  EXPECT_EQ(nic_->FreeSlots(), 26u);
+  EXPECT_TRUE(nic_->Stopped());
+  EXPECT_EQ(nic_->counters().wakes.Get(), 0u);
+  // Then 6 more free 32, before 8 more: it wakes there.
+  EXPECT_EQ(nic_->NextCompletion(), t0 + 14 * kFrame);
+  clock_.now = t0 + 14 * kFrame;
+  EXPECT_EQ(nic_->Complete(clock_.now), 6u);
+  EXPECT_FALSE(nic_->Stopped());
+  EXPECT_EQ(nic_->counters().wakes.Get(), 1u);
+  // Open again: 8 at a time, the 22nd, 30th, 38th and 46th departures.
+  for (Tsc k = 22; k <= 46; k += 8) {
+    EXPECT_EQ(nic_->NextCompletion(), t0 + k * kFrame);
+    clock_.now = t0 + k * kFrame;
+    EXPECT_EQ(nic_->Complete(clock_.now), 8u) << "the " << k << "th";
+  }
+  EXPECT_EQ(nic_->InFlight(), 0u);
+  EXPECT_EQ(nic_->counters().stops.Get(), 1u);
+  EXPECT_EQ(nic_->counters().wakes.Get(), 1u);
+  EXPECT_EQ(sink_.counts().received, 66u);
+}
+
+// ixgbe's default time bound, 50 us (its shared vector's IXGBE_20K_ITR, models.h), on its own
+// 10 Gb/s wire and the virtual clock. Three 64 KiB GSO frames (45 x 1448 bytes, 5 descriptors
+// each: 15, fewer than tx_frames 32) leave back to back, 45 x 1538 wire bytes = 55 368 ns each:
+// at 55 368, 110 736 and 166 104. With tx_usecs 0 (ixgbe before) one pass came at the last
+// departure for all three, the first frame's bytes held 110.7 us past its departure (TCP Small
+// Queues', BQL's); now a pass comes 50 us after the oldest unreclaimed departure: 105 368 for
+// the first, 160 736 (110 736 + 50 000, before 166 104) for the second, 166 104 for the third.
+TEST_F(EmuNicTest, IxgbeReclaimsFiftyMicrosecondsAfterTheOldestDepartureByDefault) {
+  MakeVirtual("emu:ixgbe,doorbell_ns=0,desc_ns=0");
+  FrameBuilder tcp(Proto::kTcp, 0);
+  constexpr unsigned kMss = 1448, kSlices = 45;  // MaxPayload(tcp, 1500); a 64 KiB GSO frame
+  std::vector<rte_mbuf*> gso;
+  for (int i = 0; i < 3; ++i) {
+    std::array<rte_mbuf*, kSlices> slices;
+    ASSERT_EQ(rte_pktmbuf_alloc_bulk(test::Pool(), slices.data(), kSlices), 0);
+    gso.push_back(tcp.BuildSlices(slices, kSlices * kMss, kMss, clock_.now));
+  }
+  ASSERT_EQ(nic_->Xmit(gso), 3);
+  EXPECT_EQ(nic_->FreeSlots(), 512u - 15);
+  constexpr Tsc kFrame = 45 * 1538 * 8 / 10;  // 55 368 ns
+  for (const Tsc at : {kFrame + 50000, 2 * kFrame + 50000, 3 * kFrame}) {
+    EXPECT_EQ(nic_->NextCompletion(), at);
+    clock_.now = at;
+    EXPECT_EQ(nic_->Complete(at), 1u) << "at " << at;
+  }
+  EXPECT_EQ(nic_->InFlight(), 0u);
+  EXPECT_EQ(sink_.counts().received, 3u * kSlices);
 }
 
 TEST_F(EmuNicTest, NullModelCompletesAtOnce) {
