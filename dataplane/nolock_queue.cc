@@ -133,11 +133,11 @@ RunNext NolockTxQueue::Run(bool in_hand) {
       t0 = Now();
       bool wake = false;
       const auto waiters = [this] { return waiters_.load(); };
-      uint16_t n = run_.Dequeue(qdisc_, Device(), waiters, &wake);
+      uint16_t n = run_.Dequeue(qdisc_, Device(t0), waiters, &wake);
       // pfifo_fast_dequeue (5.14): a producer that left its note before the clear has its
       // frame seen by the second look.
       if (n == 0 && notes_.ClearForAnotherLook())
-        n = run_.Dequeue(qdisc_, Device(), waiters, &wake);
+        n = run_.Dequeue(qdisc_, Device(t0), waiters, &wake);
       if (n == 0) return RunNext::kEnd;
       // Producers enqueue without a lock: a frame stamped after t0 may be in this bulk, so its
       // handover is read after the dequeue (under a root lock t0 comes after every enqueue).

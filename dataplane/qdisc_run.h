@@ -51,10 +51,10 @@ inline bool KernelBypass(const PolicySpec& policy, const QueueShape& shape) {
 
 // Whether the kernel `policy` names ran `shape`'s qdisc lock-free (TCQ_F_NOLOCK), --sync auto's
 // choice. Only pfifo_fast has a lock-free form (4.16 on; tc's pfifo takes the root lock in every
-// kernel). linux-2025 (6.x) and bql (today's BQL drivers): lock-free; linux-2014 (3.18),
-// blist-2007 (2.6) and the DPDK-style count:N and buffer:N: the root lock.
+// kernel, and so does fq_codel). linux-2025 (6.x) and bql (today's BQL drivers): lock-free;
+// linux-2014 (3.18), blist-2007 (2.6) and the DPDK-style count:N and buffer:N: the root lock.
 inline bool KernelNolock(const PolicySpec& policy, const QueueShape& shape) {
-  if (shape.noqueue || shape.pfifo) return false;
+  if (shape.noqueue || shape.pfifo || shape.fq_codel) return false;
   return policy.kind == PolicyKind::kLinux2025 || policy.kind == PolicyKind::kBql;
 }
 

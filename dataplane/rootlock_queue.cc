@@ -10,7 +10,7 @@ namespace txbatch {
 RootlockTxQueue::RootlockTxQueue(TxDriver& driver, const FlushPolicy& policy,
                                  const TxQueueConfig& config, const RunWindow& window)
     : TxQueue(driver, policy, config, window),
-      qdisc_(config.txqueuelen, config.shape.pfifo ? 1 : kPfifoBands),
+      qdisc_(MakeQdisc(config, counters_.qdisc)),
       run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen), MaxBulk(config)) {}
 
 RootlockTxQueue::~RootlockTxQueue() { StopIrq(); }
@@ -19,7 +19,7 @@ bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
   std::unique_lock root(root_lock_);
   bool queued = true;
   bool waited = false;
-  while (aborted_ || qdisc_.band_full(band)) {
+  while (aborted_ || qdisc_->band_full(band)) {
     if (aborted_) {
       counters_.dropped_aborted.Add(WireFrames(m));
       queued = false;
@@ -50,8 +50,9 @@ bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
       Run(root, /*in_hand=*/true);
       return true;
     }
-    if (qdisc_.empty()) first_enqueued_ = Now();
-    (void)qdisc_.Enqueue(m, band);  // cannot fail: the band has room
+    if (qdisc_->empty()) first_enqueued_ = Now();
+    // Cannot fail: the band has room (fq_codel makes room, and reads the clock: CoDel's stamp).
+    (void)qdisc_->Enqueue(m, band, config_.shape.fq_codel ? Now() : 0);
   }
   if (config_.shape.dedicated) {
     // Producers only enqueue; the runner thread sends.
@@ -67,7 +68,7 @@ bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
 bool RootlockTxQueue::CanBypass() const {
   // `TCQ_F_CAN_BYPASS && !qdisc_qlen(q) && qdisc_run_begin(q)` (3.18 and 6.9 alike): the queue's
   // state is not looked at; a stopped one refuses the frame in the driver handover.
-  return config_.bypass && !config_.shape.dedicated && !running_ && qdisc_.empty();
+  return config_.bypass && !config_.shape.dedicated && !running_ && qdisc_->empty();
 }
 
 void RootlockTxQueue::Run(std::unique_lock<std::mutex>& root, bool in_hand) {
@@ -79,11 +80,11 @@ void RootlockTxQueue::Run(std::unique_lock<std::mutex>& root, bool in_hand) {
       t0 = Now();
     } else {
       // An empty qdisc ends the run before the clock is read (every run ends so).
-      if (!run_.Open(stopped, &resched_pending_) || qdisc_.empty()) break;
+      if (!run_.Open(stopped, &resched_pending_) || qdisc_->empty()) break;
       t0 = Now();
       bool wake = false;
       const uint16_t n = run_.Dequeue(
-          qdisc_, Device(), [this] { return waiters_; }, &wake);
+          *qdisc_, Device(t0), [this] { return waiters_; }, &wake);
       if (n == 0) break;
       if (wake) space_cv_.notify_all();
     }
@@ -91,7 +92,7 @@ void RootlockTxQueue::Run(std::unique_lock<std::mutex>& root, bool in_hand) {
     root.unlock();
     const uint16_t accepted = Transmit(run_.batch(), t0, run_.handover());
     root.lock();
-    const RunNext next = run_.Settle(qdisc_, accepted, counters_, [this] {
+    const RunNext next = run_.Settle(*qdisc_, accepted, counters_, [this] {
       return tx_stopped_.load(std::memory_order_acquire);
     });
     if (next == RunNext::kDequeue) continue;
@@ -103,7 +104,7 @@ void RootlockTxQueue::Run(std::unique_lock<std::mutex>& root, bool in_hand) {
 }
 
 void RootlockTxQueue::RunIfIdle(std::unique_lock<std::mutex>& root, Counter& runs) {
-  if (running_ || qdisc_.empty()) return;
+  if (running_ || qdisc_->empty()) return;
   running_ = true;
   runs.Add();
   Run(root);
@@ -120,7 +121,7 @@ void RootlockTxQueue::RunQdisc() {
 
 void RootlockTxQueue::Restart(bool /*resched*/) {
   std::unique_lock root(root_lock_);
-  switch (OnRestart(config_.shape.dedicated, running_, qdisc_.empty())) {
+  switch (OnRestart(config_.shape.dedicated, running_, qdisc_->empty())) {
     case RestartAction::kWakeRunner:
       if (runner_idle_) runner_cv_.notify_one();  // netif_wake_queue: the runner goes on
       break;
@@ -153,7 +154,7 @@ void RootlockTxQueue::WakeRunner() {
 }
 
 FlushTrigger RootlockTxQueue::Ready(Tsc now) const {
-  return RunnerReady(policy_, qdisc_.backlog(), tx_stopped_.load(std::memory_order_acquire),
+  return RunnerReady(policy_, qdisc_->backlog(), tx_stopped_.load(std::memory_order_acquire),
                      draining_, first_enqueued_, now);
 }
 
@@ -166,7 +167,7 @@ void RootlockTxQueue::RunnerLoop() {
     if (why == FlushTrigger::kNone) {
       // Sleep until an enqueue, a restarted queue, the drain or the buffer's timer; at most
       // kIrqIdlePoll, so nothing is ever left waiting on a missed signal.
-      const Tsc by = RunnerWakeBy(policy_, qdisc_.backlog(),
+      const Tsc by = RunnerWakeBy(policy_, qdisc_->backlog(),
                                   tx_stopped_.load(std::memory_order_acquire), first_enqueued_);
       runner_idle_ = true;
       runner_cv_.wait_for(root, RunnerSleep(by, now));
@@ -177,7 +178,7 @@ void RootlockTxQueue::RunnerLoop() {
     counters_.runs.Add();
     counters_.flush_triggers[static_cast<size_t>(why)].Add();
     Run(root);
-    if (!qdisc_.empty()) first_enqueued_ = Now();  // what is left starts a new wait
+    if (!qdisc_->empty()) first_enqueued_ = Now();  // what is left starts a new wait
   }
   root.unlock();
   if (registered) rte_thread_unregister();
@@ -185,17 +186,17 @@ void RootlockTxQueue::RunnerLoop() {
 
 bool RootlockTxQueue::QdiscIdle() {
   std::lock_guard root(root_lock_);
-  return !running_ && qdisc_.empty();
+  return !running_ && qdisc_->empty();
 }
 
 unsigned RootlockTxQueue::backlog() {
   std::lock_guard root(root_lock_);
-  return qdisc_.backlog();
+  return qdisc_->backlog();
 }
 
 unsigned RootlockTxQueue::Purge() {
   std::lock_guard root(root_lock_);
-  return qdisc_.Purge();
+  return qdisc_->Purge();
 }
 
 }  // namespace txbatch

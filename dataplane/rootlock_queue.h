@@ -5,6 +5,7 @@
 // throughput (measured; doc/design.md), so root_lock_ is a plain mutex.
 
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 
 #include "dataplane/qdisc.h"
@@ -44,12 +45,12 @@ class RootlockTxQueue final : public TxQueue {
 
   std::mutex root_lock_;
   std::condition_variable space_cv_;
-  PfifoFast qdisc_;
+  std::unique_ptr<Qdisc> qdisc_;
   bool running_ = false;          // __QDISC_STATE_RUNNING
   bool resched_pending_ = false;  // the txirq asked for another pass while a runner ran
   bool aborted_ = false;
   unsigned waiters_ = 0;
-  QdiscRun<PfifoFast> run_;  // the current runner's
+  QdiscRun<Qdisc> run_;  // the current runner's
   // --runner dedicated: the runner sleeps on runner_cv_ while there is nothing to send.
   std::condition_variable runner_cv_;
   bool runner_idle_ = false;

@@ -20,9 +20,19 @@ namespace txbatch {
 
 std::unique_ptr<TxQueue> MakeTxQueue(TxDriver& driver, const FlushPolicy& policy,
                                      const TxQueueConfig& config, const RunWindow& window) {
-  if (config.shape.nolock && !config.shape.noqueue && !config.shape.pfifo)
+  if (config.shape.nolock && !config.shape.noqueue && !config.shape.pfifo &&
+      !config.shape.fq_codel)
     return std::make_unique<NolockTxQueue>(driver, policy, config, window);
   return std::make_unique<RootlockTxQueue>(driver, policy, config, window);
+}
+
+std::unique_ptr<Qdisc> MakeQdisc(const TxQueueConfig& config, QdiscCounters& counters,
+                                 QdiscLimit bound) {
+  if (config.shape.fq_codel)
+    return std::make_unique<FqCodel>(*config.shape.fq_codel, config.psched_mtu, config.tsc_hz,
+                                     counters);
+  return std::make_unique<PfifoFast>(config.txqueuelen, config.shape.pfifo ? 1 : kPfifoBands,
+                                     bound);
 }
 
 TxQueue::TxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfig& config,
@@ -69,11 +79,12 @@ void TxQueue::MarkHandover(const Batch& batch, Tsc now) {
   }
 }
 
-DequeueContext TxQueue::Device() const {
+DequeueContext TxQueue::Device(Tsc now) const {
   DequeueContext ctx;
   ctx.has_bql = dev_.has_bql();
   ctx.bql_avail = bql_avail_.load(std::memory_order_acquire);
   ctx.free_slots = free_slots_.load(std::memory_order_acquire);
+  ctx.now = now;
   return ctx;
 }
 

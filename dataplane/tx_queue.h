@@ -43,6 +43,7 @@
 #include "batching/batch.h"
 #include "batching/dql.h"
 #include "batching/flush_policy.h"
+#include "dataplane/fq_codel.h"
 #include "dataplane/histogram.h"
 #include "dataplane/netdev_queue.h"
 #include "dataplane/qdisc.h"
@@ -62,13 +63,23 @@ struct QueueShape {
   bool noqueue =
       false;            // --qdisc none: producers call SendBatch, nothing is queued (Linux noqueue)
   bool pfifo = false;   // --qdisc pfifo: one band, installed by tc, root-locked
+  // --qdisc fq_codel: its parameters (fq_codel.h); root-locked, as every kernel runs it.
+  std::optional<FqCodelParams> fq_codel;
   bool nolock = false;  // --sync nolock: lock-free bands and a run flag (TCQ_F_NOLOCK, >= 4.16)
   bool dedicated = false;  // --runner dedicated: one runner thread, producers only enqueue
   bool operator==(const QueueShape&) const = default;
 };
 
+// The qdisc's name, as tc and --qdisc write it: pfifo_fast, pfifo, fq_codel or none.
+inline const char* QdiscName(const QueueShape& s) {
+  return s.noqueue ? "none" : s.pfifo ? "pfifo" : s.fq_codel ? "fq_codel" : "pfifo_fast";
+}
+
 struct TxQueueConfig {
   unsigned txqueuelen = kDefaultTxQueueLen;
+  // The device's MTU plus its link header (psched_mtu): fq_codel's default quantum and CoDel's
+  // `mtu` (no drop while no more than that is queued).
+  unsigned psched_mtu = 1514;
   bool block_when_full = true;  // stream producers block; datagram producers drop
   double tsc_hz = 0;
   std::vector<int> irq_cpus;  // where the txirq may run (the process's allowed CPUs); empty = any
@@ -139,6 +150,8 @@ struct TxQueueCountersOf {
   // and the largest limit it reached.
   C bql_stops;
   C bql_limit_max;
+  // What a qdisc that drops frames it had queued (fq_codel) dropped and marked.
+  QdiscCountersOf<C> qdisc;
 
   // Every field once (base/counters.h): totals, snapshots and window differences read this.
   template <class F, class... Q>
@@ -165,6 +178,7 @@ struct TxQueueCountersOf {
     f(Sum{}, q.flush_triggers...);
     f(Sum{}, q.bql_stops...);
     f(Max{}, q.bql_limit_max...);
+    QdiscCountersOf<C>::Fields(f, q.qdisc...);
   }
 };
 struct TxQueueCounters : TxQueueCountersOf<Counter, SharedCounter> {};
@@ -252,9 +266,9 @@ class TxQueue {
   // Wakes a sleeping dedicated runner (to see runner_stop_, a drain, an enqueue).
   virtual void WakeRunner() = 0;
 
-  // What the policy reads of the device before a dequeue (BQL's room, free slots, whether the
-  // qdisc may bulk), as last published under the TX lock; QdiscRun fills in the rest.
-  DequeueContext Device() const;
+  // What the policy reads of the device before a dequeue at `now` (BQL's room, free slots,
+  // whether the qdisc may bulk), as last published under the TX lock; QdiscRun fills in the rest.
+  DequeueContext Device(Tsc now) const;
 
   // Hands `batch` to the driver under the TX lock, as `handover` says (one call; one call per
   // frame with xmit_more), timed from `t0` (taken before the dequeue) into tx_cycles and counted
@@ -320,8 +334,13 @@ class TxQueue {
   const int meta_offset_;  // TxMetaOffset()
 };
 
+// The root-locked qdisc `config` names (pfifo_fast, pfifo or fq_codel), its drops counted in
+// `counters`; `bound`: what pfifo_fast's limit bounds.
+std::unique_ptr<Qdisc> MakeQdisc(const TxQueueConfig& config, QdiscCounters& counters,
+                                 QdiscLimit bound = QdiscLimit::kLength);
+
 // The queue for `config`: nolock or rootlock synchronisation (rootlock for --qdisc none, where
-// nothing is queued).
+// nothing is queued, and for pfifo and fq_codel, which have no lock-free form).
 std::unique_ptr<TxQueue> MakeTxQueue(TxDriver& driver, const FlushPolicy& policy,
                                      const TxQueueConfig& config, const RunWindow& window);
 

@@ -23,9 +23,10 @@ constexpr double kDrainSlackS = 5.0;
 std::string_view EngineName(Engine e) { return e == Engine::kSim ? "sim" : "real"; }
 
 bool Balanced(const Books& k) {
-  return k.generated == k.sent + k.dropped + k.queued &&
-         (!k.rx_side || k.sent + k.duplicated == k.received + k.lost + k.in_flight) &&
-         (!k.link_lost || *k.link_lost == k.lost) && k.mbufs_in_use == 0;
+  return k.generated == k.sent + k.dropped + k.queued && k.dropped_queued <= k.dropped &&
+         (!k.rx_side ||
+          k.sent + k.duplicated + k.dropped_queued == k.received + k.lost + k.in_flight) &&
+         (!k.link_lost || *k.link_lost + k.dropped_queued == k.lost) && k.mbufs_in_use == 0;
 }
 
 namespace {
@@ -36,11 +37,16 @@ unsigned RequeueBound(const CellConfig& cfg) {
   return std::min<unsigned>(kMaxBatch, cfg.txqueuelen * kPfifoBands);
 }
 
+// Frames a queue's qdisc may hold: txqueuelen (the producers' band), or fq_codel's own limit.
+unsigned QdiscHolds(const CellConfig& cfg) {
+  return cfg.shape.fq_codel ? cfg.shape.fq_codel->limit : cfg.txqueuelen;
+}
+
 }  // namespace
 
 double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire) {
   const double frames =
-      (static_cast<double>(cfg.txqueuelen) + RequeueBound(cfg) + cfg.driver_spec.ring()) *
+      (static_cast<double>(QdiscHolds(cfg)) + RequeueBound(cfg) + cfg.driver_spec.ring()) *
           cfg.queues * SlicesPerFrame(cfg) +
       cfg.procs;
   double s = kDrainSlackS + frames * cfg.driver_spec.modelled_cost_ns() * 1e-9;
@@ -68,6 +74,7 @@ TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::ve
   TxQueueConfig q;
   q.tx_lock_inherits = TxLockInherits(cfg, cpus.size());
   q.txqueuelen = cfg.txqueuelen;
+  q.psched_mtu = cfg.mtu + kEthHeaderBytes;
   q.tsc_hz = tsc_hz;
   q.irq_cpus = cpus;
   q.shape = cfg.shape;
@@ -80,7 +87,7 @@ TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::ve
 std::string EraMix(const CellConfig& cfg) {
   const PolicySpec& policy = cfg.policy;
   const QueueShape& shape = cfg.shape;
-  if (cfg.sync_auto || shape.noqueue || shape.pfifo) return {};
+  if (cfg.sync_auto || shape.noqueue || shape.pfifo || shape.fq_codel) return {};
   if (policy.kind == PolicyKind::kLinux2025 && !shape.nolock)
     return "linux-2025 names a 6.x kernel, whose pfifo_fast is lock-free (4.16 on); --sync "
            "rootlock runs it on the root-locked pfifo_fast of before 4.16";
@@ -120,7 +127,7 @@ unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
   // bound what is below every socket (qdisc and ring) at its limit and one frame more, the frame
   // in hand included (it is charged before it is handed over).
   const uint64_t slices = SlicesPerFrame(cfg);
-  uint64_t below = (uint64_t{cfg.txqueuelen} + RequeueBound(cfg) + cfg.driver_spec.ring()) *
+  uint64_t below = (uint64_t{QdiscHolds(cfg)} + RequeueBound(cfg) + cfg.driver_spec.ring()) *
                    std::max(1u, cfg.queues) * slices;
   if (TsqActive(cfg)) {
     const uint64_t mss = MaxPayload(cfg.proto, cfg.mtu);
@@ -288,7 +295,13 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   for (const auto& s : stats) r.unregistered_threads += s.registered ? 0 : 1;
   r.drops["qdisc_full"] = qc.dropped_qdisc_full.Get();
   if (cfg.shape.noqueue) r.drops["noqueue"] = qc.dropped_noqueue.Get();
-  k.dropped = qc.dropped_qdisc_full.Get() + qc.dropped_noqueue.Get();
+  k.dropped_queued = qc.qdisc.dropped_queued();
+  if (cfg.shape.fq_codel) {
+    r.drops["codel"] = qc.qdisc.dropped_codel.Get();
+    r.drops["overlimit"] = qc.qdisc.drop_overlimit.Get();
+    ReadInto(r.fq_codel.emplace(), qc.qdisc);
+  }
+  k.dropped = qc.dropped_qdisc_full.Get() + qc.dropped_noqueue.Get() + k.dropped_queued;
   r.drops_total = k.dropped;
   k.sent = dc.accepted.Get();
   k.queued = run.totals.backlog;

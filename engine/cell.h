@@ -80,10 +80,13 @@ struct CellConfig {
 
 struct Books {
   uint64_t generated = 0, sent = 0, dropped = 0, queued = 0;
+  // Of `dropped`, frames a qdisc dropped after it had queued them (fq_codel's CoDel and its
+  // overflow batch): never sent, and the receiver counts their sequence gaps in `lost`.
+  uint64_t dropped_queued = 0;
   uint64_t received = 0, lost = 0, duplicated = 0, in_flight = 0;
   uint64_t mbufs_in_use = 0;
-  // With a link: frames of which no intact copy arrived (its own count), which must equal the
-  // receiver's sequence gaps (`lost`).
+  // With a link: frames of which no intact copy arrived (its own count), which with
+  // `dropped_queued` must equal the receiver's sequence gaps (`lost`).
   std::optional<uint64_t> link_lost;
   bool rx_side = true;  // frames come back to a sink (emu, loopback ports); else the second
                         // equation does not apply and received/lost/duplicated/in_flight are null
@@ -159,6 +162,8 @@ struct CellResult {
   std::vector<HistBin> latency_hist;
   std::optional<LinkResult> link;
   std::optional<BqlResult> bql;
+  // fq_codel's counters over the run, as `tc -s qdisc show` prints them; unset on other qdiscs.
+  std::optional<QdiscCountersOf<uint64_t>> fq_codel;
   std::map<std::string, uint64_t> driver_counters;  // TxDriver::ExtraCounters (verbs)
   // Over the whole run: why batches went (producers' own batches under --qdisc none, a dedicated
   // runner's runs), indexed by FlushTrigger.

@@ -228,8 +228,8 @@ SimQueue::SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy,
       cpu_(cpu),
       clock_(clock),
       dev_(driver, policy, config.bql, config.tsc_hz, qc_),
-      qdisc_(config.txqueuelen, config.shape.pfifo ? 1 : kPfifoBands,
-             config.shape.nolock ? QdiscLimit::kPerBand : QdiscLimit::kLength),
+      qdisc_(MakeQdisc(config, qc_.qdisc,
+                       config.shape.nolock ? QdiscLimit::kPerBand : QdiscLimit::kLength)),
       run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen), MaxBulk(config)),
       tx_(/*handoff=*/config.tx_lock_inherits),
       meta_offset_(config.track_stages ? TxMetaOffset() : -1),
@@ -239,13 +239,13 @@ SimQueue::SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy,
 SimQueue::Put SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited) {
   if (config_.shape.nolock) return EnqueueNolock(p, m, band, waited);
   if (!cpu_.Acquire(p, root_)) return Put::kRetry;
-  if (qdisc_.band_full(band)) {
+  if (qdisc_->band_full(band)) {
     cpu_.Release(p, root_);
     return Put::kFull;
   }
   // A frame that waited enters the stack now (RootlockTxQueue::Send).
   if (waited) RestampTx(m, p.t);
-  if (config_.bypass && !config_.shape.dedicated && !running_ && qdisc_.empty()) {
+  if (config_.bypass && !config_.shape.dedicated && !running_ && qdisc_->empty()) {
     // The empty-qdisc bypass (RootlockTxQueue::Send): the lock for the look and the run's
     // beginning, no enqueue; the frame is the run's first bulk, handed to the driver at its next
     // step (which a stopped queue refuses).
@@ -254,9 +254,9 @@ SimQueue::Put SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited)
     Bypass(p, m);
     return Put::kDone;
   }
-  if (qdisc_.empty()) first_enqueued_ = p.t;
+  if (qdisc_->empty()) first_enqueued_ = p.t;
   cpu_.Work(p, Line(p, band_last_) + cpu_.c.enqueue);
-  (void)qdisc_.Enqueue(m, band);  // cannot fail: the band has room
+  (void)qdisc_->Enqueue(m, band, p.t);  // cannot fail: the band has room (fq_codel makes it)
   if (config_.shape.dedicated) {
     // Producers only enqueue and the runner sends: a sleeping runner is woken under the root
     // lock (RootlockTxQueue::Send's notify_one), its futex call (an IPI across CPUs) inside it.
@@ -275,19 +275,19 @@ SimQueue::Put SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited)
 SimQueue::Put SimQueue::EnqueueNolock(SimActor& p, rte_mbuf* m, int band, bool waited) {
   // NolockTxQueue::Send: no root lock; the run flag is one atomic exchange (`lock`), a lost one
   // leaves MISSED for the holder (qdisc_run_begin).
-  if (qdisc_.band_full(band)) return Put::kFull;
+  if (qdisc_->band_full(band)) return Put::kFull;
   if (waited) RestampTx(m, p.t);
   if (config_.bypass && !config_.shape.dedicated && !running_ &&
-      notes_.LooksEmpty(qdisc_.empty())) {
+      notes_.LooksEmpty(qdisc_->empty())) {
     // The flag, won: still empty, the frame is the first bulk (the run's path as the root-locked
     // queue's: `bypass`).
     cpu_.Work(p, Line(p, band_last_) + Line(p, flag_last_) + cpu_.c.lock + cpu_.c.bypass);
     Bypass(p, m);
     return Put::kDone;
   }
-  if (qdisc_.empty()) first_enqueued_ = p.t;
+  if (qdisc_->empty()) first_enqueued_ = p.t;
   cpu_.Work(p, Line(p, band_last_) + cpu_.c.enqueue);
-  (void)qdisc_.Enqueue(m, band);  // cannot fail: the band has room
+  (void)qdisc_->Enqueue(m, band, p.t);  // cannot fail: the band has room (fq_codel makes it)
   if (config_.shape.dedicated) {
     WakeRunner(&p, p.t);
     return Put::kDone;
@@ -400,11 +400,12 @@ void SimQueue::Dequeue(SimActor& a, bool held) {
   device.has_bql = dev_.has_bql();
   device.bql_avail = dev_.bql_avail();
   device.free_slots = driver_.FreeSlots();
+  device.now = a.t;
   bool wake = false;
   const auto waiters = [this] { return waiters_.size(); };
-  uint16_t n = run_.Dequeue(qdisc_, device, waiters, &wake);
+  uint16_t n = run_.Dequeue(*qdisc_, device, waiters, &wake);
   if (n == 0 && nolock && notes_.ClearForAnotherLook())  // pfifo_fast_dequeue
-    n = run_.Dequeue(qdisc_, device, waiters, &wake);
+    n = run_.Dequeue(*qdisc_, device, waiters, &wake);
   // A dequeue that finds nothing (the one ending every run) costs only its lock and the line.
   cpu_.Work(a, n > 0 ? cpu_.c.dequeue + cpu_.c.dequeue_frame * n + Handovers(a, band) : band);
   if (n > 0 && wake) {
@@ -483,7 +484,7 @@ void SimQueue::Requeue(SimActor& a) {
 
 void SimQueue::Settle(SimActor& a) {
   handed_over_ = false;
-  switch (run_.Settle(qdisc_, accepted_, qc_, [this] { return dev_.Stopped(); })) {
+  switch (run_.Settle(*qdisc_, accepted_, qc_, [this] { return dev_.Stopped(); })) {
     case RunNext::kDequeue:
       a.step = SimStep::kDequeue;
       return;
@@ -513,7 +514,7 @@ void SimQueue::EndRun(SimActor& a) {
   resched_pending_ = false;
   running_ = false;
   a.step = a.home;
-  if (a.role == SimRole::kRunner && !qdisc_.empty()) first_enqueued_ = a.t;  // a new wait
+  if (a.role == SimRole::kRunner && !qdisc_->empty()) first_enqueued_ = a.t;  // a new wait
   // qdisc_run_end: a note left for the run reschedules it through the txirq.
   if (config_.shape.nolock && notes_.missed.load()) Kick(a, true);
 }
@@ -536,14 +537,14 @@ void SimQueue::WakeRunner(SimActor* from, Tsc at) {
 void SimQueue::Poll(SimActor& r, bool draining) {
   const bool stopped = dev_.Stopped();
   const FlushTrigger why =
-      RunnerReady(policy_, qdisc_.backlog(), stopped, draining, first_enqueued_, r.t);
+      RunnerReady(policy_, qdisc_->backlog(), stopped, draining, first_enqueued_, r.t);
   if (why == FlushTrigger::kNone) {
     // Asleep until an enqueue, a restart, the drain or the buffer's timer; as RunnerLoop's
     // wait_for, kIrqIdlePoll at most while frames may still come.
     // The wait writes the condition variable (its line) before it sleeps; a buffer's deadline
     // passed meanwhile: no sleep, it looks again at once.
     cpu_.Work(r, Line(r, runner_cv_last_));
-    const Tsc by = RunnerWakeBy(policy_, qdisc_.backlog(), stopped, first_enqueued_);
+    const Tsc by = RunnerWakeBy(policy_, qdisc_->backlog(), stopped, first_enqueued_);
     if (by <= r.t) return;
     Tsc wake = by;
     if (!draining) wake = std::min(wake, r.t + idle_poll_);
@@ -570,7 +571,7 @@ void SimQueue::Kick(SimActor& from, bool resched) {
 
 void SimQueue::Restart(SimActor& irq, bool resched) {
   const bool nolock = config_.shape.nolock;
-  const bool empty = nolock ? notes_.NothingToRestart(qdisc_.empty(), resched) : qdisc_.empty();
+  const bool empty = nolock ? notes_.NothingToRestart(qdisc_->empty(), resched) : qdisc_->empty();
   const RestartAction action = OnRestart(config_.shape.dedicated, running_, empty);
   // The lock-free run flag is tried (NolockTxQueue::TryRun): `lock`, won or lost.
   if (nolock && (action == RestartAction::kPending || action == RestartAction::kRun))
@@ -626,11 +627,11 @@ bool SimQueue::Complete(SimActor& irq, bool resched) {
 }
 
 bool SimQueue::Drained() const {
-  return qdisc_.empty() && !running_ && driver_.InFlight() == 0 && waiters_.empty();
+  return qdisc_->empty() && !running_ && driver_.InFlight() == 0 && waiters_.empty();
 }
 
 unsigned SimQueue::Purge() {
-  unsigned n = qdisc_.Purge() + driver_.Purge();
+  unsigned n = qdisc_->Purge() + driver_.Purge();
   // The bulk in hand: all of it before the driver call, only the refused after it (the
   // accepted went with the driver's Purge).
   Batch& batch = run_.batch();

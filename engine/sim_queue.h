@@ -456,8 +456,8 @@ class SimQueue {
   TxDriver& driver() { return driver_; }
   const TxDriver& driver() const { return driver_; }
   NetdevQueue& dev() { return dev_; }
-  PfifoFast& qdisc() { return qdisc_; }
-  const PfifoFast& qdisc() const { return qdisc_; }
+  Qdisc& qdisc() { return *qdisc_; }
+  const Qdisc& qdisc() const { return *qdisc_; }
   TxQueueCounters& counters() { return qc_; }
   const TxQueueCounters& counters() const { return qc_; }
 
@@ -525,8 +525,8 @@ class SimQueue {
   VirtualClock& clock_;
   TxQueueCounters qc_;
   NetdevQueue dev_;
-  PfifoFast qdisc_;
-  QdiscRun<PfifoFast> run_;  // the current run's (one at a time: running_)
+  std::unique_ptr<Qdisc> qdisc_;
+  QdiscRun<Qdisc> run_;  // the current run's (one at a time: running_)
   SimActor* irq_ = nullptr;
   SimActor* runner_ = nullptr;
   std::vector<SimActor*> waiters_;  // blocked producers, in the order they blocked

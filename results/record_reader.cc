@@ -139,6 +139,16 @@ CellConfig ConfigFrom(const json& c) {
   cfg.shape.dedicated = c.at("runner") == "dedicated";
   cfg.shape.nolock = c.at("sync") == "nolock";
   cfg.shape.pfifo = c.at("qdisc") == "pfifo";
+  if (c.at("qdisc") == "fq_codel") {
+    std::string error;
+    const json& words = c.value("qdisc_params", json());
+    if (words.is_string()) cfg.shape.fq_codel = ParseFqCodel(words.get<std::string>(), &error);
+    if (!cfg.shape.fq_codel)
+      throw json::type_error::create(
+          302, fmt::format("fq_codel's parameters as tc words were expected, not {}{}",
+                           words.dump(), error.empty() ? "" : " (" + error + ")"),
+          &words);
+  }
   cfg.bypass = c.value("bypass", false);
   cfg.sync_auto = c.value("sync_auto", false);
   cfg.timing = c.value("timing", true);
@@ -230,6 +240,15 @@ CellResult ResultFrom(const json& r) {
                         Whole{l.at("receiver_corrupt")}};
   if (const json& b = r.value("bql", json()); !b.is_null())
     x.bql = BqlResult{Whole{b.at("limit")}, Whole{b.at("limit_max")}, Whole{b.at("stops")}};
+  if (const json& q = r.value("fq_codel", json()); !q.is_null()) {
+    auto& f = x.fq_codel.emplace();
+    f.dropped_codel = Whole{q.at("dropped_codel")};
+    f.drop_overlimit = Whole{q.at("drop_overlimit")};
+    f.drop_overmemory = Whole{q.at("drop_overmemory")};
+    f.ecn_mark = Whole{q.at("ecn_mark")};
+    f.new_flow_count = Whole{q.at("new_flow_count")};
+    f.maxpacket = Whole{q.at("maxpacket")};
+  }
   x.driver_counters = Counts(r.value("driver_counters", json::object()));
   if (const json& st = r.value("latency_stages_ns", json()); !st.is_null()) {
     x.before_driver_is_batch_fill = !st.at("batch_fill").is_null();
@@ -251,6 +270,7 @@ CellResult ResultFrom(const json& r) {
   k.generated = Whole{a.at("generated")};
   k.sent = Whole{a.at("sent")};
   k.dropped = Whole{a.at("dropped")};
+  k.dropped_queued = Whole{a.value("dropped_queued", json(0))};  // records before fq_codel: 0
   k.queued = Whole{a.at("queued")};
   k.rx_side = !a.at("received").is_null();
   if (k.rx_side) {

@@ -31,9 +31,9 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
           {"sync", c.shape.noqueue  ? "none"
                    : c.shape.nolock ? "nolock"
                                     : "rootlock"},
-          {"qdisc", c.shape.noqueue ? "none"
-                    : c.shape.pfifo ? "pfifo"
-                                    : "pfifo_fast"},
+          {"qdisc", QdiscName(c.shape)},
+          {"qdisc_params", c.shape.fq_codel ? json(DescribeFqCodel(*c.shape.fq_codel))
+                                            : json(nullptr)},
           {"bql",
            {{"limit_min", c.bql.limit_min},
             {"limit_max", c.bql.limit_max},
@@ -166,6 +166,13 @@ json ResultJson(const CellResult& r) {
                                {"limit_max", r.bql->limit_max},
                                {"stops", r.bql->stops}}
                         : json(nullptr)},
+          {"fq_codel", r.fq_codel ? json{{"dropped_codel", r.fq_codel->dropped_codel},
+                                         {"drop_overlimit", r.fq_codel->drop_overlimit},
+                                         {"drop_overmemory", r.fq_codel->drop_overmemory},
+                                         {"ecn_mark", r.fq_codel->ecn_mark},
+                                         {"new_flow_count", r.fq_codel->new_flow_count},
+                                         {"maxpacket", r.fq_codel->maxpacket}}
+                                  : json(nullptr)},
           {"driver_counters", r.driver_counters},
           {"latency_stages_ns", stages},
           {"latency_by_position_ns", by_position},
@@ -173,6 +180,7 @@ json ResultJson(const CellResult& r) {
            {{"generated", k.generated},
             {"sent", k.sent},
             {"dropped", k.dropped},
+            {"dropped_queued", k.dropped_queued},
             {"queued", k.queued},
             {"received", RxCount(k, k.received)},
             {"lost", RxCount(k, k.lost)},

@@ -38,7 +38,8 @@ std::string ShapeName(const CellConfig& c) {
   const std::string sim = fmt::format("{}{}", c.queues > 1 ? fmt::format(" {}q", c.queues) : "",
                                       c.engine == Engine::kSim ? " sim" : "");
   if (c.shape.noqueue) return fmt::format("qdisc none{}", sim);
-  return fmt::format("{}{} {}{}", c.shape.pfifo ? "pfifo " : "",
+  return fmt::format("{}{} {}{}",
+                     c.shape.pfifo ? "pfifo " : c.shape.fq_codel ? "fq_codel " : "",
                      c.shape.nolock ? "nolock" : "rootlock",
                      c.shape.dedicated ? "dedicated" : "inline", sim);
 }
@@ -92,17 +93,23 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
     std::vector<std::string> names;
     for (const auto& cell : cells) AddOnce(names, ShapeName(cell));
     shape = fmt::format(
-        "qdisc shapes {} (pfifo_fast: 3 bands x {}, pfifo: 1; named on each row), "
+        "qdisc shapes {} (pfifo_fast: 3 bands x {}, pfifo: 1, fq_codel: its own limit; named "
+        "on each row), "
         "producers {}",
         fmt::join(names, ", "), c.txqueuelen, producers);
   } else if (c.shape.noqueue) {
     shape = "qdisc none (each producer batches its own frames; refused ones are dropped)";
   } else {
     shape =
-        fmt::format("{} ({} x {}), runner {}, sync {}, producers {}",
-                    c.shape.pfifo ? "pfifo" : "pfifo_fast", c.shape.pfifo ? "1 band" : "3 bands",
-                    c.txqueuelen, c.shape.dedicated ? "dedicated" : "inline",
-                    c.shape.nolock ? "nolock" : "rootlock", producers);
+        c.shape.fq_codel
+            ? fmt::format("fq_codel ({}), runner {}, sync rootlock, producers {}",
+                          DescribeFqCodel(*c.shape.fq_codel),
+                          c.shape.dedicated ? "dedicated" : "inline", producers)
+            : fmt::format("{} ({} x {}), runner {}, sync {}, producers {}",
+                          c.shape.pfifo ? "pfifo" : "pfifo_fast",
+                          c.shape.pfifo ? "1 band" : "3 bands", c.txqueuelen,
+                          c.shape.dedicated ? "dedicated" : "inline",
+                          c.shape.nolock ? "nolock" : "rootlock", producers);
   }
   // GSO frames (gso.h): who cuts them, and how large they are.
   std::string offload;

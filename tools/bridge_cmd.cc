@@ -52,7 +52,9 @@ void PrintInterval(double t, const BridgeDirection& d, const DirectionCounts& no
 }
 
 std::string ShapeText(const CellConfig& cell) {
-  const char* qdisc = cell.shape.noqueue ? "qdisc none" : cell.shape.pfifo ? "pfifo" : "pfifo_fast";
+  const std::string qdisc = cell.shape.noqueue    ? "qdisc none"
+                            : cell.shape.fq_codel ? "fq_codel " + DescribeFqCodel(*cell.shape.fq_codel)
+                                                  : QdiscName(cell.shape);
   return fmt::format("{} ({} {} runner, txqueuelen {}), MTU {}", qdisc,
                      cell.shape.nolock ? "nolock" : "rootlock",
                      cell.shape.dedicated ? "dedicated" : "inline", cell.txqueuelen, cell.mtu);

@@ -9,6 +9,8 @@
 #include <functional>
 #include <limits>
 
+#include "dataplane/fq_codel.h"
+
 namespace txbatch {
 
 Error Repeated(std::string_view option, std::string_view value) {
@@ -35,6 +37,33 @@ std::vector<std::string_view> SplitList(std::string_view text) {
     if (comma == std::string_view::npos) return out;
     text.remove_prefix(comma + 1);
   }
+}
+
+Result<std::vector<std::string>> ParseQdiscList(std::string_view text) {
+  std::vector<std::string> out;
+  for (std::string_view item : SplitList(text)) {
+    const size_t space = item.find(' ');
+    const std::string_view name = item.substr(0, space);
+    const std::string_view words =
+        space == std::string_view::npos ? std::string_view() : item.substr(space + 1);
+    if (name == "fq_codel") {
+      std::string error;
+      if (!ParseFqCodel(words, &error))
+        return MakeError(EINVAL, fmt::format("--qdisc '{}': {}", item, error));
+    } else if (name != "pfifo_fast" && name != "pfifo" && name != "none") {
+      return MakeError(EINVAL, fmt::format("--qdisc '{}' is not valid; valid: pfifo_fast, pfifo, "
+                                           "fq_codel [tc's fq_codel parameters], none (or a "
+                                           "comma-separated list of them)",
+                                           item));
+    } else if (!words.empty()) {
+      return MakeError(EINVAL, fmt::format("--qdisc '{}': {} takes no parameters (fq_codel "
+                                           "does: --qdisc 'fq_codel target 5ms')",
+                                           item, name));
+    }
+    out.emplace_back(item);
+  }
+  if (const std::string* again = FirstRepeat(out)) return Repeated("--qdisc", *again);
+  return out;
 }
 
 Result<std::vector<std::string>> ParseChoiceList(std::string_view option, std::string_view text,

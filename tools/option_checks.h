@@ -36,6 +36,11 @@ CLI::Validator Refusing(std::function<std::string(std::string&)> why);
 // `text` cut at its commas (an empty text is one empty item).
 std::vector<std::string_view> SplitList(std::string_view text);
 
+// --qdisc's comma-separated list, none twice: each item a qdisc as tc names it (pfifo_fast,
+// pfifo, fq_codel, none), fq_codel with tc's parameters after it ("fq_codel target 2ms limit
+// 1000"), checked here (ParseFqCodel).
+Result<std::vector<std::string>> ParseQdiscList(std::string_view text);
+
 // A comma-separated list of choices, each one of `valid`, none twice.
 Result<std::vector<std::string>> ParseChoiceList(std::string_view option, std::string_view text,
                                                  std::initializer_list<std::string_view> valid);

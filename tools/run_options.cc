@@ -69,9 +69,13 @@ void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) 
       "comma-separated lists too: a grid axis");
   AddOptionWithDefault(cmd, "--qdisc", a.qdisc,
                        "Qdisc: pfifo_fast (3 bands, drop-tail, the device's default), pfifo (one "
-                       "band, as installed by tc; rootlock only), or none (Linux noqueue: each "
-                       "producer hands its own batches to the "
-                       "driver under the TX lock; refused frames are dropped, counted as noqueue)");
+                       "band, as installed by tc; rootlock only), fq_codel (Linux 6.x's "
+                       "sch_fq_codel, Debian's default, rootlock only; tc's parameters after it, "
+                       "quoted: 'fq_codel target 5ms interval 100ms limit 10240 quantum 1514 "
+                       "flows 1024 memory_limit 32Mb drop_batch 64 ecn|noecn', these the "
+                       "defaults, quantum the MTU + 14), or none (Linux noqueue: each producer "
+                       "hands its own batches to the driver under the TX lock; refused frames "
+                       "are dropped, counted as noqueue)");
   AddWholeNumberOption(cmd, "--bql-limit-min", a.bql_limit_min,
                        "BQL's lowest limit in bytes (sysfs byte_queue_limits/limit_min)");
   AddWholeNumberOption(cmd, "--bql-limit-max", a.bql_limit_max,
@@ -252,7 +256,7 @@ Status ParseChoices(const RunArgs& a, GridParts& g, RunPlan& plan) {
   auto syncs = ParseChoiceList("--sync", a.sync, {"auto", "rootlock", "nolock"});
   if (!syncs) return syncs.error();
   g.syncs = std::move(*syncs);
-  auto qdiscs = ParseChoiceList("--qdisc", a.qdisc, {"pfifo_fast", "pfifo", "none"});
+  auto qdiscs = ParseQdiscList(a.qdisc);
   if (!qdiscs) return qdiscs.error();
   g.qdiscs = std::move(*qdiscs);
   auto engines = ParseChoiceList("--engine", a.engine, {"real", "sim"});
@@ -308,12 +312,20 @@ Status ParsePolicies(const RunArgs& a, RunPlan& plan) {
   return {};
 }
 
+// A --qdisc item's qdisc name (its first word) and tc's parameters after it.
+std::pair<std::string_view, std::string_view> QdiscWords(std::string_view item) {
+  const size_t space = item.find(' ');
+  if (space == std::string_view::npos) return {item, {}};
+  return {item.substr(0, space), item.substr(space + 1)};
+}
+
 // Every combination of the shape lists into plan.shapes, each checked on its own and against
 // every policy.
 Status BuildShapes(const RunArgs& a, const GridParts& g, RunPlan& plan) {
-  for (const std::string& q : g.qdiscs)
+  for (const std::string& item : g.qdiscs)
     for (const std::string& r : g.runners)
       for (const std::string& y : g.syncs) {
+        const auto [q, words] = QdiscWords(item);
         if (r == "dedicated" && q == "none")
           return MakeError(EINVAL,
                            "--runner dedicated runs a qdisc, and --qdisc none has none; valid: "
@@ -322,11 +334,13 @@ Status BuildShapes(const RunArgs& a, const GridParts& g, RunPlan& plan) {
           return MakeError(EINVAL,
                            "--sync nolock chooses how a qdisc is locked, and --qdisc none has "
                            "none; valid: --sync nolock or rootlock with --qdisc pfifo_fast");
-        if (y == "nolock" && q == "pfifo")
+        if (y == "nolock" && (q == "pfifo" || q == "fq_codel"))
           return MakeError(EINVAL,
-                           "--sync nolock is the lock-free pfifo_fast (TCQ_F_NOLOCK), and Linux "
-                           "runs pfifo under its root lock; valid: --qdisc pfifo with --sync "
-                           "rootlock, or --qdisc pfifo_fast with either");
+                           fmt::format("--sync nolock is the lock-free pfifo_fast (TCQ_F_NOLOCK), "
+                                       "and Linux runs {} under its root lock; valid: --qdisc {} "
+                                       "with --sync rootlock or auto, or --qdisc pfifo_fast with "
+                                       "either",
+                                       q, q));
         // Each policy against this shape; the three checks need different shapes (--qdisc
         // none, an inline runner on a qdisc, a dedicated runner), so at most one applies.
         for (const PolicySpec& p : plan.policies) {
@@ -362,6 +376,10 @@ Status BuildShapes(const RunArgs& a, const GridParts& g, RunPlan& plan) {
         choice.shape.dedicated = r == "dedicated";
         choice.shape.nolock = y == "nolock";
         choice.shape.pfifo = q == "pfifo";
+        if (q == "fq_codel") {
+          std::string error;  // ParseQdiscList checked the words
+          choice.shape.fq_codel = ParseFqCodel(words, &error);
+        }
         // The era decides only where there is a lock-free form (pfifo_fast).
         choice.era_sync = y == "auto" && q == "pfifo_fast";
         // --qdisc none has no runner or sync: one shape, however many of those were listed.

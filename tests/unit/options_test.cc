@@ -225,6 +225,22 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
       },
       "--qdisc pfifo with --sync rootlock");
   add(
+      "fq_codel is not lockless",
+      [](RunArgs& a) {
+        a.qdisc = "fq_codel";
+        a.sync = "nolock";
+      },
+      "--qdisc fq_codel with --sync rootlock or auto");
+  add(
+      "fq_codel target 0", [](RunArgs& a) { a.qdisc = "fq_codel target 0"; },
+      "fq_codel's target must be a time above 0");
+  add(
+      "fq_codel unknown key", [](RunArgs& a) { a.qdisc = "pfifo_fast,fq_codel bands 3"; },
+      "fq_codel has no parameter 'bands'");
+  add(
+      "parameters to pfifo", [](RunArgs& a) { a.qdisc = "pfifo limit 10"; },
+      "pfifo takes no parameters");
+  add(
       "bql bounds", [](RunArgs& a) { a.bql_limit_min = 5000, a.bql_limit_max = 4000; },
       "0 <= min <= max");
   add(
@@ -279,7 +295,7 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
       },
       "--qdisc none has none");
   add(
-      "qdisc", [](RunArgs& a) { a.qdisc = "fq"; }, "valid: pfifo_fast, pfifo, none");
+      "qdisc", [](RunArgs& a) { a.qdisc = "fq"; }, "valid: pfifo_fast, pfifo, fq_codel");
   add(
       "txqueuelen", [](RunArgs& a) { a.txqueuelen = 0; }, "1..100000");
   add(
@@ -401,6 +417,9 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
       "run --policy linux-2014 --qdisc none",
       "run --policy bql --driver ethdev:net_null0",
       "run --qdisc pfifo --sync nolock",
+      "run --qdisc 'fq_codel target 0'",
+      "run --qdisc 'fq_codel interval -1ms'",
+      "run --qdisc fq_codel --sync nolock",
       "run --bql-limit-min 10 --bql-limit-max 5",
       "run --driver verbs:txbatch_no_such_hca:1,qpn=0x48,qkey=0x11,lid=3",
       "run --driver verbs:mlx5_0",

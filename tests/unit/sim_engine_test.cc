@@ -360,6 +360,30 @@ TEST(SimEngine, EveryShapeClosesItsBooks) {
     }
 }
 
+// fq_codel on the simulation, as on the real engine (tests/driver/fq_codel_test.cc): four
+// datagram producers of full frames offer more than e1000's 1 Gb/s, so its 500 frames (6.2 ms of
+// wire) stay above the 1 ms target through the 3 ms interval many times in 40 ms: CoDel drops,
+// and the receiver misses exactly what the qdisc dropped after queueing it. The same cell twice
+// gives the same record (the clock CoDel reads is the simulation's).
+TEST(SimEngine, FqCodelsDropsAreInTheBooksAndAreWhatTheReceiverMisses) {
+  for (const char* policy : {"count:1", "linux-2025"}) {
+    CellConfig c = Cell("emu:e1000", policy, Proto::kUdp, 1472, 4);
+    std::string error;
+    c.shape.fq_codel = ParseFqCodel("target 1ms interval 3ms limit 500", &error);
+    ASSERT_TRUE(c.shape.fq_codel) << error;
+    c.duration_s = 0.04;
+    const CellResult r = Simulate(c);
+    SCOPED_TRACE(policy);
+    ASSERT_TRUE(r.fq_codel.has_value());
+    EXPECT_GT(r.fq_codel->dropped_codel, 0u);
+    EXPECT_EQ(r.books.dropped_queued, r.fq_codel->dropped_codel + r.fq_codel->drop_overlimit);
+    EXPECT_EQ(r.books.lost, r.books.dropped_queued);
+    EXPECT_EQ(r.books.received, r.books.sent);
+    EXPECT_EQ(r.fq_codel->maxpacket, 1514u);
+    EXPECT_EQ(ResultsJson(c, r), ResultsJson(c, Simulate(c)));
+  }
+}
+
 // --queues on one wire: more queues relieve the root lock, never the wire. (Four producers on
 // four queues each run their own queue alone, so no batch forms there: slower than two.)
 TEST(SimEngine, QueuesOnOneWireNeverExceedIt) {
