@@ -116,8 +116,8 @@ struct DriverCounts : DriverCountersOf<uint64_t> {};
 // * Counters: a driver keeps counters() itself, under the TX lock — xmit_calls and offered for
 //   every Xmit (or XmitOne) that offered a frame, accepted for each frame it took, stops when
 //   the queue stops because it cannot take more (its ring full; verbs: its QP recovering or a
-//   post refused), wakes when it restarts a queue it stopped (Linux's restart_queue; emu's so
-//   far: ethdev and verbs do not count theirs yet), doorbells if owns_doorbell(),
+//   post refused), wakes when it restarts a queue it stopped (Linux's restart_queue),
+//   doorbells if owns_doorbell(),
 //   completed_bytes if has_bql(), window_frames and the window_* bytes for what it counted as
 //   sent (where counted_at() says) inside the run window, last_departure, and window_busy_tsc,
 //   window_max_idle_tsc and window_stalled_tsc where it models a wire. A cell's window is read

@@ -237,6 +237,7 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   r.qdisc_missed = wq.missed;
   r.bypassed = wq.bypassed;
   r.queue_stops = wd.stops;
+  r.queue_wakes = wd.wakes;
   r.producer_waits = wq.waits;
   if (const auto limit = run.totals.bql_limit)
     r.bql = BqlResult{*limit, qc.bql_limit_max.Get(), wq.bql_stops};

@@ -150,6 +150,7 @@ struct CellResult {
   // an enqueue or a dequeue.
   uint64_t bypassed = 0;
   uint64_t queue_stops = 0;     // times the driver's queue stopped (ring full)
+  uint64_t queue_wakes = 0;     // times the driver restarted it (Linux's restart_queue)
   uint64_t producer_waits = 0;  // times a stream producer blocked on a full band
   uint64_t tsq_waits = 0;       // times TCP Small Queues throttled a producer (over the run)
   // TCP Small Queues sampled in the window (TsqSampler); unset where TSQ did not run.

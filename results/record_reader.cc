@@ -204,6 +204,7 @@ CellResult ResultFrom(const json& r) {
   x.qdisc_missed = r.contains("qdisc_missed") ? Whole{r["qdisc_missed"]} : uint64_t{0};
   x.bypassed = r.contains("bypassed") ? Whole{r["bypassed"]} : uint64_t{0};
   x.queue_stops = Whole{r.at("queue_stops")};
+  x.queue_wakes = Whole{r.value("queue_wakes", json(0))};  // records before 2026-12-06: 0
   x.producer_waits = Whole{r.at("producer_waits")};
   x.tsq_waits = r.contains("tsq_waits") ? Whole{r["tsq_waits"]} : uint64_t{0};
   if (const json& t = r.value("tsq", json()); t.is_object()) {

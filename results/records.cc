@@ -132,6 +132,7 @@ json ResultJson(const CellResult& r) {
           {"qdisc_missed", r.qdisc_missed},
           {"bypassed", r.bypassed},
           {"queue_stops", r.queue_stops},
+          {"queue_wakes", r.queue_wakes},
           {"producer_waits", r.producer_waits},
           {"tsq_waits", r.tsq_waits},
           {"tsq", r.tsq ? json{{"samples", r.tsq->samples},

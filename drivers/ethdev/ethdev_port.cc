@@ -277,9 +277,11 @@ class EthdevPort final : public TxDriver {
         sink_->Receive({rx.data(), k}, {at.data(), k});
         done += k;
       }
+      if (stopped_) counters_.wakes.Add();
       stopped_ = false;  // the ring we send into is the one just emptied
     } else if (stopped_ && now >= retry_at_) {
       (void)rte_eth_tx_done_cleanup(port_, queue_, 0);  // PMDs that free lazily; ENOTSUP is fine
+      counters_.wakes.Add();
       stopped_ = false;
     }
     next_poll_ = now + poll_tsc_;

@@ -349,7 +349,10 @@ uint16_t VerbsTx::Receive(std::span<rte_mbuf*> out) {
 
 unsigned VerbsTx::Complete(Tsc now) {
   const unsigned released = ReapSend();
-  if (stopped_ && !recovering_ && FreeSlots() >= wake_threshold_) stopped_ = false;
+  if (stopped_ && !recovering_ && FreeSlots() >= wake_threshold_) {
+    stopped_ = false;
+    counters_.wakes.Add();
+  }
   if (sink_ != nullptr) {
     std::array<rte_mbuf*, kPollBatch> frames;
     std::array<Tsc, kPollBatch> arrival;
