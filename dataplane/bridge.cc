@@ -162,6 +162,7 @@ DirectionCounts BridgeDirection::Counts() {
   c.sent = d.accepted;
   c.xmit_calls = d.xmit_calls;
   c.qdisc_full = q.dropped_qdisc_full.Get();
+  c.qdisc_dropped = q.qdisc.dropped_queued();
   c.noqueue = q.dropped_noqueue.Get();
   for (size_t i = 1; i < q.batch_hist.size(); ++i) {
     const uint64_t n = q.batch_hist[i].Get();

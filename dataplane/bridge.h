@@ -46,6 +46,7 @@ struct DirectionCounts {
   uint64_t link_lost = 0;   // dropped by the link's loss model
   uint64_t link_limit = 0;  // dropped because the link held `limit` frames
   uint64_t qdisc_full = 0;  // dropped on a full qdisc band
+  uint64_t qdisc_dropped = 0;  // dropped by the qdisc after it had queued them (fq_codel)
   uint64_t noqueue = 0;     // refused by the out-port with --qdisc none
   uint64_t oversize = 0;    // longer than the out-port's MTU allows (the kernel behind an
                             // af_packet port would drop it unseen, or it was truncated at RX)
@@ -58,7 +59,7 @@ struct DirectionCounts {
   uint64_t xmit_calls = 0;  // the out-port's Xmit calls
   uint64_t arrived() const { return rx + rx_missed; }
   uint64_t dropped() const {
-    return rx_missed + link_lost + link_limit + qdisc_full + noqueue + oversize;
+    return rx_missed + link_lost + link_limit + qdisc_full + qdisc_dropped + noqueue + oversize;
   }
   bool Balanced() const {
     return arrived() + duplicated == sent + dropped() + filtered + queued + in_link;

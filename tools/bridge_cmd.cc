@@ -64,10 +64,12 @@ void PrintSummary(BridgeDirection& d, const DirectionCounts& c, const LatencyHis
   const auto s = lat.Summary();
   fmt::print(
       "{}: received {} ({} bytes), sent {}, dropped {} (before the PMD {}, qdisc full {}, "
-      "noqueue {}, lost on the link {}, link limit {}, oversize {}), duplicated {}, corrupted "
+      "by the qdisc after queueing {}, noqueue {}, lost on the link {}, link limit {}, oversize "
+      "{}), duplicated {}, corrupted "
       "{}; avg batch {:.2f}, xmit calls per frame {:.3f}; time through the bridge p50 {} p99 {} "
       "max {}\n",
-      d.name(), c.rx, c.rx_bytes, c.sent, c.dropped(), c.rx_missed, c.qdisc_full, c.noqueue,
+      d.name(), c.rx, c.rx_bytes, c.sent, c.dropped(), c.rx_missed, c.qdisc_full,
+      c.qdisc_dropped, c.noqueue,
       c.link_lost,
       c.link_limit, c.oversize, c.duplicated, c.corrupted,
       c.handovers ? static_cast<double>(c.handed) / c.handovers : 0.0,
@@ -129,11 +131,12 @@ Result<CellConfig> QueuePlan(RunArgs q, std::string_view what, EalMemory* memory
 // Mbufs one direction may hold: the RX ring, the TX ring, the qdisc, the link's limit, a burst
 // or batch in hand.
 uint64_t DirectionFrames(const CellConfig& cell, const std::optional<LinkSpec>& link) {
-  return 2ull * ethdev::kRingSize + cell.txqueuelen + kMaxBatch + 64 + (link ? link->limit : 0);
+  return 2ull * ethdev::kRingSize + QdiscHolds(cell) + kMaxBatch + 64 +
+         (link ? link->limit : 0);
 }
 
 // A direction's counters by name, as telemetry and --stats-json give them.
-std::array<std::pair<const char*, uint64_t>, 18> CounterList(const DirectionCounts& c) {
+std::array<std::pair<const char*, uint64_t>, 19> CounterList(const DirectionCounts& c) {
   return {{{"rx", c.rx},
            {"rx_bytes", c.rx_bytes},
            {"rx_missed", c.rx_missed},
@@ -142,6 +145,7 @@ std::array<std::pair<const char*, uint64_t>, 18> CounterList(const DirectionCoun
            {"link_lost", c.link_lost},
            {"link_limit", c.link_limit},
            {"qdisc_full", c.qdisc_full},
+           {"qdisc_dropped", c.qdisc_dropped},
            {"noqueue", c.noqueue},
            {"oversize", c.oversize},
            {"duplicated", c.duplicated},
