@@ -52,12 +52,19 @@ uint32_t PktLen(const rte_mbuf* m) {
   return len + (WireFrames(m) - 1) * (m->l2_len + m->l3_len + m->l4_len);
 }
 
-// tc's get_time: a number with s, ms or us (usec, usecs) after it; none is us.
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// tc's get_time: a number with s, ms or us (usec, usecs; any case) after it; none is us; the
+// microseconds truncated, as tc's cast does.
 bool ParseTimeUs(std::string_view text, uint32_t& out) {
   double v = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || ptr == text.data() || !(v >= 0)) return false;
-  const std::string_view unit(ptr, text.data() + text.size() - ptr);
+  const std::string unit = Lower(std::string_view(ptr, text.data() + text.size() - ptr));
   double scale;
   if (unit.empty() || unit == "us" || unit == "usec" || unit == "usecs")
     scale = 1;
@@ -69,7 +76,7 @@ bool ParseTimeUs(std::string_view text, uint32_t& out) {
     return false;
   const double us = v * scale;
   if (us > UINT32_MAX) return false;
-  out = static_cast<uint32_t>(us + 0.5);
+  out = static_cast<uint32_t>(us);
   return true;
 }
 
@@ -78,8 +85,7 @@ bool ParseSize(std::string_view text, uint32_t& out) {
   double v = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || ptr == text.data() || !(v >= 0)) return false;
-  std::string unit(ptr, text.data() + text.size() - ptr);
-  std::transform(unit.begin(), unit.end(), unit.begin(), ::tolower);
+  const std::string unit = Lower(std::string_view(ptr, text.data() + text.size() - ptr));
   double scale;
   if (unit.empty() || unit == "b")
     scale = 1;
@@ -97,9 +103,9 @@ bool ParseSize(std::string_view text, uint32_t& out) {
   return true;
 }
 
-bool ParseCount(std::string_view text, uint32_t& out) {
-  // tc's limit is printed "10240p"; take it back so.
-  if (!text.empty() && text.back() == 'p') text.remove_suffix(1);
+bool ParseCount(std::string_view text, uint32_t& out, bool packets = false) {
+  // tc prints the limit "10240p"; take it back so.
+  if (packets && !text.empty() && text.back() == 'p') text.remove_suffix(1);
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
   return ec == std::errc() && ptr == text.data() + text.size() && !text.empty();
 }
@@ -149,20 +155,23 @@ std::optional<FqCodelParams> ParseFqCodel(std::string_view words, std::string* e
     bool ok;
     if (k == "target" || k == "interval") {
       uint32_t& f = k == "target" ? p.target_us : p.interval_us;
-      ok = ParseTimeUs(v, f) && f > 0;
+      // CoDel counts 1024 ns: under 2 us is 0, which drops every frame (target) or never lets
+      // the dropping state end (interval).
+      ok = ParseTimeUs(v, f) && (uint64_t{f} * 1000 >> kCodelShift) > 0;
       if (!ok)
         return fail(fmt::format(
-            "fq_codel's {} must be a time above 0 such as 5ms or 5000us (tc's units: s, ms, "
-            "us), not '{}'",
+            "fq_codel's {} must be a time from 2us to 4294s such as 5ms or 5000us (tc's units: "
+            "s, ms, us), not '{}'",
             k, v));
       continue;
     }
     if (k == "memory_limit") {
-      ok = ParseSize(v, p.memory_limit) && p.memory_limit > 0;
+      ok = ParseSize(v, p.memory_limit) && p.memory_limit > 0 &&
+           p.memory_limit <= kMaxFqCodelMemoryLimit;
       if (!ok)
         return fail(fmt::format(
-            "fq_codel's memory_limit must be a size above 0 such as 32Mb (b, kb, mb, gb), not "
-            "'{}'",
+            "fq_codel's memory_limit must be a size from 1b to 2gb such as 32Mb (b, kb, mb, "
+            "gb), not '{}'",
             v));
       continue;
     }
@@ -170,14 +179,15 @@ std::optional<FqCodelParams> ParseFqCodel(std::string_view words, std::string* e
                   : k == "flows" ? p.flows
                   : k == "quantum" ? p.quantum
                                    : p.drop_batch;
-    ok = ParseCount(v, f);
+    ok = ParseCount(v, f, /*packets=*/k == "limit");
     if (k == "flows") ok = ok && f >= 1 && f <= kMaxFqCodelFlows;
     if (k == "limit" || k == "drop_batch") ok = ok && f >= 1;
-    if (k == "quantum") ok = ok && f >= 256;  // fq_codel_change: max(256U, quantum)
+    // fq_codel_change: below 256 is 256, above FQ_CODEL_QUANTUM_MAX refused.
+    if (k == "quantum") ok = ok && f >= 256 && f <= kMaxFqCodelQuantum;
     if (!ok) {
       const char* range = k == "flows"     ? "a whole number from 1 to 65536"
-                          : k == "quantum" ? "a whole number of bytes of at least 256"
-                                           : "a whole number above 0";
+                          : k == "quantum" ? "a whole number of bytes from 256 to 1048576"
+                                           : "a whole number from 1 to 4294967295";
       return fail(fmt::format("fq_codel's {} must be {}, not '{}'", k, range, v));
     }
   }
@@ -191,6 +201,21 @@ std::string DescribeFqCodel(const FqCodelParams& p) {
                    TimeWords(p.target_us), TimeWords(p.interval_us), SizeWords(p.memory_limit),
                    p.ecn ? "ecn" : "noecn", p.drop_batch);
   return s;
+}
+
+std::string FqCodelChanges(const FqCodelParams& p) {
+  const FqCodelParams d;
+  std::string s;
+  const auto add = [&s](const std::string& words) { s += (s.empty() ? "" : " ") + words; };
+  if (p.target_us != d.target_us) add("target " + TimeWords(p.target_us));
+  if (p.interval_us != d.interval_us) add("interval " + TimeWords(p.interval_us));
+  if (p.limit != d.limit) add(fmt::format("limit {}p", p.limit));
+  if (p.flows != d.flows) add(fmt::format("flows {}", p.flows));
+  if (p.quantum != d.quantum) add(fmt::format("quantum {}", p.quantum));
+  if (p.memory_limit != d.memory_limit) add("memory_limit " + SizeWords(p.memory_limit));
+  if (p.ecn != d.ecn) add(p.ecn ? "ecn" : "noecn");
+  if (p.drop_batch != d.drop_batch) add(fmt::format("drop_batch {}", p.drop_batch));
+  return s.empty() ? s : "(" + s + ")";
 }
 
 void FqCodel::Flow::Push(const Entry& e) {
@@ -302,6 +327,9 @@ uint64_t FqCodel::DropFattest() {
 
 void FqCodel::Drop(const Entry& e, Counter& counter) {
   counter.Add(WireFrames(e.m));
+  // kfree_skb: the skb's destructor (tcp_wfree) gives its truesize back to its socket, as it was
+  // charged (TsqLedger::Charge: the frame before any GSO cut).
+  if (tsq_ != nullptr) tsq_->Uncharge(FlowOf(e.m), e.m);
   rte_pktmbuf_free(e.m);
 }
 

@@ -56,9 +56,12 @@ struct FqCodelParams {
   bool operator==(const FqCodelParams&) const = default;
 };
 
-// Ranges tc and the kernel accept (fq_codel_change): flows 1..65536; the rest within u32, and
-// target and interval above 0 (0 would drop, or never leave dropping, on every frame).
+// Ranges the kernel accepts (fq_codel_change): flows 1..65536, quantum up to
+// FQ_CODEL_QUANTUM_MAX (1 << 20; 256 at least), memory_limit up to 1 << 31 (the kernel clamps
+// there; refused here); the rest within u32, target and interval at least one CoDel unit.
 inline constexpr uint32_t kMaxFqCodelFlows = 65536;
+inline constexpr uint32_t kMaxFqCodelQuantum = 1u << 20;
+inline constexpr uint32_t kMaxFqCodelMemoryLimit = 1u << 31;
 
 // Parses tc's words after "fq_codel" ("target 5ms interval 100ms limit 10240 quantum 1514 ecn
 // flows 1024 memory_limit 32Mb drop_batch 64 noecn"): times as tc's get_time (s, ms, us; a bare
@@ -69,6 +72,9 @@ std::optional<FqCodelParams> ParseFqCodel(std::string_view words, std::string* e
 // interval 100ms memory_limit 32Mb ecn drop_batch 64", as `tc qdisc show` prints them; quantum
 // omitted while it is the device's).
 std::string DescribeFqCodel(const FqCodelParams& p);
+// The parameters of `p` that are not the defaults, in tc's words and parentheses ("(target 1ms
+// limit 1000p)"); empty for the defaults: what tells two fq_codel shapes apart in a table.
+std::string FqCodelChanges(const FqCodelParams& p);
 
 class FqCodel final : public Qdisc {
  public:
@@ -129,7 +135,7 @@ class FqCodel final : public Qdisc {
   rte_mbuf* DequeueOne(uint32_t now);
   // fq_codel_drop: returns the wire frames it dropped.
   uint64_t DropFattest();
-  // drop_func: frees `e`'s frame, counting it in `counter`.
+  // drop_func: frees `e`'s frame, counting it in `counter` (and giving TSQ its bytes back).
   void Drop(const Entry& e, Counter& counter);
   // INET_ECN_set_ce: whether `m` is ECN-capable (then marked CE).
   static bool MarkCe(rte_mbuf* m);

@@ -22,6 +22,8 @@
 
 namespace txbatch {
 
+class TsqLedger;
+
 inline constexpr int kPfifoBands = 3;
 // Linux's default tx_queue_len for Ethernet devices.
 inline constexpr unsigned kDefaultTxQueueLen = 1000;
@@ -135,9 +137,14 @@ class Qdisc {
   unsigned requeued() const { return requeue_.size(); }
   bool empty() const { return backlog_ == 0; }
 
+  // TCP Small Queues' ledger (tsq.h), where TSQ runs: a queued frame the qdisc drops gives its
+  // flow's bytes back, as kfree_skb runs the skb's destructor (tcp_wfree).
+  void set_tsq(TsqLedger* tsq) { tsq_ = tsq; }
+
  protected:
   RequeueSlot requeue_;
   unsigned backlog_ = 0;
+  TsqLedger* tsq_ = nullptr;
 };
 
 // With `bands` = 1 it is Linux's pfifo: one drop-tail FIFO of `limit` frames, priorities ignored

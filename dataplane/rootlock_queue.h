@@ -26,6 +26,7 @@ class RootlockTxQueue final : public TxQueue {
   void Abort() override;
   unsigned backlog() override;
   unsigned Purge() override;
+  void set_tsq(TsqLedger* tsq) override { qdisc_->set_tsq(tsq); }
 
  private:
   bool QdiscIdle() override;

@@ -239,6 +239,10 @@ class TxQueue {
   // BQL's limit now, when the queue uses BQL. Thread-safe.
   std::optional<uint32_t> bql_limit();
 
+  // TCP Small Queues' ledger, for a qdisc that drops frames it had queued (Qdisc::set_tsq).
+  // Before the queue runs.
+  virtual void set_tsq(TsqLedger* /*tsq*/) {}
+
   const TxQueueCounters& counters() const { return counters_; }
   // The driver's counters read as one cut, under the TX lock the driver keeps them under: a
   // handover's doorbell, its accepted frames and its departures fall on the same side of the

@@ -37,12 +37,17 @@ unsigned RequeueBound(const CellConfig& cfg) {
   return std::min<unsigned>(kMaxBatch, cfg.txqueuelen * kPfifoBands);
 }
 
-// Frames a queue's qdisc may hold: txqueuelen (the producers' band), or fq_codel's own limit.
-unsigned QdiscHolds(const CellConfig& cfg) {
-  return cfg.shape.fq_codel ? cfg.shape.fq_codel->limit : cfg.txqueuelen;
-}
-
 }  // namespace
+
+unsigned QdiscHolds(const CellConfig& cfg) {
+  if (!cfg.shape.fq_codel) return cfg.txqueuelen;
+  // fq_codel keeps at most `limit` frames, and at most memory_limit bytes of truesize (one frame
+  // more, the one whose enqueue went over): frames of the cell's size, GSO frames whole.
+  const FqCodelParams& p = *cfg.shape.fq_codel;
+  const uint64_t truesize =
+      uint64_t{SlicesPerFrame(cfg)} * (cfg.mtu + kEthHeaderBytes) + kSkbTruesizeOverhead;
+  return static_cast<unsigned>(std::min<uint64_t>(p.limit, p.memory_limit / truesize + 1));
+}
 
 double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire) {
   const double frames =
@@ -87,6 +92,12 @@ TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::ve
 std::string EraMix(const CellConfig& cfg) {
   const PolicySpec& policy = cfg.policy;
   const QueueShape& shape = cfg.shape;
+  if (shape.fq_codel && policy.kind == PolicyKind::kBlist2007)
+    return "blist-2007 names Linux 2.6 (2007), which had no fq_codel (3.5, 2012 on); fq_codel "
+           "runs as 6.x has it";
+  if (shape.fq_codel && policy.kind == PolicyKind::kLinux2014)
+    return "linux-2014 names Linux 3.18, whose fq_codel dropped one frame on overflow and had no "
+           "memory_limit (both 4.7); fq_codel runs as 6.x has it";
   if (cfg.sync_auto || shape.noqueue || shape.pfifo || shape.fq_codel) return {};
   if (policy.kind == PolicyKind::kLinux2025 && !shape.nolock)
     return "linux-2025 names a 6.x kernel, whose pfifo_fast is lock-free (4.16 on); --sync "

@@ -236,6 +236,10 @@ bool TxLockInherits(const CellConfig& cfg, size_t cpus);
 // txirq allowed on `cpus`. Stage tracking and the producers' blocking are the caller's.
 TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::vector<int>& cpus);
 
+// Frames a queue's qdisc may hold: txqueuelen (the producers' band), or fq_codel's limit (its
+// memory_limit considered).
+unsigned QdiscHolds(const CellConfig& cfg);
+
 // Seconds a drain may take: the wire time and device costs of everything that can be queued,
 // plus slack. Longer is a bug.
 double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire);

@@ -91,6 +91,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   if (TsqActive(cfg)) {
     tsq.emplace(cfg.procs, TsqModelFor(cfg, tsc_hz));
     for (auto& d : drivers) d->set_tsq(&*tsq);
+    for (auto& q : queues) q->set_tsq(&*tsq);
     pcfg.tsq = &*tsq;
   }
   pcfg.pps_per_producer = PpsPerProducer(cfg, wire);

@@ -532,7 +532,10 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   }
   if (TsqActive(cfg_)) {
     tsq_.emplace(cfg_.procs, TsqModelFor(cfg_, tsc_hz_));
-    for (Lane& l : lanes_) l.driver->set_tsq(&*tsq_);
+    for (Lane& l : lanes_) {
+      l.driver->set_tsq(&*tsq_);
+      l.q->qdisc().set_tsq(&*tsq_);
+    }
     // A release wakes its flow's throttled producer, at the releasing step's time (the
     // kernel's TSQ tasklet runs on the completing CPU); it looks again.
     tsq_->set_on_release([this](unsigned flow) {

@@ -38,8 +38,11 @@ std::string ShapeName(const CellConfig& c) {
   const std::string sim = fmt::format("{}{}", c.queues > 1 ? fmt::format(" {}q", c.queues) : "",
                                       c.engine == Engine::kSim ? " sim" : "");
   if (c.shape.noqueue) return fmt::format("qdisc none{}", sim);
-  return fmt::format("{}{} {}{}",
-                     c.shape.pfifo ? "pfifo " : c.shape.fq_codel ? "fq_codel " : "",
+  const std::string qdisc =
+      c.shape.pfifo      ? "pfifo "
+      : c.shape.fq_codel ? fmt::format("fq_codel{} ", FqCodelChanges(*c.shape.fq_codel))
+                         : "";
+  return fmt::format("{}{} {}{}", qdisc,
                      c.shape.nolock ? "nolock" : "rootlock",
                      c.shape.dedicated ? "dedicated" : "inline", sim);
 }
@@ -83,10 +86,10 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
   const std::string tsq_caps = TsqCaps(cells);
   const std::string producers =
       !c.stream          ? "datagram (drop on a full qdisc)"
-      : tsq_caps.empty() ? "stream (block on a full qdisc)"
+      : tsq_caps.empty() ? "stream (block on a full qdisc; fq_codel's never is)"
                          : fmt::format(
-                               "stream (block on a full qdisc, and beyond {} below the socket: "
-                               "TCP Small Queues, on emu drivers)",
+                               "stream (block on a full qdisc, fq_codel's never is, and beyond {} "
+                               "below the socket: TCP Small Queues, on emu drivers)",
                                tsq_caps);
   std::string shape;
   if (ShapesVary(cells)) {
@@ -347,6 +350,7 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
           sum.lost += k.lost;
           sum.duplicated += k.duplicated;
           sum.in_flight += k.in_flight;
+          sum.dropped_queued += k.dropped_queued;
           rx_sent += k.sent;
           ++rx_runs;
         }
@@ -365,8 +369,12 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
     fmt::print(out, "books ({} cell runs): generated {} = sent {} + dropped {} + queued {}; ", runs,
                sum.generated, sum.sent, sum.dropped, sum.queued);
     if (rx_runs > 0)
-      fmt::print(out, "sent {} + duplicated {} = received {} + lost {} + in flight {}{}; ", rx_sent,
-                 sum.duplicated, sum.received, sum.lost, sum.in_flight,
+      fmt::print(out, "sent {} + duplicated {}{} = received {} + lost {} + in flight {}{}; ",
+                 rx_sent, sum.duplicated,
+                 sum.dropped_queued > 0
+                     ? fmt::format(" + dropped by the qdisc after queueing {}", sum.dropped_queued)
+                     : "",
+                 sum.received, sum.lost, sum.in_flight,
                  rx_runs < runs ? fmt::format(" ({} runs with a receive side)", rx_runs) : "");
     else
       fmt::print(out, "nothing receives (counted where the driver accepts frames); ");

@@ -219,10 +219,15 @@ TEST(FqCodel, RequeuedFramesComeFirstAndCountTowardsTheLimit) {
   EXPECT_EQ(q.backlog(), 3u);
   ASSERT_TRUE(q.Enqueue(f.Make(1, 1514), 0, 0));  // 4: at the limit, nothing dropped
   EXPECT_EQ(c.drop_overlimit.Get(), 0u);
+  // A fifth, with 2 of the 5 requeued, is over the limit: the bucket (3 frames, 4542 bytes)
+  // loses its head until half its bytes went — 2 frames (3028 >= 2271).
+  ASSERT_TRUE(q.Enqueue(f.Make(1, 1514), 0, 0));
+  EXPECT_EQ(c.drop_overlimit.Get(), 2u);
+  EXPECT_EQ(q.backlog(), 3u);
   rte_mbuf* first = b.frames()[0];
   Batch again;
   q.DequeueBulk(again, DequeueBudget{4}, 1);
-  ASSERT_EQ(again.size(), 4u);
+  ASSERT_EQ(again.size(), 3u);
   EXPECT_EQ(again.frames()[0], first);
   rte_pktmbuf_free_bulk(again.frames().data(), again.size());
   EXPECT_TRUE(q.empty());
@@ -249,12 +254,16 @@ TEST(FqCodel, TcWordsParseAndReadBack) {
             "limit 10240p flows 1024 target 5ms interval 100ms memory_limit 32Mb ecn "
             "drop_batch 64");
   EXPECT_EQ(*ParseFqCodel("", &err), FqCodelParams{});
+  // tc's units in any case, its microseconds truncated.
+  EXPECT_EQ(ParseFqCodel("target 5MS", &err)->target_us, 5000u);
+  EXPECT_EQ(ParseFqCodel("interval 2.9us", &err)->interval_us, 2u);
 }
 
 TEST(FqCodel, BadWordsAreOneSentence) {
-  for (const char* bad : {"target 0", "target 5xs", "interval", "limit 0", "flows 65537",
-                          "flows 0", "quantum 100", "memory_limit -1", "bogus 3", "drop_batch 0",
-                          "limit 12x"}) {
+  for (const char* bad : {"target 0", "target 1us", "target 5xs", "interval", "limit 0",
+                          "flows 65537", "flows 0", "flows 64p", "quantum 100", "quantum 1048577",
+                          "quantum 4294967295", "memory_limit -1", "memory_limit 3gb", "bogus 3",
+                          "drop_batch 0", "limit 12x", "limit 99999999999"}) {
     std::string err;
     EXPECT_FALSE(ParseFqCodel(bad, &err)) << bad;
     EXPECT_NE(err.find("fq_codel"), std::string::npos) << bad << ": " << err;

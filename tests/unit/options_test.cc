@@ -233,7 +233,7 @@ TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
       "--qdisc fq_codel with --sync rootlock or auto");
   add(
       "fq_codel target 0", [](RunArgs& a) { a.qdisc = "fq_codel target 0"; },
-      "fq_codel's target must be a time above 0");
+      "fq_codel's target must be a time from 2us");
   add(
       "fq_codel unknown key", [](RunArgs& a) { a.qdisc = "pfifo_fast,fq_codel bands 3"; },
       "fq_codel has no parameter 'bands'");

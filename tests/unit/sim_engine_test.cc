@@ -384,6 +384,34 @@ TEST(SimEngine, FqCodelsDropsAreInTheBooksAndAreWhatTheReceiverMisses) {
   }
 }
 
+// A frame fq_codel drops gives its bytes back to TCP Small Queues, as kfree_skb runs
+// tcp_wfree. Four TCP streams of 64 KiB GSO frames (45 segments, cut by the stack: --offload
+// gso) on e1000: TSQ keeps each at about two frames below its socket (its limit, 132880 bytes,
+// is twice a frame's truesize), 360 segments against a 256-descriptor ring, so the qdisc holds
+// two or three frames, 1-1.5 ms of wire, above the 200 us target: CoDel drops whole GSO
+// frames (the streams do not back off). Had a dropped frame's truesize (66 KB) stayed charged, a
+// stream could not send past its second drop and the wire would run dry; it stays busy (as the
+// simulation's full-wire cases: 0.99 leaves room for the ramp-up).
+TEST(SimEngine, FqCodelsDropsGiveTcpSmallQueuesTheirBytesBack) {
+  CellConfig c = Cell("emu:e1000", "count:32", Proto::kTcp, 65536, 4);
+  c.offload = Offload::kGso;
+  c.tsq = 1048576;
+  std::string error;
+  c.shape.fq_codel = ParseFqCodel("target 200us interval 1ms", &error);
+  ASSERT_TRUE(c.shape.fq_codel) << error;
+  c.duration_s = 0.2;
+  ASSERT_TRUE(TsqActive(c));
+  const CellResult r = Simulate(c);
+  ASSERT_TRUE(r.fq_codel.has_value());
+  ASSERT_TRUE(r.tsq.has_value());
+  EXPECT_LE(r.tsq->limit, 2 * (65536 + kSkbTruesizeOverhead));  // two frames' truesize
+  // More than two GSO frames (45 wire frames each) a stream.
+  EXPECT_GT(r.fq_codel->dropped_codel, 4u * 2 * 45);
+  ASSERT_TRUE(r.link_utilisation.has_value());
+  EXPECT_GT(*r.link_utilisation, 0.99);
+  EXPECT_EQ(r.books.lost, r.books.dropped_queued);
+}
+
 // --queues on one wire: more queues relieve the root lock, never the wire. (Four producers on
 // four queues each run their own queue alone, so no batch forms there: slower than two.)
 TEST(SimEngine, QueuesOnOneWireNeverExceedIt) {
