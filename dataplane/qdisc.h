@@ -106,6 +106,7 @@ struct QdiscCountersOf {
   }
   // Frames the qdisc dropped after it had queued them (the receiver sees their sequence gaps).
   uint64_t dropped_queued() const { return ValueOf(dropped_codel) + ValueOf(drop_overlimit); }
+  bool operator==(const QdiscCountersOf&) const = default;
 };
 using QdiscCounters = QdiscCountersOf<Counter>;
 

@@ -175,6 +175,15 @@ void QueueTotals::Add(const TxDriver& driver, const TxQueueCounters& q, unsigned
                       std::optional<uint32_t> bql) {
   AddInto(dc, driver.counters());
   AddInto(qc, q);
+  QdiscChildResult& c = children.emplace_back();
+  c.queue = static_cast<unsigned>(children.size() - 1);
+  c.sent = driver.counters().accepted.Get();
+  c.dropped = q.dropped_qdisc_full.Get() + q.qdisc.dropped_queued();
+  c.requeues = q.requeued_frames.Get();
+  c.backlog = queued;
+  c.queue_stops = driver.counters().stops.Get();
+  c.queue_wakes = driver.counters().wakes.Get();
+  ReadInto(c.fq_codel.emplace(), q.qdisc);
   backlog += queued;
   in_flight += driver.InFlight();
   if (bql) bql_limit = std::max(bql_limit.value_or(0), *bql);
@@ -312,6 +321,11 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
     r.drops["codel"] = qc.qdisc.dropped_codel.Get();
     r.drops["overlimit"] = qc.qdisc.drop_overlimit.Get();
     ReadInto(r.fq_codel.emplace(), qc.qdisc);
+  }
+  if (cfg.queues > 1) {
+    r.mq = run.totals.children;
+    if (!cfg.shape.fq_codel)
+      for (QdiscChildResult& c : r.mq) c.fq_codel.reset();
   }
   k.dropped = qc.dropped_qdisc_full.Get() + qc.dropped_noqueue.Get() + k.dropped_queued;
   r.drops_total = k.dropped;

@@ -108,6 +108,21 @@ struct BqlResult {
   uint64_t stops = 0;      // times it stopped the queue in the window (__QUEUE_STATE_STACK_XOFF)
 };
 
+// One TX queue's qdisc over the run, as `tc -s qdisc show` prints each child of an mq root:
+// with --queues N > 1 the root is mq (Linux's default on a multi-queue device: mq_init gives
+// each TX queue a child of the default qdisc), its children the cell's qdisc.
+struct QdiscChildResult {
+  unsigned queue = 0;            // the TX queue (tc's parent :N is queue + 1)
+  uint64_t sent = 0;             // frames the queue's driver accepted (wire frames)
+  uint64_t dropped = 0;          // the child's drops: a full band, and fq_codel's after queueing
+  uint64_t requeues = 0;         // frames requeued at its head (tc's requeues, 4.x on)
+  uint64_t backlog = 0;          // frames still queued at the end (0 once drained)
+  uint64_t queue_stops = 0;      // the queue's driver stopped it (whole run)
+  uint64_t queue_wakes = 0;      // and restarted it (restart_queue)
+  std::optional<QdiscCountersOf<uint64_t>> fq_codel;  // its xstats, for fq_codel children
+  bool operator==(const QdiscChildResult&) const = default;
+};
+
 struct ReceiverResult {
   double cycles_per_pkt = 0, cpu_ns_per_pkt = 0;
 };
@@ -165,6 +180,8 @@ struct CellResult {
   std::optional<BqlResult> bql;
   // fq_codel's counters over the run, as `tc -s qdisc show` prints them; unset on other qdiscs.
   std::optional<QdiscCountersOf<uint64_t>> fq_codel;
+  // With --queues N > 1 (an mq root): each child qdisc over the run, queue by queue; else empty.
+  std::vector<QdiscChildResult> mq;
   std::map<std::string, uint64_t> driver_counters;  // TxDriver::ExtraCounters (verbs)
   // Over the whole run: why batches went (producers' own batches under --qdisc none, a dedicated
   // runner's runs), indexed by FlushTrigger.
@@ -283,6 +300,7 @@ struct QueueTotals {
   TxQueueCounters qc;
   unsigned backlog = 0, in_flight = 0;
   std::optional<uint32_t> bql_limit;
+  std::vector<QdiscChildResult> children;  // each queue's qdisc, in the order added
   // Adds one queue: its driver, its counters, the frames its qdisc still holds, its BQL limit.
   // Every thread has stopped: no lock is needed.
   void Add(const TxDriver& driver, const TxQueueCounters& q, unsigned queued,

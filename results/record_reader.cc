@@ -95,6 +95,18 @@ std::vector<HistBin> HistBins(const json& bins) {
   return out;
 }
 
+// fq_codel's xstats (FqCodelJson), every one an integer.
+QdiscCountersOf<uint64_t> FqCodelFrom(const json& q) {
+  QdiscCountersOf<uint64_t> f;
+  f.dropped_codel = Whole{q.at("dropped_codel")};
+  f.drop_overlimit = Whole{q.at("drop_overlimit")};
+  f.drop_overmemory = Whole{q.at("drop_overmemory")};
+  f.ecn_mark = Whole{q.at("ecn_mark")};
+  f.new_flow_count = Whole{q.at("new_flow_count")};
+  f.maxpacket = Whole{q.at("maxpacket")};
+  return f;
+}
+
 // A map of counters ("drops", "driver_counters"): every value an integer.
 std::map<std::string, uint64_t> Counts(const json& j) {
   std::map<std::string, uint64_t> out;
@@ -241,14 +253,21 @@ CellResult ResultFrom(const json& r) {
                         Whole{l.at("receiver_corrupt")}};
   if (const json& b = r.value("bql", json()); !b.is_null())
     x.bql = BqlResult{Whole{b.at("limit")}, Whole{b.at("limit_max")}, Whole{b.at("stops")}};
-  if (const json& q = r.value("fq_codel", json()); !q.is_null()) {
-    auto& f = x.fq_codel.emplace();
-    f.dropped_codel = Whole{q.at("dropped_codel")};
-    f.drop_overlimit = Whole{q.at("drop_overlimit")};
-    f.drop_overmemory = Whole{q.at("drop_overmemory")};
-    f.ecn_mark = Whole{q.at("ecn_mark")};
-    f.new_flow_count = Whole{q.at("new_flow_count")};
-    f.maxpacket = Whole{q.at("maxpacket")};
+  if (const json& q = r.value("fq_codel", json()); !q.is_null()) x.fq_codel = FqCodelFrom(q);
+  if (const json& mq = r.value("mq", json()); !mq.is_null()) {
+    if (!mq.is_array())
+      throw json::type_error::create(302, "mq: an array of child qdiscs was expected", &mq);
+    for (const json& c : mq) {
+      QdiscChildResult& child = x.mq.emplace_back();
+      child.queue = Whole{c.at("queue")};
+      child.sent = Whole{c.at("sent")};
+      child.dropped = Whole{c.at("dropped")};
+      child.requeues = Whole{c.at("requeues")};
+      child.backlog = Whole{c.at("backlog")};
+      child.queue_stops = Whole{c.at("queue_stops")};
+      child.queue_wakes = Whole{c.at("queue_wakes")};
+      if (const json& f = c.at("fq_codel"); !f.is_null()) child.fq_codel = FqCodelFrom(f);
+    }
   }
   x.driver_counters = Counts(r.value("driver_counters", json::object()));
   if (const json& st = r.value("latency_stages_ns", json()); !st.is_null()) {

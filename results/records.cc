@@ -57,6 +57,29 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
           {"eal", env.eal_args}};
 }
 
+// fq_codel's xstats, as `tc -s qdisc show` names them.
+json FqCodelJson(const QdiscCountersOf<uint64_t>& f) {
+  return {{"dropped_codel", f.dropped_codel},   {"drop_overlimit", f.drop_overlimit},
+          {"drop_overmemory", f.drop_overmemory}, {"ecn_mark", f.ecn_mark},
+          {"new_flow_count", f.new_flow_count}, {"maxpacket", f.maxpacket}};
+}
+
+// An mq root's children (null for a cell of one queue).
+json MqJson(const std::vector<QdiscChildResult>& children) {
+  if (children.empty()) return nullptr;
+  json out = json::array();
+  for (const QdiscChildResult& c : children)
+    out.push_back({{"queue", c.queue},
+                   {"sent", c.sent},
+                   {"dropped", c.dropped},
+                   {"requeues", c.requeues},
+                   {"backlog", c.backlog},
+                   {"queue_stops", c.queue_stops},
+                   {"queue_wakes", c.queue_wakes},
+                   {"fq_codel", c.fq_codel ? FqCodelJson(*c.fq_codel) : json(nullptr)}});
+  return out;
+}
+
 json Summary(const std::optional<LatencySummary>& l) {
   if (!l) return nullptr;
   return {{"min", l->min}, {"avg", l->avg},   {"p50", l->p50}, {"p90", l->p90},
@@ -167,13 +190,8 @@ json ResultJson(const CellResult& r) {
                                {"limit_max", r.bql->limit_max},
                                {"stops", r.bql->stops}}
                         : json(nullptr)},
-          {"fq_codel", r.fq_codel ? json{{"dropped_codel", r.fq_codel->dropped_codel},
-                                         {"drop_overlimit", r.fq_codel->drop_overlimit},
-                                         {"drop_overmemory", r.fq_codel->drop_overmemory},
-                                         {"ecn_mark", r.fq_codel->ecn_mark},
-                                         {"new_flow_count", r.fq_codel->new_flow_count},
-                                         {"maxpacket", r.fq_codel->maxpacket}}
-                                  : json(nullptr)},
+          {"fq_codel", r.fq_codel ? FqCodelJson(*r.fq_codel) : json(nullptr)},
+          {"mq", MqJson(r.mq)},
           {"driver_counters", r.driver_counters},
           {"latency_stages_ns", stages},
           {"latency_by_position_ns", by_position},

@@ -12,6 +12,7 @@
 
 #include "drivers/factory.h"
 #include "engine/sim_queue.h"
+#include "results/record_reader.h"
 #include "results/records.h"
 #include "tests/unit/test_eal.h"
 
@@ -410,6 +411,47 @@ TEST(SimEngine, FqCodelsDropsGiveTcpSmallQueuesTheirBytesBack) {
   ASSERT_TRUE(r.link_utilisation.has_value());
   EXPECT_GT(*r.link_utilisation, 0.99);
   EXPECT_EQ(r.books.lost, r.books.dropped_queued);
+}
+
+// --queues 2: an mq root, a child qdisc a TX queue, each with its own counters (tc -s's), which
+// add up to the cell's books; each fq_codel child sees the two flows XPS gives its queue. The
+// record reads back the same children.
+TEST(SimEngine, AnMqRootsChildrenAddUpToTheCell) {
+  for (const bool fq_codel : {false, true}) {
+    CellConfig c = Cell("emu:e1000", "count:32", Proto::kUdp, 1472, 4);
+    c.queues = 2;
+    std::string error;
+    if (fq_codel) c.shape.fq_codel = ParseFqCodel("target 1ms interval 3ms limit 500", &error);
+    c.stream = false;
+    c.txqueuelen = 200;  // pfifo_fast's drops too: four datagram producers overrun e1000
+    c.duration_s = 0.04;
+    const CellResult r = Simulate(c);
+    SCOPED_TRACE(fq_codel ? "fq_codel" : "pfifo_fast");
+    ASSERT_EQ(r.mq.size(), 2u);
+    uint64_t sent = 0, dropped = 0;
+    for (unsigned q = 0; q < 2; ++q) {
+      const QdiscChildResult& child = r.mq[q];
+      EXPECT_EQ(child.queue, q);
+      EXPECT_GT(child.sent, 0u);
+      EXPECT_EQ(child.backlog, 0u);  // drained
+      sent += child.sent;
+      dropped += child.dropped;
+      ASSERT_EQ(child.fq_codel.has_value(), fq_codel);
+      if (fq_codel) EXPECT_GE(child.fq_codel->new_flow_count, 2u);
+    }
+    EXPECT_EQ(sent, r.books.sent);
+    EXPECT_EQ(dropped, r.books.dropped);
+    EXPECT_GT(dropped, 0u);
+    CellRecord rec;
+    rec.config = c;
+    rec.result = r;
+    auto back = ParseResults(ToJson({rec}, RunEnv{}).dump(), "test.json");
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(back->records.at(0).result.mq, r.mq);
+  }
+  CellConfig one = Cell("emu:e1000", "count:32", Proto::kUdp, 1472, 2);
+  one.duration_s = 0.01;
+  EXPECT_TRUE(Simulate(one).mq.empty());  // one queue: no mq root
 }
 
 // --queues on one wire: more queues relieve the root lock, never the wire. (Four producers on
