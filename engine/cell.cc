@@ -53,13 +53,20 @@ double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire) {
   const double frames =
       (static_cast<double>(QdiscHolds(cfg)) + RequeueBound(cfg) + cfg.driver_spec.ring()) *
           cfg.queues * SlicesPerFrame(cfg) +
-      cfg.procs;
+      Flows(cfg);
   double s = kDrainSlackS + frames * cfg.driver_spec.modelled_cost_ns() * 1e-9;
   if (wire.bits_per_s > 0)
     s += frames * wire.WireBytes(cfg.mtu + kEthHeaderBytes) * 8 / wire.bits_per_s;
   // What the link holds leaves it at its own pace: a 6 s delay is 6 s of drain, not a wedge.
   if (cfg.link) s += cfg.link->MaxHoldS(cfg.mtu + kEthHeaderBytes);
   return s;
+}
+
+double ProbePps(const CellConfig& cfg, const WireSpec& wire) {
+  if (!cfg.probe) return 0;
+  if (cfg.probe->unit == RateSpec::Unit::kBits)
+    return cfg.probe->value / 8 / MeanWireBytes(Proto::kUdp, kProbePayload, cfg.mtu, wire);
+  return cfg.probe->value;
 }
 
 double PpsPerProducer(const CellConfig& cfg, const WireSpec& wire) {
@@ -144,9 +151,9 @@ unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
     const uint64_t mss = MaxPayload(cfg.proto, cfg.mtu);
     below = std::min(below, cfg.procs * ((cfg.tsq + mss - 1) / mss + 2 * slices));
   }
-  const uint64_t n = below + uint64_t{cfg.procs} * (kProducerStash + slices) +
+  const uint64_t n = below + uint64_t{Flows(cfg)} * (kProducerStash + slices) +
                      (cfg.link ? cfg.link->limit : 0) +
-                     (lcores + cfg.procs + 2) * (kPoolCache * 3 / 2) + 1024;
+                     (lcores + Flows(cfg) + 2) * (kPoolCache * 3 / 2) + 1024;
   return static_cast<unsigned>(std::min<uint64_t>(n, 1u << 22));
 }
 
@@ -278,10 +285,13 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
                                      *s);
     }
   r.arrival_before_tx = sc.arrival_before_tx;
-  if (cfg.per_flow && driver.counted_at() != CountedAt::kDriver) {
+  if (driver.counted_at() != CountedAt::kDriver) {
     const std::vector<FlowCounts> flows = sink.flow_counts();
-    for (unsigned f = 0; f < flows.size(); ++f)
-      r.flows.push_back({f, flows[f], sink.flow_latency(f)});
+    if (cfg.per_flow)
+      for (unsigned f = 0; f < flows.size(); ++f)
+        r.flows.push_back({f, flows[f], sink.flow_latency(f)});
+    if (cfg.probe && cfg.procs < flows.size())
+      r.probe = CellResult::Flow{cfg.procs, flows[cfg.procs], sink.flow_latency(cfg.procs)};
   }
   r.irq_max_late_us = static_cast<double>(qc.irq_max_late_tsc.Get()) * 1e6 / tsc_hz;
   r.wire_max_idle_us = static_cast<double>(dc.window_max_idle_tsc.Get()) * 1e6 / tsc_hz;

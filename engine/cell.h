@@ -68,6 +68,10 @@ struct CellConfig {
   // --per-flow: the sink keeps each flow's counts and latency (CellResult::flows; a second
   // histogram update a received frame).
   bool per_flow = false;
+  // --probe: one more producer, of its own flow (the last, index procs), sending
+  // kProbePayload-byte UDP datagrams at this rate beside the load: a latency probe, as Flent's
+  // rrul pings beside its bulk flows (CellResult::probe). Unset: none.
+  std::optional<RateSpec> probe;
   BqlBounds bql;  // --bql-limit-min/max, --bql-hold-time
   uint64_t seed = 1;
   std::optional<LinkSpec> link;  // --link: netem's impairments behind the emulated wire
@@ -203,6 +207,8 @@ struct CellResult {
     std::optional<LatencySummary> latency;
   };
   std::vector<Flow> flows;
+  // With --probe where frames come back: the probe's flow (as a --per-flow entry).
+  std::optional<Flow> probe;
   Books books;
   std::optional<double> ceiling_mpps, ceiling_mb_per_s;
   std::optional<bool> link_bound;
@@ -252,6 +258,13 @@ bool TxLockInherits(const CellConfig& cfg, size_t cpus);
 // The TX queue's configuration for `cfg`'s shape (txqueuelen, qdisc, runner, sync, BQL), its
 // txirq allowed on `cpus`. Stage tracking and the producers' blocking are the caller's.
 TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::vector<int>& cpus);
+
+// The probe's frames (--probe): UDP datagrams that carry the txbatch header alone (60 bytes).
+inline constexpr unsigned kProbePayload = kTxbatchHeaderBytes;
+// The producer threads (and flows) of `cfg`: its procs, and the probe, the last, where it has one.
+inline unsigned Flows(const CellConfig& cfg) { return cfg.procs + (cfg.probe ? 1 : 0); }
+// The probe's frames a second: its rate, one given in bits turned into its frames on `wire`.
+double ProbePps(const CellConfig& cfg, const WireSpec& wire);
 
 // Frames a queue's qdisc may hold: txqueuelen (the producers' band), or fq_codel's limit (its
 // memory_limit considered).

@@ -30,7 +30,8 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
                            const std::vector<int>& cpus, const std::atomic<bool>& stop,
                            std::vector<uint64_t>* flow_seq) {
   RunWindow window;
-  std::vector<uint64_t> first_seq(cfg.procs, 0);
+  const unsigned flows = Flows(cfg);  // the producers, the probe the last where there is one
+  std::vector<uint64_t> first_seq(flows, 0);
   if (flow_seq != nullptr)
     for (size_t f = 0; f < std::min(first_seq.size(), flow_seq->size()); ++f)
       first_seq[f] = (*flow_seq)[f];
@@ -42,9 +43,9 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   for (unsigned q = 0; q < nq; ++q) {
     // A link holds up to `limit` frames: a late frame may trail that many and more.
     sinks.push_back(std::make_unique<RxSink>(
-        window, tsc_hz, cfg.procs, cfg.link ? uint64_t{4} * cfg.link->limit : 0,
+        window, tsc_hz, flows, cfg.link ? uint64_t{4} * cfg.link->limit : 0,
         /*verify_headers=*/cfg.link && cfg.link->corrupt > 0, cfg.timing,
-        /*flow_latency=*/cfg.per_flow && cfg.timing));
+        /*flow_latency=*/(cfg.per_flow || cfg.probe) && cfg.timing));
     sinks.back()->StartFlows(first_seq);
     sink_ptrs.push_back(sinks.back().get());
   }
@@ -98,16 +99,24 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
 
   std::atomic<bool> stop_producers{false};
   std::atomic<unsigned> producers_done{0};
-  std::vector<ProducerStats> stats(cfg.procs);
+  std::vector<ProducerStats> stats(flows);
+  // The probe (--probe): small UDP datagrams at its own rate, no TSQ (flow procs).
+  ProducerConfig probe_cfg = pcfg;
+  probe_cfg.proto = Proto::kUdp;
+  probe_cfg.size = kProbePayload;
+  probe_cfg.pps_per_producer = ProbePps(cfg, wire);
+  probe_cfg.gso_frames = false;
+  probe_cfg.tsq = nullptr;
   std::vector<std::thread> producers;
 
   const Tsc run_start = Now();
   for (auto& q : queues) q->StartIrq();
-  producers.reserve(cfg.procs);
-  for (unsigned i = 0; i < cfg.procs; ++i)
+  producers.reserve(flows);
+  for (unsigned i = 0; i < flows; ++i)
     producers.emplace_back([&, i] {
       // XPS: producer i sends on queue i mod queues.
-      RunProducer(pcfg, i, pool, *queues[i % nq], stop_producers, stats[i]);
+      RunProducer(i < cfg.procs ? pcfg : probe_cfg, i, pool, *queues[i % nq], stop_producers,
+                  stats[i]);
       producers_done.fetch_add(1);
     });
 
@@ -160,9 +169,9 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   for (auto& q : queues) q->Drain();
   const double drain_budget_s = DrainBudgetS(cfg, wire);
   const Tsc drain_deadline = stopped_at + static_cast<Tsc>(drain_budget_s * tsc_hz);
-  while ((producers_done.load() < cfg.procs || !idle()) && Now() < drain_deadline) SleepNs(20000);
+  while ((producers_done.load() < flows || !idle()) && Now() < drain_deadline) SleepNs(20000);
   const Tsc drained_at = Now();
-  const bool drained = producers_done.load() == cfg.procs && idle();
+  const bool drained = producers_done.load() == flows && idle();
   if (!drained)
     for (auto& q : queues) q->Abort();  // blocked producers drop (counted "aborted") and return
   if (!drained && tsq) tsq->Abort();    // throttled ones return too

@@ -70,7 +70,7 @@ class Simulation {
         cpu_{c_, window_, &idle_, &actors_, &switches_.voluntary},
         tsc_hz_(cfg.cost.tsc_hz),
         pool_(pool),
-        stats_(cfg.procs),
+        stats_(Flows(cfg)),
         policy_(MakeFlushPolicy(cfg.policy, tsc_hz_)),
         idle_poll_(
             static_cast<Tsc>(std::chrono::duration<double>(kIrqIdlePoll).count() * tsc_hz_)) {}
@@ -144,7 +144,11 @@ class Simulation {
   ContextSwitches switches_;
   unsigned producers_left_ = 0;
   double interval_ = 0;  // --rate: TSC between a producer's frames
+  double probe_interval_ = 0;  // --probe: TSC between the probe's frames
   Tsc stop_at_ = kNever;
+  // The probe (--probe), the last producer: UDP datagrams at its own pace, never throttled.
+  bool IsProbe(const SimActor& p) const { return p.index >= cfg_.procs; }
+  double Interval(const SimActor& p) const { return IsProbe(p) ? probe_interval_ : interval_; }
 };
 
 SimActor* Simulation::Earliest() {
@@ -322,7 +326,8 @@ void Simulation::Build(SimActor& p) {
       if (p.write.empty()) return;  // corked: the next write completes a segment
     }
   }
-  if (interval_ > 0 && !p.finishing) {
+  const double interval = Interval(p);
+  if (interval > 0 && !p.finishing) {
     // Paced: sleep to the next frame's time, or to the own batch's drain timer if sooner.
     const Tsc next = static_cast<Tsc>(p.next_pace);
     const Tsc by = p.own.empty() ? kNever : policy_->FlushBy(p.own_first);
@@ -333,7 +338,8 @@ void Simulation::Build(SimActor& p) {
     }
   }
   // tcp_small_queue_check: with too much below the socket, sleep until a release.
-  if (tsq_ && tsq_->Throttled(p.index)) {
+  const bool tsq = tsq_ && !IsProbe(p);
+  if (tsq && tsq_->Throttled(p.index)) {
     if (!p.tsq_throttled) stats_[p.index].tsq_waits.Add();
     p.tsq_throttled = true;
     p.t = kNever;
@@ -344,7 +350,7 @@ void Simulation::Build(SimActor& p) {
   const unsigned mss = segmenters_[p.index].mss();
   // A GSO frame takes an mbuf per slice and a pace interval per segment (RunProducer's).
   const unsigned slices = SlicesOf(payload, mss);
-  if (interval_ > 0 && !p.finishing) p.next_pace += interval_ * slices;
+  if (interval > 0 && !p.finishing) p.next_pace += interval * slices;
   ++p.next_frame;
   std::array<rte_mbuf*, kMaxGsoSegs> chain;
   if (rte_pktmbuf_alloc_bulk(pool_, chain.data(), slices) != 0) {
@@ -359,7 +365,7 @@ void Simulation::Build(SimActor& p) {
   rte_mbuf* const m = builders_[p.index].BuildSlices({chain.data(), slices}, payload, mss, p.t);
   pool_cpus_.Built(m);
   stats_[p.index].generated.Add(slices);
-  if (tsq_ && !cfg_.shape.noqueue) tsq_->Charge(p.index, payload, slices);  // own batch: at FlushOwn
+  if (tsq && !cfg_.shape.noqueue) tsq_->Charge(p.index, payload, slices);  // own batch: at FlushOwn
   p.held = m;
   p.held_payload = payload;
   p.held_waited = false;
@@ -390,10 +396,11 @@ void Simulation::Enqueue(SimActor& p) {
     p.held = nullptr;
     return;
   }
-  // The band is full: a datagram is dropped, a stream producer blocks until a run frees room.
+  // The band is full: a datagram is dropped, a stream producer blocks until a run frees room
+  // (the probe's too, on a queue of stream producers: the real queue's block_when_full).
   if (!cfg_.stream) {
     q.counters().dropped_qdisc_full.Add(WireFrames(m));
-    if (tsq_) tsq_->Uncharge(p.index, p.held_payload, WireFrames(m));
+    if (tsq_ && !IsProbe(p)) tsq_->Uncharge(p.index, p.held_payload, WireFrames(m));
     builders_[p.index].Unbuild(p.held_payload, WireFrames(m));
     rte_pktmbuf_free(m);
     p.held = nullptr;
@@ -416,8 +423,9 @@ void Simulation::Finish(SimActor& p) {
 }
 
 void Simulation::FlushOwn(SimActor& p, FlushTrigger why) {
-  // Its own batch goes below the socket now (RunProducer's).
-  if (tsq_)
+  // Its own batch goes below the socket now (RunProducer's; the probe has no TSQ).
+  const bool tsq = tsq_ && !IsProbe(p);
+  if (tsq)
     for (rte_mbuf* m : p.own.frames()) tsq_->Charge(p.index, m);
   if (!p.q->SendBatch(p, p.own)) {
     // The batch was cut into segments (the flush again at once), or the TX lock was held
@@ -425,7 +433,7 @@ void Simulation::FlushOwn(SimActor& p, FlushTrigger why) {
     // uncharge makes is at the end of this step's CPU time, not at the driver's last clock
     // (another actor's, later: a producer running on past a GSO cut was moved on to it).
     clock_.now = p.ran_to;
-    if (tsq_)
+    if (tsq)
       for (rte_mbuf* m : p.own.frames()) tsq_->Uncharge(p.index, m);
     p.flush_why = why;
     p.step = SimStep::kFlush;
@@ -436,7 +444,7 @@ void Simulation::FlushOwn(SimActor& p, FlushTrigger why) {
   // Refused (Linux drops what a device without a queue refuses): their numbers go back.
   for (auto it = p.own.frames().rbegin(); it != p.own.frames().rend(); ++it)
     builders_[p.index].Unbuild(PayloadBytes(*it), WireFrames(*it));
-  if (tsq_)
+  if (tsq)
     for (rte_mbuf* m : p.own.frames()) tsq_->Uncharge(p.index, m);
   if (!p.own.empty()) rte_pktmbuf_free_bulk(p.own.frames().data(), p.own.size());
   p.own.Clear();
@@ -505,7 +513,8 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     return MakeError(ENOSPC,
                      "the cost model's recycle needs 2 bytes of the mbuf's dynamic fields and "
                      "none are left; valid: a cost model with recycle 0");
-  std::vector<uint64_t> first_seq(cfg_.procs, 0);
+  const unsigned flows = Flows(cfg_);  // the producers, the probe the last where there is one
+  std::vector<uint64_t> first_seq(flows, 0);
   if (flow_seq != nullptr)
     for (size_t f = 0; f < std::min(first_seq.size(), flow_seq->size()); ++f)
       first_seq[f] = (*flow_seq)[f];
@@ -521,9 +530,9 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   for (unsigned i = 0; i < nq; ++i) {
     Lane& l = lanes_.emplace_back();
     l.sink = std::make_unique<RxSink>(
-        window_, tsc_hz_, cfg_.procs, cfg_.link ? uint64_t{4} * cfg_.link->limit : 0,
+        window_, tsc_hz_, flows, cfg_.link ? uint64_t{4} * cfg_.link->limit : 0,
         /*verify_headers=*/cfg_.link && cfg_.link->corrupt > 0, cfg_.timing,
-        /*flow_latency=*/cfg_.per_flow && cfg_.timing);
+        /*flow_latency=*/(cfg_.per_flow || cfg_.probe) && cfg_.timing);
     l.sink->StartFlows(first_seq);
     l.delivery = std::make_unique<SimDelivery>(*l.sink, pool_cpus_, c_.deliver_remote > 0);
     l.driver = emu::CreateEmuDriver(emu_options, *l.delivery, window_, tsc_hz_,
@@ -553,8 +562,10 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   const WireSpec wire = lanes_.front().driver->Wire().value_or(WireSpec{});
   const double pps = PpsPerProducer(cfg_, wire);
   interval_ = pps > 0 ? tsc_hz_ / pps : 0;
+  const double probe_pps = ProbePps(cfg_, wire);
+  probe_interval_ = probe_pps > 0 ? tsc_hz_ / probe_pps : 0;
 
-  actors_.reserve(cfg_.procs + 2 * nq);  // never reallocated: queues point into it
+  actors_.reserve(flows + 2 * nq);  // never reallocated: queues point into it
   // The CPUs, and each actor on one as the real engine places them (PlaceThreads).
   cores_.resize(cfg_.cost.cpus);
   idle_.assign(cfg_.cost.cpus, SimIdle{.busy_to = origin});  // busy setting the cell up
@@ -562,13 +573,18 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   std::vector<Tsc> tick_at(cores_.size());
   for (size_t i = 0; i < cores_.size(); ++i)
     tick_at[i] = origin + c_.tick_interval * (i + 1) / cores_.size();
-  const SimPlacement placed = PlaceThreads(cfg_.procs, nq, cfg_.shape.dedicated, cfg_.cost.cpus);
+  const SimPlacement placed = PlaceThreads(flows, nq, cfg_.shape.dedicated, cfg_.cost.cpus);
   std::vector<int> flow_cpus;
-  for (unsigned i = 0; i < cfg_.procs; ++i) {
-    builders_.emplace_back(cfg_.proto, static_cast<uint16_t>(i), /*track_stages=*/true,
-                           first_seq[i]);
-    segmenters_.emplace_back(cfg_.proto, cfg_.size, cfg_.mtu, cfg_.offload != Offload::kNone,
-                             /*defer=*/interval_ == 0);
+  for (unsigned i = 0; i < flows; ++i) {
+    const bool probe = i >= cfg_.procs;
+    builders_.emplace_back(probe ? Proto::kUdp : cfg_.proto, static_cast<uint16_t>(i),
+                           /*track_stages=*/true, first_seq[i]);
+    if (probe)
+      segmenters_.emplace_back(Proto::kUdp, kProbePayload, cfg_.mtu, false,
+                               /*defer=*/probe_interval_ == 0);
+    else
+      segmenters_.emplace_back(cfg_.proto, cfg_.size, cfg_.mtu, cfg_.offload != Offload::kNone,
+                               /*defer=*/interval_ == 0);
     stats_[i].registered = true;
     stats_[i].next_seq.store(first_seq[i]);
     SimActor& p = actors_.emplace_back();
@@ -577,12 +593,12 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     p.index = i;
     p.step = p.home = SimStep::kBuild;
     // Paced producers start evenly staggered within one interval.
-    p.next_pace = static_cast<double>(origin) + interval_ * i / cfg_.procs;
+    p.next_pace = static_cast<double>(origin) + (probe ? 0 : interval_ * i / cfg_.procs);
     p.t = origin;
     p.cpu = placed.producers[i];
     flow_cpus.push_back(p.cpu);
   }
-  producers_left_ = cfg_.procs;
+  producers_left_ = flows;
   std::vector<SimActor*> runners(nq, nullptr);
   if (cfg_.shape.dedicated)
     for (unsigned i = 0; i < nq; ++i) {

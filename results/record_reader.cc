@@ -165,6 +165,7 @@ CellConfig ConfigFrom(const json& c) {
   cfg.sync_auto = c.value("sync_auto", false);
   cfg.timing = c.value("timing", true);
   cfg.per_flow = c.value("per_flow", false);
+  if (const json& p = c.value("probe", json()); p.is_string()) cfg.probe = RecordRate(p);
   if (const json& b = c.value("bql", json()); b.is_object())
     cfg.bql = BqlBounds{Whole{b.at("limit_min")}, Whole{b.at("limit_max")},
                         b.at("hold_time_ms").get<double>() / 1e3};
@@ -277,12 +278,15 @@ CellResult ResultFrom(const json& r) {
     x.lat_driver_ring = SummaryFrom(st.at("driver_ring"));
     x.lat_wire = SummaryFrom(st.at("wire"));
   }
+  const auto flow_from = [](const json& f) {
+    return CellResult::Flow{static_cast<unsigned>(Whole{f.at("flow")}),
+                            FlowCounts{Whole{f.at("received")}, Whole{f.at("lost")},
+                                       Whole{f.at("duplicated")}, Whole{f.at("reordered")}},
+                            SummaryFrom(f.at("latency_ns"))};
+  };
   if (const json& flows = r.value("per_flow", json()); flows.is_array())
-    for (const json& f : flows)
-      x.flows.push_back({static_cast<unsigned>(Whole{f.at("flow")}),
-                         FlowCounts{Whole{f.at("received")}, Whole{f.at("lost")},
-                                    Whole{f.at("duplicated")}, Whole{f.at("reordered")}},
-                         SummaryFrom(f.at("latency_ns"))});
+    for (const json& f : flows) x.flows.push_back(flow_from(f));
+  if (const json& p = r.value("probe", json()); !p.is_null()) x.probe = flow_from(p);
   for (const json& p : r.value("latency_by_position_ns", json::array()))
     x.lat_by_position.emplace_back(p.at("positions").get<std::string>(), *SummaryFrom(p));
   const json& a = r.at("accounting");

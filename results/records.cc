@@ -43,6 +43,7 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
           {"sync_auto", c.sync_auto},
           {"timing", c.timing},
           {"per_flow", c.per_flow},
+          {"probe", c.probe ? json(c.probe->ToString()) : json(nullptr)},
           {"txqueuelen", c.txqueuelen},
           {"producer", c.stream ? "stream" : "datagram"},
           {"rate", c.rate.ToString()},
@@ -95,6 +96,16 @@ json HistJson(const std::vector<HistBin>& bins, const std::optional<LatencySumma
   return {{"min", l->min}, {"max", l->max}, {"count", l->count}, {"bins", std::move(out)}};
 }
 
+// One flow's counts and latency (a results.per_flow entry, results.probe).
+json FlowJson(const CellResult::Flow& f) {
+  return {{"flow", f.id},
+          {"received", f.counts.received},
+          {"lost", f.counts.lost},
+          {"duplicated", f.counts.duplicated},
+          {"reordered", f.counts.reordered},
+          {"latency_ns", Summary(f.latency)}};
+}
+
 json ResultJson(const CellResult& r) {
   json hist = json::object();
   for (const auto& [lo, n] : r.batch_hist) hist[std::to_string(lo)] = n;
@@ -118,13 +129,7 @@ json ResultJson(const CellResult& r) {
   json per_flow = nullptr;
   if (!r.flows.empty()) {
     per_flow = json::array();
-    for (const auto& f : r.flows)
-      per_flow.push_back({{"flow", f.id},
-                          {"received", f.counts.received},
-                          {"lost", f.counts.lost},
-                          {"duplicated", f.counts.duplicated},
-                          {"reordered", f.counts.reordered},
-                          {"latency_ns", Summary(f.latency)}});
+    for (const auto& f : r.flows) per_flow.push_back(FlowJson(f));
   }
   const Books& k = r.books;
   json ceiling = nullptr;
@@ -175,6 +180,7 @@ json ResultJson(const CellResult& r) {
           {"latency_ns", latency},
           {"latency_hist_ns", HistJson(r.latency_hist, r.latency)},
           {"per_flow", per_flow},
+          {"probe", r.probe ? FlowJson(*r.probe) : json(nullptr)},
           {"link", r.link ? json{{"offered", r.link->offered},
                                  {"lost", r.link->lost},
                                  {"dropped_limit", r.link->dropped_limit},

@@ -275,6 +275,34 @@ void PrintFlows(std::FILE* out, const std::vector<CellRecord>& records) {
     }
 }
 
+// --probe: a row per cell run, the probe's flow beside the load (what a sparse flow waits).
+void PrintProbe(std::FILE* out, const std::vector<CellRecord>& records) {
+  std::vector<std::optional<double>> p50s, p99s;
+  for (const CellRecord& rec : records)
+    if (const auto& p = rec.result.probe) {
+      p50s.push_back(p->latency ? std::optional(p->latency->p50) : std::nullopt);
+      p99s.push_back(p->latency ? std::optional(p->latency->p99) : std::nullopt);
+    }
+  if (p50s.empty()) return;
+  const LatencyUnit u50 = ColumnUnit(p50s), u99 = ColumnUnit(p99s);
+  fmt::print(out,
+             "\nProbe ({} of 60-byte UDP datagrams, a flow of its own beside the load; counted "
+             "over each cell run, latency of those in its window):\n{:<14} {:>8} {:>6} {:>6} "
+             "{:>9} {:>6} {:>9} {:>9}  {}\n",
+             records.front().config.probe ? records.front().config.probe->ToString() : "-",
+             "Policy", "Size", "Procs", "Round", "Received", "Lost", "lat p50", "lat p99",
+             "driver [qdisc shape]");
+  size_t i = 0;
+  for (const CellRecord& rec : records)
+    if (const auto& p = rec.result.probe) {
+      fmt::print(out, "{:<14} {:>8} {:>6} {:>6} {:>9} {:>6} {:>9} {:>9}  {} [{}]\n",
+                 rec.config.policy.ToString(), rec.config.size, rec.config.procs, rec.round,
+                 p->counts.received, p->counts.lost, LatencyText(p50s[i], u50),
+                 LatencyText(p99s[i], u99), rec.config.driver, ShapeName(rec.config));
+      ++i;
+    }
+}
+
 void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
                  const std::vector<PolicySpec>& policies) {
   if (records.empty() || policies.empty()) return;
@@ -393,6 +421,7 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
              "the frame's TX stamp (qdisc wait included).\n");
   PrintLatencyStages(out, rows);
   PrintFlows(out, records);
+  PrintProbe(out, records);
   size_t bound = 0;
   for (const auto& rec : records) bound += rec.result.link_bound.value_or(false) ? 1 : 0;
   if (bound > 0)

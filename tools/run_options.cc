@@ -157,6 +157,11 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
       cmd, "--rate", a.rate,
       "Offered load: max, or frames/s (40000pps, 40kpps, 1mpps) or wire bit/s with "
       "Ethernet overhead (500mbit, 1gbit), split evenly over producers");
+  cmd.add_option("--probe", a.probe,
+                 "A latency probe beside the load: one more producer, of its own flow, sending "
+                 "60-byte UDP datagrams at this rate (100pps, 1mbit), its latency and loss in "
+                 "results.probe and a probe column (Flent's rrul in miniature: how long a "
+                 "sparse flow waits behind the bulk ones, under pfifo_fast or fq_codel)");
   AddOptionWithDefault(cmd, "--producer", a.producer,
                        "When the qdisc band is full: stream blocks (socket send buffer), datagram "
                        "drops and counts");
@@ -209,6 +214,7 @@ struct GridParts {
   std::vector<unsigned> sizes, procs, queues;
   unsigned max_queues = 1;
   RateSpec rate;
+  std::optional<RateSpec> probe;
   std::optional<LinkSpec> link;
   BqlBounds bql;
   std::vector<std::string> drivers;  // as given (emu:e1000 when none was)
@@ -429,6 +435,14 @@ Status ParseCellValues(const RunArgs& a, GridParts& g) {
   auto rate = ParseRate(a.rate);
   if (!rate) return rate.error();
   g.rate = *rate;
+  if (!a.probe.empty()) {
+    auto probe = ParseRate(a.probe);
+    if (!probe) return MakeError(EINVAL, "--probe " + probe.error().message);
+    if (probe->unit == RateSpec::Unit::kMax)
+      return MakeError(EINVAL, "--probe max would flood the wire with the probe itself; valid: "
+                               "a rate such as 100pps or 1mbit");
+    g.probe = *probe;
+  }
   if (a.tsq > kMaxTsqBytes)
     return MakeError(ERANGE, fmt::format("--tsq {} is out of range; valid: 0 (off) or 1..{} bytes",
                                          a.tsq, kMaxTsqBytes));
@@ -600,6 +614,7 @@ Status BuildCells(const RunArgs& a, const GridParts& g, RunPlan& plan) {
                 c.sync_auto = choice.era_sync;
                 c.timing = !a.no_timing;
                 c.per_flow = a.per_flow;
+                c.probe = g.probe;
                 c.bql = g.bql;
                 c.seed = a.seed;
                 c.link = g.link;

@@ -39,6 +39,7 @@ struct RunArgs {
   bool tsq_given = false;
   unsigned mtu = 1500;
   std::string rate = "max";
+  std::string probe;  // --probe RATE: a latency probe beside the load (CellConfig::probe)
   std::string producer = "stream";
   unsigned txqueuelen = kDefaultTxQueueLen;
   std::string runner = "inline";

@@ -1,7 +1,9 @@
-// --qdisc fq_codel end to end on the emulated e1000: what it drops after queueing (CoDel's head
-// drops, its overflow batches) is in the books, and is exactly what the receiver finds missing.
+// --qdisc fq_codel end to end: what it drops after queueing (CoDel's head drops, its overflow
+// batches) is in the books and is exactly what the receiver finds missing; and the bufferbloat
+// experiment's shape (--probe beside a TCP load, pfifo_fast against fq_codel, BQL off and on).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "tests/driver/run_helper.h"
@@ -51,6 +53,77 @@ TEST(FqCodelRun, WhatItDropsAfterQueueingIsInTheBooksAndIsWhatTheReceiverMisses)
     EXPECT_EQ(f["maxpacket"], 1514);
     EXPECT_EQ(f["ecn_mark"], 0);  // txbatch's frames are not ECN-capable
   }
+}
+
+}  // namespace
+}  // namespace txbatch::test
+
+namespace txbatch::test {
+namespace {
+
+// The bufferbloat experiment (doc/experiments.md) on the simulation, where it is exact: eight TCP
+// streams of MSS frames on e1000 with TCP Small Queues, and a 60-byte probe at 1000 frames/s.
+// TSQ keeps ~13 frames below each socket (results.tsq.below_p50 / 2728 bytes of truesize), about
+// 100 in all, 1.2 ms of wire. pfifo_fast puts the probe behind whatever of it is in the qdisc and
+// the ring; fq_codel serves it first (a new flow), so with BQL (linux-2025) it waits only for
+// the bytes BQL lets into the ring and the frame on the wire: (bql.limit + 2 x 1538) bytes at
+// 1 Gb/s. Without BQL (count:32) the ring holds all of it, fq_codel has nothing to reorder, and
+// the probe waits as long as under pfifo_fast: BQL moves the queue into the qdisc, where
+// fq_codel can act. The bulk's throughput is the wire's in all four.
+TEST(FqCodelRun, TheProbeWaitsForBqlsBytesUnderFqCodelAndTheWholeBacklogUnderPfifoFast) {
+  const auto run = RunTxbatch(
+      "run --engine sim --driver emu:e1000 --proto tcp --offload none --size 65536 --procs 8 "
+      "--policy count:32,linux-2025 --qdisc pfifo_fast,fq_codel --probe 1000pps --duration 0.3 "
+      "--warmup 0.05");
+  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  ASSERT_EQ(run.doc["records"].size(), 4u);
+  std::map<std::string, double> p50;  // "qdisc policy" -> the probe's p50 (ns)
+  std::map<std::string, const json*> results;
+  for (const json& rec : run.doc["records"]) {
+    ExpectBooksClosed(rec);
+    const json& r = rec["results"];
+    const std::string key =
+        rec["config"]["qdisc"].get<std::string>() + " " + rec["config"]["policy"].get<std::string>();
+    ASSERT_TRUE(r["probe"].is_object()) << key;
+    EXPECT_EQ(r["probe"]["flow"], 8) << key;  // the last flow, after the 8 producers'
+    EXPECT_EQ(r["probe"]["lost"], 0) << key;
+    // 1000 frames a second over the 0.05 + 0.3 s the probe ran, the drain's few beside.
+    EXPECT_NEAR(r["probe"]["received"].get<double>(), 350, 5) << key;
+    EXPECT_GT(r["link_utilisation"].get<double>(), 0.99) << key;
+    p50[key] = r["probe"]["latency_ns"]["p50"].get<double>();
+    results[key] = &r;
+  }
+  const double fq_bql = p50.at("fq_codel linux-2025");
+  const double bql_limit = (*results.at("fq_codel linux-2025"))["bql"]["limit"].get<double>();
+  // Behind BQL's bytes and the frame on the wire, at 8 ns a byte.
+  EXPECT_LT(fq_bql, (bql_limit + 2 * 1538) * 8) << "BQL limit " << bql_limit;
+  // The bound: within 3 x fq_codel's 5 ms target and the probe's own serialization.
+  EXPECT_LT(fq_bql, 3 * 5e6 + 84 * 8);
+  EXPECT_GT(p50.at("pfifo_fast linux-2025"), 5 * fq_bql);
+  EXPECT_GT(p50.at("fq_codel count:32"), 3 * fq_bql);
+}
+
+// --probe on the real engine: one more flow, the last, paced at its own rate beside a paced
+// load, its frames counted as --per-flow counts each flow. 200 frames a second over the 0.05 +
+// 0.3 s it runs is 70 (pacing catches up after a late wake-up: +-7 covers a frame or two at
+// each end of the run and a stall of 25 ms).
+TEST(FqCodelRun, TheProbeIsAFlowOfItsOwnAtItsOwnRate) {
+  const auto run = RunTxbatch(
+      "run --driver emu:e1000 --proto udp --size 1472 --procs 1 --rate 500mbit --probe 200pps "
+      "--per-flow --batch 1 --duration 0.3 --warmup 0.05");
+  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  ASSERT_EQ(run.doc["records"].size(), 1u);
+  const json& rec = run.doc["records"][0];
+  ExpectDeliveredOnce(rec);
+  const json& r = rec["results"];
+  EXPECT_EQ(rec["config"]["probe"], "200pps");
+  ASSERT_TRUE(r["probe"].is_object()) << r.dump();
+  EXPECT_EQ(r["probe"]["flow"], 1);
+  EXPECT_NEAR(r["probe"]["received"].get<double>(), 70, 7);
+  ASSERT_EQ(r["per_flow"].size(), 2u);
+  EXPECT_EQ(r["per_flow"][1], r["probe"]);
+  EXPECT_GT(r["per_flow"][0]["received"].get<uint64_t>(), 10 * 70u);  // the load, far more
+  EXPECT_NE(run.out.find("Probe (200pps"), std::string::npos) << run.out;
 }
 
 }  // namespace

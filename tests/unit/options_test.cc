@@ -420,6 +420,8 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
       "run --qdisc 'fq_codel target 0'",
       "run --qdisc 'fq_codel interval -1ms'",
       "run --qdisc fq_codel --sync nolock",
+      "run --probe max",
+      "run --probe 3parsecs",
       "run --bql-limit-min 10 --bql-limit-max 5",
       "run --driver verbs:txbatch_no_such_hca:1,qpn=0x48,qkey=0x11,lid=3",
       "run --driver verbs:mlx5_0",
