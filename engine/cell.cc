@@ -79,7 +79,7 @@ double PpsPerProducer(const CellConfig& cfg, const WireSpec& wire) {
 bool TxLockInherits(const CellConfig& cfg, size_t cpus) {
   if (cfg.shape.noqueue) return false;
   if (cfg.shape.dedicated) return true;
-  return cpus == 0 || cfg.procs > cpus;
+  return cpus == 0 || Flows(cfg) > cpus;
 }
 
 TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::vector<int>& cpus) {
@@ -150,6 +150,8 @@ unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
   if (TsqActive(cfg)) {
     const uint64_t mss = MaxPayload(cfg.proto, cfg.mtu);
     below = std::min(below, cfg.procs * ((cfg.tsq + mss - 1) / mss + 2 * slices));
+    // The probe is not held by TSQ: what its queue holds may be its frames (one slice each).
+    if (cfg.probe) below += uint64_t{QdiscHolds(cfg)} + RequeueBound(cfg) + cfg.driver_spec.ring();
   }
   const uint64_t n = below + uint64_t{Flows(cfg)} * (kProducerStash + slices) +
                      (cfg.link ? cfg.link->limit : 0) +
@@ -287,11 +289,15 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   r.arrival_before_tx = sc.arrival_before_tx;
   if (driver.counted_at() != CountedAt::kDriver) {
     const std::vector<FlowCounts> flows = sink.flow_counts();
+    const auto generated = [&](unsigned f) {
+      return f < stats.size() ? stats[f].generated.Get() : uint64_t{0};
+    };
     if (cfg.per_flow)
       for (unsigned f = 0; f < flows.size(); ++f)
-        r.flows.push_back({f, flows[f], sink.flow_latency(f)});
+        r.flows.push_back({f, flows[f], sink.flow_latency(f), generated(f)});
     if (cfg.probe && cfg.procs < flows.size())
-      r.probe = CellResult::Flow{cfg.procs, flows[cfg.procs], sink.flow_latency(cfg.procs)};
+      r.probe = CellResult::Flow{cfg.procs, flows[cfg.procs], sink.flow_latency(cfg.procs),
+                                 generated(cfg.procs)};
   }
   r.irq_max_late_us = static_cast<double>(qc.irq_max_late_tsc.Get()) * 1e6 / tsc_hz;
   r.wire_max_idle_us = static_cast<double>(dc.window_max_idle_tsc.Get()) * 1e6 / tsc_hz;
@@ -332,7 +338,7 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
     r.drops["overlimit"] = qc.qdisc.drop_overlimit.Get();
     ReadInto(r.fq_codel.emplace(), qc.qdisc);
   }
-  if (cfg.queues > 1) {
+  if (cfg.queues > 1 && !cfg.shape.noqueue) {  // noqueue: no root qdisc at all
     r.mq = run.totals.children;
     if (!cfg.shape.fq_codel)
       for (QdiscChildResult& c : r.mq) c.fq_codel.reset();

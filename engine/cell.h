@@ -205,6 +205,9 @@ struct CellResult {
     unsigned id = 0;
     FlowCounts counts;
     std::optional<LatencySummary> latency;
+    // Wire frames its producer handed to the stack over the cell, those a full qdisc refused
+    // included (generated - received - lost: what the qdisc refused or still held).
+    uint64_t generated = 0;
   };
   std::vector<Flow> flows;
   // With --probe where frames come back: the probe's flow (as a --per-flow entry).

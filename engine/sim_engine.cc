@@ -593,7 +593,9 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     p.index = i;
     p.step = p.home = SimStep::kBuild;
     // Paced producers start evenly staggered within one interval.
-    p.next_pace = static_cast<double>(origin) + (probe ? 0 : interval_ * i / cfg_.procs);
+    // The probe's first frame an interval of its own in (RunProducer's stagger for index procs).
+    p.next_pace =
+        static_cast<double>(origin) + (probe ? probe_interval_ : interval_ * i / cfg_.procs);
     p.t = origin;
     p.cpu = placed.producers[i];
     flow_cpus.push_back(p.cpu);

@@ -282,7 +282,8 @@ CellResult ResultFrom(const json& r) {
     return CellResult::Flow{static_cast<unsigned>(Whole{f.at("flow")}),
                             FlowCounts{Whole{f.at("received")}, Whole{f.at("lost")},
                                        Whole{f.at("duplicated")}, Whole{f.at("reordered")}},
-                            SummaryFrom(f.at("latency_ns"))};
+                            SummaryFrom(f.at("latency_ns")),
+                            Whole{f.value("generated", json(0))}};  // before 2026-12-06: 0
   };
   if (const json& flows = r.value("per_flow", json()); flows.is_array())
     for (const json& f : flows) x.flows.push_back(flow_from(f));

@@ -99,6 +99,7 @@ json HistJson(const std::vector<HistBin>& bins, const std::optional<LatencySumma
 // One flow's counts and latency (a results.per_flow entry, results.probe).
 json FlowJson(const CellResult::Flow& f) {
   return {{"flow", f.id},
+          {"generated", f.generated},
           {"received", f.counts.received},
           {"lost", f.counts.lost},
           {"duplicated", f.counts.duplicated},
@@ -248,7 +249,7 @@ json ToJson(const std::vector<CellRecord>& records, const RunEnv& env) {
                 {"cpu", env.cpu},
                 {"tsc_hz", env.tsc_hz},
                 {"tsc_hz_source", "rte_get_tsc_hz"},
-                {"pinning", DescribePinning(rec.config.procs, env.cpus)},
+                {"pinning", DescribePinning(Flows(rec.config), env.cpus)},
                 {"eal_mode", env.eal_mode},
                 {"eal_why", env.eal_why},
                 {"command_line", env.command_line},

@@ -181,10 +181,11 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
     fmt::print(out,
                "  (emu: an emulated NIC: the doorbell and descriptor costs are injected "
                "busy-waits and the wire is modelled; not measured hardware)\n");
-  // XPS as asked: more queues than producers leaves some idle; say so, once per pair.
+  // XPS as asked: more queues than producers (the probe among them) leaves some idle; say so,
+  // once per pair.
   std::set<std::pair<unsigned, unsigned>> idle;
   for (const auto& cell : cells)
-    if (cell.queues > cell.procs) idle.insert({cell.procs, cell.queues});
+    if (cell.queues > Flows(cell)) idle.insert({Flows(cell), cell.queues});
   for (const auto& [procs, queues] : idle)
     fmt::print(out,
                "note: procs {} with --queues {}: {} no producer (producer i sends on queue i mod "
@@ -286,8 +287,9 @@ void PrintProbe(std::FILE* out, const std::vector<CellRecord>& records) {
   if (p50s.empty()) return;
   const LatencyUnit u50 = ColumnUnit(p50s), u99 = ColumnUnit(p99s);
   fmt::print(out,
-             "\nProbe ({} of 60-byte UDP datagrams, a flow of its own beside the load; counted "
-             "over each cell run, latency of those in its window):\n{:<14} {:>8} {:>6} {:>6} "
+             "\nProbe ({} of 60-byte frames, UDP datagrams of the txbatch header alone, a flow "
+             "of its own beside the load; counted over each cell run, latency of those in its "
+             "window; lost: after the qdisc):\n{:<14} {:>8} {:>6} {:>6} "
              "{:>9} {:>6} {:>9} {:>9}  {}\n",
              records.front().config.probe ? records.front().config.probe->ToString() : "-",
              "Policy", "Size", "Procs", "Round", "Received", "Lost", "lat p50", "lat p99",

@@ -159,9 +159,10 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
       "Ethernet overhead (500mbit, 1gbit), split evenly over producers");
   cmd.add_option("--probe", a.probe,
                  "A latency probe beside the load: one more producer, of its own flow, sending "
-                 "60-byte UDP datagrams at this rate (100pps, 1mbit), its latency and loss in "
-                 "results.probe and a probe column (Flent's rrul in miniature: how long a "
-                 "sparse flow waits behind the bulk ones, under pfifo_fast or fq_codel)");
+                 "60-byte frames (UDP datagrams of the txbatch header alone) at this rate "
+                 "(100pps, 1mbit), its latency and loss past the qdisc in results.probe and a "
+                 "Probe table (Flent's rrul in miniature: how long a sparse flow waits behind "
+                 "the bulk ones, under pfifo_fast or fq_codel)");
   AddOptionWithDefault(cmd, "--producer", a.producer,
                        "When the qdisc band is full: stream blocks (socket send buffer), datagram "
                        "drops and counts");

@@ -62,13 +62,13 @@ namespace txbatch::test {
 namespace {
 
 // The bufferbloat experiment (doc/experiments.md) on the simulation, where it is exact: eight TCP
-// streams of MSS frames on e1000 with TCP Small Queues, and a 60-byte probe at 1000 frames/s.
-// TSQ keeps ~13 frames below each socket (results.tsq.below_p50 / 2728 bytes of truesize), about
-// 100 in all, 1.2 ms of wire. pfifo_fast puts the probe behind whatever of it is in the qdisc and
-// the ring; fq_codel serves it first (a new flow), so with BQL (linux-2025) it waits only for
-// the bytes BQL lets into the ring and the frame on the wire: (bql.limit + 2 x 1538) bytes at
-// 1 Gb/s. Without BQL (count:32) the ring holds all of it, fq_codel has nothing to reorder, and
-// the probe waits as long as under pfifo_fast: BQL moves the queue into the qdisc, where
+// streams of MSS frames on e1000 with TCP Small Queues, and a 60-byte probe frame 1000 times a
+// second. A FIFO (pfifo_fast; and the ring, where all of the backlog sits without BQL) makes
+// the probe wait what the load's frames wait: its p50 is the load's within the difference of
+// their own serialization (1538 - 84 bytes at 8 ns, 11.6 us; 13 us allowed). fq_codel serves
+// it first (a new flow), so with BQL (linux-2025) it waits only for the bytes BQL lets into the
+// ring and the frame on the wire: (bql.limit + 2 x 1538) bytes at 1 Gb/s. Without BQL
+// (count:32) fq_codel holds nothing to reorder: BQL moves the queue into the qdisc, where
 // fq_codel can act. The bulk's throughput is the wire's in all four.
 TEST(FqCodelRun, TheProbeWaitsForBqlsBytesUnderFqCodelAndTheWholeBacklogUnderPfifoFast) {
   const auto run = RunTxbatch(
@@ -95,18 +95,24 @@ TEST(FqCodelRun, TheProbeWaitsForBqlsBytesUnderFqCodelAndTheWholeBacklogUnderPfi
   }
   const double fq_bql = p50.at("fq_codel linux-2025");
   const double bql_limit = (*results.at("fq_codel linux-2025"))["bql"]["limit"].get<double>();
-  // Behind BQL's bytes and the frame on the wire, at 8 ns a byte.
+  // Behind BQL's bytes and the frame on the wire, at 8 ns a byte (this is also far inside the
+  // issue's bound, 3 x fq_codel's 5 ms target and the probe's own serialization).
   EXPECT_LT(fq_bql, (bql_limit + 2 * 1538) * 8) << "BQL limit " << bql_limit;
-  // The bound: within 3 x fq_codel's 5 ms target and the probe's own serialization.
-  EXPECT_LT(fq_bql, 3 * 5e6 + 84 * 8);
+  for (const char* fifo : {"pfifo_fast count:32", "pfifo_fast linux-2025", "fq_codel count:32"}) {
+    const double load = (*results.at(fifo))["latency_ns"]["p50"].get<double>();
+    EXPECT_NEAR(p50.at(fifo), load, 13e3) << fifo;
+  }
+  // The shape: pfifo_fast's probe over 5 x fq_codel's (6.2 x here: ~52 frames of the
+  // load ahead against BQL's ~10).
   EXPECT_GT(p50.at("pfifo_fast linux-2025"), 5 * fq_bql);
-  EXPECT_GT(p50.at("fq_codel count:32"), 3 * fq_bql);
 }
 
 // --probe on the real engine: one more flow, the last, paced at its own rate beside a paced
-// load, its frames counted as --per-flow counts each flow. 200 frames a second over the 0.05 +
-// 0.3 s it runs is 70 (pacing catches up after a late wake-up: +-7 covers a frame or two at
-// each end of the run and a stall of 25 ms).
+// load, its frames counted as --per-flow counts each flow. Its pace never runs ahead: 200 frames
+// a second over the 0.05 + 0.3 s it runs, its first an interval in, is at most 70 (one more
+// allowed for the threads' start before the warm-up's clock). How many it sends on a busy
+// machine depends on when it gets a CPU (26 to 71 here with a CI run beside it): the rate
+// itself is checked on the simulation (SimEngine.TheProbeIsTheLastFlowAtItsRateAndReadsBack).
 TEST(FqCodelRun, TheProbeIsAFlowOfItsOwnAtItsOwnRate) {
   const auto run = RunTxbatch(
       "run --driver emu:e1000 --proto udp --size 1472 --procs 1 --rate 500mbit --probe 200pps "
@@ -119,10 +125,13 @@ TEST(FqCodelRun, TheProbeIsAFlowOfItsOwnAtItsOwnRate) {
   EXPECT_EQ(rec["config"]["probe"], "200pps");
   ASSERT_TRUE(r["probe"].is_object()) << r.dump();
   EXPECT_EQ(r["probe"]["flow"], 1);
-  EXPECT_NEAR(r["probe"]["received"].get<double>(), 70, 7);
+  EXPECT_GT(r["probe"]["generated"].get<uint64_t>(), 0u);
+  EXPECT_LE(r["probe"]["generated"].get<uint64_t>(), 71u);
+  EXPECT_EQ(r["probe"]["received"], r["probe"]["generated"]);  // nothing lost on the way
   ASSERT_EQ(r["per_flow"].size(), 2u);
   EXPECT_EQ(r["per_flow"][1], r["probe"]);
-  EXPECT_GT(r["per_flow"][0]["received"].get<uint64_t>(), 10 * 70u);  // the load, far more
+  // The load: 500 Mbit/s of 1538-byte wire frames is 40 600 a second, far more than the probe.
+  EXPECT_GT(r["per_flow"][0]["received"].get<uint64_t>(), r["probe"]["received"].get<uint64_t>());
   EXPECT_NE(run.out.find("Probe (200pps"), std::string::npos) << run.out;
 }
 
