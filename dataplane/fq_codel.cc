@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "base/units.h"
 #include "dataplane/gso.h"
 #include "dataplane/tsq.h"
 
@@ -56,28 +57,6 @@ std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-// tc's get_time: a number with s, ms or us (usec, usecs; any case) after it; none is us; the
-// microseconds truncated, as tc's cast does.
-bool ParseTimeUs(std::string_view text, uint32_t& out) {
-  double v = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || ptr == text.data() || !(v >= 0)) return false;
-  const std::string unit = Lower(std::string_view(ptr, text.data() + text.size() - ptr));
-  double scale;
-  if (unit.empty() || unit == "us" || unit == "usec" || unit == "usecs")
-    scale = 1;
-  else if (unit == "ms" || unit == "msec" || unit == "msecs")
-    scale = 1e3;
-  else if (unit == "s" || unit == "sec" || unit == "secs")
-    scale = 1e6;
-  else
-    return false;
-  const double us = v * scale;
-  if (us > UINT32_MAX) return false;
-  out = static_cast<uint32_t>(us);
-  return true;
 }
 
 // tc's get_size: a number with b, k/kb, m/mb or g/gb after it (powers of 1024); none is bytes.
@@ -157,7 +136,12 @@ std::optional<FqCodelParams> ParseFqCodel(std::string_view words, std::string* e
       uint32_t& f = k == "target" ? p.target_us : p.interval_us;
       // CoDel counts 1024 ns: under 2 us is 0, which drops every frame (target) or never lets
       // the dropping state end (interval).
-      ok = ParseTimeUs(v, f) && (uint64_t{f} * 1000 >> kCodelShift) > 0;
+      // tc's get_time, as every time txbatch reads (base/units.h; a bare number is us), the
+      // microseconds truncated as tc's cast does.
+      auto ns = ParseTimeNs(k, v, kUsNs);
+      ok = ns && *ns / kUsNs <= UINT32_MAX;
+      if (ok) f = static_cast<uint32_t>(*ns / kUsNs);
+      ok = ok && (uint64_t{f} * 1000 >> kCodelShift) > 0;
       if (!ok)
         return fail(fmt::format(
             "fq_codel's {} must be a time from 2us to 4294s such as 5ms or 5000us (tc's units: "
