@@ -208,6 +208,88 @@ class Compare(unittest.TestCase):
             self.assertFalse(os.path.exists(os.path.join(d, "compare.png")))
 
 
+class Bufferbloat(unittest.TestCase):
+    """--probe's records draw `bufferbloat`: per driver the probe's p50 and p99 and the cell's
+    throughput, a bar per (qdisc, BQL, batch), each the mean of its rounds' records; a document
+    without a probe draws none."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.path = os.path.join(cls.tmp.name, "bb.json")
+        r = run([TXBATCH, "run", "--engine", "sim", "--driver", "emu:e1000", "--driver",
+                 "emu:ixgbe", "--proto", "tcp", "--offload", "none", "--size", "65536",
+                 "--procs", "8", "--policy", "count:1,count:32,linux-2025", "--qdisc",
+                 "pfifo_fast,fq_codel", "--probe", "1000pps", "--rounds", "2", "--duration",
+                 "0.03", "--warmup", "0.02", "--json", cls.path])
+        assert r.returncode == 0, r.stderr
+        r = run([PLOT, cls.path, "--out", cls.tmp.name, "--format", "svg"])
+        assert r.returncode == 0, r.stderr
+        with open(cls.path) as f:
+            cls.doc = json.load(f)
+        with open(os.path.join(cls.tmp.name, "figures.json")) as f:
+            cls.fig = {fig["file"]: fig for fig in json.load(f)["figures"]}["bufferbloat"]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def records(self, driver, policy, qdisc):
+        return [r for r in self.doc["records"] if r["config"]["driver_given"] == driver
+                and r["config"]["policy"] == policy and r["config"]["qdisc"] == qdisc]
+
+    def test_a_bar_per_qdisc_bql_and_batch_from_the_records(self):
+        panels = self.fig["panels"]
+        self.assertEqual([(p["title"], p["kind"]) for p in panels],
+                         [("emu:e1000", "probe latency"), ("emu:e1000", "throughput"),
+                          ("emu:ixgbe", "probe latency"), ("emu:ixgbe", "throughput")])
+        for lat, thr in zip(panels[::2], panels[1::2]):
+            self.assertEqual(len(lat["bars"]), 6)
+            self.assertEqual([b["label"] for b in lat["bars"]],
+                             [b["label"] for b in thr["bars"]])
+            self.assertEqual(len({b["label"] for b in lat["bars"]}), 6)
+            for b, t in zip(lat["bars"], thr["bars"]):
+                recs = self.records(lat["title"], b["policy"], b["qdisc"])
+                self.assertEqual(len(recs), 2, b["label"])
+                self.assertEqual(b["rounds"], 2)
+                # BQL ran where the record says it did, and the label says so.
+                bql = recs[0]["results"]["bql"] is not None
+                self.assertEqual(b["bql"], bql)
+                self.assertIn("BQL on" if bql else "BQL off", b["label"])
+                self.assertEqual(bql, b["policy"] == "linux-2025")
+                for q in ("p50", "p99"):
+                    vals = [r["results"]["probe"]["latency_ns"][q] / 1e3 for r in recs]
+                    self.assertAlmostEqual(b[q + "_us"], sum(vals) / 2, places=9)
+                self.assertEqual(b["lost"], sum(r["results"]["probe"]["lost"] for r in recs))
+                mbs = [r["results"]["mb_per_s"] for r in recs]
+                self.assertAlmostEqual(t["mb_per_s"], sum(mbs) / 2, places=9)
+                self.assertEqual(t["colour"], b["colour"])
+            ceilings = [r["results"]["link_ceiling"]["mb_per_s"] for r in self.doc["records"]
+                        if r["config"]["driver_given"] == lat["title"]]
+            self.assertAlmostEqual(thr["ceiling_mb_per_s"], sum(ceilings) / len(ceilings),
+                                   places=9)
+
+    def test_every_bar_is_in_the_svg_with_its_label(self):
+        root = ET.parse(os.path.join(self.tmp.name, "bufferbloat.svg")).getroot()
+        ids = {e.get("id") for e in root.iter() if e.get("id")}
+        texts = "\n".join(t.text or "" for t in root.iter(SVG + "text"))
+        for panel in self.fig["panels"]:
+            for b in panel["bars"]:
+                kinds = ("p50", "p99") if panel["kind"] == "probe latency" else ("throughput",)
+                for k in kinds:
+                    self.assertIn(f"{k}:{b['label']}", ids)
+                self.assertIn(b["label"], texts)
+
+    def test_a_document_without_a_probe_draws_no_bufferbloat(self):
+        with tempfile.TemporaryDirectory() as d:
+            doc = os.path.join(d, "p.json")
+            sim_run(doc)
+            r = run([PLOT, doc, "--out", d, "--format", "svg"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("bufferbloat", r.stdout)
+            self.assertFalse(os.path.exists(os.path.join(d, "bufferbloat.svg")))
+
+
 class BadInput(unittest.TestCase):
     def refused(self, args, says):
         with tempfile.TemporaryDirectory() as d:
@@ -328,6 +410,92 @@ class OneReadersRules(BadInput):
         sink = {"schema_version": 1, "kind": "sink", "port": "net_null0", "results": {}}
         self.both(json.dumps(sink), "is a txbatch sink record; report reads "
                                     "run/compare/sweep/tune/calibrate result documents")
+
+
+class NewRecordFields(BadInput):
+    """results.mq, results.probe, results.fq_codel, config.probe, config.qdisc_params and
+    accounting.dropped_queued: read as report reads them (results/record_reader.cc), each
+    mistyped or incomplete one refused by both with one sentence; records from before them
+    (the fields absent) draw."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        path = os.path.join(cls.tmp.name, "good.json")
+        r = run([TXBATCH, "run", "--engine", "sim", "--driver", "emu:e1000", "--qdisc",
+                 "fq_codel", "--queues", "2", "--procs", "2", "--probe", "1000pps", "--batch",
+                 "8", "--duration", "0.02", "--warmup", "0.01", "--json", path])
+        assert r.returncode == 0, r.stderr
+        with open(path) as f:
+            cls.good = json.load(f)
+        res = cls.good["records"][0]["results"]
+        assert isinstance(res["mq"], list) and isinstance(res["probe"], dict)
+        assert isinstance(res["fq_codel"], dict) and "dropped_queued" in res["accounting"]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    both = OneReadersRules.both
+    tampered = OneReadersRules.tampered
+
+    def edit(self, f):
+        def change(doc):
+            f(doc["records"][0]["config"], doc["records"][0]["results"])
+        return json.dumps(self.tampered(change))
+
+    def test_mistyped_or_incomplete_fields_are_one_sentence(self):
+        cases = [
+            (lambda c, r: r.update(mq=5), "mq: an array of child qdiscs was expected"),
+            (lambda c, r: r["mq"][1].update(queue_wakes=-1), "an integer in 0..1844"),
+            (lambda c, r: r["mq"][0].update(queue=2**32), "an integer in 0..4294967295"),
+            (lambda c, r: r["mq"][0].pop("fq_codel"), "key 'fq_codel' not found"),
+            (lambda c, r: r["mq"][0]["fq_codel"].pop("new_flow_count"),
+             "key 'new_flow_count' not found"),
+            (lambda c, r: r["probe"].pop("lost"), "key 'lost' not found"),
+            (lambda c, r: r["probe"].update(flow=2**32), "an integer in 0..4294967295"),
+            (lambda c, r: r["probe"].update(generated=None), "not null"),
+            (lambda c, r: r["probe"].update(latency_ns="1ms"), "cannot use at() with string"),
+            (lambda c, r: r["probe"]["latency_ns"].update(p99="2"),
+             "type must be number, but is string"),
+            (lambda c, r: r.update(probe=[]), "cannot use at() with array"),
+            (lambda c, r: r["fq_codel"].update(ecn_mark=1.5), "not 1.5"),
+            (lambda c, r: r["fq_codel"].pop("maxpacket"), "key 'maxpacket' not found"),
+            (lambda c, r: r["accounting"].update(dropped_queued="3"), 'not "3"'),
+            (lambda c, r: c.update(qdisc_params=7),
+             "fq_codel's parameters as tc words were expected, not 7"),
+            (lambda c, r: c.pop("qdisc_params"),
+             "fq_codel's parameters as tc words were expected, not null"),
+            (lambda c, r: c.update(qdisc_params="limit 100p target 1us"),
+             "fq_codel's target must be a time from 2us to 4294s"),
+            (lambda c, r: c.update(qdisc_params="bogus 3"), "fq_codel has no parameter 'bogus'"),
+            (lambda c, r: c.update(qdisc_params="flows 65537"), "fq_codel's flows must be"),
+            (lambda c, r: c.update(qdisc_params="memory_limit 3gb"),
+             "fq_codel's memory_limit must be"),
+            (lambda c, r: c.update(qdisc_params="quantum"), "fq_codel's 'quantum' needs a value"),
+        ]
+        for edit, says in cases:
+            with self.subTest(says=says):
+                self.both(self.edit(edit), says)
+
+    def test_records_with_them_and_records_from_before_them_draw(self):
+        def old(c, r):
+            for k in ("mq", "probe", "fq_codel"):
+                r.pop(k)
+            r["accounting"].pop("dropped_queued")
+            c.pop("probe")
+            c.update(qdisc="pfifo_fast")
+            c.pop("qdisc_params")
+        for text in (json.dumps(self.good), self.edit(old),
+                     self.edit(lambda c, r: c.update(
+                         qdisc_params="target 5MS interval 2.9us limit 100p memory_limit 4mb "
+                                      "noecn flows 64 quantum 300 drop_batch 8"))):
+            with tempfile.TemporaryDirectory() as d:
+                path = self.write(d, text)
+                r = run([TXBATCH, "report", path])
+                self.assertEqual(r.returncode, 0, r.stderr)
+                r = run([PLOT, path, "--out", d, "--format", "svg"])
+                self.assertEqual(r.returncode, 0, r.stderr)
 
 
 class OutFolder(unittest.TestCase):
