@@ -4,6 +4,8 @@
 #include "dataplane/fq_codel.h"
 
 #include <gtest/gtest.h>
+#include <rte_ether.h>
+#include <rte_ip.h>
 
 #include <map>
 #include <set>
@@ -150,6 +152,113 @@ TEST(FqCodel, CodelLeavesItsDroppingStateOnceTheSojournFallsBelowTarget) {
   for (rte_mbuf* m; (m = One(q, 202146ULL << 10)) != nullptr;) rte_pktmbuf_free(m);
   EXPECT_EQ(c.dropped_codel.Get(), 1u);
   EXPECT_TRUE(q.empty());
+}
+
+// The IPv4 header of a frame FrameBuilder wrote (Ethernet, then IPv4).
+rte_ipv4_hdr* Ip(rte_mbuf* m) {
+  return rte_pktmbuf_mtod_offset(m, rte_ipv4_hdr*, sizeof(rte_ether_hdr));
+}
+
+// RFC 3168's codepoints in the TOS byte's low two bits.
+constexpr uint8_t kNotEct = 0, kEct1 = 1, kEct0 = 2, kCe = 3;
+
+// Sets the frame's ECN codepoint, its header checksum written again as a sender's stack would.
+void SetEcn(rte_mbuf* m, uint8_t ecn) {
+  rte_ipv4_hdr* ip = Ip(m);
+  ip->type_of_service = static_cast<uint8_t>((ip->type_of_service & ~3u) | ecn);
+  ip->hdr_checksum = 0;
+  ip->hdr_checksum = rte_ipv4_cksum(ip);
+}
+
+// RFC 1071 by hand (not DPDK's): a header whose checksum is right sums to 0xffff.
+bool HeaderChecksumValid(rte_mbuf* m) {
+  const auto* b = reinterpret_cast<const uint8_t*>(Ip(m));
+  const unsigned len = (b[0] & 0xfu) * 4u;
+  uint32_t sum = 0;
+  for (unsigned i = 0; i < len; i += 2) sum += (uint32_t{b[i]} << 8) | b[i + 1];
+  while (sum >> 16) sum = (sum & 0xffffu) + (sum >> 16);
+  return sum == 0xffffu;
+}
+
+// CoDel's verdict on an ECN-capable frame under `ecn` (the default): IP_ECN_set_ce marks it CE
+// and it is sent, counted in ecn_mark, not dropped; a not-ECT frame is dropped as ever; a frame
+// already CE counts as marked. The times are CodelDropsAfterAnInterval...'s: the same state.
+TEST(FqCodel, UnderEcnCodelMarksEctFramesCeAndDropsNotEctOnes) {
+  QdiscCounters c;
+  FqCodel q(FqCodelParams{}, kMtu, kHz, c);
+  Frames f;
+  std::vector<rte_mbuf*> sent;
+  const uint8_t ecn_of[] = {kNotEct, kEct0, kEct1, kNotEct, kNotEct, kCe};
+  for (int i = 0; i < 40; ++i) {
+    sent.push_back(f.Make(7, 1514));
+    SetEcn(sent.back(), i < 6 ? ecn_of[i] : kNotEct);
+    ASSERT_TRUE(HeaderChecksumValid(sent.back()));
+    ASSERT_TRUE(q.Enqueue(sent.back(), 0, 0));
+  }
+  const uint8_t tos_before = Ip(sent[1])->type_of_service & ~3u;
+  const auto at = [](uint64_t codel_time) { return static_cast<Tsc>(codel_time << 10); };
+  const auto ecn = [](rte_mbuf* m) { return Ip(m)->type_of_service & 3u; };
+  rte_mbuf* m = One(q, at(5859));  // above target for the first time: no verdict yet
+  ASSERT_EQ(m, sent[0]);
+  rte_pktmbuf_free(m);
+  // 104492: the dropping state begins on an ECT(0) head: marked CE and sent, not dropped.
+  m = One(q, at(104492));
+  ASSERT_EQ(m, sent[1]);
+  EXPECT_EQ(ecn(m), kCe);
+  EXPECT_EQ(Ip(m)->type_of_service & ~3u, tos_before);  // only the ECN field changed
+  EXPECT_TRUE(HeaderChecksumValid(m));
+  EXPECT_EQ(c.ecn_mark.Get(), 1u);
+  EXPECT_EQ(c.dropped_codel.Get(), 0u);
+  rte_pktmbuf_free(m);
+  // 202146: the control law's next verdict, on an ECT(1) head: marked too.
+  m = One(q, at(202146));
+  ASSERT_EQ(m, sent[2]);
+  EXPECT_EQ(ecn(m), kCe);
+  EXPECT_TRUE(HeaderChecksumValid(m));
+  EXPECT_EQ(c.ecn_mark.Get(), 2u);
+  EXPECT_EQ(c.dropped_codel.Get(), 0u);
+  rte_pktmbuf_free(m);
+  // 250975: a not-ECT head under ecn is dropped; the next is sent, untouched.
+  m = One(q, at(250975));
+  ASSERT_EQ(m, sent[4]);
+  EXPECT_EQ(ecn(m), kNotEct);
+  EXPECT_TRUE(HeaderChecksumValid(m));
+  EXPECT_EQ(c.dropped_codel.Get(), 1u);
+  EXPECT_EQ(c.ecn_mark.Get(), 2u);
+  rte_pktmbuf_free(m);
+  // 305906: a head already CE counts as marked and is sent.
+  m = One(q, at(305906));
+  ASSERT_EQ(m, sent[5]);
+  EXPECT_EQ(ecn(m), kCe);
+  EXPECT_TRUE(HeaderChecksumValid(m));
+  EXPECT_EQ(c.ecn_mark.Get(), 3u);
+  EXPECT_EQ(c.dropped_codel.Get(), 1u);
+  rte_pktmbuf_free(m);
+  EXPECT_EQ(q.Purge(), 40u - 6u);
+}
+
+// noecn: an ECT frame gets CoDel's drop as any other, and its header is left alone.
+TEST(FqCodel, UnderNoecnCodelDropsEctFramesUnmarked) {
+  QdiscCounters c;
+  FqCodelParams p;
+  p.ecn = false;
+  FqCodel q(p, kMtu, kHz, c);
+  Frames f;
+  std::vector<rte_mbuf*> sent;
+  for (int i = 0; i < 10; ++i) {
+    sent.push_back(f.Make(7, 1514));
+    SetEcn(sent.back(), kEct0);
+    ASSERT_TRUE(q.Enqueue(sent.back(), 0, 0));
+  }
+  rte_pktmbuf_free(One(q, 5859ULL << 10));
+  rte_mbuf* m = One(q, 104492ULL << 10);
+  ASSERT_EQ(m, sent[2]);  // sent[1] dropped
+  EXPECT_EQ(Ip(m)->type_of_service & 3u, kEct0);
+  EXPECT_TRUE(HeaderChecksumValid(m));
+  EXPECT_EQ(c.dropped_codel.Get(), 1u);
+  EXPECT_EQ(c.ecn_mark.Get(), 0u);
+  rte_pktmbuf_free(m);
+  EXPECT_EQ(q.Purge(), 7u);
 }
 
 TEST(FqCodel, OverItsLimitDropsHalfTheFattestFlowFromItsHeadAtMostABatch) {
