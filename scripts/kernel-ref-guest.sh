@@ -2,7 +2,8 @@
 # lab's /init (tests/vm/guest-init.sh) as /job.sh, after the KREF_* settings kernel-ref.sh puts
 # before it. It sends back raw files (`result NAME FILE`); kernel-ref-json.py reads them.
 #
-#   KREF_MODE      udp (pktgen) or tcp (bulk streams to the host)
+#   KREF_MODE      udp (pktgen), tcp (bulk streams to the host) or fq_codel (fq_codel's own
+#                  order and CoDel's drops, below)
 #   KREF_NIC       e1000 or virtio (the driver the case loads)
 #   KREF_QDISC     the root qdisc (net.core.default_qdisc before the link comes up)
 #   KREF_BQL_MIN, KREF_BQL_MAX  bytes for byte_queue_limits/limit_min and limit_max; empty: the
@@ -18,6 +19,8 @@
 #   KREF_SINK      tcp: the address:port QEMU forwards to the host's sink (guestfwd)
 #   KREF_TCP_RATE  tcp: Mbit/s of a tbf root qdisc below the sockets (sch_tbf.ko, which
 #                  kernel-ref.sh adds beside the tools); empty: none
+#   KREF_FQ_{DRR,CODEL}_{RATE,WORDS,FLOWS,PATTERN}  fq_codel: each case's tbf rate, fq_codel's
+#                  tc words, kref-fq-send's flows (PORT:BYTES:TOS a flow) and its pattern
 T=/sys/kernel/tracing
 O=/tmp/kref
 mkdir -p $O
@@ -121,6 +124,66 @@ if [ "$KREF_MODE" = udp ]; then
   echo "run_s=$t0 $t1" >> $O/settings.txt
   t=0
   while [ $t -lt "$KREF_THREADS" ]; do cat $P/eth0@$t > $O/pktgen_$t.txt; t=$((t + 1)); done
+elif [ "$KREF_MODE" = fq_codel ]; then
+  # fq_codel's own order and drops (tests/vm/fq_codel_ref_test.cc): fq_codel under tbf, so that
+  # a backlog forms in it and its own dequeue order and CoDel's drops show on the wire, fed by
+  # /usr/bin/kref-fq-send (frames of a few UDP flows, in a fixed order, one sendto each). Every
+  # call of fq_codel_enqueue and of __fq_codel_dequeue (6.1.192's DRR and codel_dequeue, which
+  # both fq_codel_dequeue and fq_codel_peek call: tbf peeks, then takes the peeked frame) is a
+  # kprobe event at its entry and its return, stamped by the mono trace clock (ktime_get_ns:
+  # CoDel's own clock, codel_get_time is its ns >> 10): the calls are serialised by the root
+  # lock, so their order is the kernel's, and each entry and return bracket the instant CoDel
+  # read its clock in that call.
+  # Each case: NAME TBF_RATE FQ_CODEL_WORDS FLOWS PATTERN (kref-fq-send's -f list and -s).
+  insmod /usr/bin/sch_tbf.ko
+  echo mono > $T/trace_clock
+  echo 16384 > $T/buffer_size_kb
+  for e in 'p:kref/enq fq_codel_enqueue' 'r:kref/enq_ret fq_codel_enqueue' \
+      'p:kref/deq __fq_codel_dequeue' 'r:kref/deq_ret __fq_codel_dequeue skb=$retval:x64'; do
+    echo "$e" >> $T/kprobe_events
+  done
+  fq_case() {
+    name=$1 rate=$2 words=$3 flows=$4 pattern=$5
+    attempt=0
+    while :; do
+      /usr/sbin/tc qdisc del dev eth0 root 2>/dev/null || true
+      # tbf's burst holds one 1514-byte frame; its limit applies to its own bfifo only, which
+      # fq_codel replaces.
+      /usr/sbin/tc qdisc add dev eth0 root handle 1: tbf rate "$rate" burst 1600 limit 1000000
+      /usr/sbin/tc qdisc add dev eth0 parent 1:1 handle 10: fq_codel $words
+      echo > $T/trace
+      echo 1 > $T/events/kref/enable
+      set --
+      for f in $flows; do set -- "$@" -f "$f"; done
+      /usr/bin/kref-fq-send -i eth0 "$@" -s "$pattern" > $O/fq_${name}_frames.txt
+      # The flows' buckets while they are all backlogged (fq_codel's classes are its buckets).
+      /usr/sbin/tc -s class show dev eth0 > $O/fq_${name}_classes.txt
+      i=0
+      while /usr/sbin/tc -s qdisc show dev eth0 | grep backlog | grep -qv 'backlog 0b 0p'; do
+        i=$((i + 1)); [ $i -gt 300 ] && { echo "kernel-ref: fq_codel case $name never drained"; exit 2; }
+        sleep 0.05
+      done
+      echo 0 > $T/events/kref/enable
+      # Two of the flows in one bucket (the kernel's hash is seeded at boot): fq_codel would
+      # serve them as one flow. Again with the ports moved on (another draw of the hash), at
+      # most twice.
+      n=$(grep -c '^class fq_codel' $O/fq_${name}_classes.txt || true)
+      want=$(echo $flows | wc -w)
+      if [ "$n" -ge "$want" ] || [ $attempt -ge 2 ]; then break; fi
+      attempt=$((attempt + 1))
+      flows=$(for f in $flows; do echo "$((${f%%:*} + 100)):${f#*:}"; done)
+    done
+    cat $T/trace > $O/fq_${name}_trace.txt
+    /usr/sbin/tc -s -d qdisc show dev eth0 > $O/fq_${name}_tc.txt
+    { echo "rate=$rate"; echo "fq_codel=$words"; echo "flows=$(echo $flows)"
+      echo "pattern=$pattern"; echo "attempts=$((attempt + 1))"; } > $O/fq_${name}_case.txt
+  }
+  read -r t0 _ < /proc/uptime
+  fq_case drr "$KREF_FQ_DRR_RATE" "$KREF_FQ_DRR_WORDS" "$KREF_FQ_DRR_FLOWS" "$KREF_FQ_DRR_PATTERN"
+  fq_case drops "$KREF_FQ_CODEL_RATE" "$KREF_FQ_CODEL_WORDS" "$KREF_FQ_CODEL_FLOWS" \
+    "$KREF_FQ_CODEL_PATTERN"
+  read -r t1 _ < /proc/uptime
+  echo "run_s=$t0 $t1" >> $O/settings.txt
 else
   # The sampler reads each socket's memory, pacing rate and RTT through inet_diag (tcp_diag).
   modprobe tcp_diag

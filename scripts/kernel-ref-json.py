@@ -431,6 +431,122 @@ def tcp_results(case):
     }
 
 
+def wire_udp(path):
+    """Every IPv4/UDP frame in a classic pcap, in order: (source port, bytes, TOS, the first 4
+    payload bytes as a big-endian number: kref-fq-send's sequence number)."""
+    out = []
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return out
+    with f:
+        header = f.read(24)
+        if len(header) < 24:
+            return out
+        magic = struct.unpack("<I", header[:4])[0]
+        endian = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
+        while True:
+            rec = f.read(16)
+            if len(rec) < 16:
+                break
+            _, _, caplen, wirelen = struct.unpack(endian + "IIII", rec)
+            b = f.read(caplen)
+            if len(b) < 46 or b[12:14] != b"\x08\x00" or b[23] != 17:
+                continue
+            l4 = 14 + (b[14] & 0xF) * 4
+            if len(b) < l4 + 12:
+                continue
+            out.append((struct.unpack(">H", b[l4:l4 + 2])[0], wirelen, b[15],
+                        struct.unpack(">I", b[l4 + 8:l4 + 12])[0]))
+    return out
+
+
+def fq_codel_tc(text):
+    """fq_codel's block of `tc -s -d qdisc show` under tbf: its counters and tbf's."""
+    out = {}
+    for block in re.split(r"\n(?=qdisc )", text.strip()):
+        kind = block.split()[1] if len(block.split()) > 1 else None
+        stats = tc_stats(block)
+        if kind == "fq_codel":
+            for k in ("maxpacket", "drop_overlimit", "new_flow_count", "ecn_mark",
+                      "drop_overmemory", "new_flows_len", "old_flows_len"):
+                m = re.search(r"\b%s (\d+)" % k, block)
+                if m:
+                    stats[k] = int(m.group(1))
+            out["fq_codel"] = stats
+        elif kind:
+            out[kind] = stats
+    return out
+
+
+def trace_calls(text):
+    """kprobe events of the kref group (kernel-ref-guest.sh's fq_codel mode): each call of
+    fq_codel_enqueue and __fq_codel_dequeue as [op, entry ns, return ns] ("enq", or "deq" with a
+    4th element: whether it returned a frame), in the kernel's order. Entries and returns must
+    alternate (the root lock serialises the calls); None where they do not."""
+    calls, open_call = [], None
+    for line in text.splitlines():
+        m = re.search(r"\s(\d+)\.(\d{6}):\s+(enq|enq_ret|deq|deq_ret):(.*)$", line)
+        if not m:
+            continue
+        ns = int(m.group(1)) * 1000000000 + int(m.group(2)) * 1000
+        ev = m.group(3)
+        if ev in ("enq", "deq"):
+            if open_call is not None:
+                return None
+            open_call = [ev, ns]
+        else:
+            if open_call is None or open_call[0] != ev[:3]:
+                return None
+            call = open_call + [ns]
+            if ev == "deq_ret":
+                r = re.search(r"skb=0x([0-9a-f]+)", m.group(4))
+                if not r:
+                    return None
+                call.append(int(r.group(1), 16) != 0)
+            calls.append(call)
+            open_call = None
+    return calls if open_call is None else None
+
+
+def fq_codel_results(case):
+    out_dir = os.path.join(case, "out")
+    wire = wire_udp(os.path.join(case, "wire.pcap"))
+    cases = {}
+    for name in ("drr", "drops"):
+        c = key_values(read(os.path.join(out_dir, "fq_%s_case.txt" % name)))
+        if not c:
+            continue
+        flows = []
+        for f in c.get("flows", "").split():
+            port, size, tos = (int(x) for x in f.split(":"))
+            flows.append({"port": port, "bytes": size, "tos": tos})
+        ports = {f["port"]: i for i, f in enumerate(flows)}
+        frames = [[int(x) for x in line.split()]
+                  for line in read(os.path.join(out_dir, "fq_%s_frames.txt" % name)).splitlines()
+                  if line.strip()]
+        trace = read(os.path.join(out_dir, "fq_%s_trace.txt" % name))
+        m = re.search(r"entries-in-buffer/entries-written: (\d+)/(\d+)", trace)
+        classes = read(os.path.join(out_dir, "fq_%s_classes.txt" % name))
+        cases[name] = {
+            "tbf_rate": c.get("rate"),
+            "fq_codel": c.get("fq_codel", ""),
+            "flows": flows,
+            "pattern": c.get("pattern"),
+            "attempts": int(c.get("attempts", 0)),
+            # Buckets tc listed right after the sends (fq_codel's classes are its buckets).
+            "buckets": sorted(set(re.findall(r"class fq_codel \S+:(\w+)", classes))),
+            "frames": frames,
+            "trace_lost": (int(m.group(2)) - int(m.group(1))) if m else None,
+            "calls": trace_calls(trace),
+            # The case's frames on the wire, in order: [seq, flow, bytes, tos].
+            "wire": [[seq, ports[port], size, tos] for port, size, tos, seq in wire
+                     if port in ports],
+            "tc": fq_codel_tc(read(os.path.join(out_dir, "fq_%s_tc.txt" % name))),
+        }
+    return {"cases": cases}
+
+
 def record(case, nic):
     job = job_settings(case)
     out_dir = os.path.join(case, "out")
@@ -455,6 +571,10 @@ def record(case, nic):
         if config["bql"]["mode"] == "pinned":
             config["bql"]["frames"] = config["bql"]["limit_max"] // pkt
         results = udp_results(case, nic)
+    elif mode == "fq_codel":
+        config.update(generator="kref-fq-send (AF_PACKET, one sendto a frame)", proto="udp",
+                      qdisc="fq_codel under tbf")
+        results = fq_codel_results(case)
     else:
         config.update(generator="kref-tcp-send (64 KiB writes)", proto="tcp",
                       streams=int(job["KREF_STREAMS"]), seconds=float(job["KREF_SECONDS"]),

@@ -24,6 +24,10 @@
 #   --tcp-rate MBIT    a bottleneck below the TCP sockets: tbf at MBIT Mbit/s as the root qdisc
 #                      (QEMU's e1000 has no wire; doc/fidelity.md "TCP Small Queues" says why it
 #                      is needed; default none)
+#   --fq-codel         one more case, one boot: fq_codel's own DRR order and CoDel's drops under
+#                      a tbf bottleneck, every fq_codel_enqueue and fq_codel_dequeue call traced
+#                      (tests/vm/kref-fq-send.c sends; tests/vm/fq_codel_ref_test.cc replays the
+#                      calls on txbatch's FqCodel; doc/fidelity.md "fq_codel beside the kernel's")
 #   --keep DIR         keep each case's raw files (the guest's, the QEMU trace) in DIR/CASE
 #
 # Every case boots a fresh guest: DQL's state (adj_limit survives dql_reset, so a link bounced
@@ -38,7 +42,7 @@ root=$PWD
 die() { echo "kernel-ref: $*" >&2; exit 2; }
 
 dir=$root/build/vm/image nic=e1000 qdisc=pfifo_fast bql=10,40,dynamic count=20000 threads=2
-pkt_size=60 txqueuelen=1000 offloads= tcp= tcp_seconds=5 tcp_sample_ms=10 tcp_rate= keep= out=
+pkt_size=60 txqueuelen=1000 offloads= tcp= tcp_seconds=5 tcp_sample_ms=10 tcp_rate= keep= out= fq_codel=
 while (($#)); do
   case $1 in
     --dir) dir=$(cd "$here" && realpath -m "$2"); shift 2 ;;
@@ -54,6 +58,7 @@ while (($#)); do
     --tcp-seconds) tcp_seconds=$2; shift 2 ;;
     --tcp-sample-ms) tcp_sample_ms=$2; shift 2 ;;
     --tcp-rate) tcp_rate=$2; shift 2 ;;
+    --fq-codel) fq_codel=1; shift ;;
     --keep) keep=$(cd "$here" && realpath -m "$2"); shift 2 ;;
     --out) out=$(cd "$here" && realpath -m "$2"); shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -82,23 +87,24 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/kernel-ref.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# The TCP cases' tools, built here and added to a copy of the image as one more cpio archive
+# The TCP and fq_codel cases' tools, built here and added to a copy of the image as one more cpio archive
 # after it (the kernel unpacks them in turn; the image ends 4-byte aligned), so the lab's image,
 # which the vm suite shares, stays as it is: the sampler (scripts/kref-tcp-sampler.c: inet_diag
 # every 10 ms, where ss under TCG ran every 0.5-1.3 s) and the sender (scripts/kref-tcp-send.c:
 # 64 KiB writes, where busybox nc's 1 KiB ones bounded a stream under TCG).
-if [[ -n $tcp ]]; then
-  command -v gcc >/dev/null || die "the TCP cases build scripts/kref-tcp-*.c: gcc is not installed"
+if [[ -n $tcp || -n $fq_codel ]]; then
+  command -v gcc >/dev/null || die "the TCP and fq_codel cases build their senders: gcc is not installed"
   mkdir -p "$work/tools/usr/bin" "$work/image"
-  for t in kref-tcp-sampler kref-tcp-send; do
-    gcc -O2 -static -Wall -o "$work/tools/usr/bin/$t" "scripts/$t.c" \
-      || die "scripts/$t.c did not build (gcc -static needs libc6-dev's libc.a)"
+  for t in scripts/kref-tcp-sampler.c scripts/kref-tcp-send.c tests/vm/kref-fq-send.c; do
+    b=$(basename "$t" .c)
+    gcc -O2 -static -Wall -o "$work/tools/usr/bin/$b" "$t" \
+      || die "$t did not build (gcc -static needs libc6-dev's libc.a)"
   done
-  # sch_tbf for --tcp-rate: the module from the image's kernel package (it has no dependencies).
+  # sch_tbf for --tcp-rate and the fq_codel case's bottleneck: the module from the image's kernel package (it has no dependencies).
   tbf=$(find "$dir/modules" -path '*/kernel/net/sched/sch_tbf.ko' -print -quit)
   [[ -n $tbf ]] || die "no sch_tbf.ko under $dir/modules (scripts/vm-lab.sh image $dir unpacks it)"
   cp "$tbf" "$work/tools/usr/bin/"
-  (cd "$work/tools" && printf 'usr/bin/%s\n' kref-tcp-sampler kref-tcp-send sch_tbf.ko \
+  (cd "$work/tools" && printf 'usr/bin/%s\n' kref-tcp-sampler kref-tcp-send kref-fq-send sch_tbf.ko \
     | cpio -o -H newc --quiet) >"$work/tools.cpio"
   cat "$dir/initramfs.cpio.gz" "$work/tools.cpio" >"$work/image/initramfs.cpio.gz"
   truncate -s %4 "$work/image/initramfs.cpio.gz"
@@ -157,13 +163,28 @@ if [[ $bql != none ]]; then
       KREF_COUNT="$count" KREF_THREADS="$threads" KREF_PKT_SIZE="$pkt_size" KREF_CASE="bql_$b" || rc=1
   done
 fi
-[[ -z $tcp ]] || image=$work/image
+[[ -z $tcp && -z $fq_codel ]] || image=$work/image
 for s in ${tcp//,/ }; do
   [[ $s =~ ^[1-9][0-9]*$ ]] || die "--tcp takes stream counts, not $s"
   run_case "tcp_$s" "${common[@]}" KREF_MODE=tcp KREF_BQL_MIN= KREF_BQL_MAX= KREF_STREAMS="$s" \
     KREF_SECONDS="$tcp_seconds" KREF_SAMPLE_MS="$tcp_sample_ms" KREF_TCP_RATE="$tcp_rate" \
     KREF_SINK=10.0.2.100:5001 KREF_CASE="tcp_$s" || rc=1
 done
+
+# fq_codel under tbf (kernel-ref-guest.sh's fq_codel mode), two cases in one boot. drr: three
+# flows of 1514-, 700- and 150-byte frames, 74 frames sent at once into a 250 kbit/s tbf (~1 s
+# to drain, every flow backlogged for the first ~0.6 s: tc lists their buckets meanwhile),
+# CoDel's target far above any sojourn, so that only DRR decides the order. drops: two flows of 1000-byte frames (not ECN-capable: dropped) and 800-byte ones (ECT(0): marked),
+# 100 frames at once into 1 Mbit/s (~0.7 s), fq_codel's defaults (target 5ms interval 100ms).
+if [[ -n $fq_codel ]]; then
+  run_case fq_codel "${common[@]}" KREF_MODE=fq_codel KREF_BQL_MIN= KREF_BQL_MAX= \
+    KREF_FQ_DRR_RATE=250kbit KREF_FQ_DRR_WORDS="target 5s interval 10s" \
+    KREF_FQ_DRR_FLOWS="5001:1514:0 5002:700:0 5003:150:0" \
+    KREF_FQ_DRR_PATTERN="6x0.6x1.30x2.4x(01222222)" \
+    KREF_FQ_CODEL_RATE=1mbit KREF_FQ_CODEL_WORDS="" \
+    KREF_FQ_CODEL_FLOWS="6001:1000:0 6002:800:2" KREF_FQ_CODEL_PATTERN="50x(01)" \
+    KREF_CASE=fq_codel || rc=1
+fi
 
 if [[ -n $keep ]]; then
   mkdir -p "$keep"
