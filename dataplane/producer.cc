@@ -129,45 +129,55 @@ class MbufStash {
 
 }  // namespace
 
-void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, TxQueue& queue,
-                 const std::atomic<bool>& stop, ProducerStats& stats) {
+void RunProducer(const ProducerConfig& cfg, unsigned index, unsigned first_flow, rte_mempool* pool,
+                 TxQueue& queue, const std::atomic<bool>& stop, std::span<ProducerStats> stats) {
   if (!cfg.cpus.empty()) PinTo(cfg.cpus[index % cfg.cpus.size()]);
   pthread_setname_np(pthread_self(), fmt::format("txb-prod{}", index).substr(0, 15).c_str());
   // Paced sleeps end at their deadline, not up to 50 us later (the default timer slack).
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-  stats.registered = rte_thread_register() == 0;
-  FrameBuilder builder(cfg.proto, static_cast<uint16_t>(index), cfg.track_stages,
-                       index < cfg.first_seq.size() ? cfg.first_seq[index] : 0);
-  stats.next_seq.store(builder.next_seq());
-  // At full speed the flow always has data in flight: a GSO frame short of the goal waits.
-  Segmenter segmenter(cfg.proto, cfg.size, cfg.mtu, cfg.gso_frames,
-                      /*defer=*/cfg.pps_per_producer == 0);
-  const unsigned mss = segmenter.mss();
+  ProducerStats& thread_stats = stats[0];  // the thread's own counters: on its first flow's
+  thread_stats.registered = rte_thread_register() == 0;
+  const unsigned flows = std::max(1u, cfg.flows);
+  // Each flow a socket of its own: its frames (ports, sequence) and its corked remainder. At
+  // full speed a flow always has data in flight: a GSO frame short of the goal waits.
+  std::vector<FrameBuilder> builders;
+  std::vector<Segmenter> segmenters;
+  for (unsigned k = 0; k < flows; ++k) {
+    const unsigned f = first_flow + k;
+    builders.emplace_back(cfg.proto, static_cast<uint16_t>(f), cfg.track_stages,
+                          f < cfg.first_seq.size() ? cfg.first_seq[f] : 0);
+    stats[k].next_seq.store(builders.back().next_seq());
+    segmenters.emplace_back(cfg.proto, cfg.size, cfg.mtu, cfg.gso_frames,
+                            /*defer=*/cfg.pps_per_producer == 0);
+  }
+  const unsigned mss = segmenters[0].mss();
   const double interval = cfg.pps_per_producer > 0 ? cfg.tsc_hz / cfg.pps_per_producer : 0;
   // Producers start evenly staggered within one interval.
   double next = static_cast<double>(Now()) + interval * index / std::max(1u, cfg.procs);
+  unsigned cur = 0;  // the flow (of this producer's) the write in hand goes to
 
-  // --qdisc none: this producer's own batch, and when its first frame was buffered.
+  // --qdisc none: this producer's own batch (its flows' frames), and when its first was buffered.
   const FlushPolicy* own = cfg.own_batches;
   Batch batch;
   Tsc first = 0;
   const auto flush = [&] {
     // Its own batch is the producer's until now: TSQ charges it as it goes below the socket.
     if (cfg.tsq != nullptr)
-      for (rte_mbuf* m : batch.frames()) cfg.tsq->Charge(index, m);
+      for (rte_mbuf* m : batch.frames()) cfg.tsq->Charge(FlowOf(m), m);
     queue.SendBatch(batch);
     if (batch.empty()) return;
-    // Refused: dropped (counted by the queue). They are this flow's newest frames, so their
-    // sequence numbers go back and the receiver's gaps keep meaning loss after the driver.
+    // Refused: dropped (counted by the queue). They are the batch's tail, so each is its flow's
+    // newest: their sequence numbers go back and the receiver's gaps keep meaning loss after
+    // the driver.
     for (auto it = batch.frames().rbegin(); it != batch.frames().rend(); ++it)
-      builder.Unbuild(PayloadBytes(*it), WireFrames(*it));
+      builders[FlowOf(*it) - first_flow].Unbuild(PayloadBytes(*it), WireFrames(*it));
     if (cfg.tsq != nullptr)
-      for (rte_mbuf* m : batch.frames()) cfg.tsq->Uncharge(index, m);
+      for (rte_mbuf* m : batch.frames()) cfg.tsq->Uncharge(FlowOf(m), m);
     rte_pktmbuf_free_bulk(batch.frames().data(), batch.size());
     batch.Clear();
   };
   const auto flush_for = [&](FlushTrigger why) {
-    stats.flush_triggers[static_cast<size_t>(why)].Add();
+    thread_stats.flush_triggers[static_cast<size_t>(why)].Add();
     flush();
   };
   const auto maybe_flush = [&](bool write_done, Tsc now) {
@@ -183,6 +193,7 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
       cfg.stamp || interval > 0 || (own != nullptr && own->FlushBy(0) != kNever);
 
   const auto send = [&](unsigned payload) {
+    const unsigned flow = first_flow + cur;
     if (interval > 0) {
       while (!stop.load(std::memory_order_relaxed)) {
         const Tsc now = Now();
@@ -198,9 +209,9 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
       next += interval * SlicesOf(payload, mss);
     }
     // tcp_small_queue_check: with too much below the socket, wait for completions.
-    if (cfg.tsq != nullptr && cfg.tsq->Throttled(index)) {
-      stats.tsq_waits.Add();
-      cfg.tsq->WaitForRoom(index);
+    if (cfg.tsq != nullptr && cfg.tsq->Throttled(flow)) {
+      stats[cur].tsq_waits.Add();
+      cfg.tsq->WaitForRoom(flow);
     }
     // A GSO frame takes an mbuf per slice (gso.h), all or none at once: producers that each
     // held part of a frame in a short pool would wait for each other for ever.
@@ -209,7 +220,7 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
     const bool got = slices == 1 ? (chain[0] = stash.Take()) != nullptr
                                  : rte_pktmbuf_alloc_bulk(pool, chain.data(), slices) == 0;
     if (!got) {
-      stats.alloc_failures.Add();
+      thread_stats.alloc_failures.Add();
       SleepNs(kAllocBackoffNs);
       return;
     }
@@ -218,14 +229,14 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
     last_now = now;
     // Without timing the frame carries no stamp, even where pacing read the clock: a receiver
     // takes every frame of a --no-timing sender alike (kNoTxStamp: counted, no latency).
-    rte_mbuf* const m =
-        builder.BuildSlices({chain.data(), slices}, payload, mss, cfg.stamp ? now : kNoTxStamp);
-    stats.generated.Add(slices);
+    rte_mbuf* const m = builders[cur].BuildSlices({chain.data(), slices}, payload, mss,
+                                                  cfg.stamp ? now : kNoTxStamp);
+    stats[cur].generated.Add(slices);
     if (own == nullptr) {
-      if (cfg.tsq != nullptr) cfg.tsq->Charge(index, payload, slices);
+      if (cfg.tsq != nullptr) cfg.tsq->Charge(flow, payload, slices);
       if (!queue.Send(m, kProducerBand)) {
-        builder.Unbuild(payload, slices);
-        if (cfg.tsq != nullptr) cfg.tsq->Uncharge(index, payload, slices);
+        builders[cur].Unbuild(payload, slices);
+        if (cfg.tsq != nullptr) cfg.tsq->Uncharge(flow, payload, slices);
       }
       return;
     }
@@ -233,17 +244,23 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, T
     batch.Push(m);
     maybe_flush(false, now);
   };
+  unsigned turn = 0;  // whose turn the next write is, of this producer's flows
   while (!stop.load(std::memory_order_relaxed)) {
-    segmenter.Write(send);
+    // One write a flow in turn; under TSQ, to the next socket that may send.
+    cur = flows == 1 ? 0 : NextFlow(turn, flows, [&](unsigned k) {
+      return cfg.tsq != nullptr && cfg.tsq->Throttled(first_flow + k);
+    });
+    turn = cur + 1;
+    segmenters[cur].Write(send);
     // The write is done when its last frame was built: that frame's stamp is the clock.
     if (own != nullptr) maybe_flush(true, last_now);
   }
-  segmenter.Flush(send);
+  for (cur = 0; cur < flows; ++cur) segmenters[cur].Flush(send);
   // Whatever is left goes (or is dropped) before the producer ends.
   if (own != nullptr && !batch.empty()) flush_for(FlushTrigger::kEnd);
   stash.Release();
-  stats.next_seq.store(builder.next_seq());
-  if (stats.registered) rte_thread_unregister();
+  for (unsigned k = 0; k < flows; ++k) stats[k].next_seq.store(builders[k].next_seq());
+  if (thread_stats.registered) rte_thread_unregister();
 }
 
 }  // namespace txbatch

@@ -1,11 +1,13 @@
 #pragma once
 // Producers ("procs", DESIGN.md Terms): threads registered with EAL and pinned round-robin over
-// the allowed CPUs, each writing `size`-byte messages of its own flow as fast as possible or at a
-// paced rate, handing every frame to the queue (dev_queue_xmit).
+// the allowed CPUs, each writing `size`-byte messages of its own flows (--flows: a write each in
+// turn, as one thread writing to several sockets) as fast as possible or at a paced rate, handing
+// every frame to the queue (dev_queue_xmit).
 
 #include <rte_mempool.h>
 
 #include <atomic>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +45,9 @@ struct ProducerConfig {
   unsigned size = 0;
   unsigned mtu = 1500;
   unsigned procs = 1;
+  // The flows each producer sends (--flows; the probe: 1), each its own FrameBuilder (source
+  // port, sequence) and Segmenter (a TCP socket's corked remainder).
+  unsigned flows = 1;
   double pps_per_producer = 0;  // 0 = as fast as possible
   double tsc_hz = 0;
   std::vector<int> cpus;  // pinned round-robin; empty = not pinned
@@ -54,16 +59,17 @@ struct ProducerConfig {
   // Stamp every frame with the TSC (latency is measured from it). Off (--no-timing): frames
   // carry 0, and the clock is read only where pacing or a drain timer needs it.
   bool stamp = true;
-  // Producer i's first sequence number (missing: 0); a session's cells continue each flow.
+  // Flow f's first sequence number (missing: 0); a session's cells continue each flow.
   std::vector<uint64_t> first_seq;
   // TCP streams hand the stack GSO frames (--offload gso or tso, gso.h), not MSS frames.
   bool gso_frames = false;
-  // TCP Small Queues (tsq.h; flow = producer index): each frame waits for room below the
-  // socket and is charged there. Null: no TSQ.
+  // TCP Small Queues (tsq.h; by flow id): each frame waits for room below its flow's socket and
+  // is charged there. Null: no TSQ.
   TsqLedger* tsq = nullptr;
 };
 
-// One producer's counters, on its own cache line (producers write them on every frame).
+// One flow's counters, on its own cache line (producers write them on every frame). What is the
+// producer thread's — registered, alloc_failures, flush_triggers — is on its first flow's.
 struct alignas(64) ProducerStats {
   Counter generated;                    // wire frames: a GSO frame counts as its segments
   Counter alloc_failures;               // mbufs it could not get: never generated, not in the books
@@ -76,11 +82,24 @@ struct alignas(64) ProducerStats {
   std::array<Counter, kFlushTriggers> flush_triggers;
 };
 
-// Runs producer `index` until `stop`, then flushes its corked TCP remainder and returns. Paced
+// Runs producer `index`, sending flows first_flow .. first_flow + cfg.flows - 1 (stats: theirs,
+// cfg.flows of them), until `stop`, then flushes their corked TCP remainders and returns. Paced
 // sleeps end early on `stop`, so a producer returns promptly unless it is blocked in Send (see
 // TxQueue::Abort).
-void RunProducer(const ProducerConfig& cfg, unsigned index, rte_mempool* pool, TxQueue& queue,
-                 const std::atomic<bool>& stop, ProducerStats& stats);
+void RunProducer(const ProducerConfig& cfg, unsigned index, unsigned first_flow, rte_mempool* pool,
+                 TxQueue& queue, const std::atomic<bool>& stop, std::span<ProducerStats> stats);
+
+// Of a producer's `flows` flows, the one its next write goes to: from `next` on (its turn),
+// the first that `throttled(f)` (f from 0) does not hold back; `next` where every one is
+// throttled (the write waits for that one, as a blocking write to the next socket would).
+template <typename Throttled>
+unsigned NextFlow(unsigned next, unsigned flows, Throttled&& throttled) {
+  for (unsigned k = 0; k < flows; ++k) {
+    const unsigned f = (next + k) % flows;
+    if (!throttled(f)) return f;
+  }
+  return next % flows;
+}
 
 // Mean bytes on `wire` per frame of the frame mix `proto`/`size`/`mtu` produces (to turn bit/s
 // into frames/s): TCP sends full-MSS segments whatever the write size.

@@ -12,7 +12,7 @@ RxSink::RxSink(const RunWindow& window, double tsc_hz, unsigned flows, uint64_t 
       seq_window_(std::bit_ceil(std::max<uint64_t>(seq_window, uint64_t{1} << 16))),
       verify_headers_(verify_headers),
       timing_(timing),
-      flows_(flows, Flow{0, std::vector<uint64_t>(seq_window_ / 64, 0), {}}),
+      flows_(flows),
       flow_latency_(flow_latency ? flows : 0),
       meta_offset_(TxMetaOffset()) {}
 
@@ -82,6 +82,9 @@ void RxSink::CloseFlows(std::span<const uint64_t> next_seq) {
 }
 
 void RxSink::Track(Flow& flow, uint64_t seq) {
+  // Its window's bits when its first frame comes: a cell's queues each have a sink for every
+  // flow, and thousands of flows (--flows) would otherwise take 8 KiB each in every one.
+  if (flow.seen.empty()) flow.seen.assign(seq_window_ / 64, 0);
   if (seq >= flow.expect) {
     const uint64_t gap = seq - flow.expect;
     lost_.Add(gap);

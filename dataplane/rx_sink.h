@@ -52,6 +52,11 @@ struct FlowCounts {
 // counted foreign (out_of_sequence), not 2^32 and more frames lost.
 inline constexpr uint64_t kMaxSeqJump = uint64_t{1} << 32;
 
+// The most flows a sender sends and a receiver tracks (run --flows with --procs, sink --flows):
+// each its own source port (49152 + id: 16384 fit) and, in each sink that receives it, its own
+// sequence window (8 KiB at 65536 frames): 4096 keep that to 32 MiB a sink.
+inline constexpr unsigned kMaxFlows = 4096;
+
 class RxSink final : public FrameReceiver {
  public:
   // `seq_window`: how far behind the newest frame of its flow a late frame may arrive and still be
@@ -114,7 +119,7 @@ class RxSink final : public FrameReceiver {
   // a duplicate.
   struct Flow {
     uint64_t expect = 0;
-    std::vector<uint64_t> seen;  // a bit per sequence number, modulo the window
+    std::vector<uint64_t> seen;  // a bit per sequence number, modulo the window (from its first)
     FlowCounts counts;
   };
   bool Seen(const Flow& f, uint64_t seq) const {

@@ -53,7 +53,7 @@ double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire) {
   const double frames =
       (static_cast<double>(QdiscHolds(cfg)) + RequeueBound(cfg) + cfg.driver_spec.ring()) *
           cfg.queues * SlicesPerFrame(cfg) +
-      Flows(cfg);
+      Producers(cfg);
   double s = kDrainSlackS + frames * cfg.driver_spec.modelled_cost_ns() * 1e-9;
   if (wire.bits_per_s > 0)
     s += frames * wire.WireBytes(cfg.mtu + kEthHeaderBytes) * 8 / wire.bits_per_s;
@@ -79,7 +79,7 @@ double PpsPerProducer(const CellConfig& cfg, const WireSpec& wire) {
 bool TxLockInherits(const CellConfig& cfg, size_t cpus) {
   if (cfg.shape.noqueue) return false;
   if (cfg.shape.dedicated) return true;
-  return cpus == 0 || Flows(cfg) > cpus;
+  return cpus == 0 || Producers(cfg) > cpus;
 }
 
 TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::vector<int>& cpus) {
@@ -149,14 +149,24 @@ unsigned PoolSizeFor(const CellConfig& cfg, unsigned lcores) {
                    std::max(1u, cfg.queues) * slices;
   if (TsqActive(cfg)) {
     const uint64_t mss = MaxPayload(cfg.proto, cfg.mtu);
-    below = std::min(below, cfg.procs * ((cfg.tsq + mss - 1) / mss + 2 * slices));
+    below = std::min(below, uint64_t{LoadFlows(cfg)} * ((cfg.tsq + mss - 1) / mss + 2 * slices));
     // The probe is not held by TSQ: what its queue holds may be its frames (one slice each).
     if (cfg.probe) below += uint64_t{QdiscHolds(cfg)} + RequeueBound(cfg) + cfg.driver_spec.ring();
   }
-  const uint64_t n = below + uint64_t{Flows(cfg)} * (kProducerStash + slices) +
+  const uint64_t n = below + uint64_t{Producers(cfg)} * (kProducerStash + slices) +
                      (cfg.link ? cfg.link->limit : 0) +
-                     (lcores + Flows(cfg) + 2) * (kPoolCache * 3 / 2) + 1024;
+                     (lcores + Producers(cfg) + 2) * (kPoolCache * 3 / 2) + 1024;
   return static_cast<unsigned>(std::min<uint64_t>(n, 1u << 22));
+}
+
+double JainIndex(std::span<const uint64_t> received) {
+  double sum = 0, squares = 0;
+  for (const uint64_t x : received) {
+    sum += static_cast<double>(x);
+    squares += static_cast<double>(x) * static_cast<double>(x);
+  }
+  if (squares == 0) return 1;
+  return sum * sum / (static_cast<double>(received.size()) * squares);
 }
 
 CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, double cpu_ns,
@@ -169,12 +179,14 @@ CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, 
   return s;
 }
 
-void CloseSinks(std::span<RxSink* const> sinks, const std::vector<ProducerStats>& stats) {
+void CloseSinks(const CellConfig& cfg, std::span<RxSink* const> sinks,
+                const std::vector<ProducerStats>& stats) {
   for (size_t q = 0; q < sinks.size(); ++q) {
     // Frames lost at the very end of a flow show no gap: tell each queue's sink where its flows
-    // (producer i on queue i mod queues) ended; the others' stay where they started.
+    // (producer i's on queue i mod queues) ended; the others' stay where they started.
     std::vector<uint64_t> next_seq(stats.size(), 0);
-    for (size_t f = q; f < stats.size(); f += sinks.size()) next_seq[f] = stats[f].next_seq.load();
+    for (unsigned f = 0; f < stats.size(); ++f)
+      if (ProducerOfFlow(cfg, f) % sinks.size() == q) next_seq[f] = stats[f].next_seq.load();
     sinks[q]->CloseFlows(next_seq);
     if (q > 0) sinks[0]->Absorb(*sinks[q]);
   }
@@ -295,9 +307,15 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
     if (cfg.per_flow)
       for (unsigned f = 0; f < flows.size(); ++f)
         r.flows.push_back({f, flows[f], sink.flow_latency(f), generated(f)});
-    if (cfg.probe && cfg.procs < flows.size())
-      r.probe = CellResult::Flow{cfg.procs, flows[cfg.procs], sink.flow_latency(cfg.procs),
-                                 generated(cfg.procs)};
+    if (LoadFlows(cfg) > 1 && LoadFlows(cfg) <= flows.size()) {
+      std::vector<uint64_t> got;
+      for (unsigned f = 0; f < LoadFlows(cfg); ++f) got.push_back(flows[f].received);
+      const auto [lo, hi] = std::minmax_element(got.begin(), got.end());
+      r.fairness = CellResult::Fairness{LoadFlows(cfg), JainIndex(got), *lo, *hi};
+    }
+    const unsigned probe = ProbeFlow(cfg);
+    if (cfg.probe && probe < flows.size())
+      r.probe = CellResult::Flow{probe, flows[probe], sink.flow_latency(probe), generated(probe)};
   }
   r.irq_max_late_us = static_cast<double>(qc.irq_max_late_tsc.Get()) * 1e6 / tsc_hz;
   r.wire_max_idle_us = static_cast<double>(dc.window_max_idle_tsc.Get()) * 1e6 / tsc_hz;
@@ -329,7 +347,8 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
     r.flush_triggers[t] = qc.flush_triggers[t].Get();
     for (const auto& s : stats) r.flush_triggers[t] += s.flush_triggers[t].Get();
   }
-  for (const auto& s : stats) r.unregistered_threads += s.registered ? 0 : 1;
+  for (unsigned i = 0; i < Producers(cfg); ++i)  // a thread's own counters: its first flow's
+    r.unregistered_threads += stats[ProducerFlows(cfg, i).first].registered ? 0 : 1;
   r.drops["qdisc_full"] = qc.dropped_qdisc_full.Get();
   if (cfg.shape.noqueue) r.drops["noqueue"] = qc.dropped_noqueue.Get();
   k.dropped_queued = qc.qdisc.dropped_queued();

@@ -41,6 +41,9 @@ struct CellConfig {
   PolicySpec policy;
   unsigned size = 65536;
   unsigned procs = 1;
+  // --flows: the flows each producer sends (its sockets, each its own 5-tuple and sequence), a
+  // write each in turn (ProducerFlows); producer i's are flows i x flows .. i x flows + flows - 1.
+  unsigned flows = 1;
   // TX queues (--queues), each with its own qdisc, runner and txirq; producer i sends on queue
   // i mod queues (XPS); on emu their rings share one wire.
   unsigned queues = 1;
@@ -68,7 +71,7 @@ struct CellConfig {
   // --per-flow: the sink keeps each flow's counts and latency (CellResult::flows; a second
   // histogram update a received frame).
   bool per_flow = false;
-  // --probe: one more producer, of its own flow (the last, index procs), sending
+  // --probe: one more producer, of its own flow (the last: ProbeFlow), sending
   // kProbePayload-byte UDP datagrams at this rate beside the load: a latency probe, as Flent's
   // rrul pings beside its bulk flows (CellResult::probe). Unset: none.
   std::optional<RateSpec> probe;
@@ -212,6 +215,16 @@ struct CellResult {
   std::vector<Flow> flows;
   // With --probe where frames come back: the probe's flow (as a --per-flow entry).
   std::optional<Flow> probe;
+  // With more than one flow in the load (--procs, --flows) where frames come back: how evenly
+  // the load's flows (the probe left out) were served — Jain's index over each flow's received
+  // frames over the cell, (sum x)^2 / (n sum x^2): 1 when every flow got the same, 1/n when one
+  // got all — and the least and most a flow received.
+  struct Fairness {
+    unsigned flows = 0;
+    double jain = 0;
+    uint64_t min_received = 0, max_received = 0;
+  };
+  std::optional<Fairness> fairness;
   Books books;
   std::optional<double> ceiling_mpps, ceiling_mb_per_s;
   std::optional<bool> link_bound;
@@ -264,8 +277,31 @@ TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::ve
 
 // The probe's frames (--probe): UDP datagrams that carry the txbatch header alone (60 bytes).
 inline constexpr unsigned kProbePayload = kTxbatchHeaderBytes;
-// The producer threads (and flows) of `cfg`: its procs, and the probe, the last, where it has one.
-inline unsigned Flows(const CellConfig& cfg) { return cfg.procs + (cfg.probe ? 1 : 0); }
+// Jain's fairness index of `received` (CellResult::Fairness); empty input or all zero: 1.
+double JainIndex(std::span<const uint64_t> received);
+
+// The producer threads of `cfg`: its procs, and the probe (index procs), where it has one.
+inline unsigned Producers(const CellConfig& cfg) { return cfg.procs + (cfg.probe ? 1 : 0); }
+// The flows of `cfg` (each its own source port and sequence): --flows for each of its procs, and
+// the probe's, the last, where it has one.
+inline unsigned Flows(const CellConfig& cfg) {
+  return cfg.procs * cfg.flows + (cfg.probe ? 1 : 0);
+}
+// The load's flows, the probe's left out: flows 0 .. LoadFlows - 1.
+inline unsigned LoadFlows(const CellConfig& cfg) { return cfg.procs * cfg.flows; }
+// The probe's flow (where it has one): the last.
+inline unsigned ProbeFlow(const CellConfig& cfg) { return LoadFlows(cfg); }
+// Producer `i`'s flows: [first, first + count). The probe's is one.
+struct FlowRange {
+  unsigned first = 0, count = 1;
+};
+inline FlowRange ProducerFlows(const CellConfig& cfg, unsigned i) {
+  return i < cfg.procs ? FlowRange{i * cfg.flows, cfg.flows} : FlowRange{ProbeFlow(cfg), 1};
+}
+// The producer that sends flow `f`.
+inline unsigned ProducerOfFlow(const CellConfig& cfg, unsigned f) {
+  return f < LoadFlows(cfg) ? f / cfg.flows : cfg.procs;
+}
 // The probe's frames a second: its rate, one given in bits turned into its frames on `wire`.
 double ProbePps(const CellConfig& cfg, const WireSpec& wire);
 
@@ -336,9 +372,10 @@ struct CellRun {
   Tsc run_start = 0, window_start = 0, window_end = 0, stopped_at = 0, drained_at = 0;
 };
 
-// Closes each queue's sink (producer i's flow is on sink i mod sinks.size()) and absorbs them all
-// into sinks[0], which then holds the cell's receive side. Before ResultOf.
-void CloseSinks(std::span<RxSink* const> sinks, const std::vector<ProducerStats>& stats);
+// Closes each queue's sink (producer i's flows are on sink i mod sinks.size()) and absorbs them
+// all into sinks[0], which then holds the cell's receive side. Before ResultOf.
+void CloseSinks(const CellConfig& cfg, std::span<RxSink* const> sinks,
+                const std::vector<ProducerStats>& stats);
 
 // The cell's result and books from `run`, except what needs the driver gone (mbufs_in_use,
 // balanced): the caller frees the driver, then counts the pool. The sink must be closed

@@ -30,7 +30,8 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
                            const std::vector<int>& cpus, const std::atomic<bool>& stop,
                            std::vector<uint64_t>* flow_seq) {
   RunWindow window;
-  const unsigned flows = Flows(cfg);  // the producers, the probe the last where there is one
+  const unsigned flows = Flows(cfg);  // the producers' flows, the probe's the last where there is one
+  const unsigned nprod = Producers(cfg);
   std::vector<uint64_t> first_seq(flows, 0);
   if (flow_seq != nullptr)
     for (size_t f = 0; f < std::min(first_seq.size(), flow_seq->size()); ++f)
@@ -82,6 +83,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   pcfg.size = cfg.size;
   pcfg.mtu = cfg.mtu;
   pcfg.procs = cfg.procs;
+  pcfg.flows = cfg.flows;
   pcfg.tsc_hz = tsc_hz;
   pcfg.cpus = cpus;
   if (cfg.shape.noqueue) pcfg.own_batches = policy.get();
@@ -90,7 +92,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   pcfg.first_seq = first_seq;
   pcfg.gso_frames = cfg.offload != Offload::kNone;
   if (TsqActive(cfg)) {
-    tsq.emplace(cfg.procs, TsqModelFor(cfg, tsc_hz));
+    tsq.emplace(LoadFlows(cfg), TsqModelFor(cfg, tsc_hz));
     for (auto& d : drivers) d->set_tsq(&*tsq);
     for (auto& q : queues) q->set_tsq(&*tsq);
     pcfg.tsq = &*tsq;
@@ -100,8 +102,9 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   std::atomic<bool> stop_producers{false};
   std::atomic<unsigned> producers_done{0};
   std::vector<ProducerStats> stats(flows);
-  // The probe (--probe): small UDP datagrams at its own rate, no TSQ (flow procs).
+  // The probe (--probe): small UDP datagrams at its own rate, no TSQ (the last flow).
   ProducerConfig probe_cfg = pcfg;
+  probe_cfg.flows = 1;
   probe_cfg.proto = Proto::kUdp;
   probe_cfg.size = kProbePayload;
   probe_cfg.pps_per_producer = ProbePps(cfg, wire);
@@ -111,12 +114,13 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
 
   const Tsc run_start = Now();
   for (auto& q : queues) q->StartIrq();
-  producers.reserve(flows);
-  for (unsigned i = 0; i < flows; ++i)
+  producers.reserve(nprod);
+  for (unsigned i = 0; i < nprod; ++i)
     producers.emplace_back([&, i] {
       // XPS: producer i sends on queue i mod queues.
-      RunProducer(i < cfg.procs ? pcfg : probe_cfg, i, pool, *queues[i % nq], stop_producers,
-                  stats[i]);
+      const FlowRange own = ProducerFlows(cfg, i);
+      RunProducer(i < cfg.procs ? pcfg : probe_cfg, i, own.first, pool, *queues[i % nq],
+                  stop_producers, std::span(stats).subspan(own.first, own.count));
       producers_done.fetch_add(1);
     });
 
@@ -169,9 +173,9 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   for (auto& q : queues) q->Drain();
   const double drain_budget_s = DrainBudgetS(cfg, wire);
   const Tsc drain_deadline = stopped_at + static_cast<Tsc>(drain_budget_s * tsc_hz);
-  while ((producers_done.load() < flows || !idle()) && Now() < drain_deadline) SleepNs(20000);
+  while ((producers_done.load() < nprod || !idle()) && Now() < drain_deadline) SleepNs(20000);
   const Tsc drained_at = Now();
-  const bool drained = producers_done.load() == flows && idle();
+  const bool drained = producers_done.load() == nprod && idle();
   if (!drained)
     for (auto& q : queues) q->Abort();  // blocked producers drop (counted "aborted") and return
   if (!drained && tsq) tsq->Abort();    // throttled ones return too
@@ -197,7 +201,7 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   QueueTotals totals;
   for (unsigned q = 0; q < nq; ++q)
     totals.Add(*drivers[q], queues[q]->counters(), queues[q]->backlog(), queues[q]->bql_limit());
-  CloseSinks(sink_ptrs, stats);
+  CloseSinks(cfg, sink_ptrs, stats);
   CellRun run{cfg, driver, totals, *sinks.front(), stats, a, b};
   run.tsc_hz = tsc_hz;
   run.run_start = run_start;

@@ -158,7 +158,7 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
   env.tsc_hz = (*eal)->tsc_hz();
   env.cpus = (*eal)->cpus();
   unsigned max_procs = 0;
-  for (const auto& c : cells) max_procs = std::max(max_procs, Flows(c));
+  for (const auto& c : cells) max_procs = std::max(max_procs, Producers(c));
   env.pinning = DescribePinning(max_procs, env.cpus);
   // Cut where DPDK would drop it unmarked: the words that fit, and how many did not.
   const TelemetryFit command_line =

@@ -148,6 +148,9 @@ class Simulation {
   Tsc stop_at_ = kNever;
   // The probe (--probe), the last producer: UDP datagrams at its own pace, never throttled.
   bool IsProbe(const SimActor& p) const { return p.index >= cfg_.procs; }
+  // Picks the flow of `p`'s next write (RunProducer's turn: the next one TSQ does not hold
+  // back); finishing, the next flow with a corked remainder. Returns false when none is left.
+  bool NextWrite(SimActor& p);
   double Interval(const SimActor& p) const { return IsProbe(p) ? probe_interval_ : interval_; }
 };
 
@@ -310,19 +313,39 @@ void Simulation::AfterStep(SimActor& a, Tsc start) {
   Switch(core, a.ran_to);
 }
 
+bool Simulation::NextWrite(SimActor& p) {
+  p.write.clear();
+  p.next_frame = 0;
+  const FlowRange own = ProducerFlows(cfg_, p.index);
+  if (p.finishing) {
+    // As RunProducer: each flow's corked TCP remainder goes, then the producer ends.
+    for (; p.turn < own.count && p.write.empty(); ++p.turn) {
+      p.flow = own.first + p.turn;
+      segmenters_[p.flow].Flush([&](unsigned payload) { p.write.push_back(payload); });
+    }
+    return !p.write.empty();
+  }
+  const bool tsq = tsq_ && !IsProbe(p);
+  const unsigned k = NextFlow(p.turn, own.count, [&](unsigned f) {
+    return tsq && tsq_->Throttled(own.first + f);
+  });
+  p.flow = own.first + k;
+  p.turn = k + 1;
+  cpu_.Work(p, c_.write);
+  segmenters_[p.flow].Write([&](unsigned payload) { p.write.push_back(payload); });
+  return true;
+}
+
 void Simulation::Build(SimActor& p) {
   if (p.next_frame == p.write.size()) {
-    if (p.finishing) return Finish(p);
-    p.write.clear();
-    p.next_frame = 0;
-    if (p.t >= stop_at_) {
-      // As RunProducer: the corked TCP remainder goes, then the producer ends.
+    if (p.finishing) {
+      if (!NextWrite(p)) return Finish(p);
+    } else if (p.t >= stop_at_) {
       p.finishing = true;
-      segmenters_[p.index].Flush([&](unsigned payload) { p.write.push_back(payload); });
-      if (p.write.empty()) return Finish(p);
+      p.turn = 0;
+      if (!NextWrite(p)) return Finish(p);
     } else {
-      cpu_.Work(p, c_.write);
-      segmenters_[p.index].Write([&](unsigned payload) { p.write.push_back(payload); });
+      NextWrite(p);
       if (p.write.empty()) return;  // corked: the next write completes a segment
     }
   }
@@ -339,15 +362,15 @@ void Simulation::Build(SimActor& p) {
   }
   // tcp_small_queue_check: with too much below the socket, sleep until a release.
   const bool tsq = tsq_ && !IsProbe(p);
-  if (tsq && tsq_->Throttled(p.index)) {
-    if (!p.tsq_throttled) stats_[p.index].tsq_waits.Add();
+  if (tsq && tsq_->Throttled(p.flow)) {
+    if (!p.tsq_throttled) stats_[p.flow].tsq_waits.Add();
     p.tsq_throttled = true;
     p.t = kNever;
     return;
   }
   p.tsq_throttled = false;
   const unsigned payload = p.write[p.next_frame];
-  const unsigned mss = segmenters_[p.index].mss();
+  const unsigned mss = segmenters_[p.flow].mss();
   // A GSO frame takes an mbuf per slice and a pace interval per segment (RunProducer's).
   const unsigned slices = SlicesOf(payload, mss);
   if (interval > 0 && !p.finishing) p.next_pace += interval * slices;
@@ -355,17 +378,17 @@ void Simulation::Build(SimActor& p) {
   std::array<rte_mbuf*, kMaxGsoSegs> chain;
   if (rte_pktmbuf_alloc_bulk(pool_, chain.data(), slices) != 0) {
     // The pool is empty (--pool-size): back off as the real producer does, asleep.
-    stats_[p.index].alloc_failures.Add();
+    stats_[ProducerFlows(cfg_, p.index).first].alloc_failures.Add();  // the thread's
     p.t += static_cast<Tsc>(kAllocBackoffS * tsc_hz_);
     p.timer = p.t;  // nanosleep
     return;
   }
   // An mbuf whose lines another CPU has comes through the pool's shared stack (`recycle`).
   cpu_.Work(p, c_.frame * slices + c_.recycle * pool_cpus_.Reused(slices, p.cpu));
-  rte_mbuf* const m = builders_[p.index].BuildSlices({chain.data(), slices}, payload, mss, p.t);
+  rte_mbuf* const m = builders_[p.flow].BuildSlices({chain.data(), slices}, payload, mss, p.t);
   pool_cpus_.Built(m);
-  stats_[p.index].generated.Add(slices);
-  if (tsq && !cfg_.shape.noqueue) tsq_->Charge(p.index, payload, slices);  // own batch: at FlushOwn
+  stats_[p.flow].generated.Add(slices);
+  if (tsq && !cfg_.shape.noqueue) tsq_->Charge(p.flow, payload, slices);  // own batch: at FlushOwn
   p.held = m;
   p.held_payload = payload;
   p.held_waited = false;
@@ -400,8 +423,8 @@ void Simulation::Enqueue(SimActor& p) {
   // (the probe's too, on a queue of stream producers: the real queue's block_when_full).
   if (!cfg_.stream) {
     q.counters().dropped_qdisc_full.Add(WireFrames(m));
-    if (tsq_ && !IsProbe(p)) tsq_->Uncharge(p.index, p.held_payload, WireFrames(m));
-    builders_[p.index].Unbuild(p.held_payload, WireFrames(m));
+    if (tsq_ && !IsProbe(p)) tsq_->Uncharge(p.flow, p.held_payload, WireFrames(m));
+    builders_[p.flow].Unbuild(p.held_payload, WireFrames(m));
     rte_pktmbuf_free(m);
     p.held = nullptr;
     return;
@@ -416,7 +439,9 @@ void Simulation::Finish(SimActor& p) {
     FlushOwn(p, FlushTrigger::kEnd);
     if (p.step == SimStep::kFlush) return;  // the TX lock was held: again after the flush
   }
-  stats_[p.index].next_seq.store(builders_[p.index].next_seq());
+  const FlowRange own = ProducerFlows(cfg_, p.index);
+  for (unsigned f = own.first; f < own.first + own.count; ++f)
+    stats_[f].next_seq.store(builders_[f].next_seq());
   p.step = SimStep::kDone;
   p.t = kNever;
   --producers_left_;
@@ -426,7 +451,7 @@ void Simulation::FlushOwn(SimActor& p, FlushTrigger why) {
   // Its own batch goes below the socket now (RunProducer's; the probe has no TSQ).
   const bool tsq = tsq_ && !IsProbe(p);
   if (tsq)
-    for (rte_mbuf* m : p.own.frames()) tsq_->Charge(p.index, m);
+    for (rte_mbuf* m : p.own.frames()) tsq_->Charge(FlowOf(m), m);
   if (!p.q->SendBatch(p, p.own)) {
     // The batch was cut into segments (the flush again at once), or the TX lock was held
     // (the flush again when Acquire says): nothing went. Not a driver call: a release its
@@ -434,18 +459,19 @@ void Simulation::FlushOwn(SimActor& p, FlushTrigger why) {
     // (another actor's, later: a producer running on past a GSO cut was moved on to it).
     clock_.now = p.ran_to;
     if (tsq)
-      for (rte_mbuf* m : p.own.frames()) tsq_->Uncharge(p.index, m);
+      for (rte_mbuf* m : p.own.frames()) tsq_->Uncharge(FlowOf(m), m);
     p.flush_why = why;
     p.step = SimStep::kFlush;
     return;
   }
   if (p.step == SimStep::kFlush) p.step = SimStep::kBuild;
-  stats_[p.index].flush_triggers[static_cast<size_t>(why)].Add();
-  // Refused (Linux drops what a device without a queue refuses): their numbers go back.
+  stats_[ProducerFlows(cfg_, p.index).first].flush_triggers[static_cast<size_t>(why)].Add();
+  // Refused (Linux drops what a device without a queue refuses): their numbers go back (the
+  // batch's tail: each its flow's newest).
   for (auto it = p.own.frames().rbegin(); it != p.own.frames().rend(); ++it)
-    builders_[p.index].Unbuild(PayloadBytes(*it), WireFrames(*it));
+    builders_[FlowOf(*it)].Unbuild(PayloadBytes(*it), WireFrames(*it));
   if (tsq)
-    for (rte_mbuf* m : p.own.frames()) tsq_->Uncharge(p.index, m);
+    for (rte_mbuf* m : p.own.frames()) tsq_->Uncharge(FlowOf(m), m);
   if (!p.own.empty()) rte_pktmbuf_free_bulk(p.own.frames().data(), p.own.size());
   p.own.Clear();
 }
@@ -513,7 +539,8 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     return MakeError(ENOSPC,
                      "the cost model's recycle needs 2 bytes of the mbuf's dynamic fields and "
                      "none are left; valid: a cost model with recycle 0");
-  const unsigned flows = Flows(cfg_);  // the producers, the probe the last where there is one
+  const unsigned flows = Flows(cfg_);  // the producers' flows, the probe's the last where there is one
+  const unsigned nprod = Producers(cfg_);
   std::vector<uint64_t> first_seq(flows, 0);
   if (flow_seq != nullptr)
     for (size_t f = 0; f < std::min(first_seq.size(), flow_seq->size()); ++f)
@@ -540,7 +567,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     l.q = std::make_unique<SimQueue>(*l.driver, l.sink.get(), *policy_, qcfg, cpu_, clock_);
   }
   if (TsqActive(cfg_)) {
-    tsq_.emplace(cfg_.procs, TsqModelFor(cfg_, tsc_hz_));
+    tsq_.emplace(LoadFlows(cfg_), TsqModelFor(cfg_, tsc_hz_));
     for (Lane& l : lanes_) {
       l.driver->set_tsq(&*tsq_);
       l.q->qdisc().set_tsq(&*tsq_);
@@ -548,8 +575,8 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     // A release wakes its flow's throttled producer, at the releasing step's time (the
     // kernel's TSQ tasklet runs on the completing CPU); it looks again.
     tsq_->set_on_release([this](unsigned flow) {
-      SimActor& p = actors_[flow];
-      if (!p.tsq_throttled) return;
+      SimActor& p = actors_[ProducerOfFlow(cfg_, flow)];
+      if (!p.tsq_throttled || p.flow != flow) return;
       if (stepping_ != nullptr) {
         // Inside the stepping actor's driver call, at the driver's clock: the call ran to here,
         // the wake's futex call comes after.
@@ -565,7 +592,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   const double probe_pps = ProbePps(cfg_, wire);
   probe_interval_ = probe_pps > 0 ? tsc_hz_ / probe_pps : 0;
 
-  actors_.reserve(flows + 2 * nq);  // never reallocated: queues point into it
+  actors_.reserve(nprod + 2 * nq);  // never reallocated: queues point into it
   // The CPUs, and each actor on one as the real engine places them (PlaceThreads).
   cores_.resize(cfg_.cost.cpus);
   idle_.assign(cfg_.cost.cpus, SimIdle{.busy_to = origin});  // busy setting the cell up
@@ -573,20 +600,23 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   std::vector<Tsc> tick_at(cores_.size());
   for (size_t i = 0; i < cores_.size(); ++i)
     tick_at[i] = origin + c_.tick_interval * (i + 1) / cores_.size();
-  const SimPlacement placed = PlaceThreads(flows, nq, cfg_.shape.dedicated, cfg_.cost.cpus);
-  std::vector<int> flow_cpus;
-  for (unsigned i = 0; i < flows; ++i) {
-    const bool probe = i >= cfg_.procs;
-    builders_.emplace_back(probe ? Proto::kUdp : cfg_.proto, static_cast<uint16_t>(i),
-                           /*track_stages=*/true, first_seq[i]);
+  const SimPlacement placed = PlaceThreads(nprod, nq, cfg_.shape.dedicated, cfg_.cost.cpus);
+  for (unsigned f = 0; f < flows; ++f) {
+    const bool probe = f == ProbeFlow(cfg_) && cfg_.probe;
+    builders_.emplace_back(probe ? Proto::kUdp : cfg_.proto, static_cast<uint16_t>(f),
+                           /*track_stages=*/true, first_seq[f]);
     if (probe)
       segmenters_.emplace_back(Proto::kUdp, kProbePayload, cfg_.mtu, false,
                                /*defer=*/probe_interval_ == 0);
     else
       segmenters_.emplace_back(cfg_.proto, cfg_.size, cfg_.mtu, cfg_.offload != Offload::kNone,
                                /*defer=*/interval_ == 0);
-    stats_[i].registered = true;
-    stats_[i].next_seq.store(first_seq[i]);
+    stats_[f].registered = true;
+    stats_[f].next_seq.store(first_seq[f]);
+  }
+  std::vector<int> flow_cpus(flows, -1);  // each flow's producer's CPU
+  for (unsigned i = 0; i < nprod; ++i) {
+    const bool probe = i >= cfg_.procs;
     SimActor& p = actors_.emplace_back();
     p.role = SimRole::kProducer;
     p.q = lanes_[i % nq].q.get();  // XPS: producer i sends on queue i mod queues
@@ -598,9 +628,11 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
         static_cast<double>(origin) + (probe ? probe_interval_ : interval_ * i / cfg_.procs);
     p.t = origin;
     p.cpu = placed.producers[i];
-    flow_cpus.push_back(p.cpu);
+    const FlowRange own = ProducerFlows(cfg_, i);
+    p.flow = own.first;
+    for (unsigned f = own.first; f < own.first + own.count; ++f) flow_cpus[f] = p.cpu;
   }
-  producers_left_ = flows;
+  producers_left_ = nprod;
   std::vector<SimActor*> runners(nq, nullptr);
   if (cfg_.shape.dedicated)
     for (unsigned i = 0; i < nq; ++i) {
@@ -737,7 +769,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     totals.Add(*l.driver, l.q->counters(), l.q->qdisc().backlog(), l.q->dev().bql_limit());
     sinks.push_back(l.sink.get());
   }
-  CloseSinks(sinks, stats_);
+  CloseSinks(cfg_, sinks, stats_);
   const Lane& first = lanes_.front();
   CellRun run{cfg_, *first.driver, totals, *first.sink, stats_, a, b};
   run.tsc_hz = tsc_hz_;

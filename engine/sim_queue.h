@@ -134,7 +134,7 @@ class SimQueue;
 struct SimActor {
   SimRole role = SimRole::kProducer;
   SimQueue* q = nullptr;  // the TX queue it sends on (producer i: queue i mod queues)
-  unsigned index = 0;     // producer index (flow); ties in time go to the lower actor number
+  unsigned index = 0;     // producer index; ties in time go to the lower actor number
   SimStep step = SimStep::kBuild;
   Tsc t = kNever;                  // when its next step happens (kNever: asleep until woken)
   Tsc busy = 0;                    // cycles of CPU it used inside the window
@@ -156,6 +156,8 @@ struct SimActor {
   FlushTrigger flush_why = FlushTrigger::kNone;  // kFlush: why its own batch goes
   Tsc send_t0 = kNever;  // kFlush: when its first try began (tx_cycles counts the retries)
   // Producer.
+  unsigned flow = 0;   // the flow (its id) the current write goes to
+  unsigned turn = 0;   // of its flows (0 ..), whose turn the next write is; finishing: to flush
   std::vector<unsigned> write;  // payloads of the current write's frames
   size_t next_frame = 0;
   bool finishing = false;  // generation stopped: these are the corked remainder

@@ -165,6 +165,11 @@ CellConfig ConfigFrom(const json& c) {
   cfg.sync_auto = c.value("sync_auto", false);
   cfg.timing = c.value("timing", true);
   cfg.per_flow = c.value("per_flow", false);
+  const json& flows = c.value("flows", json(1));  // before 2026-12-07: one a producer
+  cfg.flows = Whole{flows};
+  if (cfg.flows < 1)
+    throw json::type_error::create(302, "flows (each producer's) of 1 or more was expected, not 0",
+                                   &flows);
   if (const json& p = c.value("probe", json()); p.is_string()) cfg.probe = RecordRate(p);
   if (const json& b = c.value("bql", json()); b.is_object())
     cfg.bql = BqlBounds{Whole{b.at("limit_min")}, Whole{b.at("limit_max")},
@@ -288,6 +293,10 @@ CellResult ResultFrom(const json& r) {
   if (const json& flows = r.value("per_flow", json()); flows.is_array())
     for (const json& f : flows) x.flows.push_back(flow_from(f));
   if (const json& p = r.value("probe", json()); !p.is_null()) x.probe = flow_from(p);
+  if (const json& f = r.value("fairness", json()); !f.is_null())
+    x.fairness = CellResult::Fairness{static_cast<unsigned>(Whole{f.at("flows")}),
+                                      f.at("jain").get<double>(), Whole{f.at("min_received")},
+                                      Whole{f.at("max_received")}};
   for (const json& p : r.value("latency_by_position_ns", json::array()))
     x.lat_by_position.emplace_back(p.at("positions").get<std::string>(), *SummaryFrom(p));
   const json& a = r.at("accounting");

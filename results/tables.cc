@@ -185,7 +185,7 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
   // once per pair.
   std::set<std::pair<unsigned, unsigned>> idle;
   for (const auto& cell : cells)
-    if (cell.queues > Flows(cell)) idle.insert({Flows(cell), cell.queues});
+    if (cell.queues > Producers(cell)) idle.insert({Producers(cell), cell.queues});
   for (const auto& [procs, queues] : idle)
     fmt::print(out,
                "note: procs {} with --queues {}: {} no producer (producer i sends on queue i mod "
@@ -260,8 +260,8 @@ void PrintFlows(std::FILE* out, const std::vector<CellRecord>& records) {
   if (p50s.empty()) return;
   const LatencyUnit u50 = ColumnUnit(p50s), u99 = ColumnUnit(p99s);
   fmt::print(out,
-             "\nPer flow (a producer's frames; counted over each cell run, latency of those in "
-             "its window):\n{:<14} {:>8} {:>6} {:>6} {:>5} {:>12} {:>9} {:>10} {:>9} {:>9} "
+             "\nPer flow (a flow's frames: a producer's, one of its --flows; counted over each "
+             "cell run, latency of those in its window):\n{:<14} {:>8} {:>6} {:>6} {:>5} {:>12} {:>9} {:>10} {:>9} {:>9} "
              "{:>9}  {}\n",
              "Policy", "Size", "Procs", "Round", "Flow", "Received", "Lost", "Duplicated",
              "Reordered", "lat p50", "lat p99", "driver");
@@ -274,6 +274,26 @@ void PrintFlows(std::FILE* out, const std::vector<CellRecord>& records) {
                  LatencyText(p50s[i], u50), LatencyText(p99s[i], u99), rec.config.driver);
       ++i;
     }
+}
+
+// --flows above 1 or --per-flow: how evenly each cell run's load flows were served.
+void PrintFairness(std::FILE* out, const std::vector<CellRecord>& records) {
+  if (std::none_of(records.begin(), records.end(), [](const CellRecord& r) {
+        return r.result.fairness && (r.config.flows > 1 || r.config.per_flow);
+      }))
+    return;
+  fmt::print(out,
+             "\nFairness (Jain's index over the load's flows' received frames, (sum x)^2 / "
+             "(n sum x^2): 1 every flow alike, 1/n one flow all; the probe left out):\n"
+             "{:<14} {:>8} {:>6} {:>6} {:>6} {:>7} {:>12} {:>12}  {}\n",
+             "Policy", "Size", "Procs", "Flows", "Round", "Jain", "Least", "Most",
+             "driver [qdisc shape]");
+  for (const CellRecord& rec : records)
+    if (const auto& f = rec.result.fairness)
+      fmt::print(out, "{:<14} {:>8} {:>6} {:>6} {:>6} {:>7.4f} {:>12} {:>12}  {} [{}]\n",
+                 rec.config.policy.ToString(), rec.config.size, rec.config.procs, f->flows,
+                 rec.round, f->jain, f->min_received, f->max_received, rec.config.driver,
+                 ShapeName(rec.config));
 }
 
 // --probe: a row per cell run, the probe's flow beside the load (what a sparse flow waits).
@@ -423,6 +443,7 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
              "the frame's TX stamp (qdisc wait included).\n");
   PrintLatencyStages(out, rows);
   PrintFlows(out, records);
+  PrintFairness(out, records);
   PrintProbe(out, records);
   size_t bound = 0;
   for (const auto& rec : records) bound += rec.result.link_bound.value_or(false) ? 1 : 0;

@@ -120,6 +120,12 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
   AddOptionWithDefault(cmd, "--procs", a.procs,
                        "Producer threads sharing the TX queue, comma-separated "
                        "(1..64)");
+  AddWholeNumberOption(
+      cmd, "--flows", a.flows,
+      "Flows each producer sends (1..4096 in all, the probe's included): a source port and a "
+      "sequence each, one write each in turn (a TCP socket each: TCP Small Queues per flow), "
+      "as pktgen's flows and udp_src_min/max; the sink counts each, records give Jain's index "
+      "over them (results.fairness) and fq_codel hashes them apart");
   AddOptionWithDefault(cmd, "--queues", a.queues,
                        "TX queues, comma-separated (1..64): each its own qdisc, runner and txirq; "
                        "producer i sends on queue i mod queues (XPS); emu rings share one wire");
@@ -417,6 +423,17 @@ Status ParseCellValues(const RunArgs& a, GridParts& g) {
   auto procs = ParseUnsignedList("--procs", a.procs, 1, kMaxProcs);
   if (!procs) return procs.error();
   g.procs = std::move(*procs);
+  const unsigned most_procs = *std::max_element(g.procs.begin(), g.procs.end());
+  const uint64_t flows = uint64_t{most_procs} * a.flows + (a.probe.empty() ? 0 : 1);
+  if (a.flows < 1 || flows > kMaxFlows)
+    return MakeError(ERANGE,
+                     a.flows < 1 ? std::string("--flows 0 sends nothing; valid: 1 or more, at "
+                                               "most 4096 flows in all")
+                                 : fmt::format("--flows {} with --procs {}{} makes {} flows; valid: "
+                                               "at most {} in all (--procs x --flows{})",
+                                               a.flows, most_procs,
+                                               a.probe.empty() ? "" : " and --probe", flows,
+                                               kMaxFlows, a.probe.empty() ? "" : " + 1"));
   auto queues = ParseUnsignedList("--queues", a.queues, 1, kMaxQueues);
   if (!queues) return queues.error();
   g.queues = std::move(*queues);
@@ -603,6 +620,7 @@ Status BuildCells(const RunArgs& a, const GridParts& g, RunPlan& plan) {
                 c.policy = pol;
                 c.size = s;
                 c.procs = p;
+                c.flows = a.flows;
                 c.queues = nq;
                 c.mtu = a.mtu;
                 c.txqueuelen = a.txqueuelen;

@@ -40,6 +40,7 @@ struct RunArgs {
   unsigned mtu = 1500;
   std::string rate = "max";
   std::string probe;  // --probe RATE: a latency probe beside the load (CellConfig::probe)
+  unsigned flows = 1;  // --flows N: the flows each producer sends (CellConfig::flows)
   std::string producer = "stream";
   unsigned txqueuelen = kDefaultTxQueueLen;
   std::string runner = "inline";

@@ -39,7 +39,8 @@ void AddSinkOptions(CLI::App& cmd, SinkArgs& a) {
   AddPortOption(cmd, "--port", a.port, "The port",
                 "net_memif0,role=client,socket=…, net_af_packet0,iface=eth1, …");
   AddWholeNumberOption(cmd, "--flows", a.flows,
-                       "Flow ids to keep sequence state for: the sender's producers (1..1024)");
+                       "Flow ids to keep sequence state for: the sender's flows (its --procs x "
+                       "--flows, and its probe) (1..4096)");
   cmd.add_option("--link", a.link,
                  "A link in netem's words frames cross before they are counted (its losses "
                  "show as sequence gaps)")
@@ -136,10 +137,10 @@ std::string SinkLatencyWhyNone(bool clocks_synchronised, const SinkCounts& c) {
 }
 
 int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
-  if (a.flows < 1 || a.flows > 1024)
+  if (a.flows < 1 || a.flows > kMaxFlows)
     return Fail(kExitBadInput, Error{ERANGE, fmt::format("--flows {} is out of range; valid: "
-                                                         "1..1024",
-                                                         a.flows)});
+                                                         "1..{}",
+                                                         a.flows, kMaxFlows)});
   if (a.mtu < kMinMtu || a.mtu > kMaxMtu)
     return Fail(kExitBadInput, Error{ERANGE, fmt::format("--mtu {} is out of range; valid: {}..{}",
                                                          a.mtu, kMinMtu, kMaxMtu)});
