@@ -28,18 +28,22 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
 
 #include "batching/flush_policy.h"
+#include "dataplane/fq_codel.h"
 #include "dataplane/frame.h"
 #include "dataplane/gso.h"
 #include "dataplane/netdev_queue.h"
 #include "dataplane/qdisc_run.h"
 #include "dataplane/run_window.h"
+#include "dataplane/tsq.h"
 #include "dataplane/tx_queue.h"
 #include "engine/sim_queue.h"
 #include "tests/unit/test_eal.h"
@@ -107,6 +111,8 @@ class ScriptedDriver final : public TxDriver {
   }
   Tsc NextCompletion() const override { return kNever; }
   unsigned InFlight() const override { return static_cast<unsigned>(ring_.size()); }
+  // The frames it took and has not completed, oldest first.
+  const std::deque<rte_mbuf*>& ring() const { return ring_; }
   unsigned Purge() override {
     const auto n = static_cast<unsigned>(ring_.size());
     for (rte_mbuf* m : ring_) rte_pktmbuf_free(m);
@@ -288,8 +294,11 @@ struct Rig {
   // `bypass`: the empty-qdisc bypass where the policy's kernel has it for the shape
   // (KernelBypass), as a cell runs unless --no-bypass.
   // `segment_gso`: the stack cuts GSO frames into segments before the driver (--offload gso).
+  // `fq_codel`: that qdisc (root-locked on every row, as txbatch runs it: it has no
+  // TCQ_F_NOLOCK).
   Rig(Engine engine, const char* policy_text, bool pfifo = false, BqlBounds bql = {},
-      bool driver_bql = true, bool bypass = false, bool segment_gso = false)
+      bool driver_bql = true, bool bypass = false, bool segment_gso = false,
+      std::optional<FqCodelParams> fq_codel = std::nullopt)
       : driver(driver_bql) {
     auto spec = ParsePolicySpec(policy_text);
     EXPECT_TRUE(spec.ok()) << policy_text;
@@ -298,7 +307,9 @@ struct Rig {
     cfg.tsc_hz = 1e9;  // the virtual clock ticks in ns
     cfg.track_stages = false;
     cfg.shape.pfifo = pfifo;
-    cfg.shape.nolock = Lockfree(engine);
+    cfg.shape.nolock = Lockfree(engine) && !fq_codel;
+    cfg.shape.fq_codel = fq_codel;
+    cfg.psched_mtu = 1514;
     cfg.bql = bql;
     cfg.bypass = bypass && KernelBypass(*spec, cfg.shape);
     cfg.segment_gso = segment_gso;
@@ -320,6 +331,17 @@ struct Rig {
       ASSERT_NE(rte_pktmbuf_append(m, kFrameBytes), nullptr);
       ASSERT_TRUE(another ? queue->SendAsAnother(m, kProducerBandForTest)
                           : queue->Send(m, kProducerBandForTest));
+    }
+  }
+  // Sends `n` UDP frames of `bytes` of flow `flow` (FrameBuilder's: headers a qdisc can hash),
+  // as Queue does.
+  void QueueFlow(uint16_t flow, unsigned n, unsigned bytes) {
+    FrameBuilder& b = flow_builders.try_emplace(flow, Proto::kUdp, flow, false).first->second;
+    for (unsigned i = 0; i < n; ++i) {
+      rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
+      ASSERT_NE(m, nullptr);
+      b.Build(m, bytes - FrameBytes(Proto::kUdp, 0), 1);
+      ASSERT_TRUE(queue->Send(m, kProducerBandForTest));
     }
   }
   // Sends `n` GSO frames (gso.h) of `slices` MSS slices each, as Queue does frames.
@@ -357,6 +379,7 @@ struct Rig {
   }
   static constexpr int kProducerBandForTest = 1;
   FrameBuilder gso_builder{Proto::kTcp, 0, /*track_stages=*/false};
+  std::map<uint16_t, FrameBuilder> flow_builders;
   RunWindow window;
   ScriptedDriver driver;
   std::unique_ptr<FlushPolicy> policy;
@@ -470,6 +493,28 @@ TEST_P(PolicyRun, TcPfifoBulksByBqlAsPfifoFastDoes) {
   plain.Queue(30);
   plain.Irq(1, 512, 0);
   EXPECT_EQ(plain.driver.Handovers(), Sizes(30, 1));
+}
+
+// fq_codel's deficit round robin as the driver sees it, on every row: the trace of
+// FqCodel.ServesFlowsByDeficitRoundRobinNewFlowsFirst (worked from 6.x sch_fq_codel.c: A 4 x
+// 1514 bytes, B 4 x 764, C 8 x 64 queued in that order, quantum 1514, new flows first) leaves
+// the qdisc as ABBCCCCCCCCABBAA. Queued while the ring is closed (the queue stopped: 6.x's
+// dequeue_skb takes nothing from a TCQ_F_ONETXQUEUE qdisc whose queue is stopped), all 16 wait
+// in fq_codel; when the ring opens, linux-2025's run hands them over in one bulk
+// (try_bulk_dequeue_skb under deep BQL, 16 within the quota of 64; fq_codel is
+// TCQ_F_ONETXQUEUE on a one-queue device). Flows 0, 1, 2 are in buckets of their own
+// (Flows.FqCodelHashesACellsFlowsIntoBucketsOfTheirOwn).
+TEST_P(PolicyRun, FqCodelHandsTheDriverItsDeficitRoundRobinOrder) {
+  Rig rig(GetParam(), "linux-2025", false, kDeepBql, true, false, false, FqCodelParams{});
+  rig.QueueFlow(0, 4, 1514);
+  rig.QueueFlow(1, 4, 764);
+  rig.QueueFlow(2, 8, 64);
+  rig.Irq(1, 512, 0);
+  EXPECT_EQ(rig.driver.Handovers(), Sizes({16}));
+  std::string order;
+  for (const rte_mbuf* m : rig.driver.ring()) order += static_cast<char>('A' + FlowOf(m));
+  EXPECT_EQ(order, "ABBCCCCCCCCABBAA");
+  EXPECT_EQ(rig.queue->backlog(), 0u);
 }
 
 TEST_P(PolicyRun, WithoutBqlTheFastPathDoesNotBulk) {
