@@ -778,7 +778,10 @@ void CheckRoceSender(const json& doc) {
   EXPECT_LE(Real(on, "doorbells_per_pkt"), 1.0 / 30) << on.at("batch_hist");
 }
 
+// The run sends --flows 3 a producer (issue 46): the sink counts six flows, each a sequence of
+// its own without a gap.
 TEST(VmRxe, RunToASinkOnTheSamePortEveryFrameArrivesAndBatchingShowsInThePosts) {
+  constexpr unsigned kFlowsEach = 3, kProcs = 2;  // kRocePaced's --procs
   // The sink prints its QP before "receiving"; the job waits for that line (up to 30 s).
   const std::string job =
       std::string(kRxe) + "txbatch sink --port verbs:rxe0:1,qkey=" + kQkey + " " + kRxeMtu +
@@ -786,7 +789,8 @@ TEST(VmRxe, RunToASinkOnTheSamePortEveryFrameArrivesAndBatchingShowsInThePosts) 
       "i=0; until grep -q receiving /tmp/sink.out; do i=$((i+1)); [ $i -lt 300 ]; sleep 0.1; done\n"
       "qpn=$(sed -n 's/.*senders give qpn=\\(0x[0-9a-f]*\\),.*/\\1/p' /tmp/sink.out)\n"
       "txbatch run --driver verbs:rxe0:1,qpn=$qpn,qkey=" +
-      kQkey + ",gid=::ffff:10.0.0.1 " + kRxeMtu + " " + kRocePaced +
+      kQkey + ",gid=::ffff:10.0.0.1 " + kRxeMtu + " " + kRocePaced + " --flows " +
+      std::to_string(kFlowsEach) +
       " --json /tmp/r.json\nkill -INT $pid\nwait $pid || st=$?\ncat /tmp/sink.out\n"
       "result run.json /tmp/r.json\nresult sink.json /tmp/s.json\nexit ${st:-0}\n";
   const Boot b = BootGuest("rxe_self", job,
@@ -795,7 +799,28 @@ TEST(VmRxe, RunToASinkOnTheSamePortEveryFrameArrivesAndBatchingShowsInThePosts) 
   ASSERT_EQ(b.job_status, 0) << b.Console();
   const json sender = json::parse(Slurp(b.out + "/run.json"));
   CheckRoceSender(sender);
-  CheckSinkGotEverything(json::parse(Slurp(b.out + "/sink.json")), sender);
+  const json sink = json::parse(Slurp(b.out + "/sink.json"));
+  CheckSinkGotEverything(sink, sender);
+  // Each producer writes a datagram to each of its flows in turn: in each of the two cells a
+  // flow gets every third of its producer's frames, one more at most where the cell ended
+  // mid-turn, so a producer's flows are within one frame a cell of each other — and of what a
+  // full qdisc refused (a datagram it drops is its flow's, built and never sent).
+  uint64_t refused = 0;
+  for (const json& rec : sender.at("records")) refused += Count(rec.at("results"), "drops_total");
+  const json& flows = sink.at("results").at("per_flow");
+  ASSERT_EQ(flows.size(), kProcs * kFlowsEach) << flows;
+  for (unsigned p = 0; p < kProcs; ++p) {
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (unsigned k = 0; k < kFlowsEach; ++k) {
+      const json& f = flows[p * kFlowsEach + k];
+      EXPECT_EQ(f.at("flow"), p * kFlowsEach + k) << flows;
+      EXPECT_EQ(Count(f, "lost"), 0u) << f;
+      lo = std::min(lo, Count(f, "received"));
+      hi = std::max(hi, Count(f, "received"));
+    }
+    EXPECT_GT(lo, 0u) << flows;
+    EXPECT_LE(hi - lo, sender.at("records").size() + refused) << "producer " << p << ": " << flows;
+  }
 }
 
 // What a soft-RoCE sender put on its e1000's wire, read from QEMU's filter-dump: RoCE v2 is UDP
