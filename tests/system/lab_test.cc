@@ -427,6 +427,31 @@ TEST(Lab, BatchOneAndThirtyTwoBothForwardEverythingAndBatchAsTheyShould) {
   ExpectGone("tsys632");
 }
 
+// fq_codel as the bridge's qdisc (issue 46): four TCP streams (iperf3 -P 4, four 5-tuples the
+// qdisc hashes apart) cross a 100 Mbit/s link behind it; both directions' books balance with what
+// fq_codel dropped after queueing in them ("by the qdisc after queueing"), and the bridge says
+// which qdisc it ran, in tc's words.
+TEST(Lab, FourStreamsCrossAnFqCodelBridgeAndItsDropsAreInTheBooks) {
+  {
+    Lab lab("tsysf", "--qdisc fq_codel --link 'rate 100mbit'");
+    ASSERT_TRUE(lab.up()) << lab.up_output();
+    const Ran r = lab.Iperf("-t 2 -P 4");
+    ASSERT_EQ(r.status, 0) << r.out;
+    const auto doc = nlohmann::json::parse(r.out);
+    ASSERT_EQ(doc["end"]["streams"].size(), 4u) << r.out;
+    for (const auto& st : doc["end"]["streams"])
+      EXPECT_GT(st["receiver"]["bytes"].get<double>(), 0) << st.dump();
+    const std::string log = Slurp("/run/txbatch-lab/tsysf/bridge.log");
+    EXPECT_NE(log.find("fq_codel limit 10240p flows 1024 target 5ms interval 100ms"),
+              std::string::npos)
+        << log;
+    const std::string down = lab.Down();
+    ExpectBooks(down);
+    EXPECT_NE(down.find("by the qdisc after queueing"), std::string::npos) << down;
+  }
+  ExpectGone("tsysf");
+}
+
 TEST(Lab, DownAsANormalUserIsRefusedAndChangesNothing) {
   CleanupGuard guard{"tsys8"};
   {
