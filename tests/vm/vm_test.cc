@@ -778,8 +778,8 @@ void CheckRoceSender(const json& doc) {
   EXPECT_LE(Real(on, "doorbells_per_pkt"), 1.0 / 30) << on.at("batch_hist");
 }
 
-// The run sends --flows 3 a producer (issue 46): the sink counts six flows, each a sequence of
-// its own without a gap.
+// The run sends --flows 3 a producer through fq_codel (issue 46): the sink counts six flows,
+// each a sequence of its own without a gap.
 TEST(VmRxe, RunToASinkOnTheSamePortEveryFrameArrivesAndBatchingShowsInThePosts) {
   constexpr unsigned kFlowsEach = 3, kProcs = 2;  // kRocePaced's --procs
   // The sink prints its QP before "receiving"; the job waits for that line (up to 30 s).
@@ -789,7 +789,7 @@ TEST(VmRxe, RunToASinkOnTheSamePortEveryFrameArrivesAndBatchingShowsInThePosts) 
       "i=0; until grep -q receiving /tmp/sink.out; do i=$((i+1)); [ $i -lt 300 ]; sleep 0.1; done\n"
       "qpn=$(sed -n 's/.*senders give qpn=\\(0x[0-9a-f]*\\),.*/\\1/p' /tmp/sink.out)\n"
       "txbatch run --driver verbs:rxe0:1,qpn=$qpn,qkey=" +
-      kQkey + ",gid=::ffff:10.0.0.1 " + kRxeMtu + " " + kRocePaced + " --flows " +
+      kQkey + ",gid=::ffff:10.0.0.1 " + kRxeMtu + " " + kRocePaced + " --qdisc fq_codel --flows " +
       std::to_string(kFlowsEach) +
       " --json /tmp/r.json\nkill -INT $pid\nwait $pid || st=$?\ncat /tmp/sink.out\n"
       "result run.json /tmp/r.json\nresult sink.json /tmp/s.json\nexit ${st:-0}\n";
@@ -800,13 +800,26 @@ TEST(VmRxe, RunToASinkOnTheSamePortEveryFrameArrivesAndBatchingShowsInThePosts) 
   const json sender = json::parse(Slurp(b.out + "/run.json"));
   CheckRoceSender(sender);
   const json sink = json::parse(Slurp(b.out + "/sink.json"));
-  CheckSinkGotEverything(sink, sender);
+  // Every frame the driver posted arrived; the sink's gaps are the frames fq_codel dropped after
+  // queueing them, frame for frame (CoDel's drops: a TCG guest that stalls its runner for more
+  // than 5 ms for 100 ms sees them; none where it did not).
+  uint64_t sent = 0, dropped_queued = 0, refused = 0;
+  for (const json& rec : sender.at("records")) {
+    const json& a = rec.at("results").at("accounting");
+    sent += Count(a, "sent");
+    dropped_queued += Count(a, "dropped_queued");
+    refused += Count(rec.at("results"), "drops_total");
+  }
+  const json& r = sink.at("results");
+  EXPECT_GT(sent, 0u);
+  EXPECT_EQ(Count(r, "received"), sent) << r;
+  EXPECT_EQ(Count(r, "lost"), dropped_queued) << r;
+  for (const char* k : {"duplicated", "reordered", "foreign"}) EXPECT_EQ(Count(r, k), 0u) << r;
   // Each producer writes a datagram to each of its flows in turn: in each of the two cells a
   // flow gets every third of its producer's frames, one more at most where the cell ended
-  // mid-turn, so a producer's flows are within one frame a cell of each other — and of what a
-  // full qdisc refused (a datagram it drops is its flow's, built and never sent).
-  uint64_t refused = 0;
-  for (const json& rec : sender.at("records")) refused += Count(rec.at("results"), "drops_total");
+  // mid-turn, so a producer's flows are within one frame a cell of each other — and of what the
+  // qdisc dropped (drops_total: a datagram it refused or dropped is its flow's, built, never
+  // received).
   const json& flows = sink.at("results").at("per_flow");
   ASSERT_EQ(flows.size(), kProcs * kFlowsEach) << flows;
   for (unsigned p = 0; p < kProcs; ++p) {
@@ -814,7 +827,6 @@ TEST(VmRxe, RunToASinkOnTheSamePortEveryFrameArrivesAndBatchingShowsInThePosts) 
     for (unsigned k = 0; k < kFlowsEach; ++k) {
       const json& f = flows[p * kFlowsEach + k];
       EXPECT_EQ(f.at("flow"), p * kFlowsEach + k) << flows;
-      EXPECT_EQ(Count(f, "lost"), 0u) << f;
       lo = std::min(lo, Count(f, "received"));
       hi = std::max(hi, Count(f, "received"));
     }
