@@ -54,7 +54,10 @@ inline constexpr uint64_t kMaxSeqJump = uint64_t{1} << 32;
 
 // The most flows a sender sends and a receiver tracks (run --flows with --procs, sink --flows):
 // each its own source port (49152 + id: 16384 fit) and, in each sink that receives it, its own
-// sequence window (8 KiB at 65536 frames): 4096 keep that to 32 MiB a sink.
+// sequence window, made at its first frame (a bit a frame: 8 KiB at the least window, 65536
+// frames; 4096 flows keep that to 32 MiB a sink — a --link that holds more frames widens it).
+// A flow's window allocated on the receive path, once: pre-sized, thousands of flows a queue
+// never sees would cost their 8 KiB in every queue's sink.
 inline constexpr unsigned kMaxFlows = 4096;
 
 class RxSink final : public FrameReceiver {

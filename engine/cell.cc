@@ -53,7 +53,9 @@ double DrainBudgetS(const CellConfig& cfg, const WireSpec& wire) {
   const double frames =
       (static_cast<double>(QdiscHolds(cfg)) + RequeueBound(cfg) + cfg.driver_spec.ring()) *
           cfg.queues * SlicesPerFrame(cfg) +
-      Producers(cfg);
+      // What generation's end leaves: each flow's corked remainder (a GSO frame at most) and
+      // each producer's frame in hand.
+      static_cast<double>(Flows(cfg) + Producers(cfg)) * SlicesPerFrame(cfg);
   double s = kDrainSlackS + frames * cfg.driver_spec.modelled_cost_ns() * 1e-9;
   if (wire.bits_per_s > 0)
     s += frames * wire.WireBytes(cfg.mtu + kEthHeaderBytes) * 8 / wire.bits_per_s;

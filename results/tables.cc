@@ -278,10 +278,10 @@ void PrintFlows(std::FILE* out, const std::vector<CellRecord>& records) {
 
 // --flows above 1 or --per-flow: how evenly each cell run's load flows were served.
 void PrintFairness(std::FILE* out, const std::vector<CellRecord>& records) {
-  if (std::none_of(records.begin(), records.end(), [](const CellRecord& r) {
-        return r.result.fairness && (r.config.flows > 1 || r.config.per_flow);
-      }))
-    return;
+  const auto shown = [](const CellRecord& r) {
+    return r.result.fairness && (r.config.flows > 1 || r.config.per_flow);
+  };
+  if (std::none_of(records.begin(), records.end(), shown)) return;
   fmt::print(out,
              "\nFairness (Jain's index over the load's flows' received frames, (sum x)^2 / "
              "(n sum x^2): 1 every flow alike, 1/n one flow all; the probe left out):\n"
@@ -289,7 +289,7 @@ void PrintFairness(std::FILE* out, const std::vector<CellRecord>& records) {
              "Policy", "Size", "Procs", "Flows", "Round", "Jain", "Least", "Most",
              "driver [qdisc shape]");
   for (const CellRecord& rec : records)
-    if (const auto& f = rec.result.fairness)
+    if (const auto& f = rec.result.fairness; shown(rec))
       fmt::print(out, "{:<14} {:>8} {:>6} {:>6} {:>6} {:>7.4f} {:>12} {:>12}  {} [{}]\n",
                  rec.config.policy.ToString(), rec.config.size, rec.config.procs, f->flows,
                  rec.round, f->jain, f->min_received, f->max_received, rec.config.driver,

@@ -102,7 +102,8 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                "--rate nor a drain timer needs the clock) and the sink keeps no latency; records "
                "say `timing` false and their latency fields are null");
   cmd.add_flag("--per-flow", a.per_flow,
-               "Where frames come back to a sink: each producer's flow apart (frames, lost, "
+               "Where frames come back to a sink: each flow apart (a producer's, one of its "
+               "--flows: frames, lost, "
                "duplicated, reordered, latency p50/p99) in records' results.per_flow and a "
                "table after the others (a second latency histogram update a frame)");
   cmd.add_option(

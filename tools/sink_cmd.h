@@ -19,7 +19,9 @@ struct SinkArgs {
   std::string port, link, json;
   std::string stats_json;  // --stats-json: NDJSON events (stats_stream.h)
   std::string capture;     // --capture: pcapng of what the port received (capture_cmd.h)
-  unsigned flows = 64;  // flow ids (the sender's producers) it keeps sequence state for
+  // Flow ids (the sender's flows: --procs x --flows, and its probe) it keeps sequence state for;
+  // a flow's window is made at its first frame, so the most costs nothing unused.
+  unsigned flows = kMaxFlows;
   unsigned mtu = 1500;
   std::string eal_memory = "auto";
   bool clocks_synchronised = false;
