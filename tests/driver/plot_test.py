@@ -10,6 +10,7 @@ and its whole label); bad input gets one sentence and exit 2, nothing written.
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -280,6 +281,37 @@ class Bufferbloat(unittest.TestCase):
                     self.assertIn(f"{k}:{b['label']}", ids)
                 self.assertIn(b["label"], texts)
 
+    def test_report_out_names_it_drawn_and_removes_it_where_none_are(self):
+        # tools/figures.cc: the `drew` line names bufferbloat.*; where nothing is drawn, the
+        # bufferbloat.* txbatch-plot drew go and a user's file of its name stays, named.
+        with tempfile.TemporaryDirectory() as d:
+            plot = dict(os.environ, TXBATCH_PLOT=os.path.abspath(PLOT))
+            r = run([TXBATCH, "report", self.path, "--out", d], env=plot)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("bufferbloat.svg,bufferbloat.png,figures.json}", r.stdout)
+            self.assertTrue(os.path.exists(os.path.join(d, "bufferbloat.png")))
+            with open(os.path.join(d, "bufferbloat.pdf"), "w") as f:
+                f.write("mine")
+            r = run([TXBATCH, "report", self.path, "--out", d],
+                    env=dict(os.environ, TXBATCH_PLOT=""))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("not drawn by txbatch or changed since: bufferbloat.pdf)", r.stderr)
+            for ext in ("svg", "png"):
+                self.assertFalse(os.path.exists(os.path.join(d, "bufferbloat." + ext)), ext)
+            with open(os.path.join(d, "bufferbloat.pdf")) as f:
+                self.assertEqual(f.read(), "mine")
+            # Records without a probe: a user's bufferbloat.svg is not named as drawn.
+            with open(os.path.join(d, "bufferbloat.svg"), "w") as f:
+                f.write("mine")
+            doc = os.path.join(d, "p.json")
+            sim_run(doc)
+            r = run([TXBATCH, "report", doc, "--out", d], env=plot)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("drew ", r.stdout)
+            self.assertNotIn("bufferbloat", r.stdout)
+            with open(os.path.join(d, "bufferbloat.svg")) as f:
+                self.assertEqual(f.read(), "mine")
+
     def test_a_document_without_a_probe_draws_no_bufferbloat(self):
         with tempfile.TemporaryDirectory() as d:
             doc = os.path.join(d, "p.json")
@@ -400,6 +432,13 @@ class OneReadersRules(BadInput):
         def no_env(doc):
             del doc["records"][0]["env"]
         self.both(json.dumps(self.tampered(no_env)), "key 'env' not found")
+        # nlohmann's get<double>() takes no boolean (txbatch-plot drew these, exit 0, before).
+        for where in ("config", "results"):
+            def boolean_double(doc, where=where):
+                rec = doc["records"][0]
+                rec[where]["duration_s" if where == "config" else "mb_per_s"] = True
+            self.both(json.dumps(self.tampered(boolean_double)),
+                      "type must be number, but is boolean")
 
     def test_devices_fifos_and_a_sink_record(self):
         self.both(None, "is a character device", path="/dev/zero")  # read without end before
@@ -413,24 +452,27 @@ class OneReadersRules(BadInput):
 
 
 class NewRecordFields(BadInput):
-    """results.mq, results.probe, results.fq_codel, config.probe, config.qdisc_params and
-    accounting.dropped_queued: read as report reads them (results/record_reader.cc), each
-    mistyped or incomplete one refused by both with one sentence; records from before them
-    (the fields absent) draw."""
+    """results.mq, results.probe, results.fq_codel, results.fairness, config.probe,
+    config.qdisc_params, config.flows and accounting.dropped_queued: read as report reads them
+    (results/record_reader.cc), each mistyped or incomplete one refused by both with one
+    sentence; records from before them (the fields absent) draw."""
 
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
         path = os.path.join(cls.tmp.name, "good.json")
         r = run([TXBATCH, "run", "--engine", "sim", "--driver", "emu:e1000", "--qdisc",
-                 "fq_codel", "--queues", "2", "--procs", "2", "--probe", "1000pps", "--batch",
-                 "8", "--duration", "0.02", "--warmup", "0.01", "--json", path])
+                 "fq_codel", "--queues", "2", "--procs", "2", "--flows", "2", "--probe",
+                 "1000pps", "--batch", "8", "--duration", "0.02", "--warmup", "0.01", "--json",
+                 path])
         assert r.returncode == 0, r.stderr
         with open(path) as f:
             cls.good = json.load(f)
         res = cls.good["records"][0]["results"]
         assert isinstance(res["mq"], list) and isinstance(res["probe"], dict)
         assert isinstance(res["fq_codel"], dict) and "dropped_queued" in res["accounting"]
+        assert cls.good["records"][0]["config"]["flows"] == 2
+        assert isinstance(res["fairness"], dict) and res["fairness"]["flows"] == 4
 
     @classmethod
     def tearDownClass(cls):
@@ -473,6 +515,24 @@ class NewRecordFields(BadInput):
             (lambda c, r: c.update(qdisc_params="memory_limit 3gb"),
              "fq_codel's memory_limit must be"),
             (lambda c, r: c.update(qdisc_params="quantum"), "fq_codel's 'quantum' needs a value"),
+            (lambda c, r: c.update(flows=0),
+             "flows (each producer's) of 1 or more was expected, not 0"),
+            (lambda c, r: c.update(flows="3"), 'an integer in 0..4294967295 was expected, not "3"'),
+            (lambda c, r: c.update(flows=-1), "an integer in 0..4294967295 was expected, not -1"),
+            (lambda c, r: c.update(flows=2.0), "an integer in 0..4294967295 was expected, not 2.0"),
+            (lambda c, r: c.update(flows=2**32), "was expected, not 4294967296"),
+            (lambda c, r: c.update(flows=None), "0..4294967295 was expected, not null"),
+            (lambda c, r: r["fairness"].pop("jain"), "key 'jain' not found"),
+            (lambda c, r: r["fairness"].pop("flows"), "key 'flows' not found"),
+            (lambda c, r: r["fairness"].pop("min_received"), "key 'min_received' not found"),
+            (lambda c, r: r["fairness"].pop("max_received"), "key 'max_received' not found"),
+            (lambda c, r: r["fairness"].update(jain="1"), "type must be number, but is string"),
+            (lambda c, r: r["fairness"].update(jain=True), "type must be number, but is boolean"),
+            (lambda c, r: r["fairness"].update(flows=2**32), "not 4294967296"),
+            (lambda c, r: r["fairness"].update(max_received=-1), "not -1"),
+            (lambda c, r: r["fairness"].update(min_received=3.5), "not 3.5"),
+            (lambda c, r: r.update(fairness=[]), "cannot use at() with array"),
+            (lambda c, r: r.update(fairness=0.9), "cannot use at() with number"),
         ]
         for edit, says in cases:
             with self.subTest(says=says):
@@ -483,13 +543,18 @@ class NewRecordFields(BadInput):
             for k in ("mq", "probe", "fq_codel"):
                 r.pop(k)
             r["accounting"].pop("dropped_queued")
+            r.pop("fairness")
+            c.pop("flows")
             c.pop("probe")
             c.update(qdisc="pfifo_fast")
             c.pop("qdisc_params")
         for text in (json.dumps(self.good), self.edit(old),
                      self.edit(lambda c, r: c.update(
                          qdisc_params="target 5MS interval 2.9us limit 100p memory_limit 4mb "
-                                      "noecn flows 64 quantum 300 drop_batch 8"))):
+                                      "noecn flows 64 quantum 300 drop_batch 8")),
+                     # fairness null (one flow, or none came back), and an integer jain
+                     self.edit(lambda c, r: r.update(fairness=None)),
+                     self.edit(lambda c, r: r["fairness"].update(jain=1))):
             with tempfile.TemporaryDirectory() as d:
                 path = self.write(d, text)
                 r = run([TXBATCH, "report", path])
@@ -557,6 +622,37 @@ class EarlierFigures(unittest.TestCase):
             with open(os.path.join(out, "figures.json")) as f:
                 self.assertEqual(sorted(json.load(f)["files"]),
                                  ["batching.svg", "cost.svg", "latency.svg", "throughput.svg"])
+
+class FigureStems(unittest.TestCase):
+    """tools/figures.cc's kFigureStems are FIGURE_FILE's stems: txbatch removes (where nothing
+    is drawn) and names the figures txbatch-plot may draw; one missing there (bufferbloat was)
+    stayed behind, its data gone."""
+
+    def test_figures_cc_has_every_stem_and_format_txbatch_plot_draws(self):
+        with open(PLOT) as f:
+            plot = f.read()
+        m = re.search(r'FIGURE_FILE = re\.compile\(\s*r"\(([a-z|]+)\)\\\.\(([a-z|]+)\)"\)',
+                      plot)
+        self.assertIsNotNone(m, "FIGURE_FILE's pattern not found in txbatch-plot")
+        stems, formats = m.group(1).split("|"), m.group(2).split("|")
+        self.assertIn("bufferbloat", stems)
+        # The source tree's (this file's), not the build tree's copy of txbatch-plot's folder.
+        here = os.path.dirname(os.path.abspath(__file__))
+        with open(os.path.join(here, "..", "..", "tools", "figures.cc")) as f:
+            cc = f.read()
+
+        def listed(name):
+            m = re.search(name + r"\[\] = \{([^}]*)\}", cc)
+            self.assertIsNotNone(m, f"{name} not found in figures.cc")
+            return re.findall(r'"([^"]*)"', m.group(1))
+        self.assertEqual(sorted(listed("kFigureStems")), sorted(stems))
+        self.assertEqual(sorted(listed("kFigureFormats")), sorted(formats))
+        # What a sweep draws (svg and png; never compare) the `drew` line can name.
+        files = listed("kFigureFiles")
+        for stem in set(stems) - {"compare"}:
+            for ext in ("svg", "png"):
+                self.assertIn(f"{stem}.{ext}", files)
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
