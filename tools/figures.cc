@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 extern char** environ;
@@ -31,13 +32,16 @@ std::string PlotProgram() {
   return (self.parent_path() / "txbatch-plot").string();
 }
 
-// What txbatch-plot draws for a sweep, as `drew DIR/{...}` lists it.
-constexpr const char* kFigureFiles[] = {"latency.svg",    "latency.png",  "throughput.svg",
-                                        "throughput.png", "cost.svg",     "cost.png",
-                                        "batching.svg",   "batching.png", "figures.json"};
+// What txbatch-plot draws for a sweep (bufferbloat where the records have a --probe), as
+// `drew DIR/{...}` lists it.
+constexpr const char* kFigureFiles[] = {
+    "latency.svg",  "latency.png",  "throughput.svg",  "throughput.png",  "cost.svg",    "cost.png",
+    "batching.svg", "batching.png", "bufferbloat.svg", "bufferbloat.png", "figures.json"};
 // A figure file's name, as txbatch-plot's FIGURE_FILE has it: a name figures.json lists that is
 // not one of these is never removed, whatever the file says.
-constexpr const char* kFigureStems[] = {"latency", "throughput", "cost", "batching", "compare"};
+// tests/driver/plot_test.py (FigureStems) checks this list against FIGURE_FILE.
+constexpr const char* kFigureStems[] = {"latency",  "throughput", "cost",
+                                        "batching", "compare",    "bufferbloat"};
 constexpr const char* kFigureFormats[] = {"svg", "png", "pdf"};
 // Those txbatch drew itself before 2026-12-05, which no figures.json lists: named, never removed.
 constexpr const char* kOldFigureFiles[] = {"calls.svg", "onoff.svg"};
@@ -169,8 +173,14 @@ Figures DrawFigures(const std::string& dir) {
                       : fmt::format("{} was ended by signal {}", program, WTERMSIG(status));
     return out;
   }
-  for (const char* f : kFigureFiles)  // what it drew, as it is there
-    if (std::filesystem::exists(std::filesystem::path(dir) / f)) out.files.push_back(f);
+  // What it drew, as it is there: the figures its figures.json lists (a user's bufferbloat.svg
+  // beside a sweep without a probe is not one), and figures.json.
+  const nlohmann::json drawn = ReadManifest(dir);
+  for (const char* f : kFigureFiles)
+    if (std::filesystem::exists(std::filesystem::path(dir) / f) &&
+        (std::string_view(f) == "figures.json" || !drawn.is_object() ||
+         drawn["files"].contains(f)))
+      out.files.push_back(f);
   if (out.files.empty()) out.why_not = fmt::format("{} drew none", program);
   return out;
 }
