@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "dataplane/make_queue.h"
 #include "dataplane/qdisc.h"
 #include "dataplane/tx_meta.h"
 

@@ -30,7 +30,7 @@
 #include "batching/batch.h"
 #include "batching/flush_policy.h"
 #include "dataplane/gso.h"
-#include "dataplane/tx_queue.h"
+#include "dataplane/queue_config.h"
 
 namespace txbatch {
 

@@ -11,29 +11,10 @@
 #include <string>
 
 #include "dataplane/gso.h"
-#include "dataplane/nolock_queue.h"
 #include "dataplane/qdisc_run.h"
-#include "dataplane/rootlock_queue.h"
 #include "dataplane/tx_meta.h"
 
 namespace txbatch {
-
-std::unique_ptr<TxQueue> MakeTxQueue(TxDriver& driver, const FlushPolicy& policy,
-                                     const TxQueueConfig& config, const RunWindow& window) {
-  if (config.shape.nolock && !config.shape.noqueue && !config.shape.pfifo &&
-      !config.shape.fq_codel)
-    return std::make_unique<NolockTxQueue>(driver, policy, config, window);
-  return std::make_unique<RootlockTxQueue>(driver, policy, config, window);
-}
-
-std::unique_ptr<Qdisc> MakeQdisc(const TxQueueConfig& config, QdiscCounters& counters,
-                                 QdiscLimit bound) {
-  if (config.shape.fq_codel)
-    return std::make_unique<FqCodel>(*config.shape.fq_codel, config.psched_mtu, config.tsc_hz,
-                                     counters);
-  return std::make_unique<PfifoFast>(config.txqueuelen, config.shape.pfifo ? 1 : kPfifoBands,
-                                     bound);
-}
 
 TxQueue::TxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfig& config,
                  const RunWindow& window)

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/thread_clock.h"
+#include "dataplane/make_queue.h"
 #include "dataplane/mempool.h"
 #include "dataplane/producer.h"
 #include "dataplane/run_window.h"

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "batching/flush_policy.h"
+#include "dataplane/make_queue.h"
 #include "dataplane/fq_codel.h"
 #include "dataplane/frame.h"
 #include "dataplane/gso.h"

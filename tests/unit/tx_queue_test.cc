@@ -24,6 +24,7 @@
 
 #include "batching/flush_policy.h"
 #include "dataplane/frame.h"
+#include "dataplane/make_queue.h"
 #include "dataplane/producer.h"
 #include "dataplane/rx_sink.h"
 #include "drivers/emu/emu.h"
