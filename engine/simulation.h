@@ -6,6 +6,7 @@
 
 #include <rte_mempool.h>
 
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -26,13 +27,13 @@
 namespace txbatch::sim_detail {
 
 // A producer that found the pool empty sleeps this long before trying again (RunProducer's).
-constexpr double kAllocBackoffS = 20e-6;
+inline constexpr double kAllocBackoffS = 20e-6;
 // The shortest tick_interval a cost model may give (ticks more often would make a cell's steps
 // mostly ticks).
-constexpr long long kMinTickInterval = 1000;
+inline constexpr long long kMinTickInterval = 1000;
 
 // The virtual TSC at the cell's start: any origin but 0 (the NIC reads 0 as "never sent").
-constexpr double kOriginS = 1.0;
+inline constexpr double kOriginS = 1.0;
 
 // A simulated CPU: the CFS thread on it and those waiting their turn (a SCHED_FIFO thread
 // runs whenever it is runnable, ahead of them).

@@ -428,10 +428,11 @@ TEST(Lab, BatchOneAndThirtyTwoBothForwardEverythingAndBatchAsTheyShould) {
 }
 
 // fq_codel as the bridge's qdisc (issue 46): four TCP streams (iperf3 -P 4, four 5-tuples the
-// qdisc hashes apart) cross a 100 Mbit/s link behind it; both directions' books balance with what
-// fq_codel dropped after queueing in them ("by the qdisc after queueing"), and the bridge says
-// which qdisc it ran, in tc's words.
-TEST(Lab, FourStreamsCrossAnFqCodelBridgeAndItsDropsAreInTheBooks) {
+// qdisc hashes apart) cross it, paced by a 100 Mbit/s link in front of it (RX, link, qdisc, TX:
+// the backlog builds in the link, so fq_codel seldom drops here); each stream delivers, both
+// directions' books balance — what fq_codel dropped after queueing counted in them — and the
+// bridge says which qdisc it ran, in tc's words.
+TEST(Lab, FourStreamsCrossAnFqCodelBridgeAndItsBooksBalance) {
   {
     Lab lab("tsysf", "--qdisc fq_codel --link 'rate 100mbit'");
     ASSERT_TRUE(lab.up()) << lab.up_output();
@@ -445,9 +446,7 @@ TEST(Lab, FourStreamsCrossAnFqCodelBridgeAndItsDropsAreInTheBooks) {
     EXPECT_NE(log.find("fq_codel limit 10240p flows 1024 target 5ms interval 100ms"),
               std::string::npos)
         << log;
-    const std::string down = lab.Down();
-    ExpectBooks(down);
-    EXPECT_NE(down.find("by the qdisc after queueing"), std::string::npos) << down;
+    ExpectBooks(lab.Down());
   }
   ExpectGone("tsysf");
 }

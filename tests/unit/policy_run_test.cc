@@ -496,15 +496,17 @@ TEST_P(PolicyRun, TcPfifoBulksByBqlAsPfifoFastDoes) {
   EXPECT_EQ(plain.driver.Handovers(), Sizes(30, 1));
 }
 
-// fq_codel's deficit round robin as the driver sees it, on every row: the trace of
+// fq_codel's deficit round robin as the driver sees it, on the real queue and the simulation's
+// (fq_codel is root-locked on the nolock rows too: they repeat the others): the trace of
 // FqCodel.ServesFlowsByDeficitRoundRobinNewFlowsFirst (worked from 6.x sch_fq_codel.c: A 4 x
 // 1514 bytes, B 4 x 764, C 8 x 64 queued in that order, quantum 1514, new flows first) leaves
 // the qdisc as ABBCCCCCCCCABBAA. Queued while the ring is closed (the queue stopped: 6.x's
 // dequeue_skb takes nothing from a TCQ_F_ONETXQUEUE qdisc whose queue is stopped), all 16 wait
 // in fq_codel; when the ring opens, linux-2025's run hands them over in one bulk
 // (try_bulk_dequeue_skb under deep BQL, 16 within the quota of 64; fq_codel is
-// TCQ_F_ONETXQUEUE on a one-queue device). Flows 0, 1, 2 are in buckets of their own
-// (Flows.FqCodelHashesACellsFlowsIntoBucketsOfTheirOwn).
+// TCQ_F_ONETXQUEUE on a one-queue device). The UDP frames of flows 0, 1, 2 hash to buckets of
+// their own under fq_codel.cc's fixed seed (a shared bucket would merge two flows, and the order
+// would show it).
 TEST_P(PolicyRun, FqCodelHandsTheDriverItsDeficitRoundRobinOrder) {
   Rig rig(GetParam(), "linux-2025", false, kDeepBql, true, false, false, FqCodelParams{});
   rig.QueueFlow(0, 4, 1514);

@@ -753,6 +753,7 @@ TEST(VmRxe, TheHardwareSuitePassesOnSoftRoce) {
 // runner's fix a run went on to what producers had queued during its post: 16.4 with the sink
 // on the same 2 vCPUs, 29.3 between two guests, posts of 1..16 in the histogram.) Posts a frame,
 // 1/32.0 measured, get the same bar: 1/30 (a post the send queue takes only in part is two).
+// The same under fq_codel (the same-port run's qdisc): 32.00 in the three runs of 2026-12-07.
 void CheckRoceSender(const json& doc) {
   ASSERT_EQ(doc.at("records").size(), 2u);
   for (const json& rec : doc.at("records")) {
@@ -778,8 +779,8 @@ void CheckRoceSender(const json& doc) {
   EXPECT_LE(Real(on, "doorbells_per_pkt"), 1.0 / 30) << on.at("batch_hist");
 }
 
-// The run sends --flows 3 a producer through fq_codel (issue 46): the sink counts six flows,
-// each a sequence of its own without a gap.
+// The run sends --flows 3 a producer through fq_codel (issue 46): the sink counts six flows, each
+// a sequence of its own whose only gaps are what fq_codel dropped.
 TEST(VmRxe, RunToASinkOnTheSamePortEveryFrameArrivesAndBatchingShowsInThePosts) {
   constexpr unsigned kFlowsEach = 3, kProcs = 2;  // kRocePaced's --procs
   // The sink prints its QP before "receiving"; the job waits for that line (up to 30 s).
@@ -800,26 +801,29 @@ TEST(VmRxe, RunToASinkOnTheSamePortEveryFrameArrivesAndBatchingShowsInThePosts) 
   const json sender = json::parse(Slurp(b.out + "/run.json"));
   CheckRoceSender(sender);
   const json sink = json::parse(Slurp(b.out + "/sink.json"));
-  // Every frame the driver posted arrived; the sink's gaps are the frames fq_codel dropped after
-  // queueing them, frame for frame (CoDel's drops: a TCG guest that stalls its runner for more
-  // than 5 ms for 100 ms sees them; none where it did not).
+  // Every frame the driver posted arrived; the sink's gaps are frames fq_codel dropped after
+  // queueing them (CoDel's drops: a TCG guest that stalls its runner for more than 5 ms for
+  // 100 ms sees them; none where it did not) — all of them but those at a flow's very end, which
+  // no later frame reveals to a sink that is not told where the flows ended (RxSink::CloseFlows).
   uint64_t sent = 0, dropped_queued = 0, refused = 0;
   for (const json& rec : sender.at("records")) {
     const json& a = rec.at("results").at("accounting");
     sent += Count(a, "sent");
     dropped_queued += Count(a, "dropped_queued");
-    refused += Count(rec.at("results"), "drops_total");
+    // What left a flow short of its turns: the qdisc's drops, and a frame a producer could not
+    // get an mbuf for (its turn passes on without it).
+    refused += Count(rec.at("results"), "drops_total") + Count(rec.at("results"), "alloc_failures");
   }
   const json& r = sink.at("results");
   EXPECT_GT(sent, 0u);
   EXPECT_EQ(Count(r, "received"), sent) << r;
-  EXPECT_EQ(Count(r, "lost"), dropped_queued) << r;
+  EXPECT_LE(Count(r, "lost"), dropped_queued) << r;
   for (const char* k : {"duplicated", "reordered", "foreign"}) EXPECT_EQ(Count(r, k), 0u) << r;
   // Each producer writes a datagram to each of its flows in turn: in each of the two cells a
   // flow gets every third of its producer's frames, one more at most where the cell ended
   // mid-turn, so a producer's flows are within one frame a cell of each other — and of what the
   // qdisc dropped (drops_total: a datagram it refused or dropped is its flow's, built, never
-  // received).
+  // received) and what never was built (alloc_failures).
   const json& flows = sink.at("results").at("per_flow");
   ASSERT_EQ(flows.size(), kProcs * kFlowsEach) << flows;
   for (unsigned p = 0; p < kProcs; ++p) {
