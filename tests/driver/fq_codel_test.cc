@@ -3,6 +3,7 @@
 // experiment's shape (--probe beside a TCP load, pfifo_fast against fq_codel, BQL off and on).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -108,11 +109,14 @@ TEST(FqCodelRun, TheProbeWaitsForBqlsBytesUnderFqCodelAndTheWholeBacklogUnderPfi
 }
 
 // --probe on the real engine: one more flow, the last, paced at its own rate beside a paced
-// load, its frames counted as --per-flow counts each flow. Its pace never runs ahead: 200 frames
-// a second over the 0.05 + 0.3 s it runs, its first an interval in, is at most 70 (one more
-// allowed for the threads' start before the warm-up's clock). How many it sends on a busy
-// machine depends on when it gets a CPU (26 to 71 here with a CI run beside it): the rate
-// itself is checked on the simulation (SimEngine.TheProbeIsTheLastFlowAtItsRateAndReadsBack).
+// load, its frames counted as --per-flow counts each flow. Its pace never runs ahead: its k-th
+// frame is due k intervals of 5 ms after its thread started, itself after the cell's clock
+// began, and it builds frames until generation stops, at the record's stopped_at_s on that
+// clock — so it builds at most stopped_at_s x 200, and one more: a pacing sleep that ends after
+// the stop still sends its frame. (Not 0.05 + 0.3 s x 200: the stop comes after the window's
+// snapshots, 72 frames' worth under ASan once.) How many it sends on a busy machine depends on
+// when it gets a CPU (26 to 71 here with a CI run beside it): the rate itself is checked on the
+// simulation (SimEngine.TheProbeIsTheLastFlowAtItsRateAndReadsBack).
 TEST(FqCodelRun, TheProbeIsAFlowOfItsOwnAtItsOwnRate) {
   const auto run = RunTxbatch(
       "run --driver emu:e1000 --proto udp --size 1472 --procs 1 --rate 500mbit --probe 200pps "
@@ -126,7 +130,10 @@ TEST(FqCodelRun, TheProbeIsAFlowOfItsOwnAtItsOwnRate) {
   ASSERT_TRUE(r["probe"].is_object()) << r.dump();
   EXPECT_EQ(r["probe"]["flow"], 1);
   EXPECT_GT(r["probe"]["generated"].get<uint64_t>(), 0u);
-  EXPECT_LE(r["probe"]["generated"].get<uint64_t>(), 71u);
+  const double stopped_at_s = r["model_checks"]["stopped_at_s"].get<double>();
+  EXPECT_LE(static_cast<double>(r["probe"]["generated"].get<uint64_t>()),
+            std::floor(stopped_at_s * 200) + 1)
+      << "stopped at " << stopped_at_s << " s";
   EXPECT_EQ(r["probe"]["received"], r["probe"]["generated"]);  // nothing lost on the way
   ASSERT_EQ(r["per_flow"].size(), 2u);
   EXPECT_EQ(r["per_flow"][1], r["probe"]);
