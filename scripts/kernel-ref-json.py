@@ -126,25 +126,41 @@ def pktgen(text):
     return out
 
 
-def pcap_frames(path):
-    """Frames in a classic pcap (QEMU's filter-dump), and their lengths on the wire by size."""
-    sizes = {}
+def pcap_records(path, keep_bytes=False):
+    """Each frame of a classic pcap (QEMU's filter-dump) as (length on the wire, its captured
+    bytes where keep_bytes, else None); None where the file is missing or has no header."""
     try:
-        with open(path, "rb") as f:
-            header = f.read(24)
-            if len(header) < 24:
-                return None
-            magic = struct.unpack("<I", header[:4])[0]
-            endian = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
-            while True:
-                rec = f.read(16)
-                if len(rec) < 16:
-                    break
-                _, _, caplen, wirelen = struct.unpack(endian + "IIII", rec)
-                f.seek(caplen, 1)
-                sizes[wirelen] = sizes.get(wirelen, 0) + 1
+        f = open(path, "rb")
     except FileNotFoundError:
         return None
+    out = []
+    with f:
+        header = f.read(24)
+        if len(header) < 24:
+            return None
+        magic = struct.unpack("<I", header[:4])[0]
+        endian = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
+        while True:
+            rec = f.read(16)
+            if len(rec) < 16:
+                break
+            _, _, caplen, wirelen = struct.unpack(endian + "IIII", rec)
+            if keep_bytes:
+                out.append((wirelen, f.read(caplen)))
+            else:
+                f.seek(caplen, 1)
+                out.append((wirelen, None))
+    return out
+
+
+def pcap_frames(path):
+    """Frames in a classic pcap (QEMU's filter-dump), and their lengths on the wire by size."""
+    records = pcap_records(path)
+    if records is None:
+        return None
+    sizes = {}
+    for wirelen, _ in records:
+        sizes[wirelen] = sizes.get(wirelen, 0) + 1
     return sizes
 
 
@@ -435,29 +451,14 @@ def wire_udp(path):
     """Every IPv4/UDP frame in a classic pcap, in order: (source port, bytes, TOS, the first 4
     payload bytes as a big-endian number: kref-fq-send's sequence number)."""
     out = []
-    try:
-        f = open(path, "rb")
-    except FileNotFoundError:
-        return out
-    with f:
-        header = f.read(24)
-        if len(header) < 24:
-            return out
-        magic = struct.unpack("<I", header[:4])[0]
-        endian = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
-        while True:
-            rec = f.read(16)
-            if len(rec) < 16:
-                break
-            _, _, caplen, wirelen = struct.unpack(endian + "IIII", rec)
-            b = f.read(caplen)
-            if len(b) < 46 or b[12:14] != b"\x08\x00" or b[23] != 17:
-                continue
-            l4 = 14 + (b[14] & 0xF) * 4
-            if len(b) < l4 + 12:
-                continue
-            out.append((struct.unpack(">H", b[l4:l4 + 2])[0], wirelen, b[15],
-                        struct.unpack(">I", b[l4 + 8:l4 + 12])[0]))
+    for wirelen, b in pcap_records(path, keep_bytes=True) or []:
+        if len(b) < 46 or b[12:14] != b"\x08\x00" or b[23] != 17:
+            continue
+        l4 = 14 + (b[14] & 0xF) * 4
+        if len(b) < l4 + 12:
+            continue
+        out.append((struct.unpack(">H", b[l4:l4 + 2])[0], wirelen, b[15],
+                    struct.unpack(">I", b[l4 + 8:l4 + 12])[0]))
     return out
 
 
