@@ -5,12 +5,19 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 namespace txbatch::test {
+
+// The environment variable `name`, or "" where it is unset.
+inline std::string EnvOr(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
 
 // The whole file at `path`; empty when there is none (or it cannot be read).
 inline std::string Slurp(const std::filesystem::path& path) {

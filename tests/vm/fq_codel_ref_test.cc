@@ -33,11 +33,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string EnvOr(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
 struct FqCodelReferenceRun {
   int status = -1;
   std::string path;

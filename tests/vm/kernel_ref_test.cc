@@ -24,11 +24,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string EnvOr(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
 // A count in the document: there and a whole number (a missing key throws; anything else fails
 // and reads as UINT64_MAX, so no `== 0` passes on it).
 uint64_t Count(const json& obj, const std::string& key) {

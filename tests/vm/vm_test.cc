@@ -48,19 +48,14 @@ namespace {
 
 using nlohmann::json;
 
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
 // The image (kernel + initramfs with the built txbatch), built once for the suite.
-std::string ImageDir() { return Env("TXBATCH_VM_DIR"); }
-std::string LabScript() { return Env("TXBATCH_SOURCE_ROOT") + "/scripts/vm-lab.sh"; }
+std::string ImageDir() { return EnvOr("TXBATCH_VM_DIR"); }
+std::string LabScript() { return EnvOr("TXBATCH_SOURCE_ROOT") + "/scripts/vm-lab.sh"; }
 
 class LabImage : public ::testing::Environment {
  public:
   void SetUp() override {
-    const std::string cmd = "TXBATCH_BIN=" + Env("TXBATCH_BIN") + " bash " + LabScript() +
+    const std::string cmd = "TXBATCH_BIN=" + EnvOr("TXBATCH_BIN") + " bash " + LabScript() +
                             " image " + ImageDir() + " >" + ImageDir() + ".log 2>&1";
     std::filesystem::create_directories(std::filesystem::path(ImageDir()).parent_path());
     const int rc = std::system(cmd.c_str());
@@ -715,7 +710,7 @@ const std::string kRocePaced = "--proto udp --size " + std::to_string(kRoceSize)
 constexpr char kRxeMtu[] = "--mtu 1020";
 
 TEST(VmRxe, TheHardwareSuitePassesOnSoftRoce) {
-  if (Env("TXBATCH_VM_BINS").find("hw_tests") == std::string::npos)
+  if (EnvOr("TXBATCH_VM_BINS").find("hw_tests") == std::string::npos)
     GTEST_FAIL() << "the vm suite was built without libibverbs: no hw_tests for the guest";
   const Boot b = BootGuest("rxe_hw",
                            std::string(kRxe) +
