@@ -19,44 +19,43 @@ NolockTxQueue::NolockTxQueue(TxDriver& driver, const FlushPolicy& policy,
                              const TxQueueConfig& config, const RunWindow& window)
     : TxQueue(driver, policy, config, window),
       qdisc_(config.txqueuelen),
+      enqueue_(config),
       run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen), MaxBulk(config)) {}
 
 NolockTxQueue::~NolockTxQueue() { StopIrq(); }
 
 bool NolockTxQueue::Send(rte_mbuf* m, int band, bool run) {
   // The empty-qdisc bypass (5.14's TCQ_F_CAN_BYPASS for TCQ_F_NOLOCK): a qdisc that looks empty
-  // and nobody runs, looked at without the flag, then again holding it (TryRun). The queue's
-  // state is not looked at: a stopped queue refuses the frame in the handover.
-  if (run && config_.bypass && !config_.shape.dedicated && LooksEmpty() && !running_.load() &&
-      !aborted_.load() && TryRun(counters_.runs, m, band))
+  // and nobody runs, looked at without the flag, then again holding it (TryRun).
+  if (!aborted_.load() && enqueue_.Bypass(run, !running_.load() && LooksEmpty()) &&
+      TryRun(counters_.runs, m, band))
     return true;
+  bool queued = true;
   while (true) {
-    if (aborted_.load()) {
-      counters_.dropped_aborted.Add(WireFrames(m));
-      rte_pktmbuf_free(m);
-      return false;
-    }
     bool was_empty = false;
-    if (qdisc_.Enqueue(m, band, &was_empty)) {
+    if (!aborted_.load() && qdisc_.Enqueue(m, band, &was_empty)) {
       if (was_empty) first_enqueued_.store(Now());
       break;
     }
-    if (!config_.block_when_full) {
-      counters_.dropped_qdisc_full.Add(WireFrames(m));
-      rte_pktmbuf_free(m);
-      return false;
+    if (enqueue_.Refuse(aborted_.load(), m, counters_) != Refusal::kWait) {
+      queued = false;
+      break;
     }
-    counters_.waits.Add();
     WaitForSpace(band);
-    // The frame enters the stack now: time spent blocked is back-pressure, not latency.
-    RestampTx(m, Now());
+    RestampTx(m, Now());  // the frame enters the stack now (EnqueueStep: phase 1)
   }
-  if (config_.shape.dedicated) {
-    if (runner_idle_.load()) WakeRunner();  // producers only enqueue; the runner sends
-  } else if (run) {
-    TryRun(counters_.runs);  // as __dev_xmit_skb: run the qdisc after the enqueue
+  switch (enqueue_.Next(run)) {  // whether the frame went in or was dropped, as the kernel's
+    case AfterEnqueue::kWakeRunner:
+      if (runner_idle_.load()) WakeRunner();
+      break;
+    case AfterEnqueue::kRun:
+      TryRun(counters_.runs);  // qdisc_run after dev_qdisc_enqueue
+      break;
+    case AfterEnqueue::kNothing:
+      break;
   }
-  return true;
+  if (!queued) rte_pktmbuf_free(m);
+  return queued;
 }
 
 void NolockTxQueue::RunQdisc() {

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "dataplane/enqueue_step.h"
 #include "dataplane/lockfree_pfifo.h"
 #include "dataplane/qdisc_run.h"
 #include "dataplane/tx_queue.h"
@@ -60,6 +61,7 @@ class NolockTxQueue final : public TxQueue {
   void WaitForSpace(int band);
 
   LockfreePfifo qdisc_;
+  const EnqueueStep enqueue_;
   std::atomic<bool> running_{false};  // the run flag (q->seqlock)
   QdiscNotes<std::atomic<bool>> notes_;  // MISSED and DRAINING
   std::atomic<bool> aborted_{false};

@@ -11,6 +11,7 @@ RootlockTxQueue::RootlockTxQueue(TxDriver& driver, const FlushPolicy& policy,
                                  const TxQueueConfig& config, const RunWindow& window)
     : TxQueue(driver, policy, config, window),
       qdisc_(MakeQdisc(config, counters_.qdisc)),
+      enqueue_(config),
       run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen), MaxBulk(config)) {}
 
 RootlockTxQueue::~RootlockTxQueue() { StopIrq(); }
@@ -20,28 +21,19 @@ bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
   bool queued = true;
   bool waited = false;
   while (aborted_ || qdisc_->band_full(band)) {
-    if (aborted_) {
-      counters_.dropped_aborted.Add(WireFrames(m));
+    if (enqueue_.Refuse(aborted_, m, counters_) != Refusal::kWait) {
       queued = false;
       break;
     }
-    if (!config_.block_when_full) {
-      counters_.dropped_qdisc_full.Add(WireFrames(m));
-      queued = false;
-      break;
-    }
-    counters_.waits.Add();
     ++waiters_;
     space_cv_.wait(root);
     --waiters_;
     waited = true;
   }
   if (queued) {
-    // The frame enters the stack now, as an skb built after sk_stream_wait_memory would: time
-    // a producer spent blocked is back-pressure, not latency.
     if (waited) RestampTx(m, Now());
-    if (run && CanBypass()) {
-      // __dev_xmit_skb's bypass: an empty qdisc nobody runs; the frame is the run's first bulk.
+    if (enqueue_.Bypass(run, !running_ && qdisc_->empty())) {
+      // The frame is the run's first bulk.
       running_ = true;
       counters_.runs.Add();
       counters_.bypassed.Add();
@@ -54,21 +46,19 @@ bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
     // Cannot fail: the band has room (fq_codel makes room, and reads the clock: CoDel's stamp).
     (void)qdisc_->Enqueue(m, band, config_.shape.fq_codel ? Now() : 0);
   }
-  if (config_.shape.dedicated) {
-    // Producers only enqueue; the runner thread sends.
-    if (runner_idle_) runner_cv_.notify_one();
-  } else if (run) {
-    RunIfIdle(root, counters_.runs);  // as __dev_xmit_skb: after the enqueue, whatever it returned
+  switch (enqueue_.Next(run)) {  // whether the frame went in or was dropped, as the kernel's
+    case AfterEnqueue::kWakeRunner:
+      if (runner_idle_) runner_cv_.notify_one();
+      break;
+    case AfterEnqueue::kRun:
+      RunIfIdle(root, counters_.runs);
+      break;
+    case AfterEnqueue::kNothing:
+      break;
   }
   root.unlock();
   if (!queued) rte_pktmbuf_free(m);
   return queued;
-}
-
-bool RootlockTxQueue::CanBypass() const {
-  // `TCQ_F_CAN_BYPASS && !qdisc_qlen(q) && qdisc_run_begin(q)` (3.18 and 6.9 alike): the queue's
-  // state is not looked at; a stopped one refuses the frame in the driver handover.
-  return config_.bypass && !config_.shape.dedicated && !running_ && qdisc_->empty();
 }
 
 void RootlockTxQueue::Run(std::unique_lock<std::mutex>& root, bool in_hand) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "dataplane/enqueue_step.h"
 #include "dataplane/qdisc.h"
 #include "dataplane/qdisc_run.h"
 #include "dataplane/tx_queue.h"
@@ -37,8 +38,6 @@ class RootlockTxQueue final : public TxQueue {
   // root held and running_ set by the caller; clears running_.
   // `in_hand`: the run's first bulk is already in run_ (begun, a bypassed frame).
   void Run(std::unique_lock<std::mutex>& root, bool in_hand = false);
-  // Whether a frame sent now takes the empty-qdisc bypass (under root).
-  bool CanBypass() const;
   // Runs the qdisc when nobody does (counted in `runs`), under root.
   void RunIfIdle(std::unique_lock<std::mutex>& root, Counter& runs);
   // Why the dedicated runner should run the qdisc now (kNone: not yet). Under root_lock_.
@@ -51,6 +50,7 @@ class RootlockTxQueue final : public TxQueue {
   bool resched_pending_ = false;  // the txirq asked for another pass while a runner ran
   bool aborted_ = false;
   unsigned waiters_ = 0;
+  const EnqueueStep enqueue_;
   QdiscRun<Qdisc> run_;  // the current runner's
   // --runner dedicated: the runner sleeps on runner_cv_ while there is nothing to send.
   std::condition_variable runner_cv_;

@@ -88,6 +88,7 @@ TxQueueConfig QueueConfigFor(const CellConfig& cfg, double tsc_hz, const std::ve
   TxQueueConfig q;
   q.tx_lock_inherits = TxLockInherits(cfg, cpus.size());
   q.txqueuelen = cfg.txqueuelen;
+  q.block_when_full = cfg.stream;  // a stream's producers block on a full band, datagrams drop
   q.psched_mtu = cfg.mtu + kEthHeaderBytes;
   q.tsc_hz = tsc_hz;
   q.irq_cpus = cpus;

@@ -67,7 +67,6 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   TxDriver& driver = *drivers.front();
   auto policy = MakeFlushPolicy(cfg.policy, tsc_hz);
   TxQueueConfig qcfg = QueueConfigFor(cfg, tsc_hz, cpus);
-  qcfg.block_when_full = cfg.stream;
   // Stage timestamps cost ~4 ns a frame: only where a sink will read them.
   qcfg.track_stages = cfg.timing && driver.counted_at() != CountedAt::kDriver;
   std::vector<std::unique_ptr<TxQueue>> queues;

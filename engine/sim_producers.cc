@@ -117,17 +117,15 @@ void Simulation::Enqueue(SimActor& p) {
     p.held = nullptr;
     return;
   }
-  // The band is full: a datagram is dropped, a stream producer blocks until a run frees room
-  // (the probe's too, on a queue of stream producers: the real queue's block_when_full).
-  if (!cfg_.stream) {
-    q.counters().dropped_qdisc_full.Add(WireFrames(m));
+  // The band was full: a datagram was dropped (counted), a stream producer blocks until a run
+  // frees room (the probe's too, on a queue of stream producers: block_when_full).
+  if (put == SimQueue::Put::kDropped) {
     if (tsq_ && !IsProbe(p)) tsq_->Uncharge(p.flow, p.held_payload, WireFrames(m));
     builders_[p.flow].Unbuild(p.held_payload, WireFrames(m));
     rte_pktmbuf_free(m);
     p.held = nullptr;
     return;
   }
-  q.counters().waits.Add();
   p.held_waited = true;
   q.Block(p);
 }

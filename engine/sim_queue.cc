@@ -230,6 +230,7 @@ SimQueue::SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy,
       dev_(driver, policy, config.bql, config.tsc_hz, qc_),
       qdisc_(MakeQdisc(config, qc_.qdisc,
                        config.shape.nolock ? QdiscLimit::kPerBand : QdiscLimit::kLength)),
+      enqueue_(config),
       run_(policy, config.shape.dedicated, WakeLevel(config.txqueuelen), MaxBulk(config)),
       tx_(/*handoff=*/config.tx_lock_inherits),
       meta_offset_(config.track_stages ? TxMetaOffset() : -1),
@@ -239,58 +240,67 @@ SimQueue::SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy,
 SimQueue::Put SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited) {
   if (config_.shape.nolock) return EnqueueNolock(p, m, band, waited);
   if (!cpu_.Acquire(p, root_)) return Put::kRetry;
-  if (qdisc_->band_full(band)) {
+  // EnqueueStep's phases, as RootlockTxQueue::Send takes them under its root lock.
+  const bool queued = !qdisc_->band_full(band);
+  if (!queued && enqueue_.Refuse(/*aborted=*/false, m, qc_) == Refusal::kWait) {
     cpu_.Release(p, root_);
-    return Put::kFull;
+    return Put::kWait;
   }
-  // A frame that waited enters the stack now (RootlockTxQueue::Send).
-  if (waited) RestampTx(m, p.t);
-  if (config_.bypass && !config_.shape.dedicated && !running_ && qdisc_->empty()) {
-    // The empty-qdisc bypass (RootlockTxQueue::Send): the lock for the look and the run's
-    // beginning, no enqueue; the frame is the run's first bulk, handed to the driver at its next
-    // step (which a stopped queue refuses).
-    cpu_.Work(p, cpu_.c.bypass);
-    cpu_.Release(p, root_);
-    Bypass(p, m);
-    return Put::kDone;
+  if (queued) {
+    if (waited) RestampTx(m, p.t);
+    if (enqueue_.Bypass(/*run=*/true, !running_ && qdisc_->empty())) {
+      // The lock for the look and the run's beginning, no enqueue; the frame is handed to the
+      // driver at the run's next step (which a stopped queue refuses).
+      cpu_.Work(p, cpu_.c.bypass);
+      cpu_.Release(p, root_);
+      Bypass(p, m);
+      return Put::kDone;
+    }
+    if (qdisc_->empty()) first_enqueued_ = p.t;
+    cpu_.Work(p, Line(p, band_last_) + cpu_.c.enqueue);
+    (void)qdisc_->Enqueue(m, band, p.t);  // cannot fail: the band has room (fq_codel makes it)
   }
-  if (qdisc_->empty()) first_enqueued_ = p.t;
-  cpu_.Work(p, Line(p, band_last_) + cpu_.c.enqueue);
-  (void)qdisc_->Enqueue(m, band, p.t);  // cannot fail: the band has room (fq_codel makes it)
-  if (config_.shape.dedicated) {
+  const Put put = queued ? Put::kDone : Put::kDropped;
+  if (enqueue_.Next(/*run=*/true) == AfterEnqueue::kWakeRunner) {
     // Producers only enqueue and the runner sends: a sleeping runner is woken under the root
     // lock (RootlockTxQueue::Send's notify_one), its futex call (an IPI across CPUs) inside it.
     WakeRunner(&p, p.t);
   } else if (!running_) {
-    // As __dev_xmit_skb: the run begins after the enqueue, its first dequeue under the same
-    // hold of the root lock.
+    // As __dev_xmit_skb: the run begins after the enqueue (whatever it did), its first dequeue
+    // under the same hold of the root lock.
     BeginRun(p, false);
     Dequeue(p, /*held=*/true);
-    return Put::kDone;
+    return put;
   }
   cpu_.Release(p, root_);
-  return Put::kDone;
+  return put;
 }
 
 SimQueue::Put SimQueue::EnqueueNolock(SimActor& p, rte_mbuf* m, int band, bool waited) {
   // NolockTxQueue::Send: no root lock; the run flag is one atomic exchange (`lock`), a lost one
   // leaves MISSED for the holder (qdisc_run_begin).
-  if (qdisc_->band_full(band)) return Put::kFull;
-  if (waited) RestampTx(m, p.t);
-  if (config_.bypass && !config_.shape.dedicated && !running_ &&
-      notes_.LooksEmpty(qdisc_->empty())) {
-    // The flag, won: still empty, the frame is the first bulk (the run's path as the root-locked
-    // queue's: `bypass`).
-    cpu_.Work(p, Line(p, band_last_) + Line(p, flag_last_) + cpu_.c.lock + cpu_.c.bypass);
-    Bypass(p, m);
-    return Put::kDone;
+  if (!qdisc_->band_full(band)) {
+    if (waited) RestampTx(m, p.t);
+    if (enqueue_.Bypass(/*run=*/true, !running_ && notes_.LooksEmpty(qdisc_->empty()))) {
+      // The flag, won: still empty, the frame is the first bulk (the run's path as the
+      // root-locked queue's: `bypass`).
+      cpu_.Work(p, Line(p, band_last_) + Line(p, flag_last_) + cpu_.c.lock + cpu_.c.bypass);
+      Bypass(p, m);
+      return Put::kDone;
+    }
+    if (qdisc_->empty()) first_enqueued_ = p.t;
+    cpu_.Work(p, Line(p, band_last_) + cpu_.c.enqueue);
+    (void)qdisc_->Enqueue(m, band, p.t);  // cannot fail: the band has room (fq_codel makes it)
+    return AfterNolockEnqueue(p, Put::kDone);
   }
-  if (qdisc_->empty()) first_enqueued_ = p.t;
-  cpu_.Work(p, Line(p, band_last_) + cpu_.c.enqueue);
-  (void)qdisc_->Enqueue(m, band, p.t);  // cannot fail: the band has room (fq_codel makes it)
-  if (config_.shape.dedicated) {
+  if (enqueue_.Refuse(/*aborted=*/false, m, qc_) == Refusal::kWait) return Put::kWait;
+  return AfterNolockEnqueue(p, Put::kDropped);  // qdisc_run after a drop too
+}
+
+SimQueue::Put SimQueue::AfterNolockEnqueue(SimActor& p, Put put) {
+  if (enqueue_.Next(/*run=*/true) == AfterEnqueue::kWakeRunner) {
     WakeRunner(&p, p.t);
-    return Put::kDone;
+    return put;
   }
   cpu_.Work(p, Line(p, flag_last_) + cpu_.c.lock);  // the flag: won, or the note left
   if (!running_) {
@@ -299,7 +309,7 @@ SimQueue::Put SimQueue::EnqueueNolock(SimActor& p, rte_mbuf* m, int band, bool w
     qc_.missed.Add();
     notes_.missed.store(true);
   }
-  return Put::kDone;
+  return put;
 }
 
 void SimQueue::Bypass(SimActor& p, rte_mbuf* m) {

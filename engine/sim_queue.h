@@ -24,6 +24,7 @@
 #include "base/tsc.h"
 #include "batching/batch.h"
 #include "batching/flush_policy.h"
+#include "dataplane/enqueue_step.h"
 #include "dataplane/netdev_queue.h"
 #include "dataplane/qdisc.h"
 #include "dataplane/qdisc_run.h"
@@ -399,12 +400,13 @@ class SimQueue {
     pool_ = pool;
   }
 
-  // Producer `p`, at p.t, puts `m` (ownership moves on success) into `band` under the root lock.
-  // `waited`: it was blocked, so the frame is restamped. A full band returns false (m stays the
-  // caller's, to drop or to Block on). Then, as Send: wakes the dedicated runner, or starts a run
-  // by `p` (p.step becomes kDequeue) when nobody runs.
+  // Producer `p`, at p.t, puts `m` (ownership moves on kDone) into `band` under the root lock,
+  // EnqueueStep's phases as the real queues take them. `waited`: it was blocked, so the frame is
+  // restamped. A full band: kWait (a stream's producer: to Block; m stays the caller's) or
+  // kDropped (counted; the caller frees m). Then, as Send, dropped or not: wakes the dedicated
+  // runner, or starts a run by `p` (p.step becomes kDequeue) when nobody runs.
   // kRetry: the root lock was held; `p` steps again when Acquire says (m stays the caller's).
-  enum class Put : uint8_t { kDone, kFull, kRetry };
+  enum class Put : uint8_t { kDone, kWait, kDropped, kRetry };
   Put Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited);
   // `p` sleeps until a run frees room (p.t becomes kNever).
   void Block(SimActor& p);
@@ -500,6 +502,9 @@ class SimQueue {
   void Restart(SimActor& irq, bool resched);
   // --sync nolock: Enqueue without a root lock (NolockTxQueue::Send).
   Put EnqueueNolock(SimActor& p, rte_mbuf* m, int band, bool waited);
+  // After a lock-free enqueue, or a drop (`put`): the runner woken, or the run flag taken (a run
+  // begun by `p`) or the note left for its holder.
+  Put AfterNolockEnqueue(SimActor& p, Put put);
   // `m` goes to the driver as the first bulk of a run by `p` (the empty-qdisc bypass).
   void Bypass(SimActor& p, rte_mbuf* m);
   // The frames the sink was handed so far, and of them those handed over on another CPU than
@@ -528,6 +533,7 @@ class SimQueue {
   TxQueueCounters qc_;
   NetdevQueue dev_;
   std::unique_ptr<Qdisc> qdisc_;
+  const EnqueueStep enqueue_;
   QdiscRun<Qdisc> run_;  // the current run's (one at a time: running_)
   SimActor* irq_ = nullptr;
   SimActor* runner_ = nullptr;

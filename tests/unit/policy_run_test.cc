@@ -203,6 +203,12 @@ class PlayedQueue {
   // Another producer's send, made while a run is in its driver call (Rig's
   // QueueDuringTheNextDriverCall): on another thread, or another actor of the simulation.
   virtual bool SendAsAnother(rte_mbuf* m, int band) = 0;
+  // A stream producer's send into a full band: it waits for room (counted in waits), on
+  // another thread or as another actor of the simulation; returns once it waits.
+  virtual void SendBlocked(rte_mbuf* m, int band) = 0;
+  // Waits for the blocked producers a run woke to put their frames in (and to run the qdisc,
+  // as they do); returns whether every one did.
+  virtual bool Unblock() = 0;
   virtual void Completion(Tsc now, bool resched) = 0;
   virtual const TxQueueCounters& counters() const = 0;
   virtual std::optional<uint32_t> bql_limit() = 0;
@@ -222,14 +228,43 @@ class RealQueue final : public PlayedQueue {
     other.join();
     return sent;
   }
+  void SendBlocked(rte_mbuf* m, int band) override {
+    const uint64_t waits = q_->counters().waits.Get();
+    blocked_.emplace_back([this, m, band] {
+      q_->Send(m, band);
+      returned_.fetch_add(1);
+    });
+    // Bounded: a producer that never waits fails the case here, not by hanging it.
+    for (int i = 0; i < 5000 && q_->counters().waits.Get() == waits; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_GT(q_->counters().waits.Get(), waits) << "the producer did not wait for room";
+  }
+  bool Unblock() override {
+    // Each returns once its frame is in and its run over; one still waiting after 5 s is freed
+    // by Abort (so the join cannot hang) and the case fails.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (returned_.load() < blocked_.size() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const bool all = returned_.load() == blocked_.size();
+    if (!all) q_->Abort();
+    for (std::thread& t : blocked_) t.join();
+    blocked_.clear();
+    returned_.store(0);
+    return all;
+  }
   void Completion(Tsc now, bool resched) override { q_->Completion(now, resched); }
   const TxQueueCounters& counters() const override { return q_->counters(); }
   std::optional<uint32_t> bql_limit() override { return q_->bql_limit(); }
   unsigned backlog() override { return q_->backlog(); }
   unsigned Purge() override { return q_->Purge(); }
+  ~RealQueue() override {
+    if (!blocked_.empty()) (void)Unblock();
+  }
 
  private:
   std::unique_ptr<TxQueue> q_;
+  std::vector<std::thread> blocked_;
+  std::atomic<size_t> returned_{0};
 };
 
 // The simulation's queue with free locks (no costs): a producer actor and the txirq actor, each
@@ -252,6 +287,41 @@ class SimulatedQueue final : public PlayedQueue {
   bool Send(rte_mbuf* m, int band) override { return SendBy(producer_, m, band); }
   // The run in progress is another actor's: this one only enqueues.
   bool SendAsAnother(rte_mbuf* m, int band) override { return SendBy(other_, m, band); }
+  void SendBlocked(rte_mbuf* m, int band) override {
+    SimActor& p = blocked_.emplace_back();
+    p.role = SimRole::kProducer;
+    p.step = p.home = SimStep::kBuild;
+    p.q = &q_;
+    p.t = clock_.now;
+    const SimQueue::Put put = q_.Enqueue(p, m, band, false);
+    EXPECT_EQ(put, SimQueue::Put::kWait) << "the producer did not wait for room";
+    if (put != SimQueue::Put::kWait) {
+      if (put != SimQueue::Put::kDone) rte_pktmbuf_free(m);
+      blocked_.pop_back();
+      return;
+    }
+    held_.push_back({m, band});
+    q_.Block(p);  // as Simulation::Enqueue: asleep (p.t kNever) until a run wakes it
+  }
+  bool Unblock() override {
+    // A woken actor steps its enqueue again (Simulation::Enqueue's kBlocked), the frame
+    // restamped, and steps the run it begins.
+    for (size_t i = 0; i < blocked_.size(); ++i) {
+      SimActor& p = blocked_[i];
+      if (held_[i].m == nullptr || p.t == kNever) continue;
+      p.step = SimStep::kBuild;
+      if (q_.Enqueue(p, held_[i].m, held_[i].band, /*waited=*/true) != SimQueue::Put::kDone)
+        continue;
+      held_[i].m = nullptr;
+      Finish(p);
+    }
+    bool all = true;
+    for (Held& h : held_) {
+      all = all && h.m == nullptr;
+      if (h.m != nullptr) rte_pktmbuf_free(std::exchange(h.m, nullptr));
+    }
+    return all;
+  }
   void Completion(Tsc now, bool resched) override {
     clock_.now = std::max(clock_.now, now);
     irq_.t = clock_.now;
@@ -268,12 +338,12 @@ class SimulatedQueue final : public PlayedQueue {
  private:
   bool SendBy(SimActor& p, rte_mbuf* m, int band) {
     p.t = clock_.now;
-    if (q_.Enqueue(p, m, band, false) != SimQueue::Put::kDone) {
-      rte_pktmbuf_free(m);
-      return false;
-    }
-    Finish(p);
-    return true;
+    const SimQueue::Put put = q_.Enqueue(p, m, band, false);
+    EXPECT_NE(put, SimQueue::Put::kRetry) << "free locks are never held";
+    EXPECT_NE(put, SimQueue::Put::kWait) << "a rig's producer that would block";
+    if (put != SimQueue::Put::kDone) rte_pktmbuf_free(m);
+    Finish(p);  // a drop runs the qdisc too (EnqueueStep)
+    return put == SimQueue::Put::kDone;
   }
   // Steps the run `a` began (if it did) to its end.
   void Finish(SimActor& a) {
@@ -287,6 +357,13 @@ class SimulatedQueue final : public PlayedQueue {
   SimCpu cpu_;
   SimQueue q_;
   SimActor producer_, other_, irq_;
+  // Blocked producers (SendBlocked), each another actor, and the frame each holds.
+  struct Held {
+    rte_mbuf* m;
+    int band;
+  };
+  std::deque<SimActor> blocked_;  // the queue keeps pointers to them
+  std::vector<Held> held_;
 };
 
 constexpr std::array<const char*, 4> kEngineNames = {"rootlock", "nolock", "sim", "sim_nolock"};
@@ -299,7 +376,8 @@ struct Rig {
   // TCQ_F_NOLOCK).
   Rig(Engine engine, const char* policy_text, bool pfifo = false, BqlBounds bql = {},
       bool driver_bql = true, bool bypass = false, bool segment_gso = false,
-      std::optional<FqCodelParams> fq_codel = std::nullopt)
+      std::optional<FqCodelParams> fq_codel = std::nullopt,
+      const std::function<void(TxQueueConfig&)>& edit = nullptr)
       : driver(driver_bql) {
     auto spec = ParsePolicySpec(policy_text);
     EXPECT_TRUE(spec.ok()) << policy_text;
@@ -314,6 +392,7 @@ struct Rig {
     cfg.bql = bql;
     cfg.bypass = bypass && KernelBypass(*spec, cfg.shape);
     cfg.segment_gso = segment_gso;
+    if (edit) edit(cfg);
     if (Simulated(engine))
       queue = std::make_unique<SimulatedQueue>(driver, *policy, cfg, window);
     else
@@ -372,6 +451,13 @@ struct Rig {
     Queue(1);
     Irq(0, 0, 1);  // it completes; the ring closes
     driver.calls.clear();
+  }
+  // Sends a frame of kFrameBytes as a stream producer whose band is full: it waits for room.
+  void QueueBlocked() {
+    rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
+    ASSERT_NE(m, nullptr);
+    ASSERT_NE(rte_pktmbuf_append(m, kFrameBytes), nullptr);
+    queue->SendBlocked(m, kProducerBandForTest);
   }
   // At the driver's next call, another producer queues `n` frames (the run holds its run flag
   // or has let the root lock go, as while another CPU sends).
@@ -722,6 +808,49 @@ TEST_P(PolicyRun, FramesQueuedDuringARunGoInThatRunWithinItsQuota) {
   }
   rig.Irq(2, 512, 0, /*resched=*/true);
   EXPECT_EQ(rig.driver.Handovers(), Sizes({35}));
+}
+
+// The enqueue step (EnqueueStep, dataplane/enqueue_step.h) on a band of 4 frames, the ring
+// closed: a datagram that finds the band full is dropped, counted, and its producer still runs
+// the qdisc (__dev_xmit_skb runs it after dev_qdisc_enqueue whatever that returned, in 3.18 and
+// 6.9 alike): 5 sends, 5 runs, each ending at once on the stopped queue. Before the step, the
+// lock-free queue and the simulation's two returned at the drop (4 runs).
+TEST_P(PolicyRun, ADatagramDroppedAtAFullBandStillRunsTheQdisc) {
+  Rig rig(GetParam(), "count:32", false, {}, true, false, false, std::nullopt,
+          [](TxQueueConfig& c) {
+            c.txqueuelen = 4;
+            c.block_when_full = false;
+          });
+  rig.Queue(4);
+  rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
+  ASSERT_NE(m, nullptr);
+  ASSERT_NE(rte_pktmbuf_append(m, kFrameBytes), nullptr);
+  EXPECT_FALSE(rig.queue->Send(m, Rig::kProducerBandForTest)) << "the queue frees it";
+  EXPECT_EQ(rig.queue->counters().dropped_qdisc_full.Get(), 1u);
+  EXPECT_EQ(rig.queue->counters().runs.Get(), 5u);
+  EXPECT_EQ(rig.queue->counters().waits.Get(), 0u);
+  EXPECT_EQ(rig.queue->backlog(), 4u);
+  rig.Irq(1, 512, 0);
+  EXPECT_EQ(rig.driver.Handovers(), Sizes({4}));  // count:32 takes what is queued
+  EXPECT_EQ(rig.driver.ring().size(), 4u);
+}
+
+// A stream's producer that finds its band full waits (counted) until a run frees room, then
+// its frame goes in behind the others — restamped, not dropped — and is sent: the txirq's run
+// takes the 4 queued ({4}) and wakes it; its frame goes in the run it begins, or in that run if
+// it got in first ({1} either way: the band held no room before the dequeue).
+TEST_P(PolicyRun, AStreamProducerWaitsForRoomThenItsFrameGoesBehindTheOthers) {
+  Rig rig(GetParam(), "count:32", false, {}, true, false, false, std::nullopt,
+          [](TxQueueConfig& c) { c.txqueuelen = 4; });
+  rig.Queue(4);
+  rig.QueueBlocked();
+  EXPECT_EQ(rig.queue->counters().waits.Get(), 1u);
+  rig.Irq(1, 512, 0);
+  EXPECT_TRUE(rig.queue->Unblock()) << "the run that freed room woke the producer";
+  EXPECT_EQ(rig.driver.Handovers(), Sizes({4, 1}));
+  EXPECT_EQ(rig.driver.ring().size(), 5u);
+  EXPECT_EQ(rig.queue->counters().dropped_qdisc_full.Get(), 0u);
+  EXPECT_EQ(rig.queue->backlog(), 0u);
 }
 
 // A MISSED note left after the run's last look (5.14's lock-free qdisc, QdiscNotes): the
