@@ -11,6 +11,7 @@
 #include <string>
 
 #include "dataplane/gso.h"
+#include "dataplane/handover_step.h"
 #include "dataplane/qdisc_run.h"
 #include "dataplane/tx_meta.h"
 
@@ -80,7 +81,7 @@ uint16_t TxQueue::Transmit(Batch& batch, Tsc t0, Handover handover, Tsc handed) 
     end = Now();
     HandOn(tx);
   }
-  if (x.offered) counters_.batch_hist[batch.size()].Add();
+  HandoverStep::Count(batch.frames(), x, /*from_qdisc=*/true, counters_);
   counters_.tx_cycles.Add(end - t0);
   return x.accepted;
 }
@@ -135,15 +136,14 @@ uint16_t TxQueue::SendBatch(Batch& batch) {
   if (batch.empty()) return 0;
   const Tsc t0 = Now();
   if (config_.segment_gso) SegmentBatch(batch);
-  const uint16_t n = batch.size();
   MarkHandover(batch, t0);
   uint16_t accepted;
   {
     // Producers share these counters here, so they are written under the TX lock.
     std::unique_lock tx(tx_lock_);
-    accepted = XmitLocked(batch, Handover::kBurst, /*from_qdisc=*/false).accepted;
-    counters_.batch_hist[n].Add();
-    counters_.dropped_noqueue.Add(WireFrames(batch.frames().subspan(accepted)));
+    const XmitResult x = XmitLocked(batch, Handover::kBurst, /*from_qdisc=*/false);
+    accepted = x.accepted;
+    HandoverStep::Count(batch.frames(), x, /*from_qdisc=*/false, counters_);
     counters_.tx_cycles.Add(Now() - t0);
     HandOn(tx);
   }

@@ -5,6 +5,7 @@
 
 #include "dataplane/frame.h"
 #include "dataplane/gso.h"
+#include "dataplane/handover_step.h"
 #include "dataplane/tsq.h"
 #include "dataplane/tx_meta.h"
 
@@ -342,8 +343,7 @@ std::optional<uint16_t> SimQueue::SendBatch(SimActor& p, Batch& own) {
   const uint16_t accepted = x.accepted;
   cpu_.RunTo(p, clock_.now);
   cpu_.Work(p, cpu_.c.xmit_call + cpu_.c.xmit_frame * n);
-  qc_.batch_hist[n].Add();
-  qc_.dropped_noqueue.Add(WireFrames(own.frames().subspan(accepted)));
+  HandoverStep::Count(own.frames(), x, /*from_qdisc=*/false, qc_);
   // The queue stopped: the txirq is told inside the driver call's section, as XmitLocked's
   // Kick (its wake in the TX path's cycles, as the real engine's).
   if (x.stopped_now) Kick(p, false);
@@ -469,11 +469,10 @@ void SimQueue::Xmit(SimActor& a) {
   const XmitResult x = dev_.Xmit(batch.frames(), run_.handover());
   accepted_ = x.accepted;
   cpu_.RunTo(a, clock_.now);
-  if (x.offered) {
+  if (x.offered)
     cpu_.Work(a, cpu_.c.xmit_call * (driver_.counters().xmit_calls.Get() - calls) +
                      cpu_.c.xmit_frame * batch.size());
-    qc_.batch_hist[batch.size()].Add();
-  }
+  HandoverStep::Count(batch.frames(), x, /*from_qdisc=*/true, qc_);
   if (x.stopped_now) Kick(a, false);  // as SendBatch's: in the TX path's cycles
   qc_.tx_cycles.Add(a.t - run_t0_);
   HandOn(a, handled);
