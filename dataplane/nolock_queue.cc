@@ -194,39 +194,32 @@ void NolockTxQueue::WakeRunner() {
   runner_cv_.notify_one();
 }
 
-FlushTrigger NolockTxQueue::Ready(Tsc now) const {
-  return RunnerReady(policy_, qdisc_.backlog(), tx_stopped_.load(std::memory_order_acquire),
-                     draining_.load(), first_enqueued_.load(), now);
+RunnerTurn NolockTxQueue::Look(Tsc now) const {
+  return RunnerLook(policy_, qdisc_.backlog(), tx_stopped_.load(std::memory_order_acquire),
+                    draining_.load(), first_enqueued_.load(), now);
 }
 
-void NolockTxQueue::RunnerLoop() {
-  const bool registered = EnterServiceThread("runner");
-  while (!runner_stop_.load()) {
-    const Tsc now = Now();
-    const FlushTrigger why = Ready(now);
-    if (why == FlushTrigger::kNone) {
-      // Announce the sleep, then look once more: an enqueue that missed the announcement was
-      // seen by this second look (see the note at the top).
-      std::unique_lock lk(runner_mu_);
-      runner_idle_.store(true);
-      if (!runner_stop_.load() && Ready(Now()) == FlushTrigger::kNone) {
-        const Tsc by =
-            RunnerWakeBy(policy_, qdisc_.backlog(), tx_stopped_.load(std::memory_order_acquire),
-                         first_enqueued_.load());
-        runner_cv_.wait_for(lk, RunnerSleep(by, now));
-      }
-      runner_idle_.store(false);
-      continue;
-    }
-    running_.store(true);  // only this thread runs the qdisc with a dedicated runner
-    counters_.runs.Add();
-    counters_.flush_triggers[static_cast<size_t>(why)].Add();
-    run_.Begin();
-    (void)Run();  // a dedicated runner goes on after its quota: it has no softirq to hand to
-    running_.store(false);
-    if (!qdisc_.empty()) first_enqueued_.store(Now());  // what is left starts a new wait
-  }
-  if (registered) rte_thread_unregister();
+void NolockTxQueue::RunnerTurnsUntilStopped() {
+  RunnerTurns([this](Tsc now) { return Look(now); },
+              [this](const RunnerTurn& /*turn*/, Tsc now) {
+                // Announce the sleep, then look once more: an enqueue that missed the
+                // announcement was seen by this second look (see the note at the top).
+                std::unique_lock lk(runner_mu_);
+                runner_idle_.store(true);
+                if (!runner_stop_.load()) {
+                  const RunnerTurn again = Look(Now());
+                  if (again.why == FlushTrigger::kNone)
+                    runner_cv_.wait_for(lk, RunnerSleep(again.wake_by, now));
+                }
+                runner_idle_.store(false);
+              },
+              [this] {
+                running_.store(true);  // only this thread runs the qdisc with a dedicated runner
+                run_.Begin();
+                (void)Run();  // a dedicated runner goes on after its quota: no softirq to hand to
+                running_.store(false);
+                if (!qdisc_.empty()) first_enqueued_.store(Now());  // a new wait
+              });
 }
 
 bool NolockTxQueue::QdiscIdle() {

@@ -36,7 +36,7 @@ class NolockTxQueue final : public TxQueue {
  private:
   bool QdiscIdle() override;
   void Restart(bool resched) override;
-  void RunnerLoop() override;
+  void RunnerTurnsUntilStopped() override;
   void WakeRunner() override;
   // qdisc_run_begin / __qdisc_run / qdisc_run_end: runs the qdisc if the run flag is free
   // (counting the run in `runs`), else leaves the MISSED note for its holder; a note left when
@@ -55,8 +55,8 @@ class NolockTxQueue final : public TxQueue {
   void NoteStopped() {
     notes_.QueueStopped([this] { return tx_stopped_.load(); });
   }
-  // Why the dedicated runner should run the qdisc now (kNone: not yet).
-  FlushTrigger Ready(Tsc now) const;
+  // Why the dedicated runner should run the qdisc now, or until when it may sleep.
+  RunnerTurn Look(Tsc now) const;
   // A stream producer's wait for room in `band` (or Abort).
   void WaitForSpace(int band);
 

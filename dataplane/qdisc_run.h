@@ -294,6 +294,20 @@ inline Tsc RunnerWakeBy(const FlushPolicy& policy, unsigned backlog, bool stoppe
   return backlog == 0 || stopped ? kNever : policy.FlushBy(first_enqueued);
 }
 
+// A dedicated runner's look, written once for the real queues' loop (TxQueue::RunnerLoop) and
+// the simulation's (SimQueue::Poll): why it runs the qdisc now (RunnerReady) or, kNone, until
+// when it may sleep unless woken (RunnerWakeBy).
+struct RunnerTurn {
+  FlushTrigger why = FlushTrigger::kNone;
+  Tsc wake_by = kNever;
+};
+inline RunnerTurn RunnerLook(const FlushPolicy& policy, unsigned backlog, bool stopped,
+                             bool draining, Tsc first_enqueued, Tsc now) {
+  const FlushTrigger why = RunnerReady(policy, backlog, stopped, draining, first_enqueued, now);
+  if (why != FlushTrigger::kNone) return {why, kNever};
+  return {why, RunnerWakeBy(policy, backlog, stopped, first_enqueued)};
+}
+
 // What the completion role does when it restarted a stopped queue or a run asked to be
 // rescheduled (Linux netif_wake_queue / net_tx_action).
 enum class RestartAction : uint8_t {

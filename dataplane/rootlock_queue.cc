@@ -143,35 +143,25 @@ void RootlockTxQueue::WakeRunner() {
   runner_cv_.notify_one();
 }
 
-FlushTrigger RootlockTxQueue::Ready(Tsc now) const {
-  return RunnerReady(policy_, qdisc_->backlog(), tx_stopped_.load(std::memory_order_acquire),
-                     draining_, first_enqueued_, now);
+RunnerTurn RootlockTxQueue::Look(Tsc now) const {
+  return RunnerLook(policy_, qdisc_->backlog(), tx_stopped_.load(std::memory_order_acquire),
+                    draining_, first_enqueued_, now);
 }
 
-void RootlockTxQueue::RunnerLoop() {
-  const bool registered = EnterServiceThread("runner");
+void RootlockTxQueue::RunnerTurnsUntilStopped() {
   std::unique_lock root(root_lock_);
-  while (!runner_stop_.load()) {
-    const Tsc now = Now();
-    const FlushTrigger why = Ready(now);
-    if (why == FlushTrigger::kNone) {
-      // Sleep until an enqueue, a restarted queue, the drain or the buffer's timer; at most
-      // kIrqIdlePoll, so nothing is ever left waiting on a missed signal.
-      const Tsc by = RunnerWakeBy(policy_, qdisc_->backlog(),
-                                  tx_stopped_.load(std::memory_order_acquire), first_enqueued_);
-      runner_idle_ = true;
-      runner_cv_.wait_for(root, RunnerSleep(by, now));
-      runner_idle_ = false;
-      continue;
-    }
-    running_ = true;
-    counters_.runs.Add();
-    counters_.flush_triggers[static_cast<size_t>(why)].Add();
-    Run(root);
-    if (!qdisc_->empty()) first_enqueued_ = Now();  // what is left starts a new wait
-  }
-  root.unlock();
-  if (registered) rte_thread_unregister();
+  RunnerTurns([this](Tsc now) { return Look(now); },
+              [&](const RunnerTurn& turn, Tsc now) {
+                // Until an enqueue, a restarted queue, the drain or the buffer's timer.
+                runner_idle_ = true;
+                runner_cv_.wait_for(root, RunnerSleep(turn.wake_by, now));
+                runner_idle_ = false;
+              },
+              [&] {
+                running_ = true;
+                Run(root);
+                if (!qdisc_->empty()) first_enqueued_ = Now();  // what is left starts a new wait
+              });
 }
 
 bool RootlockTxQueue::QdiscIdle() {

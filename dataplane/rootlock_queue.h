@@ -32,7 +32,7 @@ class RootlockTxQueue final : public TxQueue {
  private:
   bool QdiscIdle() override;
   void Restart(bool resched) override;
-  void RunnerLoop() override;
+  void RunnerTurnsUntilStopped() override;
   void WakeRunner() override;
   // __qdisc_run (QdiscRun's phases, the root lock dropped around the driver call). Called with
   // root held and running_ set by the caller; clears running_.
@@ -40,8 +40,9 @@ class RootlockTxQueue final : public TxQueue {
   void Run(std::unique_lock<std::mutex>& root, bool in_hand = false);
   // Runs the qdisc when nobody does (counted in `runs`), under root.
   void RunIfIdle(std::unique_lock<std::mutex>& root, Counter& runs);
-  // Why the dedicated runner should run the qdisc now (kNone: not yet). Under root_lock_.
-  FlushTrigger Ready(Tsc now) const;
+  // Why the dedicated runner should run the qdisc now, or until when it may sleep. Under
+  // root_lock_.
+  RunnerTurn Look(Tsc now) const;
 
   std::mutex root_lock_;
   std::condition_variable space_cv_;

@@ -181,6 +181,12 @@ bool TxQueue::EnterServiceThread(std::string_view role) const {
   return rte_thread_register() == 0;  // mempool cache for frees
 }
 
+void TxQueue::RunnerLoop() {
+  const bool registered = EnterServiceThread("runner");
+  RunnerTurnsUntilStopped();
+  if (registered) rte_thread_unregister();
+}
+
 void TxQueue::StartIrq() {
   irq_stop_ = false;
   runner_stop_ = false;

@@ -47,6 +47,7 @@
 #include "dataplane/histogram.h"
 #include "dataplane/netdev_queue.h"
 #include "dataplane/qdisc.h"
+#include "dataplane/qdisc_run.h"
 #include "dataplane/queue_config.h"
 #include "dataplane/run_window.h"
 #include "dataplane/rx_port.h"
@@ -136,9 +137,30 @@ class TxQueue {
   // From the txirq: the completion restarted a stopped queue, or a runner ran out of quota
   // (`resched`): run the qdisc again (or wake the dedicated runner).
   virtual void Restart(bool resched) = 0;
-  virtual void RunnerLoop() = 0;
+  // The dedicated runner's turns (RunnerTurns with its synchronisation's parts), until
+  // runner_stop_.
+  virtual void RunnerTurnsUntilStopped() = 0;
   // Wakes a sleeping dedicated runner (to see runner_stop_, a drain, an enqueue).
   virtual void WakeRunner() = 0;
+
+  // The dedicated runner's loop, written once for both synchronisations: `look(now)` says why
+  // to run now (a RunnerTurn: RunnerLook on the queue's state), `sleep(turn, now)` sleeps until
+  // woken or turn.wake_by (at most kIrqIdlePoll: RunnerSleep), `run()` runs the qdisc once,
+  // counted here as a run and by its trigger. The root-locked queue calls it holding its lock.
+  template <class Look, class Sleep, class RunOnce>
+  void RunnerTurns(Look&& look, Sleep&& sleep, RunOnce&& run) {
+    while (!runner_stop_.load()) {
+      const Tsc now = Now();
+      const RunnerTurn turn = look(now);
+      if (turn.why == FlushTrigger::kNone) {
+        sleep(turn, now);
+        continue;
+      }
+      counters_.runs.Add();
+      counters_.flush_triggers[static_cast<size_t>(turn.why)].Add();
+      run();
+    }
+  }
 
   // What the policy reads of the device before a dequeue at `now` (BQL's room, free slots,
   // whether the qdisc may bulk), as last published under the TX lock; QdiscRun fills in the rest.
@@ -172,6 +194,8 @@ class TxQueue {
 
  private:
   void IrqLoop();
+  // The dedicated runner's thread: a service thread's setup, then its turns.
+  void RunnerLoop();
   // Records in each frame's TxMeta when it was handed to the driver and at which position: at
   // `now`, when the run began to take the bulk (its dequeue is the qdisc's, no TSC read of its
   // own), or when a producer's own batch went (--qdisc none).

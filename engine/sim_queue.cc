@@ -544,24 +544,23 @@ void SimQueue::WakeRunner(SimActor* from, Tsc at) {
 }
 
 void SimQueue::Poll(SimActor& r, bool draining) {
-  const bool stopped = dev_.Stopped();
-  const FlushTrigger why =
-      RunnerReady(policy_, qdisc_->backlog(), stopped, draining, first_enqueued_, r.t);
-  if (why == FlushTrigger::kNone) {
-    // Asleep until an enqueue, a restart, the drain or the buffer's timer; as RunnerLoop's
+  // The real queues' turn (TxQueue::RunnerTurns), as one step.
+  const RunnerTurn turn = RunnerLook(policy_, qdisc_->backlog(), dev_.Stopped(), draining,
+                                     first_enqueued_, r.t);
+  if (turn.why == FlushTrigger::kNone) {
+    // Asleep until an enqueue, a restart, the drain or the buffer's timer; as the real loop's
     // wait_for, kIrqIdlePoll at most while frames may still come.
     // The wait writes the condition variable (its line) before it sleeps; a buffer's deadline
     // passed meanwhile: no sleep, it looks again at once.
     cpu_.Work(r, Line(r, runner_cv_last_));
-    const Tsc by = RunnerWakeBy(policy_, qdisc_->backlog(), stopped, first_enqueued_);
-    if (by <= r.t) return;
-    Tsc wake = by;
+    if (turn.wake_by <= r.t) return;
+    Tsc wake = turn.wake_by;
     if (!draining) wake = std::min(wake, r.t + idle_poll_);
     r.t = r.timer = wake;
     return;
   }
-  qc_.flush_triggers[static_cast<size_t>(why)].Add();
-  BeginRun(r, false);
+  qc_.flush_triggers[static_cast<size_t>(turn.why)].Add();
+  BeginRun(r, false);  // counted as a run
 }
 
 std::optional<Tsc> SimQueue::NextCompletion(SimActor& irq) {
