@@ -182,6 +182,28 @@ CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, 
   return s;
 }
 
+std::vector<uint64_t> FirstSeqs(const CellConfig& cfg, const std::vector<uint64_t>* flow_seq) {
+  std::vector<uint64_t> first(Flows(cfg), 0);
+  if (flow_seq != nullptr)
+    for (size_t f = 0; f < std::min(first.size(), flow_seq->size()); ++f) first[f] = (*flow_seq)[f];
+  return first;
+}
+
+std::unique_ptr<RxSink> MakeCellSink(const CellConfig& cfg, const RunWindow& window,
+                                     double tsc_hz, std::span<const uint64_t> first_seq) {
+  auto sink = std::make_unique<RxSink>(
+      window, tsc_hz, Flows(cfg), cfg.link ? uint64_t{4} * cfg.link->limit : 0,
+      /*verify_headers=*/cfg.link && cfg.link->corrupt > 0, cfg.timing,
+      /*flow_latency=*/(cfg.per_flow || cfg.probe) && cfg.timing);
+  sink->StartFlows(first_seq);
+  return sink;
+}
+
+void CloseBooks(Books& books, rte_mempool* pool) {
+  books.mbufs_in_use = static_cast<uint64_t>(rte_mempool_in_use_count(pool));
+  books.balanced = Balanced(books);
+}
+
 void CloseSinks(const CellConfig& cfg, std::span<RxSink* const> sinks,
                 const std::vector<ProducerStats>& stats) {
   for (size_t q = 0; q < sinks.size(); ++q) {

@@ -1,13 +1,16 @@
 #pragma once
-// The cell and its result, shared by both engines (experiment.h runs a cell on threads,
+// The cell and its result, shared by both engines (real_engine.h runs a cell on threads,
 // sim_engine.h on a virtual clock): what a cell is (CellConfig), what it measured (CellResult
 // and its books), what both engines derive from a config (the queue's configuration, the pool,
 // the drain budget, the producers' rate), and how a finished cell's counters become its result
 // (CounterSnapshot, QueueTotals, CellRun, ResultOf).
 
+#include <rte_mempool.h>
+
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -371,6 +374,18 @@ struct CellRun {
   double tsc_hz = 0;
   Tsc run_start = 0, window_start = 0, window_end = 0, stopped_at = 0, drained_at = 0;
 };
+
+// The first steps and the last of a cell's life, the same on both engines.
+// Each flow's first sequence number: `flow_seq`'s (may be null; missing entries 0).
+std::vector<uint64_t> FirstSeqs(const CellConfig& cfg, const std::vector<uint64_t>* flow_seq);
+// A queue's sink for `cfg`, its flows started at `first_seq`: a link's limit lets a late frame
+// trail that many and more; headers checked where the link corrupts; latency per flow for
+// --per-flow and the probe.
+std::unique_ptr<RxSink> MakeCellSink(const CellConfig& cfg, const RunWindow& window,
+                                     double tsc_hz, std::span<const uint64_t> first_seq);
+// The books' last lines, once the queues and drivers are gone (a port gives back what its PMD
+// held when stopped): the pool's mbufs still in use, and whether the books balance.
+void CloseBooks(Books& books, rte_mempool* pool);
 
 // Closes each queue's sink (producer i's flows are on sink i mod sinks.size()) and absorbs them
 // all into sinks[0], which then holds the cell's receive side. Before ResultOf.

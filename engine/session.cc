@@ -22,7 +22,7 @@
 #include "dataplane/mempool.h"
 #include "dataplane/telemetry.h"
 #include "drivers/factory.h"
-#include "engine/experiment.h"
+#include "engine/real_engine.h"
 #include "engine/sim_engine.h"
 
 namespace txbatch {

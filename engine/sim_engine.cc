@@ -253,10 +253,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
                      "none are left; valid: a cost model with recycle 0");
   const unsigned flows = Flows(cfg_);  // the producers' flows, the probe's the last where there is one
   const unsigned nprod = Producers(cfg_);
-  std::vector<uint64_t> first_seq(flows, 0);
-  if (flow_seq != nullptr)
-    for (size_t f = 0; f < std::min(first_seq.size(), flow_seq->size()); ++f)
-      first_seq[f] = (*flow_seq)[f];
+  const std::vector<uint64_t> first_seq = FirstSeqs(cfg_, flow_seq);
   const unsigned nq = std::max(1u, cfg_.queues);
   // The real queue's shape; frames are always stamped at the handover (they come back).
   TxQueueConfig qcfg = QueueConfigFor(cfg_, tsc_hz_, {});
@@ -268,11 +265,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   const auto shared_wire = nq > 1 ? std::make_shared<emu::SharedWire>() : nullptr;
   for (unsigned i = 0; i < nq; ++i) {
     Lane& l = lanes_.emplace_back();
-    l.sink = std::make_unique<RxSink>(
-        window_, tsc_hz_, flows, cfg_.link ? uint64_t{4} * cfg_.link->limit : 0,
-        /*verify_headers=*/cfg_.link && cfg_.link->corrupt > 0, cfg_.timing,
-        /*flow_latency=*/(cfg_.per_flow || cfg_.probe) && cfg_.timing);
-    l.sink->StartFlows(first_seq);
+    l.sink = MakeCellSink(cfg_, window_, tsc_hz_, first_seq);
     l.delivery = std::make_unique<SimDelivery>(*l.sink, pool_cpus_, c_.deliver_remote > 0);
     l.driver = emu::CreateEmuDriver(emu_options, *l.delivery, window_, tsc_hz_,
                                     cfg_.link ? &*cfg_.link : nullptr, &clock_, shared_wire);
@@ -496,8 +489,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     l.q.reset();
     l.driver.reset();
   }
-  r.books.mbufs_in_use = static_cast<uint64_t>(rte_mempool_in_use_count(pool_));
-  r.books.balanced = Balanced(r.books);
+  CloseBooks(r.books, pool_);
   return r;
 }
 

@@ -1,4 +1,4 @@
-#include "engine/experiment.h"
+#include "engine/real_engine.h"
 
 #include <fmt/format.h>
 #include <pthread.h>
@@ -33,22 +33,14 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   RunWindow window;
   const unsigned flows = Flows(cfg);  // the producers' flows, the probe's the last where there is one
   const unsigned nprod = Producers(cfg);
-  std::vector<uint64_t> first_seq(flows, 0);
-  if (flow_seq != nullptr)
-    for (size_t f = 0; f < std::min(first_seq.size(), flow_seq->size()); ++f)
-      first_seq[f] = (*flow_seq)[f];
+  const std::vector<uint64_t> first_seq = FirstSeqs(cfg, flow_seq);
   // One TX queue each (--queues): a sink (its txirq delivers to it alone), a driver and the
   // queue; on emu their rings share one wire.
   const unsigned nq = std::max(1u, cfg.queues);
   std::vector<std::unique_ptr<RxSink>> sinks;
   std::vector<RxSink*> sink_ptrs;
   for (unsigned q = 0; q < nq; ++q) {
-    // A link holds up to `limit` frames: a late frame may trail that many and more.
-    sinks.push_back(std::make_unique<RxSink>(
-        window, tsc_hz, flows, cfg.link ? uint64_t{4} * cfg.link->limit : 0,
-        /*verify_headers=*/cfg.link && cfg.link->corrupt > 0, cfg.timing,
-        /*flow_latency=*/(cfg.per_flow || cfg.probe) && cfg.timing));
-    sinks.back()->StartFlows(first_seq);
+    sinks.push_back(MakeCellSink(cfg, window, tsc_hz, first_seq));
     sink_ptrs.push_back(sinks.back().get());
   }
   // The drivers deliver into a hand-off each: the sink runs after the TX lock, booked apart.
@@ -213,13 +205,11 @@ Result<CellResult> RunCell(const CellConfig& cfg, rte_mempool* pool, double tsc_
   r.interrupted = !completed;
   r.tsq = tsq_summary;
   r.txirq_realtime = queues.front()->irq_realtime();
-  Books& k = r.books;
   // Ports give back what their PMD still holds (lazily freed TX mbufs, a pre-filled RX ring)
   // when they are stopped: count the pool after the drivers are gone.
   queues.clear();
   drivers.clear();
-  k.mbufs_in_use = static_cast<uint64_t>(rte_mempool_in_use_count(pool));
-  k.balanced = Balanced(k);
+  CloseBooks(r.books, pool);
   return r;
 }
 
