@@ -12,7 +12,9 @@
 //   2. Bypass — an empty qdisc nobody runs takes no frame: it is the run's first bulk
 //      (TCQ_F_CAN_BYPASS; QdiscRun::Bypass), counted;
 //   3. else the frame is enqueued, and Next says what the producer does then: wake the
-//      dedicated runner, run the qdisc (qdisc_run), or nothing (a burst's frame before its last).
+//      dedicated runner, run the qdisc (qdisc_run), or nothing (a burst's frame before its last)
+//      — after a drop at a full band too, as the kernel runs the qdisc whatever
+//      dev_qdisc_enqueue returned (not after an abandoned run's drop: nothing runs then).
 
 #include <cstdint>
 
@@ -59,12 +61,17 @@ class EnqueueStep {
     return Refusal::kWait;
   }
   // Phase 2: whether the frame takes the empty-qdisc bypass: the cell has it (TxQueueConfig::
-  // bypass, never with a dedicated runner), the producer runs the qdisc (`run`) and `idle_empty`
-  // (nobody runs the qdisc and it looks empty: a lock-free one's notes clear too). The queue's
+  // bypass, never with a dedicated runner), the producer runs the qdisc (`run`) and
+  // `idle_empty()` (nobody runs the qdisc and it looks empty: a lock-free one's notes clear too). The queue's
   // state is not looked at (3.18 and 6.9 alike): a stopped one refuses the frame in the
   // handover. `bypassed` is counted by the caller once the frame is the run's (a lock-free
   // queue's second look, holding the flag, may find the qdisc no longer empty).
-  bool Bypass(bool run, bool idle_empty) const { return bypass_ && run && idle_empty; }
+  // `idle_empty()` is asked last (it reads the run flag, a lock-free qdisc's notes and bands:
+  // lines every producer and the runner write), only where the bypass could be taken.
+  template <class IdleEmptyFn>
+  bool Bypass(bool run, IdleEmptyFn&& idle_empty) const {
+    return bypass_ && run && idle_empty();
+  }
 
   // Phase 3, after the enqueue.
   AfterEnqueue Next(bool run) const {

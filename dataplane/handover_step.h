@@ -1,9 +1,9 @@
 #pragma once
 // The handover step's accounting, written once (Linux sch_direct_xmit's and, for --qdisc none,
-// __dev_queue_xmit's dev_hard_start_xmit), for the real queues (TxQueue::Transmit and SendBatch,
-// under the TX lock) and the simulation's (SimQueue::Xmit and SendBatch, under its TX lock's
-// actor step). Neither a lock nor a clock is inside: a caller times the call in its own clock
-// (tx_cycles) and holds its own TX lock.
+// __dev_queue_xmit's dev_hard_start_xmit), for the real queues (TxQueue::Transmit, by the one
+// runner after the TX lock; SendBatch, whose producers share the counters, under it) and the
+// simulation's (SimQueue::Xmit and SendBatch). Neither a lock nor a clock is inside: a caller
+// times the call in its own clock (tx_cycles) and brings its own synchronisation.
 
 #include <span>
 

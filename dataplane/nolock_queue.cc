@@ -27,24 +27,28 @@ NolockTxQueue::~NolockTxQueue() { StopIrq(); }
 bool NolockTxQueue::Send(rte_mbuf* m, int band, bool run) {
   // The empty-qdisc bypass (5.14's TCQ_F_CAN_BYPASS for TCQ_F_NOLOCK): a qdisc that looks empty
   // and nobody runs, looked at without the flag, then again holding it (TryRun).
-  if (!aborted_.load() && enqueue_.Bypass(run, !running_.load() && LooksEmpty()) &&
-      TryRun(counters_.runs, m, band))
-    return true;
+  const auto idle_empty = [this] {
+    return !aborted_.load() && !running_.load() && LooksEmpty();
+  };
+  if (enqueue_.Bypass(run, idle_empty) && TryRun(counters_.runs, m, band)) return true;
   bool queued = true;
+  Refusal refused = Refusal::kWait;
   while (true) {
     bool was_empty = false;
     if (!aborted_.load() && qdisc_.Enqueue(m, band, &was_empty)) {
       if (was_empty) first_enqueued_.store(Now());
       break;
     }
-    if (enqueue_.Refuse(aborted_.load(), m, counters_) != Refusal::kWait) {
+    refused = enqueue_.Refuse(aborted_.load(), m, counters_);
+    if (refused != Refusal::kWait) {
       queued = false;
       break;
     }
     WaitForSpace(band);
     RestampTx(m, Now());  // the frame enters the stack now (EnqueueStep: phase 1)
   }
-  switch (enqueue_.Next(run)) {  // whether the frame went in or was dropped, as the kernel's
+  // Whether the frame went in or was dropped at a full band, as the kernel's.
+  switch (refused == Refusal::kDropAborted ? AfterEnqueue::kNothing : enqueue_.Next(run)) {
     case AfterEnqueue::kWakeRunner:
       if (runner_idle_.load()) WakeRunner();
       break;

@@ -294,7 +294,7 @@ inline Tsc RunnerWakeBy(const FlushPolicy& policy, unsigned backlog, bool stoppe
   return backlog == 0 || stopped ? kNever : policy.FlushBy(first_enqueued);
 }
 
-// A dedicated runner's look, written once for the real queues' loop (TxQueue::RunnerLoop) and
+// A dedicated runner's look, written once for the real queues' loop (TxQueue::RunnerTurns) and
 // the simulation's (SimQueue::Poll): why it runs the qdisc now (RunnerReady) or, kNone, until
 // when it may sleep unless woken (RunnerWakeBy).
 struct RunnerTurn {

@@ -20,8 +20,10 @@ bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
   std::unique_lock root(root_lock_);
   bool queued = true;
   bool waited = false;
+  Refusal refused = Refusal::kWait;
   while (aborted_ || qdisc_->band_full(band)) {
-    if (enqueue_.Refuse(aborted_, m, counters_) != Refusal::kWait) {
+    refused = enqueue_.Refuse(aborted_, m, counters_);
+    if (refused != Refusal::kWait) {
       queued = false;
       break;
     }
@@ -32,7 +34,7 @@ bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
   }
   if (queued) {
     if (waited) RestampTx(m, Now());
-    if (enqueue_.Bypass(run, !running_ && qdisc_->empty())) {
+    if (enqueue_.Bypass(run, [this] { return !running_ && qdisc_->empty(); })) {
       // The frame is the run's first bulk.
       running_ = true;
       counters_.runs.Add();
@@ -46,7 +48,8 @@ bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
     // Cannot fail: the band has room (fq_codel makes room, and reads the clock: CoDel's stamp).
     (void)qdisc_->Enqueue(m, band, config_.shape.fq_codel ? Now() : 0);
   }
-  switch (enqueue_.Next(run)) {  // whether the frame went in or was dropped, as the kernel's
+  // Whether the frame went in or was dropped at a full band, as the kernel's.
+  switch (refused == Refusal::kDropAborted ? AfterEnqueue::kNothing : enqueue_.Next(run)) {
     case AfterEnqueue::kWakeRunner:
       if (runner_idle_) runner_cv_.notify_one();
       break;

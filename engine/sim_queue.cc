@@ -249,7 +249,7 @@ SimQueue::Put SimQueue::Enqueue(SimActor& p, rte_mbuf* m, int band, bool waited)
   }
   if (queued) {
     if (waited) RestampTx(m, p.t);
-    if (enqueue_.Bypass(/*run=*/true, !running_ && qdisc_->empty())) {
+    if (enqueue_.Bypass(/*run=*/true, [this] { return !running_ && qdisc_->empty(); })) {
       // The lock for the look and the run's beginning, no enqueue; the frame is handed to the
       // driver at the run's next step (which a stopped queue refuses).
       cpu_.Work(p, cpu_.c.bypass);
@@ -282,7 +282,8 @@ SimQueue::Put SimQueue::EnqueueNolock(SimActor& p, rte_mbuf* m, int band, bool w
   // leaves MISSED for the holder (qdisc_run_begin).
   if (!qdisc_->band_full(band)) {
     if (waited) RestampTx(m, p.t);
-    if (enqueue_.Bypass(/*run=*/true, !running_ && notes_.LooksEmpty(qdisc_->empty()))) {
+    if (enqueue_.Bypass(/*run=*/true,
+                        [this] { return !running_ && notes_.LooksEmpty(qdisc_->empty()); })) {
       // The flag, won: still empty, the frame is the first bulk (the run's path as the
       // root-locked queue's: `bypass`).
       cpu_.Work(p, Line(p, band_last_) + Line(p, flag_last_) + cpu_.c.lock + cpu_.c.bypass);

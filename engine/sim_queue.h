@@ -382,7 +382,8 @@ struct SimCpu {
 
 class SimQueue {
  public:
-  // `config`: txqueuelen, pfifo, dedicated, bql and tsc_hz are read (QueueConfigFor's). `sink`
+  // `config`: QueueConfigFor's — its shape, txqueuelen, bql, bypass, block_when_full,
+  // segment_gso, track_stages, tx_lock_inherits and tsc_hz are read. `sink`
   // (may be null) is where the driver delivers: what it handles in a step costs `deliver` each.
   // `clock` is the driver's clock, set to the stepping actor's time before each driver call.
   SimQueue(TxDriver& driver, RxSink* sink, const FlushPolicy& policy, const TxQueueConfig& config,

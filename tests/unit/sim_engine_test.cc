@@ -836,7 +836,7 @@ TEST(SimEngine, TicksTakeTheirShareOfABusyCpu) {
   EXPECT_LT(extra, 2 * c.cost.tick);
 }
 
-// A dedicated runner with nothing to send sleeps at most kIrqIdlePoll, as RunnerLoop's
+// A dedicated runner with nothing to send sleeps at most kIrqIdlePoll, as the real runner's (TxQueue::RunnerTurns)
 // wait_for: a producer paced slower than that finds it woken by its timer between frames.
 TEST(SimEngine, AnIdleDedicatedRunnerWakesEveryIdlePoll) {
   CellConfig c = Cell("emu:null", "count:1", Proto::kUdp, 18, 1);
@@ -964,7 +964,7 @@ TEST(SimCpu, ANotifyDuringTheWaitersFutexCallIsFoundByIt) {
   SimActor from, waiter;
   from.cpu = 0, waiter.cpu = 1;
   waiter.t = waiter.ran_to = 1000;
-  waiter.t = waiter.timer = 1000 + 125'000;  // a timed wait from 1000 (RunnerLoop's wait_for)
+  waiter.t = waiter.timer = 1000 + 125'000;  // a timed wait from 1000 (the real runner's wait_for)
   from.t = from.ran_to = 1040;
   cpu.WakeFrom(from, waiter, from.t);
   EXPECT_EQ(from.t, 1040u + 100) << "the futex call, no IPI";
