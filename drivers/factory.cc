@@ -29,28 +29,63 @@ double DriverSpec::modelled_cost_ns() const {
   return 0;
 }
 
+namespace {
+
+template <class Options>
+Result<DriverSpec> Spec(Result<Options> o) {
+  if (!o) return o.error();
+  return DriverSpec{*o};
+}
+
+// Every kind of driver: the prefix that names it and its parser.
+struct DriverKind {
+  std::string_view prefix;
+  Result<DriverSpec> (*parse)(std::string_view text);
+};
+constexpr DriverKind kKinds[] = {
+    {"emu:", [](std::string_view t) { return Spec(emu::ParseEmuSpec(t)); }},
+    {"ethdev:", [](std::string_view t) { return Spec(ethdev::ParseEthdevSpec(t)); }},
+    {"ethdev-pair", [](std::string_view t) { return Spec(ethdev::ParseEthdevSpec(t)); }},
+    {"verbs:", [](std::string_view t) { return Spec(verbs::ParseVerbsSpec(t)); }},
+};
+
+// Every form a user writes besides emu's models (emu::DescribeModels): the form and one line.
+struct DriverForm {
+  std::string_view form;
+  std::string_view help;
+};
+constexpr DriverForm kForms[] = {
+    {"ethdev:DEVARGS",
+     "a DPDK vdev txbatch creates (net_null0, net_ring0 as a loopback, net_pcap0,tx_pcap=FILE, "
+     "net_tap0,iface=NAME, net_af_packet0,iface=NAME, …)"},
+    {"ethdev:port=N", "a port EAL probed (a NIC given after --, e.g. -a 0000:01:00.0)"},
+    {"ethdev-pair:", "two ports on crossed rings, a cable: send on one, receive on the other"},
+    {"ethdev-pair:memif", "a memif server and client in this process, the same kind of cable"},
+    {"verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N",
+     "IPoIB datagrams on an InfiniBand HCA, one ibv_post_send per batch (doc/drivers/verbs.md)"},
+    {"verbs:DEVICE:PORT,qpn=N,qkey=N,gid=GID",
+     "the same on a RoCE v2 port (ConnectX in Ethernet mode, rxe)"},
+};
+
+}  // namespace
+
+std::string DriverForms() {
+  std::string s = fmt::format("emu:MODEL[,key=value...] with MODEL one of {}", emu::ModelNames());
+  for (size_t i = 0; i < std::size(kForms); ++i)
+    s += fmt::format("{}{}", i + 1 < std::size(kForms) ? ", " : " or ", kForms[i].form);
+  return s;
+}
+
+std::string DescribeDrivers() {
+  std::string s = emu::DescribeModels();
+  for (const DriverForm& f : kForms) s += fmt::format("  {:<14} {}\n", f.form, f.help);
+  return s;
+}
+
 Result<DriverSpec> ParseDriverSpec(std::string_view text) {
-  if (text.starts_with("emu:")) {
-    auto o = emu::ParseEmuSpec(text);
-    if (!o) return o.error();
-    return DriverSpec{*o};
-  }
-  if (text.starts_with("ethdev:") || text.starts_with("ethdev-pair")) {
-    auto o = ethdev::ParseEthdevSpec(text);
-    if (!o) return o.error();
-    return DriverSpec{*o};
-  }
-  if (text.starts_with("verbs:")) {
-    auto o = verbs::ParseVerbsSpec(text);
-    if (!o) return o.error();
-    return DriverSpec{*o};
-  }
-  return MakeError(
-      EINVAL, fmt::format("driver '{}' is unknown; valid: emu:MODEL[,key=value...] "
-                          "with MODEL one of e1000, ixgbe, null, ethdev:DEVARGS "
-                          "(a DPDK vdev such as net_null0), ethdev:port=N, ethdev-pair:[memif] "
-                          "or verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N (IPoIB on an HCA)",
-                          text));
+  for (const DriverKind& k : kKinds)
+    if (text.starts_with(k.prefix)) return k.parse(text);
+  return MakeError(EINVAL, fmt::format("driver '{}' is unknown; valid: {}", text, DriverForms()));
 }
 
 Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempool* pool,

@@ -34,8 +34,15 @@ struct DriverSpec {
   double modelled_cost_ns() const;
 };
 
-// Parses "emu:…", "ethdev:…" or "verbs:…"; anything else gets one sentence listing the valid forms.
+// Parses "emu:…", "ethdev:…", "ethdev-pair…" or "verbs:…" (a table of the kinds, factory.cc's
+// kKinds); anything else gets one sentence listing the valid forms (DriverForms).
 Result<DriverSpec> ParseDriverSpec(std::string_view text);
+
+// The forms --driver takes, as one phrase for a sentence ("emu:MODEL[,key=value...] with MODEL
+// one of …, ethdev:DEVARGS, …"), and as the help's Drivers block (a line a model or form). Both
+// from factory.cc's one table of forms, with emu's models from its own.
+std::string DriverForms();
+std::string DescribeDrivers();
 
 // Creates the driver for one cell; ports get MTU `mtu`; `link`, if given, is put behind the
 // emulated NIC's wire (DPDK ports get the link model with the bridge). Control plane; fails with

@@ -10,6 +10,7 @@
 
 #include "dataplane/frame.h"
 #include "dataplane/qdisc_run.h"
+#include "drivers/factory.h"
 #include "engine/cost_model_file.h"
 #include "engine/sim_engine.h"
 #include "tools/stats_stream.h"
@@ -108,13 +109,9 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                "table after the others (a second latency histogram update a frame)");
   cmd.add_option(
          "--driver", a.drivers,
-         "Driver spec; repeat for several (devargs contain commas). "
-         "emu:MODEL[,key=value...] with MODEL e1000, ixgbe or null; ethdev:DEVARGS for a DPDK "
-         "vdev (ethdev:net_null0, ethdev:net_ring0, ethdev:net_pcap0,tx_pcap=FILE) or "
-         "ethdev:port=N for a port probed by EAL [default: emu:e1000]")
-      ->check(NonEmpty("--driver needs a driver spec; valid: emu:MODEL[,key=value...], "
-                       "ethdev:DEVARGS, ethdev:port=N, ethdev-pair:[memif] or "
-                       "verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N"));
+         "Driver spec; repeat for several (devargs contain commas): " + DriverForms() +
+             " (the Drivers below) [default: emu:e1000]")
+      ->check(NonEmpty("--driver needs a driver spec; valid: " + DriverForms()));
   AddQueueOptions(cmd, a, "1,32");
   AddOptionWithDefault(cmd, "--size", a.size,
                        "Bytes per application write, comma-separated (18..1048576)");

@@ -461,16 +461,7 @@ void AddTopLevel(CLI::App& app) {
       "interrupted by SIGINT/SIGTERM/SIGHUP (what was measured is printed and written), 5 "
       "calibrate's fit below --min-r2 (no model written) or --check --strict disagreeing, 1 "
       "internal error.\nDrivers:\n" +
-      emu::DescribeModels() +
-      "  ethdev:DEVARGS a DPDK vdev txbatch creates (net_null0, net_ring0 as a loopback, "
-      "net_pcap0,tx_pcap=FILE, net_tap0,iface=NAME, net_af_packet0,iface=NAME, …)\n"
-      "  ethdev:port=N  a port EAL probed (a NIC given after --, e.g. -a 0000:01:00.0)\n"
-      "  ethdev-pair:   two ports on crossed rings, a cable: send on one, receive on the other\n"
-      "  ethdev-pair:memif  a memif server and client in this process, the same kind of cable\n"
-      "  verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N  IPoIB datagrams on an InfiniBand HCA, one "
-      "ibv_post_send per batch (doc/drivers/verbs.md)\n"
-      "  verbs:DEVICE:PORT,qpn=N,qkey=N,gid=GID  the same on a RoCE v2 port (ConnectX in Ethernet "
-      "mode, rxe)\n");
+      DescribeDrivers());
 }
 
 void AddRunCommand(CLI::App& app, Commands& c) {

@@ -77,6 +77,8 @@ Result<EmuOptions> ParseEmuSpec(std::string_view spec);
 
 // Models and their defaults, one line each (for --help and the docs).
 std::string DescribeModels();
+// The models' names, comma-separated (for the messages).
+std::string ModelNames();
 
 // The one wire the rings of several TX queues share (--queues): every ring's frames serialise on
 // it in the order their doorbells ring (a NIC's TX arbiter, first come first served). Each ring

@@ -47,15 +47,6 @@ constexpr DecimalKey kDecimalKeys[] = {
     {"down_ms", 0, kMaxFaultMs, &EmuOptions::down_ms},
 };
 
-std::string ModelNames() {
-  std::string s;
-  for (const auto& m : kModels) {
-    if (!s.empty()) s += ", ";
-    s += m.name;
-  }
-  return s;
-}
-
 bool ParseDouble(std::string_view text, double& out) {
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
   return ec == std::errc() && ptr == text.data() + text.size() && !text.empty() &&
@@ -101,6 +92,15 @@ std::string DescribeModels() {
         m.name, m.about, m.rate_mbps, m.ring, m.free_thresh, m.stop_slack, m.doorbell_ns, m.desc_ns,
         m.tx_usecs,
         m.link_mtu > 0 ? fmt::format(" link_mtu={} grh=0", m.link_mtu) : std::string());
+  return s;
+}
+
+std::string ModelNames() {
+  std::string s;
+  for (const auto& m : kModels) {
+    if (!s.empty()) s += ", ";
+    s += m.name;
+  }
   return s;
 }
 

@@ -715,5 +715,29 @@ TEST(DriverSpec, RejectsWithTheValidForms) {
   }
 }
 
+// One table of driver forms (drivers/factory.cc) for the refusal, --driver's help and the
+// help's Drivers block: --driver's help omitted the IPoIB models, ethdev-pair and verbs, and the
+// refusal the IPoIB models and RoCE's gid=.
+TEST(DriverSpec, TheRefusalTheOptionsHelpAndTheDriversBlockNameEveryForm) {
+  const auto unknown = ParseDriverSpec("nic:eth0");
+  ASSERT_FALSE(unknown.ok());
+  const Outcome help = RunTxbatch("run --help");
+  ASSERT_EQ(help.status, 0);
+  const size_t option = help.out.find("--driver TEXT");
+  const size_t block = help.out.find("Drivers:");
+  ASSERT_NE(option, std::string::npos);
+  ASSERT_NE(block, std::string::npos);
+  const std::string option_help = help.out.substr(option, help.out.find('\n', option) - option);
+  const std::string drivers = help.out.substr(block);
+  for (const char* form :
+       {"e1000", "ixgbe", "null", "ipoib-sdr", "ipoib-ddr", "ipoib-qdr", "ipoib-fdr",
+        "ethdev:DEVARGS", "ethdev:port=N", "ethdev-pair:", "ethdev-pair:memif",
+        "verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N", "verbs:DEVICE:PORT,qpn=N,qkey=N,gid=GID"}) {
+    EXPECT_NE(unknown.error().message.find(form), std::string::npos) << form;
+    EXPECT_NE(option_help.find(form), std::string::npos) << form;
+    EXPECT_NE(drivers.find(form), std::string::npos) << form;
+  }
+}
+
 }  // namespace
 }  // namespace txbatch
