@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The tree's layers (doc/design.md, Folders): a folder includes only itself and the folders
 # before it, base < batching < dataplane < drivers < engine < results < tools. Prints each
-# include that points up and fails if there is one.
+# include that points up, and each file in tools/ that is not a command's, and fails if there is
+# one.
 set -euo pipefail
 cd "${1:-$(dirname "$0")/..}"
 layers=(base batching dataplane drivers engine results tools)
@@ -14,5 +15,11 @@ for ((i = 0; i < ${#layers[@]}; ++i)); do
     bad=1
   done < <(grep -rnE "^#include \"($above)/" "${layers[i]}" --include='*.h' --include='*.cc' || true)
 done
-(( bad == 0 )) && echo "layers: every include points down or sideways"
+# tools/ holds the commands (C++ sources, txbatch-plot, completion, meson.build); experiment
+# scripts live in scripts/experiments/.
+while IFS= read -r f; do
+  echo "layers: tools/$f is not a command's (experiment scripts go in scripts/experiments/)" >&2
+  bad=1
+done < <(ls tools | grep -vE '\.(cc|h)$|^(txbatch-plot|txbatch\.bash-completion|meson\.build)$' || true)
+(( bad == 0 )) && echo "layers: every include points down or sideways; tools/ holds commands only"
 exit "$bad"

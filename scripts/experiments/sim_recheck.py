@@ -6,7 +6,7 @@ not). Prints sim/real per cell and the udp cells' median error. Where the check 
 machine's state before each round (its `check` object), only the real rounds as calibrated are
 used, as calibrate --check judges them (all where none was).
 
-usage: tools/sim_recheck.py CHECK.json COST_MODEL.json [TXBATCH]  (TXBATCH: build/tools/txbatch)
+usage: scripts/experiments/sim_recheck.py CHECK.json COST_MODEL.json [TXBATCH]  (TXBATCH: build/tools/txbatch)
 """
 import collections
 import json

@@ -6,7 +6,7 @@
 #   sync round batch procs MB/s Mpps avg_batch ctxsw/s qdisc_missed/s balanced
 # doc/experiments.md (the tbench post, 001) summarises it: medians and per-round ratios.
 #
-# Usage: tools/sync_vs_procs.sh [DRIVER] [build/tools/txbatch]
+# Usage: scripts/experiments/sync_vs_procs.sh [DRIVER] [build/tools/txbatch]
 set -euo pipefail
 driver=${1:-emu:null}
 txbatch=${2:-build/tools/txbatch}

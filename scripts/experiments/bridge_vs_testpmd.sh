@@ -16,7 +16,7 @@
 # ratio to testpmd, and the cost per frame each stage adds over `notiming` (from the best runs:
 # 1e9 / (2 x Mpps) is the forwarder's ns per frame when it is the loop's bottleneck).
 #
-# Usage: tools/bridge_vs_testpmd.sh [build/tools/txbatch]   (ROUNDS=5 by default)
+# Usage: scripts/experiments/bridge_vs_testpmd.sh [build/tools/txbatch]   (ROUNDS=5 by default)
 # Needs dpdk-testpmd (Debian 12: package dpdk-dev; scripts/setup.sh installs it) and 2 cpus.
 set -euo pipefail
 txbatch=${1:-build/tools/txbatch}

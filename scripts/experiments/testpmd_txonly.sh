@@ -1,4 +1,4 @@
-# Sourced by tools/vs_testpmd.sh and tools/perf_goals.sh: dpdk-testpmd's txonly generator on
+# Sourced by scripts/experiments/vs_testpmd.sh and scripts/experiments/perf_goals.sh: dpdk-testpmd's txonly generator on
 # net_null0, and the EAL memory mode both sides of a comparison run in.
 # shellcheck shell=bash
 

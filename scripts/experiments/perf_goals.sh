@@ -17,7 +17,7 @@
 #      round; and the TX path's alone over it, for scale.
 # Prints every round, then one table: what, median, min, goal.
 #
-# Usage: tools/perf_goals.sh [build]   (ROUNDS=3 BURSTS="1 8 32 64" by default)
+# Usage: scripts/experiments/perf_goals.sh [build]   (ROUNDS=3 BURSTS="1 8 32 64" by default)
 # Needs dpdk-testpmd (Debian 12: package dpdk-dev; scripts/setup.sh installs it) and a build with
 # the benchmarks (meson's default: build/tests/bench/tx_path_bench).
 set -euo pipefail
@@ -32,7 +32,7 @@ for f in "$txbatch" "$bench"; do
 done
 command -v dpdk-testpmd >/dev/null ||
   { echo "perf_goals: dpdk-testpmd is not installed; valid: apt-get install dpdk-dev" >&2; exit 2; }
-# shellcheck source=tools/testpmd_txonly.sh
+# shellcheck source=scripts/experiments/testpmd_txonly.sh
 source "$(dirname "$0")/testpmd_txonly.sh"
 eal=("${txonly_eal[@]}")
 tmp=$(mktemp -d)

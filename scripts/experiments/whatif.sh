@@ -8,7 +8,7 @@
 # interleaved rounds (default 3) — and the first configuration (in the order of the table)
 # whose median reaches the wire's ceiling (14.88 Mpps of 64-byte frames on 10 GbE).
 #
-# Usage: tools/whatif.sh [build/tools/txbatch]   (MODELS="ixgbe ipoib-qdr" DOORBELLS="0 50 100 200")
+# Usage: scripts/experiments/whatif.sh [build/tools/txbatch]   (MODELS="ixgbe ipoib-qdr" DOORBELLS="0 50 100 200")
 set -euo pipefail
 txbatch=${1:-build/tools/txbatch}
 tmp=$(mktemp -d)

@@ -5,9 +5,9 @@
 # down` the a>b direction's average batch and xmit calls per frame. Batch 1 and 32 alternate
 # within each round (ROUNDS, default 3). Root; builds nothing: run after ./run.sh or
 # scripts/build.sh.
-#   tools/lab_perf.sh [TXBATCH]   (default build/tools/txbatch)
+#   scripts/experiments/lab_perf.sh [TXBATCH]   (default build/tools/txbatch)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 txbatch=${1:-build/tools/txbatch}
 rounds=${ROUNDS:-3}
 prefix=lperf

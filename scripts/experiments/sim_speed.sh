@@ -3,7 +3,7 @@
 # (interleaved: real, sim, real, sim ...). Frames = every frame generated in the run (books),
 # over two wall times: the whole command (EAL start-up included, as a user waits for it) and the
 # cells alone (env.cell_wall_s: what a longer sweep pays per cell).
-# Usage: tools/sim_speed.sh [build/tools/txbatch]   (ROUNDS=3)
+# Usage: scripts/experiments/sim_speed.sh [build/tools/txbatch]   (ROUNDS=3)
 set -euo pipefail
 bin=${1:-build/tools/txbatch}
 rounds=${ROUNDS:-3}

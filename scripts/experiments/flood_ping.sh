@@ -3,9 +3,9 @@
 # from one lab namespace to the other, batching off (--batch 1) and on (--batch 32), without a
 # link and with each impairment, three runs each (the post kept the best of three; this prints
 # all three). Root; builds nothing: run after ./run.sh or scripts/build.sh.
-#   tools/flood_ping.sh [TXBATCH]   (default build/tools/txbatch)
+#   scripts/experiments/flood_ping.sh [TXBATCH]   (default build/tools/txbatch)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 txbatch=${1:-build/tools/txbatch}
 prefix=fping
 trap '"$txbatch" lab down --prefix "$prefix" >/dev/null 2>&1 || true' EXIT

@@ -4,7 +4,7 @@ txb-txirq0, txb-runner0: the CPU and the state from /proc/PID/task/*/stat) and, 
 one's voluntary and involuntary context switches. Prints a line a thread: its share of samples
 per CPU and state (R running or runnable, S asleep, D in the kernel).
 
-usage: tools/thread_where.py -- build/tools/txbatch run --driver emu:ixgbe --procs 1 --runner dedicated ...
+usage: scripts/experiments/thread_where.py -- build/tools/txbatch run --driver emu:ixgbe --procs 1 --runner dedicated ...
 """
 import collections
 import os

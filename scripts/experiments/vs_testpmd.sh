@@ -13,14 +13,14 @@
 # run, then per burst and shape the medians and the ratio to testpmd. Mpps: testpmd's Tx-pps over
 # a 1 s window of port statistics; txbatch's frames accepted by the driver in its 1 s window.
 #
-# Usage: tools/vs_testpmd.sh [build/tools/txbatch]   (ROUNDS=5 BURSTS="1 8 32 64" by default)
+# Usage: scripts/experiments/vs_testpmd.sh [build/tools/txbatch]   (ROUNDS=5 BURSTS="1 8 32 64" by default)
 # Needs dpdk-testpmd (Debian 12: package dpdk-dev; scripts/setup.sh installs it).
 set -euo pipefail
 txbatch=${1:-build/tools/txbatch}
 rounds=${ROUNDS:-5}
 bursts=${BURSTS:-1 8 32 64}
 shapes=${SHAPES:-none rootlock-inline rootlock-dedicated nolock-inline nolock-dedicated}
-# shellcheck source=tools/testpmd_txonly.sh
+# shellcheck source=scripts/experiments/testpmd_txonly.sh
 source "$(dirname "$0")/testpmd_txonly.sh"
 eal=("${txonly_eal[@]}")
 tmp=$(mktemp -d)
