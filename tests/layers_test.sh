@@ -21,5 +21,13 @@ while IFS= read -r f; do
   echo "layers: tools/$f is not a command's (experiment scripts go in scripts/experiments/)" >&2
   bad=1
 done < <(ls tools | grep -vE '\.(cc|h)$|^(txbatch-plot|txbatch\.bash-completion|meson\.build)$' || true)
-(( bad == 0 )) && echo "layers: every include points down or sideways; tools/ holds commands only"
+# engine/ runs cells and hands results back: what is printed, and the exit status, are the
+# commands' (tools/session.cc), so engine/ neither prints nor parses a command line.
+while IFS= read -r hit; do
+  echo "layers: $hit prints (engine/ returns results and errors; tools/ prints)" >&2
+  bad=1
+done < <(grep -rnE '\b(std::)?(f?printf|puts|fputs)\(|std::(cout|cerr)|#include <CLI/' engine \
+  --include='*.h' --include='*.cc' || true)
+(( bad == 0 )) &&
+  echo "layers: every include points down or sideways; tools/ holds commands only; engine/ prints nothing"
 exit "$bad"

@@ -23,7 +23,7 @@
 #include "drivers/ethdev/ring_size.h"
 #include "drivers/verbs/verbs.h"
 #include "engine/cell.h"
-#include "engine/session.h"
+#include "tools/session.h"
 #include "tools/capture_cmd.h"
 #include "tools/interval_output.h"
 #include "tools/port_cmd.h"

@@ -11,7 +11,7 @@
 #include "dataplane/tx_queue.h"
 #include "drivers/factory.h"
 #include "engine/cost_model_file.h"
-#include "engine/session.h"
+#include "tools/session.h"
 #include "results/records.h"
 #include "results/summary.h"
 #include "results/tables.h"

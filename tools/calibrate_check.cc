@@ -8,7 +8,7 @@
 #include <fstream>
 #include <tuple>
 
-#include "engine/session.h"
+#include "tools/session.h"
 #include "results/records.h"
 #include "results/summary.h"
 #include "results/tables.h"

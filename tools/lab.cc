@@ -21,7 +21,7 @@
 #include "base/error.h"
 #include "base/stop_signals.h"
 #include "dataplane/frame.h"
-#include "engine/session.h"
+#include "tools/session.h"
 #include "tools/bridge_cmd.h"
 
 namespace txbatch {

@@ -8,7 +8,7 @@
 #include "dataplane/mempool.h"
 #include "dataplane/telemetry.h"
 #include "drivers/ethdev/ethdev.h"
-#include "engine/session.h"
+#include "tools/session.h"
 #include "results/latency_text.h"
 
 namespace txbatch::port_cmd {

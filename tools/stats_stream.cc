@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "engine/session.h"
+#include "tools/session.h"
 #include "results/records.h"
 #include "tools/run_options.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/output_file.h"
-#include "engine/session.h"
+#include "tools/session.h"
 
 namespace txbatch {
 

@@ -27,7 +27,7 @@
 #include "dataplane/telemetry.h"
 #include "drivers/emu/emu.h"
 #include "engine/cell.h"
-#include "engine/session.h"
+#include "tools/session.h"
 #include "results/latency_text.h"
 #include "results/record_reader.h"
 #include "results/records.h"

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string_view>
 
-#include "engine/session.h"
+#include "tools/session.h"
 
 namespace txbatch {
 namespace {

@@ -1,4 +1,4 @@
-#include "engine/session.h"
+#include "tools/session.h"
 
 #include <fmt/format.h>
 #include <poll.h>
