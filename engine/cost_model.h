@@ -126,7 +126,7 @@ struct CostModel {
   // to the receiver on another CPU than it was built on has its lines read from the builder's
   // cache and goes back to the pool from there (`deliver_remote`, beyond `deliver`). `txbatch
   // calibrate` measures both on two threads passing mbufs across two CPUs against one thread
-  // (tools/sched_probe.h, ProbeRecycle).
+  // (engine/sched_probe.h, ProbeRecycle).
   double recycle = 0;
   double deliver_remote = 0;
   // Where the numbers came from (doc/cost-model.json is this model, with calibrate's fit).

@@ -39,13 +39,6 @@ std::string Interval(double lo, double hi, double margin) {
 
 }  // namespace
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 std::optional<RatioEstimate> EstimateRatio(std::span<const double> a, std::span<const double> b) {
   std::vector<double> as, bs, d;
   for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {

@@ -14,13 +14,12 @@
 #include <string_view>
 #include <vector>
 
+#include "base/median.h"
+
 namespace txbatch {
 
 // Equivalence margin: two configurations within ±2 % are "the same" for a throughput table.
 inline constexpr double kEquivalenceMargin = 0.02;
-
-// The median of `v` (the mean of the middle two for an even count); 0 when empty.
-double Median(std::vector<double> v);
 
 struct RatioEstimate {
   int rounds = 0;       // pairs used (both sides positive)

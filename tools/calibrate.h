@@ -31,7 +31,7 @@
 #include "dataplane/eal.h"
 #include "engine/cost_model.h"
 #include "engine/record.h"
-#include "tools/sched_probe.h"
+#include "engine/sched_probe.h"
 
 namespace txbatch {
 

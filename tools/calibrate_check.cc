@@ -15,7 +15,7 @@
 #include "results/verdict.h"
 #include "tools/calibrate.h"
 #include "tools/run_options.h"
-#include "tools/sched_probe.h"
+#include "engine/sched_probe.h"
 
 namespace txbatch {
 

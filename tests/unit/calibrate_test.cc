@@ -13,7 +13,7 @@
 #include "engine/cost_model_file.h"
 #include "engine/sim_engine.h"
 #include "tests/unit/test_eal.h"
-#include "tools/sched_probe.h"
+#include "engine/sched_probe.h"
 
 namespace txbatch {
 namespace {

@@ -1,4 +1,4 @@
-#include "tools/sched_probe.h"
+#include "engine/sched_probe.h"
 
 #include <linux/futex.h>
 #include <pthread.h>
@@ -23,7 +23,7 @@
 #include "base/pi_mutex.h"
 #include "base/thread_clock.h"
 #include "base/tsc.h"
-#include "results/verdict.h"
+#include "base/median.h"
 
 namespace txbatch {
 namespace {
