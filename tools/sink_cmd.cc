@@ -19,6 +19,7 @@
 #include "dataplane/mempool.h"
 #include "dataplane/responder.h"
 #include "dataplane/rx_sink.h"
+#include "dataplane/sink_loop.h"
 #include "dataplane/telemetry.h"
 #include "drivers/ethdev/ethdev.h"
 #include "drivers/ethdev/ring_size.h"
@@ -290,15 +291,6 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
            {"payload_bytes", c.window_payload_bytes}},
           wait);
     };
-    unsigned idle = 0;
-    std::array<rte_mbuf*, 32> rx;
-    std::array<Tsc, 32> at;
-    const auto receive = [&](std::span<rte_mbuf*> frames, std::span<Tsc> times) {
-      if (frames.empty()) return;
-      first = std::min(first, times.front());
-      last = std::max(last, times.back());
-      sink.Receive(frames, times);
-    };
     // The interval up to `now`, handed to each output (not `droppable`: the last, to those whose
     // latest intervals were not written).
     const auto take = [&](Tsc now, bool droppable) {
@@ -307,24 +299,8 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
       for (Output* o : outputs)
         if (droppable || o->behind()) o->Post(at_s, s, droppable);
     };
-    while (!StopRequested()) {
-      const Tsc now = Now();
-      if (now >= end) break;
-      const uint16_t k = in->Receive(rx);
-      // Stamped after the receive returns: a frame sent while it ran carries a TX stamp later
-      // than `now` (it counted as arriving before it was sent, and was left out of latency).
-      const Tsc arrived = k ? Now() : now;
-      for (uint16_t i = 0; i < k; ++i) at[i] = arrived;
-      unsigned moved = k;
-      if (model) {
-        for (uint16_t i = 0; i < k; ++i) model->Offer(rx[i], arrived);
-        while (const unsigned n = model->Deliver(arrived, rx, at)) {
-          receive({rx.data(), n}, {at.data(), n});
-          moved += n;
-        }
-      } else {
-        receive({rx.data(), k}, {at.data(), k});
-      }
+    SinkLoop loop(*in, sink, model ? &*model : nullptr, kSpinPolls, kIdleSleepNs);
+    loop.Run(end, StopRequested, [&](Tsc now) {
       if (now >= next_publish) {
         publish(now, "running", /*wait=*/false);
         next_publish = now + publish_every;
@@ -335,21 +311,13 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
         // microseconds).
         while (next_stats <= now) next_stats += every;
       }
-      idle = moved ? 0 : idle + 1;
-      if (idle > kSpinPolls) SleepNs(kIdleSleepNs);
-    }
-    if (model) {
-      // What the link still holds arrives (it was sent); then nothing is left in it.
-      const Tsc drain_end =
-          Now() + static_cast<Tsc>((LongestStayS(**link, a.mtu) + kDrainS) * tsc_hz);
-      while (model->InFlight() > 0 && Now() < drain_end) {
-        const unsigned n = model->Deliver(Now(), rx, at);
-        receive({rx.data(), n}, {at.data(), n});
-        if (n == 0) SleepNs(kIdleSleepNs);
-      }
-      link_in_flight = model->Purge();
-      link_lost = model->counters().frames_lost.Get();
-    }
+    });
+    if (model)
+      loop.DrainLink(Now() + static_cast<Tsc>((LongestStayS(**link, a.mtu) + kDrainS) * tsc_hz));
+    link_in_flight = loop.link_in_flight();
+    link_lost = loop.link_lost();
+    first = loop.first();
+    last = loop.last();
     // An output whose last intervals were not written gets one more, up to the stop.
     if (std::any_of(outputs.begin(), outputs.end(), [](Output* o) { return o->behind(); }))
       take(Now(), /*droppable=*/false);
