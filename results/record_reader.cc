@@ -11,6 +11,7 @@
 
 #include "base/input_file.h"
 #include "batching/batch.h"
+#include "dataplane/rx_sink.h"
 #include "drivers/factory.h"
 #include "engine/cost_model_file.h"
 
@@ -170,6 +171,12 @@ CellConfig ConfigFrom(const json& c) {
   if (cfg.flows < 1)
     throw json::type_error::create(302, "flows (each producer's) of 1 or more was expected, not 0",
                                    &flows);
+  if (uint64_t{cfg.flows} * cfg.procs > kMaxFlows)
+    throw json::type_error::create(
+        302,
+        fmt::format("at most {} flows in all (procs x flows) were expected, not {} x {}",
+                    kMaxFlows, cfg.procs, cfg.flows),
+        &flows);
   if (const json& p = c.value("probe", json()); p.is_string()) cfg.probe = RecordRate(p);
   if (const json& b = c.value("bql", json()); b.is_object())
     cfg.bql = BqlBounds{Whole{b.at("limit_min")}, Whole{b.at("limit_max")},
@@ -189,6 +196,31 @@ std::optional<LatencySummary> SummaryFrom(const json& l) {
   if (l.is_null()) return std::nullopt;
   return LatencySummary{l.at("min"), l.at("avg"),  l.at("p50"), l.at("p90"),
                         l.at("p99"), l.at("p999"), l.at("max"), Whole{l.at("count")}};
+}
+
+// results.fairness: the load's flows (2 or more: none with one), Jain's index over them
+// (1/flows..1, give or take kJainSlack of rounding) and the least and most a flow received.
+constexpr double kJainSlack = 1e-9;
+CellResult::Fairness FairnessFrom(const json& f) {
+  const auto n = static_cast<unsigned>(Whole{f.at("flows")});
+  const double jain = f.at("jain").get<double>();
+  const uint64_t lo = Whole{f.at("min_received")}, hi = Whole{f.at("max_received")};
+  if (n < 2)
+    throw json::type_error::create(
+        302, fmt::format("fairness over 2 or more flows was expected, not {}", n), &f);
+  if (!(jain >= 1.0 / n - kJainSlack && jain <= 1 + kJainSlack))
+    throw json::type_error::create(
+        302,
+        fmt::format("Jain's index over {} flows in 1/{}..1 was expected, not {}", n, n,
+                    f.at("jain").dump()),
+        &f);
+  if (lo > hi)
+    throw json::type_error::create(
+        302,
+        fmt::format("fairness' min_received at most its max_received was expected, not {} > {}",
+                    lo, hi),
+        &f);
+  return {n, jain, lo, hi};
 }
 
 CellResult ResultFrom(const json& r) {
@@ -293,10 +325,7 @@ CellResult ResultFrom(const json& r) {
   if (const json& flows = r.value("per_flow", json()); flows.is_array())
     for (const json& f : flows) x.flows.push_back(flow_from(f));
   if (const json& p = r.value("probe", json()); !p.is_null()) x.probe = flow_from(p);
-  if (const json& f = r.value("fairness", json()); !f.is_null())
-    x.fairness = CellResult::Fairness{static_cast<unsigned>(Whole{f.at("flows")}),
-                                      f.at("jain").get<double>(), Whole{f.at("min_received")},
-                                      Whole{f.at("max_received")}};
+  if (const json& f = r.value("fairness", json()); !f.is_null()) x.fairness = FairnessFrom(f);
   for (const json& p : r.value("latency_by_position_ns", json::array()))
     x.lat_by_position.emplace_back(p.at("positions").get<std::string>(), *SummaryFrom(p));
   const json& a = r.at("accounting");

@@ -533,6 +533,21 @@ class NewRecordFields(BadInput):
             (lambda c, r: r["fairness"].update(min_received=3.5), "not 3.5"),
             (lambda c, r: r.update(fairness=[]), "cannot use at() with array"),
             (lambda c, r: r.update(fairness=0.9), "cannot use at() with number"),
+            # What ResultOf cannot write (each was read and drawn before): Jain's index over n
+            # flows lies in 1/n..1, fairness needs two flows, the least at most the most, and
+            # a cell has at most 4096 flows in all (kMaxFlows; the good record has 2 x 2).
+            (lambda c, r: r["fairness"].update(jain=7),
+             "Jain's index over 4 flows in 1/4..1 was expected, not 7"),
+            (lambda c, r: r["fairness"].update(jain=-1),
+             "Jain's index over 4 flows in 1/4..1 was expected, not -1"),
+            (lambda c, r: r["fairness"].update(jain=0.2),
+             "Jain's index over 4 flows in 1/4..1 was expected, not 0.2"),
+            (lambda c, r: r["fairness"].update(flows=1),
+             "fairness over 2 or more flows was expected, not 1"),
+            (lambda c, r: r["fairness"].update(min_received=10, max_received=9),
+             "fairness' min_received at most its max_received was expected, not 10 > 9"),
+            (lambda c, r: c.update(flows=2049),
+             "at most 4096 flows in all (procs x flows) were expected, not 2 x 2049"),
         ]
         for edit, says in cases:
             with self.subTest(says=says):
@@ -554,7 +569,10 @@ class NewRecordFields(BadInput):
                                       "noecn flows 64 quantum 300 drop_batch 8")),
                      # fairness null (one flow, or none came back), and an integer jain
                      self.edit(lambda c, r: r.update(fairness=None)),
-                     self.edit(lambda c, r: r["fairness"].update(jain=1))):
+                     self.edit(lambda c, r: r["fairness"].update(jain=1)),
+                     # the bounds themselves: 1/n, and 4096 flows in all
+                     self.edit(lambda c, r: r["fairness"].update(jain=0.25)),
+                     self.edit(lambda c, r: c.update(flows=2048))):
             with tempfile.TemporaryDirectory() as d:
                 path = self.write(d, text)
                 r = run([TXBATCH, "report", path])
