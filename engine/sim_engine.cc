@@ -238,7 +238,6 @@ CounterSnapshot Simulation::Snapshot() const {
 }
 
 Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
-  const auto& emu_options = std::get<emu::EmuOptions>(cfg_.driver_spec.options);
   const Tsc origin = static_cast<Tsc>(kOriginS * tsc_hz_);
   const Tsc window_start = origin + static_cast<Tsc>(cfg_.warmup_s * tsc_hz_);
   const Tsc window_end = window_start + static_cast<Tsc>(cfg_.duration_s * tsc_hz_);
@@ -251,9 +250,23 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     return MakeError(ENOSPC,
                      "the cost model's recycle needs 2 bytes of the mbuf's dynamic fields and "
                      "none are left; valid: a cost model with recycle 0");
-  const unsigned flows = Flows(cfg_);  // the producers' flows, the probe's the last where there is one
-  const unsigned nprod = Producers(cfg_);
   const std::vector<uint64_t> first_seq = FirstSeqs(cfg_, flow_seq);
+  BuildLanes(first_seq);
+  const WireSpec wire = lanes_.front().driver->Wire().value_or(WireSpec{});
+  const double pps = PpsPerProducer(cfg_, wire);
+  interval_ = pps > 0 ? tsc_hz_ / pps : 0;
+  const double probe_pps = ProbePps(cfg_, wire);
+  probe_interval_ = probe_pps > 0 ? tsc_hz_ / probe_pps : 0;
+  PlaceActors(origin, first_seq);
+
+  const double budget_s = DrainBudgetS(cfg_, wire);
+  const Stepped stepped =
+      StepAll(origin, window_start, window_end, window_end + static_cast<Tsc>(budget_s * tsc_hz_));
+  return Conclude(stepped, budget_s, origin, flow_seq);
+}
+
+void Simulation::BuildLanes(const std::vector<uint64_t>& first_seq) {
+  const auto& emu_options = std::get<emu::EmuOptions>(cfg_.driver_spec.options);
   const unsigned nq = std::max(1u, cfg_.queues);
   // The real queue's shape; frames are always stamped at the handover (they come back).
   TxQueueConfig qcfg = QueueConfigFor(cfg_, tsc_hz_, {});
@@ -291,12 +304,12 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
         SimCpu::Wake(p, clock_.now);
     });
   }
-  const WireSpec wire = lanes_.front().driver->Wire().value_or(WireSpec{});
-  const double pps = PpsPerProducer(cfg_, wire);
-  interval_ = pps > 0 ? tsc_hz_ / pps : 0;
-  const double probe_pps = ProbePps(cfg_, wire);
-  probe_interval_ = probe_pps > 0 ? tsc_hz_ / probe_pps : 0;
+}
 
+void Simulation::PlaceActors(Tsc origin, const std::vector<uint64_t>& first_seq) {
+  const unsigned flows = Flows(cfg_);  // the producers' flows, the probe's the last where there is one
+  const unsigned nprod = Producers(cfg_);
+  const unsigned nq = std::max(1u, cfg_.queues);
   actors_.reserve(nprod + 2 * nq);  // never reallocated: queues point into it
   // The CPUs, and each actor on one as the real engine places them (PlaceThreads).
   cores_.resize(cfg_.cost.cpus);
@@ -371,16 +384,16 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
         ticking_.push_back(&core);
       }
     }
+}
 
-  const double budget_s = DrainBudgetS(cfg_, wire);
-  const Tsc deadline = window_end + static_cast<Tsc>(budget_s * tsc_hz_);
-  CounterSnapshot a{}, b{};
+Simulation::Stepped Simulation::StepAll(Tsc origin, Tsc window_start, Tsc window_end,
+                                        Tsc deadline) {
+  Stepped out;
   bool in_window = false, ended = false;
-  Tsc last = origin;
+  out.last = origin;
   // TCP Small Queues sampled every kTsqSampleS of the window: nothing changes between steps, so
   // the samples due before a step see the state the steps before it left.
   TsqSampler tsq_sampler(window_start, static_cast<Tsc>(kTsqSampleS * tsc_hz_));
-  std::optional<TsqSummary> tsq_summary;
   while (SimActor* next = Earliest()) {
     if (SimCore* core = TickDue(next->t)) {
       // A tick before the next step: the thread running on that CPU loses it (the next step may
@@ -390,13 +403,13 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
       continue;
     }
     if (!in_window && next->t >= window_start) {
-      a = Snapshot();
+      out.a = Snapshot();
       in_window = true;
     }
     if (tsq_) tsq_sampler.TakeUntil(*tsq_, std::min(next->t, window_end));
     if (!ended && next->t >= window_end) {
-      if (tsq_) tsq_summary = tsq_sampler.Summarise(*tsq_);
-      b = Snapshot();
+      if (tsq_) out.tsq = tsq_sampler.Summarise(*tsq_);
+      out.b = Snapshot();
       ended = true;
       draining_ = true;  // generation stops; a dedicated runner sends what buffer:N holds
       for (Lane& l : lanes_) l.q->WakeRunner(nullptr, window_end);
@@ -413,7 +426,7 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
       if (fired && TimerInterrupt(*next, next->t) && next->fifo) next->timer_cost += c_.timer_irq;
     }
     if (!Dispatch(*next)) continue;
-    last = next->t;
+    out.last = next->t;
     const Tsc start = next->t;
     next->ran_to = start;
     next->lock_wait = false;
@@ -446,8 +459,15 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
     if (idle != nullptr) idle->End(next->ran_to);
     AfterStep(*next, start);
   }
-  if (!in_window) a = Snapshot();
-  if (!ended) b = Snapshot();
+  if (!in_window) out.a = Snapshot();
+  if (!ended) out.b = Snapshot();
+  if (tsq_ && !out.tsq) out.tsq = tsq_sampler.Summarise(*tsq_);
+  return out;
+}
+
+Result<CellResult> Simulation::Conclude(const Stepped& stepped, double budget_s, Tsc origin,
+                                        std::vector<uint64_t>* flow_seq) {
+  const Tsc window_start = window_.start.load(), window_end = window_.end.load();
   uint64_t overlaps = 0;
   for (const Lane& l : lanes_) overlaps += l.q->lock_overlaps();
   bool drained = producers_left_ == 0;
@@ -476,15 +496,15 @@ Result<CellResult> Simulation::Run(std::vector<uint64_t>* flow_seq) {
   }
   CloseSinks(cfg_, sinks, stats_);
   const Lane& first = lanes_.front();
-  CellRun run{cfg_, *first.driver, totals, *first.sink, stats_, a, b};
+  CellRun run{cfg_, *first.driver, totals, *first.sink, stats_, stepped.a, stepped.b};
   run.tsc_hz = tsc_hz_;
   run.run_start = origin;
   run.window_start = window_start;
   run.window_end = window_end;
   run.stopped_at = window_end;
-  run.drained_at = last;
+  run.drained_at = stepped.last;
   CellResult r = ResultOf(run, flow_seq);
-  if (tsq_) r.tsq = tsq_summary ? *tsq_summary : tsq_sampler.Summarise(*tsq_);
+  r.tsq = stepped.tsq;
   for (Lane& l : lanes_) {
     l.q.reset();
     l.driver.reset();

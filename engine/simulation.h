@@ -76,6 +76,20 @@ class Simulation {
   Result<CellResult> Run(std::vector<uint64_t>* flow_seq);
 
  private:
+  // A cell's life, in Run's order. The lanes (a queue's sink, hand-off, driver and queue) and
+  // TCP Small Queues; the actors (producers, runners, txirqs) on their CPUs, the flows' builders
+  // and the CPUs' ticks; every step until the drain's deadline; the books and the result.
+  struct Stepped {
+    CounterSnapshot a{}, b{};          // at the window's start and end
+    Tsc last = 0;                      // the last step's start
+    std::optional<TsqSummary> tsq;     // TCP Small Queues over the window, where active
+  };
+  void BuildLanes(const std::vector<uint64_t>& first_seq);
+  void PlaceActors(Tsc origin, const std::vector<uint64_t>& first_seq);
+  Stepped StepAll(Tsc origin, Tsc window_start, Tsc window_end, Tsc deadline);
+  Result<CellResult> Conclude(const Stepped& stepped, double budget_s, Tsc origin,
+                              std::vector<uint64_t>* flow_seq);
+
   // Scheduling.
   SimActor* Earliest();
   void StepActor(SimActor& a);
