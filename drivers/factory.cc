@@ -70,15 +70,38 @@ constexpr DriverForm kForms[] = {
 }  // namespace
 
 std::string DriverForms() {
-  std::string s = fmt::format("emu:MODEL[,key=value...] with MODEL one of {}", emu::ModelNames());
+  std::string s = fmt::format("emu:MODEL[,key=value...] (MODEL: {})", emu::ModelNames());
   for (size_t i = 0; i < std::size(kForms); ++i)
-    s += fmt::format("{}{}", i + 1 < std::size(kForms) ? ", " : " or ", kForms[i].form);
+    s += fmt::format("; {}{}", i + 1 < std::size(kForms) ? "" : "or ", kForms[i].form);
   return s;
 }
 
 std::string DescribeDrivers() {
-  std::string s = emu::DescribeModels();
-  for (const DriverForm& f : kForms) s += fmt::format("  {:<14} {}\n", f.form, f.help);
+  // One column for every form's help, emu's models' lines included (re-cut from
+  // DescribeModels: "  emu:NAME help"); a form longer than the column has its help on the next
+  // line, indented to it.
+  constexpr size_t kColumn = 21;
+  std::string s;
+  const auto line = [&s](std::string_view form, std::string_view help) {
+    if (form.size() + 2 <= kColumn - 2)  // two spaces at least before the help
+      s += fmt::format("  {:<{}}{}\n", form, kColumn - 2, help);
+    else
+      s += fmt::format("  {}\n  {:<{}}{}\n", form, "", kColumn - 2, help);
+  };
+  const std::string models = emu::DescribeModels();
+  for (size_t at = 0; at < models.size();) {
+    size_t end = models.find('\n', at);
+    if (end == std::string::npos) end = models.size();
+    std::string_view l(models.data() + at, end - at);
+    at = end + 1;
+    while (l.starts_with(' ')) l.remove_prefix(1);
+    const size_t gap = l.find(' ');
+    if (gap == std::string_view::npos) continue;
+    std::string_view help = l.substr(gap);
+    while (help.starts_with(' ')) help.remove_prefix(1);
+    line(l.substr(0, gap), help);
+  }
+  for (const DriverForm& f : kForms) line(f.form, f.help);
   return s;
 }
 

@@ -271,7 +271,7 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   // against the same driver calls made by the producer itself (the none series): its call is
   // the dequeue of a bulk the producer wrote, then the same TX lock and call, so what its line
   // has beyond none's and the dequeue's is the cross-CPU part — per bulk (the qdisc's lines)
-  // and per frame (the frame's). Fitted over bulks up to kHandoverFitLimit (calibrate.h).
+  // and per frame (the frame's). Fitted over bulks up to kHandoverFitLimit (cost_model_fit.h).
   m.handover_bulk = floor0(cal.dedicated.intercept - cal.none.intercept - m.dequeue - m.run_xmit);
   m.handover = floor0(cal.dedicated.slope - cal.none.slope - m.dequeue_frame);
   // The txirq: per reclaim = completion + completion_frame x frames reclaimed, timed inside the

@@ -22,7 +22,6 @@
 // Costs the series cannot separate (the lock from the driver call, the dequeue's per-frame
 // share, completions, contention) keep the base model's values, and the file says so.
 
-
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>

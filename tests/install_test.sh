@@ -53,6 +53,14 @@ complete_words "$bin" run --dur | grep -qx -- --duration || fail "txbatch run --
 complete_words "$bin" sink --po | grep -qx -- --port || fail "txbatch sink --po<TAB>"
 complete_words "$bin" run --sync no | grep -qx nolock || fail "txbatch run --sync no<TAB>"
 complete_words "$bin" lab u | grep -qx up || fail "txbatch lab u<TAB>"
+# Every emulated model and driver form the help's Drivers block names, and every qdisc.
+driver_words=$(complete_words "$bin" run --driver "")
+for form in $("$bin" run --help | sed -n '/^Drivers:/,$p' | grep -oE '^  (emu:[a-z0-9-]+|ethdev-pair:(memif)?|ethdev:|verbs:)'); do
+  grep -qx -- "${form%%DEVARGS}" <<<"$driver_words" || fail "txbatch run --driver <TAB> lacks $form"
+done
+for qdisc in pfifo_fast pfifo fq_codel none; do
+  complete_words "$bin" run --qdisc "" | grep -qx "$qdisc" || fail "txbatch run --qdisc <TAB> lacks $qdisc"
+done
 # Only the options the command has, not EAL's words its help mentions.
 ! complete_words "$bin" run --log | grep -q . || fail "txbatch run --log<TAB> offers EAL's --log-level"
 [[ -z $(complete_words "$bin" run -- --no) ]] || fail "words after -- are EAL's, not completed"

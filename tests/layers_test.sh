@@ -20,14 +20,15 @@ done
 while IFS= read -r f; do
   echo "layers: tools/$f is not a command's (experiment scripts go in scripts/experiments/)" >&2
   bad=1
-done < <(ls tools | grep -vE '\.(cc|h)$|^(txbatch-plot|txbatch\.bash-completion|meson\.build)$' || true)
+done < <(git ls-files tools 2>/dev/null | sed 's#^tools/##' \
+  | grep -vE '\.(cc|h)$|^(txbatch-plot|txbatch\.bash-completion|meson\.build)$' || true)
 # engine/ runs cells and hands results back: what is printed, and the exit status, are the
 # commands' (tools/session.cc), so engine/ neither prints nor parses a command line.
 while IFS= read -r hit; do
   echo "layers: $hit prints (engine/ returns results and errors; tools/ prints)" >&2
   bad=1
-done < <(grep -rnE '\b(std::)?(f?printf|puts|fputs)\(|std::(cout|cerr)|#include <CLI/' engine \
-  --include='*.h' --include='*.cc' || true)
+done < <(grep -rnE '\b(std::|fmt::)?(v?f?printf|dprintf|puts|fputs|putchar|perror|fwrite|print|println)\(|std::(cout|cerr|clog)|\bwrite\((1|2|STD(OUT|ERR)_FILENO)\b|RTE_LOG\(|rte_log\(|#include [<"]CLI/' \
+  engine --include='*.h' --include='*.cc' | grep -vE '^[^:]*:[0-9]+:\s*//' || true)
 (( bad == 0 )) &&
   echo "layers: every include points down or sideways; tools/ holds commands only; engine/ prints nothing"
 exit "$bad"

@@ -23,11 +23,11 @@
 #include "drivers/ethdev/ring_size.h"
 #include "drivers/verbs/verbs.h"
 #include "engine/cell.h"
-#include "tools/session.h"
 #include "tools/capture_cmd.h"
 #include "tools/interval_output.h"
 #include "tools/port_cmd.h"
 #include "tools/reporter.h"
+#include "tools/session.h"
 #include "tools/stats_stream.h"
 
 namespace txbatch {

@@ -3,19 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
-#include <chrono>
 #include <cmath>
 #include <map>
 
-#include "dataplane/tx_queue.h"
-#include "drivers/factory.h"
+#include "base/median.h"
 #include "engine/cost_model_file.h"
-#include "tools/session.h"
 #include "results/records.h"
 #include "results/summary.h"
 #include "results/tables.h"
 #include "tools/run_options.h"
+#include "tools/session.h"
 
 namespace txbatch {
 

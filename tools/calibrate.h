@@ -12,8 +12,8 @@
 #include "base/output_file.h"
 #include "dataplane/eal.h"
 #include "engine/cost_model.h"
-#include "engine/record.h"
 #include "engine/cost_model_fit.h"
+#include "engine/record.h"
 #include "engine/sched_probe.h"
 
 namespace txbatch {

@@ -8,14 +8,14 @@
 #include <fstream>
 #include <tuple>
 
-#include "tools/session.h"
+#include "engine/sched_probe.h"
 #include "results/records.h"
 #include "results/summary.h"
 #include "results/tables.h"
 #include "results/verdict.h"
 #include "tools/calibrate.h"
 #include "tools/run_options.h"
-#include "engine/sched_probe.h"
+#include "tools/session.h"
 
 namespace txbatch {
 

@@ -21,8 +21,8 @@
 #include "base/error.h"
 #include "base/stop_signals.h"
 #include "dataplane/frame.h"
-#include "tools/session.h"
 #include "tools/bridge_cmd.h"
+#include "tools/session.h"
 
 namespace txbatch {
 namespace {

@@ -8,8 +8,8 @@
 #include "dataplane/mempool.h"
 #include "dataplane/telemetry.h"
 #include "drivers/ethdev/ethdev.h"
-#include "tools/session.h"
 #include "results/latency_text.h"
+#include "tools/session.h"
 
 namespace txbatch::port_cmd {
 

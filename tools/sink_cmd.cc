@@ -24,13 +24,13 @@
 #include "drivers/ethdev/ethdev.h"
 #include "drivers/ethdev/ring_size.h"
 #include "drivers/verbs/verbs.h"
-#include "tools/session.h"
 #include "results/latency_text.h"
 #include "tools/capture_cmd.h"
 #include "tools/interval_output.h"
 #include "tools/port_cmd.h"
 #include "tools/reporter.h"
 #include "tools/run_options.h"
+#include "tools/session.h"
 
 namespace txbatch {
 

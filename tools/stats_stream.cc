@@ -4,9 +4,9 @@
 
 #include <cstdio>
 
-#include "tools/session.h"
 #include "results/records.h"
 #include "tools/run_options.h"
+#include "tools/session.h"
 
 namespace txbatch {
 

@@ -548,6 +548,9 @@ class NewRecordFields(BadInput):
              "fairness' min_received at most its max_received was expected, not 10 > 9"),
             (lambda c, r: c.update(flows=2049),
              "at most 4096 flows in all (procs x flows) were expected, not 2 x 2049"),
+            # a record from before config.flows: one a producer, checked as such by both
+            (lambda c, r: (c.pop("flows"), c.update(procs=5000)),
+             "at most 4096 flows in all (procs x flows) were expected, not 5000 x 1"),
         ]
         for edit, says in cases:
             with self.subTest(says=says):
