@@ -161,7 +161,8 @@ constexpr uint64_t kE1000StopUnused = 24;
 // frames; one a cycle spared for the run's edges). The guest's two pktgen threads keep a backlog
 // at the ring only while the host lets them (a loaded host: 69 % of the frames bypassed an empty
 // qdisc, one cycle or none in a run): where its run shows cycles, they are held to the same
-// rules; where it shows none, the test says so and compares the rest. Completions before the
+// rules; where it shows none (no more than 3 bulks of either rest: a stray bulk is no cycle), the
+// test says so and compares the rest. Completions before the
 // ring filled and an empty qdisc add bulks of 65, partial bulks and singles: the shares, and which
 // multi-frame bulk is commonest, are the guest's speed and not compared (doc/fidelity.md). What
 // is, always: L >= S on both sides; the guest's inflight never above S (the ring's bound); the
@@ -208,10 +209,16 @@ void CompareDynamic(const Hist& kernel, const Hist& model, const json& kernel_re
                 static_cast<unsigned long long>(bql_binds ? b : count(*h, bulk)));
     std::printf(", singles %llu (%.2f a cycle)\n", static_cast<unsigned long long>(count(*h, 1)),
                 cycles ? static_cast<double>(count(*h, 1)) / static_cast<double>(cycles) : 0.0);
-    // The guest's run shows no cycle at all (neither a bulk of the quota's rest nor, where BQL
-    // ends a bulk, of BQL's rest): its producers kept no backlog at the ring. One without the
-    // other is a cycle of another shape, and fails below.
-    if (!is_model && count(*h, quota_rest) == 0 && (!bql_binds || count(*h, bql_rest) == 0)) {
+    // The guest's run shows no cycle (at most kStrayBulks of the quota's rest and, where BQL
+    // ends a bulk, of BQL's rest): its producers kept no backlog at the ring. A bulk of either
+    // size also comes without a cycle, at a run's edges or by chance where the qdisc briefly
+    // held that many (a CI run of 2026-12-07 at 902fc5d: 80 % of the guest's frames bypassed an
+    // empty qdisc, 0 bulks of 42 and one of 60, and this test failed on it). Where one size
+    // shows a backlog (more than kStrayBulks) and the other does not, it is a cycle of another
+    // shape, and fails below.
+    constexpr uint64_t kStrayBulks = 3;  // as the run's edges are spared below
+    if (!is_model && count(*h, quota_rest) <= kStrayBulks &&
+        (!bql_binds || count(*h, bql_rest) <= kStrayBulks)) {
       std::printf("dynamic kernel: no ring-bound cycle in this run (its producers kept no backlog "
                   "at the ring; %llu frames requeued); the cycle is compared on the model's side "
                   "only\n",
