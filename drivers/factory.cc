@@ -49,7 +49,7 @@ constexpr DriverKind kKinds[] = {
     {"verbs:", [](std::string_view t) { return Spec(verbs::ParseVerbsSpec(t)); }},
 };
 
-// Every form a user writes besides emu's models (emu::DescribeModels): the form and one line.
+// Every form a user writes besides emu's models (emu::ModelLines): the form and one line.
 struct DriverForm {
   std::string_view form;
   std::string_view help;
@@ -77,9 +77,8 @@ std::string DriverForms() {
 }
 
 std::string DescribeDrivers() {
-  // One column for every form's help, emu's models' lines included (re-cut from
-  // DescribeModels: "  emu:NAME help"); a form longer than the column has its help on the next
-  // line, indented to it.
+  // One column for every form's help, emu's models' included; a form longer than the column
+  // has its help on the next line, indented to it.
   constexpr size_t kColumn = 21;
   std::string s;
   const auto line = [&s](std::string_view form, std::string_view help) {
@@ -88,19 +87,7 @@ std::string DescribeDrivers() {
     else
       s += fmt::format("  {}\n  {:<{}}{}\n", form, "", kColumn - 2, help);
   };
-  const std::string models = emu::DescribeModels();
-  for (size_t at = 0; at < models.size();) {
-    size_t end = models.find('\n', at);
-    if (end == std::string::npos) end = models.size();
-    std::string_view l(models.data() + at, end - at);
-    at = end + 1;
-    while (l.starts_with(' ')) l.remove_prefix(1);
-    const size_t gap = l.find(' ');
-    if (gap == std::string_view::npos) continue;
-    std::string_view help = l.substr(gap);
-    while (help.starts_with(' ')) help.remove_prefix(1);
-    line(l.substr(0, gap), help);
-  }
+  for (const emu::ModelLine& m : emu::ModelLines()) line(m.form, m.help);
   for (const DriverForm& f : kForms) line(f.form, f.help);
   return s;
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "base/error.h"
@@ -75,7 +76,12 @@ unsigned EmuMaxMtu(const EmuOptions& options);
 // out-of-range values get one sentence that lists the valid choices.
 Result<EmuOptions> ParseEmuSpec(std::string_view spec);
 
-// Models and their defaults, one line each (for --help and the docs).
+// Models and their defaults: each model's form (emu:NAME) and its help, and the same as one
+// line each (for --help and the docs).
+struct ModelLine {
+  std::string form, help;
+};
+std::vector<ModelLine> ModelLines();
 std::string DescribeModels();
 // The models' names, comma-separated (for the messages).
 std::string ModelNames();

@@ -83,15 +83,23 @@ unsigned EmuMaxMtu(const EmuOptions& o) {
   return o.link_mtu > 0 ? o.link_mtu - kIpoibHeader : kMaxMtu;
 }
 
+std::vector<ModelLine> ModelLines() {
+  std::vector<ModelLine> lines;
+  for (const auto& m : kModels)
+    lines.push_back(
+        {fmt::format("emu:{}", m.name),
+         fmt::format("{} (rate_mbps={:.10g} ring={} free_thresh={} stop_slack={} doorbell_ns={:g} "
+                     "desc_ns={:g} tx_usecs={:g}{})",
+                     m.about, m.rate_mbps, m.ring, m.free_thresh, m.stop_slack, m.doorbell_ns,
+                     m.desc_ns, m.tx_usecs,
+                     m.link_mtu > 0 ? fmt::format(" link_mtu={} grh=0", m.link_mtu)
+                                    : std::string())});
+  return lines;
+}
+
 std::string DescribeModels() {
   std::string s;
-  for (const auto& m : kModels)
-    s += fmt::format(
-        "  emu:{:<6} {} (rate_mbps={:.10g} ring={} free_thresh={} stop_slack={} doorbell_ns={:g} "
-        "desc_ns={:g} tx_usecs={:g}{})\n",
-        m.name, m.about, m.rate_mbps, m.ring, m.free_thresh, m.stop_slack, m.doorbell_ns, m.desc_ns,
-        m.tx_usecs,
-        m.link_mtu > 0 ? fmt::format(" link_mtu={} grh=0", m.link_mtu) : std::string());
+  for (const ModelLine& l : ModelLines()) s += fmt::format("  {:<10} {}\n", l.form, l.help);
   return s;
 }
 
