@@ -73,8 +73,10 @@ class EnqueueStep {
     return bypass_ && run && idle_empty();
   }
 
-  // Phase 3, after the enqueue.
-  AfterEnqueue Next(bool run) const {
+  // Phase 3, after the enqueue, or after a drop at a full band (`refused`, kWait where the frame
+  // went in); an abandoned run's drop (kDropAborted) runs nothing.
+  AfterEnqueue Next(bool run, Refusal refused = Refusal::kWait) const {
+    if (refused == Refusal::kDropAborted) return AfterEnqueue::kNothing;
     if (dedicated_) return AfterEnqueue::kWakeRunner;
     return run ? AfterEnqueue::kRun : AfterEnqueue::kNothing;
   }

@@ -48,7 +48,7 @@ bool NolockTxQueue::Send(rte_mbuf* m, int band, bool run) {
     RestampTx(m, Now());  // the frame enters the stack now (EnqueueStep: phase 1)
   }
   // Whether the frame went in or was dropped at a full band, as the kernel's.
-  switch (refused == Refusal::kDropAborted ? AfterEnqueue::kNothing : enqueue_.Next(run)) {
+  switch (enqueue_.Next(run, refused)) {
     case AfterEnqueue::kWakeRunner:
       if (runner_idle_.load()) WakeRunner();
       break;

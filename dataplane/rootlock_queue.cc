@@ -49,7 +49,7 @@ bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
     (void)qdisc_->Enqueue(m, band, config_.shape.fq_codel ? Now() : 0);
   }
   // Whether the frame went in or was dropped at a full band, as the kernel's.
-  switch (refused == Refusal::kDropAborted ? AfterEnqueue::kNothing : enqueue_.Next(run)) {
+  switch (enqueue_.Next(run, refused)) {
     case AfterEnqueue::kWakeRunner:
       if (runner_idle_) runner_cv_.notify_one();
       break;
