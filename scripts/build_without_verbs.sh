@@ -24,7 +24,9 @@ if [[ ! -f $dir/build.ninja ]]; then
 fi
 grep -q "driver verbs: only its spec parser is built: -Dverbs=disabled" "$dir/meson-logs/meson-log.txt" \
   || { echo "build-without-verbs: meson did not say why the verbs driver is left out ($dir)" >&2; exit 1; }
-ninja -C "$dir" tools/txbatch tests/unit/unit_tests >"$log" 2>&1 \
+unit=tests/unit/unit_tests
+[[ $dir == build-noverbs ]] || unit=tests/unit/unit_tsan_tests  # the cases below, built by tsan.sh
+ninja -C "$dir" tools/txbatch "$unit" >"$log" 2>&1 \
   || { cat "$log" >&2; echo "build-without-verbs: build failed" >&2; exit 1; }
 if nm -C "$dir/tools/txbatch" | grep -q ibv_post_send; then
   echo "build-without-verbs: txbatch still links libibverbs" >&2; exit 1
@@ -35,7 +37,7 @@ if [[ $dir == build-noverbs ]]; then
     || { cat "$log" >&2; echo "build-without-verbs: unit suite failed" >&2; exit 1; }
 else
   # Every unit test that touches a verbs spec, record or the CLI's refusals.
-  TXBATCH_BIN=$PWD/$dir/tools/txbatch "$dir/tests/unit/unit_tests" \
+  TXBATCH_BIN=$PWD/$dir/tools/txbatch "$dir/$unit" \
     --gtest_filter='VerbsSpec.*:VerbsRecord.*:DriverSpec.*:RunPlan.*:Cli.*' \
     >"$dir/meson-logs/noverbs-unit.txt" 2>&1 \
     || { tail -40 "$dir/meson-logs/noverbs-unit.txt" >&2; echo "build-without-verbs: unit tests failed" >&2; exit 1; }
