@@ -1,0 +1,152 @@
+// The results object's one table (results/result_fields.cc): what it writes, it reads back.
+#include "results/result_fields.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace txbatch {
+namespace {
+
+using nlohmann::json;
+
+LatencySummary Latency(double base) {
+  return {base, base + 1, base + 2, base + 3, base + 4, base + 5, base + 6,
+          static_cast<uint64_t>(base) + 7};
+}
+
+// A result with every field set to a value of its own, none zero, false, empty or unset: the
+// field written as null (a stage of two that only one holds) is the one exception.
+CellResult EveryFieldSet() {
+  CellResult r;
+  uint64_t n = 1;
+  const auto next = [&n] { return n++; };
+  r.window_s = 0.5;
+  r.packets = next();
+  r.mpps = 1.25;
+  r.mb_per_s = 2.5;
+  r.wire_gbps = 3.75;
+  r.counted_at = "sink";
+  r.link_layer = "roce_v2";
+  r.avg_batch = 4.5;
+  r.batch_hist = {{1, next()}, {32, next()}};
+  r.dequeue_sizes = {{3, next()}};
+  r.xmit_calls_per_pkt = 0.25;
+  r.doorbells_per_pkt = 0.125;
+  r.cycles_per_pkt = 300;
+  r.cpu_ns_per_pkt = 120;
+  r.receiver = ReceiverResult{40, 16};
+  r.completion_frames_per_call = 12;
+  r.completion_cycles_per_call = 80;
+  r.requeues = next();
+  r.reschedules = next();
+  r.requeued_frames = next();
+  r.qdisc_missed = next();
+  r.bypassed = next();
+  r.queue_stops = next();
+  r.queue_wakes = next();
+  r.producer_waits = next();
+  r.tsq_waits = next();
+  r.tsq = TsqSummary{next(), 1000, 2000, 3000, 4000};
+  r.drops = {{"qdisc_full", next()}};
+  r.drops_total = next();
+  r.latency = Latency(100);
+  r.latency_hist = {{100, 101, next()}, {105, 106, next()}};
+  r.link = LinkResult{next(), next(), next(), next(), next(), next(), next(), next(), next(), next()};
+  r.bql = BqlResult{next(), next(), next()};
+  QdiscCountersOf<uint64_t> f{next(), next(), next(), next(), next(), next()};
+  r.fq_codel = f;
+  r.mq = {QdiscChildResult{1, next(), next(), next(), next(), next(), next(), f}};
+  r.driver_counters = {{"cqe_errors", next()}};
+  for (uint64_t& t : r.flush_triggers) t = next();
+  r.lat_before_driver = Latency(200);
+  r.lat_driver_ring = Latency(300);
+  r.lat_wire = Latency(400);
+  r.before_driver_is_batch_fill = true;
+  r.lat_by_position = {{"0", Latency(500)}, {"2-3", Latency(600)}};
+  r.flows = {{1, FlowCounts{next(), next(), next(), next()}, Latency(700), next()}};
+  r.probe = CellResult::Flow{2, FlowCounts{next(), next(), next(), next()}, Latency(800), next()};
+  r.fairness = CellResult::Fairness{2, 0.75, next(), 1000};
+  r.books = Books{next(), next(), next(), next(), next(), next(), next(), next(), next(),
+                  next(), next(), true, true};
+  r.ceiling_mpps = 5;
+  r.ceiling_mb_per_s = 6;
+  r.link_bound = true;
+  r.link_utilisation = 0.875;
+  r.last_departure_s = 0.75;
+  r.drained_at_s = 0.8;
+  r.stopped_at_s = 0.7;
+  r.arrival_before_tx = next();
+  r.wire_max_idle_us = 7;
+  r.wire_stalled_us = 8;
+  r.irq_max_late_us = 9;
+  r.foreign = next();
+  r.alloc_failures = next();
+  r.voluntary_ctxsw = next();
+  r.involuntary_ctxsw = next();
+  r.interrupted = true;
+  r.txirq_realtime = true;
+  r.unregistered_threads = 3;
+  return r;
+}
+
+// Every scalar in `j` with its path, e.g. "/accounting/sent".
+void Leaves(const json& j, const std::string& at, std::vector<std::pair<std::string, json>>* out) {
+  if (j.is_structured()) {
+    for (const auto& [k, v] : j.items()) Leaves(v, at + "/" + k, out);
+  } else {
+    out->emplace_back(at, j);
+  }
+}
+
+// A field added to CellResult and the table but not to this test's result is written as 0,
+// false, "" or null, and fails the first check; one the reader leaves out, the second.
+TEST(ResultFields, EveryFieldWrittenReadsBackAsWritten) {
+  const json written = ResultJson(EveryFieldSet());
+  std::vector<std::pair<std::string, json>> leaves;
+  Leaves(written, "", &leaves);
+  for (const auto& [path, v] : leaves) {
+    if (path == "/latency_stages_ns/qdisc") continue;  // batch_fill holds the stage
+    EXPECT_FALSE(v.is_null() || v == 0 || v == false || v == "") << path << " is " << v.dump();
+  }
+  EXPECT_EQ(ResultJson(ResultFrom(written)), written);
+}
+
+// A record written before a field existed reads it as zero, none or empty; one that lacks a
+// field every record has is refused with the key's name.
+TEST(ResultFields, OlderRecordsReadTheirLaterFieldsAsDefaultsAndMissingOnesAreRefused) {
+  json old = ResultJson(EveryFieldSet());
+  for (const char* later : {"dequeue_sizes", "queue_wakes", "qdisc_missed", "bypassed",
+                            "tsq_waits", "voluntary_ctxsw", "driver_counters", "flush_triggers"})
+    old.erase(later);
+  old["model_checks"].erase("wire_stalled_us");
+  old["accounting"].erase("dropped_queued");
+  old["probe"].erase("generated");
+  const CellResult r = ResultFrom(old);
+  EXPECT_TRUE(r.dequeue_sizes.empty());
+  EXPECT_EQ(r.queue_wakes, 0u);
+  EXPECT_EQ(r.voluntary_ctxsw, 0u);
+  EXPECT_EQ(r.wire_stalled_us, 0);
+  EXPECT_EQ(r.books.dropped_queued, 0u);
+  EXPECT_EQ(r.probe->generated, 0u);
+  EXPECT_EQ(r.flush_triggers[1], 0u);
+  EXPECT_EQ(r.packets, EveryFieldSet().packets);  // the rest as written
+
+  for (const std::string& path : {"/packets", "/model_checks/stopped_at_s", "/accounting/sent",
+                                  "/latency_ns", "/probe/lost"}) {
+    json j = ResultJson(EveryFieldSet());
+    const json::json_pointer p(path);
+    j[p.parent_pointer()].erase(p.back());
+    try {
+      ResultFrom(j);
+      ADD_FAILURE() << path << " missing was read";
+    } catch (const json::out_of_range& e) {
+      EXPECT_NE(std::string(e.what()).find("key '" + p.back() + "' not found"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace txbatch
