@@ -137,36 +137,244 @@ std::string SinkLatencyWhyNone(bool clocks_synchronised, const SinkCounts& c) {
   return "";
 }
 
-int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
-  if (a.flows < 1 || a.flows > kMaxFlows)
-    return Fail(kExitBadInput, Error{ERANGE, fmt::format("--flows {} is out of range; valid: "
-                                                         "1..{}",
-                                                         a.flows, kMaxFlows)});
-  if (a.mtu < kMinMtu || a.mtu > kMaxMtu)
-    return Fail(kExitBadInput, Error{ERANGE, fmt::format("--mtu {} is out of range; valid: {}..{}",
-                                                         a.mtu, kMinMtu, kMaxMtu)});
-  auto memory = ParseEalMemory(a.eal_memory);
-  if (!memory) return Fail(kExitBadInput, memory.error());
-  auto link = ParseOneLink(a.link, a.mtu);
-  if (!link) return Fail(kExitBadInput, link.error());
-  if (Status st = CheckStopOptions(a.duration_s, a.stats_s); !st)
-    return Fail(kExitBadInput, st.error());
-  // The port: a DPDK port, or an InfiniBand queue pair (IPoIB datagrams, two-host runs).
-  const bool over_verbs = a.port.starts_with("verbs:");
+namespace {
+
+// The sink's options, checked before anything opens: a DPDK port or a verbs queue pair (IPoIB
+// datagrams, two-host runs), and the link in front of the count.
+struct SinkPlan {
+  EalMemory memory{};
+  std::optional<LinkSpec> link;
   std::optional<ethdev::EthdevOptions> port;
-  std::optional<verbs::VerbsOptions> vport;
-  if (over_verbs) {
+  std::optional<verbs::VerbsOptions> vport;  // set where --port is verbs:…
+};
+
+Result<SinkPlan> PlanSink(const SinkArgs& a) {
+  if (a.flows < 1 || a.flows > kMaxFlows)
+    return Error{ERANGE, fmt::format("--flows {} is out of range; valid: 1..{}", a.flows, kMaxFlows)};
+  if (a.mtu < kMinMtu || a.mtu > kMaxMtu)
+    return Error{ERANGE,
+                 fmt::format("--mtu {} is out of range; valid: {}..{}", a.mtu, kMinMtu, kMaxMtu)};
+  SinkPlan plan;
+  auto memory = ParseEalMemory(a.eal_memory);
+  if (!memory) return memory.error();
+  plan.memory = *memory;
+  auto link = ParseOneLink(a.link, a.mtu);
+  if (!link) return link.error();
+  plan.link = *link;
+  if (Status st = CheckStopOptions(a.duration_s, a.stats_s); !st) return st.error();
+  if (a.port.starts_with("verbs:")) {
     auto v = verbs::ParseVerbsSpec(a.port, /*peer_required=*/false);
-    if (!v) return Fail(kExitBadInput, Error{v.error().err, "--port: " + v.error().message});
+    if (!v) return Error{v.error().err, "--port: " + v.error().message};
     if (!verbs::Available())
-      return Fail(kExitBadInput, Error{ENOTSUP, fmt::format("--port {} cannot open: {}", a.port,
-                                                            verbs::UnavailableReason())});
-    vport = *v;
+      return Error{ENOTSUP,
+                   fmt::format("--port {} cannot open: {}", a.port, verbs::UnavailableReason())};
+    plan.vport = *v;
   } else {
     auto e = ParsePort("--port", a.port);
-    if (!e) return Fail(kExitBadInput, e.error());
-    port = *e;
+    if (!e) return e.error();
+    plan.port = *e;
   }
+  return plan;
+}
+
+// The port the sink counts from, open: a verbs receiver or a DPDK port (whose link it waited
+// for), with what it captures.
+struct SinkPort {
+  std::optional<ethdev::ForwardingPort> port;
+  std::unique_ptr<verbs::VerbsReceiver> receiver;
+  std::unique_ptr<Capture> capture;  // declared after the port's: stopped before it closes
+  RxPort* in = nullptr;              // the receiver's, or the port's
+  std::string describe, record_port;
+};
+
+Result<SinkPort> OpenSinkPort(const SinkArgs& a, const SinkPlan& plan, const Forwarding& fwd,
+                              CaptureFile& capture_file, CaptureReserve& capture_pool) {
+  const double tsc_hz = fwd.eal->tsc_hz();
+  SinkPort out;
+  if (plan.vport) {
+    // Connectionless: no link to wait for; senders name this QP (printed below).
+    auto r = verbs::OpenVerbsReceiver(*plan.vport, fwd.pool.get(), a.mtu, tsc_hz,
+                                      plan.link ? plan.link->limit : 0);
+    if (!r) return r.error();
+    out.receiver = std::move(*r);
+    out.describe = out.receiver->Describe();
+    out.record_port = out.describe;  // the options alone lack the QP number senders name
+    out.in = out.receiver.get();
+    return out;
+  }
+  // A sink waits for its sender: a memif peer, a cable being plugged.
+  fmt::print("waiting up to {:g} s for the link of {}\n", kPeerLinkWaitS, plan.port->ToString());
+  std::fflush(stdout);
+  auto e = ethdev::OpenForwardingPort(*plan.port, fwd.pool.get(), a.mtu, tsc_hz);
+  if (!e) return e.error();
+  if (Status st = ethdev::AwaitLink(*e, kPeerLinkWaitS, StopRequested); !st) return st.error();
+  auto c = StartCapture(capture_file, capture_pool);
+  if (!c) return c.error();
+  out.capture = std::move(*c);
+  out.port = std::move(*e);
+  out.describe = out.port->tx->Describe();
+  out.record_port = plan.port->ToString();
+  out.in = out.port->rx.get();
+  return out;
+}
+
+// What the counting loop saw, and the intervals its outputs could not write.
+struct SinkReceived {
+  SinkOutcome outcome;
+  uint64_t link_in_flight = 0;
+  uint64_t table_not_written = 0, intervals_not_written = 0;
+};
+
+// Counts frames from `port` through the link model until --duration or a signal, printing and
+// streaming an interval each --stats and publishing the counts on telemetry; then drains the link.
+SinkReceived Receive(const SinkArgs& a, const SinkPlan& plan, const SinkPort& port,
+                     const Forwarding& fwd, StatsStream& stream) {
+  const double tsc_hz = fwd.eal->tsc_hz();
+  const std::optional<LinkSpec>& link = plan.link;
+  SinkReceived out;
+  RunWindow window;
+  window.start.store(0);  // every frame counts
+  RxSink sink(window, tsc_hz, a.flows, link ? uint64_t{4} * link->limit : 0,
+              /*verify_headers=*/true, /*timing=*/true,
+              /*flow_latency=*/a.clocks_synchronised);
+  std::optional<LinkModel> model;
+  if (link) model.emplace(*link, tsc_hz);
+  const std::string about = fmt::format(
+      "txbatch sink: {} counts txbatch frames of flows 0..{}{}; link {}", port.describe,
+      a.flows - 1, a.clocks_synchronised ? ", one-way latency from their TX stamps" : "",
+      link ? link->ToString() : "none");
+  PrintEalAndReady(about, fwd.plan, a.duration_s, "receiving");
+  StartEvent(stream, "sink", about, a.duration_s, a.stats_s, fwd.plan);
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  // The table on stdout and the --stats-json stream, each written by a reporter of its own
+  // (a reader that stalls one holds up neither the port nor the other), and where each one's
+  // last interval written ended: one it had no room for is written with the next it takes.
+  using Output = IntervalOutput<SinkCounts>;
+  Output table([](const Output::Interval& t) {
+    const SinkCounts& s = t.now;
+    fmt::print("{:7.1f}s received {} lost {} duplicated {} reordered {} foreign {}\n", t.at_s,
+               s.received - t.before.received, s.lost, s.duplicated, s.reordered, s.foreign);
+    std::fflush(stdout);
+  });
+  Output events([stream = &stream](const Output::Interval& t) {
+    const SinkCounts& s = t.now;
+    const double interval_s = t.at_s - t.from_s;
+    const uint64_t received = s.received - t.before.received;
+    stream->Event("interval", {{"at_s", t.at_s},
+                               {"interval_s", interval_s},
+                               {"received", received},
+                               {"pps", interval_s > 0 ? received / interval_s : 0.0},
+                               {"received_total", s.received},
+                               {"lost", s.lost},
+                               {"duplicated", s.duplicated},
+                               {"reordered", s.reordered},
+                               {"foreign", s.foreign},
+                               {"payload_bytes", s.window_payload_bytes}});
+  });
+  std::vector<Output*> outputs = {&table};
+  if (stream) outputs.push_back(&events);
+  const Tsc start = Now();
+  const Tsc end = a.duration_s > 0 ? start + static_cast<Tsc>(a.duration_s * tsc_hz) : kNever;
+  const Tsc every = a.stats_s > 0 ? static_cast<Tsc>(a.stats_s * tsc_hz) : kNever;
+  Tsc next_stats = every == kNever ? kNever : start + every;
+  const Tsc publish_every = static_cast<Tsc>(kTelemetryPublishS * tsc_hz);
+  Tsc next_publish = start;
+  // /txbatch/stats: the sink's counts so far.
+  const auto publish = [&](Tsc now, const char* state, bool wait) {
+    const SinkCounts c = sink.counts();
+    PublishTelemetryStats(
+        {{"state", std::string(state)},
+         {"at_s", fmt::format("{:.3f}", static_cast<double>(now - start) / tsc_hz)},
+         {"received", c.received},
+         {"lost", c.lost},
+         {"duplicated", c.duplicated},
+         {"reordered", c.reordered},
+         {"foreign", c.foreign},
+         {"payload_bytes", c.window_payload_bytes}},
+        wait);
+  };
+  // The interval up to `now`, handed to each output (not `droppable`: the last, to those whose
+  // latest intervals were not written).
+  const auto take = [&](Tsc now, bool droppable) {
+    const SinkCounts s = sink.counts();
+    const double at_s = static_cast<double>(now - start) / tsc_hz;
+    for (Output* o : outputs)
+      if (droppable || o->behind()) o->Post(at_s, s, droppable);
+  };
+  SinkLoop loop(*port.in, sink, model ? &*model : nullptr, kSpinPolls, kIdleSleepNs);
+  loop.Run(end, StopRequested, [&](Tsc now) {
+    if (now >= next_publish) {
+      publish(now, "running", /*wait=*/false);
+      next_publish = now + publish_every;
+    }
+    if (now >= next_stats) {
+      take(now, /*droppable=*/true);
+      // Past ticks a stall skipped are not caught up (each would be an interval of
+      // microseconds).
+      while (next_stats <= now) next_stats += every;
+    }
+  });
+  if (model)
+    loop.DrainLink(Now() + static_cast<Tsc>((LongestStayS(*link, a.mtu) + kDrainS) * tsc_hz));
+  // An output whose last intervals were not written gets one more, up to the stop.
+  if (std::any_of(outputs.begin(), outputs.end(), [](Output* o) { return o->behind(); }))
+    take(Now(), /*droppable=*/false);
+  for (Output* o : outputs) o->reporter().Finish();  // written before the summary
+  out.table_not_written = table.reporter().dropped();
+  out.intervals_not_written = events.reporter().dropped();
+  publish(Now(), "stopped", /*wait=*/true);
+  SinkOutcome& o = out.outcome;
+  o.counts = sink.counts();
+  o.link_lost = loop.link_lost();
+  out.link_in_flight = loop.link_in_flight();
+  const Tsc first = loop.first(), last = loop.last();
+  o.active_s = last > first ? static_cast<double>(last - first) / tsc_hz : 0;
+  if (a.clocks_synchronised) o.latency = sink.latency().Summary();
+  const std::vector<FlowCounts> per_flow = sink.flow_counts();
+  for (unsigned f = 0; f < per_flow.size(); ++f) {
+    const FlowCounts& fc = per_flow[f];
+    if (fc.received + fc.lost + fc.duplicated > 0)
+      o.flows.push_back({f, fc, sink.flow_latency(f)});
+  }
+  o.latency_why = o.latency ? "" : SinkLatencyWhyNone(a.clocks_synchronised, o.counts);
+  return out;
+}
+
+// The summary after the count: the totals, what the link lost and still held, the latency.
+void PrintSinkSummary(const SinkReceived& r) {
+  const SinkOutcome& o = r.outcome;
+  const SinkCounts& c = o.counts;
+  fmt::print(
+      "\nreceived {} txbatch frames ({:.4f} Mpps, {:.2f} MB/s of payload over the {:.3f} s "
+      "from the first to the last); lost {} (sequence gaps; frames lost after a flow's "
+      "last arrival show no gap), duplicated {}, reordered {}; foreign {} (not txbatch's, "
+      "failing their header checks, or a sequence over 2^32 ahead of its flow's)\n",
+      c.received, o.active_s > 0 ? c.received / o.active_s / 1e6 : 0.0,
+      o.active_s > 0 ? c.window_payload_bytes / o.active_s / 1e6 : 0.0, o.active_s, c.lost,
+      c.duplicated, c.reordered, c.foreign);
+  if (o.link_lost || r.link_in_flight)
+    fmt::print(
+        "the link lost {} frames (the gaps above include them); {} still in it at exit "
+        "were freed\n",
+        o.link_lost, r.link_in_flight);
+  const std::optional<LatencySummary>& latency = o.latency;
+  fmt::print(
+      "one-way latency: {}{}\n",
+      latency ? fmt::format("p50 {} p99 {} max {}", Lat(latency, &LatencySummary::p50),
+                            Lat(latency, &LatencySummary::p99), Lat(latency, &LatencySummary::max))
+              : "not reported: " + o.latency_why,
+      latency && c.unstamped > 0
+          ? fmt::format(" ({} frames without a TX stamp, from a --no-timing sender, left "
+                        "out)",
+                        c.unstamped)
+          : std::string());
+}
+
+}  // namespace
+
+int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
+  auto plan = PlanSink(a);
+  if (!plan) return Fail(kExitBadInput, plan.error());
   if (Status st = DistinctOutputs(
           {{"--json", a.json}, {"--stats-json", a.stats_json}, {"--capture", a.capture}});
       !st)
@@ -175,7 +383,7 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
   if (!json) return Fail(kExitBadInput, json.error());
   auto stream = StatsStream::Open(a.stats_json);
   if (!stream) return Fail(kExitBadInput, stream.error());
-  if (over_verbs && !a.capture.empty())
+  if (plan->vport && !a.capture.empty())
     return Fail(kExitBadInput, Error{EINVAL,
                                      "--capture records DPDK ports, and a verbs port is "
                                      "none; valid: --capture with an ethdev port"});
@@ -183,199 +391,37 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
   if (!capture_file) return Fail(kExitBadInput, capture_file.error());
 
   int status = kExitOk;
-  const uint64_t frames = 2ull * ethdev::kRingSize + 64 + (*link ? (*link)->limit : 0);
+  const uint64_t held = plan->link ? plan->link->limit : 0;
+  const uint64_t frames = 2ull * ethdev::kRingSize + 64 + held;
   // A verbs port's receive buffers, and what a link in front of the sink holds of them.
-  const uint64_t receive_bytes =
-      vport ? verbs::ReceivePoolBytes(*vport, *link ? (*link)->limit : 0) : 0;
-  auto fwd = StartForwarding(frames, a.mtu, *memory, eal_args, &status,
+  const uint64_t receive_bytes = plan->vport ? verbs::ReceivePoolBytes(*plan->vport, held) : 0;
+  auto fwd = StartForwarding(frames, a.mtu, plan->memory, eal_args, &status,
                              receive_bytes + capture_file->pool_bytes());
   if (!fwd) return Fail(status, fwd.error());
   auto capture_pool = ReserveCapture(*capture_file);
   if (!capture_pool) return Fail(kExitBadInput, capture_pool.error());
-  const double tsc_hz = fwd->eal->tsc_hz();
-  std::optional<ethdev::ForwardingPort> p;
-  std::unique_ptr<verbs::VerbsReceiver> receiver;
-  std::unique_ptr<Capture> capture;  // declared after the port's: stopped before it closes
-  RxPort* in = nullptr;  // the receiver's, or the port's
-  std::string describe, record_port;
-  if (over_verbs) {
-    // Connectionless: no link to wait for; senders name this QP (printed below).
-    auto r = verbs::OpenVerbsReceiver(*vport, fwd->pool.get(), a.mtu, tsc_hz,
-                                      *link ? (*link)->limit : 0);
-    if (!r) return Fail(kExitBadInput, r.error());
-    receiver = std::move(*r);
-    describe = receiver->Describe();
-    record_port = describe;  // the options alone lack the QP number senders name
-    in = receiver.get();
-  } else {
-    // A sink waits for its sender: a memif peer, a cable being plugged.
-    fmt::print("waiting up to {:g} s for the link of {}\n", kPeerLinkWaitS, port->ToString());
-    std::fflush(stdout);
-    auto e = ethdev::OpenForwardingPort(*port, fwd->pool.get(), a.mtu, tsc_hz);
-    if (!e) return Fail(kExitBadInput, e.error());
-    if (Status st = ethdev::AwaitLink(*e, kPeerLinkWaitS, StopRequested); !st)
-      return Fail(kExitBadInput, st.error());
-    auto c = StartCapture(*capture_file, *capture_pool);
-    if (!c) return Fail(kExitBadInput, c.error());
-    capture = std::move(*c);
-    p = std::move(*e);
-    describe = p->tx->Describe();
-    record_port = port->ToString();
-    in = p->rx.get();
-  }
-  SinkCounts c;
-  Tsc first = kNever, last = 0;
-  std::optional<LatencySummary> latency;
-  uint64_t link_lost = 0, link_in_flight = 0;
-  std::vector<SinkOutcome::Flow> flows;
-  uint64_t table_not_written = 0, intervals_not_written = 0;
-  {
-    RunWindow window;
-    window.start.store(0);  // every frame counts
-    RxSink sink(window, tsc_hz, a.flows, *link ? uint64_t{4} * (*link)->limit : 0,
-                /*verify_headers=*/true, /*timing=*/true,
-                /*flow_latency=*/a.clocks_synchronised);
-    std::optional<LinkModel> model;
-    if (*link) model.emplace(**link, tsc_hz);
-    const std::string about = fmt::format(
-        "txbatch sink: {} counts txbatch frames of flows 0..{}{}; link {}", describe, a.flows - 1,
-        a.clocks_synchronised ? ", one-way latency from their TX stamps" : "",
-        *link ? (*link)->ToString() : "none");
-    PrintEalAndReady(about, fwd->plan, a.duration_s, "receiving");
-    StartEvent(*stream, "sink", about, a.duration_s, a.stats_s, fwd->plan);
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-    // The table on stdout and the --stats-json stream, each written by a reporter of its own
-    // (a reader that stalls one holds up neither the port nor the other), and where each one's
-    // last interval written ended: one it had no room for is written with the next it takes.
-    using Output = IntervalOutput<SinkCounts>;
-    Output table([](const Output::Interval& t) {
-      const SinkCounts& s = t.now;
-      fmt::print("{:7.1f}s received {} lost {} duplicated {} reordered {} foreign {}\n", t.at_s,
-                 s.received - t.before.received, s.lost, s.duplicated, s.reordered, s.foreign);
-      std::fflush(stdout);
-    });
-    Output events([stream = &*stream](const Output::Interval& t) {
-      const SinkCounts& s = t.now;
-      const double interval_s = t.at_s - t.from_s;
-      const uint64_t received = s.received - t.before.received;
-      stream->Event("interval", {{"at_s", t.at_s},
-                                 {"interval_s", interval_s},
-                                 {"received", received},
-                                 {"pps", interval_s > 0 ? received / interval_s : 0.0},
-                                 {"received_total", s.received},
-                                 {"lost", s.lost},
-                                 {"duplicated", s.duplicated},
-                                 {"reordered", s.reordered},
-                                 {"foreign", s.foreign},
-                                 {"payload_bytes", s.window_payload_bytes}});
-    });
-    std::vector<Output*> outputs = {&table};
-    if (*stream) outputs.push_back(&events);
-    const Tsc start = Now();
-    const Tsc end = a.duration_s > 0 ? start + static_cast<Tsc>(a.duration_s * tsc_hz) : kNever;
-    const Tsc every = a.stats_s > 0 ? static_cast<Tsc>(a.stats_s * tsc_hz) : kNever;
-    Tsc next_stats = every == kNever ? kNever : start + every;
-    const Tsc publish_every = static_cast<Tsc>(kTelemetryPublishS * tsc_hz);
-    Tsc next_publish = start;
-    // /txbatch/stats: the sink's counts so far.
-    const auto publish = [&](Tsc now, const char* state, bool wait) {
-      const SinkCounts c = sink.counts();
-      PublishTelemetryStats(
-          {{"state", std::string(state)},
-           {"at_s", fmt::format("{:.3f}", static_cast<double>(now - start) / tsc_hz)},
-           {"received", c.received},
-           {"lost", c.lost},
-           {"duplicated", c.duplicated},
-           {"reordered", c.reordered},
-           {"foreign", c.foreign},
-           {"payload_bytes", c.window_payload_bytes}},
-          wait);
-    };
-    // The interval up to `now`, handed to each output (not `droppable`: the last, to those whose
-    // latest intervals were not written).
-    const auto take = [&](Tsc now, bool droppable) {
-      const SinkCounts s = sink.counts();
-      const double at_s = static_cast<double>(now - start) / tsc_hz;
-      for (Output* o : outputs)
-        if (droppable || o->behind()) o->Post(at_s, s, droppable);
-    };
-    SinkLoop loop(*in, sink, model ? &*model : nullptr, kSpinPolls, kIdleSleepNs);
-    loop.Run(end, StopRequested, [&](Tsc now) {
-      if (now >= next_publish) {
-        publish(now, "running", /*wait=*/false);
-        next_publish = now + publish_every;
-      }
-      if (now >= next_stats) {
-        take(now, /*droppable=*/true);
-        // Past ticks a stall skipped are not caught up (each would be an interval of
-        // microseconds).
-        while (next_stats <= now) next_stats += every;
-      }
-    });
-    if (model)
-      loop.DrainLink(Now() + static_cast<Tsc>((LongestStayS(**link, a.mtu) + kDrainS) * tsc_hz));
-    link_in_flight = loop.link_in_flight();
-    link_lost = loop.link_lost();
-    first = loop.first();
-    last = loop.last();
-    // An output whose last intervals were not written gets one more, up to the stop.
-    if (std::any_of(outputs.begin(), outputs.end(), [](Output* o) { return o->behind(); }))
-      take(Now(), /*droppable=*/false);
-    for (Output* o : outputs) o->reporter().Finish();  // written before the summary
-    table_not_written = table.reporter().dropped();
-    intervals_not_written = events.reporter().dropped();
-    publish(Now(), "stopped", /*wait=*/true);
-    c = sink.counts();
-    if (a.clocks_synchronised) latency = sink.latency().Summary();
-    const std::vector<FlowCounts> per_flow = sink.flow_counts();
-    for (unsigned f = 0; f < per_flow.size(); ++f) {
-      const FlowCounts& fc = per_flow[f];
-      if (fc.received + fc.lost + fc.duplicated > 0) flows.push_back({f, fc, sink.flow_latency(f)});
-    }
-  }
-  const bool captured = FinishCapture(capture, *capture_file);
-  p.reset();
-  receiver.reset();
-  const double active_s = last > first ? static_cast<double>(last - first) / tsc_hz : 0;
-  fmt::print(
-      "\nreceived {} txbatch frames ({:.4f} Mpps, {:.2f} MB/s of payload over the {:.3f} s "
-      "from the first to the last); lost {} (sequence gaps; frames lost after a flow's "
-      "last arrival show no gap), duplicated {}, reordered {}; foreign {} (not txbatch's, "
-      "failing their header checks, or a sequence over 2^32 ahead of its flow's)\n",
-      c.received, active_s > 0 ? c.received / active_s / 1e6 : 0.0,
-      active_s > 0 ? c.window_payload_bytes / active_s / 1e6 : 0.0, active_s, c.lost, c.duplicated,
-      c.reordered, c.foreign);
-  if (link_lost || link_in_flight)
-    fmt::print(
-        "the link lost {} frames (the gaps above include them); {} still in it at exit "
-        "were freed\n",
-        link_lost, link_in_flight);
-  const std::string latency_why = latency ? "" : SinkLatencyWhyNone(a.clocks_synchronised, c);
-  fmt::print(
-      "one-way latency: {}{}\n",
-      latency ? fmt::format("p50 {} p99 {} max {}", Lat(latency, &LatencySummary::p50),
-                            Lat(latency, &LatencySummary::p99), Lat(latency, &LatencySummary::max))
-              : "not reported: " + latency_why,
-      latency && c.unstamped > 0
-          ? fmt::format(" ({} frames without a TX stamp, from a --no-timing sender, left "
-                        "out)",
-                        c.unstamped)
-          : std::string());
-  const SinkOutcome outcome{c, link_lost, active_s, latency, std::move(flows), latency_why};
+  auto port = OpenSinkPort(a, *plan, *fwd, *capture_file, *capture_pool);
+  if (!port) return Fail(kExitBadInput, port.error());
+  SinkReceived received = Receive(a, *plan, *port, *fwd, *stream);
+  const bool captured = FinishCapture(port->capture, *capture_file);
+  port->port.reset();
+  port->receiver.reset();
+  PrintSinkSummary(received);
+  const SinkOutcome& outcome = received.outcome;
   if (a.per_flow) PrintFlows(outcome, a.clocks_synchronised);
-  const nlohmann::json doc = SinkRecord(record_port, a.flows, *link, outcome);
+  const nlohmann::json doc = SinkRecord(port->record_port, a.flows, plan->link, outcome);
   const unsigned in_use = rte_mempool_in_use_count(fwd->pool.get());
   if (*stream) {
     nlohmann::json end = doc;
     end["state"] = StopRequested() ? "stopped by a signal" : "duration reached";
     end["mbufs_in_use_at_exit"] = in_use;
-    end["intervals_not_written"] = intervals_not_written;
+    end["intervals_not_written"] = received.intervals_not_written;
     stream->Event("end", std::move(end));
   }
   if (*json) {
     if (Status s = (*json)->Write(DumpDocument(doc)); !s) return Fail(kExitBadInput, s.error());
   }
-  SayIntervalsNotWritten(table_not_written, intervals_not_written, a.stats_s);
+  SayIntervalsNotWritten(received.table_not_written, received.intervals_not_written, a.stats_s);
   fmt::print("mbufs in use at exit: {}\n", in_use);
   const int done = stream->Finish(in_use == 0 ? kExitOk : kExitUnbalanced);
   return done == kExitOk && !captured ? kExitBadInput : done;
