@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "batching/batch.h"
 #include "results/json_read.h"
@@ -23,8 +25,9 @@ enum class Absent {
 };
 
 // One field of a struct S in a record: where it sits (a JSON pointer below S's object, which
-// nests: "/model_checks/stopped_at_s"), how it is written and how it is read back from its
-// value. Fields are listed once, in the order the record's documentation gives them.
+// nests: "/model_checks/stopped_at_s"; plain keys, no "~" escapes), how it is written and how
+// it is read back from its value. Fields are listed once, in the order the record's
+// documentation gives them, and read in that order.
 template <class S>
 struct Field {
   std::string_view path;
@@ -136,7 +139,7 @@ constexpr Field<StructOf<M>> TextOrNull(std::string_view path) {
 // An optional struct (M: std::optional<Sub> S::*) as an object of its own fields (kFields), or
 // null where it is unset; Check (if given) refuses values no run writes.
 template <auto M, const auto& kFields, auto Check = nullptr>
-constexpr Field<StructOf<M>> Group(std::string_view path, Absent absent = Absent::kDefault) {
+constexpr Field<StructOf<M>> Group(std::string_view path, Absent absent = Absent::kRefused) {
   using S = StructOf<M>;
   return {path,
           [](const S& s) {
@@ -260,14 +263,15 @@ void CheckFairness(const json& f, const CellResult::Fairness& x) {
 }
 
 // Receive-side counts are null where nothing receives (net_null, a TX-only pcap): never 0. The
-// first of them says which (Books::rx_side).
+// first of them (`received`, read before the others) says which (Books::rx_side); the others are
+// then integers, or ignored.
 template <auto M, bool kSaysRxSide = false>
 constexpr Field<CellResult> RxCount(std::string_view path) {
   return {path,
           [](const CellResult& r) { return r.books.rx_side ? json(r.books.*M) : json(nullptr); },
           [](const json& j, CellResult& r) {
             if constexpr (kSaysRxSide) r.books.rx_side = !j.is_null();
-            if (!j.is_null()) r.books.*M = Whole{j};
+            if (r.books.rx_side) r.books.*M = Whole{j};
           }};
 }
 
@@ -298,7 +302,7 @@ constexpr Field<Flow> kFlow[] = {
     Plain<&Flow::counts, &FlowCounts::lost>("/lost"),
     Plain<&Flow::counts, &FlowCounts::duplicated>("/duplicated"),
     Plain<&Flow::counts, &FlowCounts::reordered>("/reordered"),
-    Group<&Flow::latency, kLatency>("/latency_ns", Absent::kRefused)};
+    Group<&Flow::latency, kLatency>("/latency_ns")};
 
 constexpr Field<ReceiverResult> kReceiver[] = {
     Plain<&ReceiverResult::cycles_per_pkt>("/cycles_per_pkt"),
@@ -350,7 +354,7 @@ constexpr Field<QdiscChildResult> kChild[] = {
     Plain<&QdiscChildResult::backlog>("/backlog"),
     Plain<&QdiscChildResult::queue_stops>("/queue_stops"),
     Plain<&QdiscChildResult::queue_wakes>("/queue_wakes"),
-    Group<&QdiscChildResult::fq_codel, kFqCodel>("/fq_codel", Absent::kRefused)};
+    Group<&QdiscChildResult::fq_codel, kFqCodel>("/fq_codel")};
 
 constexpr char kBatchHist[] = "/batch_hist";
 constexpr char kPerFlow[] = "/per_flow";
@@ -381,7 +385,7 @@ constexpr Field<CellResult> kResult[] = {
     Plain<&CellResult::doorbells_per_pkt>("/doorbells_per_pkt", Absent::kDefault),
     Plain<&CellResult::cycles_per_pkt>("/cycles_per_pkt"),
     Plain<&CellResult::cpu_ns_per_pkt>("/cpu_ns_per_pkt"),
-    Group<&CellResult::receiver, kReceiver>("/receiver"),
+    Group<&CellResult::receiver, kReceiver>("/receiver", Absent::kDefault),
     {"/completions",
      [](const CellResult& r) {
        if (!r.completion_frames_per_call) return json(nullptr);
@@ -402,7 +406,7 @@ constexpr Field<CellResult> kResult[] = {
     Plain<&CellResult::queue_wakes>("/queue_wakes", Absent::kDefault),  // since 2026-12-06
     Plain<&CellResult::producer_waits>("/producer_waits"),
     Plain<&CellResult::tsq_waits>("/tsq_waits", Absent::kDefault),
-    Group<&CellResult::tsq, kTsq>("/tsq"),
+    Group<&CellResult::tsq, kTsq>("/tsq", Absent::kDefault),
     Plain<&CellResult::reschedules>("/reschedules"),
     Counts<&CellResult::drops>("/drops"),
     Plain<&CellResult::drops_total>("/drops_total"),
@@ -414,11 +418,12 @@ constexpr Field<CellResult> kResult[] = {
        return out;
      },
      [](const json& j, CellResult& r) {
+       if (j.is_null()) return;
        for (const auto& [t, name] : kTriggers)
          r.flush_triggers[static_cast<size_t>(t)] = Whole{j.at(std::string(name))};
      },
      Absent::kDefault},
-    Group<&CellResult::latency, kLatency>("/latency_ns", Absent::kRefused),
+    Group<&CellResult::latency, kLatency>("/latency_ns"),
     // The bins that hold samples, each [lo_ns, hi_ns, count], and the exact extremes (the
     // latency's own, not read back from here); null where latency is.
     {"/latency_hist_ns",
@@ -437,11 +442,11 @@ constexpr Field<CellResult> kResult[] = {
      },
      Absent::kDefault},
     List<&CellResult::flows, kFlow, kPerFlow, kFlows>(),
-    Group<&CellResult::probe, kFlow>("/probe"),
-    Group<&CellResult::fairness, kFairness, CheckFairness>("/fairness"),
-    Group<&CellResult::link, kLink>("/link"),
-    Group<&CellResult::bql, kBql>("/bql"),
-    Group<&CellResult::fq_codel, kFqCodel>("/fq_codel"),
+    Group<&CellResult::probe, kFlow>("/probe", Absent::kDefault),
+    Group<&CellResult::fairness, kFairness, CheckFairness>("/fairness", Absent::kDefault),
+    Group<&CellResult::link, kLink>("/link", Absent::kDefault),
+    Group<&CellResult::bql, kBql>("/bql", Absent::kDefault),
+    Group<&CellResult::fq_codel, kFqCodel>("/fq_codel", Absent::kDefault),
     List<&CellResult::mq, kChild, kMq, kChildQdiscs>(),
     Counts<&CellResult::driver_counters>("/driver_counters", Absent::kDefault),
     // Before the driver the qdisc's wait, or under --qdisc none the producer's batch fill (the
@@ -474,8 +479,11 @@ constexpr Field<CellResult> kResult[] = {
        return out;
      },
      [](const json& j, CellResult& r) {
-       for (const json& p : j)
-         r.lat_by_position.emplace_back(p.at("positions").get<std::string>(), *LatencyFrom(p));
+       for (const json& p : j) {
+         std::string positions = p.at("positions").get<std::string>();
+         const std::optional<LatencySummary> l = LatencyFrom(p);  // p is an object: never none
+         r.lat_by_position.emplace_back(std::move(positions), *l);
+       }
      },
      Absent::kDefault},
     Plain<&CellResult::books, &Books::generated>("/accounting/generated"),

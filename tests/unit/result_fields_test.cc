@@ -91,9 +91,9 @@ CellResult EveryFieldSet() {
   return r;
 }
 
-// Every scalar in `j` with its path, e.g. "/accounting/sent".
+// Every scalar and empty object or array in `j` with its path, e.g. "/accounting/sent".
 void Leaves(const json& j, const std::string& at, std::vector<std::pair<std::string, json>>* out) {
-  if (j.is_structured()) {
+  if (j.is_structured() && !j.empty()) {
     for (const auto& [k, v] : j.items()) Leaves(v, at + "/" + k, out);
   } else {
     out->emplace_back(at, j);
@@ -101,16 +101,45 @@ void Leaves(const json& j, const std::string& at, std::vector<std::pair<std::str
 }
 
 // A field added to CellResult and the table but not to this test's result is written as 0,
-// false, "" or null, and fails the first check; one the reader leaves out, the second.
+// false, "", null, {} or [], and fails the first check; one the reader leaves out, the second.
 TEST(ResultFields, EveryFieldWrittenReadsBackAsWritten) {
   const json written = ResultJson(EveryFieldSet());
   std::vector<std::pair<std::string, json>> leaves;
   Leaves(written, "", &leaves);
   for (const auto& [path, v] : leaves) {
     if (path == "/latency_stages_ns/qdisc") continue;  // batch_fill holds the stage
-    EXPECT_FALSE(v.is_null() || v == 0 || v == false || v == "") << path << " is " << v.dump();
+    EXPECT_FALSE(v.is_null() || v == 0 || v == false || v == "" || v.empty())
+        << path << " is " << v.dump();
   }
   EXPECT_EQ(ResultJson(ResultFrom(written)), written);
+}
+
+// The other sides of the fields written as one thing or another: no receive side (its four
+// counts null), the qdisc's wait as the first stage, and every optional unset (null).
+TEST(ResultFields, TheFieldsWrittenAsNullOrTheOtherStageReadBackAsWritten) {
+  CellResult r = EveryFieldSet();
+  r.books.rx_side = false;
+  r.before_driver_is_batch_fill = false;
+  const json one = ResultJson(r);
+  EXPECT_TRUE(one["accounting"]["lost"].is_null());
+  EXPECT_TRUE(one["latency_stages_ns"]["batch_fill"].is_null());
+  EXPECT_EQ(ResultJson(ResultFrom(one)), one);
+  const CellResult none;
+  const json empty = ResultJson(none);
+  EXPECT_TRUE(empty["receiver"].is_null() && empty["per_flow"].is_null() &&
+              empty["link_layer"].is_null() && empty["latency_ns"].is_null());
+  EXPECT_EQ(ResultJson(ResultFrom(empty)), empty);
+}
+
+// The receive side's counts are all four integers or all four null: a null among integers is
+// refused, as is an entry of latency_by_position_ns that is no summary.
+TEST(ResultFields, AReceiveSideCountOfNullBesideIntegersIsRefused) {
+  json j = ResultJson(EveryFieldSet());
+  j["accounting"]["lost"] = nullptr;
+  EXPECT_THROW(ResultFrom(j), json::type_error);
+  j = ResultJson(EveryFieldSet());
+  j["latency_by_position_ns"][0] = nullptr;
+  EXPECT_THROW(ResultFrom(j), json::type_error);
 }
 
 // A record written before a field existed reads it as zero, none or empty; one that lacks a
@@ -131,6 +160,8 @@ TEST(ResultFields, OlderRecordsReadTheirLaterFieldsAsDefaultsAndMissingOnesAreRe
   EXPECT_EQ(r.books.dropped_queued, 0u);
   EXPECT_EQ(r.probe->generated, 0u);
   EXPECT_EQ(r.flush_triggers[1], 0u);
+  EXPECT_EQ(r.qdisc_missed + r.bypassed + r.tsq_waits, 0u);
+  EXPECT_TRUE(r.driver_counters.empty());
   EXPECT_EQ(r.packets, EveryFieldSet().packets);  // the rest as written
 
   for (const std::string& path : {"/packets", "/model_checks/stopped_at_s", "/accounting/sent",
