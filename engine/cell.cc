@@ -235,26 +235,17 @@ void QueueTotals::Add(const TxDriver& driver, const TxQueueCounters& q, unsigned
   if (bql) bql_limit = std::max(bql_limit.value_or(0), *bql);
 }
 
-CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
-  // Window rates.
-  const CellConfig& cfg = run.cfg;
+namespace {
+
+// The measured window: rates, the batches formed, what each frame cost the TX path, the
+// receiver and the completion role, and the queue's and driver's events in it.
+void WindowOf(const CellRun& run, CellResult& r) {
   const TxDriver& driver = run.driver;
   const TxQueueCounters& qc = run.totals.qc;
-  const RxSink& sink = run.sink;
-  const auto& stats = run.stats;
+  const DriverCounters& dc = run.totals.dc;
   const CounterSnapshot& a = run.a;
   const CounterSnapshot& b = run.b;
   const double tsc_hz = run.tsc_hz;
-  const DriverCounters& dc = run.totals.dc;
-  CellResult r;
-  // Frames lost at the very end of a flow show no gap: tell the sink where each flow ended.
-  std::vector<uint64_t> next_seq;
-  for (const auto& s : stats) next_seq.push_back(s.next_seq.load());
-  if (flow_seq != nullptr) {
-    if (flow_seq->size() < next_seq.size()) flow_seq->resize(next_seq.size(), 0);
-    std::copy(next_seq.begin(), next_seq.end(), flow_seq->begin());
-  }
-  const SinkCounts sc = sink.counts();
   const double ws = static_cast<double>(run.window_end - run.window_start) / tsc_hz;
   r.window_s = ws;
   r.counted_at = CountedAtName(driver.counted_at());
@@ -311,6 +302,11 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   r.driver_counters = driver.ExtraCounters();  // over the whole cell (warm-up and drain too)
   r.voluntary_ctxsw = b.ctxsw.voluntary - a.ctxsw.voluntary;
   r.involuntary_ctxsw = b.ctxsw.involuntary - a.ctxsw.involuntary;
+}
+
+// Where frames came back: latency over the window, its histogram, by stage and by position in
+// the driver call.
+void LatencyOf(const RxSink& sink, const CellConfig& cfg, CellResult& r) {
   r.latency = sink.latency().Summary();
   r.latency_hist = sink.latency().Bins();
   r.lat_before_driver = sink.before_driver().Summary();
@@ -323,8 +319,15 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
       r.lat_by_position.emplace_back(lo == hi ? std::to_string(lo) : fmt::format("{}-{}", lo, hi),
                                      *s);
     }
-  r.arrival_before_tx = sc.arrival_before_tx;
-  if (driver.counted_at() != CountedAt::kDriver) {
+}
+
+// Where frames come back to a sink: each flow (--per-flow), how evenly the load's flows were
+// served, and the probe's flow.
+void FlowsOf(const CellRun& run, CellResult& r) {
+  const CellConfig& cfg = run.cfg;
+  const RxSink& sink = run.sink;
+  const auto& stats = run.stats;
+  {
     const std::vector<FlowCounts> flows = sink.flow_counts();
     const auto generated = [&](unsigned f) {
       return f < stats.size() ? stats[f].generated.Get() : uint64_t{0};
@@ -342,10 +345,18 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
     if (cfg.probe && probe < flows.size())
       r.probe = CellResult::Flow{probe, flows[probe], sink.flow_latency(probe), generated(probe)};
   }
+}
+
+// The model's checks against the real clock, and the wire's ceiling for the frame mix sent.
+void ChecksOf(const CellRun& run, CellResult& r) {
+  const TxDriver& driver = run.driver;
+  const TxQueueCounters& qc = run.totals.qc;
+  const DriverCounters& dc = run.totals.dc;
+  const double tsc_hz = run.tsc_hz;
+  const double ws = r.window_s;
   r.irq_max_late_us = static_cast<double>(qc.irq_max_late_tsc.Get()) * 1e6 / tsc_hz;
   r.wire_max_idle_us = static_cast<double>(dc.window_max_idle_tsc.Get()) * 1e6 / tsc_hz;
   r.wire_stalled_us = static_cast<double>(dc.window_stalled_tsc.Get()) * 1e6 / tsc_hz;
-  r.foreign = sc.foreign;
 
   // Ceiling for the frame mix actually sent.
   if (const auto w = driver.Wire(); w && r.packets > 0) {
@@ -362,8 +373,17 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
       tsc_hz;
   r.drained_at_s = static_cast<double>(run.drained_at - run.run_start) / tsc_hz;
   r.stopped_at_s = static_cast<double>(run.stopped_at - run.run_start) / tsc_hz;
+}
 
-  // The books, over the whole run.
+// The books, over the whole run, and what they are made of: the producers' counts, the drops
+// by reason, the qdisc's (fq_codel's, an mq root's children's) and the link's.
+void BooksOf(const CellRun& run, CellResult& r) {
+  const CellConfig& cfg = run.cfg;
+  const TxDriver& driver = run.driver;
+  const TxQueueCounters& qc = run.totals.qc;
+  const DriverCounters& dc = run.totals.dc;
+  const auto& stats = run.stats;
+  const SinkCounts sc = run.sink.counts();
   Books& k = r.books;
   for (const auto& s : stats) k.generated += s.generated.Get();
   for (const auto& s : stats) r.alloc_failures += s.alloc_failures.Get();
@@ -410,7 +430,28 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
     l.sink_corrupt = sc.foreign;
     k.link_lost = l.frames_lost;
   }
-  k.rx_side = driver.counted_at() != CountedAt::kDriver;
+}
+
+}  // namespace
+
+CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
+  CellResult r;
+  // Frames lost at the very end of a flow show no gap: tell the sink where each flow ended.
+  std::vector<uint64_t> next_seq;
+  for (const auto& s : run.stats) next_seq.push_back(s.next_seq.load());
+  if (flow_seq != nullptr) {
+    if (flow_seq->size() < next_seq.size()) flow_seq->resize(next_seq.size(), 0);
+    std::copy(next_seq.begin(), next_seq.end(), flow_seq->begin());
+  }
+  WindowOf(run, r);
+  LatencyOf(run.sink, run.cfg, r);
+  const SinkCounts sc = run.sink.counts();
+  r.arrival_before_tx = sc.arrival_before_tx;
+  r.foreign = sc.foreign;
+  if (run.driver.counted_at() != CountedAt::kDriver) FlowsOf(run, r);
+  ChecksOf(run, r);
+  BooksOf(run, r);
+  r.books.rx_side = run.driver.counted_at() != CountedAt::kDriver;
   return r;
 }
 
