@@ -463,7 +463,8 @@ constexpr Field<CellResult> kResult[] = {
      [](const json& j, CellResult& r) {
        if (j.is_null()) return;
        r.before_driver_is_batch_fill = !j.at("batch_fill").is_null();
-       r.lat_before_driver = LatencyFrom(j.at(r.before_driver_is_batch_fill ? "batch_fill" : "qdisc"));
+       const bool fill = r.before_driver_is_batch_fill;
+       r.lat_before_driver = LatencyFrom(j.at(fill ? "batch_fill" : "qdisc"));
        r.lat_driver_ring = LatencyFrom(j.at("driver_ring"));
        r.lat_wire = LatencyFrom(j.at("wire"));
      },

@@ -150,7 +150,8 @@ struct SinkPlan {
 
 Result<SinkPlan> PlanSink(const SinkArgs& a) {
   if (a.flows < 1 || a.flows > kMaxFlows)
-    return Error{ERANGE, fmt::format("--flows {} is out of range; valid: 1..{}", a.flows, kMaxFlows)};
+    return Error{ERANGE,
+                 fmt::format("--flows {} is out of range; valid: 1..{}", a.flows, kMaxFlows)};
   if (a.mtu < kMinMtu || a.mtu > kMaxMtu)
     return Error{ERANGE,
                  fmt::format("--mtu {} is out of range; valid: {}..{}", a.mtu, kMinMtu, kMaxMtu)};

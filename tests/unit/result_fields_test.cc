@@ -53,7 +53,8 @@ CellResult EveryFieldSet() {
   r.drops_total = next();
   r.latency = Latency(100);
   r.latency_hist = {{100, 101, next()}, {105, 106, next()}};
-  r.link = LinkResult{next(), next(), next(), next(), next(), next(), next(), next(), next(), next()};
+  r.link =
+      LinkResult{next(), next(), next(), next(), next(), next(), next(), next(), next(), next()};
   r.bql = BqlResult{next(), next(), next()};
   QdiscCountersOf<uint64_t> f{next(), next(), next(), next(), next(), next()};
   r.fq_codel = f;
