@@ -329,4 +329,9 @@ void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& sess
     std::printf("\ninterrupted by a signal: %zu of %zu cell runs measured\n", done, total);
 }
 
+void PrintTelemetryLine(const RunEnv& env) {
+  if (const std::string line = TelemetryLine(env.eal_args); !line.empty())
+    std::printf("%s\n", line.c_str());
+}
+
 }  // namespace txbatch

@@ -82,6 +82,9 @@ Result<Session> StartSession(const std::vector<CellConfig>& cells, EalMemory mem
                              const EalUserArgs& eal_user_args, RunEnv env, int* exit_code,
                              int* capture_fd = nullptr, const std::string& capture_name = "");
 
+// How to watch the run with dpdk-telemetry.py, where telemetry is on (printed after the header).
+void PrintTelemetryLine(const RunEnv& env);
+
 // Runs one cell; on failure prints the sentence and sets `*status` (a device that vanished
 // mid-run is a missing device (2), a drain that did not finish a bug (1)).
 std::optional<CellResult> MeasureCell(const CellConfig& cell, Session& s, int* status);

@@ -1,4 +1,5 @@
-// The txbatch command. Control plane only: options, EAL, pools, the grid of cells, output.
+// The txbatch command line: each command's options, checked and handed to the command's own
+// file (run_cmd, compare_cmd, tune_cmd, report_cmd, calibrate, bridge_cmd, sink_cmd, lab).
 //
 // Exit status (DESIGN.md Terms): 0 ok; 2 bad input or missing device; 3 books do not balance;
 // 4 interrupted; 5 the cost model not to be trusted (calibrate's fit below --min-r2, or
@@ -12,385 +13,35 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "base/units.h"
-#include "dataplane/telemetry.h"
-#include "drivers/emu/emu.h"
-#include "engine/cell.h"
-#include "results/latency_text.h"
-#include "results/record_reader.h"
-#include "results/records.h"
-#include "results/summary.h"
-#include "results/sweep.h"
-#include "results/tables.h"
 #include "tools/bridge_cmd.h"
 #include "tools/calibrate.h"
 #include "tools/capture_cmd.h"
-#include "tools/compare.h"
-#include "tools/figures.h"
+#include "tools/compare_cmd.h"
 #include "tools/lab.h"
 #include "tools/run_options.h"
+#include "tools/report_cmd.h"
+#include "tools/run_cmd.h"
 #include "tools/session.h"
 #include "tools/sink_cmd.h"
-#include "tools/stats_stream.h"
 #include "tools/tune.h"
+#include "tools/tune_cmd.h"
 #include "tools/usage_errors.h"
 #include "txbatch_config.h"
 
 namespace txbatch {
 namespace {
 
-// tune --target (percent of the best throughput), calibrate --duration (seconds) and --min-r2.
-constexpr ValueRange kTuneTargetPct{50, 100};
+// calibrate --duration (seconds) and --min-r2 (tune --target's is tune_cmd.h's).
 constexpr ValueRange kCalibrateDurationS{0.01, 60};
 constexpr ValueRange kMinR2{0, 1};
-
-// How to watch the run with dpdk-telemetry.py, where telemetry is on (after the header).
-void PrintTelemetryLine(const RunEnv& env) {
-  if (const std::string line = TelemetryLine(env.eal_args); !line.empty())
-    std::printf("%s\n", line.c_str());
-}
-
-int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env,
-               const std::string& out_dir = "", const std::string& capture = "") {
-  // A --json file (or --out directory) that cannot be written is bad input: say so before
-  // running anything.
-  std::optional<OutputDir> out;
-  if (!out_dir.empty()) {
-    auto d = OutputDir::Check(out_dir);
-    if (!d) return Fail(kExitBadInput, d.error());
-    out = *d;
-  }
-  std::vector<std::pair<std::string, std::string>> named = {
-      {"--json", plan.json_path}, {"--stats-json", plan.stats_json_path}, {"--capture", capture}};
-  if (out)
-    for (const char* file : {"results.json", "results.csv", "tables.txt"})
-      named.emplace_back(fmt::format("--out's {}", file), out_dir + "/" + file);
-  if (Status st = DistinctOutputs(named); !st) return Fail(kExitBadInput, st.error());
-  auto json = PrepareOutput(plan.json_path);
-  if (!json) return Fail(kExitBadInput, json.error());
-  auto stream = StatsStream::Open(plan.stats_json_path);
-  if (!stream) return Fail(kExitBadInput, stream.error());
-  if (Status st = capture.empty() ? Status{} : CheckRunCapture(plan.cells); !st)
-    return Fail(kExitBadInput, st.error());
-  auto capture_file = PrepareCapture(capture, plan.cells.front().mtu);
-  if (!capture_file) return Fail(kExitBadInput, capture_file.error());
-  auto capture_reserve = OpenCaptureFile(*capture_file);
-  if (!capture_reserve) return Fail(kExitBadInput, capture_reserve.error());
-  int status = kExitOk;
-  auto session = StartSession(plan.cells, plan.eal_memory, eal_user_args, std::move(env), &status,
-                              &capture_reserve->fd, capture);
-  if (!session) return Fail(status, session.error());
-  if (session->capture) capture_reserve->remove.clear();
-  PrintHeader(stdout, plan.cells, session->env);
-  PrintTelemetryLine(session->env);
-  std::fflush(stdout);
-  StartCellStream(*stream, *session, out_dir.empty() ? "run" : "sweep",
-                  plan.cells.size() * plan.rounds, plan.rounds);
-  std::vector<CellRecord> records;
-  bool balanced = true;
-  MeasureGrid(plan.cells, plan.rounds, *session, 0, records, &status, &balanced);
-  if (!FinishCapture(session->capture, *capture_file) && status == kExitOk) status = kExitBadInput;
-  const std::string tables = PrintAndKeepTables(records, plan.policies);
-  std::fflush(stdout);
-  const nlohmann::json doc = ToJson(records, session->env);
-  if (out && records.empty()) {
-    std::fprintf(stderr, "txbatch: nothing written to --out folder '%s': no cell was measured\n",
-                 out_dir.c_str());
-  } else if (out) {
-    if (Status s = WriteSweepOutputs(*out, tables, doc, Summarise(records, plan.policies.front()));
-        !s)
-      return Fail(kExitBadInput, s.error());
-  }
-  session->pool.reset();
-  const int code = Finish(*json, doc, status, balanced);
-  // The figures once every result is written: however long they take, or if they fail.
-  if (out && !records.empty()) SayWrittenAndDraw(out_dir);
-  EndCellStream(*stream, records, status, balanced, code);
-  return stream->Finish(code);
-}
-
-int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env) {
-  auto axis = CompareAxis(plan);
-  if (!axis) return Fail(kExitBadInput, axis.error());
-  const int rounds = plan.rounds;
-  if (rounds < 2)
-    return Fail(kExitBadInput,
-                Error{ERANGE, fmt::format("compare --rounds {} gives no confidence interval; "
-                                          "valid: 2..1000",
-                                          rounds)});
-  if (Status st =
-          DistinctOutputs({{"--json", plan.json_path}, {"--stats-json", plan.stats_json_path}});
-      !st)
-    return Fail(kExitBadInput, st.error());
-  auto json = PrepareOutput(plan.json_path);
-  if (!json) return Fail(kExitBadInput, json.error());
-  auto stream = StatsStream::Open(plan.stats_json_path);
-  if (!stream) return Fail(kExitBadInput, stream.error());
-  int status = kExitOk;
-  auto session = StartSession(plan.cells, plan.eal_memory, eal_user_args, std::move(env), &status);
-  if (!session) return Fail(status, session.error());
-  const CellConfig& a = plan.cells[0];
-  const CellConfig& b = plan.cells[1];
-  PrintHeader(stdout, plan.cells, session->env);
-  PrintTelemetryLine(session->env);
-  std::fflush(stdout);
-  StartCellStream(*stream, *session, "compare", 2 * static_cast<size_t>(rounds), rounds);
-  std::vector<CellRecord> records;
-  std::vector<CellResult> ra, rb;
-  bool balanced = true;
-  const auto started = std::chrono::steady_clock::now();
-  double last_line_s = 0;  // progress lines on a stderr that is no terminal (MeasureGrid's rule)
-  // /txbatch/stats: the round, and the last side measured.
-  const auto publish = [&](const char* state, int round, const char* side, const CellResult* r) {
-    TelemetryDict d{
-        {"state", std::string(state)},
-        {"at_s",
-         fmt::format(
-             "{:.3f}",
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count())},
-        {"round", static_cast<uint64_t>(round)},
-        {"rounds", static_cast<uint64_t>(rounds)},
-        {"a_runs", uint64_t{ra.size()}},
-        {"b_runs", uint64_t{rb.size()}}};
-    if (r != nullptr) {
-      d.emplace_back("last_side", std::string(side));
-      d.emplace_back("last_packets", r->packets);
-      d.emplace_back("last_mpps", fmt::format("{:.4f}", r->mpps));
-      d.emplace_back("last_balanced", std::string(r->books.balanced ? "true" : "false"));
-    }
-    PublishTelemetryStats(std::move(d));
-  };
-  publish("running", 1, "", nullptr);
-  for (int round = 1; round <= rounds && status == kExitOk && !StopRequested(); ++round) {
-    for (const auto& [cell, side, results] : {std::tuple{&a, "A", &ra}, std::tuple{&b, "B", &rb}}) {
-      if (StopRequested()) break;
-      auto r = MeasureCell(*cell, *session, &status);
-      if (!r) break;
-      balanced &= r->books.balanced;
-      results->push_back(*r);
-      records.push_back({*cell, *r, round, side});
-      if (session->on_record) session->on_record(records.back());
-      publish("running", round, side, &*r);
-    }
-    if (isatty(fileno(stderr))) {
-      std::fprintf(stderr, "\rround %d/%d", round, rounds);
-    } else if (const double spent =
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
-                       .count();
-               spent >= last_line_s + kProgressLineS) {
-      std::fprintf(stderr, "txbatch: round %d/%d, %.0f s so far\n", round, rounds, spent);
-      last_line_s = spent;
-    }
-  }
-  publish(StopRequested()     ? "interrupted"
-          : status == kExitOk ? "done"
-                              : "failed",
-          rounds, "", nullptr);
-  if (isatty(fileno(stderr))) std::fprintf(stderr, "\r%20s\r", "");
-  if (StopRequested())
-    std::printf("\ninterrupted by a signal: %zu of %d rounds measured\n",
-                std::min(ra.size(), rb.size()), rounds);
-  const auto metrics = CompareMetrics(ra, rb);
-  PrintComparison(stdout, *axis, a, b, ra, rb, metrics);
-  std::vector<std::string> checks;
-  for (const auto& [cell, side, results] : {std::tuple{&a, "A", &ra}, std::tuple{&b, "B", &rb}})
-    if (std::string c = BatchCheck(side, *cell, *results); !c.empty()) {
-      std::printf("note: %s\n", c.c_str());
-      checks.push_back(c);
-    }
-  std::fflush(stdout);
-  nlohmann::json doc = ToJson(records, session->env);
-  doc["comparison"] = ComparisonJson(*axis, a, b, static_cast<int>(std::min(ra.size(), rb.size())),
-                                     metrics, checks);
-  session->pool.reset();
-  const int code = Finish(*json, doc, status, balanced);
-  EndCellStream(*stream, records, status, balanced, code, {{"comparison", doc["comparison"]}});
-  return stream->Finish(code);
-}
-
-// The smallest batch limit reaching `target` of the best throughput (within a p99 budget): a
-// coarse sweep of the given limits, then the limits between the knee and the coarse one below.
-int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_max,
-                const EalUserArgs& eal_user_args, RunEnv env) {
-  if (!kTuneTargetPct.Holds(target_pct))
-    return Fail(kExitBadInput,
-                Error{ERANGE, OutOfRange("--target", fmt::format("{}", target_pct), kTuneTargetPct,
-                                         "(percent of the best throughput)")});
-  std::optional<double> p99_max_ns;
-  if (!p99_max.empty()) {
-    auto d = ParseTimeNs("--p99-max", p99_max, 0);
-    if (!d) return Fail(kExitBadInput, d.error());
-    if (*d == 0)
-      return Fail(kExitBadInput, Error{ERANGE,
-                                       "--p99-max 0 leaves no latency budget; valid: a "
-                                       "time above 0 (e.g. 50us, 2ms)"});
-    p99_max_ns = *d;
-    if (args.no_timing)
-      return Fail(kExitBadInput,
-                  Error{EINVAL,
-                        "--p99-max needs latency, which --no-timing leaves out; valid: "
-                        "drop one of them"});
-  }
-  auto plan = BuildRunPlan(args);
-  if (!plan) return Fail(kExitBadInput, plan.error());
-  for (const auto& [axis, n] : plan->axes)
-    if (axis != "--batch/--policy" && n != 1)
-      return Fail(kExitBadInput,
-                  Error{EINVAL, fmt::format("tune searches batch limits for one configuration, "
-                                            "and {} has {} values; valid: one value for every "
-                                            "option but --batch",
-                                            axis, n)});
-  for (const PolicySpec& p : plan->policies)
-    if (p.kind != PolicyKind::kCount)
-      return Fail(kExitBadInput, Error{EINVAL, fmt::format("tune searches count:N limits, and {} "
-                                                           "is not one; valid: --batch N,N,…",
-                                                           p.ToString())});
-  if (Status st =
-          DistinctOutputs({{"--json", plan->json_path}, {"--stats-json", plan->stats_json_path}});
-      !st)
-    return Fail(kExitBadInput, st.error());
-  auto json = PrepareOutput(plan->json_path);
-  if (!json) return Fail(kExitBadInput, json.error());
-  auto stream = StatsStream::Open(plan->stats_json_path);
-  if (!stream) return Fail(kExitBadInput, stream.error());
-  int status = kExitOk;
-  auto session =
-      StartSession(plan->cells, plan->eal_memory, eal_user_args, std::move(env), &status);
-  if (!session) return Fail(status, session.error());
-  PrintHeader(stdout, plan->cells, session->env);
-  PrintTelemetryLine(session->env);
-  std::fflush(stdout);
-  StartCellStream(*stream, *session, "tune", plan->cells.size() * plan->rounds, plan->rounds);
-  std::vector<CellRecord> records;
-  bool balanced = true;
-  MeasureGrid(plan->cells, plan->rounds, *session, 0, records, &status, &balanced);
-  std::vector<PolicySpec> policies = plan->policies;
-  const auto points_of = [&] {
-    std::vector<TunePoint> points;
-    for (const CellSummary& r : Summarise(records, policies.front()))
-      points.push_back({r.config.policy.frames, r.mpps, r.lat_p99_ns});
-    return points;
-  };
-  TuneAdvice advice = FindKnee(points_of(), target_pct / 100, p99_max_ns);
-  std::vector<unsigned> refined;
-  if (advice.found && status == kExitOk && !StopRequested()) {
-    unsigned below = 0;
-    for (const PolicySpec& p : plan->policies)
-      if (p.frames < advice.batch) below = std::max<unsigned>(below, p.frames);
-    if (below > 0) refined = RefineBetween(below, advice.batch);
-    if (!refined.empty()) {
-      RunArgs finer = args;
-      finer.policy.clear();
-      finer.batch = fmt::format("{}", fmt::join(refined, ","));
-      finer.batching_off_first = false;
-      auto plan2 = BuildRunPlan(finer);
-      if (!plan2) return Fail(kExitBadInput, plan2.error());
-      MeasureGrid(plan2->cells, plan2->rounds, *session, static_cast<int>(plan->cells.size()),
-                  records, &status, &balanced);
-      policies.insert(policies.end(), plan2->policies.begin(), plan2->policies.end());
-      std::sort(policies.begin() + 1, policies.end(),
-                [](const PolicySpec& a, const PolicySpec& b) { return a.frames < b.frames; });
-      advice = FindKnee(points_of(), target_pct / 100, p99_max_ns);
-    }
-  }
-  PrintAndKeepTables(records, policies);
-  std::vector<TunePoint> points = points_of();
-  std::sort(points.begin(), points.end(),
-            [](const TunePoint& a, const TunePoint& b) { return a.batch < b.batch; });
-  double peak = 0;
-  for (const auto& p : points) peak = std::max(peak, p.mpps);
-  std::vector<unsigned> coarse;
-  for (const PolicySpec& p : plan->policies) coarse.push_back(p.frames);
-  fmt::print("\ntune: target {:.0f}% of the best throughput{}; coarse limits {}{}\n", target_pct,
-             p99_max_ns ? ", p99 within " + p99_max : "", fmt::join(coarse, ","),
-             refined.empty() ? "" : fmt::format(", refined with {}", fmt::join(refined, ",")));
-  std::printf("%8s %10s %9s %10s\n", "batch", "Mpps", "% of peak", "p99");
-  nlohmann::json jpoints = nlohmann::json::array();
-  std::vector<std::optional<double>> p99s;
-  for (const auto& p : points) p99s.push_back(p.p99_ns);
-  const LatencyUnit p99_unit = ColumnUnit(p99s);
-  for (const auto& p : points) {
-    const std::string p99 = LatencyText(p.p99_ns, p99_unit);
-    std::printf("%8u %10.4f %9.1f %10s\n", p.batch, p.mpps, peak > 0 ? 100 * p.mpps / peak : 0,
-                p99.c_str());
-    jpoints.push_back({{"batch", p.batch},
-                       {"mpps", p.mpps},
-                       {"share_of_peak", peak > 0 ? p.mpps / peak : 0},
-                       {"p99_ns", p.p99_ns ? nlohmann::json(*p.p99_ns) : nlohmann::json(nullptr)}});
-  }
-  std::printf("%s: %s\n", advice.found ? "recommendation" : "no recommendation",
-              advice.reason.c_str());
-  std::fflush(stdout);
-  nlohmann::json doc = ToJson(records, session->env);
-  doc["tune"] = {{"target_share", target_pct / 100},
-                 {"p99_max_ns", p99_max_ns ? nlohmann::json(*p99_max_ns) : nlohmann::json(nullptr)},
-                 {"points", jpoints},
-                 {"refined", refined},
-                 {"recommendation",
-                  {{"found", advice.found},
-                   {"batch", advice.found ? nlohmann::json(advice.batch) : nlohmann::json(nullptr)},
-                   {"share_of_peak", advice.share_of_peak},
-                   {"reason", advice.reason}}}};
-  session->pool.reset();
-  const int code = Finish(*json, doc, status, balanced);
-  EndCellStream(*stream, records, status, balanced, code, {{"tune", doc["tune"]}});
-  return stream->Finish(code);
-}
-
-// Re-renders what a --json file holds, as the command that wrote it printed it.
-int ReportCommand(const std::string& path, const std::string& out_dir) {
-  std::optional<OutputDir> out;
-  if (!out_dir.empty()) {
-    auto d = OutputDir::Check(out_dir);
-    if (!d) return Fail(kExitBadInput, d.error());
-    out = *d;
-  }
-  auto back = ReadResults(path);
-  if (!back) return Fail(kExitBadInput, back.error());
-  const bool comparison = !back->comparison.is_null() && back->cells.size() == 2;
-  if (out && comparison)
-    return Fail(kExitBadInput,
-                Error{EINVAL, fmt::format("report --out writes a sweep's tables, CSV and plots "
-                                          "against batch size, and '{}' holds a comparison of "
-                                          "two configurations; valid: --out with a file that "
-                                          "run, sweep or tune wrote (txbatch-plot FILE --out "
-                                          "DIR draws a comparison)",
-                                          path)});
-  PrintHeader(stdout, back->cells, back->env);
-  bool balanced = true;
-  for (const auto& rec : back->records) balanced &= rec.result.books.balanced;
-  if (comparison) {
-    std::vector<CellResult> ra, rb;
-    for (const auto& rec : back->records) (rec.side == "B" ? rb : ra).push_back(rec.result);
-    const std::string axis = back->comparison.value("axis", std::string("--batch/--policy"));
-    PrintComparison(stdout, axis, back->cells[0], back->cells[1], ra, rb, CompareMetrics(ra, rb));
-    for (const auto& [cell, side, results] :
-         {std::tuple{&back->cells[0], "A", &ra}, std::tuple{&back->cells[1], "B", &rb}})
-      if (std::string c = BatchCheck(side, *cell, *results); !c.empty())
-        std::printf("note: %s\n", c.c_str());
-  } else {
-    const std::string tables = PrintAndKeepTables(back->records, back->policies);
-    if (out) {
-      if (Status s = WriteSweepOutputs(*out, tables, std::move(back->document),
-                                       Summarise(back->records, back->policies.front()));
-          !s)
-        return Fail(kExitBadInput, s.error());
-      SayWrittenAndDraw(out_dir);
-    }
-  }
-  return balanced ? kExitOk : kExitUnbalanced;
-}
 
 // What the command line fills in: each command's options, and the commands themselves (to tell
 // which one was given). CLI11 keeps pointers into it: made once, in Main, and never moved.
@@ -669,21 +320,6 @@ int LabUpCommand(LabArgs& lab_args, const CLI::App& lab_up, const EalUserArgs& e
     return refuse(UsageSentence(e, check, lab_args.bridge_args, "txbatch lab up"));
   }
   return LabUp(lab_args, eal_args.replace);
-}
-
-int SweepCommand(RunArgs& sweep_args, const std::string& sweep_out, const EalUserArgs& eal_args,
-                 const RunEnv& env) {
-  if (sweep_args.batch.empty() && sweep_args.policy.empty()) sweep_args.batch = "1,2,4,8,16,32,64";
-  auto plan = BuildRunPlan(sweep_args);
-  if (!plan) return Fail(kExitBadInput, plan.error());
-  for (const PolicySpec& p : plan->policies)
-    if (p.needs_qdisc())
-      return Fail(kExitBadInput,
-                  Error{EINVAL, fmt::format("sweep plots against a batch limit N, and {} has "
-                                            "none; valid: count:N or buffer:N[:T] here, and "
-                                            "txbatch run or compare for the kernel policies",
-                                            p.ToString())});
-  return RunCommand(*plan, eal_args, env, sweep_out);
 }
 
 // Runs the command that was given.
