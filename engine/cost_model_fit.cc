@@ -144,9 +144,11 @@ std::vector<CellConfig> CalibrationCells(const std::vector<unsigned>& batches, E
   return cells;
 }
 
-Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double tsc_hz,
-                                 const CostModel& base) {
-  Calibration cal;
+namespace {
+
+// The medians over rounds of each cell's measurement: a point of its series.
+std::vector<CalibrationPoint> PointsOf(const std::vector<CellRecord>& records, double tsc_hz) {
+  std::vector<CalibrationPoint> points;
   // Medians over rounds, per cell.
   std::map<int, std::vector<const CellRecord*>> by_cell;
   for (const auto& r : records) by_cell[r.cell].push_back(&r);
@@ -174,45 +176,49 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
         completion ? static_cast<unsigned>(std::lround(
                          c.rate.value * std::chrono::duration<double>(kIrqIdlePoll).count()))
                    : c.policy.frames;
-    cal.points.push_back(
+    points.push_back(
         {SeriesOf(c), limit, Median(avg), Median(per_call), Median(per_frame), Median(receiver)});
   }
-  const auto series = [&](const std::string& name) {
-    std::vector<const CalibrationPoint*> out;
-    for (const auto& p : cal.points)
-      if (p.series == name) out.push_back(&p);
-    return out;
-  };
-  // A series' receiver: its cycles a call (results.receiver x avg batch) against avg batch.
-  const auto receiver_line = [&](const std::string& name) {
-    std::vector<double> x, y;
-    for (const auto* p : series(name))
-      x.push_back(p->avg_batch), y.push_back(p->receiver_cycles * p->avg_batch);
-    return FitLine(x, y);
-  };
-  // `max_limit`: only the points of batch limits up to it.
-  const auto fit = [&](const std::string& name, LinearFit* f,
-                       unsigned max_limit = kMaxBatch) -> Status {
-    std::vector<double> x, y;
-    for (const auto* p : series(name))
-      if (p->batch <= max_limit) x.push_back(p->avg_batch), y.push_back(p->cycles_per_call);
-    if (x.size() < 2)
-      return MakeError(
-          EINVAL,
-          fmt::format("calibrate needs at least two batch limits{} to fit the {} series, "
-                      "and {} measured; valid: --batch with two or more values{}",
-                      max_limit < kMaxBatch ? fmt::format(" of at most {}", max_limit) : "", name,
-                      x.size(), max_limit < kMaxBatch ? fmt::format(" up to {}", max_limit) : ""));
-    *f = FitLine(x, y);
-    return {};
-  };
-  if (Status s = fit("none", &cal.none); !s) return s.error();
-  if (Status s = fit("dedicated", &cal.dedicated, kHandoverFitLimit); !s) return s.error();
-  if (!series("net_null").empty())
-    if (Status s = fit("net_null", &cal.net_null); !s) return s.error();
-  if (!series("completion").empty())
-    if (Status s = fit("completion", &cal.completion); !s) return s.error();
+  return points;
+}
 
+// The points of one series.
+std::vector<const CalibrationPoint*> Series(const Calibration& cal, const std::string& name) {
+  std::vector<const CalibrationPoint*> out;
+  for (const auto& p : cal.points)
+    if (p.series == name) out.push_back(&p);
+  return out;
+}
+
+// A series' receiver: its cycles a call (results.receiver x avg batch) against avg batch.
+LinearFit ReceiverLine(const Calibration& cal, const std::string& name) {
+  std::vector<double> x, y;
+  for (const auto* p : Series(cal, name))
+    x.push_back(p->avg_batch), y.push_back(p->receiver_cycles * p->avg_batch);
+  return FitLine(x, y);
+}
+
+// A series' cycles a call against its average batch (`max_limit`: only the points of batch
+// limits up to it); a sentence where fewer than two points are there.
+Status FitSeries(const Calibration& cal, const std::string& name, LinearFit* f,
+                 unsigned max_limit = kMaxBatch) {
+  std::vector<double> x, y;
+  for (const auto* p : Series(cal, name))
+    if (p->batch <= max_limit) x.push_back(p->avg_batch), y.push_back(p->cycles_per_call);
+  if (x.size() < 2)
+    return MakeError(
+        EINVAL,
+        fmt::format("calibrate needs at least two batch limits{} to fit the {} series, "
+                    "and {} measured; valid: --batch with two or more values{}",
+                    max_limit < kMaxBatch ? fmt::format(" of at most {}", max_limit) : "", name,
+                    x.size(), max_limit < kMaxBatch ? fmt::format(" up to {}", max_limit) : ""));
+  *f = FitLine(x, y);
+  return {};
+}
+
+// The model's costs from the fitted lines and points (`base`'s where they cannot be separated).
+Status DeriveModel(Calibration& cal, double tsc_hz, const CostModel& base) {
+  const auto series = [&cal](const std::string& name) { return Series(cal, name); };
   CostModel& m = cal.model;
   m = base;
   m.tsc_hz = tsc_hz;
@@ -225,7 +231,7 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   // whole frame costs what it measured.
   m.xmit_call = floor0(cal.none.intercept - m.lock);
   if (!cal.net_null.residuals.empty()) m.xmit_frame = floor0(cal.net_null.slope);
-  cal.receiver = receiver_line("none");
+  cal.receiver = ReceiverLine(cal, "none");
   const double emu_extra = floor0(cal.none.slope - m.xmit_frame);
   m.deliver = floor0(cal.receiver.slope + emu_extra);
   // The producer: what each frame costs beyond its share of the driver call and the receiver's
@@ -280,11 +286,28 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   // the txirq's colder cache, and deliver holds emu:null's call's extra): completion_frame gives
   // the difference back, so a reclaimed frame costs what it measured.
   if (!cal.completion.residuals.empty()) {
-    cal.completion_receiver = receiver_line("completion");
+    cal.completion_receiver = ReceiverLine(cal, "completion");
     m.completion = floor0(cal.completion.intercept);
     // A reclaimed frame's receiver measured its slope there; the simulation charges deliver.
     m.completion_frame = floor0(cal.completion.slope + cal.completion_receiver.slope - m.deliver);
   }
+  return {};
+}
+
+}  // namespace
+
+Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double tsc_hz,
+                                 const CostModel& base) {
+  Calibration cal;
+  cal.points = PointsOf(records, tsc_hz);
+  if (Status s = FitSeries(cal, "none", &cal.none); !s) return s.error();
+  if (Status s = FitSeries(cal, "dedicated", &cal.dedicated, kHandoverFitLimit); !s)
+    return s.error();
+  if (!Series(cal, "net_null").empty())
+    if (Status s = FitSeries(cal, "net_null", &cal.net_null); !s) return s.error();
+  if (!Series(cal, "completion").empty())
+    if (Status s = FitSeries(cal, "completion", &cal.completion); !s) return s.error();
+  if (Status s = DeriveModel(cal, tsc_hz, base); !s) return s.error();
   return cal;
 }
 
