@@ -325,6 +325,112 @@ void PrintProbe(std::FILE* out, const std::vector<CellRecord>& records) {
     }
 }
 
+namespace {
+
+// The books of one policy's table, over its cell runs: the sums (the receive side's over the runs
+// that have one), BQL's range and stops, whether every run balanced.
+struct TableBooks {
+  Books sum;
+  std::optional<BqlResult> bql;  // end limits' range in `limit`/`limit_max`, stops summed
+  uint64_t bql_low = UINT64_MAX;
+  bool all_balanced = true;
+  unsigned runs = 0, rx_runs = 0;
+  uint64_t rx_sent = 0;  // `sent` of the runs that have a receive side
+
+  void Add(const CellResult& r) {
+    const Books& k = r.books;
+    sum.generated += k.generated;
+    sum.sent += k.sent;
+    sum.dropped += k.dropped;
+    sum.queued += k.queued;
+    if (k.rx_side) {
+      sum.received += k.received;
+      sum.lost += k.lost;
+      sum.duplicated += k.duplicated;
+      sum.in_flight += k.in_flight;
+      sum.dropped_queued += k.dropped_queued;
+      rx_sent += k.sent;
+      ++rx_runs;
+    }
+    sum.mbufs_in_use = std::max(sum.mbufs_in_use, k.mbufs_in_use);
+    if (const auto& b = r.bql) {
+      if (!bql) bql.emplace();
+      bql_low = std::min(bql_low, b->limit);
+      bql->limit = std::max(bql->limit, b->limit);
+      bql->limit_max = std::max(bql->limit_max, b->limit_max);
+      bql->stops += b->stops;
+    }
+    all_balanced &= k.balanced;
+    ++runs;
+  }
+
+  void Print(std::FILE* out) const {
+    fmt::print(out, "books ({} cell runs): generated {} = sent {} + dropped {} + queued {}; ", runs,
+               sum.generated, sum.sent, sum.dropped, sum.queued);
+    if (rx_runs > 0)
+      fmt::print(out, "sent {} + duplicated {}{} = received {} + lost {} + in flight {}{}; ",
+                 rx_sent, sum.duplicated,
+                 sum.dropped_queued > 0
+                     ? fmt::format(" + dropped by the qdisc after queueing {}", sum.dropped_queued)
+                     : "",
+                 sum.received, sum.lost, sum.in_flight,
+                 rx_runs < runs ? fmt::format(" ({} runs with a receive side)", rx_runs) : "");
+    else
+      fmt::print(out, "nothing receives (counted where the driver accepts frames); ");
+    fmt::print(out, "mbufs in use at end {} — {}\n", sum.mbufs_in_use,
+               all_balanced ? "balanced" : "NOT BALANCED");
+    if (bql)
+      fmt::print(out,
+                 "BQL: limit at the end of a run {}..{} bytes, at most {}; it stopped the queue "
+                 "{} times in the measured windows\n",
+                 bql_low, bql->limit, bql->limit_max, bql->stops);
+  }
+};
+
+// One policy's table: a row per cell (medians over its rounds; against the baseline's same cell
+// where `verdicts`), then its books.
+void PrintPolicyTable(std::FILE* out, const std::vector<CellSummary>& rows, const PolicySpec& pol,
+                      bool verdicts, bool name_shape, LatencyUnit avg_unit, LatencyUnit p99_unit) {
+  fmt::print(out, "\n{}\n",
+             pol.batching() ? fmt::format("Test with batching ({}):", pol.ToString())
+                            : fmt::format("Test without batching ({}):", pol.ToString()));
+  fmt::print(out,
+             "{:<4}{:>8} {:>6} {:>10} {:>8} {:>6} {:>9} {:>7} {:>9} {:>7} {:>9} {:>9} "
+             "{:>8}  {}{}\n",
+             "#", "Size", "Procs", "BW (MB/s)", "Mpps", "%ceil", "avg batch", "db/pkt",
+             "cycles/pkt", "CPU ns", "lat avg", "lat p99", "requeue",
+             verdicts ? fmt::format("{:<13} {:<13} ", "BW vs off", "cycles vs off") : "",
+             "driver");
+  TableBooks books;
+  unsigned row = 0, last_procs = 0;
+  for (const CellSummary& c : rows) {
+    if (!(c.config.policy == pol)) continue;
+    if (row > 0 && c.config.procs != last_procs) fmt::print(out, "\n");
+    last_procs = c.config.procs;
+    std::string remarks;
+    for (const CellRecord* r : c.runs)
+      if (std::string x = Remarks(r->result); !x.empty())
+        remarks += (c.runs.size() > 1 ? fmt::format(" round {}:", r->round) : "") + x;
+    fmt::print(
+        out,
+        "{:<4}{:>8} {:>6} {:>10.2f} {:>8.4f} {:>6} {:>9.2f} {:>7} {:>9.0f} "
+        "{:>7.0f} {:>9} {:>9} {:>8.0f}  {}{}{}{}\n",
+        ++row, c.config.size, c.config.procs, c.mb_per_s, c.mpps,
+        c.ceiling_mb_per_s ? fmt::format("{:.2f}", 100 * c.mb_per_s / *c.ceiling_mb_per_s) : "-",
+        c.avg_batch, c.doorbells_per_pkt ? fmt::format("{:.3f}", *c.doorbells_per_pkt) : "-",
+        c.cycles_per_pkt, c.cpu_ns_per_pkt, LatencyText(c.lat_avg_ns, avg_unit),
+        LatencyText(c.lat_p99_ns, p99_unit), c.requeues,
+        verdicts ? fmt::format("{:<13} {:<13} ", ShortVerdict(c.bw_vs_off, c.bw_verdict),
+                               ShortVerdict(c.cycles_vs_off, c.cycles_verdict))
+                 : "",
+        c.config.driver, name_shape ? " [" + ShapeName(c.config) + "]" : "", remarks);
+    for (const CellRecord* rec : c.runs) books.Add(rec->result);
+  }
+  books.Print(out);
+}
+
+}  // namespace
+
 void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
                  const std::vector<PolicySpec>& policies) {
   if (records.empty() || policies.empty()) return;
@@ -350,92 +456,9 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
   std::vector<std::optional<double>> avgs, p99s;
   for (const CellSummary& c : rows) avgs.push_back(c.lat_avg_ns), p99s.push_back(c.lat_p99_ns);
   const LatencyUnit avg_unit = ColumnUnit(avgs), p99_unit = ColumnUnit(p99s);
-  for (const PolicySpec& pol : policies) {
-    fmt::print(out, "\n{}\n",
-               pol.batching() ? fmt::format("Test with batching ({}):", pol.ToString())
-                              : fmt::format("Test without batching ({}):", pol.ToString()));
-    const bool verdicts = rounds >= 2 && !(pol == policies.front());
-    fmt::print(out,
-               "{:<4}{:>8} {:>6} {:>10} {:>8} {:>6} {:>9} {:>7} {:>9} {:>7} {:>9} {:>9} "
-               "{:>8}  {}{}\n",
-               "#", "Size", "Procs", "BW (MB/s)", "Mpps", "%ceil", "avg batch", "db/pkt",
-               "cycles/pkt", "CPU ns", "lat avg", "lat p99", "requeue",
-               verdicts ? fmt::format("{:<13} {:<13} ", "BW vs off", "cycles vs off") : "",
-               "driver");
-    Books sum;                     // receive-side terms summed over the runs that have one
-    std::optional<BqlResult> bql;  // end limits' range in `limit`/`limit_max`, stops summed
-    uint64_t bql_low = UINT64_MAX;
-    bool all_balanced = true;
-    unsigned row = 0, last_procs = 0, runs = 0, rx_runs = 0;
-    uint64_t rx_sent = 0;  // `sent` of the runs that have a receive side
-    for (const CellSummary& c : rows) {
-      if (!(c.config.policy == pol)) continue;
-      if (row > 0 && c.config.procs != last_procs) fmt::print(out, "\n");
-      last_procs = c.config.procs;
-      std::string remarks;
-      for (const CellRecord* r : c.runs)
-        if (std::string x = Remarks(r->result); !x.empty())
-          remarks += (c.runs.size() > 1 ? fmt::format(" round {}:", r->round) : "") + x;
-      fmt::print(
-          out,
-          "{:<4}{:>8} {:>6} {:>10.2f} {:>8.4f} {:>6} {:>9.2f} {:>7} {:>9.0f} "
-          "{:>7.0f} {:>9} {:>9} {:>8.0f}  {}{}{}{}\n",
-          ++row, c.config.size, c.config.procs, c.mb_per_s, c.mpps,
-          c.ceiling_mb_per_s ? fmt::format("{:.2f}", 100 * c.mb_per_s / *c.ceiling_mb_per_s) : "-",
-          c.avg_batch, c.doorbells_per_pkt ? fmt::format("{:.3f}", *c.doorbells_per_pkt) : "-",
-          c.cycles_per_pkt, c.cpu_ns_per_pkt, LatencyText(c.lat_avg_ns, avg_unit),
-          LatencyText(c.lat_p99_ns, p99_unit), c.requeues,
-          verdicts ? fmt::format("{:<13} {:<13} ", ShortVerdict(c.bw_vs_off, c.bw_verdict),
-                                 ShortVerdict(c.cycles_vs_off, c.cycles_verdict))
-                   : "",
-          c.config.driver, name_shape ? " [" + ShapeName(c.config) + "]" : "", remarks);
-      for (const CellRecord* rec : c.runs) {
-        const Books& k = rec->result.books;
-        sum.generated += k.generated;
-        sum.sent += k.sent;
-        sum.dropped += k.dropped;
-        sum.queued += k.queued;
-        if (k.rx_side) {
-          sum.received += k.received;
-          sum.lost += k.lost;
-          sum.duplicated += k.duplicated;
-          sum.in_flight += k.in_flight;
-          sum.dropped_queued += k.dropped_queued;
-          rx_sent += k.sent;
-          ++rx_runs;
-        }
-        sum.mbufs_in_use = std::max(sum.mbufs_in_use, k.mbufs_in_use);
-        if (const auto& b = rec->result.bql) {
-          if (!bql) bql.emplace();
-          bql_low = std::min(bql_low, b->limit);
-          bql->limit = std::max(bql->limit, b->limit);
-          bql->limit_max = std::max(bql->limit_max, b->limit_max);
-          bql->stops += b->stops;
-        }
-        all_balanced &= k.balanced;
-        ++runs;
-      }
-    }
-    fmt::print(out, "books ({} cell runs): generated {} = sent {} + dropped {} + queued {}; ", runs,
-               sum.generated, sum.sent, sum.dropped, sum.queued);
-    if (rx_runs > 0)
-      fmt::print(out, "sent {} + duplicated {}{} = received {} + lost {} + in flight {}{}; ",
-                 rx_sent, sum.duplicated,
-                 sum.dropped_queued > 0
-                     ? fmt::format(" + dropped by the qdisc after queueing {}", sum.dropped_queued)
-                     : "",
-                 sum.received, sum.lost, sum.in_flight,
-                 rx_runs < runs ? fmt::format(" ({} runs with a receive side)", rx_runs) : "");
-    else
-      fmt::print(out, "nothing receives (counted where the driver accepts frames); ");
-    fmt::print(out, "mbufs in use at end {} — {}\n", sum.mbufs_in_use,
-               all_balanced ? "balanced" : "NOT BALANCED");
-    if (bql)
-      fmt::print(out,
-                 "BQL: limit at the end of a run {}..{} bytes, at most {}; it stopped the queue "
-                 "{} times in the measured windows\n",
-                 bql_low, bql->limit, bql->limit_max, bql->stops);
-  }
+  for (const PolicySpec& pol : policies)
+    PrintPolicyTable(out, rows, pol, rounds >= 2 && !(pol == policies.front()), name_shape,
+                     avg_unit, p99_unit);
   fmt::print(out,
              "\n%ceil: BW as a percentage of the wire ceiling for the frame mix actually sent. "
              "db/pkt: doorbells per frame. cycles/pkt: TSC on the TX path (dequeue + xmit). "
