@@ -199,6 +199,83 @@ nlohmann::json DirectionJson(const BridgeDirection& d, const DirectionCounts& c,
   return j;
 }
 
+// The table's and the stream's interval outputs of the directions: each direction's totals, and
+// its latency since the last interval written.
+using DirectionsOutput =
+    IntervalOutput<std::vector<DirectionCounts>, std::vector<LatencyHistogram>>;
+
+// Sleeps while no direction has work: up to kIdleSleepNs, or until a link's next arrival.
+void SleepIdle(const std::vector<BridgeDirection*>& dirs, Tsc now, double tsc_hz) {
+  Tsc due = kNever;
+  for (auto* d : dirs) due = std::min(due, d->NextArrival());
+  double ns = kIdleSleepNs;
+  if (due != kNever) ns = std::min(ns, due > now ? (due - now) * 1e9 / tsc_hz : 0.0);
+  if (ns > 0) SleepNs(ns);
+}
+
+// After a stop: nothing more received; what the links and queues hold is sent within
+// `longest_s` and kDrainS (said first on the table's reporter, so whoever stopped the bridge,
+// `lab down`, knows how long to give it).
+void Drain(const std::vector<BridgeDirection*>& dirs, double longest_s, double tsc_hz,
+           DirectionsOutput& table) {
+  const Tsc drain_end = Now() + static_cast<Tsc>((longest_s + kDrainS) * tsc_hz);
+  // Said before the wait, so whoever stopped it (`lab down`) knows how long to give it.
+  uint64_t held = 0;
+  for (auto* d : dirs) {
+    const DirectionCounts c = d->Counts();
+    held += c.in_link + c.queued;
+  }
+  if (held > 0) {
+    table.reporter().Post(
+        [wait_s = longest_s + kDrainS, held] {
+          fmt::print(
+              "\nstopping: waiting up to {:.1f} s for the {} frames the links and queues hold\n",
+              wait_s, held);
+          std::fflush(stdout);
+        },
+        /*droppable=*/false);
+  }
+  const auto all_idle = [&] {
+    return std::all_of(dirs.begin(), dirs.end(), [](BridgeDirection* d) { return d->Idle(); });
+  };
+  while (Now() < drain_end && !all_idle()) {
+    const Tsc now = Now();
+    unsigned moved = 0;
+    for (auto* d : dirs) moved += d->Poll(now, /*receive=*/false);
+    if (!moved) SleepIdle(dirs, now, tsc_hz);
+  }
+}
+
+// Each direction's summary and books, and the stream's end event; frees what is left (the
+// intervals the table and the stream did not write said last). Whether every book balanced.
+bool Summarise(const std::vector<BridgeDirection*>& dirs, std::vector<LatencyHistogram>& total,
+               double stopped_s, double stats_s, StatsStream& stream, uint64_t table_not_written,
+               uint64_t intervals_not_written) {
+  fmt::print("\nstopped after {:.1f} s\n", stopped_s);
+  bool balanced = true;
+  unsigned freed = 0;
+  nlohmann::json last_event = {
+      {"at_s", stopped_s},
+      {"state", StopRequested() ? "stopped by a signal" : "duration reached"},
+      {"directions", nlohmann::json::array()}};
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    const DirectionCounts c = dirs[i]->Counts();
+    total[i].Merge(dirs[i]->TakeLatency());
+    PrintSummary(*dirs[i], c, total[i]);
+    if (stream)
+      last_event["directions"].push_back(DirectionJson(*dirs[i], c, nullptr, 0, total[i]));
+    balanced &= c.Balanced();
+    freed += dirs[i]->Purge();
+  }
+  last_event["balanced"] = balanced;
+  last_event["freed_at_exit"] = freed;
+  last_event["intervals_not_written"] = intervals_not_written;
+  stream.Event("end", std::move(last_event));
+  if (freed) fmt::print("{} frames still queued or in a link at exit were freed\n", freed);
+  SayIntervalsNotWritten(table_not_written, intervals_not_written, stats_s);
+  return balanced;
+}
+
 // Polls `dirs` until a signal or `duration_s`, a line per direction every `stats_s`; then drains
 // (nothing more received; links deliver within `longest_s` and a second), stops them, prints
 // each one's summary and books, frees what is left. Returns whether every book balanced.
@@ -217,7 +294,7 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
   // reader that stalls one holds up neither the ports nor the other.
   // (Each direction's totals, and its latency since the last interval written.) Only the
   // directions' names are read on the reporters' threads, which never change.
-  using Output = IntervalOutput<std::vector<DirectionCounts>, std::vector<LatencyHistogram>>;
+  using Output = DirectionsOutput;
   const std::vector<DirectionCounts> zero(dirs.size());
   const std::vector<LatencyHistogram> none(dirs.size());
   Output table(
@@ -253,13 +330,6 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
     for (Output* o : outputs)
       if (droppable || o->behind()) o->Post(at_s, counts, droppable);
   };
-  const auto sleep_idle = [&](Tsc now) {
-    Tsc due = kNever;
-    for (auto* d : dirs) due = std::min(due, d->NextArrival());
-    double ns = kIdleSleepNs;
-    if (due != kNever) ns = std::min(ns, due > now ? (due - now) * 1e9 / tsc_hz : 0.0);
-    if (ns > 0) SleepNs(ns);
-  };
   unsigned idle = 0;
   while (!StopRequested()) {
     const Tsc now = Now();
@@ -277,65 +347,19 @@ bool Forward(std::vector<BridgeDirection*> dirs, double duration_s, double stats
       while (next_stats <= now) next_stats += every;
     }
     idle = moved ? 0 : idle + 1;
-    if (idle > kSpinPolls) sleep_idle(now);
+    if (idle > kSpinPolls) SleepIdle(dirs, now, tsc_hz);
   }
   // An output whose last intervals were not written gets one more, from its last to the stop,
   // so what it wrote still adds up to the totals.
   if (std::any_of(outputs.begin(), outputs.end(), [](Output* o) { return o->behind(); }))
     take(Now(), /*droppable=*/false);
-  const Tsc drain_end = Now() + static_cast<Tsc>((longest_s + kDrainS) * tsc_hz);
-  // Said before the wait, so whoever stopped it (`lab down`) knows how long to give it.
-  uint64_t held = 0;
-  for (auto* d : dirs) {
-    const DirectionCounts c = d->Counts();
-    held += c.in_link + c.queued;
-  }
-  if (held > 0) {
-    table.reporter().Post(
-        [wait_s = longest_s + kDrainS, held] {
-          fmt::print(
-              "\nstopping: waiting up to {:.1f} s for the {} frames the links and queues hold\n",
-              wait_s, held);
-          std::fflush(stdout);
-        },
-        /*droppable=*/false);
-  }
-  const auto all_idle = [&] {
-    return std::all_of(dirs.begin(), dirs.end(), [](BridgeDirection* d) { return d->Idle(); });
-  };
-  while (Now() < drain_end && !all_idle()) {
-    const Tsc now = Now();
-    unsigned moved = 0;
-    for (auto* d : dirs) moved += d->Poll(now, /*receive=*/false);
-    if (!moved) sleep_idle(now);
-  }
+  Drain(dirs, longest_s, tsc_hz, table);
   for (auto* d : dirs) d->Stop();
   const double stopped_s = static_cast<double>(Now() - start) / tsc_hz;
   PublishDirections(dirs, stopped_s, "stopped", /*wait=*/true);
   for (Output* o : outputs) o->reporter().Finish();  // written before the summary
-  fmt::print("\nstopped after {:.1f} s\n", stopped_s);
-  bool balanced = true;
-  unsigned freed = 0;
-  nlohmann::json last_event = {
-      {"at_s", stopped_s},
-      {"state", StopRequested() ? "stopped by a signal" : "duration reached"},
-      {"directions", nlohmann::json::array()}};
-  for (size_t i = 0; i < dirs.size(); ++i) {
-    const DirectionCounts c = dirs[i]->Counts();
-    total[i].Merge(dirs[i]->TakeLatency());
-    PrintSummary(*dirs[i], c, total[i]);
-    if (stream)
-      last_event["directions"].push_back(DirectionJson(*dirs[i], c, nullptr, 0, total[i]));
-    balanced &= c.Balanced();
-    freed += dirs[i]->Purge();
-  }
-  last_event["balanced"] = balanced;
-  last_event["freed_at_exit"] = freed;
-  last_event["intervals_not_written"] = events.reporter().dropped();
-  stream.Event("end", std::move(last_event));
-  if (freed) fmt::print("{} frames still queued or in a link at exit were freed\n", freed);
-  SayIntervalsNotWritten(table.reporter().dropped(), events.reporter().dropped(), stats_s);
-  return balanced;
+  return Summarise(dirs, total, stopped_s, stats_s, stream, table.reporter().dropped(),
+                   events.reporter().dropped());
 }
 
 // What the port itself counted: frames it missed (its RX ring full) are in the books above as
