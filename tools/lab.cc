@@ -17,6 +17,7 @@
 #include <regex>
 #include <sstream>
 #include <thread>
+#include <variant>
 
 #include "base/error.h"
 #include "base/stop_signals.h"
@@ -452,46 +453,42 @@ int Interrupted(const Names& n, pid_t bridge = 0, pid_t watcher = 0) {
 
 }  // namespace
 
-int LabUp(const LabArgs& a, const std::vector<std::string>& eal_args) {
+// What `lab up` is given, checked before anything is made: the prefix, root, the bridge's MTU (the
+// veths'), and no lab of this prefix up already.
+Result<unsigned> CheckLabUp(const LabArgs& a, const Names& n) {
   if (!ValidPrefix(a.prefix))
-    return Fail(kExitBadInput, Error{EINVAL, fmt::format("--prefix '{}' is not valid; valid: 1 to "
-                                                         "8 lowercase letters or digits (the "
-                                                         "interface names must fit 15 bytes)",
-                                                         a.prefix)});
+    return Error{EINVAL, fmt::format("--prefix '{}' is not valid; valid: 1 to 8 lowercase letters "
+                                     "or digits (the interface names must fit 15 bytes)",
+                                     a.prefix)};
   if (geteuid() != 0)
-    return Fail(kExitBadInput, Error{EPERM,
-                                     "lab up creates network namespaces and veth pairs, "
-                                     "which needs root; valid: run it as root"});
+    return Error{EPERM,
+                 "lab up creates network namespaces and veth pairs, which needs root; valid: run "
+                 "it as root"};
   const unsigned mtu = BridgeMtu(a.bridge_args);
   if (mtu < kMinMtu || mtu > kMaxMtu)
-    return Fail(kExitBadInput, Error{ERANGE, fmt::format("--mtu {} is out of range; valid: {}..{}",
-                                                         mtu, kMinMtu, kMaxMtu)});
-  const Names n(a.prefix);
+    return Error{ERANGE,
+                 fmt::format("--mtu {} is out of range; valid: {}..{}", mtu, kMinMtu, kMaxMtu)};
   if (const auto pid = RecordedBridge(ReadState(n)); pid && RunningBridge(n, *pid))
-    return Fail(kExitBadInput,
-                Error{EEXIST, fmt::format("lab '{}' is up already (bridge pid {}); valid: txbatch "
-                                          "lab down --prefix {} first, or another --prefix",
-                                          a.prefix, *pid, a.prefix)});
-  (void)Remove(n);  // what a crashed lab of this name recorded
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  for (const int sig : kStopSignals) sigaction(sig, &sa, nullptr);  // SIGHUP: a closed terminal
-  const auto fail = [&](const Error& e) {
-    (void)Remove(n);
-    return Fail(e.err == ENOENT || e.err == EEXIST ? kExitBadInput : kExitInternal, e);
-  };
-  std::error_code ec;
-  fs::create_directories(n.dir, ec);
-  if (ec)
-    return fail(
-        Error{ec.value(), fmt::format("cannot create {}: {}", n.dir.string(), ec.message())});
-  if (Status s = MakeSide(n, n.ns_a, n.in_a, n.host_a, kLabAddrA, mtu); !s) return fail(s.error());
-  if (g_signal) return Interrupted(n);
-  if (Status s = MakeSide(n, n.ns_b, n.in_b, n.host_b, kLabAddrB, mtu); !s) return fail(s.error());
-  if (g_signal) return Interrupted(n);
+    return Error{EEXIST, fmt::format("lab '{}' is up already (bridge pid {}); valid: txbatch lab "
+                                     "down --prefix {} first, or another --prefix",
+                                     a.prefix, *pid, a.prefix)};
+  return mtu;
+}
 
+// A step of `lab up` failed: what it made is removed; a missing tool or a lab up already is bad
+// input, anything else internal.
+int Failed(const Names& n, const Error& e) {
+  (void)Remove(n);
+  return Fail(e.err == ENOENT || e.err == EEXIST ? kExitBadInput : kExitInternal, e);
+}
+
+// The bridge between the two host ends, started under a watcher process that records its exit
+// (WatchBridge): its pid and the watcher's, recorded; else the exit status of the failure.
+struct StartedBridge {
+  pid_t pid = -1, watcher = -1;
+};
+std::variant<StartedBridge, int> StartBridge(const LabArgs& a, const Names& n,
+                                             const std::vector<std::string>& eal_args) {
   std::vector<std::string> argv = {"txbatch",  "bridge",
                                    "--port-a", "net_af_packet0,iface=" + n.host_a,
                                    "--port-b", "net_af_packet1,iface=" + n.host_b};
@@ -500,15 +497,15 @@ int LabUp(const LabArgs& a, const std::vector<std::string>& eal_args) {
     argv.push_back("--");
     argv.insert(argv.end(), eal_args.begin(), eal_args.end());
   }
-  if (Status s = Record(n, "file", n.log_file.string()); !s) return fail(s.error());
-  if (Status s = Record(n, "file", n.exit_file.string()); !s) return fail(s.error());
+  if (Status s = Record(n, "file", n.log_file.string()); !s) return Failed(n, s.error());
+  if (Status s = Record(n, "file", n.exit_file.string()); !s) return Failed(n, s.error());
   std::vector<char*> args;
   for (auto& s : argv) args.push_back(s.data());
   args.push_back(nullptr);
   int pid_pipe[2];
-  if (pipe2(pid_pipe, O_CLOEXEC) != 0) return fail(Error{errno, "cannot create a pipe"});
+  if (pipe2(pid_pipe, O_CLOEXEC) != 0) return Failed(n, Error{errno, "cannot create a pipe"});
   const pid_t watcher = fork();
-  if (watcher < 0) return fail(Error{errno, "cannot fork the bridge"});
+  if (watcher < 0) return Failed(n, Error{errno, "cannot fork the bridge"});
   if (watcher == 0) WatchBridge(n, args, pid_pipe[1]);
   close(pid_pipe[1]);
   pid_t pid = -1;
@@ -518,16 +515,22 @@ int LabUp(const LabArgs& a, const std::vector<std::string>& eal_args) {
   close(pid_pipe[0]);
   if (got != sizeof pid || pid <= 0) {
     waitpid(watcher, nullptr, 0);
-    return fail(Error{EAGAIN, "cannot fork the bridge"});
+    return Failed(n, Error{EAGAIN, "cannot fork the bridge"});
   }
   if (Status s = Record(n, "bridge", std::to_string(pid)); !s) {
     kill(pid, SIGKILL);
     waitpid(watcher, nullptr, 0);
-    return fail(s.error());
+    return Failed(n, s.error());
   }
   std::ofstream(n.pid_file) << pid << "\n";  // for whoever wants the pid alone
-  if (Status s = Record(n, "file", n.pid_file.string()); !s) return fail(s.error());
-  // Up when the bridge says it forwards; its own sentence if it exits first.
+  if (Status s = Record(n, "file", n.pid_file.string()); !s) return Failed(n, s.error());
+  return StartedBridge{pid, watcher};
+}
+
+// Up when the bridge says it forwards (within 30 s: EAL's start-up and the ports' links); its own
+// sentence if it exits first. kExitOk, or the exit status of the failure.
+int AwaitForwarding(const Names& n, const StartedBridge& b) {
+  const pid_t pid = b.pid, watcher = b.watcher;
   bool forwarding = false;
   for (int i = 0; i < 600 && !forwarding; ++i) {  // 30 s: EAL start-up and the ports' links
     if (g_signal) return Interrupted(n, pid, watcher);
@@ -546,9 +549,15 @@ int LabUp(const LabArgs& a, const std::vector<std::string>& eal_args) {
   }
   if (g_signal) return Interrupted(n, pid, watcher);
   if (!forwarding)
-    return fail(Error{ETIMEDOUT, fmt::format("the bridge did not start forwarding within 30 s; "
-                                             "see {}",
-                                             n.log_file.string())});
+    return Failed(n, Error{ETIMEDOUT,
+                           fmt::format("the bridge did not start forwarding within 30 s; see {}",
+                                       n.log_file.string())});
+  return kExitOk;
+}
+
+// What is up, and how to use it: the namespaces, addresses and the bridge, the link, the
+// offloads turned off, TCP's congestion control there, and the commands.
+void PrintLabUp(const LabArgs& a, const Names& n, pid_t pid, unsigned mtu) {
   const std::string link_line = [&] {
     const std::string t = Slurp(n.log_file);
     const size_t at = t.find("link a>b:");
@@ -582,6 +591,34 @@ int LabUp(const LabArgs& a, const std::vector<std::string>& eal_args) {
              n.ns_a, kLabAddrB);
   fmt::print("  bridge log (statistics every second): {}\n", n.log_file.string());
   fmt::print("  stop and remove it all: txbatch lab down --prefix {}\n", a.prefix);
+}
+
+int LabUp(const LabArgs& a, const std::vector<std::string>& eal_args) {
+  const Names n(a.prefix);
+  auto mtu = CheckLabUp(a, n);
+  if (!mtu) return Fail(kExitBadInput, mtu.error());
+  (void)Remove(n);  // what a crashed lab of this name recorded
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  for (const int sig : kStopSignals) sigaction(sig, &sa, nullptr);  // SIGHUP: a closed terminal
+  std::error_code ec;
+  fs::create_directories(n.dir, ec);
+  if (ec)
+    return Failed(
+        n, Error{ec.value(), fmt::format("cannot create {}: {}", n.dir.string(), ec.message())});
+  if (Status s = MakeSide(n, n.ns_a, n.in_a, n.host_a, kLabAddrA, *mtu); !s)
+    return Failed(n, s.error());
+  if (g_signal) return Interrupted(n);
+  if (Status s = MakeSide(n, n.ns_b, n.in_b, n.host_b, kLabAddrB, *mtu); !s)
+    return Failed(n, s.error());
+  if (g_signal) return Interrupted(n);
+  const auto bridge = StartBridge(a, n, eal_args);
+  if (const int* failed = std::get_if<int>(&bridge)) return *failed;
+  const StartedBridge& b = std::get<StartedBridge>(bridge);
+  if (const int up = AwaitForwarding(n, b); up != kExitOk) return up;
+  PrintLabUp(a, n, b.pid, *mtu);
   return kExitOk;
 }
 
