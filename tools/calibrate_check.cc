@@ -169,6 +169,41 @@ bool CheckHolds(const CheckTally& t) {
   return t.cells > 0 && t.agree == t.cells && t.same == t.judged;
 }
 
+namespace {
+
+// The check's table, a row a cell (both engines' Mpps and cycles/pkt, their ratios, the sleeps,
+// the verdict and batching's on each engine), and the tally under it.
+void PrintCheckTable(const std::vector<CheckRow>& rows, const CheckTally& t, unsigned cpus) {
+  fmt::print(
+      "\n{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>19} {:>7} {:>6} {:>8} {:>8} {:>6} "
+      "{:>13}  {:<28} {}\n",
+      "driver", "prot", "size", "procs", "sync", "runner", "batch", "real Mpps (spread)", "sim",
+      "s/r", "real cyc", "sim cyc", "s/r", "sleeps/kpkt", "verdict", "batching real / sim");
+  for (const CheckRow& r : rows) {
+    const bool judged = !r.batching_real.empty();
+    fmt::print(
+        "{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>7.3f} ({:.2f}-{:.2f}) {:>7.3f} {:>6.2f} "
+        "{:>8.0f} {:>8.0f} {:>6.2f} {:>6.1f}/{:<6.1f}  {:<28} {}\n",
+        r.cell.driver, ProtoName(r.cell.proto), r.cell.size, r.cell.procs,
+        r.cell.shape.nolock ? "nolock" : "rootlock",
+        r.cell.shape.dedicated ? "dedicated" : "inline", r.cell.policy.ToString(), r.real_mpps,
+        r.real_lo, r.real_hi, r.sim_mpps, r.real_mpps > 0 ? r.sim_mpps / r.real_mpps : 0.0,
+        r.real_cycles, r.sim_cycles, r.real_cycles > 0 ? r.sim_cycles / r.real_cycles : 0.0,
+        r.real_sleeps, r.sim_sleeps, r.why,
+        judged ? fmt::format("{} / {}{}", r.batching_real, r.batching_sim,
+                             r.batching_real == r.batching_sim ? "" : "  (differ)")
+               : std::string());
+  }
+  fmt::print(
+      "\n{} of {} cells agree (Mpps and cycles/pkt within 15 % with no more threads than the {} "
+      "CPUs, within 30 % or inside the real rounds' Mpps spread beyond); batching's verdict the "
+      "same on both engines in {} of {} ({} of the {} the real rounds decided: not "
+      "inconclusive).\n",
+      t.agree, t.cells, cpus, t.same, t.judged, t.decisive_same, t.decisive);
+}
+
+}  // namespace
+
 int CheckCommand(const CalibrateArgs& args, const EalUserArgs& eal_user_args, RunEnv env,
                  EalMemory memory, const std::optional<OutputFile>& json) {
   // The grid needs the machine's CPUs before EAL runs: what this process may run on.
@@ -244,32 +279,7 @@ int CheckCommand(const CalibrateArgs& args, const EalUserArgs& eal_user_args, Ru
   const auto rows =
       CheckRows(records, cpus, filtered ? std::span<const int>{same} : std::span<const int>{});
   const CheckTally t = Tally(rows);
-  fmt::print(
-      "\n{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>19} {:>7} {:>6} {:>8} {:>8} {:>6} "
-      "{:>13}  {:<28} {}\n",
-      "driver", "prot", "size", "procs", "sync", "runner", "batch", "real Mpps (spread)", "sim",
-      "s/r", "real cyc", "sim cyc", "s/r", "sleeps/kpkt", "verdict", "batching real / sim");
-  for (const CheckRow& r : rows) {
-    const bool judged = !r.batching_real.empty();
-    fmt::print(
-        "{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>7.3f} ({:.2f}-{:.2f}) {:>7.3f} {:>6.2f} "
-        "{:>8.0f} {:>8.0f} {:>6.2f} {:>6.1f}/{:<6.1f}  {:<28} {}\n",
-        r.cell.driver, ProtoName(r.cell.proto), r.cell.size, r.cell.procs,
-        r.cell.shape.nolock ? "nolock" : "rootlock",
-        r.cell.shape.dedicated ? "dedicated" : "inline", r.cell.policy.ToString(), r.real_mpps,
-        r.real_lo, r.real_hi, r.sim_mpps, r.real_mpps > 0 ? r.sim_mpps / r.real_mpps : 0.0,
-        r.real_cycles, r.sim_cycles, r.real_cycles > 0 ? r.sim_cycles / r.real_cycles : 0.0,
-        r.real_sleeps, r.sim_sleeps, r.why,
-        judged ? fmt::format("{} / {}{}", r.batching_real, r.batching_sim,
-                             r.batching_real == r.batching_sim ? "" : "  (differ)")
-               : std::string());
-  }
-  fmt::print(
-      "\n{} of {} cells agree (Mpps and cycles/pkt within 15 % with no more threads than the {} "
-      "CPUs, within 30 % or inside the real rounds' Mpps spread beyond); batching's verdict the "
-      "same on both engines in {} of {} ({} of the {} the real rounds decided: not "
-      "inconclusive).\n",
-      t.agree, t.cells, cpus, t.same, t.judged, t.decisive_same, t.decisive);
+  PrintCheckTable(rows, t, cpus);
   nlohmann::json doc = ToJson(records, session->env);
   if (!probed.empty()) {
     nlohmann::json machine = nlohmann::json::array();
