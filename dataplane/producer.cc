@@ -127,6 +127,169 @@ class MbufStash {
   unsigned next_ = 0, count_ = 0;
 };
 
+// One producer thread's writes: each of its flows a socket of its own (its frames' ports and
+// sequence, its corked remainder), its pace, and under --qdisc none its own batch.
+class Producer {
+ public:
+  Producer(const ProducerConfig& cfg, unsigned index, unsigned first_flow, rte_mempool* pool,
+           TxQueue& queue, const std::atomic<bool>& stop, std::span<ProducerStats> stats)
+      : cfg_(cfg),
+        first_flow_(first_flow),
+        pool_(pool),
+        queue_(queue),
+        stop_(stop),
+        stats_(stats),
+        thread_stats_(stats[0]),
+        flows_(std::max(1u, cfg.flows)),
+        interval_(cfg.pps_per_producer > 0 ? cfg.tsc_hz / cfg.pps_per_producer : 0),
+        own_(cfg.own_batches),
+        stash_(pool),
+        clock_per_frame_(cfg.stamp || interval_ > 0 ||
+                         (own_ != nullptr && own_->FlushBy(0) != kNever)) {
+    // At full speed a flow always has data in flight: a GSO frame short of the goal waits.
+    for (unsigned k = 0; k < flows_; ++k) {
+      const unsigned f = first_flow + k;
+      builders_.emplace_back(cfg.proto, static_cast<uint16_t>(f), cfg.track_stages,
+                             f < cfg.first_seq.size() ? cfg.first_seq[f] : 0);
+      stats[k].next_seq.store(builders_.back().next_seq());
+      segmenters_.emplace_back(cfg.proto, cfg.size, cfg.mtu, cfg.gso_frames,
+                               /*defer=*/cfg.pps_per_producer == 0);
+    }
+    mss_ = segmenters_[0].mss();
+    // Producers start evenly staggered within one interval.
+    next_ = static_cast<double>(Now()) + interval_ * index / std::max(1u, cfg.procs);
+  }
+
+  // Writes until `stop`, one write a flow in turn; then the corked remainders and what is left
+  // of its own batch go (or are dropped) before the producer ends.
+  void Run() {
+    const auto send = [this](unsigned payload) { Send(payload); };
+    unsigned turn = 0;  // whose turn the next write is, of this producer's flows
+    while (!stop_.load(std::memory_order_relaxed)) {
+      // Under TSQ, to the next socket that may send.
+      cur_ = flows_ == 1 ? 0 : NextFlow(turn, flows_, [&](unsigned k) {
+        return cfg_.tsq != nullptr && cfg_.tsq->Throttled(first_flow_ + k);
+      });
+      turn = cur_ + 1;
+      segmenters_[cur_].Write(send);
+      // The write is done when its last frame was built: that frame's stamp is the clock.
+      if (own_ != nullptr) MaybeFlush(true, last_now_);
+    }
+    for (cur_ = 0; cur_ < flows_; ++cur_) segmenters_[cur_].Flush(send);
+    if (own_ != nullptr && !batch_.empty()) FlushFor(FlushTrigger::kEnd);
+    stash_.Release();
+    for (unsigned k = 0; k < flows_; ++k) stats_[k].next_seq.store(builders_[k].next_seq());
+  }
+
+ private:
+  // Waits for the frame's turn at the pace (in wire frames: a GSO frame waits for as many
+  // intervals as it has segments), firing its own batch's drain timer meanwhile.
+  void Pace(unsigned payload) {
+    while (!stop_.load(std::memory_order_relaxed)) {
+      const Tsc now = Now();
+      if (!batch_.empty() && now >= own_->FlushBy(first_))
+        FlushFor(FlushTrigger::kTimer);  // the drain timer
+      double until = next_;
+      if (!batch_.empty()) until = std::min(until, static_cast<double>(own_->FlushBy(first_)));
+      const double ahead = (until - static_cast<double>(now)) * 1e9 / cfg_.tsc_hz;
+      if (ahead <= 0 && until >= next_) break;
+      if (ahead > 0) SleepNs(std::min(ahead, kPaceSliceNs));
+    }
+    next_ += interval_ * SlicesOf(payload, mss_);
+  }
+
+  // One frame of the write in hand, to flow cur_: paced, past TSQ, built and sent (or batched).
+  void Send(unsigned payload) {
+    const unsigned flow = first_flow_ + cur_;
+    if (interval_ > 0) Pace(payload);
+    // tcp_small_queue_check: with too much below the socket, wait for completions.
+    if (cfg_.tsq != nullptr && cfg_.tsq->Throttled(flow)) {
+      stats_[cur_].tsq_waits.Add();
+      cfg_.tsq->WaitForRoom(flow);
+    }
+    // A GSO frame takes an mbuf per slice (gso.h), all or none at once: producers that each
+    // held part of a frame in a short pool would wait for each other for ever.
+    const unsigned slices = SlicesOf(payload, mss_);
+    std::array<rte_mbuf*, kMaxGsoSegs> chain;
+    const bool got = slices == 1 ? (chain[0] = stash_.Take()) != nullptr
+                                 : rte_pktmbuf_alloc_bulk(pool_, chain.data(), slices) == 0;
+    if (!got) {
+      thread_stats_.alloc_failures.Add();
+      SleepNs(kAllocBackoffNs);
+      return;
+    }
+    // One TSC read per frame: its stamp, the start of a batch and the policy's clock.
+    const Tsc now = clock_per_frame_ ? Now() : 0;
+    last_now_ = now;
+    // Without timing the frame carries no stamp, even where pacing read the clock: a receiver
+    // takes every frame of a --no-timing sender alike (kNoTxStamp: counted, no latency).
+    rte_mbuf* const m = builders_[cur_].BuildSlices({chain.data(), slices}, payload, mss_,
+                                                    cfg_.stamp ? now : kNoTxStamp);
+    stats_[cur_].generated.Add(slices);
+    if (own_ == nullptr) {
+      if (cfg_.tsq != nullptr) cfg_.tsq->Charge(flow, payload, slices);
+      if (!queue_.Send(m, kProducerBand)) {
+        builders_[cur_].Unbuild(payload, slices);
+        if (cfg_.tsq != nullptr) cfg_.tsq->Uncharge(flow, payload, slices);
+      }
+      return;
+    }
+    if (batch_.empty()) first_ = now;
+    batch_.Push(m);
+    MaybeFlush(false, now);
+  }
+
+  // --qdisc none: its own batch to the driver.
+  void Flush() {
+    // Its own batch is the producer's until now: TSQ charges it as it goes below the socket.
+    if (cfg_.tsq != nullptr)
+      for (rte_mbuf* m : batch_.frames()) cfg_.tsq->Charge(FlowOf(m), m);
+    queue_.SendBatch(batch_);
+    if (batch_.empty()) return;
+    // Refused: dropped (counted by the queue). They are the batch's tail, so each is its flow's
+    // newest: their sequence numbers go back and the receiver's gaps keep meaning loss after
+    // the driver.
+    for (auto it = batch_.frames().rbegin(); it != batch_.frames().rend(); ++it)
+      builders_[FlowOf(*it) - first_flow_].Unbuild(PayloadBytes(*it), WireFrames(*it));
+    if (cfg_.tsq != nullptr)
+      for (rte_mbuf* m : batch_.frames()) cfg_.tsq->Uncharge(FlowOf(m), m);
+    rte_pktmbuf_free_bulk(batch_.frames().data(), batch_.size());
+    batch_.Clear();
+  }
+  void FlushFor(FlushTrigger why) {
+    thread_stats_.flush_triggers[static_cast<size_t>(why)].Add();
+    Flush();
+  }
+  void MaybeFlush(bool write_done, Tsc now) {
+    if (own_ == nullptr) return;
+    if (const FlushTrigger why = own_->Trigger(batch_.size(), first_, now, write_done);
+        why != FlushTrigger::kNone)
+      FlushFor(why);
+  }
+
+  const ProducerConfig& cfg_;
+  const unsigned first_flow_;
+  rte_mempool* const pool_;
+  TxQueue& queue_;
+  const std::atomic<bool>& stop_;
+  const std::span<ProducerStats> stats_;
+  ProducerStats& thread_stats_;  // the thread's own counters: on its first flow's
+  const unsigned flows_;
+  const double interval_;      // TSC between frames at the pace; 0: flat out
+  const FlushPolicy* const own_;  // --qdisc none: the producer's own batching policy
+  std::vector<FrameBuilder> builders_;
+  std::vector<Segmenter> segmenters_;
+  unsigned mss_ = 0;
+  double next_ = 0;      // when the next frame is due at the pace
+  unsigned cur_ = 0;     // the flow (of this producer's) the write in hand goes to
+  Batch batch_;          // --qdisc none: its own batch, and when its first was buffered
+  Tsc first_ = 0;
+  MbufStash stash_;
+  Tsc last_now_ = 0;     // the stamp of the frame built last
+  // Whether anything reads the clock a frame: the stamp, the pacing, a buffer's drain timer.
+  const bool clock_per_frame_;
+};
+
 }  // namespace
 
 void RunProducer(const ProducerConfig& cfg, unsigned index, unsigned first_flow, rte_mempool* pool,
@@ -137,129 +300,7 @@ void RunProducer(const ProducerConfig& cfg, unsigned index, unsigned first_flow,
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   ProducerStats& thread_stats = stats[0];  // the thread's own counters: on its first flow's
   thread_stats.registered = rte_thread_register() == 0;
-  const unsigned flows = std::max(1u, cfg.flows);
-  // Each flow a socket of its own: its frames (ports, sequence) and its corked remainder. At
-  // full speed a flow always has data in flight: a GSO frame short of the goal waits.
-  std::vector<FrameBuilder> builders;
-  std::vector<Segmenter> segmenters;
-  for (unsigned k = 0; k < flows; ++k) {
-    const unsigned f = first_flow + k;
-    builders.emplace_back(cfg.proto, static_cast<uint16_t>(f), cfg.track_stages,
-                          f < cfg.first_seq.size() ? cfg.first_seq[f] : 0);
-    stats[k].next_seq.store(builders.back().next_seq());
-    segmenters.emplace_back(cfg.proto, cfg.size, cfg.mtu, cfg.gso_frames,
-                            /*defer=*/cfg.pps_per_producer == 0);
-  }
-  const unsigned mss = segmenters[0].mss();
-  const double interval = cfg.pps_per_producer > 0 ? cfg.tsc_hz / cfg.pps_per_producer : 0;
-  // Producers start evenly staggered within one interval.
-  double next = static_cast<double>(Now()) + interval * index / std::max(1u, cfg.procs);
-  unsigned cur = 0;  // the flow (of this producer's) the write in hand goes to
-
-  // --qdisc none: this producer's own batch (its flows' frames), and when its first was buffered.
-  const FlushPolicy* own = cfg.own_batches;
-  Batch batch;
-  Tsc first = 0;
-  const auto flush = [&] {
-    // Its own batch is the producer's until now: TSQ charges it as it goes below the socket.
-    if (cfg.tsq != nullptr)
-      for (rte_mbuf* m : batch.frames()) cfg.tsq->Charge(FlowOf(m), m);
-    queue.SendBatch(batch);
-    if (batch.empty()) return;
-    // Refused: dropped (counted by the queue). They are the batch's tail, so each is its flow's
-    // newest: their sequence numbers go back and the receiver's gaps keep meaning loss after
-    // the driver.
-    for (auto it = batch.frames().rbegin(); it != batch.frames().rend(); ++it)
-      builders[FlowOf(*it) - first_flow].Unbuild(PayloadBytes(*it), WireFrames(*it));
-    if (cfg.tsq != nullptr)
-      for (rte_mbuf* m : batch.frames()) cfg.tsq->Uncharge(FlowOf(m), m);
-    rte_pktmbuf_free_bulk(batch.frames().data(), batch.size());
-    batch.Clear();
-  };
-  const auto flush_for = [&](FlushTrigger why) {
-    thread_stats.flush_triggers[static_cast<size_t>(why)].Add();
-    flush();
-  };
-  const auto maybe_flush = [&](bool write_done, Tsc now) {
-    if (own == nullptr) return;
-    if (const FlushTrigger why = own->Trigger(batch.size(), first, now, write_done);
-        why != FlushTrigger::kNone)
-      flush_for(why);
-  };
-  MbufStash stash(pool);
-  Tsc last_now = 0;  // the stamp of the frame built last
-  // Whether anything reads the clock a frame: the stamp, the pacing, a buffer's drain timer.
-  const bool clock_per_frame =
-      cfg.stamp || interval > 0 || (own != nullptr && own->FlushBy(0) != kNever);
-
-  const auto send = [&](unsigned payload) {
-    const unsigned flow = first_flow + cur;
-    if (interval > 0) {
-      while (!stop.load(std::memory_order_relaxed)) {
-        const Tsc now = Now();
-        if (!batch.empty() && now >= own->FlushBy(first))
-          flush_for(FlushTrigger::kTimer);  // the drain timer
-        double until = next;
-        if (!batch.empty()) until = std::min(until, static_cast<double>(own->FlushBy(first)));
-        const double ahead = (until - static_cast<double>(now)) * 1e9 / cfg.tsc_hz;
-        if (ahead <= 0 && until >= next) break;
-        if (ahead > 0) SleepNs(std::min(ahead, kPaceSliceNs));
-      }
-      // The pace is in wire frames: a GSO frame waits for as many intervals as it has segments.
-      next += interval * SlicesOf(payload, mss);
-    }
-    // tcp_small_queue_check: with too much below the socket, wait for completions.
-    if (cfg.tsq != nullptr && cfg.tsq->Throttled(flow)) {
-      stats[cur].tsq_waits.Add();
-      cfg.tsq->WaitForRoom(flow);
-    }
-    // A GSO frame takes an mbuf per slice (gso.h), all or none at once: producers that each
-    // held part of a frame in a short pool would wait for each other for ever.
-    const unsigned slices = SlicesOf(payload, mss);
-    std::array<rte_mbuf*, kMaxGsoSegs> chain;
-    const bool got = slices == 1 ? (chain[0] = stash.Take()) != nullptr
-                                 : rte_pktmbuf_alloc_bulk(pool, chain.data(), slices) == 0;
-    if (!got) {
-      thread_stats.alloc_failures.Add();
-      SleepNs(kAllocBackoffNs);
-      return;
-    }
-    // One TSC read per frame: its stamp, the start of a batch and the policy's clock.
-    const Tsc now = clock_per_frame ? Now() : 0;
-    last_now = now;
-    // Without timing the frame carries no stamp, even where pacing read the clock: a receiver
-    // takes every frame of a --no-timing sender alike (kNoTxStamp: counted, no latency).
-    rte_mbuf* const m = builders[cur].BuildSlices({chain.data(), slices}, payload, mss,
-                                                  cfg.stamp ? now : kNoTxStamp);
-    stats[cur].generated.Add(slices);
-    if (own == nullptr) {
-      if (cfg.tsq != nullptr) cfg.tsq->Charge(flow, payload, slices);
-      if (!queue.Send(m, kProducerBand)) {
-        builders[cur].Unbuild(payload, slices);
-        if (cfg.tsq != nullptr) cfg.tsq->Uncharge(flow, payload, slices);
-      }
-      return;
-    }
-    if (batch.empty()) first = now;
-    batch.Push(m);
-    maybe_flush(false, now);
-  };
-  unsigned turn = 0;  // whose turn the next write is, of this producer's flows
-  while (!stop.load(std::memory_order_relaxed)) {
-    // One write a flow in turn; under TSQ, to the next socket that may send.
-    cur = flows == 1 ? 0 : NextFlow(turn, flows, [&](unsigned k) {
-      return cfg.tsq != nullptr && cfg.tsq->Throttled(first_flow + k);
-    });
-    turn = cur + 1;
-    segmenters[cur].Write(send);
-    // The write is done when its last frame was built: that frame's stamp is the clock.
-    if (own != nullptr) maybe_flush(true, last_now);
-  }
-  for (cur = 0; cur < flows; ++cur) segmenters[cur].Flush(send);
-  // Whatever is left goes (or is dropped) before the producer ends.
-  if (own != nullptr && !batch.empty()) flush_for(FlushTrigger::kEnd);
-  stash.Release();
-  for (unsigned k = 0; k < flows; ++k) stats[k].next_seq.store(builders[k].next_seq());
+  Producer(cfg, index, first_flow, pool, queue, stop, stats).Run();
   if (thread_stats.registered) rte_thread_unregister();
 }
 
