@@ -112,39 +112,9 @@ void VerbsTx::Break() {
   qp_->Flush();  // what is outstanding completes flushed; Complete reaps it
 }
 
-uint16_t VerbsTx::Xmit(std::span<rte_mbuf* const> frames) {
-  if (frames.empty()) return 0;
-  counters_.xmit_calls.Add();
-  counters_.offered.Add(frames.size());
-  if (broken_) {
-    // Nothing can be sent any more: drop, counted, so the run drains and its books close.
-    for (rte_mbuf* m : frames) rte_pktmbuf_free(m);
-    vc_.dropped_broken.Add(frames.size());
-    counters_.accepted.Add(frames.size());
-    return static_cast<uint16_t>(frames.size());
-  }
-  if (recovering_) {
-    stopped_ = true;  // until the QP is back in RTS (Complete)
-    counters_.stops.Add();
-    return 0;
-  }
-  // Counted where the driver accepts them (counted_at driver), with the link's headers (IB or
-  // RoCE v2).
-  const Tsc now = Now();
-  const bool count_here = window_.Contains(now);
-
-  // Frames outside registered memory lead the batch only (never in txbatch's own runs): drop
-  // them, counted; one met after the chain has started ends the chain, so one post per call.
-  size_t skipped = 0;
-  while (skipped < frames.size()) {
-    const auto* data = rte_pktmbuf_mtod(frames[skipped], const uint8_t*);
-    if (LkeyOf(data) && rte_pktmbuf_data_len(frames[skipped]) >= kEthHeaderBytes) break;
-    rte_pktmbuf_free(frames[skipped++]);
-    vc_.unregistered.Add();
-  }
-  const unsigned room = FreeSlots();
+unsigned VerbsTx::BuildChain(std::span<rte_mbuf* const> frames, size_t first, unsigned room) {
   unsigned built = 0;
-  for (size_t f = skipped; f < frames.size() && built < room; ++f) {
+  for (size_t f = first; f < frames.size() && built < room; ++f) {
     rte_mbuf* m = frames[f];
     const auto* data = rte_pktmbuf_mtod(m, const uint8_t*);
     const unsigned len = rte_pktmbuf_data_len(m);
@@ -177,6 +147,40 @@ uint16_t VerbsTx::Xmit(std::span<rte_mbuf* const> frames) {
       wrs_[i].send_flags |= IBV_SEND_SIGNALED;
       since = 0;
     }
+  return built;
+}
+
+uint16_t VerbsTx::Xmit(std::span<rte_mbuf* const> frames) {
+  if (frames.empty()) return 0;
+  counters_.xmit_calls.Add();
+  counters_.offered.Add(frames.size());
+  if (broken_) {
+    // Nothing can be sent any more: drop, counted, so the run drains and its books close.
+    for (rte_mbuf* m : frames) rte_pktmbuf_free(m);
+    vc_.dropped_broken.Add(frames.size());
+    counters_.accepted.Add(frames.size());
+    return static_cast<uint16_t>(frames.size());
+  }
+  if (recovering_) {
+    stopped_ = true;  // until the QP is back in RTS (Complete)
+    counters_.stops.Add();
+    return 0;
+  }
+  // Counted where the driver accepts them (counted_at driver), with the link's headers (IB or
+  // RoCE v2).
+  const Tsc now = Now();
+  const bool count_here = window_.Contains(now);
+
+  // Frames outside registered memory lead the batch only (never in txbatch's own runs): drop
+  // them, counted; one met after the chain has started ends the chain, so one post per call.
+  size_t skipped = 0;
+  while (skipped < frames.size()) {
+    const auto* data = rte_pktmbuf_mtod(frames[skipped], const uint8_t*);
+    if (LkeyOf(data) && rte_pktmbuf_data_len(frames[skipped]) >= kEthHeaderBytes) break;
+    rte_pktmbuf_free(frames[skipped++]);
+    vc_.unregistered.Add();
+  }
+  const unsigned built = BuildChain(frames, skipped, FreeSlots());
   unsigned posted = 0;
   int rc = 0;
   if (built > 0) {

@@ -102,6 +102,10 @@ class VerbsTx final : public TxDriver, public VerbsReceiver {
   unsigned ReleaseThrough(uint64_t upto);
   unsigned ReapSend();
   void Break();  // the QP refused what it must take: flush it, drop from now on
+  // The chain of send requests for frames[first…], at most `room`, stopping at a frame outside
+  // registered memory: one UD send each (the IPoIB header and the IP packet, inline where it
+  // fits), linked, every signal_every-th and the last signalled. Returns how many were built.
+  unsigned BuildChain(std::span<rte_mbuf* const> frames, size_t first, unsigned room);
   void PostRecvBuffers();
   void FreeAllRecvSlots();  // every receive slot unposted (at construction and after a purge)
 
