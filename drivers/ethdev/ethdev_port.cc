@@ -1,6 +1,6 @@
-// An ethdev port as a TxDriver.
+// An ethdev port as a TxDriver, and the ports txbatch makes or attaches for a run (ring pairs and
+// loopbacks, a memif pair, devargs, EAL's ports); the bridge's are forwarding_port.cc's.
 #include <fmt/format.h>
-#include <net/if.h>
 #include <rte_bus.h>
 #include <rte_dev.h>
 #include <rte_devargs.h>
@@ -9,8 +9,6 @@
 #include <rte_ethdev.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,7 +18,6 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <numeric>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -32,8 +29,8 @@
 #include "dataplane/eal.h"
 #include "dataplane/frame.h"
 #include "drivers/ethdev/ethdev.h"
+#include "drivers/ethdev/port_setup.h"
 #include "drivers/ethdev/ring_size.h"
-#include "drivers/ethdev/socket_drops.h"
 #include "drivers/ethdev/tx_checksum.h"
 
 namespace txbatch::ethdev {
@@ -42,11 +39,6 @@ namespace {
 using Drivers = std::vector<std::unique_ptr<TxDriver>>;
 
 constexpr uint16_t kRxBurst = 64;
-// How long a port may take to report link up before the run gives up on it.
-constexpr double kLinkWaitS = 3.0;
-// How long a port whose frames leave on another party's time (a memif peer's reads, a virtio
-// backend's) waits for that party to take what the PMD accepted, before the port stops.
-constexpr double kLingerS = 0.2;
 // How often the completion role polls RX (and retries a full TX ring): ports have no
 // completion interrupt here, so the txirq thread polls at this interval while frames are out.
 constexpr double kPollNs = 20e3;
@@ -77,88 +69,6 @@ std::map<uint16_t, std::string>& LostPorts() {
   static std::map<uint16_t, std::string> lost;
   return lost;
 }
-
-// A port EAL probed on such a PMD, stopped, with mbufs of `pool` still out: closed and probed
-// again, so that every mbuf comes home at the end of the cell (else the books never close, and
-// EAL's cleanup at exit frees them into the pool txbatch already freed: a crash) and the port is
-// there, unconfigured, for the next cell under the same id. If that fails, the next cell's
-// sentence says why the port is gone.
-void GiveBackHeldMbufs(uint16_t port, rte_mempool* pool) {
-  if (pool == nullptr || rte_mempool_in_use_count(pool) == 0) return;
-  rte_eth_dev_info info{};
-  if (rte_eth_dev_info_get(port, &info) != 0 || info.device == nullptr ||
-      !KeepsMbufsUntilClose(info.driver_name))
-    return;
-  rte_device* dev = info.device;
-  const std::string name = rte_dev_name(dev), pmd = info.driver_name;
-  std::string again = name;
-  if (const rte_devargs* da = rte_dev_devargs(dev);
-      da != nullptr && da->args != nullptr && da->args[0] != '\0')
-    again += fmt::format(",{}", da->args);
-  const uint64_t mark = DpdkLogMark();
-  const auto lost = [&](const std::string& why) {
-    LostPorts()[port] = fmt::format(
-        "port {} ({}, {}) was closed to give back the mbufs its PMD "
-        "holds until close, and {}",
-        port, name, pmd, why);
-  };
-  (void)rte_eth_dev_close(port);
-  if (int rc = rte_dev_remove(dev); rc != 0)
-    return lost(fmt::format("could not be removed: {}", Why(mark, -rc)));
-  if (int rc = rte_dev_probe(again.c_str()); rc != 0)
-    return lost(fmt::format("probing it again failed: {}", Why(mark, -rc)));
-  uint16_t now = 0;
-  if (rte_eth_dev_get_port_by_name(name.c_str(), &now) != 0)
-    return lost("probing it again made no port");
-  if (now != port) return lost(fmt::format("came back as port {}", now));
-}
-
-// What a driver instance owns and must give back at the end: ports to stop and close, vdevs to
-// remove, rings to free (an ethdev-pair's cable).
-struct Owned {
-  std::vector<uint16_t> ports;           // created by txbatch: stopped and closed
-  std::vector<uint16_t> borrowed_ports;  // probed by EAL (ethdev:port=N): stopped only, since
-                                         // closing releases the port for the rest of the run
-                                         // (unless its PMD keeps mbufs until close:
-                                         // GiveBackHeldMbufs)
-  std::vector<rte_device*> devices;
-  std::vector<rte_ring*> rings;
-  rte_mempool* pool = nullptr;  // what the borrowed ports' rings take mbufs from
-  void Release() {
-    for (uint16_t p : borrowed_ports) {
-      (void)rte_eth_dev_stop(p);
-      GiveBackHeldMbufs(p, pool);
-    }
-    for (uint16_t p : ports) {
-      (void)rte_eth_dev_stop(p);
-      (void)rte_eth_dev_close(p);
-    }
-    for (rte_device* d : devices) (void)rte_dev_remove(d);
-    for (rte_ring* r : rings) rte_ring_free(r);
-    *this = {};
-  }
-};
-
-// What the TX queues of one port share: the port, released when the last of them goes.
-struct PortOwner {
-  explicit PortOwner(Owned o) : owned(std::move(o)) {}
-  ~PortOwner() {
-    // A memif peer in another process reads the shared rings on its own time, and so does a
-    // virtio device's backend (QEMU's virtio-net from a bottom half, vhost from its thread):
-    // what was accepted may still be in the ring when the cell ends, and stopping or closing
-    // the port drops it (net_virtio's close resets the device: virtio_net_drop_tx_queue_data)
-    // though the books count it sent. Neither PMD says when its ring is empty (no
-    // tx_descriptor_status, no tx_done_cleanup): give the other side a moment (kLingerS), as a
-    // socket's linger does — once for the port, after its last queue went.
-    if (linger && sent) rte_delay_us_sleep(kLingerS * 1e6);
-    owned.Release();
-  }
-  PortOwner(const PortOwner&) = delete;
-  PortOwner& operator=(const PortOwner&) = delete;
-  Owned owned;
-  bool linger = false;  // its frames leave on another party's time (SendsOnItsOwnTime)
-  bool sent = false;    // a queue of it accepted a frame (set as each queue goes)
-};
 
 class EthdevPort final : public TxDriver {
  public:
@@ -374,71 +284,6 @@ class EthdevPort final : public TxDriver {
   static uint64_t Since(uint64_t now, uint64_t base) { return now >= base ? now - base : now; }
 };
 
-// Configures `queues` RX and TX queues and starts the port; does not wait for the link.
-Status ConfigurePort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::string& what,
-                     uint16_t queues = 1) {
-  const uint64_t mark = DpdkLogMark();
-  rte_eth_dev_info info{};
-  if (int rc = rte_eth_dev_info_get(port, &info); rc != 0)
-    return MakeError(-rc, fmt::format("cannot query {}: {}", what, rte_strerror(-rc)));
-  if (queues > info.max_tx_queues || queues > info.max_rx_queues)
-    return MakeError(ENOTSUP, fmt::format("--queues {} is more than {} has: at most {} TX and {} "
-                                          "RX queues; valid there: --queues 1..{}",
-                                          queues, what, info.max_tx_queues, info.max_rx_queues,
-                                          std::min(info.max_tx_queues, info.max_rx_queues)));
-  if (mtu > info.max_mtu || mtu < info.min_mtu)
-    return MakeError(ERANGE, fmt::format("--mtu {} is out of range for {}; valid there: {}..{}",
-                                         mtu, what, info.min_mtu, info.max_mtu));
-  rte_eth_conf conf{};
-  conf.rxmode.mtu = mtu;
-  conf.txmode.offloads = TxChecksumOffloads(info);
-  const auto fail = [&](const char* step, int rc) {
-    return MakeError(-rc, fmt::format("cannot {} {}: {}", step, what, Why(mark, -rc)));
-  };
-  if (int rc = rte_eth_dev_configure(port, queues, queues, &conf); rc != 0) {
-    // The MTU is in the port's range (above): a busy port is one already started, by an
-    // earlier --port or --driver of this process.
-    if (rc == -EBUSY)
-      return MakeError(EBUSY, fmt::format("cannot configure {}: it is already started, given "
-                                          "twice (or as two names); valid: each port once",
-                                          what));
-    return MakeError(-rc, fmt::format("cannot configure {} with {} queue(s) and MTU {}: {}", what,
-                                      queues, mtu, Why(mark, -rc)));
-  }
-  uint16_t rx_desc = kRingSize, tx_desc = kRingSize;
-  (void)rte_eth_dev_adjust_nb_rx_tx_desc(port, &rx_desc, &tx_desc);
-  const int socket = rte_eth_dev_socket_id(port);
-  const unsigned sock =
-      socket < 0 ? static_cast<unsigned>(SOCKET_ID_ANY) : static_cast<unsigned>(socket);
-  for (uint16_t q = 0; q < queues; ++q) {
-    if (int rc = rte_eth_rx_queue_setup(port, q, rx_desc, sock, nullptr, pool); rc != 0)
-      return fail("set up the RX queues of", rc);
-    if (int rc = rte_eth_tx_queue_setup(port, q, tx_desc, sock, nullptr); rc != 0)
-      return fail("set up the TX queues of", rc);
-  }
-  if (int rc = rte_eth_dev_start(port); rc != 0) return fail("start", rc);
-  return {};
-}
-
-// Waits up to kLinkWaitS for the port's link; stops the port if it never comes up.
-Status WaitLinkUp(uint16_t port, const std::string& what, double wait_s = kLinkWaitS,
-                  bool (*give_up)() = nullptr) {
-  const uint64_t deadline = rte_get_tsc_cycles() + static_cast<uint64_t>(wait_s * rte_get_tsc_hz());
-  rte_eth_link link{};
-  while (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == RTE_ETH_LINK_DOWN &&
-         rte_get_tsc_cycles() < deadline) {
-    if (give_up != nullptr && give_up()) return {};
-    rte_delay_ms(10);
-  }
-  if (link.link_status == RTE_ETH_LINK_DOWN) {
-    (void)rte_eth_dev_stop(port);
-    return MakeError(ENETDOWN, fmt::format("the link of {} did not come up within {:g} s; check "
-                                           "the cable, the peer or the interface it attaches to",
-                                           what, wait_s));
-  }
-  return {};
-}
-
 Status StartPort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::string& what,
                  uint16_t queues = 1) {
   if (Status s = ConfigurePort(port, pool, mtu, what, queues); !s) return s;
@@ -574,14 +419,106 @@ Result<Drivers> CreateMemifPair(std::string spec, rte_mempool* pool, unsigned mt
       sinks, window, tsc_hz);
 }
 
-// A port created from devargs or borrowed from EAL, queried but not yet configured.
-struct Attached {
-  uint16_t port = 0;
-  Owned owned;
-  std::string what;         // "port 0 (net_tap0)", for messages
-  std::string driver_name;  // the PMD's
-  bool virtual_dev = false;
-};
+}  // namespace
+
+// A port EAL probed on such a PMD, stopped, with mbufs of `pool` still out: closed and probed
+// again, so that every mbuf comes home at the end of the cell (else the books never close, and
+// EAL's cleanup at exit frees them into the pool txbatch already freed: a crash) and the port is
+// there, unconfigured, for the next cell under the same id. If that fails, the next cell's
+// sentence says why the port is gone.
+void GiveBackHeldMbufs(uint16_t port, rte_mempool* pool) {
+  if (pool == nullptr || rte_mempool_in_use_count(pool) == 0) return;
+  rte_eth_dev_info info{};
+  if (rte_eth_dev_info_get(port, &info) != 0 || info.device == nullptr ||
+      !KeepsMbufsUntilClose(info.driver_name))
+    return;
+  rte_device* dev = info.device;
+  const std::string name = rte_dev_name(dev), pmd = info.driver_name;
+  std::string again = name;
+  if (const rte_devargs* da = rte_dev_devargs(dev);
+      da != nullptr && da->args != nullptr && da->args[0] != '\0')
+    again += fmt::format(",{}", da->args);
+  const uint64_t mark = DpdkLogMark();
+  const auto lost = [&](const std::string& why) {
+    LostPorts()[port] = fmt::format(
+        "port {} ({}, {}) was closed to give back the mbufs its PMD "
+        "holds until close, and {}",
+        port, name, pmd, why);
+  };
+  (void)rte_eth_dev_close(port);
+  if (int rc = rte_dev_remove(dev); rc != 0)
+    return lost(fmt::format("could not be removed: {}", Why(mark, -rc)));
+  if (int rc = rte_dev_probe(again.c_str()); rc != 0)
+    return lost(fmt::format("probing it again failed: {}", Why(mark, -rc)));
+  uint16_t now = 0;
+  if (rte_eth_dev_get_port_by_name(name.c_str(), &now) != 0)
+    return lost("probing it again made no port");
+  if (now != port) return lost(fmt::format("came back as port {}", now));
+}
+
+// Configures `queues` RX and TX queues and starts the port; does not wait for the link.
+Status ConfigurePort(uint16_t port, rte_mempool* pool, unsigned mtu, const std::string& what,
+                     uint16_t queues) {
+  const uint64_t mark = DpdkLogMark();
+  rte_eth_dev_info info{};
+  if (int rc = rte_eth_dev_info_get(port, &info); rc != 0)
+    return MakeError(-rc, fmt::format("cannot query {}: {}", what, rte_strerror(-rc)));
+  if (queues > info.max_tx_queues || queues > info.max_rx_queues)
+    return MakeError(ENOTSUP, fmt::format("--queues {} is more than {} has: at most {} TX and {} "
+                                          "RX queues; valid there: --queues 1..{}",
+                                          queues, what, info.max_tx_queues, info.max_rx_queues,
+                                          std::min(info.max_tx_queues, info.max_rx_queues)));
+  if (mtu > info.max_mtu || mtu < info.min_mtu)
+    return MakeError(ERANGE, fmt::format("--mtu {} is out of range for {}; valid there: {}..{}",
+                                         mtu, what, info.min_mtu, info.max_mtu));
+  rte_eth_conf conf{};
+  conf.rxmode.mtu = mtu;
+  conf.txmode.offloads = TxChecksumOffloads(info);
+  const auto fail = [&](const char* step, int rc) {
+    return MakeError(-rc, fmt::format("cannot {} {}: {}", step, what, Why(mark, -rc)));
+  };
+  if (int rc = rte_eth_dev_configure(port, queues, queues, &conf); rc != 0) {
+    // The MTU is in the port's range (above): a busy port is one already started, by an
+    // earlier --port or --driver of this process.
+    if (rc == -EBUSY)
+      return MakeError(EBUSY, fmt::format("cannot configure {}: it is already started, given "
+                                          "twice (or as two names); valid: each port once",
+                                          what));
+    return MakeError(-rc, fmt::format("cannot configure {} with {} queue(s) and MTU {}: {}", what,
+                                      queues, mtu, Why(mark, -rc)));
+  }
+  uint16_t rx_desc = kRingSize, tx_desc = kRingSize;
+  (void)rte_eth_dev_adjust_nb_rx_tx_desc(port, &rx_desc, &tx_desc);
+  const int socket = rte_eth_dev_socket_id(port);
+  const unsigned sock =
+      socket < 0 ? static_cast<unsigned>(SOCKET_ID_ANY) : static_cast<unsigned>(socket);
+  for (uint16_t q = 0; q < queues; ++q) {
+    if (int rc = rte_eth_rx_queue_setup(port, q, rx_desc, sock, nullptr, pool); rc != 0)
+      return fail("set up the RX queues of", rc);
+    if (int rc = rte_eth_tx_queue_setup(port, q, tx_desc, sock, nullptr); rc != 0)
+      return fail("set up the TX queues of", rc);
+  }
+  if (int rc = rte_eth_dev_start(port); rc != 0) return fail("start", rc);
+  return {};
+}
+
+// Waits up to kLinkWaitS for the port's link; stops the port if it never comes up.
+Status WaitLinkUp(uint16_t port, const std::string& what, double wait_s, bool (*give_up)()) {
+  const uint64_t deadline = rte_get_tsc_cycles() + static_cast<uint64_t>(wait_s * rte_get_tsc_hz());
+  rte_eth_link link{};
+  while (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == RTE_ETH_LINK_DOWN &&
+         rte_get_tsc_cycles() < deadline) {
+    if (give_up != nullptr && give_up()) return {};
+    rte_delay_ms(10);
+  }
+  if (link.link_status == RTE_ETH_LINK_DOWN) {
+    (void)rte_eth_dev_stop(port);
+    return MakeError(ENETDOWN, fmt::format("the link of {} did not come up within {:g} s; check "
+                                           "the cable, the peer or the interface it attaches to",
+                                           what, wait_s));
+  }
+  return {};
+}
 
 Result<Attached> Attach(const EthdevOptions& o) {
   Attached a;
@@ -626,140 +563,13 @@ Result<Attached> Attach(const EthdevOptions& o) {
   return a;
 }
 
-// Nothing ever falls in it: ports the bridge drives count nothing themselves.
-const RunWindow kNoWindow;
-
-// net_af_packet's ring frames (TPACKET_V2, DPDK 22.11): the kernel writes an Ethernet frame at
-// its mac offset, TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - 14 = 66 bytes into the ring frame, and
-// truncates what does not fit (the PMD hands on the truncated length as the frame's); RX copies
-// ring frame - 32 bytes (TPACKET2_HDRLEN - sizeof(sockaddr_ll)) of room into one mbuf, TX takes
-// frames up to that. The PMD's default frame is 2048 bytes: 1982 bytes of Ethernet frame.
-constexpr unsigned kAfPacketMacOffset = 66;
-constexpr unsigned kAfPacketRoomCut = 32;
-constexpr unsigned kAfPacketDefaultFrame = 2048;
-// An Ethernet header with one VLAN tag.
-constexpr unsigned kL2HeaderMax = RTE_ETHER_HDR_LEN + 4;
-
-// A ring frame that holds an `mtu` packet with its Ethernet header and a VLAN tag, and a byte
-// more: a frame the kernel truncated is then longer than any that fits the MTU, so the bridge
-// counts it oversize. Multiples of 1 KB, so a block of lcm(frame, page) bytes holds 1, 2 or 4
-// frames (which divide the PMD's default 512).
-unsigned AfPacketFrameSize(unsigned mtu) {
-  const unsigned need = mtu + kL2HeaderMax + kAfPacketMacOffset + 1;
-  return std::max(kAfPacketDefaultFrame, (need + 1023) / 1024 * 1024);
-}
-
-// The kernel interface's MTU (0 if it cannot be read).
-unsigned KernelMtu(unsigned if_index) {
-  char name[IF_NAMESIZE] = {};
-  if (if_indextoname(if_index, name) == nullptr) return 0;
-  const int s = socket(AF_INET, SOCK_DGRAM, 0);
-  if (s < 0) return 0;
-  ifreq ifr{};
-  static_assert(sizeof ifr.ifr_name == sizeof name);
-  std::memcpy(ifr.ifr_name, name, sizeof name);
-  const int rc = ioctl(s, SIOCGIFMTU, &ifr);
-  close(s);
-  return rc == 0 && ifr.ifr_mtu > 0 ? static_cast<unsigned>(ifr.ifr_mtu) : 0;
-}
-
-}  // namespace
-
-Result<ForwardingPort> OpenForwardingPort(const EthdevOptions& o, rte_mempool* pool, unsigned mtu,
-                                          double tsc_hz) {
-  if (o.pair != EthdevOptions::Pair::kNone)
-    return MakeError(EINVAL, fmt::format("{} is two ports; valid here: one port, ethdev:DEVARGS "
-                                         "or ethdev:port=N",
-                                         o.ToString()));
-  // An af_packet port's ring frames hold `mtu` frames whole (unless the devargs say otherwise).
-  EthdevOptions opened = o;
-  if (o.port < 0 && DeviceName(o.devargs).starts_with("net_af_packet") &&
-      o.devargs.find("framesz=") == std::string::npos) {
-    const unsigned frame = AfPacketFrameSize(mtu);
-    if (frame > kAfPacketDefaultFrame) {
-      opened.devargs += fmt::format(",framesz={}", frame);
-      if (o.devargs.find("blocksz=") == std::string::npos)
-        opened.devargs += fmt::format(
-            ",blocksz={}", std::lcm(frame, static_cast<unsigned>(sysconf(_SC_PAGESIZE))));
-    }
-  }
-  auto a = Attach(opened);
-  if (!a) return a.error();
-  if (a->driver_name == "net_ring") {
-    a->owned.Release();
-    return MakeError(EINVAL, fmt::format("{} sends every frame back to itself, which would loop "
-                                         "through a bridge; valid: a port with a peer "
-                                         "(net_af_packet, net_tap, net_memif, a NIC)",
-                                         o.ToString()));
-  }
-  // A kernel interface behind the port: ethdev's MTU is at most what the PMD reports (its
-  // max_rx_pktlen less the overhead ethdev assumes), the kernel's is the one frames meet.
-  rte_eth_dev_info info{};
-  (void)rte_eth_dev_info_get(a->port, &info);
-  unsigned configured = mtu;
-  if (info.if_index != 0) {
-    const uint32_t overhead = info.max_mtu != UINT16_MAX && info.max_rx_pktlen > info.max_mtu
-                                  ? info.max_rx_pktlen - info.max_mtu
-                                  : RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
-    if (info.max_rx_pktlen > overhead)
-      configured = std::min({mtu, static_cast<unsigned>(info.max_mtu),
-                             static_cast<unsigned>(info.max_rx_pktlen - overhead)});
-  }
-  a->owned.pool = pool;
-  if (Status s = ConfigurePort(a->port, pool, configured, a->what); !s) {
-    a->owned.Release();
-    return s.error();
-  }
-  // Every frame on the wire, not only those for the port's own MAC: the bridge is transparent.
-  // PMDs without the notion (af_packet, memif) say ENOTSUP; they pass everything anyway.
-  (void)rte_eth_promiscuous_enable(a->port);
-  ForwardingPort f;
-  f.id = a->port;
-  f.name = a->what;
-  const unsigned kernel_mtu = info.if_index != 0 ? KernelMtu(info.if_index) : 0;
-  f.mtu = kernel_mtu > 0 ? kernel_mtu : configured;
-  f.tx = std::make_unique<EthdevPort>(
-      a->port, std::nullopt, 0, a->virtual_dev, std::make_shared<PortOwner>(std::move(a->owned)),
-      o.ToString() + fmt::format(" ({}, {})", a->what, a->driver_name), nullptr, kNoWindow, tsc_hz);
-  f.rx = std::make_unique<EthdevRx>(a->port, 0, info.if_index);
-  return f;
-}
-
-EthdevRx::EthdevRx(uint16_t port, uint16_t queue, unsigned if_index) : port_(port), queue_(queue) {
-  rte_eth_stats st{};
-  if (rte_eth_stats_get(port_, &st) == 0) imissed_base_ = st.imissed;
-  if (if_index == 0) return;
-  auto drops = std::make_unique<SocketDrops>(SocketDrops::Find(if_index));
-  if (!drops->empty()) socket_drops_ = std::move(drops);
-}
-
-EthdevRx::~EthdevRx() = default;
-
-uint64_t EthdevRx::DroppedBeforeReceive() {
-  rte_eth_stats st{};
-  const uint64_t missed = rte_eth_stats_get(port_, &st) == 0 && st.imissed >= imissed_base_
-                              ? st.imissed - imissed_base_
-                              : 0;
-  return missed + (socket_drops_ ? socket_drops_->Total() : 0);
-}
-
-uint16_t EthdevRx::Receive(std::span<rte_mbuf*> out) {
-  const uint16_t k = rte_eth_rx_burst(
-      port_, queue_, out.data(), static_cast<uint16_t>(std::min<size_t>(out.size(), UINT16_MAX)));
-  if (k > 0)
-    if (Capture* c = Capture::Active()) c->Received(port_, queue_, {out.data(), k});
-  return k;
-}
-
-unsigned ForwardingPoolMtu(unsigned mtu) {
-  // DataRoomForMtu(m) holds m + kL2HeaderMax bytes after the headroom; the PMD wants a ring
-  // frame - kAfPacketRoomCut there.
-  const unsigned frame = AfPacketFrameSize(mtu);
-  return std::max(mtu, frame - kAfPacketRoomCut - kL2HeaderMax);
-}
-
-Status AwaitLink(const ForwardingPort& port, double wait_s, bool (*give_up)()) {
-  return WaitLinkUp(port.id, port.name, wait_s > 0 ? wait_s : kLinkWaitS, give_up);
+std::unique_ptr<TxDriver> MakeEthdevPort(uint16_t tx_port, std::optional<uint16_t> rx_port,
+                                         uint16_t queue, bool virtual_dev,
+                                         std::shared_ptr<PortOwner> owned, std::string spec,
+                                         FrameReceiver* sink, const RunWindow& window,
+                                         double tsc_hz) {
+  return std::make_unique<EthdevPort>(tx_port, rx_port, queue, virtual_dev, std::move(owned),
+                                      std::move(spec), sink, window, tsc_hz);
 }
 
 Result<std::unique_ptr<TxDriver>> CreateEthdevDriver(const EthdevOptions& o, rte_mempool* pool,
