@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The tree's layers (doc/design.md, Folders): a folder includes only itself and the folders
 # before it, base < batching < dataplane < drivers < engine < results < tools. Prints each
-# include that points up, and each file in tools/ that is not a command's, and fails if there is
-# one.
+# include that points up, each file in tools/ that is not a command's, each print in engine/, and
+# in product code each function over 120 lines and each file over 800 (issue 47: split by job),
+# and fails if there is one.
 set -euo pipefail
 cd "${1:-$(dirname "$0")/..}"
 layers=(base batching dataplane drivers engine results tools)
@@ -29,6 +30,24 @@ while IFS= read -r hit; do
   bad=1
 done < <(grep -rnE '\b(std::|fmt::)?(v?f?printf|dprintf|puts|fputs|putchar|perror|fwrite|print|println)\(|std::(cout|cerr|clog)|\bwrite\((1|2|STD(OUT|ERR)_FILENO)\b|RTE_LOG\(|rte_log\(|#include [<"]CLI/' \
   engine --include='*.h' --include='*.cc' | grep -vE '^[^:]*:[0-9]+:\s*//' || true)
+# Product code's functions and files stay readable: a function over 120 lines, a file over 800
+# (scripts/function_lengths.py reads past comments and strings; lambdas count as their
+# function's lines).
+product=()
+while IFS= read -r f; do product+=("$f"); done < <(git ls-files "${layers[@]}" 2>/dev/null \
+  | grep -E '\.(cc|h)$' || true)
+if (( ${#product[@]} > 0 )); then
+  while read -r n at signature; do
+    echo "layers: $at ($signature) is $n lines, over 120 (split it by the steps it takes)" >&2
+    bad=1
+  done < <(python3 scripts/function_lengths.py 120 "${product[@]}" || true)
+  while read -r n f; do
+    [[ $f == total ]] && continue
+    (( n > 800 )) || continue
+    echo "layers: $f has $n lines, over 800 (split it by job)" >&2
+    bad=1
+  done < <(wc -l "${product[@]}")
+fi
 (( bad == 0 )) &&
-  echo "layers: every include points down or sideways; tools/ holds commands only; engine/ prints nothing"
+  echo "layers: every include points down or sideways; tools/ holds commands only; engine/ prints nothing; no product function over 120 lines or file over 800"
 exit "$bad"
