@@ -24,6 +24,7 @@
 #include "drivers/verbs/verbs.h"
 #include "engine/cell.h"
 #include "tools/capture_cmd.h"
+#include "tools/command_outputs.h"
 #include "tools/interval_output.h"
 #include "tools/port_cmd.h"
 #include "tools/reporter.h"
@@ -421,18 +422,17 @@ int BridgeCommand(BridgeArgs a, const EalUserArgs& eal_args) {
                                           "bridge forwards between two; valid: two different "
                                           "ports",
                                           device(*port_a))});
-  if (Status st = DistinctOutputs({{"--stats-json", a.stats_json}, {"--capture", a.capture}}); !st)
-    return Fail(kExitBadInput, st.error());
-  auto stream = StatsStream::Open(a.stats_json);
-  if (!stream) return Fail(kExitBadInput, stream.error());
-  auto capture_file = PrepareCapture(a.capture, cell->mtu);
-  if (!capture_file) return Fail(kExitBadInput, capture_file.error());
+  auto outputs =
+      OpenOutputs({.stats_json = a.stats_json, .capture = a.capture, .capture_mtu = cell->mtu});
+  if (!outputs) return Fail(kExitBadInput, outputs.error());
+  StatsStream& stream = outputs->stream;
+  CaptureFile& capture_file = outputs->capture;
 
   int status = kExitOk;
   auto fwd = StartForwarding(DirectionFrames(*cell, *link_ab) + DirectionFrames(*cell, *link_ba),
-                             cell->mtu, memory, eal_args, &status, capture_file->pool_bytes());
+                             cell->mtu, memory, eal_args, &status, capture_file.pool_bytes());
   if (!fwd) return Fail(status, fwd.error());
-  auto capture_pool = ReserveCapture(*capture_file);
+  auto capture_pool = ReserveCapture(capture_file);
   if (!capture_pool) return Fail(kExitBadInput, capture_pool.error());
   const double tsc_hz = fwd->eal->tsc_hz();
   auto pa = ethdev::OpenForwardingPort(*port_a, fwd->pool.get(), cell->mtu, tsc_hz);
@@ -447,7 +447,7 @@ int BridgeCommand(BridgeArgs a, const EalUserArgs& eal_args) {
   for (const auto* p : {&*pa, &*pb})
     if (Status st = ethdev::AwaitLink(*p, kPeerLinkWaitS, StopRequested); !st)
       return Fail(kExitBadInput, st.error());
-  auto capture = StartCapture(*capture_file, *capture_pool);
+  auto capture = StartCapture(capture_file, *capture_pool);
   if (!capture) return Fail(kExitBadInput, capture.error());
   TxQueueConfig qcfg = QueueConfigFor(*cell, tsc_hz, fwd->eal->cpus());
   qcfg.time_handover = !a.no_timing;
@@ -469,18 +469,18 @@ int BridgeCommand(BridgeArgs a, const EalUserArgs& eal_args) {
         ShapeText(*cell), link_ab->has_value() ? (*link_ab)->ToString() : "none",
         link_ba->has_value() ? (*link_ba)->ToString() : "none");
     PrintEalAndReady(about, fwd->plan, a.duration_s);
-    StartEvent(*stream, "bridge", about, a.duration_s, a.stats_s, fwd->plan);
+    StartEvent(stream, "bridge", about, a.duration_s, a.stats_s, fwd->plan);
     double longest_s = 0;
     for (const auto* l : {&*link_ab, &*link_ba})
       if (l->has_value()) longest_s = std::max(longest_s, LongestStayS(**l, a.queue.mtu));
-    balanced = Forward({&ab, &ba}, a.duration_s, a.stats_s, longest_s, tsc_hz, *stream);
+    balanced = Forward({&ab, &ba}, a.duration_s, a.stats_s, longest_s, tsc_hz, stream);
   }
-  const bool captured = FinishCapture(*capture, *capture_file);
+  const bool captured = FinishCapture(*capture, capture_file);
   PrintPortStats(*pa);
   PrintPortStats(*pb);
   pa->tx.reset();
   pb->tx.reset();
-  const int done = stream->Finish(Finish(balanced, fwd->pool.get()));
+  const int done = stream.Finish(Finish(balanced, fwd->pool.get()));
   return done == kExitOk && !captured ? kExitBadInput : done;
 }
 
@@ -538,25 +538,24 @@ int RespondCommand(RespondArgs a, const EalUserArgs& eal_args) {
     return Fail(kExitBadInput, st.error());
   auto port = ParsePort("--port", a.port);
   if (!port) return Fail(kExitBadInput, port.error());
-  if (Status st = DistinctOutputs({{"--stats-json", a.stats_json}, {"--capture", a.capture}}); !st)
-    return Fail(kExitBadInput, st.error());
-  auto stream = StatsStream::Open(a.stats_json);
-  if (!stream) return Fail(kExitBadInput, stream.error());
-  auto capture_file = PrepareCapture(a.capture, cell->mtu);
-  if (!capture_file) return Fail(kExitBadInput, capture_file.error());
+  auto outputs =
+      OpenOutputs({.stats_json = a.stats_json, .capture = a.capture, .capture_mtu = cell->mtu});
+  if (!outputs) return Fail(kExitBadInput, outputs.error());
+  StatsStream& stream = outputs->stream;
+  CaptureFile& capture_file = outputs->capture;
 
   int status = kExitOk;
   auto fwd = StartForwarding(DirectionFrames(*cell, *link), cell->mtu, memory, eal_args, &status,
-                             capture_file->pool_bytes());
+                             capture_file.pool_bytes());
   if (!fwd) return Fail(status, fwd.error());
-  auto capture_pool = ReserveCapture(*capture_file);
+  auto capture_pool = ReserveCapture(capture_file);
   if (!capture_pool) return Fail(kExitBadInput, capture_pool.error());
   const double tsc_hz = fwd->eal->tsc_hz();
   auto p = ethdev::OpenForwardingPort(*port, fwd->pool.get(), cell->mtu, tsc_hz);
   if (!p) return Fail(kExitBadInput, p.error());
   if (Status st = ethdev::AwaitLink(*p, 0, StopRequested); !st)
     return Fail(kExitBadInput, st.error());
-  auto capture = StartCapture(*capture_file, *capture_pool);
+  auto capture = StartCapture(capture_file, *capture_pool);
   if (!capture) return Fail(kExitBadInput, capture.error());
   rte_ether_addr mac{};
   (void)rte_eth_macaddr_get(p->id, &mac);
@@ -579,9 +578,9 @@ int RespondCommand(RespondArgs a, const EalUserArgs& eal_args) {
         cell->policy.ToString(), ShapeText(*cell),
         link->has_value() ? (*link)->ToString() : "none");
     PrintEalAndReady(about, fwd->plan, a.duration_s);
-    StartEvent(*stream, "respond", about, a.duration_s, a.stats_s, fwd->plan);
+    StartEvent(stream, "respond", about, a.duration_s, a.stats_s, fwd->plan);
     balanced = Forward({&dir}, a.duration_s, a.stats_s,
-                       link->has_value() ? LongestStayS(**link, a.queue.mtu) : 0, tsc_hz, *stream);
+                       link->has_value() ? LongestStayS(**link, a.queue.mtu) : 0, tsc_hz, stream);
     PrintPortStats(*p);
     const Responder& r = filter.responder();
     fmt::print(
@@ -592,9 +591,9 @@ int RespondCommand(RespondArgs a, const EalUserArgs& eal_args) {
   }
   // After the replies' queue is gone (its txirq, which transmits, joined): nothing on the data
   // path can still hold the capture.
-  captured = FinishCapture(*capture, *capture_file);
+  captured = FinishCapture(*capture, capture_file);
   p->tx.reset();
-  const int done = stream->Finish(Finish(balanced, fwd->pool.get()));
+  const int done = stream.Finish(Finish(balanced, fwd->pool.get()));
   return done == kExitOk && !captured ? kExitBadInput : done;
 }
 

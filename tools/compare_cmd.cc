@@ -15,6 +15,7 @@
 #include "dataplane/telemetry.h"
 #include "results/records.h"
 #include "results/tables.h"
+#include "tools/command_outputs.h"
 #include "tools/compare.h"
 #include "tools/session.h"
 #include "tools/stats_stream.h"
@@ -30,14 +31,9 @@ int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv
                 Error{ERANGE, fmt::format("compare --rounds {} gives no confidence interval; "
                                           "valid: 2..1000",
                                           rounds)});
-  if (Status st =
-          DistinctOutputs({{"--json", plan.json_path}, {"--stats-json", plan.stats_json_path}});
-      !st)
-    return Fail(kExitBadInput, st.error());
-  auto json = PrepareOutput(plan.json_path);
-  if (!json) return Fail(kExitBadInput, json.error());
-  auto stream = StatsStream::Open(plan.stats_json_path);
-  if (!stream) return Fail(kExitBadInput, stream.error());
+  auto outputs = OpenOutputs({.json = plan.json_path, .stats_json = plan.stats_json_path});
+  if (!outputs) return Fail(kExitBadInput, outputs.error());
+  StatsStream& stream = outputs->stream;
   int status = kExitOk;
   auto session = StartSession(plan.cells, plan.eal_memory, eal_user_args, std::move(env), &status);
   if (!session) return Fail(status, session.error());
@@ -46,7 +42,7 @@ int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv
   PrintHeader(stdout, plan.cells, session->env);
   PrintTelemetryLine(session->env);
   std::fflush(stdout);
-  StartCellStream(*stream, *session, "compare", 2 * static_cast<size_t>(rounds), rounds);
+  StartCellStream(stream, *session, "compare", 2 * static_cast<size_t>(rounds), rounds);
   std::vector<CellRecord> records;
   std::vector<CellResult> ra, rb;
   bool balanced = true;
@@ -115,9 +111,9 @@ int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv
   doc["comparison"] = ComparisonJson(*axis, a, b, static_cast<int>(std::min(ra.size(), rb.size())),
                                      metrics, checks);
   session->pool.reset();
-  const int code = Finish(*json, doc, status, balanced);
-  EndCellStream(*stream, records, status, balanced, code, {{"comparison", doc["comparison"]}});
-  return stream->Finish(code);
+  const int code = Finish(outputs->json, doc, status, balanced);
+  EndCellStream(stream, records, status, balanced, code, {{"comparison", doc["comparison"]}});
+  return stream.Finish(code);
 }
 
 }  // namespace txbatch

@@ -14,6 +14,7 @@
 #include "results/sweep.h"
 #include "results/tables.h"
 #include "tools/capture_cmd.h"
+#include "tools/command_outputs.h"
 #include "tools/figures.h"
 #include "tools/session.h"
 #include "tools/stats_stream.h"
@@ -30,36 +31,33 @@ int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env
     if (!d) return Fail(kExitBadInput, d.error());
     out = *d;
   }
-  std::vector<std::pair<std::string, std::string>> named = {
-      {"--json", plan.json_path}, {"--stats-json", plan.stats_json_path}, {"--capture", capture}};
-  if (out)
-    for (const char* file : {"results.json", "results.csv", "tables.txt"})
-      named.emplace_back(fmt::format("--out's {}", file), out_dir + "/" + file);
-  if (Status st = DistinctOutputs(named); !st) return Fail(kExitBadInput, st.error());
-  auto json = PrepareOutput(plan.json_path);
-  if (!json) return Fail(kExitBadInput, json.error());
-  auto stream = StatsStream::Open(plan.stats_json_path);
-  if (!stream) return Fail(kExitBadInput, stream.error());
   if (Status st = capture.empty() ? Status{} : CheckRunCapture(plan.cells); !st)
     return Fail(kExitBadInput, st.error());
-  auto capture_file = PrepareCapture(capture, plan.cells.front().mtu);
-  if (!capture_file) return Fail(kExitBadInput, capture_file.error());
-  auto capture_reserve = OpenCaptureFile(*capture_file);
-  if (!capture_reserve) return Fail(kExitBadInput, capture_reserve.error());
+  OutputNames names{plan.json_path, plan.stats_json_path, capture, plan.cells.front().mtu,
+                    /*open_capture_now=*/true, {}};
+  if (out)
+    for (const char* file : {"results.json", "results.csv", "tables.txt"})
+      names.more.emplace_back(fmt::format("--out's {}", file), out_dir + "/" + file);
+  auto outputs = OpenOutputs(names);
+  if (!outputs) return Fail(kExitBadInput, outputs.error());
+  const std::optional<OutputFile>& json = outputs->json;
+  StatsStream& stream = outputs->stream;
+  CaptureFile& capture_file = outputs->capture;
+  CaptureReserve& capture_reserve = *outputs->capture_opened;
   int status = kExitOk;
   auto session = StartSession(plan.cells, plan.eal_memory, eal_user_args, std::move(env), &status,
-                              &capture_reserve->fd, capture);
+                              &capture_reserve.fd, capture);
   if (!session) return Fail(status, session.error());
-  if (session->capture) capture_reserve->remove.clear();
+  if (session->capture) capture_reserve.remove.clear();
   PrintHeader(stdout, plan.cells, session->env);
   PrintTelemetryLine(session->env);
   std::fflush(stdout);
-  StartCellStream(*stream, *session, out_dir.empty() ? "run" : "sweep",
+  StartCellStream(stream, *session, out_dir.empty() ? "run" : "sweep",
                   plan.cells.size() * plan.rounds, plan.rounds);
   std::vector<CellRecord> records;
   bool balanced = true;
   MeasureGrid(plan.cells, plan.rounds, *session, 0, records, &status, &balanced);
-  if (!FinishCapture(session->capture, *capture_file) && status == kExitOk) status = kExitBadInput;
+  if (!FinishCapture(session->capture, capture_file) && status == kExitOk) status = kExitBadInput;
   const std::string tables = PrintAndKeepTables(records, plan.policies);
   std::fflush(stdout);
   const nlohmann::json doc = ToJson(records, session->env);
@@ -72,11 +70,11 @@ int RunCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv env
       return Fail(kExitBadInput, s.error());
   }
   session->pool.reset();
-  const int code = Finish(*json, doc, status, balanced);
+  const int code = Finish(json, doc, status, balanced);
   // The figures once every result is written: however long they take, or if they fail.
   if (out && !records.empty()) SayWrittenAndDraw(out_dir);
-  EndCellStream(*stream, records, status, balanced, code);
-  return stream->Finish(code);
+  EndCellStream(stream, records, status, balanced, code);
+  return stream.Finish(code);
 }
 
 int SweepCommand(RunArgs& sweep_args, const std::string& sweep_out, const EalUserArgs& eal_args,

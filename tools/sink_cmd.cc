@@ -26,6 +26,7 @@
 #include "drivers/verbs/verbs.h"
 #include "results/latency_text.h"
 #include "tools/capture_cmd.h"
+#include "tools/command_outputs.h"
 #include "tools/interval_output.h"
 #include "tools/port_cmd.h"
 #include "tools/reporter.h"
@@ -170,6 +171,10 @@ Result<SinkPlan> PlanSink(const SinkArgs& a) {
       return Error{ENOTSUP,
                    fmt::format("--port {} cannot open: {}", a.port, verbs::UnavailableReason())};
     plan.vport = *v;
+    if (!a.capture.empty())
+      return Error{EINVAL,
+                   "--capture records DPDK ports, and a verbs port is none; valid: --capture "
+                   "with an ethdev port"};
   } else {
     auto e = ParsePort("--port", a.port);
     if (!e) return e.error();
@@ -376,20 +381,11 @@ void PrintSinkSummary(const SinkReceived& r) {
 int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
   auto plan = PlanSink(a);
   if (!plan) return Fail(kExitBadInput, plan.error());
-  if (Status st = DistinctOutputs(
-          {{"--json", a.json}, {"--stats-json", a.stats_json}, {"--capture", a.capture}});
-      !st)
-    return Fail(kExitBadInput, st.error());
-  auto json = PrepareOutput(a.json);
-  if (!json) return Fail(kExitBadInput, json.error());
-  auto stream = StatsStream::Open(a.stats_json);
-  if (!stream) return Fail(kExitBadInput, stream.error());
-  if (plan->vport && !a.capture.empty())
-    return Fail(kExitBadInput, Error{EINVAL,
-                                     "--capture records DPDK ports, and a verbs port is "
-                                     "none; valid: --capture with an ethdev port"});
-  auto capture_file = PrepareCapture(a.capture, a.mtu);
-  if (!capture_file) return Fail(kExitBadInput, capture_file.error());
+  auto outputs = OpenOutputs(
+      {.json = a.json, .stats_json = a.stats_json, .capture = a.capture, .capture_mtu = a.mtu});
+  if (!outputs) return Fail(kExitBadInput, outputs.error());
+  StatsStream& stream = outputs->stream;
+  CaptureFile& capture_file = outputs->capture;
 
   int status = kExitOk;
   const uint64_t held = plan->link ? plan->link->limit : 0;
@@ -397,14 +393,14 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
   // A verbs port's receive buffers, and what a link in front of the sink holds of them.
   const uint64_t receive_bytes = plan->vport ? verbs::ReceivePoolBytes(*plan->vport, held) : 0;
   auto fwd = StartForwarding(frames, a.mtu, plan->memory, eal_args, &status,
-                             receive_bytes + capture_file->pool_bytes());
+                             receive_bytes + capture_file.pool_bytes());
   if (!fwd) return Fail(status, fwd.error());
-  auto capture_pool = ReserveCapture(*capture_file);
+  auto capture_pool = ReserveCapture(capture_file);
   if (!capture_pool) return Fail(kExitBadInput, capture_pool.error());
-  auto port = OpenSinkPort(a, *plan, *fwd, *capture_file, *capture_pool);
+  auto port = OpenSinkPort(a, *plan, *fwd, capture_file, *capture_pool);
   if (!port) return Fail(kExitBadInput, port.error());
-  SinkReceived received = Receive(a, *plan, *port, *fwd, *stream);
-  const bool captured = FinishCapture(port->capture, *capture_file);
+  SinkReceived received = Receive(a, *plan, *port, *fwd, stream);
+  const bool captured = FinishCapture(port->capture, capture_file);
   port->port.reset();
   port->receiver.reset();
   PrintSinkSummary(received);
@@ -412,19 +408,19 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
   if (a.per_flow) PrintFlows(outcome, a.clocks_synchronised);
   const nlohmann::json doc = SinkRecord(port->record_port, a.flows, plan->link, outcome);
   const unsigned in_use = rte_mempool_in_use_count(fwd->pool.get());
-  if (*stream) {
+  if (stream) {
     nlohmann::json end = doc;
     end["state"] = StopRequested() ? "stopped by a signal" : "duration reached";
     end["mbufs_in_use_at_exit"] = in_use;
     end["intervals_not_written"] = received.intervals_not_written;
-    stream->Event("end", std::move(end));
+    stream.Event("end", std::move(end));
   }
-  if (*json) {
-    if (Status s = (*json)->Write(DumpDocument(doc)); !s) return Fail(kExitBadInput, s.error());
+  if (const std::optional<OutputFile>& json = outputs->json) {
+    if (Status s = json->Write(DumpDocument(doc)); !s) return Fail(kExitBadInput, s.error());
   }
   SayIntervalsNotWritten(received.table_not_written, received.intervals_not_written, a.stats_s);
   fmt::print("mbufs in use at exit: {}\n", in_use);
-  const int done = stream->Finish(in_use == 0 ? kExitOk : kExitUnbalanced);
+  const int done = stream.Finish(in_use == 0 ? kExitOk : kExitUnbalanced);
   return done == kExitOk && !captured ? kExitBadInput : done;
 }
 

@@ -16,6 +16,7 @@
 #include "results/records.h"
 #include "results/summary.h"
 #include "results/tables.h"
+#include "tools/command_outputs.h"
 #include "tools/session.h"
 #include "tools/stats_stream.h"
 #include "tools/tune.h"
@@ -100,14 +101,9 @@ int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_m
   auto plan = BuildRunPlan(args);
   if (!plan) return Fail(kExitBadInput, plan.error());
   if (Status st = CheckTunePlan(*plan); !st) return Fail(kExitBadInput, st.error());
-  if (Status st =
-          DistinctOutputs({{"--json", plan->json_path}, {"--stats-json", plan->stats_json_path}});
-      !st)
-    return Fail(kExitBadInput, st.error());
-  auto json = PrepareOutput(plan->json_path);
-  if (!json) return Fail(kExitBadInput, json.error());
-  auto stream = StatsStream::Open(plan->stats_json_path);
-  if (!stream) return Fail(kExitBadInput, stream.error());
+  auto outputs = OpenOutputs({.json = plan->json_path, .stats_json = plan->stats_json_path});
+  if (!outputs) return Fail(kExitBadInput, outputs.error());
+  StatsStream& stream = outputs->stream;
   int status = kExitOk;
   auto session =
       StartSession(plan->cells, plan->eal_memory, eal_user_args, std::move(env), &status);
@@ -115,7 +111,7 @@ int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_m
   PrintHeader(stdout, plan->cells, session->env);
   PrintTelemetryLine(session->env);
   std::fflush(stdout);
-  StartCellStream(*stream, *session, "tune", plan->cells.size() * plan->rounds, plan->rounds);
+  StartCellStream(stream, *session, "tune", plan->cells.size() * plan->rounds, plan->rounds);
   std::vector<CellRecord> records;
   bool balanced = true;
   MeasureGrid(plan->cells, plan->rounds, *session, 0, records, &status, &balanced);
@@ -165,9 +161,9 @@ int TuneCommand(const RunArgs& args, double target_pct, const std::string& p99_m
                    {"share_of_peak", advice.share_of_peak},
                    {"reason", advice.reason}}}};
   session->pool.reset();
-  const int code = Finish(*json, doc, status, balanced);
-  EndCellStream(*stream, records, status, balanced, code, {{"tune", doc["tune"]}});
-  return stream->Finish(code);
+  const int code = Finish(outputs->json, doc, status, balanced);
+  EndCellStream(stream, records, status, balanced, code, {{"tune", doc["tune"]}});
+  return stream.Finish(code);
 }
 
 }  // namespace txbatch
