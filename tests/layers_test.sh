@@ -4,8 +4,15 @@
 # include that points up, each file in tools/ that is not a command's, each print in engine/, and
 # in product code each function over 120 lines and each file over 800 (issue 47: split by job),
 # and fails if there is one.
+#   tests/layers_test.sh [SOURCE_ROOT [FLOOR_PROGRAM...]]
+# FLOOR_PROGRAMs (meson passes tests/link's): each floor's library linked whole with only the
+# floors below it — that they were built is the link-order check; each is run once here.
 set -euo pipefail
-cd "${1:-$(dirname "$0")/..}"
+root=${1:-$(dirname "$0")/..}
+shift || true
+floor_programs=()
+for program in "$@"; do floor_programs+=("$(realpath "$program")"); done  # meson's: build-relative
+cd "$root"
 layers=(base batching dataplane drivers engine results tools)
 bad=0
 for ((i = 0; i < ${#layers[@]}; ++i)); do
@@ -48,6 +55,13 @@ if (( ${#product[@]} > 0 )); then
     bad=1
   done < <(wc -l "${product[@]}")
 fi
+for program in "${floor_programs[@]}"; do
+  if ! "$program"; then
+    echo "layers: $program (a floor linked with only the floors below it) did not run" >&2
+    bad=1
+  fi
+done
 (( bad == 0 )) &&
-  echo "layers: every include points down or sideways; tools/ holds commands only; engine/ prints nothing; no product function over 120 lines or file over 800"
+  echo "layers: ${#floor_programs[@]} floors link without those above them;" \
+    "every include points down or sideways; tools/ holds commands only; engine/ prints nothing; no product function over 120 lines or file over 800"
 exit "$bad"
