@@ -152,7 +152,10 @@ constexpr Field<StructOf<M>> Group(std::string_view path, Absent absent = Absent
               o.reset();
               return;
             }
-            ReadFields(j, o.emplace(), kFields);
+            // Assigned, not emplaced: clang finds a nested struct with member initialisers
+            // (CellResult::Flow) not default-constructible for optional::emplace's constraint.
+            o = typename std::remove_reference_t<decltype(o)>::value_type{};
+            ReadFields(j, *o, kFields);
             if constexpr (!std::is_null_pointer_v<decltype(Check)>) Check(j, *o);
           },
           absent};
