@@ -1,9 +1,10 @@
 #pragma once
 // What a command writes besides its tables, checked and opened in one step once every other
-// option has been checked (bad input: one sentence, nothing written — the --stats-json stream,
-// which is opened here, last): every output named apart from the others, the --json file, the
-// --capture file and the --stats-json stream. run, sweep, compare, tune, bridge, respond and
-// sink compose it.
+// option has been checked: every output named apart from the others, the --json file, the
+// --stats-json stream and the --capture file. Every check comes before anything is made, so bad
+// input is one sentence with nothing written; then the stream's file is made, and run's capture
+// file last (opening it truncates one already there). What fails later (EAL, a port, its link)
+// finds the stream made. run, sweep, compare, tune, bridge, respond and sink compose it.
 
 #include <optional>
 #include <string>

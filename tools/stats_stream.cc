@@ -11,11 +11,23 @@
 namespace txbatch {
 
 Result<StatsStream> StatsStream::Open(const std::string& path) {
-  StatsStream s;
-  if (path.empty()) return s;
+  auto checked = Check(path);
+  if (!checked) return checked.error();
+  return Open(std::move(*checked));
+}
+
+Result<std::optional<OutputFile>> StatsStream::Check(const std::string& path) {
+  if (path.empty()) return std::optional<OutputFile>();
   auto out = OutputFile::Check(path, "--stats-json file");
   if (!out) return out.error();
-  auto stream = LineStream::Open(std::move(*out));
+  out->ClaimStdout();  // a later output naming standard output is refused, as when it opened
+  return std::optional<OutputFile>(std::move(*out));
+}
+
+Result<StatsStream> StatsStream::Open(std::optional<OutputFile> checked) {
+  StatsStream s;
+  if (!checked) return s;
+  auto stream = LineStream::Open(std::move(*checked));
   if (!stream) return stream.error();
   s.out_.emplace(std::move(*stream));
   return s;

@@ -23,6 +23,10 @@ class StatsStream {
   // Checks and opens `path` before anything runs (an empty one: no stream). Standard output
   // already claimed (--json -) is refused (OutputFile::Check).
   static Result<StatsStream> Open(const std::string& path);
+  // The same in two steps, for a command that checks its other outputs in between: Check
+  // (nothing made; "-" claims standard output now), then Open what it checked (the file made).
+  static Result<std::optional<OutputFile>> Check(const std::string& path);
+  static Result<StatsStream> Open(std::optional<OutputFile> checked);
 
   explicit operator bool() const { return out_.has_value(); }
   // Writes one event line. A write that fails is said once on stderr and ends the stream;

@@ -190,6 +190,27 @@ TEST(Output, ARefusedCommandLeavesNoStatsJsonFile) {
   }
 }
 
+// The checks come before anything is made, in one order: a --stats-json that is refused leaves a
+// capture file already there as it was (run opens its capture before EAL, truncating it: that
+// comes after every check), and standard output named twice is claimed by --stats-json first.
+TEST(Output, ARefusedStatsJsonLeavesAnEarlierCaptureAsItWasAndStdoutGoesToTheStream) {
+  const fs::path d = Scratch("capture_kept");
+  const fs::path earlier = d / "earlier.pcapng";
+  std::ofstream(earlier) << "an earlier capture";
+  const Outcome o = Txbatch(d, "run --driver ethdev:net_null0 --duration 0.05 --capture " +
+                                   earlier.string() + " --stats-json " +
+                                   (d / "no_such_folder" / "s.ndjson").string());
+  EXPECT_EQ(o.status, 2) << o.err;
+  EXPECT_NE(o.err.find("--stats-json file"), std::string::npos) << o.err;
+  EXPECT_EQ(Slurp(earlier.string()), "an earlier capture");
+  const Outcome both = Txbatch(d, "bridge --port-a net_null0 --port-b net_null1 --duration 1 "
+                                  "--stats-json - --capture -");
+  EXPECT_EQ(both.status, 2) << both.err;
+  EXPECT_NE(both.err.find("--capture file '-' is standard output, which the --stats-json file"),
+            std::string::npos)
+      << both.err;
+}
+
 // A sweep whose files do not fit (a 16 KiB tmpfs) leaves none of them, and says so; report of a
 // comparison with --out is refused before it makes a folder.
 TEST(Output, ASweepOnAFullDiskLeavesNothingAndAComparisonHasNoSweepFiles) {
