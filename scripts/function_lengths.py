@@ -32,11 +32,13 @@ def code_only(text):
             j = n if j < 0 else j + len(end)
             out.append('""' + '\n' * text.count('\n', i, j))
             i = j
+        elif text[i] == "'" and 0 < i < n - 1 and text[i - 1].isalnum() and text[i + 1].isalnum():
+            i += 1  # a digit separator (1'000'000), no character literal
         elif text[i] in '"\'':
             quote, j = text[i], i + 1
-            while j < n and text[j] != quote:
+            while j < n and text[j] != quote and text[j] != '\n':
                 j += 2 if text[j] == '\\' else 1
-            out.append(quote * 2)
+            out.append(quote * 2 + '\n' * text.count('\n', i, j))
             i = j + 1
         else:
             out.append(text[i])
