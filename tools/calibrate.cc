@@ -244,7 +244,7 @@ std::optional<std::string> WhyNotWritten(const Calibration& cal, double min_r2,
                                          double line_before) {
   std::optional<std::string> poor = PoorFit(cal, min_r2);
   const double line_after = cal.scheduler ? cal.scheduler->line_pass : 0;
-  if (poor || !probes_line || line_after <= 0 || AsCalibrated(line_after, line_before))
+  if (poor || !probes_line || !(line_after > 0) || AsCalibrated(line_after, line_before))
     return poor;
   const std::string changed = fmt::format(
       "the machine changed while it was measured: a cache line passed between CPUs {} and {} "

@@ -451,8 +451,6 @@ int Interrupted(const Names& n, pid_t bridge = 0, pid_t watcher = 0) {
   return 128 + sig;
 }
 
-}  // namespace
-
 // What `lab up` is given, checked before anything is made: the prefix, root, the bridge's MTU (the
 // veths'), and no lab of this prefix up already.
 Result<unsigned> CheckLabUp(const LabArgs& a, const Names& n) {
@@ -592,6 +590,8 @@ void PrintLabUp(const LabArgs& a, const Names& n, pid_t pid, unsigned mtu) {
   fmt::print("  bridge log (statistics every second): {}\n", n.log_file.string());
   fmt::print("  stop and remove it all: txbatch lab down --prefix {}\n", a.prefix);
 }
+
+}  // namespace
 
 int LabUp(const LabArgs& a, const std::vector<std::string>& eal_args) {
   const Names n(a.prefix);
