@@ -3,14 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
-#include <limits>
 #include <map>
-#include <type_traits>
 #include <utility>
 
 #include "base/input_file.h"
-#include "batching/batch.h"
 #include "dataplane/rx_sink.h"
 #include "drivers/factory.h"
 #include "engine/cost_model_file.h"
