@@ -120,7 +120,7 @@ TEST(RunPlan, EachKernelPolicyRunsOnItsKernelsQdiscUnlessTold) {
 
 struct BadCase {
   const char* what;
-  RunArgs args;
+  void (*set)(RunArgs&);  // the options that differ from RunArgs' defaults
   const char* must_say;
 };
 
@@ -145,220 +145,109 @@ TEST(RunPlan, TheTxLockInheritsPriorityOnlyWhereAHolderCanBePreempted) {
 }
 
 TEST(RunPlan, RejectsBadInputWithTheValidChoices) {
-  std::vector<BadCase> cases;
-  const auto add = [&](const char* what, auto mutate, const char* must_say) {
-    RunArgs a;
-    mutate(a);
-    cases.push_back({what, a, must_say});
+  // Each case: the options that differ from RunArgs' defaults.
+  const BadCase cases[] = {
+      {"batch and policy", [](RunArgs& a) { a.batch = "1", a.policy = "count:1"; }, "give one"},
+      {"batch 0", [](RunArgs& a) { a.batch = "0"; }, "1..4096"},
+      {"batch list junk", [](RunArgs& a) { a.batch = "1,,32"; }, "1..4096"},
+      {"policy", [](RunArgs& a) { a.policy = "bql:4"; }, "valid: count:N"},
+      {"offload", [](RunArgs& a) { a.offload = "lro"; }, "valid: auto, none, gso, tso"},
+      {"offload on udp", [](RunArgs& a) { a.proto = "udp", a.offload = "gso"; },
+       "--offload none with --proto udp"},
+      {"tso on a NIC without it", [](RunArgs& a) { a.drivers = {"emu:null"}, a.offload = "tso"; },
+       "has no TSO here"},
+      {"tso on a DPDK port",
+       [](RunArgs& a) { a.drivers = {"ethdev:net_null0"}, a.offload = "tso"; },
+       "valid: --offload tso with emu:e1000 or emu:ixgbe"},
+      {"gso batches beyond one cut batch",
+       [](RunArgs& a) { a.batch = "92", a.offload = "gso", a.qdisc = "none"; }, "a batch of 1..91"},
+      {"a runner waiting for more than TSQ lets through",
+       [](RunArgs& a) { a.policy = "buffer:64", a.procs = "1", a.runner = "dedicated"; },
+       "it would never send; valid: buffer:N:T, N <= 17, or --tsq 0"},
+      {"kernel policy without a qdisc",
+       [](RunArgs& a) { a.policy = "linux-2014", a.qdisc = "none"; }, "--qdisc none has none"},
+      {"bql on a DPDK port", [](RunArgs& a) { a.drivers = {"ethdev:net_null0"}, a.policy = "bql"; },
+       "valid: bql with emu:MODEL"},
+      {"pfifo is not lockless", [](RunArgs& a) { a.sync = "nolock", a.qdisc = "pfifo"; },
+       "--qdisc pfifo with --sync rootlock"},
+      {"fq_codel is not lockless", [](RunArgs& a) { a.sync = "nolock", a.qdisc = "fq_codel"; },
+       "--qdisc fq_codel with --sync rootlock or auto"},
+      {"fq_codel target 0", [](RunArgs& a) { a.qdisc = "fq_codel target 0"; },
+       "fq_codel's target must be a time from 2us"},
+      {"fq_codel unknown key", [](RunArgs& a) { a.qdisc = "pfifo_fast,fq_codel bands 3"; },
+       "fq_codel has no parameter 'bands'"},
+      {"parameters to pfifo", [](RunArgs& a) { a.qdisc = "pfifo limit 10"; },
+       "pfifo takes no parameters"},
+      {"bql bounds", [](RunArgs& a) { a.bql_limit_min = 5000, a.bql_limit_max = 4000; },
+       "0 <= min <= max"},
+      {"bql hold time", [](RunArgs& a) { a.bql_hold_ms = -1; }, "0..60000 ms"},
+      {"buffer needs no qdisc", [](RunArgs& a) { a.policy = "buffer:32"; },
+       "needs --qdisc none or --runner dedicated"},
+      {"dedicated without a qdisc", [](RunArgs& a) { a.runner = "dedicated", a.qdisc = "none"; },
+       "--qdisc none has none"},
+      {"size small", [](RunArgs& a) { a.size = "17"; }, "18..1048576"},
+      {"procs", [](RunArgs& a) { a.procs = "0"; }, "1..64"},
+      {"proto", [](RunArgs& a) { a.proto = "sctp"; }, "valid: tcp, udp"},
+      {"mtu", [](RunArgs& a) { a.mtu = 67; }, "68..9000"},
+      {"mtu too small for tcp header", [](RunArgs& a) { a.mtu = 69; }, "txbatch header"},
+      {"duration", [](RunArgs& a) { a.duration_s = 0; }, "0.01..3600"},
+      {"warmup", [](RunArgs& a) { a.warmup_s = -1; }, "0..60"},
+      {"rate", [](RunArgs& a) { a.rate = "fast"; }, "pps, kpps, mpps"},
+      {"rate unit", [](RunArgs& a) { a.rate = "10furlongs"; }, "500mbit"},
+      {"producer", [](RunArgs& a) { a.producer = "burst"; }, "stream, datagram"},
+      {"runner", [](RunArgs& a) { a.runner = "softirq"; }, "valid: inline, dedicated"},
+      {"sync", [](RunArgs& a) { a.sync = "seqlock"; }, "valid: auto, rootlock, nolock"},
+      {"buffer deeper than the band, no timer",
+       [](RunArgs& a) { a.policy = "buffer:64", a.txqueuelen = 32, a.runner = "dedicated"; },
+       "would never send"},
+      {"sync without a qdisc", [](RunArgs& a) { a.sync = "nolock", a.qdisc = "none"; },
+       "--qdisc none has none"},
+      {"qdisc", [](RunArgs& a) { a.qdisc = "fq"; }, "valid: pfifo_fast, pfifo, fq_codel"},
+      {"txqueuelen", [](RunArgs& a) { a.txqueuelen = 0; }, "1..100000"},
+      {"driver", [](RunArgs& a) { a.drivers = {"nic:eth0"}; }, "emu:MODEL"},
+      {"emu key", [](RunArgs& a) { a.drivers = {"emu:e1000,speed=1"}; }, "valid keys"},
+      {"eal memory", [](RunArgs& a) { a.eal_memory = "lots"; }, "auto, no-huge, in-memory"},
+      // Issue 16, item 11: accepted silently before.
+      {"rate too small to pace", [](RunArgs& a) { a.rate = "1e-300pps"; }, "1pps..1000mpps"},
+      {"rate too small in bits", [](RunArgs& a) { a.rate = "1e-300mbit"; }, "1kbit..10000gbit"},
+      {"link delay that rounds to zero", [](RunArgs& a) { a.link = "delay 1e-400ms"; },
+       "delay needs a time"},
+      {"link of blanks", [](RunArgs& a) { a.link = "   "; }, "no words were given"},
+      {"repeated emu key", [](RunArgs& a) { a.drivers = {"emu:e1000,ring=64,ring=4096"}; },
+       "key 'ring' in driver 'emu:e1000,ring=64,ring=4096' is given twice"},
+      {"repeated ethdev key", [](RunArgs& a) { a.drivers = {"ethdev:net_null0,size=64,size=128"}; },
+       "key 'size' in driver 'ethdev:net_null0,size=64,size=128' is given twice"},
+      {"repeated verbs key",
+       [](RunArgs& a) { a.drivers = {"verbs:mlx5_0:1,qpn=0x48,qkey=0x11,lid=3,lid=4"}; },
+       "key 'lid' in driver"},
+      {"batch repeated", [](RunArgs& a) { a.batch = "32,32,32"; }, "--batch gives '32' twice"},
+      {"policy repeated", [](RunArgs& a) { a.policy = "bql,count:8,bql"; },
+       "--policy gives 'bql' twice"},
+      {"size repeated", [](RunArgs& a) { a.size = "64,1000,64"; }, "--size gives '64' twice"},
+      {"procs repeated", [](RunArgs& a) { a.procs = "1,1"; }, "--procs gives '1' twice"},
+      {"queues repeated", [](RunArgs& a) { a.queues = "2,2"; }, "--queues gives '2' twice"},
+      {"sync repeated", [](RunArgs& a) { a.sync = "rootlock,rootlock"; },
+       "--sync gives 'rootlock' twice"},
+      {"runner repeated", [](RunArgs& a) { a.runner = "inline,inline"; },
+       "--runner gives 'inline' twice"},
+      {"qdisc repeated", [](RunArgs& a) { a.qdisc = "pfifo,pfifo"; },
+       "--qdisc gives 'pfifo' twice"},
+      {"engine repeated", [](RunArgs& a) { a.engine = "sim,sim"; }, "--engine gives 'sim' twice"},
+      {"driver repeated",
+       [](RunArgs& a) {
+         a.drivers = {"emu:null", "emu:null"};
+       },
+       "--driver gives 'emu:null' twice"},
+      {"driver repeated in other words",
+       [](RunArgs& a) {
+         a.drivers = {"emu:e1000", "emu:e1000,ring=256"};
+       },
+       "are the same driver"},
   };
-  add(
-      "batch and policy",
-      [](RunArgs& a) {
-        a.batch = "1";
-        a.policy = "count:1";
-      },
-      "give one");
-  add(
-      "batch 0", [](RunArgs& a) { a.batch = "0"; }, "1..4096");
-  add(
-      "batch list junk", [](RunArgs& a) { a.batch = "1,,32"; }, "1..4096");
-  add(
-      "policy", [](RunArgs& a) { a.policy = "bql:4"; }, "valid: count:N");
-  add(
-      "offload", [](RunArgs& a) { a.offload = "lro"; }, "valid: auto, none, gso, tso");
-  add(
-      "offload on udp",
-      [](RunArgs& a) {
-        a.offload = "gso";
-        a.proto = "udp";
-      },
-      "--offload none with --proto udp");
-  add(
-      "tso on a NIC without it",
-      [](RunArgs& a) {
-        a.offload = "tso";
-        a.drivers = {"emu:null"};
-      },
-      "has no TSO here");
-  add(
-      "tso on a DPDK port",
-      [](RunArgs& a) {
-        a.offload = "tso";
-        a.drivers = {"ethdev:net_null0"};
-      },
-      "valid: --offload tso with emu:e1000 or emu:ixgbe");
-  add(
-      "gso batches beyond one cut batch",
-      [](RunArgs& a) {
-        a.offload = "gso";
-        a.qdisc = "none";
-        a.batch = "92";
-      },
-      "a batch of 1..91");
-  add(
-      "a runner waiting for more than TSQ lets through",
-      [](RunArgs& a) {
-        a.runner = "dedicated";
-        a.policy = "buffer:64";
-        a.procs = "1";
-      },
-      "it would never send; valid: buffer:N:T, N <= 17, or --tsq 0");
-  add(
-      "kernel policy without a qdisc",
-      [](RunArgs& a) {
-        a.policy = "linux-2014";
-        a.qdisc = "none";
-      },
-      "--qdisc none has none");
-  add(
-      "bql on a DPDK port",
-      [](RunArgs& a) {
-        a.policy = "bql";
-        a.drivers = {"ethdev:net_null0"};
-      },
-      "valid: bql with emu:MODEL");
-  add(
-      "pfifo is not lockless",
-      [](RunArgs& a) {
-        a.qdisc = "pfifo";
-        a.sync = "nolock";
-      },
-      "--qdisc pfifo with --sync rootlock");
-  add(
-      "fq_codel is not lockless",
-      [](RunArgs& a) {
-        a.qdisc = "fq_codel";
-        a.sync = "nolock";
-      },
-      "--qdisc fq_codel with --sync rootlock or auto");
-  add(
-      "fq_codel target 0", [](RunArgs& a) { a.qdisc = "fq_codel target 0"; },
-      "fq_codel's target must be a time from 2us");
-  add(
-      "fq_codel unknown key", [](RunArgs& a) { a.qdisc = "pfifo_fast,fq_codel bands 3"; },
-      "fq_codel has no parameter 'bands'");
-  add(
-      "parameters to pfifo", [](RunArgs& a) { a.qdisc = "pfifo limit 10"; },
-      "pfifo takes no parameters");
-  add(
-      "bql bounds", [](RunArgs& a) { a.bql_limit_min = 5000, a.bql_limit_max = 4000; },
-      "0 <= min <= max");
-  add(
-      "bql hold time", [](RunArgs& a) { a.bql_hold_ms = -1; }, "0..60000 ms");
-  add(
-      "buffer needs no qdisc", [](RunArgs& a) { a.policy = "buffer:32"; },
-      "needs --qdisc none or --runner dedicated");
-  add(
-      "dedicated without a qdisc",
-      [](RunArgs& a) {
-        a.runner = "dedicated";
-        a.qdisc = "none";
-      },
-      "--qdisc none has none");
-  add(
-      "size small", [](RunArgs& a) { a.size = "17"; }, "18..1048576");
-  add(
-      "procs", [](RunArgs& a) { a.procs = "0"; }, "1..64");
-  add(
-      "proto", [](RunArgs& a) { a.proto = "sctp"; }, "valid: tcp, udp");
-  add(
-      "mtu", [](RunArgs& a) { a.mtu = 67; }, "68..9000");
-  add(
-      "mtu too small for tcp header", [](RunArgs& a) { a.mtu = 69; }, "txbatch header");
-  add(
-      "duration", [](RunArgs& a) { a.duration_s = 0; }, "0.01..3600");
-  add(
-      "warmup", [](RunArgs& a) { a.warmup_s = -1; }, "0..60");
-  add(
-      "rate", [](RunArgs& a) { a.rate = "fast"; }, "pps, kpps, mpps");
-  add(
-      "rate unit", [](RunArgs& a) { a.rate = "10furlongs"; }, "500mbit");
-  add(
-      "producer", [](RunArgs& a) { a.producer = "burst"; }, "stream, datagram");
-  add(
-      "runner", [](RunArgs& a) { a.runner = "softirq"; }, "valid: inline, dedicated");
-  add(
-      "sync", [](RunArgs& a) { a.sync = "seqlock"; }, "valid: auto, rootlock, nolock");
-  add(
-      "buffer deeper than the band, no timer",
-      [](RunArgs& a) {
-        a.runner = "dedicated";
-        a.policy = "buffer:64";
-        a.txqueuelen = 32;
-      },
-      "would never send");
-  add(
-      "sync without a qdisc",
-      [](RunArgs& a) {
-        a.sync = "nolock";
-        a.qdisc = "none";
-      },
-      "--qdisc none has none");
-  add(
-      "qdisc", [](RunArgs& a) { a.qdisc = "fq"; }, "valid: pfifo_fast, pfifo, fq_codel");
-  add(
-      "txqueuelen", [](RunArgs& a) { a.txqueuelen = 0; }, "1..100000");
-  add(
-      "driver", [](RunArgs& a) { a.drivers = {"nic:eth0"}; }, "emu:MODEL");
-  add(
-      "emu key", [](RunArgs& a) { a.drivers = {"emu:e1000,speed=1"}; }, "valid keys");
-  add(
-      "eal memory", [](RunArgs& a) { a.eal_memory = "lots"; }, "auto, no-huge, in-memory");
-  // Issue 16, item 11: accepted silently before.
-  add(
-      "rate too small to pace", [](RunArgs& a) { a.rate = "1e-300pps"; }, "1pps..1000mpps");
-  add(
-      "rate too small in bits", [](RunArgs& a) { a.rate = "1e-300mbit"; }, "1kbit..10000gbit");
-  add(
-      "link delay that rounds to zero", [](RunArgs& a) { a.link = "delay 1e-400ms"; },
-      "delay needs a time");
-  add(
-      "link of blanks", [](RunArgs& a) { a.link = "   "; }, "no words were given");
-  add(
-      "repeated emu key", [](RunArgs& a) { a.drivers = {"emu:e1000,ring=64,ring=4096"}; },
-      "key 'ring' in driver 'emu:e1000,ring=64,ring=4096' is given twice");
-  add(
-      "repeated ethdev key", [](RunArgs& a) { a.drivers = {"ethdev:net_null0,size=64,size=128"}; },
-      "key 'size' in driver 'ethdev:net_null0,size=64,size=128' is given twice");
-  add(
-      "repeated verbs key",
-      [](RunArgs& a) { a.drivers = {"verbs:mlx5_0:1,qpn=0x48,qkey=0x11,lid=3,lid=4"}; },
-      "key 'lid' in driver");
-  add(
-      "batch repeated", [](RunArgs& a) { a.batch = "32,32,32"; }, "--batch gives '32' twice");
-  add(
-      "policy repeated", [](RunArgs& a) { a.policy = "bql,count:8,bql"; },
-      "--policy gives 'bql' twice");
-  add(
-      "size repeated", [](RunArgs& a) { a.size = "64,1000,64"; }, "--size gives '64' twice");
-  add(
-      "procs repeated", [](RunArgs& a) { a.procs = "1,1"; }, "--procs gives '1' twice");
-  add(
-      "queues repeated", [](RunArgs& a) { a.queues = "2,2"; }, "--queues gives '2' twice");
-  add(
-      "sync repeated", [](RunArgs& a) { a.sync = "rootlock,rootlock"; },
-      "--sync gives 'rootlock' twice");
-  add(
-      "runner repeated", [](RunArgs& a) { a.runner = "inline,inline"; },
-      "--runner gives 'inline' twice");
-  add(
-      "qdisc repeated", [](RunArgs& a) { a.qdisc = "pfifo,pfifo"; }, "--qdisc gives 'pfifo' twice");
-  add(
-      "engine repeated", [](RunArgs& a) { a.engine = "sim,sim"; }, "--engine gives 'sim' twice");
-  add(
-      "driver repeated",
-      [](RunArgs& a) {
-        a.drivers = {"emu:null", "emu:null"};
-      },
-      "--driver gives 'emu:null' twice");
-  add(
-      "driver repeated in other words",
-      [](RunArgs& a) {
-        a.drivers = {"emu:e1000", "emu:e1000,ring=256"};
-      },
-      "are the same driver");
-  for (const auto& c : cases) {
-    auto plan = BuildRunPlan(c.args);
+  for (const BadCase& c : cases) {
+    RunArgs a;
+    c.set(a);
+    auto plan = BuildRunPlan(a);
     ASSERT_FALSE(plan.ok()) << c.what;
     const std::string& msg = plan.error().message;
     EXPECT_NE(msg.find(c.must_say), std::string::npos) << c.what << ": " << msg;
