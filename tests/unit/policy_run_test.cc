@@ -47,6 +47,8 @@
 #include "dataplane/tsq.h"
 #include "dataplane/tx_queue.h"
 #include "engine/sim_queue.h"
+#include "tests/unit/gate.h"
+#include "tests/unit/holding_driver.h"
 #include "tests/unit/test_eal.h"
 
 namespace txbatch {
@@ -57,7 +59,7 @@ constexpr uint32_t kFrameBytes = 1000;
 // A driver whose ring room and completions the test scripts. Counts a doorbell per Xmit call
 // and per xmit_more chain (rung on the last frame, or when the ring fills), as a driver that
 // honours xmit_more does.
-class ScriptedDriver final : public TxDriver {
+class ScriptedDriver final : public test::HoldingDriver {
  public:
   struct Call {
     uint16_t offered;
@@ -72,7 +74,6 @@ class ScriptedDriver final : public TxDriver {
   static constexpr uint64_t kMaxOffered = 100'000;
 
   explicit ScriptedDriver(bool bql) : bql_(bql) {}
-  ~ScriptedDriver() override { Purge(); }
 
   uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
     Hook();
@@ -96,32 +97,22 @@ class ScriptedDriver final : public TxDriver {
     }
     return ok;
   }
-  unsigned FreeSlots() const override { return capacity - static_cast<unsigned>(ring_.size()); }
+  unsigned FreeSlots() const override { return capacity - static_cast<unsigned>(held_.size()); }
   bool has_bql() const override { return bql_; }
   bool Stopped() const override { return FreeSlots() == 0; }
   // The ring gets the room the test scripted, and the `to_complete` oldest frames complete.
   unsigned Complete(Tsc) override {
     capacity = next_capacity;
     unsigned n = 0;
-    for (; to_complete > 0 && !ring_.empty(); --to_complete, ++n) {
-      counters_.completed_bytes.Add(rte_pktmbuf_pkt_len(ring_.front()));
-      rte_pktmbuf_free(ring_.front());
-      ring_.pop_front();
+    for (; to_complete > 0 && !held_.empty(); --to_complete, ++n) {
+      counters_.completed_bytes.Add(rte_pktmbuf_pkt_len(held_.front()));
+      rte_pktmbuf_free(held_.front());
+      held_.pop_front();
     }
     return n;
   }
-  Tsc NextCompletion() const override { return kNever; }
-  unsigned InFlight() const override { return static_cast<unsigned>(ring_.size()); }
   // The frames it took and has not completed, oldest first.
-  const std::deque<rte_mbuf*>& ring() const { return ring_; }
-  unsigned Purge() override {
-    const auto n = static_cast<unsigned>(ring_.size());
-    for (rte_mbuf* m : ring_) rte_pktmbuf_free(m);
-    ring_.clear();
-    return n;
-  }
-  std::optional<WireSpec> Wire() const override { return std::nullopt; }
-  CountedAt counted_at() const override { return CountedAt::kDriver; }
+  const std::deque<rte_mbuf*>& ring() const { return held_; }
   bool owns_doorbell() const override { return true; }
   std::string Describe() const override { return "scripted"; }
 
@@ -170,7 +161,7 @@ class ScriptedDriver final : public TxDriver {
   }
   // A runaway run's frames: taken whatever the ring's room, and not recorded in `calls`.
   uint16_t Swallow(std::span<rte_mbuf* const> frames) {
-    for (rte_mbuf* m : frames) ring_.push_back(m);
+    for (rte_mbuf* m : frames) held_.push_back(m);
     return static_cast<uint16_t>(frames.size());
   }
   void Hook() {
@@ -180,7 +171,7 @@ class ScriptedDriver final : public TxDriver {
     f();
   }
   void Take(std::span<rte_mbuf* const> frames) {
-    for (rte_mbuf* m : frames) ring_.push_back(m);
+    for (rte_mbuf* m : frames) held_.push_back(m);
     counters_.accepted.Add(frames.size());
     if (take_limit != UINT_MAX) take_limit -= static_cast<unsigned>(frames.size());
   }
@@ -188,7 +179,6 @@ class ScriptedDriver final : public TxDriver {
   bool unrung_ = false;
   uint64_t offered_ = 0;
   bool runaway_ = false;
-  std::deque<rte_mbuf*> ring_;
 };
 
 enum class Engine { kRootlock, kNolock, kSim, kSimNolock };
@@ -906,32 +896,7 @@ TEST(QdiscNotes, AMissedNoteLeftAfterTheRunsLastLookReschedulesTheRun) {
   }
 }
 
-// A one-shot gate: the thread that reaches Stop waits there (at most kWait) until Release.
-class Gate {
- public:
-  static constexpr std::chrono::seconds kWait{10};
-  void Stop() {
-    std::unique_lock lk(mu_);
-    arrived_ = true;
-    cv_.notify_all();
-    cv_.wait_for(lk, kWait, [&] { return released_; });
-  }
-  // Waits (bounded) until a thread stopped here; false if none came.
-  bool WaitArrived() {
-    std::unique_lock lk(mu_);
-    return cv_.wait_for(lk, kWait, [&] { return arrived_; });
-  }
-  void Release() {
-    std::lock_guard lk(mu_);
-    released_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool arrived_ = false, released_ = false;
-};
+using test::Gate;
 
 // count:1 whose run-flag holder stops at a gate in its second dequeue (`first`) and in the one
 // after it (`second`: pfifo_fast_dequeue's look again after clearing a note), which then takes

@@ -29,6 +29,8 @@
 #include "dataplane/rx_sink.h"
 #include "drivers/emu/emu.h"
 #include "engine/cell.h"
+#include "tests/unit/gate.h"
+#include "tests/unit/holding_driver.h"
 #include "tests/unit/test_eal.h"
 
 namespace txbatch {
@@ -249,68 +251,30 @@ TEST(Books, BalanceOnlyWhenEveryFrameAndMbufIsAccountedFor) {
   EXPECT_FALSE(Balanced(uncounted));
 }
 
-// A point a thread stops at until the test lets it go (at most kWait): the test waits for the
-// thread to arrive, looks at what it wants to see meanwhile, and releases it.
-class Gate {
- public:
-  static constexpr std::chrono::seconds kWait{10};
-  void Stop() {
-    std::unique_lock lk(mu_);
-    arrived_ = true;
-    cv_.notify_all();
-    cv_.wait_for(lk, kWait, [&] { return released_; });
-  }
-  // Waits (bounded) until a thread stopped here; false if none came.
-  bool WaitArrived() {
-    std::unique_lock lk(mu_);
-    return cv_.wait_for(lk, kWait, [&] { return arrived_; });
-  }
-  void Release() {
-    std::lock_guard lk(mu_);
-    released_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool arrived_ = false, released_ = false;
-};
+using test::Gate;
 
 // A driver that takes every frame and keeps it (never stops, never completes). Given a gate, it
 // owns a doorbell and rings it, then stops at the gate inside Xmit before it counts the frames
 // accepted: a verbs post between ibv_post_send and its books.
-class KeepingDriver final : public TxDriver {
+class KeepingDriver final : public test::HoldingDriver {
  public:
   explicit KeepingDriver(Gate* after_doorbell = nullptr) : after_doorbell_(after_doorbell) {}
-  ~KeepingDriver() override { Purge(); }
   uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
     if (after_doorbell_ != nullptr) {
       counters_.doorbells.Add();
       after_doorbell_->Stop();
     }
-    for (rte_mbuf* m : frames) kept_.push_back(m);
+    for (rte_mbuf* m : frames) held_.push_back(m);
     counters_.accepted.Add(frames.size());
     return static_cast<uint16_t>(frames.size());
   }
   bool Stopped() const override { return false; }
   unsigned Complete(Tsc) override { return 0; }
-  Tsc NextCompletion() const override { return kNever; }
-  unsigned InFlight() const override { return static_cast<unsigned>(kept_.size()); }
-  unsigned Purge() override {
-    const auto n = static_cast<unsigned>(kept_.size());
-    for (rte_mbuf* m : kept_) rte_pktmbuf_free(m);
-    kept_.clear();
-    return n;
-  }
-  std::optional<WireSpec> Wire() const override { return std::nullopt; }
-  CountedAt counted_at() const override { return CountedAt::kDriver; }
   bool owns_doorbell() const override { return after_doorbell_ != nullptr; }
   std::string Describe() const override { return "keeping"; }
 
  private:
   Gate* const after_doorbell_;
-  std::deque<rte_mbuf*> kept_;
 };
 
 // count:1, except that the run-flag holder's second dequeue stops in Budget at the gate until
@@ -584,16 +548,25 @@ std::string CaseName(const SlowReceiverCase& k) {
   return std::string(k.nic) + (k.noqueue ? " --qdisc none" : " pfifo_fast");
 }
 
-// The receiver's work (emu hands frames to the sink inside the driver's call or the txirq's
-// reclaim, under the TX lock) is handed on after the TX lock and booked apart: rx_cycles holds
-// at least every spin, and the TX lock is free while it runs. On each path that calls the
-// driver: a --qdisc none batch (SendBatch), a qdisc run (Transmit) and a reclaim (Completion).
-TEST(TxQueue, TheReceiversTimeIsBookedApartFromTheTxPathAndTheReclaim) {
+// `check` on each case's run that finished (the case named in the trace); the first fatal
+// failure ends them all.
+void CheckEachSlowReceiverRun(const std::function<void(const SlowReceiverRun&)>& check) {
   for (const SlowReceiverCase& k : kSlowReceiverCases) {
     SCOPED_TRACE(CaseName(k));
     SlowReceiverRun r;
     RunThroughASlowReceiver(k, &r);
     ASSERT_TRUE(r.finished);
+    check(r);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// The receiver's work (emu hands frames to the sink inside the driver's call or the txirq's
+// reclaim, under the TX lock) is handed on after the TX lock and booked apart: rx_cycles holds
+// at least every spin, and the TX lock is free while it runs. On each path that calls the
+// driver: a --qdisc none batch (SendBatch), a qdisc run (Transmit) and a reclaim (Completion).
+TEST(TxQueue, TheReceiversTimeIsBookedApartFromTheTxPathAndTheReclaim) {
+  CheckEachSlowReceiverRun([](const SlowReceiverRun& r) {
     EXPECT_EQ(r.received, kSlowReceiverFrames);
     EXPECT_EQ(r.rx_frames, kSlowReceiverFrames);  // every delivery handed on and booked
     ASSERT_GT(r.calls, 0u);
@@ -601,7 +574,7 @@ TEST(TxQueue, TheReceiversTimeIsBookedApartFromTheTxPathAndTheReclaim) {
               kSlowReceiverFrames * static_cast<Tsc>(kSlowReceiverSpinS * test::TscHz()));
     EXPECT_EQ(r.tx_lock_held, 0u);
     EXPECT_EQ(r.pool_in_use, 0);
-  }
+  });
 }
 
 // Runs of the same kind: the TX path's and the completion role's windows leave the receiver's
@@ -616,13 +589,9 @@ TEST(TxQueue, TheReceiversTimeIsBookedApartFromTheTxPathAndTheReclaim) {
 // scripts/tsan.sh, which names the cases it runs, leaves this one out; the ASan build and the
 // normal one run it.
 TEST(TxQueue, TheTxPathsWindowsAreASmallPartOfTheReceiversSpins) {
-  for (const SlowReceiverCase& k : kSlowReceiverCases) {
-    SCOPED_TRACE(CaseName(k));
-    SlowReceiverRun r;
-    RunThroughASlowReceiver(k, &r);
-    ASSERT_TRUE(r.finished);
+  CheckEachSlowReceiverRun([](const SlowReceiverRun& r) {
     EXPECT_LT(r.tx_cycles + r.completion_cycles, r.rx_cycles / 4);
-  }
+  });
 }
 
 }  // namespace
