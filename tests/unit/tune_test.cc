@@ -3,8 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/says.h"
+
 namespace txbatch {
 namespace {
+
+using test::DoesNotSay;
+using test::Says;
 
 std::vector<TunePoint> Saturating() {  // throughput saturates at batch 16
   return {{1, 1.0, 10e3},  {2, 1.8, 11e3},  {4, 3.0, 12e3},  {8, 4.3, 14e3},
@@ -16,8 +21,8 @@ TEST(Tune, SmallestBatchWithinTheTargetOfThePeak) {
   ASSERT_TRUE(a.found);
   EXPECT_EQ(a.batch, 16u);  // 4.9 / 5.0 = 98 %; batch 8 has 86 %
   EXPECT_NEAR(a.share_of_peak, 0.98, 1e-9);
-  EXPECT_NE(a.reason.find("batch 16: 98.0 % of peak"), std::string::npos) << a.reason;
-  EXPECT_NE(a.reason.find("batch 8 reaches only 86.0 %"), std::string::npos) << a.reason;
+  EXPECT_TRUE(Says(a.reason, "batch 16: 98.0 % of peak"));
+  EXPECT_TRUE(Says(a.reason, "batch 8 reaches only 86.0 %"));
 }
 
 TEST(Tune, ALatencyBudgetCanRuleTheKneeOutOrLeaveNothing) {
@@ -25,10 +30,9 @@ TEST(Tune, ALatencyBudgetCanRuleTheKneeOutOrLeaveNothing) {
   const TuneAdvice none = FindKnee(Saturating(), 0.95, 15e3);
   EXPECT_FALSE(none.found);
   // Batches 16..128 reach 95 % (4.9 / 5.0 = 98 % and up); the lowest p99 among them is batch 16's.
-  EXPECT_NE(none.reason.find("keeps p99 within 15.0us (the lowest of theirs is 20.0us, at batch "
-                             "16); the budget or the target must give"),
-            std::string::npos)
-      << none.reason;
+  EXPECT_TRUE(Says(none.reason,
+                   "keeps p99 within 15.0us (the lowest of theirs is 20.0us, at batch "
+                   "16); the budget or the target must give"));
   // At 85 % the budget is met by batch 8.
   const TuneAdvice eight = FindKnee(Saturating(), 0.85, 15e3);
   ASSERT_TRUE(eight.found);
@@ -44,19 +48,16 @@ TEST(Tune, TheReasonNamesTheConstraintTheBatchBelowFailed) {
   const TuneAdvice a = FindKnee(readme, 0.95, 1e6);
   ASSERT_TRUE(a.found);
   EXPECT_EQ(a.batch, 64u);
-  EXPECT_NE(a.reason.find("; batch 58 has p99 1757.7us, over the 1000.0us budget"),
-            std::string::npos)
-      << a.reason;
-  EXPECT_EQ(a.reason.find("reaches only"), std::string::npos) << a.reason;
+  EXPECT_TRUE(Says(a.reason, "; batch 58 has p99 1757.7us, over the 1000.0us budget"));
+  EXPECT_TRUE(DoesNotSay(a.reason, "reaches only"));
 
   // Batch 32 misses both: 4.0 / 5.0 = 80 % and 1.5 ms > 1 ms; batch 64 qualifies as above.
   const TuneAdvice both =
       FindKnee({{32, 4.0, 1.5e6}, {64, 5.0, 900e3}, {128, 4.9, 2e6}}, 0.95, 1e6);
   ASSERT_TRUE(both.found);
-  EXPECT_NE(both.reason.find("; batch 32 reaches only 80.0 % and has p99 1500.0us, over the "
-                             "1000.0us budget"),
-            std::string::npos)
-      << both.reason;
+  EXPECT_TRUE(Says(both.reason,
+                   "; batch 32 reaches only 80.0 % and has p99 1500.0us, over the "
+                   "1000.0us budget"));
 }
 
 // Issue 44, item 2: on a port where nothing receives, --p99-max was silently ignored and the
@@ -69,11 +70,9 @@ TEST(Tune, ABudgetNoPointHasAP99ForIsSaidNotApplied) {
   const TuneAdvice a = FindKnee(unreceived, 0.95, 1e6);
   ASSERT_TRUE(a.found);
   EXPECT_EQ(a.batch, 16u);
-  EXPECT_NE(a.reason.find("; p99 not measured: the --p99-max budget was not applied"),
-            std::string::npos)
-      << a.reason;
+  EXPECT_TRUE(Says(a.reason, "; p99 not measured: the --p99-max budget was not applied"));
   // Without --p99-max there is nothing to say about it.
-  EXPECT_EQ(FindKnee(unreceived, 0.95, std::nullopt).reason.find("p99"), std::string::npos);
+  EXPECT_TRUE(DoesNotSay(FindKnee(unreceived, 0.95, std::nullopt).reason, "p99"));
 }
 
 TEST(Tune, APointWithoutAP99IsNotWithinTheBudgetWhereOthersHaveOne) {
@@ -84,16 +83,15 @@ TEST(Tune, APointWithoutAP99IsNotWithinTheBudgetWhereOthersHaveOne) {
   const TuneAdvice a = FindKnee(points, 0.95, 50e3);
   ASSERT_TRUE(a.found);
   EXPECT_EQ(a.batch, 32u);
-  EXPECT_NE(a.reason.find("; batch 16 has no p99 measured"), std::string::npos) << a.reason;
+  EXPECT_TRUE(Says(a.reason, "; batch 16 has no p99 measured"));
 
   // The only batch reaching 95 % (batch 8 is the peak; 1.0 / 5.0 = 20 %) has no p99: no
   // recommendation, and the reason says the budget could not be checked rather than met.
   const TuneAdvice none = FindKnee({{1, 1.0, 10e3}, {8, 5.0, std::nullopt}}, 0.95, 15e3);
   EXPECT_FALSE(none.found);
-  EXPECT_NE(none.reason.find("no batch reaching 95 % of peak had its p99 measured, so none is "
-                             "known to keep p99 within 15.0us"),
-            std::string::npos)
-      << none.reason;
+  EXPECT_TRUE(Says(none.reason,
+                   "no batch reaching 95 % of peak had its p99 measured, so none is "
+                   "known to keep p99 within 15.0us"));
 }
 
 TEST(Tune, APeakAtTheLargestLimitSaysToTryLargerOnes) {
@@ -106,13 +104,11 @@ TEST(Tune, APeakAtTheLargestLimitSaysToTryLargerOnes) {
                                      0.95, std::nullopt);
   ASSERT_TRUE(rising.found);
   EXPECT_EQ(rising.batch, 4u);
-  EXPECT_NE(rising.reason.find("; the peak is at batch 8, the largest limit tried: try larger "
-                               "limits"),
-            std::string::npos)
-      << rising.reason;
+  EXPECT_TRUE(Says(rising.reason,
+                   "; the peak is at batch 8, the largest limit tried: try larger "
+                   "limits"));
   // Saturating() peaks at batch 32 (5.0; 128 has 4.95): nothing to add.
-  EXPECT_EQ(FindKnee(Saturating(), 0.95, std::nullopt).reason.find("try larger"),
-            std::string::npos);
+  EXPECT_TRUE(DoesNotSay(FindKnee(Saturating(), 0.95, std::nullopt).reason, "try larger"));
 }
 
 TEST(Tune, AFlatCurveNeedsNoBatching) {
@@ -121,7 +117,7 @@ TEST(Tune, AFlatCurveNeedsNoBatching) {
       FindKnee({{1, 0.0813, 14e6}, {32, 0.0813, 14e6}, {8, 0.0812, 14e6}}, 0.95, std::nullopt);
   ASSERT_TRUE(a.found);
   EXPECT_EQ(a.batch, 1u);
-  EXPECT_NE(a.reason.find("batching is not needed"), std::string::npos) << a.reason;
+  EXPECT_TRUE(Says(a.reason, "batching is not needed"));
 }
 
 TEST(Tune, RefinementProbesBetweenTheKneeAndTheCoarsePointBelow) {
