@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds txbatch if needed and runs the whole test suite (unit, driver, system, vm, then hw; driver
+# Builds txbatch if needed and runs the whole test suite (unit, e2e, system, vm, then hw; e2e
 # and system suites busy-poll and measure time, so they never run in parallel with each other).
-# Every suite runs even when one before it failed (a unit failure hid the driver, system and vm
+# Every suite runs even when one before it failed (a unit failure hid the e2e, system and vm
 # suites' results); the exit status is the first failure's, said at the end.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -14,7 +14,7 @@ suite() {
   meson test -C build --suite "$name" --print-errorlogs --logbase "$name" "$@" || failed+=("$name")
 }
 suite unit
-suite driver --num-processes 1
+suite e2e --num-processes 1
 suite system --num-processes 1
 # The VM lab: DPDK's real PMDs (and verbs on soft RoCE) in QEMU guests (scripts/vm-lab.sh).
 suite vm --num-processes 1

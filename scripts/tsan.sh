@@ -2,7 +2,7 @@
 # Builds txbatch with ThreadSanitizer in build-tsan/ and runs the tests where threads meet: the
 # queue protocol with real producer, runner and txirq threads for every sync x runner shape
 # (unit: TxQueueShape, TxQueue), producers racing into a lock-free band (LockfreePfifo), and in
-# the driver suite the instrumented txbatch running every qdisc shape on the emulated e1000
+# the e2e suite the instrumented txbatch running every qdisc shape on the emulated e1000
 # (ShapeRun), two TX queues on every DPDK vdev (TwoQueues/EthdevRun) and the link model behind
 # the emulated wire (Link). The shapes' net_ring cases are left out here: 8 producers flat out on
 # 2 CPUs, 5-15x slower under TSan, once left a 0.3 s window without a frame (a measurement
@@ -29,8 +29,8 @@ fi
 # itself has none to check, so the normal build's serves (CI's test.sh has built it).
 ninja -C build-tsan tools/txbatch tests/unit/unit_tsan_tests >"$log" 2>&1 \
   || { tail -40 "$log" >&2; echo "tsan: build failed" >&2; exit 1; }
-bash scripts/build.sh tests/driver/driver_tests \
-  || { echo "tsan: the driver suite's binary (build/) failed to build" >&2; exit 1; }
+bash scripts/build.sh tests/e2e/e2e_tests \
+  || { echo "tsan: the e2e suite's binary (build/) failed to build" >&2; exit 1; }
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp"
 export TXBATCH_BIN=$PWD/build-tsan/tools/txbatch
 mkdir -p build-tsan/meson-logs
@@ -47,12 +47,12 @@ run_suite() {
 # so its own work is no longer a small part of a receiver's spins; tx_queue_test.cc says more).
 run_suite unit build-tsan/tests/unit/unit_tsan_tests \
   --gtest_filter='SyncAndRunner/TxQueueShape.*:TxQueue.*:LockfreePfifo.*-TxQueue.TheTxPathsWindowsAreASmallPartOfTheReceiversSpins'
-run_suite driver build/tests/driver/driver_tests \
+run_suite e2e build/tests/e2e/e2e_tests \
   --gtest_filter='EveryShape/ShapeRun.BooksBalance*_e1000:TwoQueues/EthdevRun.*:Link.Impairments*'
 if grep -q 'WARNING: ThreadSanitizer' build-tsan/meson-logs/*.txt; then
   grep -A20 'WARNING: ThreadSanitizer' build-tsan/meson-logs/*.txt | head -40 >&2
   echo "tsan: ThreadSanitizer reported (see build-tsan/meson-logs)" >&2
   exit 1
 fi
-echo "tsan: threaded unit and driver tests clean under ThreadSanitizer ($(grep -c '^\[       OK \]' \
-  build-tsan/meson-logs/unit.txt build-tsan/meson-logs/driver.txt | awk -F: '{s+=$2} END {print s}') tests)"
+echo "tsan: threaded unit and e2e tests clean under ThreadSanitizer ($(grep -c '^\[       OK \]' \
+  build-tsan/meson-logs/unit.txt build-tsan/meson-logs/e2e.txt | awk -F: '{s+=$2} END {print s}') tests)"

@@ -39,7 +39,7 @@ constexpr const char* kFigureFiles[] = {
     "batching.svg", "batching.png", "bufferbloat.svg", "bufferbloat.png", "figures.json"};
 // A figure file's name, as txbatch-plot's FIGURE_FILE has it: a name figures.json lists that is
 // not one of these is never removed, whatever the file says.
-// tests/driver/plot_test.py (FigureStems) checks this list against FIGURE_FILE.
+// tests/e2e/plot_test.py (FigureStems) checks this list against FIGURE_FILE.
 constexpr const char* kFigureStems[] = {"latency",  "throughput", "cost",
                                         "batching", "compare",    "bufferbloat"};
 constexpr const char* kFigureFormats[] = {"svg", "png", "pdf"};

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How near the emulated wire's ceiling the full-load cells get on this machine: the share that
-# tests/driver/emu_driver_test.cc once asserted (99 % for emu:e1000) with a host's stalls excused,
+# tests/e2e/emu_driver_test.cc once asserted (99 % for emu:e1000) with a host's stalls excused,
 # and that a shared 2-vCPU machine cannot hold (issue 44, item 5). Runs each cell ROUNDS times,
 # the cells interleaved (A B C … A B C …) so a busy phase of the host hits every cell alike, and
 # prints per run the link utilisation (busy time / window), the wire's stalled time (idle
@@ -17,7 +17,7 @@ rounds=${ROUNDS:-5}
 [[ -x $bin ]] || { echo "usage: $0 [TXBATCH]  ($bin is not an executable)" >&2; exit 2; }
 command -v jq >/dev/null || { echo "wire_share: needs jq (apt-get install jq)" >&2; exit 2; }
 
-# The cells the driver tests run at full load (their command lines, less --json).
+# The cells the e2e tests run at full load (their command lines, less --json).
 cells=(
   "run --driver emu:e1000 --procs 1,8 --size 65536 --offload none --batch 1,32 --duration 0.4 --warmup 0.1"
   "run --runner dedicated --driver emu:e1000 --size 65536 --offload none --procs 1,8 --batch 1,32 --duration 0.4 --warmup 0.1"

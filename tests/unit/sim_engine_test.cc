@@ -280,7 +280,7 @@ TEST(SimEngine, AWireBoundCellSitsAtTheCeiling) {
   }
 }
 
-// Issue 44, item 5: the real engine's e1000 full-load cells (tests/driver/emu_driver_test.cc) were
+// Issue 44, item 5: the real engine's e1000 full-load cells (tests/e2e/emu_driver_test.cc) were
 // judged against the wire's ceiling with a host's stalls excused — up to a quarter of the window
 // — so a txirq that lost a wake-up and was rescued by a poll could pass. On the virtual clock no
 // host stalls anything: the same cells (MSS frames, --offload none, 1 and 8 producers, batch 1
@@ -361,7 +361,7 @@ TEST(SimEngine, EveryShapeClosesItsBooks) {
     }
 }
 
-// fq_codel on the simulation, as on the real engine (tests/driver/fq_codel_test.cc): four
+// fq_codel on the simulation, as on the real engine (tests/e2e/fq_codel_test.cc): four
 // datagram producers of full frames offer more than e1000's 1 Gb/s, so its 500 frames (6.2 ms of
 // wire) stay above the 1 ms target through the 3 ms interval many times in 40 ms: CoDel drops,
 // and the receiver misses exactly what the qdisc dropped after queueing it. The same cell twice

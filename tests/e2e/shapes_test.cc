@@ -10,7 +10,7 @@
 #include <string>
 #include <tuple>
 
-#include "tests/driver/run_helper.h"
+#include "tests/e2e/run_helper.h"
 
 namespace txbatch::test {
 namespace {

@@ -1,5 +1,5 @@
 // txbatch sweep --out DIR on emu and net_null: the CSV and JSON validate against their documented
-// shape (doc/output.md), txbatch-plot draws its figures there (tests/driver/plot_test.py checks
+// shape (doc/output.md), txbatch-plot draws its figures there (tests/e2e/plot_test.py checks
 // them against the data), and report --out re-renders the same files from results.json alone.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <utility>
 
-#include "tests/driver/run_helper.h"
+#include "tests/e2e/run_helper.h"
 #include "tests/test_files.h"
 
 namespace txbatch::test {

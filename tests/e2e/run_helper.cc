@@ -1,4 +1,4 @@
-#include "tests/driver/run_helper.h"
+#include "tests/e2e/run_helper.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

@@ -8,7 +8,7 @@
 #include <regex>
 #include <string>
 
-#include "tests/driver/run_helper.h"
+#include "tests/e2e/run_helper.h"
 
 namespace txbatch::test {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "tests/driver/run_helper.h"
+#include "tests/e2e/run_helper.h"
 
 namespace txbatch::test {
 namespace {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "dataplane/tx_driver.h"
-#include "tests/driver/run_helper.h"
+#include "tests/e2e/run_helper.h"
 
 namespace txbatch::test {
 namespace {

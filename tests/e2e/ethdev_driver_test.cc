@@ -9,7 +9,7 @@
 #include <string>
 #include <tuple>
 
-#include "tests/driver/run_helper.h"
+#include "tests/e2e/run_helper.h"
 #include "tests/txbatch_bin.h"
 
 namespace txbatch::test {

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/driver/run_helper.h"
+#include "tests/e2e/run_helper.h"
 #include "tests/test_files.h"
 
 namespace txbatch::test {

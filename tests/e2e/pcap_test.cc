@@ -15,7 +15,7 @@
 #include <string>
 
 #include "dataplane/frame.h"
-#include "tests/driver/run_helper.h"
+#include "tests/e2e/run_helper.h"
 
 namespace txbatch::test {
 namespace {

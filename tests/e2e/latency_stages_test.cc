@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "tests/driver/run_helper.h"
+#include "tests/e2e/run_helper.h"
 
 namespace txbatch::test {
 namespace {

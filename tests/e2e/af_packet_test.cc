@@ -14,7 +14,7 @@
 #include <thread>
 #include <tuple>
 
-#include "tests/driver/run_helper.h"
+#include "tests/e2e/run_helper.h"
 
 namespace txbatch::test {
 namespace {
