@@ -43,21 +43,33 @@ TEST(Dql, ShrinksBySlackOnlyOnceItPersistedForTheHoldTime) {
   EXPECT_EQ(dql.limit(), 3000u);  // 6000 - the lowest slack seen
 }
 
-TEST(Dql, GrowthAddsTheOvershootOfACompletionThatLeftTheLimitUnchanged) {
-  DynamicQueueLimits dql(/*hold_tsc=*/100);
+// Brings `dql` (no bounds) to a limit of 1500 that its last completion left unchanged though the
+// queue was over it by 3000. The first completion finds it starved (over a limit of 0, now
+// empty): 0 + 1500 = 1500. Then 4500 more is queued and 1500 completes: queued 6000, completed
+// 1500 -> 3000; 4500 was in flight against a limit of 1500, so ovlimit = 4500 - 1500 = 3000;
+// 3000 still in progress (not starved: not the first arm, `ovlimit && !inprogress`); prev_ovlimit
+// is 0 (the last completion changed the limit, which zeroes it), so not the second; and
+// prev_inprogress = prev_num_queued 1500 - num_completed 1500 = 0, so there is no slack to judge
+// either: the limit stays, and prev_ovlimit = 3000, prev_num_queued = 6000. Then `more` is
+// queued and 4000 completes.
+void OverrunThenQueueAndComplete(DynamicQueueLimits& dql, uint32_t more) {
   dql.Queued(1500);
-  dql.Completed(1500, 1);  // starved: limit 1500
+  dql.Completed(1500, 1);
   ASSERT_EQ(dql.limit(), 1500u);
   dql.Queued(4500);
-  // 3000 left in flight against a limit of 1500: over it by 3000, not starved (still queued),
-  // and with nothing in progress before this completion there is no slack to judge: unchanged.
   dql.Completed(1500, 2);
   ASSERT_EQ(dql.limit(), 1500u);
-  dql.Queued(1000);
-  // Everything queued before the last completion (6000) is done, and it was over the limit:
+  dql.Queued(more);
+  dql.Completed(4000, 3);
+}
+
+TEST(Dql, GrowthAddsTheOvershootOfACompletionThatLeftTheLimitUnchanged) {
+  DynamicQueueLimits dql(/*hold_tsc=*/100);
+  ASSERT_NO_FATAL_FAILURE(OverrunThenQueueAndComplete(dql, 1000));
+  // 1000 queued, 4000 completed: everything queued before the last completion (6000) is done,
+  // and it was over the limit:
   // old + (completed - prev_queued) + prev_ovlimit = 1500 + (7000 - 6000) + 3000. (The queue
   // also ran dry here, so the first starvation arm fires too; the next test has only the second.)
-  dql.Completed(4000, 3);
   EXPECT_EQ(dql.limit(), 5500u);
 }
 
@@ -68,24 +80,12 @@ TEST(Dql, GrowthAddsTheOvershootOfACompletionThatLeftTheLimitUnchanged) {
 // (the first arm, `ovlimit && !inprogress`, does not see that).
 TEST(Dql, GrowsWhenThePreviousIntervalOverranAndAllOfItCompletedThoughMoreIsInFlight) {
   DynamicQueueLimits dql(/*hold_tsc=*/100);
-  dql.Queued(1500);
-  dql.Completed(1500, 1);  // starved (over a limit of 0, now empty): limit 0 + 1500 = 1500
-  ASSERT_EQ(dql.limit(), 1500u);
-  dql.Queued(4500);
-  // queued 6000, completed 1500 -> 3000: 4500 was in flight against a limit of 1500, so
-  // ovlimit = 4500 - 1500 = 3000; 3000 still in progress (not the first arm); prev_ovlimit is 0
-  // (the last completion changed the limit, which zeroes it), so not the second; and
-  // prev_inprogress = prev_num_queued 1500 - num_completed 1500 = 0, so no slack either:
-  // the limit stays, and prev_ovlimit = 3000, prev_num_queued = 6000.
-  dql.Completed(1500, 2);
-  ASSERT_EQ(dql.limit(), 1500u);
-  dql.Queued(2000);
-  // queued 8000, completed 3000 -> 7000: inprogress = 1000 (not dry: the first arm is false),
-  // all_prev_completed = 7000 >= 6000 and prev_ovlimit = 3000: the second arm grows it by
-  // POSDIFF(completed, prev_num_queued) + prev_ovlimit = (7000 - 6000) + 3000:
+  ASSERT_NO_FATAL_FAILURE(OverrunThenQueueAndComplete(dql, 2000));
+  // 2000 queued, 4000 completed: queued 8000, completed 3000 -> 7000: inprogress = 1000 (not dry:
+  // the first arm is false), all_prev_completed = 7000 >= 6000 and prev_ovlimit = 3000: the second
+  // arm grows it by POSDIFF(completed, prev_num_queued) + prev_ovlimit = (7000 - 6000) + 3000:
   // 1500 + 1000 + 3000 = 5500. Without the second arm the slack branch is skipped too
   // (!all_prev_completed is false) and the limit would stay 1500.
-  dql.Completed(4000, 3);
   EXPECT_EQ(dql.limit(), 5500u);
   EXPECT_EQ(dql.in_flight(), 1000u);
   // adj_limit = limit + completed = 12500, less the 8000 queued.

@@ -201,48 +201,41 @@ TEST(FqCodel, UnderEcnCodelMarksEctFramesCeAndDropsNotEctOnes) {
   rte_mbuf* m = One(q, at(5859));  // above target for the first time: no verdict yet
   ASSERT_EQ(m, sent[0]);
   rte_pktmbuf_free(m);
-  // 104492: the dropping state begins on an ECT(0) head: marked CE and sent, not dropped.
-  m = One(q, at(104492));
-  ASSERT_EQ(m, sent[1]);
-  EXPECT_EQ(ecn(m), kCe);
-  EXPECT_EQ(Ip(m)->type_of_service & ~3u, tos_before);  // only the ECN field changed
-  EXPECT_TRUE(HeaderChecksumValid(m));
-  EXPECT_EQ(c.ecn_mark.Get(), 1u);
-  EXPECT_EQ(c.dropped_codel.Get(), 0u);
-  rte_pktmbuf_free(m);
-  // 202146: the control law's next verdict, on an ECT(1) head: marked too.
-  m = One(q, at(202146));
-  ASSERT_EQ(m, sent[2]);
-  EXPECT_EQ(ecn(m), kCe);
-  EXPECT_TRUE(HeaderChecksumValid(m));
-  EXPECT_EQ(c.ecn_mark.Get(), 2u);
-  EXPECT_EQ(c.dropped_codel.Get(), 0u);
-  rte_pktmbuf_free(m);
-  // 250975: a not-ECT head under ecn is dropped; the next is sent, untouched.
-  m = One(q, at(250975));
-  ASSERT_EQ(m, sent[4]);
-  EXPECT_EQ(ecn(m), kNotEct);
-  EXPECT_TRUE(HeaderChecksumValid(m));
-  EXPECT_EQ(c.dropped_codel.Get(), 1u);
-  EXPECT_EQ(c.ecn_mark.Get(), 2u);
-  rte_pktmbuf_free(m);
-  // 305906: a head already CE counts as marked and is sent.
-  m = One(q, at(305906));
-  ASSERT_EQ(m, sent[5]);
-  EXPECT_EQ(ecn(m), kCe);
-  EXPECT_TRUE(HeaderChecksumValid(m));
-  EXPECT_EQ(c.ecn_mark.Get(), 3u);
-  EXPECT_EQ(c.dropped_codel.Get(), 1u);
-  rte_pktmbuf_free(m);
+  // Each later head: CoDel's verdict at `codel_time` on the frame sent[`sent`] behind it, the ECN
+  // field that frame leaves with, and the marks and drops counted by then.
+  struct Step {
+    uint64_t codel_time;
+    int sent;
+    unsigned ecn;
+    uint64_t marks, drops;
+  };
+  for (const Step& s : {
+           // 104492: the dropping state begins on an ECT(0) head: marked CE and sent, not dropped.
+           Step{104492, 1, kCe, 1, 0},
+           // 202146: the control law's next verdict, on an ECT(1) head: marked too.
+           Step{202146, 2, kCe, 2, 0},
+           // 250975: a not-ECT head under ecn is dropped; the next is sent, untouched.
+           Step{250975, 4, kNotEct, 2, 1},
+           // 305906: a head already CE counts as marked and is sent.
+           Step{305906, 5, kCe, 3, 1},
+       }) {
+    SCOPED_TRACE(s.codel_time);
+    m = One(q, at(s.codel_time));
+    ASSERT_EQ(m, sent[s.sent]);
+    EXPECT_EQ(ecn(m), s.ecn);
+    EXPECT_EQ(Ip(m)->type_of_service & ~3u, tos_before);  // only the ECN field changed
+    EXPECT_TRUE(HeaderChecksumValid(m));
+    EXPECT_EQ(c.ecn_mark.Get(), s.marks);
+    EXPECT_EQ(c.dropped_codel.Get(), s.drops);
+    rte_pktmbuf_free(m);
+  }
   EXPECT_EQ(q.Purge(), 40u - 6u);
 }
 
 // noecn: an ECT frame gets CoDel's drop as any other, and its header is left alone.
 TEST(FqCodel, UnderNoecnCodelDropsEctFramesUnmarked) {
   QdiscCounters c;
-  FqCodelParams p;
-  p.ecn = false;
-  FqCodel q(p, kMtu, kHz, c);
+  FqCodel q(FqCodelParams{.ecn = false}, kMtu, kHz, c);
   Frames f;
   std::vector<rte_mbuf*> sent;
   for (int i = 0; i < 10; ++i) {
@@ -264,10 +257,7 @@ TEST(FqCodel, UnderNoecnCodelDropsEctFramesUnmarked) {
 TEST(FqCodel, OverItsLimitDropsHalfTheFattestFlowFromItsHeadAtMostABatch) {
   for (const uint32_t batch : {64u, 16u}) {
     QdiscCounters c;
-    FqCodelParams p;
-    p.limit = 100;
-    p.drop_batch = batch;
-    FqCodel q(p, kMtu, kHz, c);
+    FqCodel q(FqCodelParams{.limit = 100, .drop_batch = batch}, kMtu, kHz, c);
     Frames f;
     const auto ids = ThreeFlowsInDistinctBuckets(q, f);
     std::vector<rte_mbuf*> fat;
@@ -299,10 +289,8 @@ TEST(FqCodel, OverItsLimitDropsHalfTheFattestFlowFromItsHeadAtMostABatch) {
 
 TEST(FqCodel, OverItsMemoryLimitDropsAsOverItsLimitAndSaysSo) {
   QdiscCounters c;
-  FqCodelParams p;
   // Ten full frames' truesize (1514 + 1280 each) is 27940 bytes: the tenth goes over 26000.
-  p.memory_limit = 26000;
-  FqCodel q(p, kMtu, kHz, c);
+  FqCodel q(FqCodelParams{.memory_limit = 26000}, kMtu, kHz, c);
   Frames f;
   for (int i = 0; i < 9; ++i) ASSERT_TRUE(q.Enqueue(f.Make(3, 1514), 0, 0));
   EXPECT_EQ(c.drop_overlimit.Get(), 0u);
@@ -316,9 +304,7 @@ TEST(FqCodel, OverItsMemoryLimitDropsAsOverItsLimitAndSaysSo) {
 
 TEST(FqCodel, RequeuedFramesComeFirstAndCountTowardsTheLimit) {
   QdiscCounters c;
-  FqCodelParams p;
-  p.limit = 4;
-  FqCodel q(p, kMtu, kHz, c);
+  FqCodel q(FqCodelParams{.limit = 4}, kMtu, kHz, c);
   Frames f;
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(q.Enqueue(f.Make(1, 1514), 0, 0));
   Batch b;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -18,6 +19,21 @@ std::vector<rte_mbuf*> Alloc(unsigned n) {
   EXPECT_EQ(rte_pktmbuf_alloc_bulk(test::Pool(), v.data(), n), 0);
   for (auto* m : v) m->pkt_len = m->data_len = 60;
   return v;
+}
+
+// Whether `q` took every one of `frames` on `band`.
+template <class Q>
+bool EnqueueAll(Q& q, std::span<rte_mbuf* const> frames, int band = 1) {
+  for (rte_mbuf* m : frames)
+    if (!q.Enqueue(m, band)) return false;
+  return true;
+}
+
+// `frames` into `q` on band 1, then `n` of them dequeued into `b`, as handed to a driver: whether
+// `q` took them all and gave back `n`.
+template <class Q>
+bool EnqueueThenHand(Q& q, std::span<rte_mbuf* const> frames, uint16_t n, Batch& b) {
+  return EnqueueAll(q, frames) && q.DequeueBulk(b, n) == n;
 }
 
 template <class Q>
@@ -139,7 +155,7 @@ TEST(PfifoFast, DropsTailAtTheLimitOfAllBandsTogether) {
 TYPED_TEST(Pfifo, BulkDequeueTakesOnlyWhatIsQueuedUpToTheBudget) {
   TypeParam q(100);
   auto f = Alloc(5);
-  for (auto* m : f) ASSERT_TRUE(q.Enqueue(m, 1));
+  ASSERT_TRUE(EnqueueAll(q, f));
   Batch b;
   EXPECT_EQ(q.DequeueBulk(b, 3), 3);
   EXPECT_EQ(q.DequeueBulk(b, 32), 2);  // never waits for more
@@ -151,9 +167,8 @@ TYPED_TEST(Pfifo, BulkDequeueTakesOnlyWhatIsQueuedUpToTheBudget) {
 TYPED_TEST(Pfifo, RequeuedFramesComeBackFirstInTheirOrder) {
   TypeParam q(100);
   auto f = Alloc(6);
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(q.Enqueue(f[i], 1));
-  Batch b;
-  ASSERT_EQ(q.DequeueBulk(b, 3), 3);  // f0 f1 f2 handed to a driver that accepts one
+  Batch b;  // f0 f1 f2 handed to a driver that accepts one
+  ASSERT_TRUE(EnqueueThenHand(q, std::span(f).first(4), 3, b));
   b.ConsumeFront(1);
   q.Requeue(b.frames());            // f1 f2 back at the head
   ASSERT_TRUE(q.Enqueue(f[4], 0));  // even a higher band waits behind requeued frames
@@ -173,8 +188,7 @@ TEST(LockfreePfifo, RequeueIsNotCountedAgainstTheLimit) {
   ASSERT_TRUE(q.Enqueue(f[0], 1));
   Batch b;
   q.DequeueBulk(b, 1);
-  ASSERT_TRUE(q.Enqueue(f[1], 1));
-  ASSERT_TRUE(q.Enqueue(f[2], 1));
+  ASSERT_TRUE(EnqueueAll(q, std::span(f).subspan(1)));
   q.Requeue(b.frames());
   EXPECT_EQ(q.backlog(), 3u);
   EXPECT_EQ(DequeueAll(q), (std::vector<rte_mbuf*>{f[0], f[1], f[2]}));
@@ -187,9 +201,8 @@ TEST(LockfreePfifo, RequeueIsNotCountedAgainstTheLimit) {
 TEST(PfifoFast, RequeuedFramesCountTowardsTheLengthOneEachOrOneForAList) {
   PfifoFast q(4);
   auto f = Alloc(6);
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(q.Enqueue(f[i], 1));
   Batch b;
-  ASSERT_EQ(q.DequeueBulk(b, 3), 3);
+  ASSERT_TRUE(EnqueueThenHand(q, std::span(f).first(3), 3, b));
   ASSERT_TRUE(q.Enqueue(f[3], 1));
   q.Requeue(b.frames());  // one each: 3 + 1 = the limit
   EXPECT_EQ(q.length(), 4u);

@@ -39,15 +39,11 @@ CellResult EveryFieldSet() {
   r.receiver = ReceiverResult{40, 16};
   r.completion_frames_per_call = 12;
   r.completion_cycles_per_call = 80;
-  r.requeues = next();
-  r.reschedules = next();
-  r.requeued_frames = next();
-  r.qdisc_missed = next();
-  r.bypassed = next();
-  r.queue_stops = next();
-  r.queue_wakes = next();
-  r.producer_waits = next();
-  r.tsq_waits = next();
+  for (uint64_t CellResult::*count :
+       {&CellResult::requeues, &CellResult::reschedules, &CellResult::requeued_frames,
+        &CellResult::qdisc_missed, &CellResult::bypassed, &CellResult::queue_stops,
+        &CellResult::queue_wakes, &CellResult::producer_waits, &CellResult::tsq_waits})
+    r.*count = next();
   r.tsq = TsqSummary{next(), 1000, 2000, 3000, 4000};
   r.drops = {{"qdisc_full", next()}};
   r.drops_total = next();

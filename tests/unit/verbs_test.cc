@@ -69,6 +69,12 @@ struct Rig {
     next_seq = b.next_seq();
     return v;
   }
+  // Eight frames whose post fails at `pos` (its index in the chain) with `err`.
+  std::vector<rte_mbuf*> FramesFailingAt(unsigned pos, int err) {
+    qp->fail_post_at = pos;
+    qp->fail_errno = err;
+    return Frames(8);
+  }
   unsigned avail_before;
   RunWindow window;
   RxSink sink;
@@ -199,9 +205,7 @@ TEST(VerbsTx, APartialPostReturnsTheAcceptedPrefixAtEveryPosition) {
   for (unsigned pos = 0; pos < 8; ++pos) {
     Rig rig(64, 16);
     ASSERT_TRUE(rig.init);
-    auto frames = rig.Frames(8);
-    rig.qp->fail_post_at = pos;
-    rig.qp->fail_errno = ENOMEM;
+    auto frames = rig.FramesFailingAt(pos, ENOMEM);
     const uint16_t took = rig.tx->Xmit(frames);
     EXPECT_EQ(took, pos);
     EXPECT_TRUE(rig.tx->Stopped()) << "fewer accepted than offered: stopped until completions";
@@ -229,9 +233,7 @@ TEST(VerbsTx, AQueuePairThatRefusesAPostIsBrokenAndEverythingAfterIsDroppedCount
   for (unsigned pos = 0; pos < 8; ++pos) {
     Rig rig(64, 16);
     ASSERT_TRUE(rig.init);
-    auto frames = rig.Frames(8);
-    rig.qp->fail_post_at = pos;
-    rig.qp->fail_errno = EINVAL;
+    auto frames = rig.FramesFailingAt(pos, EINVAL);
     EXPECT_EQ(rig.tx->Xmit(frames), 8u);
     EXPECT_FALSE(rig.tx->Stopped());
     EXPECT_TRUE(rig.tx->broken());
