@@ -30,25 +30,25 @@ void RxSink::Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arr
         f.seq - flows_[f.flow].expect > kMaxSeqJump)
       f.status = ParseStatus::kOutOfSequence;
     if (f.status != ParseStatus::kOk) {
-      foreign_.Add();
-      foreign_by_status_[static_cast<size_t>(f.status)].Add();
+      c_.foreign.Add();
+      c_.foreign_by_status[static_cast<size_t>(f.status)].Add();
       continue;
     }
-    received_.Add();
+    c_.received.Add();
     ++flows_[f.flow].counts.received;
     Track(flows_[f.flow], f.seq);
     const Tsc at = arrival[i];
     const bool stamped = f.tx_tsc != kNoTxStamp;
     if (stamped && at < f.tx_tsc) {
-      arrival_before_tx_.Add();
+      c_.arrival_before_tx.Add();
       continue;
     }
     if (window_.Contains(at)) {
-      window_frames_.Add();
-      window_payload_bytes_.Add(f.payload);
+      c_.window_frames.Add();
+      c_.window_payload_bytes.Add(f.payload);
       if (!timing_) continue;
       if (!stamped) {
-        unstamped_.Add();
+        c_.unstamped.Add();
         continue;
       }
       const double total = static_cast<double>(at - f.tx_tsc) * ns_per_tsc_;
@@ -75,7 +75,7 @@ void RxSink::StartFlows(std::span<const uint64_t> first) {
 void RxSink::CloseFlows(std::span<const uint64_t> next_seq) {
   for (size_t f = 0; f < std::min(next_seq.size(), flows_.size()); ++f)
     if (next_seq[f] > flows_[f].expect) {
-      lost_.Add(next_seq[f] - flows_[f].expect);
+      c_.lost.Add(next_seq[f] - flows_[f].expect);
       flows_[f].counts.lost += next_seq[f] - flows_[f].expect;
       flows_[f].expect = next_seq[f];
     }
@@ -87,25 +87,25 @@ void RxSink::Track(Flow& flow, uint64_t seq) {
   if (flow.seen.empty()) flow.seen.assign(seq_window_ / 64, 0);
   if (seq >= flow.expect) {
     const uint64_t gap = seq - flow.expect;
-    lost_.Add(gap);
+    c_.lost.Add(gap);
     flow.counts.lost += gap;
     for (uint64_t s = gap > seq_window_ ? seq - seq_window_ : flow.expect; s < seq; ++s)
       Mark(flow, s, false);
     Mark(flow, seq, true);
     flow.expect = seq + 1;
   } else if (flow.expect - seq > seq_window_) {
-    late_.Add();  // too late to tell a gap it fills from a duplicate
-    duplicated_.Add();
+    c_.late_beyond_window.Add();  // too late to tell a gap it fills from a duplicate
+    c_.duplicated.Add();
     ++flow.counts.duplicated;
   } else if (!Seen(flow, seq)) {
     // It fills a gap counted as lost when a later frame came first: reordered, not lost.
     Mark(flow, seq, true);
-    lost_.Sub();
-    reordered_.Add();
+    c_.lost.Sub();
+    c_.reordered.Add();
     --flow.counts.lost;
     ++flow.counts.reordered;
   } else {
-    duplicated_.Add();
+    c_.duplicated.Add();
     ++flow.counts.duplicated;
   }
 }
@@ -126,19 +126,7 @@ void RxSink::RecordStages(const TxMeta& t, Tsc at, double total_ns) {
 }
 
 void RxSink::Absorb(const RxSink& o) {
-  for (auto [to, from] : {std::pair{&received_, &o.received_},
-                          {&foreign_, &o.foreign_},
-                          {&lost_, &o.lost_},
-                          {&duplicated_, &o.duplicated_},
-                          {&reordered_, &o.reordered_},
-                          {&late_, &o.late_},
-                          {&arrival_before_tx_, &o.arrival_before_tx_},
-                          {&unstamped_, &o.unstamped_},
-                          {&window_frames_, &o.window_frames_},
-                          {&window_payload_bytes_, &o.window_payload_bytes_}})
-    to->Add(from->Get());
-  for (size_t i = 0; i < foreign_by_status_.size(); ++i)
-    foreign_by_status_[i].Add(o.foreign_by_status_[i].Get());
+  AddInto(c_, o.c_);
   latency_.Merge(o.latency_);
   before_driver_.Merge(o.before_driver_);
   driver_ring_.Merge(o.driver_ring_);
@@ -174,18 +162,7 @@ std::optional<LatencySummary> RxSink::flow_latency(size_t f) const {
 
 SinkCounts RxSink::counts() const {
   SinkCounts c;
-  c.received = received_.Get();
-  c.foreign = foreign_.Get();
-  for (size_t i = 0; i < c.foreign_by_status.size(); ++i)
-    c.foreign_by_status[i] = foreign_by_status_[i].Get();
-  c.lost = lost_.Get();
-  c.duplicated = duplicated_.Get();
-  c.reordered = reordered_.Get();
-  c.late_beyond_window = late_.Get();
-  c.arrival_before_tx = arrival_before_tx_.Get();
-  c.unstamped = unstamped_.Get();
-  c.window_frames = window_frames_.Get();
-  c.window_payload_bytes = window_payload_bytes_.Get();
+  ReadInto(c, c_);
   return c;
 }
 

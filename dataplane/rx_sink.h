@@ -26,21 +26,40 @@
 
 namespace txbatch {
 
-struct SinkCounts {
-  uint64_t received = 0;  // txbatch frames received
-  uint64_t foreign = 0;   // frames without a valid txbatch header
-  std::array<uint64_t, kParseStatuses> foreign_by_status{};  // indexed by ParseStatus
-  uint64_t reordered = 0;  // arrived after a later frame of its flow (filled a gap: not lost)
-  uint64_t late_beyond_window = 0;  // arrived too late to tell (counted as duplicated)
-  uint64_t lost = 0;                // sequence gaps
-  uint64_t duplicated = 0;          // sequence numbers seen again or late
-  uint64_t arrival_before_tx = 0;   // model sanity: a frame arriving before it was stamped
-  uint64_t window_frames = 0;       // received with arrival in the run window
-  uint64_t window_payload_bytes = 0;
+// What a sink counts, listed once (base/counters.h): live in RxSink (Counter), read at a moment
+// (SinkCounts), added up over a cell's per-queue sinks (Absorb).
+template <class C>
+struct SinkCountersOf {
+  C received{};                                       // txbatch frames received
+  C foreign{};                                        // frames without a valid txbatch header
+  std::array<C, kParseStatuses> foreign_by_status{};  // indexed by ParseStatus
+  C reordered{};           // arrived after a later frame of its flow (filled a gap: not lost)
+  C late_beyond_window{};  // arrived too late to tell (counted as duplicated)
+  C lost{};                // sequence gaps
+  C duplicated{};          // sequence numbers seen again or late
+  C arrival_before_tx{};   // model sanity: a frame arriving before it was stamped
+  C window_frames{};       // received with arrival in the run window
+  C window_payload_bytes{};
   // Arrived in the window without a TX stamp (kNoTxStamp: a --no-timing sender), where latency
   // is measured: counted, left out of latency.
-  uint64_t unstamped = 0;
+  C unstamped{};
+
+  template <class F, class... S>
+  static void Fields(F&& f, S&... s) {
+    f(Sum{}, s.received...);
+    f(Sum{}, s.foreign...);
+    f(Sum{}, s.foreign_by_status...);
+    f(Sum{}, s.reordered...);
+    f(Sum{}, s.late_beyond_window...);
+    f(Sum{}, s.lost...);
+    f(Sum{}, s.duplicated...);
+    f(Sum{}, s.arrival_before_tx...);
+    f(Sum{}, s.window_frames...);
+    f(Sum{}, s.window_payload_bytes...);
+    f(Sum{}, s.unstamped...);
+  }
 };
+struct SinkCounts : SinkCountersOf<uint64_t> {};
 
 // One flow's share of SinkCounts (a flow: one sender's producer, its own sequence).
 struct FlowCounts {
@@ -110,7 +129,7 @@ class RxSink final : public FrameReceiver {
   // into one), flow by flow (a flow's sequence state is not carried over: close both first).
   void Absorb(const RxSink& other);
   // Frames handed to Receive so far, whatever they were (the simulation charges their handling).
-  uint64_t handled() const { return received_.Get() + foreign_.Get(); }
+  uint64_t handled() const { return c_.received.Get() + c_.foreign.Get(); }
 
  private:
   void RecordStages(const TxMeta& t, Tsc at, double total_ns);
@@ -143,10 +162,7 @@ class RxSink final : public FrameReceiver {
   LatencyHistogram before_driver_, driver_ring_, wire_;
   std::array<LatencyHistogram, kPositionBuckets> position_;
   const int meta_offset_;
-  Counter received_, foreign_, lost_, duplicated_, reordered_, late_, arrival_before_tx_,
-      unstamped_;
-  Counter window_frames_, window_payload_bytes_;
-  std::array<Counter, kParseStatuses> foreign_by_status_;
+  SinkCountersOf<Counter> c_;
 };
 
 }  // namespace txbatch
