@@ -1,5 +1,6 @@
 #include "dataplane/telemetry.h"
 
+#include <fmt/format.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_memzone.h>
@@ -182,36 +183,48 @@ TelemetryFit FitTelemetryString(const std::string& text, size_t max_bytes) {
   return fit;
 }
 
+namespace {
+
+// txbatch's commands, and DPDK's /eal ones it registers in front of DPDK's own, which check no
+// bounds (above).
+struct TelemetryCommand {
+  const char* path;
+  telemetry_cb handler;
+  const char* help;
+};
+constexpr TelemetryCommand kCommands[] = {
+    {"/txbatch/info", InfoCommand,
+     "What this txbatch runs: command, configuration, versions. Takes no parameters."},
+    {"/txbatch/stats", StatsCommand,
+     "This txbatch's counters so far (at_s: when published). Takes no parameters."},
+    {"/eal/heap_info", HeapInfoCommand,
+     "Returns malloc heap stats. Parameters: int heap_id (as /eal/heap_list gives; txbatch's, "
+     "bounds-checked)"},
+    {"/eal/memzone_list", MemzoneListCommand,
+     "Returns the memzones' indexes (txbatch's: positions among those in use). Takes no "
+     "parameters"},
+    {"/eal/memzone_info", MemzoneInfoCommand,
+     "Returns a memzone's info. Parameters: int mz_id (as /eal/memzone_list gives; txbatch's, "
+     "bounds-checked)"},
+};
+
+}  // namespace
+
 Status RegisterTelemetry() {
   static std::once_flag once;
   static int rc = 0;
   std::call_once(once, [] {
-    rc = rte_telemetry_register_cmd("/txbatch/info", InfoCommand,
-                                    "What this txbatch runs: command, configuration, versions. "
-                                    "Takes no parameters.");
-    if (rc == 0)
-      rc = rte_telemetry_register_cmd("/txbatch/stats", StatsCommand,
-                                      "This txbatch's counters so far (at_s: when published). "
-                                      "Takes no parameters.");
-    // In front of DPDK's own, which check no bounds (above).
-    if (rc == 0)
-      rc = rte_telemetry_register_cmd("/eal/heap_info", HeapInfoCommand,
-                                      "Returns malloc heap stats. Parameters: int heap_id (as "
-                                      "/eal/heap_list gives; txbatch's, bounds-checked)");
-    if (rc == 0)
-      rc = rte_telemetry_register_cmd("/eal/memzone_list", MemzoneListCommand,
-                                      "Returns the memzones' indexes (txbatch's: positions among "
-                                      "those in use). Takes no parameters");
-    if (rc == 0)
-      rc = rte_telemetry_register_cmd("/eal/memzone_info", MemzoneInfoCommand,
-                                      "Returns a memzone's info. Parameters: int mz_id (as "
-                                      "/eal/memzone_list gives; txbatch's, bounds-checked)");
+    for (const TelemetryCommand& c : kCommands)
+      if (rc == 0) rc = rte_telemetry_register_cmd(c.path, c.handler, c.help);
   });
-  if (rc != 0)
-    return MakeError(-rc,
-                     "cannot register txbatch's telemetry commands (/txbatch/info, "
-                     "/txbatch/stats, /eal/heap_info, /eal/memzone_list, /eal/memzone_info) with "
-                     "DPDK telemetry");
+  if (rc != 0) {
+    std::string paths;
+    for (const TelemetryCommand& c : kCommands)
+      paths += fmt::format("{}{}", paths.empty() ? "" : ", ", c.path);
+    return MakeError(-rc, fmt::format("cannot register txbatch's telemetry commands ({}) with DPDK "
+                                      "telemetry",
+                                      paths));
+  }
   return {};
 }
 
