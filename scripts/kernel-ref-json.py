@@ -97,22 +97,20 @@ def tc_stats(text):
     return out
 
 
+def keyed_lines(text, pattern, value):
+    """Each line of `text` that `pattern` matches from its start: group 1 -> value(group 2)."""
+    return {m.group(1): value(m.group(2))
+            for m in (re.match(pattern, line) for line in text.splitlines()) if m}
+
+
 def ethtool_stats(text):
-    out = {}
-    for line in text.splitlines():
-        m = re.match(r"^\s+([\w.\-\[\]]+):\s+(\d+)$", line)
-        if m:
-            out[m.group(1)] = int(m.group(2))
-    return out
+    """`ethtool -S eth0`: each counter's value."""
+    return keyed_lines(text, r"^\s+([\w.\-\[\]]+):\s+(\d+)$", int)
 
 
 def offloads(text):
-    out = {}
-    for line in text.splitlines():
-        m = re.match(r"^([\w-]+):\s+(on|off)", line)
-        if m:
-            out[m.group(1)] = m.group(2) == "on"
-    return out
+    """`ethtool -k eth0`: each feature, on or off."""
+    return keyed_lines(text, r"^([\w-]+):\s+(on|off)", lambda v: v == "on")
 
 
 def pktgen(text):
