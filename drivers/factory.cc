@@ -2,77 +2,86 @@
 
 #include <fmt/format.h>
 
-#include "dataplane/mempool.h"
-#include "drivers/ethdev/ring_size.h"
+#include <optional>
+#include <type_traits>
 
 namespace txbatch {
+
+namespace {
+
+// The entry of DriverKinds whose Options are `O`.
+template <class O, class Kinds>
+struct KindOfOptions;
+template <class O, class K, class... Rest>
+struct KindOfOptions<O, std::tuple<K, Rest...>>
+    : std::conditional_t<std::is_same_v<typename K::Options, O>, std::type_identity<K>,
+                         KindOfOptions<O, std::tuple<Rest...>>> {};
+template <class O>
+using KindOf = typename KindOfOptions<std::remove_cvref_t<O>, DriverKinds>::type;
+
+// f(std::type_identity<K>{}) for every entry K of DriverKinds, in order.
+template <class F>
+void ForEachKind(F&& f) {
+  [&]<class... K>(std::tuple<K...>*) { (f(std::type_identity<K>{}), ...); }(
+      static_cast<DriverKinds*>(nullptr));
+}
+
+// What K's users write: its Usage where it has one (emu's models in one phrase), else its forms.
+template <class K>
+std::vector<std::string> UsageOf() {
+  if constexpr (requires { K::Usage(); }) {
+    return K::Usage();
+  } else {
+    std::vector<std::string> usage;
+    for (const DriverForm& f : K::Forms()) usage.push_back(f.form);
+    return usage;
+  }
+}
+
+}  // namespace
 
 std::string DriverSpec::ToString() const {
   return std::visit([](const auto& o) { return o.ToString(); }, options);
 }
 
+std::string_view DriverSpec::kind() const {
+  return std::visit([](const auto& o) { return KindOf<decltype(o)>::kName; }, options);
+}
+
+const DriverLimits& DriverSpec::limits() const {
+  return std::visit([](const auto& o) -> const DriverLimits& { return KindOf<decltype(o)>::kLimits; },
+                    options);
+}
+
 unsigned DriverSpec::ring() const {
-  if (const auto* e = std::get_if<emu::EmuOptions>(&options)) return e->ring;
-  // The send queue (its receive buffers come from a pool of its own: own_pool_bytes).
-  if (const auto* v = std::get_if<verbs::VerbsOptions>(&options)) return v->sq_depth;
-  return 2u * ethdev::kRingSize;  // TX ring, and the RX ring a loopback fills
+  return std::visit([](const auto& o) { return KindOf<decltype(o)>::Ring(o); }, options);
 }
 
 uint64_t DriverSpec::own_pool_bytes() const {
-  if (const auto* v = std::get_if<verbs::VerbsOptions>(&options))
-    return verbs::ReceivePoolBytes(*v);
-  return 0;
+  return std::visit([](const auto& o) { return KindOf<decltype(o)>::OwnPoolBytes(o); }, options);
 }
 
 double DriverSpec::modelled_cost_ns() const {
-  if (const auto* e = std::get_if<emu::EmuOptions>(&options)) return e->desc_ns + e->doorbell_ns;
-  return 0;
+  return std::visit([](const auto& o) { return KindOf<decltype(o)>::ModelledCostNs(o); }, options);
 }
 
-namespace {
-
-template <class Options>
-Result<DriverSpec> Spec(Result<Options> o) {
-  if (!o) return o.error();
-  return DriverSpec{*o};
+Status DriverSpec::CheckMtu(unsigned mtu) const {
+  return std::visit([mtu](const auto& o) { return KindOf<decltype(o)>::CheckMtu(o, mtu); }, options);
 }
 
-// Every kind of driver: the prefix that names it and its parser.
-struct DriverKind {
-  std::string_view prefix;
-  Result<DriverSpec> (*parse)(std::string_view text);
-};
-constexpr DriverKind kKinds[] = {
-    {"emu:", [](std::string_view t) { return Spec(emu::ParseEmuSpec(t)); }},
-    {"ethdev:", [](std::string_view t) { return Spec(ethdev::ParseEthdevSpec(t)); }},
-    {"ethdev-pair", [](std::string_view t) { return Spec(ethdev::ParseEthdevSpec(t)); }},
-    {"verbs:", [](std::string_view t) { return Spec(verbs::ParseVerbsSpec(t)); }},
-};
-
-// Every form a user writes besides emu's models (emu::ModelLines): the form and one line.
-struct DriverForm {
-  std::string_view form;
-  std::string_view help;
-};
-constexpr DriverForm kForms[] = {
-    {"ethdev:DEVARGS",
-     "a DPDK vdev txbatch creates (net_null0, net_ring0 as a loopback, net_pcap0,tx_pcap=FILE, "
-     "net_tap0,iface=NAME, net_af_packet0,iface=NAME, …)"},
-    {"ethdev:port=N", "a port EAL probed (a NIC given after --, e.g. -a 0000:01:00.0)"},
-    {"ethdev-pair:", "two ports on crossed rings, a cable: send on one, receive on the other"},
-    {"ethdev-pair:memif", "a memif server and client in this process, the same kind of cable"},
-    {"verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N",
-     "IPoIB datagrams on an InfiniBand HCA, one ibv_post_send per batch (doc/drivers/verbs.md)"},
-    {"verbs:DEVICE:PORT,qpn=N,qkey=N,gid=GID",
-     "the same on a RoCE v2 port (ConnectX in Ethernet mode, rxe)"},
-};
-
-}  // namespace
+unsigned DriverSpec::tso_bytes() const {
+  return std::visit([](const auto& o) { return KindOf<decltype(o)>::TsoBytes(o); }, options);
+}
 
 std::string DriverForms() {
-  std::string s = fmt::format("emu:MODEL[,key=value...] (MODEL: {})", emu::ModelNames());
-  for (size_t i = 0; i < std::size(kForms); ++i)
-    s += fmt::format("; {}{}", i + 1 < std::size(kForms) ? "" : "or ", kForms[i].form);
+  std::vector<std::string> usage;
+  ForEachKind([&usage]<class K>(std::type_identity<K>) {
+    for (std::string& u : UsageOf<K>()) usage.push_back(std::move(u));
+  });
+  std::string s;
+  for (size_t i = 0; i < usage.size(); ++i)
+    s += fmt::format("{}{}{}", i == 0 ? "" : "; ", i > 0 && i + 1 == usage.size() ? "or " : "",
+                     usage[i]);
   return s;
 }
 
@@ -81,68 +90,51 @@ std::string DescribeDrivers() {
   // has its help on the next line, indented to it.
   constexpr size_t kColumn = 21;
   std::string s;
-  const auto line = [&s](std::string_view form, std::string_view help) {
-    if (form.size() + 2 <= kColumn - 2)  // two spaces at least before the help
-      s += fmt::format("  {:<{}}{}\n", form, kColumn - 2, help);
-    else
-      s += fmt::format("  {}\n  {:<{}}{}\n", form, "", kColumn - 2, help);
-  };
-  for (const emu::ModelLine& m : emu::ModelLines()) line(m.form, m.help);
-  for (const DriverForm& f : kForms) line(f.form, f.help);
+  ForEachKind([&s]<class K>(std::type_identity<K>) {
+    for (const DriverForm& f : K::Forms()) {
+      if (f.form.size() + 2 <= kColumn - 2)  // two spaces at least before the help
+        s += fmt::format("  {:<{}}{}\n", f.form, kColumn - 2, f.help);
+      else
+        s += fmt::format("  {}\n  {:<{}}{}\n", f.form, "", kColumn - 2, f.help);
+    }
+  });
   return s;
 }
 
 Result<DriverSpec> ParseDriverSpec(std::string_view text) {
-  for (const DriverKind& k : kKinds)
-    if (text.starts_with(k.prefix)) return k.parse(text);
+  std::optional<Result<DriverSpec>> parsed;
+  ForEachKind([&]<class K>(std::type_identity<K>) {
+    for (std::string_view prefix : K::kPrefixes)
+      if (!parsed && text.starts_with(prefix)) {
+        auto o = K::Parse(text);
+        parsed = o ? Result<DriverSpec>(DriverSpec{std::move(*o)}) : Result<DriverSpec>(o.error());
+      }
+  });
+  if (parsed) return std::move(*parsed);
   return MakeError(EINVAL, fmt::format("driver '{}' is unknown; valid: {}", text, DriverForms()));
 }
 
-Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempool* pool,
-                                               unsigned mtu, FrameReceiver& sink,
-                                               const RunWindow& window, double tsc_hz,
-                                               const LinkSpec* link) {
-  if (const auto* e = std::get_if<emu::EmuOptions>(&spec.options))
-    return emu::CreateEmuDriver(*e, sink, window, tsc_hz, link);
-  if (link != nullptr && link->Active())
+Result<TxDrivers> CreateDrivers(const DriverSpec& spec, rte_mempool* pool, unsigned mtu,
+                                std::span<FrameReceiver* const> sinks, const RunWindow& window,
+                                double tsc_hz, const LinkSpec* link) {
+  const bool linked = link != nullptr && link->Active();
+  if (linked && !spec.emulated())
     return MakeError(ENOTSUP, fmt::format("--link puts a link behind the emulated NIC's wire, and "
                                           "{} is not an emulated NIC; valid: --link with emu:MODEL "
                                           "drivers (DPDK ports get links with the bridge)",
                                           spec.ToString()));
-  if (const auto* v = std::get_if<verbs::VerbsOptions>(&spec.options))
-    return verbs::CreateVerbsDriver(*v, pool, mtu, sink, window, tsc_hz);
-  return ethdev::CreateEthdevDriver(std::get<ethdev::EthdevOptions>(spec.options), pool, mtu, sink,
-                                    window, tsc_hz);
-}
-
-Result<std::vector<std::unique_ptr<TxDriver>>> CreateDrivers(const DriverSpec& spec,
-                                                             rte_mempool* pool, unsigned mtu,
-                                                             std::span<FrameReceiver* const> sinks,
-                                                             const RunWindow& window, double tsc_hz,
-                                                             const LinkSpec* link) {
-  std::vector<std::unique_ptr<TxDriver>> out;
-  if (sinks.size() <= 1) {
-    auto d = CreateDriver(spec, pool, mtu, *sinks.front(), window, tsc_hz, link);
-    if (!d) return d.error();
-    out.push_back(std::move(*d));
-    return out;
-  }
-  if (link != nullptr && link->Active())
+  if (sinks.size() > 1 && linked)
     return MakeError(ENOTSUP, fmt::format("--link with --queues {}: the link model sits behind one "
                                           "ring, not a wire shared by several; valid: --queues 1 "
                                           "with --link",
                                           sinks.size()));
-  if (const auto* e = std::get_if<emu::EmuOptions>(&spec.options)) {
-    const auto wire = std::make_shared<emu::SharedWire>();
-    for (FrameReceiver* sink : sinks)
-      out.push_back(emu::CreateEmuDriver(*e, *sink, window, tsc_hz, nullptr, nullptr, wire));
-    return out;
-  }
-  if (const auto* o = std::get_if<ethdev::EthdevOptions>(&spec.options))
-    return ethdev::CreateEthdevDrivers(*o, pool, mtu, sinks, window, tsc_hz);
-  return MakeError(ENOTSUP, fmt::format("--queues {} on {}: the verbs driver posts on one queue "
-                                        "pair; valid: --queues 1 with verbs",
-                                        sinks.size(), spec.ToString()));
+  if (sinks.size() > 1 && !spec.limits().one_queue.empty())
+    return MakeError(ENOTSUP, fmt::format("--queues {} on {}: {}; valid: --queues 1 with {}",
+                                          sinks.size(), spec.ToString(), spec.limits().one_queue,
+                                          spec.kind()));
+  const DriverContext context{pool, mtu, sinks, window, tsc_hz, link};
+  return std::visit([&](const auto& o) { return KindOf<decltype(o)>::Create(o, context); },
+                    spec.options);
 }
 
 }  // namespace txbatch

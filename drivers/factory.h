@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <variant>
 
 #include "base/error.h"
@@ -14,17 +15,31 @@
 #include "dataplane/run_window.h"
 #include "dataplane/rx_port.h"
 #include "dataplane/tx_driver.h"
+#include "drivers/driver_kind.h"
 #include "drivers/emu/emu.h"
 #include "drivers/ethdev/ethdev.h"
 #include "drivers/verbs/verbs.h"
 
 namespace txbatch {
 
+// Every driver, one entry each: its folder's `Driver` (driver_kind.h). A new driver is its folder,
+// its entry here and its name in drivers/meson.build.
+using DriverKinds = std::tuple<emu::Driver, ethdev::Driver, verbs::Driver>;
+
+template <class Kinds>
+struct OptionsOfKinds;
+template <class... K>
+struct OptionsOfKinds<std::tuple<K...>> {
+  using type = std::variant<typename K::Options...>;
+};
+
 struct DriverSpec {
-  std::variant<emu::EmuOptions, ethdev::EthdevOptions, verbs::VerbsOptions> options;
+  typename OptionsOfKinds<DriverKinds>::type options;  // one driver's parsed options
 
   std::string ToString() const;  // canonical, every parameter spelled out
-  bool emulated() const { return std::holds_alternative<emu::EmuOptions>(options); }
+  std::string_view kind() const;  // its driver's name: "emu", "ethdev", "verbs"
+  const DriverLimits& limits() const;
+  bool emulated() const { return limits().emulated; }
   // Frames the driver itself may hold (its rings): for pool sizing and the drain budget.
   unsigned ring() const;
   // Memory the driver takes for itself per queue, besides the session's pool (a verbs port's
@@ -32,33 +47,29 @@ struct DriverSpec {
   uint64_t own_pool_bytes() const;
   // CPU time the driver spends per frame by construction (emu's injected costs), in ns.
   double modelled_cost_ns() const;
+  // Whether IP MTU `mtu` fits where the spec alone says (an IPoIB model's); else one sentence.
+  Status CheckMtu(unsigned mtu) const;
+  // Bytes one TSO data descriptor carries: 0 where the driver has no TSO.
+  unsigned tso_bytes() const;
 };
 
-// Parses "emu:…", "ethdev:…", "ethdev-pair…" or "verbs:…" (a table of the kinds, factory.cc's
-// kKinds); anything else gets one sentence listing the valid forms (DriverForms).
+// Parses a spec by its driver's prefix (emu:, ethdev:, ethdev-pair, verbs:; DriverKinds'
+// kPrefixes); anything else gets one sentence listing the valid forms (DriverForms).
 Result<DriverSpec> ParseDriverSpec(std::string_view text);
 
-// The forms --driver takes, as one phrase for a sentence ("emu:MODEL[,key=value...] with MODEL
-// one of …, ethdev:DEVARGS, …"), and as the help's Drivers block (a line a model or form). Both
-// from factory.cc's one table of forms, with emu's models from its own.
+// The forms --driver takes, as one phrase for a sentence ("emu:MODEL[,key=value...] (MODEL: …);
+// ethdev:DEVARGS; …; or verbs:…"), and as the help's Drivers block (a line a model or form).
+// Both from each driver's Usage/Forms.
 std::string DriverForms();
 std::string DescribeDrivers();
 
-// Creates the driver for one cell; ports get MTU `mtu`; `link`, if given, is put behind the
-// emulated NIC's wire (DPDK ports get the link model with the bridge). Control plane; fails with
-// one sentence.
-Result<std::unique_ptr<TxDriver>> CreateDriver(const DriverSpec& spec, rte_mempool* pool,
-                                               unsigned mtu, FrameReceiver& sink,
-                                               const RunWindow& window, double tsc_hz,
-                                               const LinkSpec* link = nullptr);
-
 // One driver per TX queue (--queues; one per sink, driver q delivering to sinks[q]): emu rings
-// sharing one wire, or a DPDK port with that many queues. More than one on verbs, or with a
-// link, is refused with a sentence.
-Result<std::vector<std::unique_ptr<TxDriver>>> CreateDrivers(const DriverSpec& spec,
-                                                             rte_mempool* pool, unsigned mtu,
-                                                             std::span<FrameReceiver* const> sinks,
-                                                             const RunWindow& window, double tsc_hz,
-                                                             const LinkSpec* link = nullptr);
+// sharing one wire, or a DPDK port with that many queues; ports get MTU `mtu`. `link`, if given
+// and active, is put behind the emulated NIC's wire (DPDK ports get the link model with the
+// bridge). More than one queue on a driver of one (verbs), a link on a driver that is no
+// emulated NIC, or a link with more than one queue: refused with a sentence. Control plane.
+Result<TxDrivers> CreateDrivers(const DriverSpec& spec, rte_mempool* pool, unsigned mtu,
+                                std::span<FrameReceiver* const> sinks, const RunWindow& window,
+                                double tsc_hz, const LinkSpec* link = nullptr);
 
 }  // namespace txbatch

@@ -37,11 +37,10 @@ CaptureReserve::~CaptureReserve() {
 }
 
 Status CheckRunCapture(const std::vector<CellConfig>& cells) {
-  const auto ethdev = [](const CellConfig& c) {
-    return c.engine == Engine::kReal &&
-           std::holds_alternative<ethdev::EthdevOptions>(c.driver_spec.options);
+  const auto captured = [](const CellConfig& c) {
+    return c.engine == Engine::kReal && c.driver_spec.limits().captured;
   };
-  if (!std::all_of(cells.begin(), cells.end(), ethdev))
+  if (!std::all_of(cells.begin(), cells.end(), captured))
     return MakeError(EINVAL,
                      "--capture records what DPDK ports sent and received, and emu, "
                      "verbs and --engine sim have none; valid: --capture with --driver "

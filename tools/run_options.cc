@@ -229,9 +229,7 @@ struct GridParts {
 // --offload auto: TSO where the driver has it (Linux turns it on wherever the NIC offers it) for
 // a TCP stream; nothing else cuts (no GSO by default: a DPDK port sends what it is given).
 Offload AutoOffload(Proto proto, const DriverSpec& spec) {
-  const auto* e = std::get_if<emu::EmuOptions>(&spec.options);
-  return proto == Proto::kTcp && e != nullptr && e->tso_desc_bytes > 0 ? Offload::kTso
-                                                                       : Offload::kNone;
+  return proto == Proto::kTcp && spec.tso_bytes() > 0 ? Offload::kTso : Offload::kNone;
 }
 
 Status CheckChoice(std::string_view option, const std::string& v,
@@ -518,20 +516,13 @@ Status ParseDrivers(const RunArgs& a, const std::vector<PolicySpec>& policies, G
                                      "linux-2014/linux-2025 (no bulking without BQL, as in "
                                      "Linux)",
                                      d));
-    if (const auto* e = std::get_if<emu::EmuOptions>(&spec->options);
-        e && a.mtu > emu::EmuMaxMtu(*e))
-      return MakeError(ERANGE, fmt::format("--mtu {} does not fit {}: IPoIB carries at most {} "
-                                           "bytes of IP packet on a {}-byte IB link MTU; valid: "
-                                           "--mtu {}..{}, or link_mtu=4096 (IPoIB MTU 4092)",
-                                           a.mtu, e->model, emu::EmuMaxMtu(*e), e->link_mtu,
-                                           kMinMtu, emu::EmuMaxMtu(*e)));
-    if (g.max_queues > 1 && std::holds_alternative<verbs::VerbsOptions>(spec->options))
-      return MakeError(ENOTSUP, fmt::format("--queues {} on {}: the verbs driver posts on one "
-                                            "queue pair; valid: --queues 1 with verbs",
-                                            g.max_queues, d));
+    if (Status st = spec->CheckMtu(a.mtu); !st) return st;
+    if (g.max_queues > 1 && !spec->limits().one_queue.empty())
+      return MakeError(ENOTSUP, fmt::format("--queues {} on {}: {}; valid: --queues 1 with {}",
+                                            g.max_queues, d, spec->limits().one_queue,
+                                            spec->kind()));
     if (g.offload == Offload::kTso) {
-      const auto* e = std::get_if<emu::EmuOptions>(&spec->options);
-      if (e == nullptr || e->tso_desc_bytes == 0)
+      if (spec->tso_bytes() == 0)
         return MakeError(ENOTSUP,
                          fmt::format("--offload tso needs a NIC that cuts GSO frames on the wire, "
                                      "and {} has no TSO here; valid: --offload tso with emu:e1000 "

@@ -434,4 +434,16 @@ std::unique_ptr<TxDriver> CreateEmuDriver(const EmuOptions& options, FrameReceiv
   return std::make_unique<EmuNic>(options, sink, window, tsc_hz, link, clock, std::move(wire));
 }
 
+Result<TxDrivers> Driver::Create(const EmuOptions& o, const DriverContext& c) {
+  TxDrivers out;
+  if (c.sinks.size() <= 1) {
+    out.push_back(CreateEmuDriver(o, *c.sinks.front(), c.window, c.tsc_hz, c.link));
+    return out;
+  }
+  const auto wire = std::make_shared<SharedWire>();
+  for (FrameReceiver* sink : c.sinks)
+    out.push_back(CreateEmuDriver(o, *sink, c.window, c.tsc_hz, nullptr, nullptr, wire));
+  return out;
+}
+
 }  // namespace txbatch::emu

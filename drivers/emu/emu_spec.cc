@@ -83,23 +83,32 @@ unsigned EmuMaxMtu(const EmuOptions& o) {
   return o.link_mtu > 0 ? o.link_mtu - kIpoibHeader : kMaxMtu;
 }
 
-std::vector<ModelLine> ModelLines() {
-  std::vector<ModelLine> lines;
+Status Driver::CheckMtu(const EmuOptions& o, unsigned mtu) {
+  if (mtu <= EmuMaxMtu(o)) return {};
+  return MakeError(ERANGE, fmt::format("--mtu {} does not fit {}: IPoIB carries at most {} bytes of "
+                                       "IP packet on a {}-byte IB link MTU; valid: --mtu {}..{}, "
+                                       "or link_mtu=4096 (IPoIB MTU 4092)",
+                                       mtu, o.model, EmuMaxMtu(o), o.link_mtu, kMinMtu,
+                                       EmuMaxMtu(o)));
+}
+
+std::vector<DriverForm> Driver::Forms() {
+  std::vector<DriverForm> lines;
   for (const auto& m : kModels)
     lines.push_back(
         {fmt::format("emu:{}", m.name),
          fmt::format("{} (rate_mbps={:.10g} ring={} free_thresh={} stop_slack={} doorbell_ns={:g} "
                      "desc_ns={:g} tx_usecs={:g}{})",
-                     m.about, m.rate_mbps, m.ring, m.free_thresh, m.stop_slack, m.doorbell_ns,
-                     m.desc_ns, m.tx_usecs,
-                     m.link_mtu > 0 ? fmt::format(" link_mtu={} grh=0", m.link_mtu)
-                                    : std::string())});
+                     m.about, m.nic.rate_mbps, m.nic.ring, m.nic.free_thresh, m.nic.stop_slack,
+                     m.nic.doorbell_ns, m.nic.desc_ns, m.nic.tx_usecs,
+                     m.nic.link_mtu > 0 ? fmt::format(" link_mtu={} grh=0", m.nic.link_mtu)
+                                        : std::string())});
   return lines;
 }
 
 std::string DescribeModels() {
   std::string s;
-  for (const ModelLine& l : ModelLines()) s += fmt::format("  {:<10} {}\n", l.form, l.help);
+  for (const DriverForm& l : Driver::Forms()) s += fmt::format("  {:<10} {}\n", l.form, l.help);
   return s;
 }
 
@@ -110,6 +119,10 @@ std::string ModelNames() {
     s += m.name;
   }
   return s;
+}
+
+std::vector<std::string> Driver::Usage() {
+  return {fmt::format("emu:MODEL[,key=value...] (MODEL: {})", ModelNames())};
 }
 
 namespace {
@@ -131,17 +144,8 @@ std::vector<std::string_view> SpecParts(std::string_view spec) {
 // The model's own values, before its keys.
 EmuOptions ModelDefaults(const ModelTraits& traits) {
   EmuOptions o;
+  static_cast<NicParams&>(o) = traits.nic;
   o.model = std::string(traits.name);
-  o.rate_mbps = traits.rate_mbps;
-  o.ring = traits.ring;
-  o.free_thresh = traits.free_thresh;
-  o.doorbell_ns = traits.doorbell_ns;
-  o.desc_ns = traits.desc_ns;
-  o.link_mtu = traits.link_mtu;
-  o.tso_desc_bytes = traits.tso_desc_bytes;
-  o.tso_admit_slack = traits.tso_admit_slack;
-  o.bql_bytes = traits.bql_bytes;
-  o.tx_usecs = traits.tx_usecs;
   return o;
 }
 
@@ -198,7 +202,7 @@ Status ApplyKey(std::string_view kv, std::string_view spec, const ModelTraits& t
     st = range(1, 16384, true);
     if (st) o.stop_slack = static_cast<unsigned>(v);
     seen.slack_given = true;
-  } else if ((key == "link_mtu" || key == "grh") && traits.link_mtu == 0) {
+  } else if ((key == "link_mtu" || key == "grh") && traits.nic.link_mtu == 0) {
     return MakeError(EINVAL, fmt::format("key '{}' in driver '{}' belongs to the ipoib models "
                                          "(an InfiniBand link); valid keys: {}",
                                          key, spec, kKeys));
@@ -248,7 +252,7 @@ Status Settle(std::string_view spec, const ModelTraits& traits, const KeysSeen& 
   // its wake threshold to fill (a ring of free_thresh slots stops only when full).
   if (!seen.slack_given)
     o.stop_slack =
-        std::max(1u, std::min({traits.stop_slack, o.free_thresh - 1, o.ring - o.free_thresh}));
+        std::max(1u, std::min({traits.nic.stop_slack, o.free_thresh - 1, o.ring - o.free_thresh}));
   // TSO needs a wire to cut the frame on and a ring that holds the largest GSO frame (GSO_MAX_SIZE
   // bytes: a context descriptor and one per tso_desc_bytes); without either the model has none.
   if (o.tso_desc_bytes > 0 &&

@@ -7,39 +7,14 @@
 #include <string_view>
 
 #include "dataplane/gso.h"
+#include "drivers/emu/emu.h"
 
 namespace txbatch::emu {
 
 struct ModelTraits {
   std::string_view name;
-  double rate_mbps;      // line rate; 0 = infinitely fast
-  unsigned ring;         // default TX ring size (IPoIB: the send queue's depth)
-  unsigned free_thresh;  // reclaim / wake threshold (IPoIB: a signalled request every this many)
-  double doorbell_ns;    // one MMIO tail write (IPoIB: one ibv_post_send's doorbell)
-  double desc_ns;        // one descriptor write (IPoIB: one work request)
-  // The driver stops its queue once fewer descriptors than this are free after a frame (its
-  // maybe_stop_tx: room for one more skb of MAX_SKB_FRAGS + 1 fragments); 1 = only when full.
-  unsigned stop_slack;
-  std::string_view about;
-  unsigned link_mtu = 0;  // InfiniBand (IPoIB datagram mode): the link MTU; 0 = Ethernet
-  // TSO (--offload tso): the most bytes one data descriptor carries (the driver's
-  // MAX_DATA_PER_TXD); a GSO frame takes a context descriptor and one per that many bytes.
-  // 0: the model has no TSO.
-  unsigned tso_desc_bytes = 0;
-  // Completion coalescing's time bound (ethtool -C tx-usecs): a completion pass runs this long
-  // after the oldest unreclaimed frame departed, if tx_frames descriptors (free_thresh's unless
-  // given) have not departed first; 0: the frame bound alone (a DPDK PMD's tx_free_thresh, a
-  // verbs signal_every).
-  double tx_usecs = 0;
-  // TSO admission: the free descriptors a GSO frame needs beyond its own before the driver
-  // takes it; short of them it stops its queue and refuses the frame (NETDEV_TX_BUSY). e1000:
-  // 3 (e1000_xmit_frame's `count + 2`, its count one more than the frame's descriptors: the
-  // spare its sentinel workaround may take); ixgbe: 2 (ixgbe_xmit_frame_ring's `count + 3` over
-  // the data descriptors, the context one among the 3). 0: its descriptors alone.
-  unsigned tso_admit_slack = 0;
-  // How its driver counts a frame's bytes for BQL (gso.h): ixgbe repeats a GSO frame's headers
-  // per segment (ixgbe_tso), e1000 counts skb->len both ways.
-  BqlBytes bql_bytes = BqlBytes::kLength;
+  std::string_view about;  // one phrase for --help
+  NicParams nic;           // every one given in the row, whatever NicParams' default
 };
 
 // IB 4x data rates after line encoding: SDR, DDR, QDR 2.5/5/10 Gbaud x 4 lanes with 8b/10b; FDR
@@ -47,6 +22,13 @@ struct ModelTraits {
 // records reads back exactly (8e-8 off).
 inline constexpr double kIbSdrMbps = 8000, kIbDdrMbps = 16000, kIbQdrMbps = 32000,
                         kIbFdrMbps = 54545.45;
+
+// The IPoIB models differ in rate alone.
+constexpr NicParams Ipoib(double rate_mbps) {
+  return {.rate_mbps = rate_mbps, .ring = 512, .free_thresh = 16, .doorbell_ns = 150,
+          .desc_ns = 30, .stop_slack = 1, .link_mtu = 2048, .tso_desc_bytes = 0,
+          .tso_admit_slack = 0, .bql_bytes = BqlBytes::kLength, .tx_usecs = 0};
+}
 
 inline constexpr std::array<ModelTraits, 7> kModels = {{
     // 82540EM-class GbE: 256 descriptors (e1000 default TxDescriptors), wake at 32 free
@@ -58,7 +40,10 @@ inline constexpr std::array<ModelTraits, 7> kModels = {{
     // moderated by InterruptThrottleRate's default dynamic mode — 20 000 interrupts a second
     // (50 us) in its low-latency class, 4000 (250 us) in bulk — not after a count of frames: a
     // pass 50 us after a departure at the latest.
-    {"e1000", 1000, 256, 32, 500, 20, 19, "1 Gb/s GbE, ring 256", 0, 4096, 50, 3},
+    {"e1000", "1 Gb/s GbE, ring 256",
+     {.rate_mbps = 1000, .ring = 256, .free_thresh = 32, .doorbell_ns = 500, .desc_ns = 20,
+      .stop_slack = 19, .link_mtu = 0, .tso_desc_bytes = 4096, .tso_admit_slack = 3,
+      .bql_bytes = BqlBytes::kLength, .tx_usecs = 50}},
     // 82599-class 10 GbE: 512 descriptors (DPDK ixgbe default nb_tx_desc), tx_free_thresh 32;
     // a posted PCIe MMIO write ~ 150 ns of CPU time; stopped with fewer than DESC_NEEDED =
     // MAX_SKB_FRAGS + 4 = 21 free (ixgbe_tx_map's ixgbe_maybe_stop_tx, 3.18 to 6.9).
@@ -72,19 +57,24 @@ inline constexpr std::array<ModelTraits, 7> kModels = {{
     // interrupts a second. ixgbe_set_itr keeps it there in its low_latency class and moves it
     // to IXGBE_8K_ITR (125 us) in bulk, IXGBE_100K_ITR (10 us) at the lowest latency: e1000's
     // shape, and e1000's bound, a pass 50 us after a departure at the latest.
-    {"ixgbe", 10000, 512, 32, 150, 10, 21, "10 Gb/s, ring 512", 0, 16384, 50, 2,
-     BqlBytes::kSegmentHeaders},
+    {"ixgbe", "10 Gb/s, ring 512",
+     {.rate_mbps = 10000, .ring = 512, .free_thresh = 32, .doorbell_ns = 150, .desc_ns = 10,
+      .stop_slack = 21, .link_mtu = 0, .tso_desc_bytes = 16384, .tso_admit_slack = 2,
+      .bql_bytes = BqlBytes::kSegmentHeaders, .tx_usecs = 50}},
     // No wire, no device cost: what is left is the software path alone.
-    {"null", 0, 4096, 32, 0, 0, 1, "infinitely fast, accepts everything at once"},
+    {"null", "infinitely fast, accepts everything at once",
+     {.rate_mbps = 0, .ring = 4096, .free_thresh = 32, .doorbell_ns = 0, .desc_ns = 0,
+      .stop_slack = 1, .link_mtu = 0, .tso_desc_bytes = 0, .tso_admit_slack = 0,
+      .bql_bytes = BqlBytes::kLength, .tx_usecs = 0}},
     // IPoIB datagram mode on a UD QP (the verbs driver's shape): a 512-deep send queue, a
     // signalled request every 16 (slots come back 16 at a time), ~30 ns to write a work request
     // and ~150 ns for the doorbell of a post (a posted MMIO, as ixgbe's; doorbell batching is the
     // point of Kalia et al., ATC '16). Link MTU 2048: IPoIB MTU 2044. ipoib_send stops the queue
     // when the send queue is full (`++priv->tx_outstanding == ipoib_sendq_size`).
-    {"ipoib-sdr", kIbSdrMbps, 512, 16, 150, 30, 1, "IB 4x SDR, 8 Gb/s, IPoIB UD", 2048},
-    {"ipoib-ddr", kIbDdrMbps, 512, 16, 150, 30, 1, "IB 4x DDR, 16 Gb/s, IPoIB UD", 2048},
-    {"ipoib-qdr", kIbQdrMbps, 512, 16, 150, 30, 1, "IB 4x QDR, 32 Gb/s, IPoIB UD", 2048},
-    {"ipoib-fdr", kIbFdrMbps, 512, 16, 150, 30, 1, "IB 4x FDR, 54.55 Gb/s, IPoIB UD", 2048},
+    {"ipoib-sdr", "IB 4x SDR, 8 Gb/s, IPoIB UD", Ipoib(kIbSdrMbps)},
+    {"ipoib-ddr", "IB 4x DDR, 16 Gb/s, IPoIB UD", Ipoib(kIbDdrMbps)},
+    {"ipoib-qdr", "IB 4x QDR, 32 Gb/s, IPoIB UD", Ipoib(kIbQdrMbps)},
+    {"ipoib-fdr", "IB 4x FDR, 54.55 Gb/s, IPoIB UD", Ipoib(kIbFdrMbps)},
 }};
 
 }  // namespace txbatch::emu

@@ -16,6 +16,8 @@
 #include "dataplane/run_window.h"
 #include "dataplane/rx_port.h"
 #include "dataplane/tx_driver.h"
+#include "drivers/driver_kind.h"
+#include "drivers/ethdev/ring_size.h"
 
 namespace txbatch::ethdev {
 
@@ -107,5 +109,21 @@ unsigned ForwardingPoolMtu(unsigned mtu);
 // `give_up` (polled every 10 ms; may be null): once it returns true the wait ends and succeeds,
 // the link up or not — a command stopped by a signal while it waits ends cleanly, not a minute on.
 Status AwaitLink(const ForwardingPort& port, double wait_s = 0, bool (*give_up)() = nullptr);
+
+// The ethdev driver's entry in the driver table (driver_kind.h): vdevs, probed ports and pairs;
+// several TX queues on one port; its frames may be captured (pcapng).
+struct Driver : DriverKind {
+  using Options = EthdevOptions;
+  static constexpr std::string_view kPrefixes[] = {"ethdev:", "ethdev-pair"};
+  static constexpr std::string_view kName = "ethdev";
+  static constexpr DriverLimits kLimits{.emulated = false, .one_queue = {}, .captured = true};
+  static Result<EthdevOptions> Parse(std::string_view text) { return ParseEthdevSpec(text); }
+  static std::vector<DriverForm> Forms();
+  // Its TX ring, and the RX ring a loopback fills.
+  static unsigned Ring(const EthdevOptions&) { return 2u * kRingSize; }
+  static Result<TxDrivers> Create(const EthdevOptions& o, const DriverContext& c) {
+    return CreateEthdevDrivers(o, c.pool, c.mtu, c.sinks, c.window, c.tsc_hz);
+  }
+};
 
 }  // namespace txbatch::ethdev

@@ -154,4 +154,13 @@ Result<EthdevOptions> ParseEthdevSpec(std::string_view spec) {
   return o;
 }
 
+std::vector<DriverForm> Driver::Forms() {
+  return {{"ethdev:DEVARGS",
+           "a DPDK vdev txbatch creates (net_null0, net_ring0 as a loopback, net_pcap0,tx_pcap=FILE, "
+           "net_tap0,iface=NAME, net_af_packet0,iface=NAME, …)"},
+          {"ethdev:port=N", "a port EAL probed (a NIC given after --, e.g. -a 0000:01:00.0)"},
+          {"ethdev-pair:", "two ports on crossed rings, a cable: send on one, receive on the other"},
+          {"ethdev-pair:memif", "a memif server and client in this process, the same kind of cable"}};
+}
+
 }  // namespace txbatch::ethdev

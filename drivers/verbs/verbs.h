@@ -19,6 +19,7 @@
 #include "dataplane/run_window.h"
 #include "dataplane/rx_port.h"
 #include "dataplane/tx_driver.h"
+#include "drivers/driver_kind.h"
 
 namespace txbatch::verbs {
 
@@ -106,5 +107,20 @@ class VerbsReceiver : public RxPort {
 Result<std::unique_ptr<VerbsReceiver>> OpenVerbsReceiver(const VerbsOptions& options,
                                                          rte_mempool* pool, unsigned mtu,
                                                          double tsc_hz, unsigned held = 0);
+
+// The verbs driver's entry in the driver table (driver_kind.h): one queue pair (one TX queue), its
+// send queue as its ring and its receive buffers in a pool of their own.
+struct Driver : DriverKind {
+  using Options = VerbsOptions;
+  static constexpr std::string_view kPrefixes[] = {"verbs:"};
+  static constexpr std::string_view kName = "verbs";
+  static constexpr DriverLimits kLimits{
+      .emulated = false, .one_queue = "the verbs driver posts on one queue pair", .captured = false};
+  static Result<VerbsOptions> Parse(std::string_view text) { return ParseVerbsSpec(text); }
+  static std::vector<DriverForm> Forms();
+  static unsigned Ring(const VerbsOptions& o) { return o.sq_depth; }
+  static uint64_t OwnPoolBytes(const VerbsOptions& o) { return ReceivePoolBytes(o); }
+  static Result<TxDrivers> Create(const VerbsOptions& o, const DriverContext& c);
+};
 
 }  // namespace txbatch::verbs

@@ -231,4 +231,19 @@ Result<std::unique_ptr<VerbsReceiver>> OpenVerbsReceiver(const VerbsOptions& opt
 }
 #endif
 
+std::vector<DriverForm> Driver::Forms() {
+  return {{"verbs:DEVICE:PORT,qpn=N,qkey=N,lid=N",
+           "IPoIB datagrams on an InfiniBand HCA, one ibv_post_send per batch (doc/drivers/verbs.md)"},
+          {"verbs:DEVICE:PORT,qpn=N,qkey=N,gid=GID",
+           "the same on a RoCE v2 port (ConnectX in Ethernet mode, rxe)"}};
+}
+
+Result<TxDrivers> Driver::Create(const VerbsOptions& o, const DriverContext& c) {
+  auto d = CreateVerbsDriver(o, c.pool, c.mtu, *c.sinks.front(), c.window, c.tsc_hz);
+  if (!d) return d.error();
+  TxDrivers out;
+  out.push_back(std::move(*d));
+  return out;
+}
+
 }  // namespace txbatch::verbs
