@@ -3,7 +3,6 @@
 // data path. Costs are modelling assumptions, not measurements of real hardware: doc/drivers/emu.md
 // gives each one's source and reasoning.
 
-#include <array>
 #include <string_view>
 
 #include "dataplane/gso.h"
@@ -30,7 +29,7 @@ constexpr NicParams Ipoib(double rate_mbps) {
           .tso_admit_slack = 0, .bql_bytes = BqlBytes::kLength, .tx_usecs = 0};
 }
 
-inline constexpr std::array<ModelTraits, 7> kModels = {{
+inline constexpr ModelTraits kModels[] = {
     // 82540EM-class GbE: 256 descriptors (e1000 default TxDescriptors), wake at 32 free
     // (TX_WAKE_THRESHOLD); an uncached PCI MMIO write of the tail register ~ 0.5 us; stopped
     // with fewer than MAX_SKB_FRAGS + 2 = 19 free (3.18 e1000_xmit_frame; MAX_SKB_FRAGS + 7 =
@@ -75,6 +74,6 @@ inline constexpr std::array<ModelTraits, 7> kModels = {{
     {"ipoib-ddr", "IB 4x DDR, 16 Gb/s, IPoIB UD", Ipoib(kIbDdrMbps)},
     {"ipoib-qdr", "IB 4x QDR, 32 Gb/s, IPoIB UD", Ipoib(kIbQdrMbps)},
     {"ipoib-fdr", "IB 4x FDR, 54.55 Gb/s, IPoIB UD", Ipoib(kIbFdrMbps)},
-}};
+};
 
 }  // namespace txbatch::emu
