@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -151,6 +152,21 @@ void ExpectBooks(const std::string& down) {
   EXPECT_NE(down.find("mbufs in use at exit: 0"), std::string::npos) << down;
 }
 
+// `body` on a lab brought up as `prefix` with `bridge_args`; then its books as `lab down` prints
+// them must balance, and nothing of it may be left. A fatal failure in `body` ends the test there
+// (the lab's destructor takes it down).
+void InALab(const std::string& prefix, const std::string& bridge_args,
+            const std::function<void(Lab&)>& body) {
+  {
+    Lab lab(prefix, bridge_args);
+    ASSERT_TRUE(lab.up()) << lab.up_output();
+    body(lab);
+    if (::testing::Test::HasFatalFailure()) return;
+    ExpectBooks(lab.Down());
+  }
+  ExpectGone(prefix);
+}
+
 struct PingStats {
   int sent = -1, received = -1;
   double min = -1, avg = -1, max = -1;
@@ -180,16 +196,12 @@ std::pair<double, double> Batching(const std::string& down, const std::string& d
 }
 
 TEST(Lab, PingCrossesTheBridgeWithoutLossAndEverythingIsRemovedAfter) {
-  {
-    Lab lab("tsys1", "");
-    ASSERT_TRUE(lab.up()) << lab.up_output();
+  InALab("tsys1", "", [&](Lab& lab) {
     EXPECT_NE(lab.up_output().find("TX checksum offload is off"), std::string::npos);
     const PingStats p = ParsePing(lab.InA("ping -c 50 -i 0.01 -q 10.77.0.2").out);
     EXPECT_EQ(p.sent, 50);
     EXPECT_EQ(p.received, 50);
-    ExpectBooks(lab.Down());
-  }
-  ExpectGone("tsys1");
+  });
 }
 
 // Watched with the tools a DPDK user has (issue 20, items 1-3): while ping crosses the bridge,
@@ -289,18 +301,14 @@ TEST(Lab, TelemetryTheStatsStreamAndTheCaptureShowWhatCrossesTheBridge) {
 }
 
 TEST(Lab, ADelayEachWayBoundsTheRoundTrip) {
-  {
-    Lab lab("tsys2", "--link 'delay 5ms'");
-    ASSERT_TRUE(lab.up()) << lab.up_output();
+  InALab("tsys2", "--link 'delay 5ms'", [&](Lab& lab) {
     (void)lab.InA("ping -c 1 -W 2 10.77.0.2");  // ARP resolved first: its own 2 x 5 ms
     const std::string out = lab.InA("ping -c 20 -i 0.05 -q 10.77.0.2").out;
     const PingStats p = ParsePing(out);
     EXPECT_EQ(p.received, 20) << out;
     EXPECT_GE(p.min, 10.0) << out;
     EXPECT_LE(p.avg, 11.0) << out;
-    ExpectBooks(lab.Down());
-  }
-  ExpectGone("tsys2");
+  });
 }
 
 TEST(Lab, LossEachWayLandsInsideTheBinomialBounds) {
@@ -329,30 +337,22 @@ TEST(Lab, LossEachWayLandsInsideTheBinomialBounds) {
 TEST(Lab, IperfTcpThroughA100MbitLinkGetsTheRateTheHeadersLeave) {
   // 1514-byte frames (no FCS, as netem counts skb->len) carry 1448 bytes of TCP payload.
   const double expected = 100e6 * 1448 / 1514;
-  {
-    Lab lab("tsys4", "--link 'rate 100mbit'");
-    ASSERT_TRUE(lab.up()) << lab.up_output();
+  InALab("tsys4", "--link 'rate 100mbit'", [&](Lab& lab) {
     const Ran r = lab.Iperf("-t 4 -O 1");
     ASSERT_EQ(r.status, 0) << r.out;
     const auto doc = nlohmann::json::parse(r.out);
     const double got = doc["end"]["sum_received"]["bits_per_second"].get<double>();
     EXPECT_NEAR(got, expected, expected * 0.05) << "goodput " << got / 1e6 << " Mbit/s";
-    ExpectBooks(lab.Down());
-  }
-  ExpectGone("tsys4");
+  });
 }
 
 TEST(Lab, IperfUdpAtHalfTheLinkRateLosesUnderOnePercent) {
-  {
-    Lab lab("tsys5", "--link 'rate 100mbit'");
-    ASSERT_TRUE(lab.up()) << lab.up_output();
+  InALab("tsys5", "--link 'rate 100mbit'", [&](Lab& lab) {
     const Ran r = lab.Iperf("-u -b 50M -t 3");
     ASSERT_EQ(r.status, 0) << r.out;
     const auto doc = nlohmann::json::parse(r.out);
     EXPECT_LT(doc["end"]["sum"]["lost_percent"].get<double>(), 1.0) << doc["end"]["sum"].dump();
-    ExpectBooks(lab.Down());
-  }
-  ExpectGone("tsys5");
+  });
 }
 
 TEST(Lab, HostileFramesAreForwardedOrCountedAndTheBridgeCarriesOn) {
@@ -433,9 +433,7 @@ TEST(Lab, BatchOneAndThirtyTwoBothForwardEverythingAndBatchAsTheyShould) {
 // directions' books balance — what fq_codel dropped after queueing counted in them — and the
 // bridge says which qdisc it ran, in tc's words.
 TEST(Lab, FourStreamsCrossAnFqCodelBridgeAndItsBooksBalance) {
-  {
-    Lab lab("tsysf", "--qdisc fq_codel --link 'rate 100mbit'");
-    ASSERT_TRUE(lab.up()) << lab.up_output();
+  InALab("tsysf", "--qdisc fq_codel --link 'rate 100mbit'", [&](Lab& lab) {
     const Ran r = lab.Iperf("-t 2 -P 4");
     ASSERT_EQ(r.status, 0) << r.out;
     const auto doc = nlohmann::json::parse(r.out);
@@ -446,16 +444,12 @@ TEST(Lab, FourStreamsCrossAnFqCodelBridgeAndItsBooksBalance) {
     EXPECT_NE(log.find("fq_codel limit 10240p flows 1024 target 5ms interval 100ms"),
               std::string::npos)
         << log;
-    ExpectBooks(lab.Down());
-  }
-  ExpectGone("tsysf");
+  });
 }
 
 TEST(Lab, DownAsANormalUserIsRefusedAndChangesNothing) {
   CleanupGuard guard{"tsys8"};
-  {
-    Lab lab("tsys8", "");
-    ASSERT_TRUE(lab.up()) << lab.up_output();
+  InALab("tsys8", "", [&](Lab& lab) {
     std::string err;
     const Ran r = ShSplit("setpriv --reuid=nobody --regid=nogroup --clear-groups " + Txbatch() +
                               " lab down --prefix tsys8",
@@ -469,9 +463,7 @@ TEST(Lab, DownAsANormalUserIsRefusedAndChangesNothing) {
       EXPECT_TRUE(std::filesystem::exists(ns)) << ns;
     const PingStats p = ParsePing(lab.InA("ping -c 3 -i 0.05 -q 10.77.0.2").out);
     EXPECT_EQ(p.received, 3) << "the bridge still forwards";
-    ExpectBooks(lab.Down());
-  }
-  ExpectGone("tsys8");
+  });
 }
 
 TEST(Lab, DownWaitsForWhatTheLinkHoldsThenPrintsTheBooks) {
