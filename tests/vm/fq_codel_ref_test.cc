@@ -27,42 +27,18 @@
 #include "dataplane/fq_codel.h"
 #include "dataplane/mempool.h"
 #include "tests/test_files.h"
+#include "tests/vm/kernel_ref.h"
 
 namespace txbatch::test {
 namespace {
 
 using nlohmann::json;
 
-struct FqCodelReferenceRun {
-  int status = -1;
-  std::string path;
-  std::string log;
-};
-
 // `scripts/kernel-ref.sh --bql none --fq-codel` once a process (one guest boot, both cases);
 // TXBATCH_KERNEL_REF_FQ_CODEL=FILE reads a document it wrote before instead.
-const FqCodelReferenceRun& FqCodelReference() {
-  static const FqCodelReferenceRun run = [] {
-    FqCodelReferenceRun r;
-    if (const std::string given = EnvOr("TXBATCH_KERNEL_REF_FQ_CODEL"); !given.empty()) {
-      r.path = given;
-      r.status = std::filesystem::is_regular_file(given) ? 0 : 2;
-      r.log = "TXBATCH_KERNEL_REF_FQ_CODEL=" + given + (r.status == 0 ? "" : ": no such file");
-      return r;
-    }
-    static std::filesystem::path made;
-    made = Scratch("kernel_ref", "fq_codel");
-    std::atexit([] {
-      if (::testing::UnitTest::GetInstance()->Passed()) std::filesystem::remove_all(made);
-    });
-    r.path = (made / "kernel-ref.json").string();
-    const std::string cmd = "bash " + EnvOr("TXBATCH_SOURCE_ROOT") + "/scripts/kernel-ref.sh --dir " +
-                            EnvOr("TXBATCH_VM_DIR") + " --bql none --fq-codel --out " + r.path +
-                            " >" + (made / "log").string() + " 2>&1";
-    r.status = std::system(cmd.c_str());
-    r.log = Slurp(made / "log");
-    return r;
-  }();
+const KernelReferenceRun& FqCodelReference() {
+  static const KernelReferenceRun run =
+      RunKernelRef("TXBATCH_KERNEL_REF_FQ_CODEL", "fq_codel", "--bql none --fq-codel");
   return run;
 }
 
@@ -202,18 +178,9 @@ Replay Run(const json& c, const std::vector<Call>& calls, const std::vector<int6
     }
   }
   q.Purge();
-  QdiscCounters::Fields(
-      [](auto, const Counter& from, uint64_t& to) { to = from.Get(); }, counters, r.counters);
+  QdiscCounters::Fields([](auto, const Counter& from, uint64_t& to) { to = from.Get(); }, counters,
+                        r.counters);
   return r;
-}
-
-uint64_t Count(const json& obj, const std::string& key) {
-  const json& v = obj.at(key);
-  if (!v.is_number_unsigned()) {
-    ADD_FAILURE() << key << " is not a count: " << v.dump();
-    return UINT64_MAX;
-  }
-  return v.get<uint64_t>();
 }
 
 // One case: the replay must follow the kernel call for call to the end. Returns the replay.
@@ -228,7 +195,8 @@ Replay CheckCase(const json& c, unsigned psched_mtu) {
   size_t enqueues = 0, returned = 0;
   for (const json& k : c.at("calls")) {
     const bool deq = k.at(0) == "deq";
-    calls.push_back({deq, k.at(1).get<int64_t>(), k.at(2).get<int64_t>(), deq && k.at(3).get<bool>()});
+    calls.push_back(
+        {deq, k.at(1).get<int64_t>(), k.at(2).get<int64_t>(), deq && k.at(3).get<bool>()});
     enqueues += !deq;
     returned += calls.back().returned;
   }
@@ -270,9 +238,8 @@ Replay CheckCase(const json& c, unsigned psched_mtu) {
     }
     if (!fixed) break;
   }
-  EXPECT_EQ(r.diverged, calls.size())
-      << "the model parts from the kernel at call " << r.diverged << " of " << calls.size()
-      << ": " << r.why;
+  EXPECT_EQ(r.diverged, calls.size()) << "the model parts from the kernel at call " << r.diverged
+                                      << " of " << calls.size() << ": " << r.why;
   if (r.diverged < calls.size()) return r;
   // Every frame the kernel put on the wire, the model sent, in the same order, marked alike.
   std::vector<uint32_t> wire_seqs;
@@ -303,13 +270,27 @@ const json* FindCase(const json& doc, const std::string& name, unsigned* psched_
   return nullptr;
 }
 
-TEST(FqCodelKernel, DrrOrderIsTheKernels) {
-  const FqCodelReferenceRun& run = FqCodelReference();
-  ASSERT_EQ(run.status, 0) << run.log;
-  const json doc = json::parse(Slurp(run.path));
+// The kernel reference's fq_codel case `name` (FindCase) from FqCodelReference's document. Fails
+// the test fatally where the reference failed or has no such case: call it in
+// ASSERT_NO_FATAL_FAILURE.
+struct KernelCase {
+  json doc;
+  const json* c = nullptr;
   unsigned psched_mtu = 0;
-  const json* c = FindCase(doc, "drr", &psched_mtu);
-  ASSERT_NE(c, nullptr) << "no drr case in " << run.path;
+};
+void ReadKernelCase(const std::string& name, KernelCase* out) {
+  const KernelReferenceRun& run = FqCodelReference();
+  ASSERT_EQ(run.status, 0) << run.log;
+  out->doc = json::parse(Slurp(run.path));
+  out->c = FindCase(out->doc, name, &out->psched_mtu);
+  ASSERT_NE(out->c, nullptr) << "no " << name << " case in " << run.path;
+}
+
+TEST(FqCodelKernel, DrrOrderIsTheKernels) {
+  KernelCase k;
+  ASSERT_NO_FATAL_FAILURE(ReadKernelCase("drr", &k));
+  const json* const c = k.c;
+  const unsigned psched_mtu = k.psched_mtu;
   // quantum = psched_mtu(dev): 1500 + 14.
   EXPECT_EQ(psched_mtu, 1514u);
   // The kernel's hash (skb_get_hash, seeded at boot) put each flow in a bucket of its own: tc
@@ -336,19 +317,18 @@ TEST(FqCodelKernel, DrrOrderIsTheKernels) {
   EXPECT_EQ(Count(c->at("tc").at("fq_codel"), "dropped"), 0u);
   std::string order;
   for (const json& w : c->at("wire")) order += std::to_string(w.at(1).get<int>());
-  std::printf("drr: %zu frames, the kernel's order by flow (0: 1514 B, 1: 700 B, 2: 150 B):\n  %s\n"
-              "  the model's: %s\n",
-              c->at("wire").size(), order.c_str(),
-              r.sent.size() == c->at("wire").size() ? "the same" : "differs");
+  std::printf(
+      "drr: %zu frames, the kernel's order by flow (0: 1514 B, 1: 700 B, 2: 150 B):\n  %s\n"
+      "  the model's: %s\n",
+      c->at("wire").size(), order.c_str(),
+      r.sent.size() == c->at("wire").size() ? "the same" : "differs");
 }
 
 TEST(FqCodelKernel, CodelDropsAndMarksAreTheKernels) {
-  const FqCodelReferenceRun& run = FqCodelReference();
-  ASSERT_EQ(run.status, 0) << run.log;
-  const json doc = json::parse(Slurp(run.path));
-  unsigned psched_mtu = 0;
-  const json* c = FindCase(doc, "drops", &psched_mtu);
-  ASSERT_NE(c, nullptr) << "no drops case in " << run.path;
+  KernelCase k;
+  ASSERT_NO_FATAL_FAILURE(ReadKernelCase("drops", &k));
+  const json* const c = k.c;
+  const unsigned psched_mtu = k.psched_mtu;
   EXPECT_EQ(c->at("buckets").size(), c->at("flows").size()) << c->at("buckets");
   const json& fq = c->at("tc").at("fq_codel");
   // The premise: CoDel acted on both flows, dropping the one that is not ECN-capable (flow 0)
@@ -390,13 +370,14 @@ TEST(FqCodelKernel, CodelDropsAndMarksAreTheKernels) {
     ++returned;
   }
   ASSERT_GE(drop_at, 0);
-  std::printf("drops: first drop (frame %u) %.1f ms after the first enqueue; kernel dropped %llu, "
-              "marked %llu; the model %llu, %llu\n",
-              first_dropped, (drop_at - first_enq) / 1e6,
-              static_cast<unsigned long long>(Count(fq, "dropped")),
-              static_cast<unsigned long long>(Count(fq, "ecn_mark")),
-              static_cast<unsigned long long>(r.counters.dropped_codel),
-              static_cast<unsigned long long>(r.counters.ecn_mark));
+  std::printf(
+      "drops: first drop (frame %u) %.1f ms after the first enqueue; kernel dropped %llu, "
+      "marked %llu; the model %llu, %llu\n",
+      first_dropped, (drop_at - first_enq) / 1e6,
+      static_cast<unsigned long long>(Count(fq, "dropped")),
+      static_cast<unsigned long long>(Count(fq, "ecn_mark")),
+      static_cast<unsigned long long>(r.counters.dropped_codel),
+      static_cast<unsigned long long>(r.counters.ecn_mark));
   EXPECT_GT(drop_at - first_enq, 104'990'000);
 }
 

@@ -171,8 +171,8 @@ void CompareDynamic(const Hist& kernel, const Hist& model, const json& kernel_re
                     uint64_t model_limit) {
   const json& kernel_bql = kernel_rec.at("results").at("bql");
   const json& env = kernel_rec.at("env");
-  const uint64_t stop = (env.contains("tx_ring") ? env.at("tx_ring").get<uint64_t>() : 256) -
-                        kE1000StopUnused;
+  const uint64_t stop =
+      (env.contains("tx_ring") ? env.at("tx_ring").get<uint64_t>() : 256) - kE1000StopUnused;
   EXPECT_LE(kernel_bql.at("inflight").at("max").get<uint64_t>(), stop * kKrefPktSize)
       << "the guest's inflight above the ring's stop";
   EXPECT_EQ(model.rbegin()->first, kernel.rbegin()->first) << "the largest bulk";
@@ -200,9 +200,8 @@ void CompareDynamic(const Hist& kernel, const Hist& model, const json& kernel_re
     const uint64_t a = count(*h, quota_rest);
     const uint64_t b = bql_binds ? count(*h, bql_rest) : count(*h, bulk) / 3;
     const uint64_t cycles = std::min(a, b);
-    std::printf("dynamic %s: limit %llu frames, ring stop %llu: %s; bulks of %u: %llu",
-                who, static_cast<unsigned long long>(limit),
-                static_cast<unsigned long long>(stop),
+    std::printf("dynamic %s: limit %llu frames, ring stop %llu: %s; bulks of %u: %llu", who,
+                static_cast<unsigned long long>(limit), static_cast<unsigned long long>(stop),
                 bql_binds ? "BQL ends a bulk" : "the ring alone binds", quota_rest,
                 static_cast<unsigned long long>(a));
     std::printf(", of %u: %llu", bql_binds ? bql_rest : static_cast<unsigned>(bulk),
@@ -219,11 +218,12 @@ void CompareDynamic(const Hist& kernel, const Hist& model, const json& kernel_re
     constexpr uint64_t kStrayBulks = 3;  // as the run's edges are spared below
     if (!is_model && count(*h, quota_rest) <= kStrayBulks &&
         (!bql_binds || count(*h, bql_rest) <= kStrayBulks)) {
-      std::printf("dynamic kernel: no ring-bound cycle in this run (its producers kept no backlog "
-                  "at the ring; %llu frames requeued); the cycle is compared on the model's side "
-                  "only\n",
-                  static_cast<unsigned long long>(
-                      kernel_rec.at("results").at("qdisc").at("requeues").get<uint64_t>()));
+      std::printf(
+          "dynamic kernel: no ring-bound cycle in this run (its producers kept no backlog "
+          "at the ring; %llu frames requeued); the cycle is compared on the model's side "
+          "only\n",
+          static_cast<unsigned long long>(
+              kernel_rec.at("results").at("qdisc").at("requeues").get<uint64_t>()));
       continue;
     }
     EXPECT_GT(cycles, 0u) << who << ": no ring-bound cycle (no bulk of " << quota_rest << ", or "
@@ -241,13 +241,9 @@ void CompareDynamic(const Hist& kernel, const Hist& model, const json& kernel_re
 }
 
 TEST(KernelModel, TheModelsBulkSizesAreTheKernelsOnBothEngines) {
-  const KernelReferenceRun& run = KernelReferenceShared();
-  ASSERT_EQ(run.status, 0) << run.log;
-  const json kref = json::parse(Slurp(run.path));
-  const std::filesystem::path dir = Scratch("kernel_model", "udp");
-  const std::string out = (dir / "model.json").string();
-  ASSERT_EQ(RunKernelVsModel(run, "udp", out, (dir / "log").string()), 0) << Slurp(dir / "log");
-  const json model = json::parse(Slurp(out));
+  KernelBesideModel both;
+  ASSERT_NO_FATAL_FAILURE(ReadKernelBesideModel("udp", &both));
+  const json &kref = both.kref, &model = both.model;
   std::map<std::string, const json*> cases;
   for (const json& c : model.at("cases")) cases[c.at("case").get<std::string>()] = &c;
 
@@ -277,13 +273,12 @@ TEST(KernelModel, TheModelsBulkSizesAreTheKernelsOnBothEngines) {
       if (pinned)
         ComparePinned(kernel, h);
       else
-        CompareDynamic(kernel, h, rec,
-                       r.at("bql").at("limit").get<uint64_t>());
+        CompareDynamic(kernel, h, rec, r.at("bql").at("limit").get<uint64_t>());
     }
     EXPECT_EQ(engines, (std::set<std::string>{"real", "sim"}));
   }
   EXPECT_EQ(compared, (std::set<std::string>{"bql_10", "bql_40", "bql_dynamic"}));
-  if (!HasFailure()) std::filesystem::remove_all(dir);
+  if (!HasFailure()) std::filesystem::remove_all(both.dir);
 }
 
 }  // namespace

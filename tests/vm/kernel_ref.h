@@ -4,7 +4,11 @@
 // at 10 and 40 frames and dynamic, ~2 min under TCG; TCP with 1 and 8 streams through a 40 Mbit/s
 // bottleneck, ~45 s more), not five a case.
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace txbatch::test {
@@ -35,10 +39,32 @@ struct KernelReferenceRun {
 // guests (to work on the comparison, or to show it fails on a wrong model, in seconds).
 const KernelReferenceRun& KernelReferenceShared();
 
-// scripts/kernel-vs-model.py on `run`'s document, its cases of `mode` (udp or tcp), writing its
-// document to `out` and its side-by-side tables (printed here too) to `log`; the script's
-// exit status.
-int RunKernelVsModel(const KernelReferenceRun& run, const std::string& mode,
-                     const std::string& out, const std::string& log);
+// `scripts/kernel-ref.sh ARGS` run into a scratch folder of this process ("kernel_ref",
+// `scratch`; kept until the process ends, and after it where a test failed: the evidence), its
+// document there as kernel-ref.json; or, where the environment variable `env` names a file, that
+// document (one the script wrote before) instead of booting guests.
+KernelReferenceRun RunKernelRef(const char* env, const std::string& scratch,
+                                const std::string& args);
+
+// The kernel reference's document beside the one scripts/kernel-vs-model.py writes of its cases
+// of `mode` (udp or tcp) into `dir` (a scratch folder "kernel_model", `mode`), the script's
+// side-by-side tables printed too. Fails the test fatally where the reference or the script
+// failed: call it in ASSERT_NO_FATAL_FAILURE.
+struct KernelBesideModel {
+  nlohmann::json kref, model;
+  std::filesystem::path dir;  // the script's document and log; the caller removes it once passed
+};
+void ReadKernelBesideModel(const std::string& mode, KernelBesideModel* out);
+
+// A count in a kernel reference document: there and a whole number (a missing key throws;
+// anything else fails and reads as UINT64_MAX, so no `== 0` passes on it).
+inline uint64_t Count(const nlohmann::json& obj, const std::string& key) {
+  const nlohmann::json& v = obj.at(key);
+  if (!v.is_number_unsigned()) {
+    ADD_FAILURE() << key << " is not a count: " << v.dump();
+    return UINT64_MAX;
+  }
+  return v.get<uint64_t>();
+}
 
 }  // namespace txbatch::test

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tests/test_files.h"
 
@@ -23,17 +24,6 @@ namespace txbatch::test {
 namespace {
 
 using nlohmann::json;
-
-// A count in the document: there and a whole number (a missing key throws; anything else fails
-// and reads as UINT64_MAX, so no `== 0` passes on it).
-uint64_t Count(const json& obj, const std::string& key) {
-  const json& v = obj.at(key);
-  if (!v.is_number_unsigned()) {
-    ADD_FAILURE() << key << " is not a count: " << v.dump();
-    return UINT64_MAX;
-  }
-  return v.get<uint64_t>();
-}
 
 constexpr uint64_t kPktSize = kKrefPktSize;
 constexpr uint64_t kCount = kKrefCount;
@@ -194,13 +184,9 @@ void CheckTcpCase(const json& rec, uint64_t streams) {
 // rates are not compared: the guest's is 1.2 x cwnd x mss / srtt with cwnd above what is in
 // flight (2.3-5.6 x what it delivers), the model's 1.2 x its delivery (tsq.h).
 TEST(KernelModel, TcpBytesBelowASocketAreTheKernelsAtTheSameRate) {
-  const KernelReferenceRun& run = KernelReferenceShared();
-  ASSERT_EQ(run.status, 0) << run.log;
-  const json kref = json::parse(Slurp(run.path));
-  const std::filesystem::path dir = Scratch("kernel_model", "tcp");
-  const std::string out = (dir / "model.json").string();
-  ASSERT_EQ(RunKernelVsModel(run, "tcp", out, (dir / "log").string()), 0) << Slurp(dir / "log");
-  const json model = json::parse(Slurp(out));
+  KernelBesideModel both;
+  ASSERT_NO_FATAL_FAILURE(ReadKernelBesideModel("tcp", &both));
+  const json &kref = both.kref, &model = both.model;
   std::set<std::string> compared;
   for (const json& rec : kref.at("records")) {
     if (rec.at("config").at("mode") != "tcp") continue;
@@ -240,7 +226,7 @@ TEST(KernelModel, TcpBytesBelowASocketAreTheKernelsAtTheSameRate) {
     compared.insert(name);
   }
   EXPECT_EQ(compared, (std::set<std::string>{"tcp_1", "tcp_8"}));
-  if (!HasFailure()) std::filesystem::remove_all(dir);
+  if (!HasFailure()) std::filesystem::remove_all(both.dir);
 }
 
 TEST(KernelReference, TcpStreamsAreSampledAndTheirSkbsCounted) {
@@ -254,47 +240,56 @@ TEST(KernelReference, TcpStreamsAreSampledAndTheirSkbsCounted) {
 
 }  // namespace
 
-const KernelReferenceRun& KernelReferenceShared() {
-  static const KernelReferenceRun run = [] {
-    KernelReferenceRun r;
-    if (const std::string given = EnvOr("TXBATCH_KERNEL_REF"); !given.empty()) {
-      r.path = given;
-      r.status = std::filesystem::is_regular_file(given) ? 0 : 2;
-      r.log = "TXBATCH_KERNEL_REF=" + given + (r.status == 0 ? "" : ": no such file");
-      return r;
-    }
-    // Kept for the cases that read it until the process ends, and after it where a test failed
-    // (the evidence).
-    const std::filesystem::path dir = Scratch("kernel_ref", "udp");
-    static std::filesystem::path made;
-    made = dir;
-    std::atexit([] {
-      if (::testing::UnitTest::GetInstance()->Passed()) std::filesystem::remove_all(made);
-    });
-    r.path = (dir / "kernel-ref.json").string();
-    const std::string cmd =
-        "bash " + EnvOr("TXBATCH_SOURCE_ROOT") + "/scripts/kernel-ref.sh --dir " +
-        EnvOr("TXBATCH_VM_DIR") + " --bql 10,40,dynamic --count " + std::to_string(kCount) +
-        " --threads " + std::to_string(kThreads) + " --pkt-size " + std::to_string(kPktSize) +
-        " --tcp 1,8 --tcp-seconds " + std::to_string(kKrefTcpSeconds) + " --tcp-rate " +
-        std::to_string(kKrefTcpRateMbps) + " --out " + r.path + " >" + (dir / "log").string() +
-        " 2>&1";
-    r.status = std::system(cmd.c_str());
-    r.log = Slurp(dir / "log");
+KernelReferenceRun RunKernelRef(const char* env, const std::string& scratch,
+                                const std::string& args) {
+  KernelReferenceRun r;
+  if (const std::string given = EnvOr(env); !given.empty()) {
+    r.path = given;
+    r.status = std::filesystem::is_regular_file(given) ? 0 : 2;
+    r.log = std::string(env) + "=" + given + (r.status == 0 ? "" : ": no such file");
     return r;
-  }();
+  }
+  // Every folder made, removed at the process's end where every test passed.
+  static auto* const made = new std::vector<std::filesystem::path>;
+  if (made->empty())
+    std::atexit([] {
+      if (::testing::UnitTest::GetInstance()->Passed())
+        for (const auto& dir : *made) std::filesystem::remove_all(dir);
+    });
+  const std::filesystem::path dir = made->emplace_back(Scratch("kernel_ref", scratch));
+  r.path = (dir / "kernel-ref.json").string();
+  const std::string cmd = "bash " + EnvOr("TXBATCH_SOURCE_ROOT") + "/scripts/kernel-ref.sh --dir " +
+                          EnvOr("TXBATCH_VM_DIR") + " " + args + " --out " + r.path + " >" +
+                          (dir / "log").string() + " 2>&1";
+  r.status = std::system(cmd.c_str());
+  r.log = Slurp(dir / "log");
+  return r;
+}
+
+const KernelReferenceRun& KernelReferenceShared() {
+  static const KernelReferenceRun run =
+      RunKernelRef("TXBATCH_KERNEL_REF", "udp",
+                   "--bql 10,40,dynamic --count " + std::to_string(kCount) + " --threads " +
+                       std::to_string(kThreads) + " --pkt-size " + std::to_string(kPktSize) +
+                       " --tcp 1,8 --tcp-seconds " + std::to_string(kKrefTcpSeconds) +
+                       " --tcp-rate " + std::to_string(kKrefTcpRateMbps));
   return run;
 }
 
-int RunKernelVsModel(const KernelReferenceRun& run, const std::string& mode,
-                     const std::string& out, const std::string& log) {
+void ReadKernelBesideModel(const std::string& mode, KernelBesideModel* out) {
+  const KernelReferenceRun& run = KernelReferenceShared();
+  ASSERT_EQ(run.status, 0) << run.log;
+  out->kref = nlohmann::json::parse(Slurp(run.path));
+  out->dir = Scratch("kernel_model", mode);
+  const std::string doc = (out->dir / "model.json").string(), log = (out->dir / "log").string();
   const std::string cmd = "python3 " + EnvOr("TXBATCH_SOURCE_ROOT") +
                           "/scripts/kernel-vs-model.py --mode " + mode + " --kref " + run.path +
-                          " --txbatch " + EnvOr("TXBATCH_BIN") + " --out " + out + " >" + log +
+                          " --txbatch " + EnvOr("TXBATCH_BIN") + " --out " + doc + " >" + log +
                           " 2>&1";
   const int rc = std::system(cmd.c_str());
   std::printf("%s\n", Slurp(log).c_str());  // the side-by-side tables
-  return rc;
+  ASSERT_EQ(rc, 0) << Slurp(log);
+  out->model = nlohmann::json::parse(Slurp(doc));
 }
 
 }  // namespace txbatch::test
