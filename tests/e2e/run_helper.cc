@@ -1,49 +1,8 @@
 #include "tests/e2e/run_helper.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include "dataplane/eal.h"
-#include "tests/test_files.h"
 
 namespace txbatch::test {
-TxbatchRun RunTxbatch(const std::string& args) {
-  const char* bin = std::getenv("TXBATCH_BIN");
-  const std::string dir = ::testing::TempDir();
-  const std::string tag = std::to_string(getpid());
-  const std::string json = dir + "/run_" + tag + ".json";
-  const std::string out = dir + "/run_" + tag + ".out", err = dir + "/run_" + tag + ".err";
-  std::filesystem::remove(json);
-  // EAL arguments after "--" must stay last.
-  std::string own = args, eal;
-  if (const size_t dd = args.find(" -- "); dd != std::string::npos) {
-    own = args.substr(0, dd);
-    eal = args.substr(dd);
-  }
-  // A run measures one round unless the test asks for more: tests read one record per cell.
-  if (own.starts_with("run") && own.find("--rounds") == std::string::npos) own += " --rounds 1";
-  // report reads a result file and writes none.
-  const std::string json_arg = own.starts_with("report") ? "" : " --json " + json;
-  const std::string cmd =
-      std::string(bin ? bin : "txbatch") + " " + own + json_arg + eal + " >" + out + " 2>" + err;
-  const int rc = std::system(cmd.c_str());
-  TxbatchRun r;
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  r.out = Slurp(out);
-  r.err = Slurp(err);
-  if (std::filesystem::exists(json)) r.doc = nlohmann::json::parse(Slurp(json));
-  std::filesystem::remove(json);
-  std::filesystem::remove(out);
-  std::filesystem::remove(err);
-  return r;
-}
-
 std::string UserEalArgs(const std::string& file_prefix) {
   return " -- --no-huge -m 256 --no-shconf --no-pci --no-telemetry --file-prefix=" + file_prefix;
 }

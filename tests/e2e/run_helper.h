@@ -1,5 +1,6 @@
 #pragma once
-// Runs the real txbatch binary (its own EAL per run) and reads its JSON records back.
+// What the e2e cases share beside RunTxbatch (tests/txbatch_run.h: the real binary, its own EAL
+// per run, its JSON records read back): EAL arguments, and the checks every record must pass.
 
 #include <gtest/gtest.h>
 
@@ -7,17 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "tests/txbatch_run.h"
+
 namespace txbatch::test {
-
-struct TxbatchRun {
-  int status = -1;
-  std::string out, err;
-  nlohmann::json doc;  // the --json file, or null when none was written
-};
-
-// `args` go after "txbatch"; a --json file in the test's temp dir is added, and `run` gets
-// --rounds 1 unless `args` set it (one record per cell); `report` gets no --json.
-TxbatchRun RunTxbatch(const std::string& args);
 
 // EAL arguments given the way a user gives them (after " -- ", replacing txbatch's defaults),
 // for a run that touches no hugepages and no other process: its files under `file_prefix`.

@@ -33,25 +33,23 @@ Exchange RunThroughMemif(const std::string& sink_extra, const std::string& run_e
   const std::string dir = ::testing::TempDir();
   const std::string sock = "/tmp/txbatch-sink-test.sock";
   const std::string sink_log = dir + "/sink.log", sink_json = dir + "/sink.json";
-  const std::string run_json = dir + "/run.json";
   std::filesystem::remove(sink_json);
-  std::filesystem::remove(run_json);
   Exchange x;
   Process sink(Txbatch() + " sink --port net_memif0,role=server,socket=" + sock + " " + sink_stats +
                    " --json " + sink_json + " " + sink_extra,
                sink_log);
   sink.WaitFor("waiting up to", 10);
-  const std::string run = Txbatch() + " run --driver ethdev:net_memif0,role=client,socket=" + sock +
-                          " --proto udp --size 1000 --procs 2 --duration 0.3 --warmup 0.05 " +
-                          run_extra + " --json " + run_json;
-  const Ran ran = Sh(run);
+  // Every caller's run_extra sets --rounds, so RunTxbatch adds only the --json file.
+  const TxbatchRun ran =
+      RunTxbatch("run --driver ethdev:net_memif0,role=client,socket=" + sock +
+                 " --proto udp --size 1000 --procs 2 --duration 0.3 --warmup 0.05 " + run_extra);
   x.run_status = ran.status;
-  x.run_out = ran.out;
+  x.run_out = ran.out + ran.err;
+  x.run_doc = ran.doc;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the last frames cross
   sink.Signal(SIGTERM);
   x.sink_status = sink.Wait();
   x.sink_out = sink.Log();
-  if (std::filesystem::exists(run_json)) x.run_doc = json::parse(Slurp(run_json));
   if (std::filesystem::exists(sink_json)) x.sink_doc = json::parse(Slurp(sink_json));
   std::filesystem::remove(sock);
   return x;

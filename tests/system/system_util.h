@@ -9,21 +9,25 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/test_files.h"
+#include "tests/txbatch_bin.h"
+#include "tests/txbatch_run.h"
+
 namespace txbatch::system_test {
 
-// The binary under test: $TXBATCH_BIN (meson sets it), else txbatch on PATH.
-inline std::string Txbatch() {
-  const char* bin = std::getenv("TXBATCH_BIN");
-  return bin ? bin : "txbatch";
-}
+// The binary under test, its runs to the end and files read back: the helpers every tier that
+// runs txbatch shares.
+using test::RunTxbatch;
+using test::Slurp;
+using test::TxbatchRun;
+// The binary for a shell command: TxbatchBinary ($TXBATCH_BIN, else the one built beside this
+// test binary).
+inline std::string Txbatch() { return test::TxbatchBinary(); }
 
 // The CPUs this process may run on, ascending; its children start on the first (their main
 // lcore). A prefix that runs a command on the last CPU this process may use ("taskset -c N "; empty
@@ -42,13 +46,6 @@ inline std::string OnLastCpu() {
   const std::vector<int> cpus = CpusAllowed();
   if (cpus.size() < 2) return "";
   return "taskset -c " + std::to_string(cpus.back()) + " ";
-}
-
-inline std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 struct Ran {

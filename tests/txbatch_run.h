@@ -1,0 +1,22 @@
+#pragma once
+// Runs the txbatch binary under test (tests/txbatch_bin.h) to its end and reads back what it
+// printed and the JSON document it wrote: one way to do it for every tier that runs the whole
+// binary (tests/e2e, tests/system).
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace txbatch::test {
+
+struct TxbatchRun {
+  int status = -1;
+  std::string out, err;
+  nlohmann::json doc;  // the --json file, or null when none was written
+};
+
+// `args` go after "txbatch", through the shell (quote as a user would); a --json file in the
+// test's temp dir is added (before EAL arguments after " -- ", which must stay last), and `run`
+// gets --rounds 1 unless `args` set it (one record per cell); `report` gets no --json.
+TxbatchRun RunTxbatch(const std::string& args);
+
+}  // namespace txbatch::test
