@@ -139,19 +139,43 @@ struct WireExpect {
   uint64_t short_frames_max = 0;
 };
 
-struct Wire {
-  uint64_t frames = 0, not_ok = 0, gaps = 0;
-  uint64_t bad_headers = 0;   // VerifyHeaders failed: a MAC, the IPv4 checksum or a port
-  uint64_t bad_length = 0;    // not the length the run's size gives, or bytes past the IP packet
-  uint64_t bad_l4 = 0;        // UDP length or checksum, TCP checksum
-  uint64_t short_frames = 0;  // TCP frames below a full MSS (WireExpect::short_frames_max)
-  std::map<ParseStatus, uint64_t> statuses;
+// What reading a capture counts, whatever its frames carry: the frames, each flow's txbatch
+// sequence (0, 1, 2, ... with no gap or repeat), and the first problem found.
+struct CaptureTally {
+  uint64_t frames = 0;  // every frame captured
+  uint64_t gaps = 0;    // a flow's txbatch sequence (RoceWire: or a QP's PSN) out of step
   std::map<uint16_t, uint64_t> next_seq;  // per flow
   std::string first_problem;
   void Problem(uint64_t& count, const std::string& what) {
     ++count;
     if (first_problem.empty()) first_problem = "frame " + std::to_string(frames) + ": " + what;
   }
+  // A frame of `flow` with sequence `seq`: a gap where it is not the flow's next.
+  void Sequence(uint16_t flow, uint64_t seq) {
+    uint64_t& next = next_seq[flow];
+    if (seq != next)
+      Problem(gaps, "flow " + std::to_string(flow) + ": seq " + std::to_string(seq) + " where " +
+                        std::to_string(next) + " was next");
+    next = seq + 1;
+  }
+};
+
+// The capture at `pcap_path` opened for reading, or nullptr with pcap's reason as the first
+// problem.
+pcap_t* OpenCapture(const std::string& pcap_path, CaptureTally& tally) {
+  char err[PCAP_ERRBUF_SIZE];
+  pcap_t* p = pcap_open_offline(pcap_path.c_str(), err);
+  if (p == nullptr) tally.first_problem = err;
+  return p;
+}
+
+struct Wire : CaptureTally {
+  uint64_t not_ok = 0;
+  uint64_t bad_headers = 0;   // VerifyHeaders failed: a MAC, the IPv4 checksum or a port
+  uint64_t bad_length = 0;    // not the length the run's size gives, or bytes past the IP packet
+  uint64_t bad_l4 = 0;        // UDP length or checksum, TCP checksum
+  uint64_t short_frames = 0;  // TCP frames below a full MSS (WireExpect::short_frames_max)
+  std::map<ParseStatus, uint64_t> statuses;
 };
 
 // Whether the IPv4 UDP or TCP checksum of the L4 segment at `l4` (its header's checksum in place)
@@ -169,12 +193,8 @@ bool L4ChecksumValid(const rte_ipv4_hdr* ip, const uint8_t* l4, unsigned l4_len)
 // TCP valid) — and each flow's sequence 0, 1, 2, ... with no gap or repeat.
 Wire ReadWire(const std::string& pcap_path, const WireExpect& want) {
   Wire w;
-  char err[PCAP_ERRBUF_SIZE];
-  pcap_t* p = pcap_open_offline(pcap_path.c_str(), err);
-  if (p == nullptr) {
-    w.first_problem = err;
-    return w;
-  }
+  pcap_t* p = OpenCapture(pcap_path, w);
+  if (p == nullptr) return w;
   const unsigned mss = MaxPayload(Proto::kTcp, 1500);  // the runs' MTU (txbatch's default)
   pcap_pkthdr* h;
   const u_char* data;
@@ -222,11 +242,7 @@ Wire ReadWire(const std::string& pcap_path, const WireExpect& want) {
                               fmt::format("{:04x}", rte_be_to_cpu_16(rte_ipv4_phdr_cksum(ip, 0))) +
                               ")");
     }
-    uint64_t& next = w.next_seq[f.flow];
-    if (f.seq != next)
-      w.Problem(w.gaps, "flow " + std::to_string(f.flow) + ": seq " + std::to_string(f.seq) +
-                            " where " + std::to_string(next) + " was next");
-    next = f.seq + 1;
+    w.Sequence(f.flow, f.seq);
   }
   pcap_close(p);
   return w;
@@ -843,18 +859,11 @@ constexpr uint16_t kRoceV2Port = 4791;
 constexpr unsigned kBthBytes = 12, kDethBytes = 8, kIcrcBytes = 4, kIpoibBytes = 4;
 constexpr uint8_t kUdSendOnly = 0x64;
 
-struct RoceWire {
-  uint64_t frames = 0;                    // every frame captured (ARP, IPv6 and the ping's too)
+// frames: every frame captured (ARP, IPv6 and the ping's too).
+struct RoceWire : CaptureTally {
   uint64_t roce = 0;                      // RoCE v2 frames
   uint64_t bad = 0;                       // RoCE v2 frames not as the run sends them
-  uint64_t gaps = 0;                      // a flow's txbatch sequence or a QP's PSN out of step
-  std::map<uint16_t, uint64_t> next_seq;  // per flow
   std::map<uint32_t, uint32_t> next_psn;  // per source QP (a cell's)
-  std::string first_problem;
-  void Problem(uint64_t& count, const std::string& what) {
-    ++count;
-    if (first_problem.empty()) first_problem = "frame " + std::to_string(frames) + ": " + what;
-  }
 };
 
 uint32_t Be24(const uint8_t* p) { return uint32_t{p[0]} << 16 | uint32_t{p[1]} << 8 | p[2]; }
@@ -866,12 +875,8 @@ uint32_t Be32(const uint8_t* p) { return uint32_t{p[0]} << 24 | Be24(p + 1); }
 RoceWire ReadRoceWire(const std::string& pcap_path, uint32_t dest_qpn, uint32_t qkey,
                       unsigned size) {
   RoceWire w;
-  char err[PCAP_ERRBUF_SIZE];
-  pcap_t* p = pcap_open_offline(pcap_path.c_str(), err);
-  if (p == nullptr) {
-    w.first_problem = err;
-    return w;
-  }
+  pcap_t* p = OpenCapture(pcap_path, w);
+  if (p == nullptr) return w;
   pcap_pkthdr* h;
   const u_char* data;
   std::vector<uint8_t> inner;
@@ -926,11 +931,7 @@ RoceWire ReadRoceWire(const std::string& pcap_path, uint32_t dest_qpn, uint32_t 
       w.Problem(w.bad, "its payload, a frame of flow " + std::to_string(f.flow) + " seq " +
                            std::to_string(f.seq) + ": IP header or length not as sent (" +
                            std::to_string(packet) + " bytes of IP packet)");
-    uint64_t& next = w.next_seq[f.flow];
-    if (f.seq != next)
-      w.Problem(w.gaps, "flow " + std::to_string(f.flow) + ": seq " + std::to_string(f.seq) +
-                            " where " + std::to_string(next) + " was next");
-    next = f.seq + 1;
+    w.Sequence(f.flow, f.seq);
   }
   pcap_close(p);
   return w;
