@@ -4,13 +4,16 @@
 // sibling producer has preempted, inheritance lifts the holder to the txirq's priority so it
 // finishes its short critical section at once instead of after the sibling's time slice (that
 // inversion left the e1000 ring idle for milliseconds, seen here). Uncontended it is one CAS.
-// Lockable: use it with std::lock_guard / std::unique_lock.
+// Lockable; annotated for clang's thread-safety analysis: take it with LockGuard / UniqueLock
+// (base/thread_annotations.h) where the members it guards say GUARDED_BY.
 
 #include <pthread.h>
 
+#include "base/thread_annotations.h"
+
 namespace txbatch {
 
-class PiMutex {
+class CAPABILITY("mutex") PiMutex {
  public:
   // `inherit` false gives a plain futex mutex (for a lock many producers contend on, where
   // inheritance's strict hand-over costs more than it saves).
@@ -25,9 +28,9 @@ class PiMutex {
   PiMutex(const PiMutex&) = delete;
   PiMutex& operator=(const PiMutex&) = delete;
 
-  void lock() { pthread_mutex_lock(&m_); }
-  void unlock() { pthread_mutex_unlock(&m_); }
-  bool try_lock() { return pthread_mutex_trylock(&m_) == 0; }
+  void lock() ACQUIRE() { pthread_mutex_lock(&m_); }
+  void unlock() RELEASE() { pthread_mutex_unlock(&m_); }
+  bool try_lock() TRY_ACQUIRE(true) { return pthread_mutex_trylock(&m_) == 0; }
 
  private:
   pthread_mutex_t m_;

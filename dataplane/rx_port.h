@@ -18,6 +18,7 @@
 
 #include "base/counters.h"
 #include "base/pi_mutex.h"
+#include "base/thread_annotations.h"
 #include "base/tsc.h"
 
 namespace txbatch {
@@ -70,7 +71,7 @@ class DeferredReceiver final : public FrameReceiver {
   DeferredReceiver& operator=(const DeferredReceiver&) = delete;
   // The driver's side, under the TX lock.
   void Receive(std::span<rte_mbuf* const> frames, std::span<const Tsc> arrival) override {
-    std::lock_guard s(staged_mu_);
+    LockGuard s(staged_mu_);
     staged_.insert(staged_.end(), frames.begin(), frames.end());
     staged_at_.insert(staged_at_.end(), arrival.begin(), arrival.end());
     any_staged_.store(!staged_.empty(), std::memory_order_release);
@@ -87,10 +88,10 @@ class DeferredReceiver final : public FrameReceiver {
   template <class UnlockTx>
   void Flush(UnlockTx&& unlock_tx, Counter& cycles, Counter& frames) {
     unlock_tx();
-    std::lock_guard rx(rx_mu_);
+    LockGuard rx(rx_mu_);
     const Tsc t0 = Now();
     {
-      std::lock_guard s(staged_mu_);
+      LockGuard s(staged_mu_);
       if (staged_.empty()) return;
       std::swap(staged_, handing_);
       std::swap(staged_at_, handing_at_);
@@ -104,8 +105,8 @@ class DeferredReceiver final : public FrameReceiver {
   }
   // Nothing staged and nothing being handed on (waits for a Flush under way).
   bool Idle() {
-    std::lock_guard rx(rx_mu_);
-    std::lock_guard s(staged_mu_);
+    LockGuard rx(rx_mu_);
+    LockGuard s(staged_mu_);
     return staged_.empty();
   }
 
@@ -115,9 +116,11 @@ class DeferredReceiver final : public FrameReceiver {
   PiMutex staged_mu_;
   // Held while the receiver works (over handing_ and handing_at_); the TX lock is never taken
   // under it.
-  PiMutex rx_mu_;
-  std::vector<rte_mbuf*> staged_, handing_;
-  std::vector<Tsc> staged_at_, handing_at_;
+  PiMutex rx_mu_ ACQUIRED_BEFORE(staged_mu_);
+  std::vector<rte_mbuf*> staged_ GUARDED_BY(staged_mu_);
+  std::vector<Tsc> staged_at_ GUARDED_BY(staged_mu_);
+  std::vector<rte_mbuf*> handing_ GUARDED_BY(rx_mu_);
+  std::vector<Tsc> handing_at_ GUARDED_BY(rx_mu_);
   std::atomic<bool> any_staged_{false};  // !staged_.empty(), written under staged_mu_
 };
 

@@ -25,16 +25,18 @@ TxQueue::TxQueue(TxDriver& driver, const FlushPolicy& policy, const TxQueueConfi
       window_(window),
       tx_lock_(/*inherit=*/config.tx_lock_inherits),
       dev_(driver, policy, config.bql, config.tsc_hz, counters_),
+      has_bql_(dev_.has_bql()),
       meta_offset_(config.track_stages ? TxMetaOffset() : -1) {
   if (config.time_handover && meta_offset_ >= 0)
     handover_latency_ = std::make_unique<LatencyHistogram>();
-  PublishLocked();  // nothing runs yet
+  LockGuard tx(tx_lock_);  // nothing runs yet: uncontended
+  PublishLocked();
 }
 
 LatencyHistogram TxQueue::TakeHandoverLatency() {
   LatencyHistogram taken;
   if (handover_latency_) {
-    std::lock_guard lk(handover_mu_);
+    LockGuard lk(handover_mu_);
     std::swap(taken, *handover_latency_);
   }
   return taken;
@@ -49,7 +51,7 @@ void TxQueue::MarkHandover(const Batch& batch, Tsc now) {
   txbatch::MarkHandover(frames, now, meta_offset_);
   if (handover_latency_) {
     // Frames received in one burst share their stamp: one record per run of equal stamps.
-    std::lock_guard lk(handover_mu_);
+    LockGuard lk(handover_mu_);
     for (size_t i = 0; i < frames.size();) {
       const Tsc stamp = MetaOf(frames[i], meta_offset_)->stamp;
       size_t j = i + 1;
@@ -63,7 +65,7 @@ void TxQueue::MarkHandover(const Batch& batch, Tsc now) {
 
 DequeueContext TxQueue::Device(Tsc now) const {
   DequeueContext ctx;
-  ctx.has_bql = dev_.has_bql();
+  ctx.has_bql = has_bql_;
   ctx.bql_avail = bql_avail_.load(std::memory_order_acquire);
   ctx.free_slots = free_slots_.load(std::memory_order_acquire);
   ctx.now = now;
@@ -76,7 +78,7 @@ uint16_t TxQueue::Transmit(Batch& batch, Tsc t0, Handover handover, Tsc handed) 
   XmitResult x;
   Tsc end;
   {
-    std::unique_lock tx(tx_lock_);
+    UniqueLock tx(tx_lock_);
     x = XmitLocked(batch, handover, /*from_qdisc=*/true);
     end = Now();
     HandOn(tx);
@@ -86,10 +88,11 @@ uint16_t TxQueue::Transmit(Batch& batch, Tsc t0, Handover handover, Tsc handed) 
   return x.accepted;
 }
 
-void TxQueue::HandOn(std::unique_lock<PiMutex>& tx) {
+void TxQueue::HandOn(UniqueLock<PiMutex>& tx) {
   DeferredReceiver* const r = config_.receiver;
   if (r == nullptr || !r->HasStaged()) return;
-  r->Flush([&tx] { tx.unlock(); }, counters_.rx_cycles, counters_.rx_frames);
+  r->Flush([&tx]() NO_THREAD_SAFETY_ANALYSIS { tx.unlock(); }, counters_.rx_cycles,
+           counters_.rx_frames);
 }
 
 XmitResult TxQueue::XmitLocked(const Batch& batch, Handover handover, bool from_qdisc) {
@@ -110,14 +113,14 @@ void TxQueue::PublishLocked() {
 }
 
 std::optional<uint32_t> TxQueue::bql_limit() {
-  std::lock_guard tx(tx_lock_);
+  LockGuard tx(tx_lock_);
   return dev_.bql_limit();
 }
 
 void TxQueue::Completion(Tsc now, bool resched) {
   bool woke;
   {
-    std::unique_lock tx(tx_lock_);
+    UniqueLock tx(tx_lock_);
     const Tsc t0 = Now();
     unsigned reclaimed = 0;
     woke = dev_.Complete(now, &reclaimed);
@@ -140,7 +143,7 @@ uint16_t TxQueue::SendBatch(Batch& batch) {
   uint16_t accepted;
   {
     // Producers share these counters here, so they are written under the TX lock.
-    std::unique_lock tx(tx_lock_);
+    UniqueLock tx(tx_lock_);
     const XmitResult x = XmitLocked(batch, Handover::kBurst, /*from_qdisc=*/false);
     accepted = x.accepted;
     HandoverStep::Count(batch.frames(), x, /*from_qdisc=*/false, counters_);
@@ -152,7 +155,7 @@ uint16_t TxQueue::SendBatch(Batch& batch) {
 }
 
 void TxQueue::Kick(bool resched) {
-  std::lock_guard lk(irq_mu_);
+  LockGuard lk(irq_mu_);
   irq_kicked_ = true;
   irq_resched_ |= resched;
   irq_cv_.notify_one();
@@ -188,7 +191,10 @@ void TxQueue::RunnerLoop() {
 }
 
 void TxQueue::StartIrq() {
-  irq_stop_ = false;
+  {
+    LockGuard lk(irq_mu_);
+    irq_stop_ = false;
+  }
   runner_stop_ = false;
   irq_ = std::thread([this] { IrqLoop(); });
   if (config_.shape.dedicated) runner_ = std::thread([this] { RunnerLoop(); });
@@ -202,7 +208,7 @@ void TxQueue::StopIrq() {
   }
   if (!irq_.joinable()) return;
   {
-    std::lock_guard lk(irq_mu_);
+    LockGuard lk(irq_mu_);
     irq_stop_ = true;
     irq_cv_.notify_one();
   }
@@ -214,8 +220,8 @@ void TxQueue::IrqLoop() {
   // BQL learns its limit from completions (dql_completed), which the idle poll reports where
   // the driver completes inside its call: keep it polling then.
   const bool idle_polling = [this] {
-    std::lock_guard tx(tx_lock_);
-    return driver_.IdlePolling() || dev_.has_bql();
+    LockGuard tx(tx_lock_);
+    return driver_.IdlePolling() || has_bql_;
   }();
   {
     // A TX-completion interrupt preempts whatever runs; a CFS thread would wait behind the
@@ -224,16 +230,16 @@ void TxQueue::IrqLoop() {
     sp.sched_priority = 1;
     irq_realtime_ = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
   }
-  std::unique_lock lk(irq_mu_);
+  UniqueLock lk(irq_mu_);
   while (!irq_stop_) {
     lk.unlock();
     Tsc deadline;
     {
-      std::lock_guard tx(tx_lock_);
+      LockGuard tx(tx_lock_);
       deadline = driver_.NextCompletion();
     }
     lk.lock();
-    const auto pending = [this] { return irq_kicked_ || irq_resched_ || irq_stop_; };
+    const auto pending = [this]() REQUIRES(irq_mu_) { return irq_kicked_ || irq_resched_ || irq_stop_; };
     if (!pending()) {
       if (deadline == kNever && !idle_polling) {
         irq_cv_.wait(lk, pending);  // nothing to complete until the queue stops (a kick)
@@ -273,14 +279,14 @@ std::vector<std::thread::native_handle_type> TxQueue::service_threads() {
 }
 
 DriverCounts TxQueue::DriverCountsNow() {
-  std::lock_guard tx(tx_lock_);
+  LockGuard tx(tx_lock_);
   DriverCounts c{};
   ReadInto(c, driver_.counters());
   return c;
 }
 
 std::optional<std::string> TxQueue::StoppedBecause() {
-  std::lock_guard tx(tx_lock_);
+  LockGuard tx(tx_lock_);
   if (!driver_.Stopped()) return std::nullopt;
   return driver_.StopCause();
 }
@@ -288,7 +294,7 @@ std::optional<std::string> TxQueue::StoppedBecause() {
 bool TxQueue::Idle() {
   if (!QdiscIdle()) return false;
   {
-    std::lock_guard tx(tx_lock_);
+    LockGuard tx(tx_lock_);
     if (driver_.InFlight() != 0) return false;
   }
   // Outside the TX lock: the receiver's lock is waited for if a hand-off is under way.

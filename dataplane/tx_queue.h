@@ -39,6 +39,7 @@
 
 #include "base/counters.h"
 #include "base/pi_mutex.h"
+#include "base/thread_annotations.h"
 #include "base/tsc.h"
 #include "batching/batch.h"
 #include "batching/dql.h"
@@ -202,31 +203,36 @@ class TxQueue {
   void MarkHandover(const Batch& batch, Tsc now);
   // One handover (NetdevQueue::Xmit's `from_qdisc`); publishes whether the queue stopped and
   // kicks the txirq if it did. Called under tx_lock_.
-  XmitResult XmitLocked(const Batch& batch, Handover handover, bool from_qdisc);
+  XmitResult XmitLocked(const Batch& batch, Handover handover, bool from_qdisc) REQUIRES(tx_lock_);
   // Publishes what runners read without tx_lock_ (stopped, BQL's room, free slots).
-  void PublishLocked();
+  void PublishLocked() REQUIRES(tx_lock_);
   // Called holding tx_lock_ through `tx` at the end of a TX-lock section: what the driver
   // delivered to TxQueueConfig::receiver is handed on after tx_lock_ is let go (so `tx` may
-  // come back unlocked).
-  void HandOn(std::unique_lock<PiMutex>& tx);
+  // come back unlocked: nothing after it in the section). The callback that lets it go inside
+  // the receiver's Flush is the one place the analysis is told to look away from: it cannot
+  // follow a lock released through a callback.
+  void HandOn(UniqueLock<PiMutex>& tx) REQUIRES(tx_lock_);
 
-  // Priority-inheriting: the SCHED_FIFO txirq takes it to reclaim (see pi_mutex.h).
-  PiMutex tx_lock_;
+  // Priority-inheriting: the SCHED_FIFO txirq takes it to reclaim (see pi_mutex.h). The lock
+  // order above, as the analysis checks it (base/thread_annotations.h): irq_mu_ after it.
+  PiMutex tx_lock_ ACQUIRED_BEFORE(irq_mu_);
   std::thread runner_;
-  std::mutex handover_mu_;  // guards handover_latency_ (runners write, a reader takes)
-  std::unique_ptr<LatencyHistogram> handover_latency_;
+  Mutex handover_mu_;  // runners write handover_latency_'s histogram, a reader takes it
+  // Made at construction (or not), then only its histogram changes.
+  std::unique_ptr<LatencyHistogram> handover_latency_ PT_GUARDED_BY(handover_mu_);
   // The driver and BQL, under tx_lock_ (netdev_tx_sent_queue runs in the driver's xmit, under
   // HARD_TX_LOCK).
-  NetdevQueue dev_;
+  NetdevQueue dev_ GUARDED_BY(tx_lock_);
+  const bool has_bql_;  // dev_.has_bql(), fixed at construction: read without tx_lock_
   // Published under tx_lock_ for runners, which plan a dequeue before taking it.
   std::atomic<int64_t> bql_avail_{0};
   std::atomic<unsigned> free_slots_{kMaxBatch};
 
   PiMutex irq_mu_;  // producers take it to kick the txirq: priority-inheriting too
   std::condition_variable_any irq_cv_;
-  bool irq_kicked_ = false;
-  bool irq_resched_ = false;
-  bool irq_stop_ = false;
+  bool irq_kicked_ GUARDED_BY(irq_mu_) = false;
+  bool irq_resched_ GUARDED_BY(irq_mu_) = false;
+  bool irq_stop_ GUARDED_BY(irq_mu_) = false;
   std::atomic<bool> irq_realtime_{false};
   std::thread irq_;
   const int meta_offset_;  // TxMetaOffset()

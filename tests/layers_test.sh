@@ -60,6 +60,24 @@ while read -r n f; do
   echo "layers: $f has $n lines, over 800 (split it by job)" >&2
   bad=1
 done < <(wc -l "${product[@]}")
+# Clang's thread-safety analysis is live (base/thread_annotations.h): a guarded member read under
+# its lock compiles, the same read without it does not. Where clang is absent (the gcc build's
+# machine may lack it) it is said, not passed silently.
+safety="the lock annotations are checked (clang's -Wthread-safety refuses a breach)"
+if command -v clang++ >/dev/null; then
+  probe=(clang++ -std=c++20 -I. -fsyntax-only -Wthread-safety -Werror=thread-safety
+    tests/link/thread_safety_probe.cc)
+  if ! out=$("${probe[@]}" 2>&1); then
+    echo "layers: tests/link/thread_safety_probe.cc does not compile as it stands: $out" >&2
+    bad=1
+  fi
+  if out=$("${probe[@]}" -DBREACH 2>&1) || [[ $out != *"requires holding mutex 'mu'"* ]]; then
+    echo "layers: clang let a guarded member be read without its lock (-DBREACH): $out" >&2
+    bad=1
+  fi
+else
+  safety="clang++ is not installed here: the lock annotations were not checked"
+fi
 for program in "${floor_programs[@]}"; do
   if ! "$program"; then
     echo "layers: $program (a floor linked with only the floors below it) did not run" >&2
@@ -70,5 +88,5 @@ linked="${#floor_programs[@]} floors link without those above them"
 (( ${#floor_programs[@]} > 0 )) || linked="the floors' link programs are meson's (tests/link): not run here"
 (( bad == 0 )) &&
   echo "layers: $linked;" \
-    "every include points down or sideways; tools/ holds commands only; engine/ prints nothing; no product function over 120 lines or file over 800"
+    "every include points down or sideways; tools/ holds commands only; engine/ prints nothing; no product function over 120 lines or file over 800; $safety"
 exit "$bad"

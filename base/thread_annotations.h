@@ -1,0 +1,83 @@
+#pragma once
+// Clang's thread-safety analysis (-Wthread-safety: the top-level meson.build turns it on, as an
+// error, for every clang build — CI's sanitizer build is one): which lock guards a member, which
+// a function must hold, and the order locks are taken in, checked at compile time. Other
+// compilers see nothing. libstdc++'s std::mutex and std::lock_guard carry no annotations, so the
+// locks the analysis checks are txbatch's own: PiMutex (base/pi_mutex.h), Mutex and the scoped
+// locks below.
+
+#include <mutex>
+
+#if defined(__clang__)
+#define TXB_THREAD_ANNOTATION(x) __attribute__((x))
+#else
+#define TXB_THREAD_ANNOTATION(x)
+#endif
+
+#define CAPABILITY(x) TXB_THREAD_ANNOTATION(capability(x))
+#define SCOPED_CAPABILITY TXB_THREAD_ANNOTATION(scoped_lockable)
+#define GUARDED_BY(x) TXB_THREAD_ANNOTATION(guarded_by(x))
+#define PT_GUARDED_BY(x) TXB_THREAD_ANNOTATION(pt_guarded_by(x))
+#define ACQUIRED_BEFORE(...) TXB_THREAD_ANNOTATION(acquired_before(__VA_ARGS__))
+#define ACQUIRED_AFTER(...) TXB_THREAD_ANNOTATION(acquired_after(__VA_ARGS__))
+#define REQUIRES(...) TXB_THREAD_ANNOTATION(requires_capability(__VA_ARGS__))
+#define ACQUIRE(...) TXB_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
+#define RELEASE(...) TXB_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
+#define TRY_ACQUIRE(...) TXB_THREAD_ANNOTATION(try_acquire_capability(__VA_ARGS__))
+#define EXCLUDES(...) TXB_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
+#define NO_THREAD_SAFETY_ANALYSIS TXB_THREAD_ANNOTATION(no_thread_safety_analysis)
+
+namespace txbatch {
+
+// std::mutex with the analysis's annotations.
+class CAPABILITY("mutex") Mutex {
+ public:
+  void lock() ACQUIRE() { m_.lock(); }
+  void unlock() RELEASE() { m_.unlock(); }
+  bool try_lock() TRY_ACQUIRE(true) { return m_.try_lock(); }
+
+ private:
+  std::mutex m_;
+};
+
+// std::lock_guard for an annotated lock (Mutex, PiMutex): held from construction to the end of
+// the scope.
+template <class M>
+class SCOPED_CAPABILITY LockGuard {
+ public:
+  explicit LockGuard(M& m) ACQUIRE(m) : m_(m) { m_.lock(); }
+  ~LockGuard() RELEASE() { m_.unlock(); }
+  LockGuard(const LockGuard&) = delete;
+  LockGuard& operator=(const LockGuard&) = delete;
+
+ private:
+  M& m_;
+};
+
+// std::unique_lock for an annotated lock: let go and taken again inside its scope (unlock/lock),
+// and Lockable, so std::condition_variable_any waits on it.
+template <class M>
+class SCOPED_CAPABILITY UniqueLock {
+ public:
+  explicit UniqueLock(M& m) ACQUIRE(m) : m_(m) { m_.lock(); }
+  ~UniqueLock() RELEASE() {
+    if (held_) m_.unlock();
+  }
+  UniqueLock(const UniqueLock&) = delete;
+  UniqueLock& operator=(const UniqueLock&) = delete;
+  void lock() ACQUIRE() {
+    m_.lock();
+    held_ = true;
+  }
+  void unlock() RELEASE() {
+    held_ = false;
+    m_.unlock();
+  }
+  bool owns_lock() const { return held_; }
+
+ private:
+  M& m_;
+  bool held_ = true;
+};
+
+}  // namespace txbatch
