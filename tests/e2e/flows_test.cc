@@ -98,8 +98,7 @@ TEST(Flows, EachFlowIsASequenceOfItsOwnOnTheEmulatedNicAndAnEthdevPair) {
   const auto run = RunTxbatch(
       "run --driver emu:e1000 --driver ethdev-pair: --qdisc fq_codel,pfifo_fast,none --proto tcp "
       "--size 65536 --procs 2 --flows 3 --batch 32 --duration 0.15 --warmup 0.03 --per-flow");
-  ASSERT_EQ(run.status, 0) << run.err << run.out;
-  ASSERT_EQ(run.doc["records"].size(), 6u);
+  ASSERT_TRUE(WroteCells(run, 6));
   for (const json& rec : run.doc["records"]) CheckFlows(rec);
   EXPECT_NE(run.out.find("\nFairness (Jain's index"), std::string::npos) << run.out;
 }
@@ -111,8 +110,7 @@ TEST(Flows, EachFlowIsASequenceOfItsOwnOnTheSimulationAndTheProbeIsTheLast) {
       "run --engine sim --driver emu:e1000 --qdisc fq_codel,pfifo_fast --proto tcp "
       "--size 65536 --procs 2 --flows 3 --batch 32 --duration 0.2 --warmup 0.05 --per-flow "
       "--probe 1000pps");
-  ASSERT_EQ(run.status, 0) << run.err << run.out;
-  ASSERT_EQ(run.doc["records"].size(), 2u);
+  ASSERT_TRUE(WroteCells(run, 2));
   for (const json& rec : run.doc["records"]) {
     const json& r = rec["results"];
     ASSERT_TRUE(r["tsq"].is_object()) << r.dump();  // TCP Small Queues ran
@@ -128,8 +126,7 @@ TEST(Flows, OnTheSimulationWithoutTsqAProducersFlowsTakeTheirTurns) {
   const auto run = RunTxbatch(
       "run --engine sim --driver emu:e1000 --qdisc pfifo_fast --tsq 0 --offload none --proto tcp "
       "--size 65536 --procs 2 --flows 3 --batch 32 --duration 0.2 --warmup 0.05 --per-flow");
-  ASSERT_EQ(run.status, 0) << run.err << run.out;
-  ASSERT_EQ(run.doc["records"].size(), 1u);
+  ASSERT_TRUE(WroteCells(run, 1));
   const json& rec = run.doc["records"][0];
   ASSERT_TRUE(rec["results"]["tsq"].is_null()) << rec["results"].dump();
   CheckFlows(rec);
@@ -144,10 +141,9 @@ TEST(Flows, ThousandsOfFlowsCorkedRemaindersAreDrained) {
   const auto run = RunTxbatch(
       "run --engine sim --driver emu:e1000,rate_mbps=100 --txqueuelen 10 --procs 4 --flows 1024 "
       "--proto tcp --size 65000 --duration 0.05 --warmup 0.01 --batch 32");
-  ASSERT_EQ(run.status, 0) << run.err << run.out;
-  ASSERT_EQ(run.doc["records"].size(), 1u);
+  ASSERT_TRUE(WroteCells(run, 1));
   ExpectBooksClosed(run.doc["records"][0]);
-  EXPECT_EQ(run.doc["records"][0]["results"]["fairness"]["flows"], 4096);
+  EXPECT_EQ(Results(run, 0)["fairness"]["flows"], 4096);
 }
 
 // Bad input: one sentence, exit 2.

@@ -23,8 +23,7 @@ TEST(FqCodelRun, WhatItDropsAfterQueueingIsInTheBooksAndIsWhatTheReceiverMisses)
   const auto run = RunTxbatch(
       "run --driver emu:e1000 --qdisc 'fq_codel target 1ms interval 5ms limit 1000',pfifo_fast "
       "--proto udp --size 1472 --procs 2 --batch 32 --duration 0.3 --warmup 0.05");
-  ASSERT_EQ(run.status, 0) << run.err << run.out;
-  ASSERT_EQ(run.doc["records"].size(), 2u);
+  ASSERT_TRUE(WroteCells(run, 2));
   for (const json& rec : run.doc["records"]) {
     const json& r = rec["results"];
     const json& a = r["accounting"];
@@ -76,8 +75,7 @@ TEST(FqCodelRun, TheProbeWaitsForBqlsBytesUnderFqCodelAndTheWholeBacklogUnderPfi
       "run --engine sim --driver emu:e1000 --proto tcp --offload none --size 65536 --procs 8 "
       "--policy count:32,linux-2025 --qdisc pfifo_fast,fq_codel --probe 1000pps --duration 0.3 "
       "--warmup 0.05");
-  ASSERT_EQ(run.status, 0) << run.err << run.out;
-  ASSERT_EQ(run.doc["records"].size(), 4u);
+  ASSERT_TRUE(WroteCells(run, 4));
   std::map<std::string, double> p50;  // "qdisc policy" -> the probe's p50 (ns)
   std::map<std::string, const json*> results;
   for (const json& rec : run.doc["records"]) {
@@ -121,8 +119,7 @@ TEST(FqCodelRun, TheProbeIsAFlowOfItsOwnAtItsOwnRate) {
   const auto run = RunTxbatch(
       "run --driver emu:e1000 --proto udp --size 1472 --procs 1 --rate 500mbit --probe 200pps "
       "--per-flow --batch 1 --duration 0.3 --warmup 0.05");
-  ASSERT_EQ(run.status, 0) << run.err << run.out;
-  ASSERT_EQ(run.doc["records"].size(), 1u);
+  ASSERT_TRUE(WroteCells(run, 1));
   const json& rec = run.doc["records"][0];
   ExpectDeliveredOnce(rec);
   const json& r = rec["results"];

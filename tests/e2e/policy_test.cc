@@ -31,8 +31,7 @@ TEST(PolicyRun, EveryPolicyRunsWithOneAndEightProducersOnEmuIxgbe) {
   const auto run = RunTxbatch(
       "run --driver emu:ixgbe --policy count:1,count:32,bql,linux-2014,linux-2025,blist-2007 "
       "--proto udp --size 1000 --procs 1,8 --duration 0.2 --warmup 0.05");
-  ASSERT_EQ(run.status, 0) << run.err << run.out;
-  ASSERT_EQ(run.doc["records"].size(), 12u);
+  ASSERT_TRUE(WroteCells(run, 12));
   for (const json& rec : run.doc["records"]) {
     ExpectBalancedAndDrained(rec);
     const std::string policy = rec["config"]["policy"];
@@ -109,10 +108,9 @@ TEST(PolicyRun, OnADeepBqlLimitThe2025QuotaCapLowersRequeues) {
       "run --driver emu:ixgbe --policy linux-2014,linux-2025 --bql-limit-min 2000000 "
       "--bql-limit-max 2000000 --size 65536 --procs 8 --offload none --tsq 0 --duration 0.2 "
       "--warmup 0.05");
-  ASSERT_EQ(run.status, 0) << run.err << run.out;
-  ASSERT_EQ(run.doc["records"].size(), 2u);
-  const json& r2014 = run.doc["records"][0]["results"];
-  const json& r2025 = run.doc["records"][1]["results"];
+  ASSERT_TRUE(WroteCells(run, 2));
+  const json& r2014 = Results(run, 0);
+  const json& r2025 = Results(run, 1);
   ASSERT_EQ(run.doc["records"][1]["config"]["policy"], "linux-2025");
   for (const json& rec : run.doc["records"]) ExpectBalancedAndDrained(rec);
   EXPECT_EQ(r2014["bql"]["limit"], 2000000);

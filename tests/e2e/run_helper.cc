@@ -3,6 +3,18 @@
 #include "dataplane/eal.h"
 
 namespace txbatch::test {
+::testing::AssertionResult WroteCells(const TxbatchRun& run, size_t cells) {
+  const size_t records = run.doc.contains("records") ? run.doc["records"].size() : 0;
+  if (run.status == 0 && records == cells) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "exit status " << run.status << ", " << records << " records of " << cells << " cells\n"
+         << run.err << run.out;
+}
+
+const nlohmann::json& Results(const TxbatchRun& run, size_t i) {
+  return run.doc["records"][i]["results"];
+}
+
 std::string UserEalArgs(const std::string& file_prefix) {
   return " -- --no-huge -m 256 --no-shconf --no-pci --no-telemetry --file-prefix=" + file_prefix;
 }

@@ -12,6 +12,13 @@
 
 namespace txbatch::test {
 
+// The run ended with exit status 0 and wrote `cells` records (one per cell; --rounds 1); if not,
+// its status, record count, stderr and stdout: ASSERT_TRUE(WroteCells(run, 2)).
+::testing::AssertionResult WroteCells(const TxbatchRun& run, size_t cells);
+
+// The results of the run's record `i` (its cells in the order txbatch runs them).
+const nlohmann::json& Results(const TxbatchRun& run, size_t i);
+
 // EAL arguments given the way a user gives them (after " -- ", replacing txbatch's defaults),
 // for a run that touches no hugepages and no other process: its files under `file_prefix`.
 std::string UserEalArgs(const std::string& file_prefix);
