@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 
 #include "tests/test_files.h"
 #include "tests/txbatch_bin.h"
@@ -38,6 +39,16 @@ TxbatchRun RunTxbatch(const std::string& args) {
   std::filesystem::remove(out);
   std::filesystem::remove(err);
   return r;
+}
+
+std::optional<CaptureSaid> CaptureLine(const std::string& out) {
+  std::smatch said;
+  if (!std::regex_search(
+          out, said,
+          std::regex(
+              R"(capture: (\d+) frames written to \S+( \((\d+) more dropped by the capture)?)")))
+    return std::nullopt;
+  return CaptureSaid{std::stoull(said[1]), said[3].matched ? std::stoull(said[3]) : 0};
 }
 
 }  // namespace txbatch::test

@@ -3,7 +3,9 @@
 // printed and the JSON document it wrote: one way to do it for every tier that runs the whole
 // binary (tests/e2e, tests/system).
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 namespace txbatch::test {
@@ -18,5 +20,12 @@ struct TxbatchRun {
 // test's temp dir is added (before EAL arguments after " -- ", which must stay last), and `run`
 // gets --rounds 1 unless `args` set it (one record per cell); `report` gets no --json.
 TxbatchRun RunTxbatch(const std::string& args);
+
+// What a run's "capture: N frames written to FILE (M more dropped by the capture)" line says (the
+// part in brackets only where the capture dropped frames); nullopt where `out` has no such line.
+struct CaptureSaid {
+  uint64_t written = 0, dropped = 0;
+};
+std::optional<CaptureSaid> CaptureLine(const std::string& out);
 
 }  // namespace txbatch::test

@@ -195,6 +195,16 @@ const json* SchedulerFit(const Calibration& c) {
   return &c.model["fit"]["scheduler"];
 }
 
+// The short calibration's scheduler fit in `*sched`, where the fit measured `cost`: a number
+// above 0. Call it in ASSERT_NO_FATAL_FAILURE: a fit or a cost missing ends the test there.
+void SchedulerCostMeasured(const char* cost, const json** sched) {
+  const json* fit = SchedulerFit(ShortCalibration());
+  ASSERT_NE(fit, nullptr);
+  ASSERT_TRUE((*fit)[cost].is_number()) << fit->dump();
+  EXPECT_GT((*fit)[cost].get<double>(), 0);
+  *sched = fit;
+}
+
 // The contended lock is what a cache line passed between two CPUs costs: measured by the run
 // above (the fit's line_pass_cycles) and carried as lock_contended. A machine where this process
 // may run on one CPU has no second CPU to pass it to: calibrate keeps the base model's cost, and
@@ -206,15 +216,11 @@ TEST(CalibrateRun, TheContendedLockIsACacheLinePassedBetweenTwoCpus) {
     GTEST_SKIP() << "this process may run on " << cpus
                  << " CPU: calibrate passes no cache line between two (lock_contended is kept "
                     "from the base model)";
-  const Calibration& c = ShortCalibration();
-  const json* fit = SchedulerFit(c);
-  ASSERT_NE(fit, nullptr);
-  const json& sched = *fit;
-  ASSERT_TRUE(sched["line_pass_cycles"].is_number()) << sched.dump();
-  EXPECT_GT(sched["line_pass_cycles"].get<double>(), 0);
+  const json* sched = nullptr;
+  ASSERT_NO_FATAL_FAILURE(SchedulerCostMeasured("line_pass_cycles", &sched));
   // Carried over as measured: the same number, but for JSON's printing of a double.
-  EXPECT_NEAR(c.model["cycles"]["lock_contended"].get<double>(),
-              sched["line_pass_cycles"].get<double>(), 1e-6);
+  EXPECT_NEAR(ShortCalibration().model["cycles"]["lock_contended"].get<double>(),
+              (*sched)["line_pass_cycles"].get<double>(), 1e-6);
 }
 
 // A SCHED_FIFO thread's timed waits cost a spinner beside it: measured (preempting_wait_cycles,
@@ -225,12 +231,8 @@ TEST(CalibrateRun, ATimedWaitBesideASpinnerIsMeasuredWhereSchedFifoMayBeSet) {
   if (!MaySetSchedFifo())
     GTEST_SKIP() << "this process may not make a thread SCHED_FIFO (no root, no CAP_SYS_NICE, "
                     "RLIMIT_RTPRIO 0): calibrate measures no preempting wait";
-  const Calibration& c = ShortCalibration();
-  const json* fit = SchedulerFit(c);
-  ASSERT_NE(fit, nullptr);
-  const json& sched = *fit;
-  ASSERT_TRUE(sched["preempting_wait_cycles"].is_number()) << sched.dump();
-  EXPECT_GT(sched["preempting_wait_cycles"].get<double>(), 0);
+  const json* sched = nullptr;
+  ASSERT_NO_FATAL_FAILURE(SchedulerCostMeasured("preempting_wait_cycles", &sched));
 }
 
 // Issue 22 (item 2): a fit below --min-r2 writes no model. No measured line of three points

@@ -158,8 +158,8 @@ TEST(Batching, E1000DoorbellsPerPacketMoveWithTheBatch) {
       "--duration 0.4 "
       "--warmup 0.1");
   ASSERT_EQ(run.status, 0) << run.err;
-  const json& off = run.doc["records"][0]["results"];
-  const json& on = run.doc["records"][1]["results"];
+  const json& off = Results(run, 0);
+  const json& on = Results(run, 1);
   EXPECT_DOUBLE_EQ(off["doorbells_per_pkt"].get<double>(), 1.0);
   EXPECT_DOUBLE_EQ(off["avg_batch"].get<double>(), 1.0);
   EXPECT_GE(on["avg_batch"].get<double>(), 16.0);
@@ -176,8 +176,7 @@ TEST(Offload, TsoAndGsoCountWireFrames) {
     const auto run = RunTxbatch("run --driver emu:e1000 --size 65536 --procs 1,8 --batch 1,32 "
         "--offload " +
             offload + " --duration 0.3 --warmup 0.1");
-    ASSERT_EQ(run.status, 0) << run.err << run.out;
-    ASSERT_EQ(run.doc["records"].size(), 4u);
+    ASSERT_TRUE(WroteCells(run, 4));
     EXPECT_NE(run.out.find("offload " + offload + ": GSO frames of up to 45 x 1448 B"),
               std::string::npos)
         << run.out;
@@ -305,15 +304,29 @@ pid_t StartRunUntilHeader(const std::vector<std::string>& args, const std::strin
   return header_out() ? pid : -1;
 }
 
+// The --json and stdout files of a run a test signals, NAME.json and NAME.out in its temp dir;
+// the --json one removed before (a run that writes none must not pass on an earlier one's) and
+// both after.
+struct SignalledRunFiles {
+  explicit SignalledRunFiles(const std::string& name)
+      : json_path(::testing::TempDir() + "/" + name + ".json"),
+        out_path(::testing::TempDir() + "/" + name + ".out") {
+    std::filesystem::remove(json_path);
+  }
+  ~SignalledRunFiles() {
+    std::filesystem::remove(json_path);
+    std::filesystem::remove(out_path);
+  }
+  const std::string json_path, out_path;
+};
+
 TEST(Signals, SigintStopsPrintsWritesAndCleansUp) {
-  const std::string json_path = ::testing::TempDir() + "/sigint.json";
-  std::filesystem::remove(json_path);
-  const std::string out_path = ::testing::TempDir() + "/sigint.out";
+  const SignalledRunFiles files("sigint");
   // Signalled once the header is out; the run would take a minute.
   const pid_t pid =
       StartRunUntilHeader({"run", "--driver", "emu:e1000", "--procs", "2", "--size", "4096",
-                           "--batch", "1", "--duration", "60", "--json", json_path},
-                          out_path);
+                           "--batch", "1", "--duration", "60", "--json", files.json_path},
+                          files.out_path);
   ASSERT_GT(pid, 0);
   usleep(300 * 1000);  // into the first window (warm-up 0.2 s); a signal in warm-up works too
   ASSERT_EQ(kill(pid, SIGINT), 0);
@@ -321,15 +334,13 @@ TEST(Signals, SigintStopsPrintsWritesAndCleansUp) {
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 4);  // interrupted: distinct from a complete run
-  ASSERT_TRUE(std::filesystem::exists(json_path));
-  std::ifstream in(json_path);
+  ASSERT_TRUE(std::filesystem::exists(files.json_path));
+  std::ifstream in(files.json_path);
   const json doc = json::parse(in);
   ASSERT_EQ(doc["records"].size(), 1u);
   EXPECT_TRUE(doc["records"][0]["results"]["interrupted"].get<bool>());
   EXPECT_TRUE(doc["records"][0]["results"]["accounting"]["balanced"].get<bool>());
   EXPECT_FALSE(std::filesystem::exists("/var/run/dpdk/txbatch-" + std::to_string(pid)));
-  std::filesystem::remove(json_path);
-  std::filesystem::remove(out_path);
 }
 
 // A host stall made on purpose: the whole process stopped (SIGSTOP) for 100 ms inside the window
@@ -337,14 +348,12 @@ TEST(Signals, SigintStopsPrintsWritesAndCleansUp) {
 // and the record says so: wire_stalled_us, wire_max_idle_us, and a busy wire that with the stall
 // fills no more than the window.
 TEST(Signals, AStoppedProcessShowsAsAHostStallOnTheWire) {
-  const std::string json_path = ::testing::TempDir() + "/sigstop.json";
-  std::filesystem::remove(json_path);
-  const std::string out_path = ::testing::TempDir() + "/sigstop.out";
+  const SignalledRunFiles files("sigstop");
   const pid_t pid =
       StartRunUntilHeader({"run", "--driver", "emu:e1000", "--procs", "2", "--size", "65536",
                            "--offload", "none", "--batch", "32", "--duration", "1.5", "--warmup",
-                           "0.2", "--rounds", "1", "--json", json_path},
-                          out_path);
+                           "0.2", "--rounds", "1", "--json", files.json_path},
+                          files.out_path);
   ASSERT_GT(pid, 0);
   usleep(700 * 1000);  // the window runs from 0.2 s to 1.7 s after the cell starts
   ASSERT_EQ(kill(pid, SIGSTOP), 0);
@@ -354,7 +363,7 @@ TEST(Signals, AStoppedProcessShowsAsAHostStallOnTheWire) {
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
   ASSERT_EQ(WEXITSTATUS(status), 0);
-  std::ifstream in(json_path);
+  std::ifstream in(files.json_path);
   const json doc = json::parse(in);
   ASSERT_EQ(doc["records"].size(), 1u);
   const json& r = doc["records"][0]["results"];
@@ -368,8 +377,6 @@ TEST(Signals, AStoppedProcessShowsAsAHostStallOnTheWire) {
   EXPECT_LE(r["link_utilisation"].get<double>() * window_us + stalled_us, window_us * (1 + 1e-6))
       << r.dump();
   ExpectBooksClosed(doc["records"][0]);
-  std::filesystem::remove(json_path);
-  std::filesystem::remove(out_path);
 }
 
 TEST(Eal, UserArgumentsReplaceTheDefaults) {
@@ -416,8 +423,7 @@ TEST(DedicatedRunner, FormsBatchesAndDrains) {
   // batches need comes from a stream without TSQ (the kernel before 3.6).
   const auto run = RunTxbatch("run --runner dedicated --driver emu:e1000 --size 65536 --offload none --tsq 0 "
       "--procs 1,8 --batch 1,32 --duration 0.4 --warmup 0.1");
-  ASSERT_EQ(run.status, 0) << run.err;
-  ASSERT_EQ(run.doc["records"].size(), 4u);
+  ASSERT_TRUE(WroteCells(run, 4));
   for (const json& rec : run.doc["records"]) {
     EXPECT_EQ(rec["config"]["runner"], "dedicated");
     CheckBooksAndDrain(rec);
@@ -431,7 +437,7 @@ TEST(DedicatedRunner, FormsBatchesAndDrains) {
       "--proto udp --size 18 --procs 2 --duration 0.2 --warmup 0.05");
   ASSERT_EQ(buffered.status, 0) << buffered.err;
   CheckBooksAndDrain(buffered.doc["records"][0]);
-  EXPECT_GE(buffered.doc["records"][0]["results"]["avg_batch"].get<double>(), 60.0);
+  EXPECT_GE(Results(buffered, 0)["avg_batch"].get<double>(), 60.0);
 }
 
 // The record's context switches are the cell's threads' sleeps and preemptions in the window: a
@@ -446,7 +452,7 @@ TEST(DedicatedRunner, ItsSleepsAreTheRecordsVoluntaryContextSwitches) {
       "--procs 1 --rate 10000pps --duration 0.2 --warmup 0.05");
   ASSERT_EQ(paced.status, 0) << paced.err;
   ExpectBooksClosed(paced.doc["records"][0]);
-  const json& x = paced.doc["records"][0]["results"];
+  const json& x = Results(paced, 0);
   const double packets = x["packets"].get<double>();
   ASSERT_GT(packets, 1000);
   EXPECT_GT(x["voluntary_ctxsw"].get<double>(), 0.5 * packets) << x.dump();
@@ -455,7 +461,7 @@ TEST(DedicatedRunner, ItsSleepsAreTheRecordsVoluntaryContextSwitches) {
       "--duration 0.2 --warmup 0.05");
   ASSERT_EQ(flat.status, 0) << flat.err;
   ExpectBooksClosed(flat.doc["records"][0]);
-  const json& y = flat.doc["records"][0]["results"];
+  const json& y = Results(flat, 0);
   EXPECT_LT(y["voluntary_ctxsw"].get<double>(), 0.05 * y["packets"].get<double>()) << y.dump();
 }
 
@@ -465,8 +471,7 @@ TEST(DedicatedRunner, ItsSleepsAreTheRecordsVoluntaryContextSwitches) {
 TEST(Queues, RingsShareOneWireNeverPastItsCeiling) {
   const auto run = RunTxbatch("run --driver emu:e1000 --size 65536 --procs 2,4 --queues 2,4 --batch 32 "
       "--duration 0.4 --warmup 0.1");
-  ASSERT_EQ(run.status, 0) << run.err;
-  ASSERT_EQ(run.doc["records"].size(), 4u);
+  ASSERT_TRUE(WroteCells(run, 4));
   // Two producers on four queues leave two idle, and the header says so (only for that pair).
   EXPECT_NE(run.out.find("note: procs 2 with --queues 4: queues 2..3 carry no producer"),
             std::string::npos)

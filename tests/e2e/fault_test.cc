@@ -61,6 +61,15 @@ bool Contains(const std::string& path, const std::string& what) {
   return text.find(what) != std::string::npos;
 }
 
+// Waits up to 10 s (500 looks 20 ms apart) for `what` in the file at `path`, a process's output:
+// whether it came. A header or a ready line is out once EAL is up (~0.3 s here, several under
+// ASan).
+bool ComesWithin10s(const std::string& path, const std::string& what) {
+  for (int i = 0; i < 500 && !Contains(path, what); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return Contains(path, what);
+}
+
 // EAL's runtime directory of that process (its --file-prefix is txbatch-<pid>).
 bool EalFilesLeft(pid_t pid) {
   return std::filesystem::exists("/var/run/dpdk/txbatch-" + std::to_string(pid));
@@ -183,8 +192,7 @@ TEST(Faults, APoolTooSmallMakesProducersWaitAndLeaksNothing) {
   const auto run = RunTxbatch(
       "run --driver emu:e1000 --size 65536 --procs 2 --batch 1,32 --pool-size 400 --tsq 0 "
       "--offload none --duration 0.3 --warmup 0.05");
-  ASSERT_EQ(run.status, 0) << run.err;
-  ASSERT_EQ(run.doc["records"].size(), 2u);
+  ASSERT_TRUE(WroteCells(run, 2));
   for (const json& rec : run.doc["records"]) {
     ExpectBooksClosed(rec);
     EXPECT_EQ(rec["config"]["pool_size"], 400);
@@ -197,7 +205,7 @@ TEST(Faults, APoolTooSmallMakesProducersWaitAndLeaksNothing) {
       "--tsq 0 --duration 0.1 --warmup 0.01");
   ASSERT_EQ(sim.status, 0) << sim.err;
   ExpectBooksClosed(sim.doc["records"][0]);
-  EXPECT_GT(sim.doc["records"][0]["results"]["alloc_failures"].get<uint64_t>(), 0u);
+  EXPECT_GT(Results(sim, 0)["alloc_failures"].get<uint64_t>(), 0u);
 }
 
 // SIGINT and SIGTERM at moments spread over a run — during EAL's start-up, in the first cell,
@@ -265,9 +273,7 @@ TEST(Faults, ASecondSignalEndsALongDrainAtOnce) {
                             out);
     ASSERT_GT(pid, 0);
     // The header is out once EAL is up and the cell starts.
-    for (int i = 0; i < 500 && !Contains(out, "each cell:"); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    ASSERT_TRUE(Contains(out, "each cell:"));
+    ASSERT_TRUE(ComesWithin10s(out, "each cell:"));
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     ASSERT_EQ(kill(pid, sig), 0);  // the first: stop measuring, drain (up to 30 s)
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -546,10 +552,7 @@ TEST(Faults, AHangupStopsACommandCleanlyAsSigtermDoes) {
                            "0.05", "--json", json_path},
                           out);
   ASSERT_GT(run, 0);
-  // Up to 10 s for the header (EAL's start takes ~0.3 s here, several under ASan).
-  for (int i = 0; i < 500 && !Contains(out, "each cell:"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_TRUE(Contains(out, "each cell:"));
+  ASSERT_TRUE(ComesWithin10s(out, "each cell:"));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_TRUE(Catches(run, SIGHUP)) << "run does not catch SIGHUP";
   ASSERT_EQ(kill(run, SIGHUP), 0);
@@ -569,10 +572,8 @@ TEST(Faults, AHangupStopsACommandCleanlyAsSigtermDoes) {
     const std::string out = dir + "/hangup_" + tag + "_" + cmd[0] + ".out";
     const pid_t pid = Spawn(cmd, out);
     ASSERT_GT(pid, 0);
-    // Its "SIGINT or SIGTERM stops it" line is out once its ports are up (up to 10 s, as above).
-    for (int i = 0; i < 500 && !Contains(out, "stops it"); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    ASSERT_TRUE(Contains(out, "stops it")) << cmd[0];
+    // Its "SIGINT or SIGTERM stops it" line is out once its ports are up.
+    ASSERT_TRUE(ComesWithin10s(out, "stops it")) << cmd[0];
     ASSERT_EQ(kill(pid, SIGHUP), 0);
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFEXITED(status)) << cmd[0] << " killed by " << strsignal(WTERMSIG(status));

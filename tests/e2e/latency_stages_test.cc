@@ -13,14 +13,16 @@ namespace {
 
 using nlohmann::json;
 
+// One paced producer's cells, count:1 and buffer:32 under --qdisc none, on either engine.
+const std::string kCountAndBuffer =
+    "--driver emu:ixgbe --qdisc none --policy count:1,buffer:32 --proto udp --size 64 --procs 1 "
+    "--rate 200kpps --duration 0.3 --warmup 0.05";
+
 TEST(LatencyStages, ABufferedBatchMakesItsFirstFrameWaitAndCountNeverWaits) {
-  const auto run = RunTxbatch(
-      "run --driver emu:ixgbe --qdisc none --policy count:1,buffer:32 --proto udp --size 64 "
-      "--procs 1 --rate 200kpps --duration 0.3 --warmup 0.05");
-  ASSERT_EQ(run.status, 0) << run.err;
-  ASSERT_EQ(run.doc["records"].size(), 2u);
-  const json& off = run.doc["records"][0]["results"];
-  const json& on = run.doc["records"][1]["results"];
+  const auto run = RunTxbatch("run " + kCountAndBuffer);
+  ASSERT_TRUE(WroteCells(run, 2));
+  const json& off = Results(run, 0);
+  const json& on = Results(run, 1);
   for (const json* r : {&off, &on}) {
     const json& st = (*r)["latency_stages_ns"];
     ASSERT_TRUE(st.is_object()) << r->dump();
@@ -48,13 +50,10 @@ TEST(LatencyStages, ABufferedBatchMakesItsFirstFrameWaitAndCountNeverWaits) {
 // clock the producer's wake-ups are late by tens of us and it catches up in bursts, which only
 // shortens a batch's fill: position 0's p50 there was 137-154 us in three runs.)
 TEST(LatencyStages, OnTheVirtualClockABatchsFirstFrameWaitsExactly31FrameIntervals) {
-  const auto run = RunTxbatch(
-      "run --engine sim --driver emu:ixgbe --qdisc none --policy count:1,buffer:32 --proto udp "
-      "--size 64 --procs 1 --rate 200kpps --duration 0.3 --warmup 0.05");
-  ASSERT_EQ(run.status, 0) << run.err;
-  ASSERT_EQ(run.doc["records"].size(), 2u);
-  const json& off = run.doc["records"][0]["results"];
-  const json& on = run.doc["records"][1]["results"];
+  const auto run = RunTxbatch("run --engine sim " + kCountAndBuffer);
+  ASSERT_TRUE(WroteCells(run, 2));
+  const json& off = Results(run, 0);
+  const json& on = Results(run, 1);
   // count:1 sends each frame as it is built: it never waits to fill, every frame position 0.
   ASSERT_EQ(off["latency_by_position_ns"].size(), 1u) << off["latency_by_position_ns"];
   EXPECT_LT(off["latency_stages_ns"]["batch_fill"]["p50"].get<double>(), 1e3);
@@ -82,7 +81,7 @@ TEST(LatencyStages, AQdiscWaitIsReportedAsSuchAndNothingWhereNothingReceives) {
       "run --driver emu:e1000 --proto udp --size 1000 --procs 1 --batch 32 --duration 0.2 "
       "--warmup 0.05");
   ASSERT_EQ(qdisc.status, 0) << qdisc.err;
-  const json& st = qdisc.doc["records"][0]["results"]["latency_stages_ns"];
+  const json& st = Results(qdisc, 0)["latency_stages_ns"];
   ASSERT_TRUE(st.is_object());
   EXPECT_FALSE(st["qdisc"].is_null());
   EXPECT_TRUE(st["batch_fill"].is_null());
@@ -91,8 +90,8 @@ TEST(LatencyStages, AQdiscWaitIsReportedAsSuchAndNothingWhereNothingReceives) {
       "run --driver ethdev:net_null0 --proto udp --size 64 --procs 1 "
       "--batch 32 --duration 0.1 --warmup 0.05");
   ASSERT_EQ(null.status, 0) << null.err;
-  EXPECT_TRUE(null.doc["records"][0]["results"]["latency_stages_ns"].is_null());
-  EXPECT_TRUE(null.doc["records"][0]["results"]["latency_by_position_ns"].empty());
+  EXPECT_TRUE(Results(null, 0)["latency_stages_ns"].is_null());
+  EXPECT_TRUE(Results(null, 0)["latency_by_position_ns"].empty());
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 
 #include "tests/test_files.h"
 #include "tests/txbatch_bin.h"
+#include "tests/txbatch_run.h"
 namespace txbatch::test {
 namespace {
 
@@ -33,6 +34,12 @@ struct Outcome {
   int status = -1;
   std::string out, err;
 };
+
+// Refused: exit status 2 and `sentence` on stderr.
+void ExpectRefused(const Outcome& o, const std::string& sentence) {
+  EXPECT_EQ(o.status, 2) << o.err;
+  EXPECT_NE(o.err.find(sentence), std::string::npos) << o.err;
+}
 
 // Runs `txbatch ARGS` through bash (process substitution), stdout and stderr to files in `d`.
 Outcome Txbatch(const fs::path& d, const std::string& args) {
@@ -102,8 +109,7 @@ TEST(Output, AFullDeviceIsNeverReplaced) {
   const fs::path full = d / "full";
   ASSERT_EQ(::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)), 0) << std::strerror(errno);
   const Outcome o = Txbatch(d, kRun + " --json " + full.string());
-  EXPECT_EQ(o.status, 2) << o.err;
-  EXPECT_NE(o.err.find("No space left on device"), std::string::npos) << o.err;
+  ExpectRefused(o, "No space left on device");
   EXPECT_TRUE(fs::is_character_file(fs::symlink_status(full)));
 }
 
@@ -200,15 +206,11 @@ TEST(Output, ARefusedStatsJsonLeavesAnEarlierCaptureAsItWasAndStdoutGoesToTheStr
   const Outcome o = Txbatch(d, "run --driver ethdev:net_null0 --duration 0.05 --capture " +
                                    earlier.string() + " --stats-json " +
                                    (d / "no_such_folder" / "s.ndjson").string());
-  EXPECT_EQ(o.status, 2) << o.err;
-  EXPECT_NE(o.err.find("--stats-json file"), std::string::npos) << o.err;
+  ExpectRefused(o, "--stats-json file");
   EXPECT_EQ(Slurp(earlier.string()), "an earlier capture");
   const Outcome both = Txbatch(d, "bridge --port-a net_null0 --port-b net_null1 --duration 1 "
                                   "--stats-json - --capture -");
-  EXPECT_EQ(both.status, 2) << both.err;
-  EXPECT_NE(both.err.find("--capture file '-' is standard output, which the --stats-json file"),
-            std::string::npos)
-      << both.err;
+  ExpectRefused(both, "--capture file '-' is standard output, which the --stats-json file");
 }
 
 // A sweep whose files do not fit (a 16 KiB tmpfs) leaves none of them, and says so; report of a
@@ -223,8 +225,7 @@ TEST(Output, ASweepOnAFullDiskLeavesNothingAndAComparisonHasNoSweepFiles) {
                                    (small / "s").string());
   const bool left_nothing = fs::is_empty(small);
   ::umount2(small.c_str(), MNT_DETACH);
-  EXPECT_EQ(o.status, 2) << o.err;
-  EXPECT_NE(o.err.find("No space left on device"), std::string::npos) << o.err;
+  ExpectRefused(o, "No space left on device");
   EXPECT_TRUE(left_nothing);  // neither the files that fitted nor the folder
 
   // A compare document: report --out has no sweep to write.
@@ -234,8 +235,7 @@ TEST(Output, ASweepOnAFullDiskLeavesNothingAndAComparisonHasNoSweepFiles) {
                                    cmp.string());
   ASSERT_EQ(c.status, 0) << c.err;
   const Outcome r = Txbatch(d, "report " + cmp.string() + " --out " + (d / "rep").string());
-  EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_NE(r.err.find("comparison"), std::string::npos) << r.err;
+  ExpectRefused(r, "comparison");
   EXPECT_FALSE(fs::exists(d / "rep"));
 }
 
@@ -312,10 +312,7 @@ TEST(Output, StatsJsonAndJsonBothOnStandardOutputAreRefused) {
   // The file standard output was redirected to is standard output, also after --json - moved
   // descriptor 1 (the stream would truncate what the document is written into).
   const Outcome r = Txbatch(d, kRun + " --json - --stats-json " + (d / "stdout").string());
-  EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_NE(r.err.find("is standard output, which the --json file already takes"),
-            std::string::npos)
-      << r.err;
+  ExpectRefused(r, "is standard output, which the --json file already takes");
 }
 
 // Two outputs naming one file would each replace what the other wrote: refused, nothing run.
@@ -363,13 +360,9 @@ TEST(Output, RunCaptureHoldsWhatTheLoopbackSentAndReceived) {
     received += r["results"]["accounting"]["received"].get<uint64_t>();
   }
   ASSERT_GT(sent, 0u);
-  std::smatch said;
-  ASSERT_TRUE(std::regex_search(
-      o.out, said,
-      std::regex(R"(capture: (\d+) frames written to \S+( \((\d+) more dropped by the capture)?)")))
-      << o.out;
-  const uint64_t written = std::stoull(said[1]);
-  const uint64_t dropped = said[3].matched ? std::stoull(said[3]) : 0;
+  const std::optional<CaptureSaid> said = CaptureLine(o.out);
+  ASSERT_TRUE(said) << o.out;
+  const uint64_t written = said->written, dropped = said->dropped;
   EXPECT_EQ(written + dropped, sent + received) << o.out;
   const fs::path counts = d / "counts";
   ASSERT_EQ(std::system(("tshark -r " + f +
@@ -394,8 +387,7 @@ TEST(Output, RunCaptureHoldsWhatTheLoopbackSentAndReceived) {
   const fs::path e = Scratch("run_capture_emu");
   const Outcome emu =
       Txbatch(e, "run --driver emu:null --duration 0.05 --capture " + (e / "x.pcapng").string());
-  EXPECT_EQ(emu.status, 2) << emu.err;
-  EXPECT_NE(emu.err.find("--capture records what DPDK ports"), std::string::npos) << emu.err;
+  ExpectRefused(emu, "--capture records what DPDK ports");
   EXPECT_TRUE(fs::is_empty(e));
 }
 
@@ -447,12 +439,9 @@ TEST(Output, ACaptureTheDiskCannotTakeEndsOnAWholeBlockAndSaysWhy) {
   const fs::path full = d / "full";
   ASSERT_EQ(::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)), 0) << std::strerror(errno);
   const Outcome dev = Txbatch(d, run + full.string());
-  EXPECT_EQ(dev.status, 2) << dev.err;
-  EXPECT_NE(dev.err.find("txbatch: --capture '" + full.string() +
+  ExpectRefused(dev, "txbatch: --capture '" + full.string() +
                          "': cannot write its first blocks (the section header, an interface "
-                         "block per port): No space left on device\n"),
-            std::string::npos)
-      << dev.err;
+                         "block per port): No space left on device\n");
   EXPECT_EQ(dev.err.find("temporarily unavailable"), std::string::npos) << dev.err;
   EXPECT_TRUE(fs::is_character_file(fs::symlink_status(full)));
 

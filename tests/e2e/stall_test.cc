@@ -122,6 +122,22 @@ struct StalledReader {
   int fd = -1;
 };
 
+// Waits up to `limit` until `reader`'s FIFO holds `run`'s writer (`what` it writes there, for a
+// failure's message), then interrupts it (SIGINT) and waits for its end: its exit status in
+// `*status` and its stderr in `*err`. In ASSERT_NO_FATAL_FAILURE: a FIFO never full, or a run
+// still going kEndWithin after the signal (killed, where each of its threads waited said), ends
+// the test.
+void InterruptOnceHeld(Background& run, const StalledReader& reader, Clock::duration limit,
+                       const char* what, int* status, std::string* err) {
+  ASSERT_TRUE(reader.Full(run, limit))
+      << what << " never filled the FIFO (" << reader.Pending() << " bytes)";
+  ASSERT_EQ(::kill(run.pid, SIGINT), 0);
+  *status = run.Wait(kEndWithin);
+  *err = Slurp(run.err);
+  ASSERT_NE(*status, -1) << "still running " << kEndWithin.count() << " s after SIGINT: " << *err
+                         << run.stuck;
+}
+
 // A grid long enough to fill a pipe with its cell events (32 cell runs, each event a record of
 // several KB) and to be stopped in the middle.
 const std::string kGrid =
@@ -134,12 +150,10 @@ TEST(Stall, AStalledStatsJsonReaderEndsAtTheFirstSignalAndJsonIsWritten) {
   ASSERT_GE(reader.fd, 0) << std::strerror(errno);
   Background run(d, kGrid + " --stats-json " + (d / "fifo").string() + " --json " +
                         (d / "r.json").string());
-  ASSERT_TRUE(reader.Full(run, std::chrono::seconds(60)))
-      << "the cell events never filled the FIFO (" << reader.Pending() << " bytes)";
-  ASSERT_EQ(::kill(run.pid, SIGINT), 0);
-  const int status = run.Wait(kEndWithin);
-  const std::string err = Slurp(run.err);
-  ASSERT_NE(status, -1) << "still running " << kEndWithin.count() << " s after SIGINT: " << err;
+  int status = 0;
+  std::string err;
+  ASSERT_NO_FATAL_FAILURE(
+      InterruptOnceHeld(run, reader, std::chrono::seconds(60), "the cell events", &status, &err));
   EXPECT_EQ(status, 4) << err;  // interrupted, what was measured written
   EXPECT_NE(err.find("its reader stopped reading"), std::string::npos) << err;
   const auto doc = nlohmann::json::parse(Slurp(d / "r.json"), nullptr, false);
@@ -156,12 +170,10 @@ TEST(Stall, AStalledJsonReaderEndsAtTheFirstSignalAndTheStreamIsWritten) {
                         (d / "s.ndjson").string());
   // The document (32 records, ~30 KB) is larger than the pipe: its write waits once the grid is
   // done.
-  ASSERT_TRUE(reader.Full(run, std::chrono::seconds(90)))
-      << "the document never filled the FIFO (" << reader.Pending() << " bytes)";
-  ASSERT_EQ(::kill(run.pid, SIGINT), 0);
-  const int status = run.Wait(kEndWithin);
-  const std::string err = Slurp(run.err);
-  ASSERT_NE(status, -1) << "still running " << kEndWithin.count() << " s after SIGINT: " << err;
+  int status = 0;
+  std::string err;
+  ASSERT_NO_FATAL_FAILURE(
+      InterruptOnceHeld(run, reader, std::chrono::seconds(90), "the document", &status, &err));
   EXPECT_NE(status, 0) << err;  // the document was not written whole
   EXPECT_NE(err.find("its reader stopped reading"), std::string::npos) << err;
   EXPECT_NE(Slurp(d / "s.ndjson").find(R"({"event":"end")"), std::string::npos);
@@ -176,13 +188,11 @@ TEST(Stall, AStalledCaptureReaderEndsAtTheFirstSignal) {
                  "run --driver ethdev:net_ring0 --proto udp --size 1000 --procs 1 --batch 32 "
                  "--rounds 1 --duration 30 --warmup 0.01 --capture " +
                      (d / "fifo").string() + " --json " + (d / "r.json").string());
-  ASSERT_TRUE(reader.Full(run, std::chrono::seconds(30)))
-      << "the capture never filled the FIFO (" << reader.Pending() << " bytes)";
-  ASSERT_EQ(::kill(run.pid, SIGINT), 0);
-  const int status = run.Wait(kEndWithin);
-  const std::string err = Slurp(run.err), out = Slurp(run.out);
-  ASSERT_NE(status, -1) << "still running " << kEndWithin.count() << " s after SIGINT: " << err
-                        << run.stuck;
+  int status = 0;
+  std::string err;
+  ASSERT_NO_FATAL_FAILURE(
+      InterruptOnceHeld(run, reader, std::chrono::seconds(30), "the capture", &status, &err));
+  const std::string out = Slurp(run.out);
   EXPECT_NE((err + out).find("its reader stopped reading"), std::string::npos) << err << out;
   const auto doc = nlohmann::json::parse(Slurp(d / "r.json"), nullptr, false);
   EXPECT_TRUE(doc.is_object()) << err;

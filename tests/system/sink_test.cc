@@ -201,13 +201,9 @@ TEST(Sink, TheStatsStreamCountsWhatArrivesIntervalByIntervalAndTheCaptureHoldsIt
   ASSERT_EQ(inbound.status, 0);
   // At memif's full speed the writer may fall behind: what the capture's pool could not take is
   // dropped and counted, never waited for. Every frame received is in the file or counted so.
-  std::smatch said;
-  ASSERT_TRUE(std::regex_search(
-      x.sink_out, said,
-      std::regex(R"(capture: (\d+) frames written to \S+( \((\d+) more dropped by the capture)?)")))
-      << x.sink_out;
-  const uint64_t written = std::stoull(said[1]);
-  const uint64_t dropped = said[3].matched ? std::stoull(said[3]) : 0;
+  const std::optional<CaptureSaid> said = CaptureLine(x.sink_out);
+  ASSERT_TRUE(said) << x.sink_out;
+  const uint64_t written = said->written, dropped = said->dropped;
   EXPECT_GT(written, 0u);
   EXPECT_EQ(std::stoull(inbound.out), written) << x.sink_out;
   EXPECT_EQ(written + dropped, end["results"]["received"].get<uint64_t>()) << x.sink_out;

@@ -22,6 +22,8 @@ namespace txbatch::system_test {
 
 // The binary under test, its runs to the end and files read back: the helpers every tier that
 // runs txbatch shares.
+using test::CaptureLine;
+using test::CaptureSaid;
 using test::RunTxbatch;
 using test::Slurp;
 using test::TxbatchRun;
