@@ -35,6 +35,8 @@ struct DriverLimits {
   // a TX queue, as many as --queues asks).
   std::string_view one_queue = {};
   bool captured = false;  // --capture: its ports' frames go into a pcapng file (DPDK's)
+  // bridge, respond: it receives and sends on one port (ethdev's OpenForwardingPort).
+  bool forwards = false;
 };
 
 // Where the drivers of one cell are made: the session's pool, the IP MTU, one sink per TX queue
@@ -51,7 +53,33 @@ struct DriverContext {
 
 using TxDrivers = std::vector<std::unique_ptr<TxDriver>>;
 
+// A port a command receives from (`sink --port`): its RX half, the TX half that owns the port
+// where one does (a DPDK port closes when its TX half goes: declared first, so `rx` goes first),
+// and what to print and record of it.
+struct ReceivePort {
+  std::unique_ptr<TxDriver> owner;
+  std::unique_ptr<RxPort> rx;
+  std::string describe;  // printed and published: the port and, for verbs, the keys senders give
+  std::string record;    // the record's `port`
+};
+
+// Where a receiving port opens: the pool its frames come from, the IP MTU, the TSC rate, the
+// frames the caller may hold at once (a link in front of it), and, for a port with a link to wait
+// for, how long, what to call first (a line saying so) and what ends the wait early (a signal).
+struct ReceiveContext {
+  rte_mempool* pool;
+  unsigned mtu;
+  double tsc_hz;
+  unsigned held;
+  double link_wait_s;
+  void (*before_wait)(const std::string& port);
+  bool (*give_up)();
+};
+
 // The defaults a driver's `Driver` keeps unless it declares its own (static members hide these).
+// A driver with an RX half a command can receive from also declares ParseReceiver (its spec as a
+// receiver: verbs needs no peer), kReceiverForms (for the sentences) and OpenReceiver
+// (factory.h's ParseReceiverSpec, OpenReceiver).
 struct DriverKind {
   // Frames the driver itself may hold (its rings): for pool sizing and the drain budget.
   template <class Options>
@@ -77,6 +105,11 @@ struct DriverKind {
   // Bytes one TSO data descriptor carries (0: no TSO; the NIC cuts GSO frames on its wire).
   template <class Options>
   static unsigned TsoBytes(const Options&) {
+    return 0;
+  }
+  // Memory a receiving port takes besides the caller's pool, `held` frames kept by the caller.
+  template <class Options>
+  static uint64_t ReceiverPoolBytes(const Options&, unsigned /*held*/) {
     return 0;
   }
 };

@@ -1,6 +1,7 @@
 #include "drivers/factory.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <optional>
 #include <type_traits>
@@ -25,6 +26,10 @@ void ForEachKind(F&& f) {
   [&]<class... K>(std::tuple<K...>*) { (f(std::type_identity<K>{}), ...); }(
       static_cast<DriverKinds*>(nullptr));
 }
+
+// Whether K has an RX half a command can receive from.
+template <class K>
+constexpr bool kReceives = requires(std::string_view t) { K::ParseReceiver(t); };
 
 // What K's users write: its Usage where it has one (emu's models in one phrase), else its forms.
 template <class K>
@@ -73,6 +78,11 @@ unsigned DriverSpec::tso_bytes() const {
   return std::visit([](const auto& o) { return KindOf<decltype(o)>::TsoBytes(o); }, options);
 }
 
+uint64_t DriverSpec::receiver_pool_bytes(unsigned held) const {
+  return std::visit(
+      [held](const auto& o) { return KindOf<decltype(o)>::ReceiverPoolBytes(o, held); }, options);
+}
+
 std::string DriverForms() {
   std::vector<std::string> usage;
   ForEachKind([&usage]<class K>(std::type_identity<K>) {
@@ -112,6 +122,67 @@ Result<DriverSpec> ParseDriverSpec(std::string_view text) {
   });
   if (parsed) return std::move(*parsed);
   return MakeError(EINVAL, fmt::format("driver '{}' is unknown; valid: {}", text, DriverForms()));
+}
+
+NamedDriver DriverNamedBy(std::string_view text) {
+  NamedDriver named{{}, nullptr};
+  ForEachKind([&]<class K>(std::type_identity<K>) {
+    for (std::string_view prefix : K::kPrefixes)
+      if (named.limits == nullptr && text.starts_with(prefix)) named = {K::kName, &K::kLimits};
+  });
+  return named;
+}
+
+Result<DriverSpec> ParseReceiverSpec(std::string_view option, std::string_view text) {
+  std::vector<std::string_view> valid;  // the receiving drivers' forms, for the sentence
+  ForEachKind([&valid]<class K>(std::type_identity<K>) {
+    if constexpr (kReceives<K>) valid.push_back(K::kReceiverForms);
+  });
+  const auto refuse = [&](std::string_view why) {
+    return MakeError(EINVAL, fmt::format("{} {}; valid: {}", option, why, fmt::join(valid, ", or ")));
+  };
+  if (text.empty()) return refuse("is required");
+  std::optional<Result<DriverSpec>> parsed;
+  std::string_view without_rx;  // a driver the prefix names that has no RX half
+  ForEachKind([&]<class K>(std::type_identity<K>) {
+    for (std::string_view prefix : K::kPrefixes)
+      if (!parsed && without_rx.empty() && text.starts_with(prefix)) {
+        if constexpr (kReceives<K>) {
+          auto o = K::ParseReceiver(text);
+          parsed = o ? Result<DriverSpec>(DriverSpec{std::move(*o)}) : Result<DriverSpec>(o.error());
+        } else {
+          without_rx = K::kName;
+        }
+      }
+  });
+  if (!without_rx.empty())
+    return refuse(fmt::format("'{}': {} has no receive half to count from", text, without_rx));
+  ForEachKind([&]<class K>(std::type_identity<K>) {
+    if constexpr (kReceives<K>) {
+      if constexpr (requires { K::kBareDevargs; }) {
+        if (!parsed) {
+          auto o = K::ParseReceiver(text);
+          parsed = o ? Result<DriverSpec>(DriverSpec{std::move(*o)}) : Result<DriverSpec>(o.error());
+        }
+      }
+    }
+  });
+  if (!parsed) return refuse(fmt::format("'{}' names no driver", text));
+  if (!*parsed)
+    return MakeError(parsed->error().err, fmt::format("{}: {}", option, parsed->error().message));
+  return std::move(*parsed);
+}
+
+Result<ReceivePort> OpenReceiver(const DriverSpec& spec, const ReceiveContext& context) {
+  return std::visit(
+      [&context](const auto& o) -> Result<ReceivePort> {
+        using K = KindOf<decltype(o)>;
+        if constexpr (kReceives<K>)
+          return K::OpenReceiver(o, context);
+        else
+          return MakeError(EINVAL, fmt::format("{} has no receive half", o.ToString()));
+      },
+      spec.options);
 }
 
 Result<TxDrivers> CreateDrivers(const DriverSpec& spec, rte_mempool* pool, unsigned mtu,

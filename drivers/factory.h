@@ -51,6 +51,9 @@ struct DriverSpec {
   Status CheckMtu(unsigned mtu) const;
   // Bytes one TSO data descriptor carries: 0 where the driver has no TSO.
   unsigned tso_bytes() const;
+  // Memory a receiving port takes besides the caller's pool (verbs' receive buffers), `held`
+  // frames kept by the caller.
+  uint64_t receiver_pool_bytes(unsigned held) const;
 };
 
 // Parses a spec by its driver's prefix (emu:, ethdev:, ethdev-pair, verbs:; DriverKinds'
@@ -62,6 +65,21 @@ Result<DriverSpec> ParseDriverSpec(std::string_view text);
 // Both from each driver's Usage/Forms.
 std::string DriverForms();
 std::string DescribeDrivers();
+
+// The driver whose prefix `text` starts with: its name and limits (null: none), for a command
+// that takes only some drivers to name the one it was given (the bridge's ports).
+struct NamedDriver {
+  std::string_view name;
+  const DriverLimits* limits;
+};
+NamedDriver DriverNamedBy(std::string_view text);
+
+// A port to receive from (`sink --port`), by the prefix of a driver with an RX half (ethdev:,
+// verbs:), bare devargs being ethdev's; a driver without one, or a spec none takes, gets one
+// sentence naming those that have one. `option` names the option in the sentence.
+Result<DriverSpec> ParseReceiverSpec(std::string_view option, std::string_view text);
+// Opens it (a DPDK port waits for its link: ReceiveContext). Control plane; one sentence.
+Result<ReceivePort> OpenReceiver(const DriverSpec& spec, const ReceiveContext& context);
 
 // One driver per TX queue (--queues; one per sink, driver q delivering to sinks[q]): emu rings
 // sharing one wire, or a DPDK port with that many queues; ports get MTU `mtu`. `link`, if given

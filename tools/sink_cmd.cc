@@ -21,9 +21,8 @@
 #include "dataplane/rx_sink.h"
 #include "dataplane/sink_loop.h"
 #include "dataplane/telemetry.h"
-#include "drivers/ethdev/ethdev.h"
 #include "drivers/ethdev/ring_size.h"
-#include "drivers/verbs/verbs.h"
+#include "drivers/factory.h"
 #include "results/latency_text.h"
 #include "tools/capture_cmd.h"
 #include "tools/command_outputs.h"
@@ -140,13 +139,13 @@ std::string SinkLatencyWhyNone(bool clocks_synchronised, const SinkCounts& c) {
 
 namespace {
 
-// The sink's options, checked before anything opens: a DPDK port or a verbs queue pair (IPoIB
-// datagrams, two-host runs), and the link in front of the count.
+// The sink's options, checked before anything opens: the port of any driver with an RX half (a
+// DPDK port, a verbs queue pair: IPoIB datagrams, two-host runs), and the link in front of the
+// count.
 struct SinkPlan {
   EalMemory memory{};
   std::optional<LinkSpec> link;
-  std::optional<ethdev::EthdevOptions> port;
-  std::optional<verbs::VerbsOptions> vport;  // set where --port is verbs:…
+  std::optional<DriverSpec> port;
 };
 
 Result<SinkPlan> PlanSink(const SinkArgs& a) {
@@ -164,63 +163,48 @@ Result<SinkPlan> PlanSink(const SinkArgs& a) {
   if (!link) return link.error();
   plan.link = *link;
   if (Status st = CheckStopOptions(a.duration_s, a.stats_s); !st) return st.error();
-  if (a.port.starts_with("verbs:")) {
-    auto v = verbs::ParseVerbsSpec(a.port, /*peer_required=*/false);
-    if (!v) return Error{v.error().err, "--port: " + v.error().message};
-    if (!verbs::Available())
-      return Error{ENOTSUP,
-                   fmt::format("--port {} cannot open: {}", a.port, verbs::UnavailableReason())};
-    plan.vport = *v;
-    if (!a.capture.empty())
-      return Error{EINVAL,
-                   "--capture records DPDK ports, and a verbs port is none; valid: --capture "
-                   "with an ethdev port"};
-  } else {
-    auto e = ParsePort("--port", a.port);
-    if (!e) return e.error();
-    plan.port = *e;
-  }
+  auto port = ParseReceiverSpec("--port", a.port);
+  if (!port) return port.error();
+  if (!a.capture.empty() && !port->limits().captured)
+    return Error{EINVAL, fmt::format("--capture records DPDK ports, and a {} port is none; valid: "
+                                     "--capture with an ethdev port",
+                                     port->kind())};
+  plan.port = std::move(*port);
   return plan;
 }
 
-// The port the sink counts from, open: a verbs receiver or a DPDK port (whose link it waited
-// for), with what it captures.
+// The port the sink counts from, open (a DPDK port has waited for its link), with what it
+// captures.
 struct SinkPort {
-  std::optional<ethdev::ForwardingPort> port;
-  std::unique_ptr<verbs::VerbsReceiver> receiver;
-  std::unique_ptr<Capture> capture;  // declared after the port's: stopped before it closes
-  RxPort* in = nullptr;              // the receiver's, or the port's
-  std::string describe, record_port;
+  ReceivePort port;
+  std::unique_ptr<Capture> capture;  // declared after the port: stopped before it closes
 };
 
 Result<SinkPort> OpenSinkPort(const SinkArgs& a, const SinkPlan& plan, const Forwarding& fwd,
                               CaptureFile& capture_file, CaptureReserve& capture_pool) {
-  const double tsc_hz = fwd.eal->tsc_hz();
+  // A sink waits for its sender (a memif peer, a cable being plugged); a verbs queue pair is
+  // connectionless: senders name it (printed with the port).
+  const ReceiveContext context{
+      .pool = fwd.pool.get(),
+      .mtu = a.mtu,
+      .tsc_hz = fwd.eal->tsc_hz(),
+      .held = plan.link ? plan.link->limit : 0,
+      .link_wait_s = kPeerLinkWaitS,
+      .before_wait =
+          [](const std::string& port) {
+            fmt::print("waiting up to {:g} s for the link of {}\n", kPeerLinkWaitS, port);
+            std::fflush(stdout);
+          },
+      .give_up = StopRequested};
+  auto port = OpenReceiver(*plan.port, context);
+  if (!port) return port.error();
   SinkPort out;
-  if (plan.vport) {
-    // Connectionless: no link to wait for; senders name this QP (printed below).
-    auto r = verbs::OpenVerbsReceiver(*plan.vport, fwd.pool.get(), a.mtu, tsc_hz,
-                                      plan.link ? plan.link->limit : 0);
-    if (!r) return r.error();
-    out.receiver = std::move(*r);
-    out.describe = out.receiver->Describe();
-    out.record_port = out.describe;  // the options alone lack the QP number senders name
-    out.in = out.receiver.get();
-    return out;
+  out.port = std::move(*port);
+  if (plan.port->limits().captured) {
+    auto c = StartCapture(capture_file, capture_pool);
+    if (!c) return c.error();
+    out.capture = std::move(*c);
   }
-  // A sink waits for its sender: a memif peer, a cable being plugged.
-  fmt::print("waiting up to {:g} s for the link of {}\n", kPeerLinkWaitS, plan.port->ToString());
-  std::fflush(stdout);
-  auto e = ethdev::OpenForwardingPort(*plan.port, fwd.pool.get(), a.mtu, tsc_hz);
-  if (!e) return e.error();
-  if (Status st = ethdev::AwaitLink(*e, kPeerLinkWaitS, StopRequested); !st) return st.error();
-  auto c = StartCapture(capture_file, capture_pool);
-  if (!c) return c.error();
-  out.capture = std::move(*c);
-  out.port = std::move(*e);
-  out.describe = out.port->tx->Describe();
-  out.record_port = plan.port->ToString();
-  out.in = out.port->rx.get();
   return out;
 }
 
@@ -246,7 +230,7 @@ SinkReceived Receive(const SinkArgs& a, const SinkPlan& plan, const SinkPort& po
   std::optional<LinkModel> model;
   if (link) model.emplace(*link, tsc_hz);
   const std::string about = fmt::format(
-      "txbatch sink: {} counts txbatch frames of flows 0..{}{}; link {}", port.describe,
+      "txbatch sink: {} counts txbatch frames of flows 0..{}{}; link {}", port.port.describe,
       a.flows - 1, a.clocks_synchronised ? ", one-way latency from their TX stamps" : "",
       link ? link->ToString() : "none");
   PrintEalAndReady(about, fwd.plan, a.duration_s, "receiving");
@@ -307,7 +291,7 @@ SinkReceived Receive(const SinkArgs& a, const SinkPlan& plan, const SinkPort& po
     for (Output* o : outputs)
       if (droppable || o->behind()) o->Post(at_s, s, droppable);
   };
-  SinkLoop loop(*port.in, sink, model ? &*model : nullptr, kSpinPolls, kIdleSleepNs);
+  SinkLoop loop(*port.port.rx, sink, model ? &*model : nullptr, kSpinPolls, kIdleSleepNs);
   loop.Run(end, StopRequested, [&](Tsc now) {
     if (now >= next_publish) {
       publish(now, "running", /*wait=*/false);
@@ -391,7 +375,7 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
   const uint64_t held = plan->link ? plan->link->limit : 0;
   const uint64_t frames = 2ull * ethdev::kRingSize + 64 + held;
   // A verbs port's receive buffers, and what a link in front of the sink holds of them.
-  const uint64_t receive_bytes = plan->vport ? verbs::ReceivePoolBytes(*plan->vport, held) : 0;
+  const uint64_t receive_bytes = plan->port->receiver_pool_bytes(static_cast<unsigned>(held));
   auto fwd = StartForwarding(frames, a.mtu, plan->memory, eal_args, &status,
                              receive_bytes + capture_file.pool_bytes());
   if (!fwd) return Fail(status, fwd.error());
@@ -401,12 +385,12 @@ int SinkCommand(const SinkArgs& a, const EalUserArgs& eal_args) {
   if (!port) return Fail(kExitBadInput, port.error());
   SinkReceived received = Receive(a, *plan, *port, *fwd, stream);
   const bool captured = FinishCapture(port->capture, capture_file);
-  port->port.reset();
-  port->receiver.reset();
+  port->port.rx.reset();  // the RX half before the TX half that closes its port
+  port->port.owner.reset();
   PrintSinkSummary(received);
   const SinkOutcome& outcome = received.outcome;
   if (a.per_flow) PrintFlows(outcome, a.clocks_synchronised);
-  const nlohmann::json doc = SinkRecord(port->record_port, a.flows, plan->link, outcome);
+  const nlohmann::json doc = SinkRecord(port->port.record, a.flows, plan->link, outcome);
   const unsigned in_use = rte_mempool_in_use_count(fwd->pool.get());
   if (stream) {
     nlohmann::json end = doc;

@@ -116,7 +116,8 @@ struct Driver : DriverKind {
   using Options = EthdevOptions;
   static constexpr std::string_view kPrefixes[] = {"ethdev:", "ethdev-pair"};
   static constexpr std::string_view kName = "ethdev";
-  static constexpr DriverLimits kLimits{.emulated = false, .one_queue = {}, .captured = true};
+  static constexpr DriverLimits kLimits{
+      .emulated = false, .one_queue = {}, .captured = true, .forwards = true};
   static Result<EthdevOptions> Parse(std::string_view text) { return ParseEthdevSpec(text); }
   static std::vector<DriverForm> Forms();
   // Its TX ring, and the RX ring a loopback fills.
@@ -124,6 +125,14 @@ struct Driver : DriverKind {
   static Result<TxDrivers> Create(const EthdevOptions& o, const DriverContext& c) {
     return CreateEthdevDrivers(o, c.pool, c.mtu, c.sinks, c.window, c.tsc_hz);
   }
+  // A receiving port's spec: ethdev:DEVARGS, ethdev:port=N, or bare devargs (the port commands'
+  // own form, so a spec no other driver's prefix claims is this driver's).
+  static constexpr bool kBareDevargs = true;
+  static constexpr std::string_view kReceiverForms =
+      "ethdev:DEVARGS (e.g. net_af_packet0,iface=veth0) or ethdev:port=N";
+  static Result<EthdevOptions> ParseReceiver(std::string_view text);
+  // OpenForwardingPort, then the wait for its link (a sink's peer may start later).
+  static Result<ReceivePort> OpenReceiver(const EthdevOptions& o, const ReceiveContext& c);
 };
 
 }  // namespace txbatch::ethdev

@@ -154,6 +154,11 @@ Result<EthdevOptions> ParseEthdevSpec(std::string_view spec) {
   return o;
 }
 
+Result<EthdevOptions> Driver::ParseReceiver(std::string_view text) {
+  return ParseEthdevSpec(text.starts_with("ethdev") ? std::string(text)
+                                                    : "ethdev:" + std::string(text));
+}
+
 std::vector<DriverForm> Driver::Forms() {
   return {{"ethdev:DEVARGS",
            "a DPDK vdev txbatch creates (net_null0, net_ring0 as a loopback, net_pcap0,tx_pcap=FILE, "

@@ -160,4 +160,17 @@ Status AwaitLink(const ForwardingPort& port, double wait_s, bool (*give_up)()) {
   return WaitLinkUp(port.id, port.name, wait_s > 0 ? wait_s : kLinkWaitS, give_up);
 }
 
+Result<ReceivePort> Driver::OpenReceiver(const EthdevOptions& o, const ReceiveContext& c) {
+  if (c.before_wait != nullptr) c.before_wait(o.ToString());
+  auto port = OpenForwardingPort(o, c.pool, c.mtu, c.tsc_hz);
+  if (!port) return port.error();
+  if (Status st = AwaitLink(*port, c.link_wait_s, c.give_up); !st) return st.error();
+  ReceivePort r;
+  r.describe = port->tx->Describe();
+  r.record = o.ToString();
+  r.owner = std::move(port->tx);
+  r.rx = std::move(port->rx);
+  return r;
+}
+
 }  // namespace txbatch::ethdev

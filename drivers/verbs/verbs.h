@@ -114,13 +114,23 @@ struct Driver : DriverKind {
   using Options = VerbsOptions;
   static constexpr std::string_view kPrefixes[] = {"verbs:"};
   static constexpr std::string_view kName = "verbs";
-  static constexpr DriverLimits kLimits{
-      .emulated = false, .one_queue = "the verbs driver posts on one queue pair", .captured = false};
+  static constexpr DriverLimits kLimits{.emulated = false,
+                                        .one_queue = "the verbs driver posts on one queue pair",
+                                        .captured = false,
+                                        .forwards = false};
   static Result<VerbsOptions> Parse(std::string_view text) { return ParseVerbsSpec(text); }
   static std::vector<DriverForm> Forms();
   static unsigned Ring(const VerbsOptions& o) { return o.sq_depth; }
   static uint64_t OwnPoolBytes(const VerbsOptions& o) { return ReceivePoolBytes(o); }
   static Result<TxDrivers> Create(const VerbsOptions& o, const DriverContext& c);
+  // A receiving queue pair: no peer needed (senders name it), refused where this txbatch has no
+  // libibverbs; opened as OpenVerbsReceiver, connectionless (no link to wait for).
+  static Result<VerbsOptions> ParseReceiver(std::string_view text);
+  static constexpr std::string_view kReceiverForms = "verbs:DEVICE:PORT,qkey=N";
+  static Result<ReceivePort> OpenReceiver(const VerbsOptions& o, const ReceiveContext& c);
+  static uint64_t ReceiverPoolBytes(const VerbsOptions& o, unsigned held) {
+    return ReceivePoolBytes(o, held);
+  }
 };
 
 }  // namespace txbatch::verbs

@@ -238,6 +238,24 @@ std::vector<DriverForm> Driver::Forms() {
            "the same on a RoCE v2 port (ConnectX in Ethernet mode, rxe)"}};
 }
 
+Result<VerbsOptions> Driver::ParseReceiver(std::string_view text) {
+  auto v = ParseVerbsSpec(text, /*peer_required=*/false);
+  if (!v) return v.error();
+  if (!Available())
+    return MakeError(ENOTSUP, fmt::format("{} cannot open: {}", text, UnavailableReason()));
+  return v;
+}
+
+Result<ReceivePort> Driver::OpenReceiver(const VerbsOptions& o, const ReceiveContext& c) {
+  auto r = OpenVerbsReceiver(o, c.pool, c.mtu, c.tsc_hz, c.held);
+  if (!r) return r.error();
+  ReceivePort port;
+  port.describe = (*r)->Describe();
+  port.record = port.describe;  // the options alone lack the QP number senders name
+  port.rx = std::move(*r);
+  return port;
+}
+
 Result<TxDrivers> Driver::Create(const VerbsOptions& o, const DriverContext& c) {
   auto d = CreateVerbsDriver(o, c.pool, c.mtu, *c.sinks.front(), c.window, c.tsc_hz);
   if (!d) return d.error();
