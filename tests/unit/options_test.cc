@@ -496,6 +496,15 @@ TEST(Cli, MessagesNameTheCause) {
            Case{"run --engine sim --cpus 1025", "--cpus 1025 is out of range; valid: 0..1024"},
            Case{"bridge --port-a net_null0 --port-b net_null0,size=64", "are the same port"},
            Case{"run --driver 'ethdev:net_null0,size=\"64\"'", "(no quotes)"},
+           // The driver table names a driver without the half a port command needs (before, its
+           // spec was read as devargs: "'ethdev:emu:e1000' is not a vdev spec").
+           Case{"sink --port emu:e1000", "emu has no receive half to count from; valid: ethdev:"},
+           Case{"sink --port verbs:mlx5_0:1,qkey=0x11 --capture x.pcapng",
+                "a verbs port is none"},
+           Case{"bridge --port-a verbs:mlx5_0:1,qkey=0x11 --port-b net_null0",
+                "verbs has no port to both receive and send on"},
+           Case{"respond --port emu:null --ip 10.0.0.2", "emu has no port to both receive and send"},
+           Case{"sink --port ''", "--port is required; valid: ethdev:DEVARGS"},
        }) {
     const Outcome o = RunTxbatch(c.args);
     EXPECT_EQ(o.status, 2) << c.args << ": " << o.err;
