@@ -79,7 +79,7 @@ struct ReceiveContext {
 // The defaults a driver's `Driver` keeps unless it declares its own (static members hide these).
 // A driver with an RX half a command can receive from also declares ParseReceiver (its spec as a
 // receiver: verbs needs no peer), kReceiverForms (for the sentences) and OpenReceiver
-// (factory.h's ParseReceiverSpec, OpenReceiver).
+// (factory.h's ParseReceiverSpec, OpenReceiver); one this build may lack, Opens and WhyNot.
 struct DriverKind {
   // Frames the driver itself may hold (its rings): for pool sizing and the drain budget.
   template <class Options>

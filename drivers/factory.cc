@@ -31,6 +31,17 @@ void ForEachKind(F&& f) {
 template <class K>
 constexpr bool kReceives = requires(std::string_view t) { K::ParseReceiver(t); };
 
+// Whether a spec no driver's prefix claims is K's (bare devargs: ethdev's).
+template <class K>
+consteval bool TakesBareDevargs() {
+  if constexpr (requires { K::kBareDevargs; })
+    return K::kBareDevargs;
+  else
+    return false;
+}
+template <class K>
+constexpr bool kTakesBareDevargs = TakesBareDevargs<K>();
+
 // What K's users write: its Usage where it has one (emu's models in one phrase), else its forms.
 template <class K>
 std::vector<std::string> UsageOf() {
@@ -144,12 +155,16 @@ Result<DriverSpec> ParseReceiverSpec(std::string_view option, std::string_view t
   if (text.empty()) return refuse("is required");
   std::optional<Result<DriverSpec>> parsed;
   std::string_view without_rx;  // a driver the prefix names that has no RX half
+  std::string unavailable;      // the sentence for a driver this build lacks
   ForEachKind([&]<class K>(std::type_identity<K>) {
     for (std::string_view prefix : K::kPrefixes)
       if (!parsed && without_rx.empty() && text.starts_with(prefix)) {
         if constexpr (kReceives<K>) {
           auto o = K::ParseReceiver(text);
           parsed = o ? Result<DriverSpec>(DriverSpec{std::move(*o)}) : Result<DriverSpec>(o.error());
+          if constexpr (requires { K::Opens(); })
+            if (o && !K::Opens())
+              unavailable = fmt::format("{} {} cannot open: {}", option, text, K::WhyNot());
         } else {
           without_rx = K::kName;
         }
@@ -157,9 +172,10 @@ Result<DriverSpec> ParseReceiverSpec(std::string_view option, std::string_view t
   });
   if (!without_rx.empty())
     return refuse(fmt::format("'{}': {} has no receive half to count from", text, without_rx));
+  if (!unavailable.empty()) return MakeError(ENOTSUP, unavailable);
   ForEachKind([&]<class K>(std::type_identity<K>) {
     if constexpr (kReceives<K>) {
-      if constexpr (requires { K::kBareDevargs; }) {
+      if constexpr (kTakesBareDevargs<K>) {
         if (!parsed) {
           auto o = K::ParseReceiver(text);
           parsed = o ? Result<DriverSpec>(DriverSpec{std::move(*o)}) : Result<DriverSpec>(o.error());

@@ -124,8 +124,10 @@ struct Driver : DriverKind {
   static uint64_t OwnPoolBytes(const VerbsOptions& o) { return ReceivePoolBytes(o); }
   static Result<TxDrivers> Create(const VerbsOptions& o, const DriverContext& c);
   // A receiving queue pair: no peer needed (senders name it), refused where this txbatch has no
-  // libibverbs; opened as OpenVerbsReceiver, connectionless (no link to wait for).
+  // libibverbs (Opens); opened as OpenVerbsReceiver, connectionless (no link to wait for).
   static Result<VerbsOptions> ParseReceiver(std::string_view text);
+  static bool Opens() { return Available(); }
+  static std::string_view WhyNot() { return UnavailableReason(); }
   static constexpr std::string_view kReceiverForms = "verbs:DEVICE:PORT,qkey=N";
   static Result<ReceivePort> OpenReceiver(const VerbsOptions& o, const ReceiveContext& c);
   static uint64_t ReceiverPoolBytes(const VerbsOptions& o, unsigned held) {

@@ -239,11 +239,7 @@ std::vector<DriverForm> Driver::Forms() {
 }
 
 Result<VerbsOptions> Driver::ParseReceiver(std::string_view text) {
-  auto v = ParseVerbsSpec(text, /*peer_required=*/false);
-  if (!v) return v.error();
-  if (!Available())
-    return MakeError(ENOTSUP, fmt::format("{} cannot open: {}", text, UnavailableReason()));
-  return v;
+  return ParseVerbsSpec(text, /*peer_required=*/false);
 }
 
 Result<ReceivePort> Driver::OpenReceiver(const VerbsOptions& o, const ReceiveContext& c) {
