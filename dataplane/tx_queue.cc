@@ -89,10 +89,10 @@ uint16_t TxQueue::Transmit(Batch& batch, Tsc t0, Handover handover, Tsc handed) 
 }
 
 void TxQueue::HandOn(UniqueLock<PiMutex>& tx) {
-  DeferredReceiver* const r = config_.receiver;
-  if (r == nullptr || !r->HasStaged()) return;
-  r->Flush([&tx]() NO_THREAD_SAFETY_ANALYSIS { tx.unlock(); }, counters_.rx_cycles,
-           counters_.rx_frames);
+  if (DeferredReceiver* const r = config_.receiver; r != nullptr && r->HasStaged())
+    r->Flush([&tx]() NO_THREAD_SAFETY_ANALYSIS { tx.unlock(); }, counters_.rx_cycles,
+             counters_.rx_frames);
+  if (tx.owns_lock()) tx.unlock();
 }
 
 XmitResult TxQueue::XmitLocked(const Batch& batch, Handover handover, bool from_qdisc) {

@@ -206,12 +206,12 @@ class TxQueue {
   XmitResult XmitLocked(const Batch& batch, Handover handover, bool from_qdisc) REQUIRES(tx_lock_);
   // Publishes what runners read without tx_lock_ (stopped, BQL's room, free slots).
   void PublishLocked() REQUIRES(tx_lock_);
-  // Called holding tx_lock_ through `tx` at the end of a TX-lock section: what the driver
-  // delivered to TxQueueConfig::receiver is handed on after tx_lock_ is let go (so `tx` may
-  // come back unlocked: nothing after it in the section). The callback that lets it go inside
-  // the receiver's Flush is the one place the analysis is told to look away from: it cannot
-  // follow a lock released through a callback.
-  void HandOn(UniqueLock<PiMutex>& tx) REQUIRES(tx_lock_);
+  // Ends a TX-lock section held through `tx`: what the driver delivered to
+  // TxQueueConfig::receiver is handed on after tx_lock_ is let go, and `tx` comes back unlocked
+  // either way (RELEASE: the analysis refuses a guarded member touched after it). Its body lets
+  // go inside the receiver's Flush, a callback the analysis cannot follow: the body alone is
+  // not checked.
+  void HandOn(UniqueLock<PiMutex>& tx) RELEASE(tx) NO_THREAD_SAFETY_ANALYSIS;
 
   // Priority-inheriting: the SCHED_FIFO txirq takes it to reclaim (see pi_mutex.h). The lock
   // order above, as the analysis checks it (base/thread_annotations.h): irq_mu_ after it.

@@ -63,16 +63,20 @@ done < <(wc -l "${product[@]}")
 # Clang's thread-safety analysis is live (base/thread_annotations.h): a guarded member read under
 # its lock compiles, the same read without it does not. Where clang is absent (the gcc build's
 # machine may lack it) it is said, not passed silently.
-safety="the lock annotations are checked (clang's -Wthread-safety refuses a breach)"
+safety="the lock annotations are checked (clang's -Wthread-safety refuses a breach of a guard or of the order)"
 if command -v clang++ >/dev/null; then
-  probe=(clang++ -std=c++20 -I. -fsyntax-only -Wthread-safety -Werror=thread-safety
-    tests/link/thread_safety_probe.cc)
+  probe=(clang++ -std=c++20 -I. -fsyntax-only -Wthread-safety -Wthread-safety-beta
+    -Werror=thread-safety tests/link/thread_safety_probe.cc)
   if ! out=$("${probe[@]}" 2>&1); then
     echo "layers: tests/link/thread_safety_probe.cc does not compile as it stands: $out" >&2
     bad=1
   fi
   if out=$("${probe[@]}" -DBREACH 2>&1) || [[ $out != *"requires holding mutex 'mu'"* ]]; then
     echo "layers: clang let a guarded member be read without its lock (-DBREACH): $out" >&2
+    bad=1
+  fi
+  if out=$("${probe[@]}" -DBREACH_ORDER 2>&1) || [[ $out != *"must be acquired before"* ]]; then
+    echo "layers: clang let two locks be taken out of their order (-DBREACH_ORDER): $out" >&2
     bad=1
   fi
 else

@@ -1,6 +1,6 @@
-// Compiled by tests/layers_test.sh with clang's -Wthread-safety -Werror: as it stands it must
-// compile (a member read under its lock), and with -DBREACH it must not (the same member read
-// without it). Proves the annotations in base/thread_annotations.h are live under clang, so that
+// Compiled by tests/layers_test.sh with clang's -Wthread-safety(-beta) -Werror: as it stands it
+// must compile (a member read under its lock, two locks in their order), with -DBREACH it must
+// not (the member read without its lock), nor with -DBREACH_ORDER (the locks in the other order). Proves the annotations in base/thread_annotations.h are live under clang, so that
 // the build's clean -Wthread-safety means the locks were checked, not that nothing was.
 
 #include "base/pi_mutex.h"
@@ -27,6 +27,12 @@ struct Guarded {
   }
 #ifdef BREACH
   int ReadUnlocked() { return value; }
+#endif
+#ifdef BREACH_ORDER
+  void OtherFirst() {
+    txbatch::LockGuard second(other);
+    txbatch::LockGuard first(mu);
+  }
 #endif
 };
 
