@@ -20,6 +20,13 @@ struct KindOfOptions<O, std::tuple<K, Rest...>>
 template <class O>
 using KindOf = typename KindOfOptions<std::remove_cvref_t<O>, DriverKinds>::type;
 
+// A driver's parsed options as a DriverSpec, or its parser's sentence.
+template <class Options>
+Result<DriverSpec> Spec(Result<Options> o) {
+  if (!o) return o.error();
+  return DriverSpec{std::move(*o)};
+}
+
 // f(std::type_identity<K>{}) for every entry K of DriverKinds, in order.
 template <class F>
 void ForEachKind(F&& f) {
@@ -126,10 +133,7 @@ Result<DriverSpec> ParseDriverSpec(std::string_view text) {
   std::optional<Result<DriverSpec>> parsed;
   ForEachKind([&]<class K>(std::type_identity<K>) {
     for (std::string_view prefix : K::kPrefixes)
-      if (!parsed && text.starts_with(prefix)) {
-        auto o = K::Parse(text);
-        parsed = o ? Result<DriverSpec>(DriverSpec{std::move(*o)}) : Result<DriverSpec>(o.error());
-      }
+      if (!parsed && text.starts_with(prefix)) parsed = Spec(K::Parse(text));
   });
   if (parsed) return std::move(*parsed);
   return MakeError(EINVAL, fmt::format("driver '{}' is unknown; valid: {}", text, DriverForms()));
@@ -161,10 +165,10 @@ Result<DriverSpec> ParseReceiverSpec(std::string_view option, std::string_view t
       if (!parsed && without_rx.empty() && text.starts_with(prefix)) {
         if constexpr (kReceives<K>) {
           auto o = K::ParseReceiver(text);
-          parsed = o ? Result<DriverSpec>(DriverSpec{std::move(*o)}) : Result<DriverSpec>(o.error());
           if constexpr (requires { K::Opens(); })
             if (o && !K::Opens())
               unavailable = fmt::format("{} {} cannot open: {}", option, text, K::WhyNot());
+          parsed = Spec(std::move(o));
         } else {
           without_rx = K::kName;
         }
@@ -174,14 +178,8 @@ Result<DriverSpec> ParseReceiverSpec(std::string_view option, std::string_view t
     return refuse(fmt::format("'{}': {} has no receive half to count from", text, without_rx));
   if (!unavailable.empty()) return MakeError(ENOTSUP, unavailable);
   ForEachKind([&]<class K>(std::type_identity<K>) {
-    if constexpr (kReceives<K>) {
-      if constexpr (kTakesBareDevargs<K>) {
-        if (!parsed) {
-          auto o = K::ParseReceiver(text);
-          parsed = o ? Result<DriverSpec>(DriverSpec{std::move(*o)}) : Result<DriverSpec>(o.error());
-        }
-      }
-    }
+    if constexpr (kReceives<K> && kTakesBareDevargs<K>)
+      if (!parsed) parsed = Spec(K::ParseReceiver(text));
   });
   if (!parsed) return refuse(fmt::format("'{}' names no driver", text));
   if (!*parsed)
