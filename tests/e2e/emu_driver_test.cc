@@ -437,6 +437,9 @@ TEST(DedicatedRunner, FormsBatchesAndDrains) {
       "--proto udp --size 18 --procs 2 --duration 0.2 --warmup 0.05");
   ASSERT_EQ(buffered.status, 0) << buffered.err;
   CheckBooksAndDrain(buffered.doc["records"][0]);
+  // buffer:64 without a timer hands over only full bulks of 64 but the drain's last one; two
+  // producers flat out on emu:null fill thousands of bulks in the window, so a partial bulk or
+  // two cannot pull the mean below 64 - 4 — only bulks that are not full as a rule can.
   EXPECT_GE(Results(buffered, 0)["avg_batch"].get<double>(), 60.0);
 }
 
