@@ -114,7 +114,8 @@ bool Meet(const std::set<unsigned>& a, const std::set<unsigned>& b) {
 // (doc/fidelity.md): a bulk takes frames while dql_avail lasts, so with a backlog a run's full
 // bulk is N, leaves inflight = limit exactly (not over: the queue stays open) and the next
 // dequeue takes one frame, which stops it; so half the bulks are single frames, and the mode of
-// the others is N in any guest whose qdisc held a backlog (pktgen's drops say it did).
+// the others is N in any guest whose qdisc held a backlog (few of its frames bypassed it: the
+// test below compares only such runs).
 void ComparePinned(const Hist& kernel, const Hist& model) {
   EXPECT_NEAR(Share(model, 1), Share(kernel, 1), 0.10) << "singles' share";
   const std::set<unsigned> km = Modes(kernel), mm = Modes(model);
@@ -248,6 +249,7 @@ TEST(KernelModel, TheModelsBulkSizesAreTheKernelsOnBothEngines) {
   for (const json& c : model.at("cases")) cases[c.at("case").get<std::string>()] = &c;
 
   std::set<std::string> compared;
+  unsigned pinned_beside_kernel = 0;  // pinned cases whose guest run held a backlog
   for (const json& rec : kref.at("records")) {
     const json& c = rec.at("config");
     if (c.at("mode") != "udp") continue;  // the TCP cases have no model here
@@ -261,6 +263,26 @@ TEST(KernelModel, TheModelsBulkSizesAreTheKernelsOnBothEngines) {
     if (pinned) {
       ASSERT_GE(Total(kernel), kMinBulks) << rec.at("results").at("batch_sizes");
     }
+    // ComparePinned's rule holds with a backlog at the qdisc; a frame that bypassed it found it
+    // empty. The guest's pktgen keeps one only while the host lets it: a CI run of 2026-12-07
+    // (at 67c27d7, nothing else running) had 33.6 % of bql_40's frames bypass and 71 % singles,
+    // a run by hand that hour 17.2 % and 63 %, where bql_10 in the same boots had 3.7 % and
+    // 50.7 % (the rule's 50 %). Above a tenth bypassing, the guest's run is of another regime:
+    // the model is held to the rule alone, said so, and at least one pinned case must be
+    // compared with the kernel.
+    const json& kr = rec.at("results");
+    const double kernel_frames = kr.at("pktgen").at("sent").get<double>();
+    const double bypassed_share = kr.contains("bypassed") && kr.at("bypassed").is_number() &&
+                                          kernel_frames > 0
+                                      ? kr.at("bypassed").get<double>() / kernel_frames
+                                      : 0.0;
+    constexpr double kBacklogBypassedShare = 0.10;
+    const bool kernel_backlog = bypassed_share <= kBacklogBypassedShare;
+    if (pinned && !kernel_backlog)
+      std::printf("%s kernel: %.1f %% of its frames bypassed an empty qdisc (no steady backlog in "
+                  "this run): the model is held to the rule alone\n",
+                  name.c_str(), 100 * bypassed_share);
+    if (pinned && kernel_backlog) ++pinned_beside_kernel;
     std::set<std::string> engines;
     for (const json& m : cases[name]->at("records")) {
       const std::string engine = m.at("config").at("engine").get<std::string>();
@@ -270,14 +292,21 @@ TEST(KernelModel, TheModelsBulkSizesAreTheKernelsOnBothEngines) {
       EXPECT_TRUE(r.at("accounting").at("balanced").get<bool>()) << r.at("accounting");
       const Hist h = HistOf(r.at("dequeue_sizes"));
       ASSERT_GE(Total(h), kMinBulks) << r.at("dequeue_sizes");
-      if (pinned)
+      if (pinned && kernel_backlog) {
         ComparePinned(kernel, h);
-      else
+      } else if (pinned) {
+        // The rule itself: half the bulks single frames, the others N.
+        EXPECT_NEAR(Share(h, 1), 0.5, 0.10) << "singles' share (the rule's half)";
+        EXPECT_TRUE(Modes(h).count(c.at("bql").at("frames").get<unsigned>()))
+            << "the full bulk, N = " << c.at("bql").at("frames") << ", among the modes "
+            << Text(Modes(h));
+      } else
         CompareDynamic(kernel, h, rec, r.at("bql").at("limit").get<uint64_t>());
     }
     EXPECT_EQ(engines, (std::set<std::string>{"real", "sim"}));
   }
   EXPECT_EQ(compared, (std::set<std::string>{"bql_10", "bql_40", "bql_dynamic"}));
+  EXPECT_GE(pinned_beside_kernel, 1u) << "no pinned case's guest run held a backlog";
   if (!HasFailure()) std::filesystem::remove_all(both.dir);
 }
 
