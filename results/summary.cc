@@ -19,21 +19,13 @@ std::optional<double> MedianOpt(const std::vector<const CellRecord*>& runs, Get 
   return v.empty() ? std::nullopt : std::optional<double>(txbatch::Median(v));
 }
 
-double Median(const std::vector<const CellRecord*>& runs, double CellResult::*f) {
-  return *MedianOpt(runs, [f](const CellResult& r) { return std::optional<double>(r.*f); });
-}
-
-std::optional<double> Lat(const CellResult& r, double LatencySummary::*f) {
-  return r.latency ? std::optional<double>((*r.latency).*f) : std::nullopt;
-}
-
 std::optional<RatioEstimate> Versus(const std::vector<const CellRecord*>& base,
                                     const std::vector<const CellRecord*>& cell,
-                                    double CellResult::*f) {
+                                    Metric m) {
   std::vector<double> a, b;
   for (size_t i = 0; i < std::min(base.size(), cell.size()); ++i) {
-    a.push_back(base[i]->result.*f);
-    b.push_back(cell[i]->result.*f);
+    a.push_back(RowOf(m).of(base[i]->result).value_or(0));
+    b.push_back(RowOf(m).of(cell[i]->result).value_or(0));
   }
   auto e = EstimateRatio(a, b);
   if (!e || e->rounds < 2) return std::nullopt;
@@ -60,31 +52,14 @@ std::vector<CellSummary> Summarise(const std::vector<CellRecord>& records,
     CellSummary s;
     s.config = runs.front()->config;
     s.runs = runs;
-    s.mb_per_s = Median(runs, &CellResult::mb_per_s);
-    s.mpps = Median(runs, &CellResult::mpps);
-    s.avg_batch = Median(runs, &CellResult::avg_batch);
-    s.cycles_per_pkt = Median(runs, &CellResult::cycles_per_pkt);
-    s.cpu_ns_per_pkt = Median(runs, &CellResult::cpu_ns_per_pkt);
-    s.xmit_calls_per_pkt = Median(runs, &CellResult::xmit_calls_per_pkt);
-    s.requeues = *MedianOpt(runs, [](const CellResult& r) {
-      return std::optional<double>(static_cast<double>(r.requeues));
-    });
-    s.ceiling_mb_per_s = MedianOpt(runs, [](const CellResult& r) { return r.ceiling_mb_per_s; });
-    s.doorbells_per_pkt = MedianOpt(runs, [](const CellResult& r) { return r.doorbells_per_pkt; });
-    s.lat_avg_ns =
-        MedianOpt(runs, [](const CellResult& r) { return Lat(r, &LatencySummary::avg); });
-    s.lat_p50_ns =
-        MedianOpt(runs, [](const CellResult& r) { return Lat(r, &LatencySummary::p50); });
-    s.lat_p99_ns =
-        MedianOpt(runs, [](const CellResult& r) { return Lat(r, &LatencySummary::p99); });
-    const auto p50 = [](const std::optional<LatencySummary>& l) {
-      return l ? std::optional<double>(l->p50) : std::nullopt;
-    };
-    s.before_driver_p50_ns =
-        MedianOpt(runs, [&](const CellResult& r) { return p50(r.lat_before_driver); });
-    s.driver_ring_p50_ns =
-        MedianOpt(runs, [&](const CellResult& r) { return p50(r.lat_driver_ring); });
-    s.wire_p50_ns = MedianOpt(runs, [&](const CellResult& r) { return p50(r.lat_wire); });
+    for (const MetricRow& m : kMetrics)
+      s.metrics[static_cast<size_t>(m.metric)] =
+          m.column == Column::kFlag
+              ? std::optional<double>(std::all_of(runs.begin(), runs.end(),
+                                                  [&](const CellRecord* r) {
+                                                    return m.of(r->result).value_or(0) != 0;
+                                                  }))
+              : MedianOpt(runs, m.of);
     s.before_driver_is_batch_fill = runs.front()->result.before_driver_is_batch_fill;
     s.first_in_batch_p50_ns = MedianOpt(runs, [](const CellResult& r) {
       return r.lat_by_position.empty() || r.lat_by_position.front().first != "0"
@@ -100,17 +75,14 @@ std::vector<CellSummary> Summarise(const std::vector<CellRecord>& records,
         if (pos == s.last_positions) return std::optional<double>(l.p50);
       return std::optional<double>();
     });
-    s.link_bound = std::all_of(runs.begin(), runs.end(), [](const CellRecord* r) {
-      return r->result.link_bound.value_or(false);
-    });
     rows.push_back(std::move(s));
   }
   for (CellSummary& s : rows) {
     if (s.config.policy == baseline) continue;
     for (const CellSummary& base : rows)
       if (base.config.policy == baseline && SameCellOtherPolicy(base.config, s.config)) {
-        s.bw_vs_off = Versus(base.runs, s.runs, &CellResult::mb_per_s);
-        s.cycles_vs_off = Versus(base.runs, s.runs, &CellResult::cycles_per_pkt);
+        s.bw_vs_off = Versus(base.runs, s.runs, Metric::kMbPerS);
+        s.cycles_vs_off = Versus(base.runs, s.runs, Metric::kCyclesPerPkt);
         if (s.bw_vs_off) s.bw_verdict = Judge(*s.bw_vs_off, true);
         if (s.cycles_vs_off) s.cycles_verdict = Judge(*s.cycles_vs_off, false);
       }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/record.h"
+#include "results/metrics.h"
 #include "results/verdict.h"
 
 namespace txbatch {
@@ -15,13 +16,14 @@ namespace txbatch {
 struct CellSummary {
   CellConfig config;
   std::vector<const CellRecord*> runs;  // its rounds, in order
-  double mb_per_s = 0, mpps = 0, avg_batch = 0, cycles_per_pkt = 0, cpu_ns_per_pkt = 0;
-  double xmit_calls_per_pkt = 0, requeues = 0;
-  std::optional<double> ceiling_mb_per_s, doorbells_per_pkt;
-  std::optional<double> lat_avg_ns, lat_p50_ns, lat_p99_ns;
-  bool link_bound = false;  // in every round
-  // Where the latency goes: stage p50s (medians over rounds); null where not measured.
-  std::optional<double> before_driver_p50_ns, driver_ring_p50_ns, wire_p50_ns;
+  // Each metric of kMetrics over the rounds (metrics.h): the median, a flag's "in every round";
+  // none where no round measured it.
+  std::array<std::optional<double>, kMetricCount> metrics;
+  std::optional<double> Find(Metric m) const { return metrics[static_cast<size_t>(m)]; }
+  double Value(Metric m) const { return Find(m).value_or(0); }
+  // Where the latency goes, besides the stage metrics: whether the stage before the driver is
+  // the producer's batch fill (--qdisc none), and the whole latency of the first and the last
+  // positions of a driver call (p50s, medians over rounds).
   bool before_driver_is_batch_fill = false;
   std::optional<double> first_in_batch_p50_ns, last_in_batch_p50_ns;
   std::string last_positions;  // the highest position bucket seen, e.g. "16-31"

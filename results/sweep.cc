@@ -62,64 +62,61 @@ std::string LatencyHistCsv(const std::vector<CellSummary>& rows) {
 }
 
 std::string SweepCsv(const std::vector<CellSummary>& rows) {
-  std::string csv =
-      std::string(kCellColumns) +
-      ",mb_per_s,mpps,ceiling_mb_per_s,"
-      "link_bound,avg_batch,doorbells_per_pkt,xmit_calls_per_pkt,cycles_per_pkt,cpu_ns_per_pkt,"
-      "lat_avg_ns,lat_p50_ns,lat_p99_ns,bw_ratio_vs_off,bw_ci_lo,bw_ci_hi,bw_verdict,"
+  std::string csv(kCellColumns);
+  for (const MetricRow& m : kMetrics)
+    if (m.column != Column::kNone) csv += fmt::format(",{}", m.key);
+  csv +=
+      ",bw_ratio_vs_off,bw_ci_lo,bw_ci_hi,bw_verdict,"
       "cycles_ratio_vs_off,cycles_ci_lo,cycles_ci_hi,cycles_verdict,balanced,interrupted\n";
+  const auto vs = [](const std::optional<RatioEstimate>& e, Verdict v) {
+    if (!e) return std::string(",,,");
+    return fmt::format("{:.6g},{:.6g},{:.6g},{}", e->ratio, e->ci_lo, e->ci_hi, VerdictName(v));
+  };
   for (const CellSummary& r : rows) {
-    const auto vs = [](const std::optional<RatioEstimate>& e, Verdict v) {
-      if (!e) return std::string(",,,");
-      return fmt::format("{:.6g},{:.6g},{:.6g},{}", e->ratio, e->ci_lo, e->ci_hi, VerdictName(v));
-    };
+    csv += CellFields(r);
+    for (const MetricRow& m : kMetrics) {
+      const std::optional<double> v = r.Find(m.metric);
+      if (m.column == Column::kFlag) csv += v.value_or(0) != 0 ? ",true" : ",false";
+      if (m.column == Column::kNumber || m.column == Column::kMaybe) csv += "," + Opt(v);
+    }
     bool balanced = true;
     bool interrupted = false;
     for (const CellRecord* run : r.runs) {
       balanced &= run->result.books.balanced;
       interrupted |= run->result.interrupted;
     }
-    csv += fmt::format(
-        "{},{:.6g},{:.6g},{},{},{:.6g},{},{:.6g},{:.6g},{:.6g},{},{},{},{},{},{},{}\n",
-        CellFields(r), r.mb_per_s, r.mpps, Opt(r.ceiling_mb_per_s), r.link_bound ? "true" : "false",
-        r.avg_batch, Opt(r.doorbells_per_pkt), r.xmit_calls_per_pkt, r.cycles_per_pkt,
-        r.cpu_ns_per_pkt, Opt(r.lat_avg_ns), Opt(r.lat_p50_ns), Opt(r.lat_p99_ns),
-        vs(r.bw_vs_off, r.bw_verdict), vs(r.cycles_vs_off, r.cycles_verdict),
-        balanced ? "true" : "false", interrupted ? "true" : "false");
+    csv += fmt::format(",{},{},{},{}\n", vs(r.bw_vs_off, r.bw_verdict),
+                       vs(r.cycles_vs_off, r.cycles_verdict), balanced ? "true" : "false",
+                       interrupted ? "true" : "false");
   }
   return csv;
 }
 
 json SweepSummaryJson(const std::vector<CellSummary>& rows) {
   json out = json::array();
-  const auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   const auto vs = [](const std::optional<RatioEstimate>& e, Verdict v) -> json {
     if (!e) return nullptr;
     return {{"ratio", e->ratio}, {"ci95", {e->ci_lo, e->ci_hi}}, {"verdict", VerdictName(v)}};
   };
-  for (const CellSummary& r : rows)
-    out.push_back({{"driver", r.config.driver},
-                   {"qdisc_shape", ShapeName(r.config)},
-                   {"proto", ProtoName(r.config.proto)},
-                   {"size", r.config.size},
-                   {"procs", r.config.procs},
-                   {"policy", r.config.policy.ToString()},
-                   {"batch", r.config.policy.frames},
-                   {"rounds", r.runs.size()},
-                   {"mb_per_s", r.mb_per_s},
-                   {"mpps", r.mpps},
-                   {"ceiling_mb_per_s", opt(r.ceiling_mb_per_s)},
-                   {"link_bound", r.link_bound},
-                   {"avg_batch", r.avg_batch},
-                   {"doorbells_per_pkt", opt(r.doorbells_per_pkt)},
-                   {"xmit_calls_per_pkt", r.xmit_calls_per_pkt},
-                   {"cycles_per_pkt", r.cycles_per_pkt},
-                   {"cpu_ns_per_pkt", r.cpu_ns_per_pkt},
-                   {"lat_avg_ns", opt(r.lat_avg_ns)},
-                   {"lat_p50_ns", opt(r.lat_p50_ns)},
-                   {"lat_p99_ns", opt(r.lat_p99_ns)},
-                   {"bw_vs_off", vs(r.bw_vs_off, r.bw_verdict)},
-                   {"cycles_vs_off", vs(r.cycles_vs_off, r.cycles_verdict)}});
+  for (const CellSummary& r : rows) {
+    json row = {{"driver", r.config.driver},
+                {"qdisc_shape", ShapeName(r.config)},
+                {"proto", ProtoName(r.config.proto)},
+                {"size", r.config.size},
+                {"procs", r.config.procs},
+                {"policy", r.config.policy.ToString()},
+                {"batch", r.config.policy.frames},
+                {"rounds", r.runs.size()}};
+    for (const MetricRow& m : kMetrics) {
+      const std::optional<double> v = r.Find(m.metric);
+      if (m.column == Column::kFlag) row[std::string(m.key)] = v.value_or(0) != 0;
+      if (m.column == Column::kNumber) row[std::string(m.key)] = v.value_or(0);
+      if (m.column == Column::kMaybe) row[std::string(m.key)] = v ? json(*v) : json(nullptr);
+    }
+    row["bw_vs_off"] = vs(r.bw_vs_off, r.bw_verdict);
+    row["cycles_vs_off"] = vs(r.cycles_vs_off, r.cycles_verdict);
+    out.push_back(std::move(row));
+  }
   return out;
 }
 

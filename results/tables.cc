@@ -206,22 +206,23 @@ void PrintLatencyStages(std::FILE* out, const std::vector<CellSummary>& rows) {
   // One unit a column, over every row that has stages.
   std::vector<std::vector<std::optional<double>>> columns(7);
   for (const CellSummary& c : rows) {
-    if (!c.before_driver_p50_ns) continue;
+    const std::optional<double> before = c.Find(Metric::kBeforeDriverP50Ns);
+    if (!before) continue;
     const bool fill = c.before_driver_is_batch_fill;
-    const std::optional<double> none;
     int i = 0;
-    for (const auto* v :
-         {fill ? &none : &c.before_driver_p50_ns, fill ? &c.before_driver_p50_ns : &none,
-          &c.driver_ring_p50_ns, &c.wire_p50_ns, &c.lat_p50_ns, &c.first_in_batch_p50_ns,
-          &c.last_in_batch_p50_ns})
-      columns[i++].push_back(*v);
+    for (const std::optional<double>& v :
+         {fill ? std::nullopt : before, fill ? before : std::nullopt,
+          c.Find(Metric::kDriverRingP50Ns), c.Find(Metric::kWireP50Ns),
+          c.Find(Metric::kLatP50Ns), c.first_in_batch_p50_ns, c.last_in_batch_p50_ns})
+      columns[i++].push_back(v);
   }
   std::vector<LatencyUnit> units;
   for (const auto& col : columns) units.push_back(ColumnUnit(col));
   bool header = false;
   unsigned row = 0;
   for (const CellSummary& c : rows) {
-    if (!c.before_driver_p50_ns) continue;
+    const std::optional<double> before = c.Find(Metric::kBeforeDriverP50Ns);
+    if (!before) continue;
     if (!header) {
       fmt::print(out,
                  "\nWhere the latency goes (p50 per stage, medians over rounds; qdisc: waiting to "
@@ -238,10 +239,11 @@ void PrintLatencyStages(std::FILE* out, const std::vector<CellSummary>& rows) {
     const bool fill = c.before_driver_is_batch_fill;
     fmt::print(out, "{:<4}{:>8} {:>6} {:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n",
                ++row, c.config.size, c.config.procs, c.config.policy.ToString(),
-               fill ? "-" : LatencyText(c.before_driver_p50_ns, units[0]),
-               fill ? LatencyText(c.before_driver_p50_ns, units[1]) : "-",
-               LatencyText(c.driver_ring_p50_ns, units[2]), LatencyText(c.wire_p50_ns, units[3]),
-               LatencyText(c.lat_p50_ns, units[4]), LatencyText(c.first_in_batch_p50_ns, units[5]),
+               fill ? "-" : LatencyText(before, units[0]), fill ? LatencyText(before, units[1]) : "-",
+               LatencyText(c.Find(Metric::kDriverRingP50Ns), units[2]),
+               LatencyText(c.Find(Metric::kWireP50Ns), units[3]),
+               LatencyText(c.Find(Metric::kLatP50Ns), units[4]),
+               LatencyText(c.first_in_batch_p50_ns, units[5]),
                LatencyText(c.last_in_batch_p50_ns, units[6]), c.last_positions);
   }
 }
@@ -411,15 +413,18 @@ void PrintPolicyTable(std::FILE* out, const std::vector<CellSummary>& rows, cons
     for (const CellRecord* r : c.runs)
       if (std::string x = Remarks(r->result); !x.empty())
         remarks += (c.runs.size() > 1 ? fmt::format(" round {}:", r->round) : "") + x;
+    const auto ceiling = c.Find(Metric::kCeilingMbPerS);
+    const auto doorbells = c.Find(Metric::kDoorbellsPerPkt);
     fmt::print(
         out,
         "{:<4}{:>8} {:>6} {:>10.2f} {:>8.4f} {:>6} {:>9.2f} {:>7} {:>9.0f} "
         "{:>7.0f} {:>9} {:>9} {:>8.0f}  {}{}{}{}\n",
-        ++row, c.config.size, c.config.procs, c.mb_per_s, c.mpps,
-        c.ceiling_mb_per_s ? fmt::format("{:.2f}", 100 * c.mb_per_s / *c.ceiling_mb_per_s) : "-",
-        c.avg_batch, c.doorbells_per_pkt ? fmt::format("{:.3f}", *c.doorbells_per_pkt) : "-",
-        c.cycles_per_pkt, c.cpu_ns_per_pkt, LatencyText(c.lat_avg_ns, avg_unit),
-        LatencyText(c.lat_p99_ns, p99_unit), c.requeues,
+        ++row, c.config.size, c.config.procs, c.Value(Metric::kMbPerS), c.Value(Metric::kMpps),
+        ceiling ? fmt::format("{:.2f}", 100 * c.Value(Metric::kMbPerS) / *ceiling) : "-",
+        c.Value(Metric::kAvgBatch), doorbells ? fmt::format("{:.3f}", *doorbells) : "-",
+        c.Value(Metric::kCyclesPerPkt), c.Value(Metric::kCpuNsPerPkt),
+        LatencyText(c.Find(Metric::kLatAvgNs), avg_unit),
+        LatencyText(c.Find(Metric::kLatP99Ns), p99_unit), c.Value(Metric::kRequeues),
         verdicts ? fmt::format("{:<13} {:<13} ", ShortVerdict(c.bw_vs_off, c.bw_verdict),
                                ShortVerdict(c.cycles_vs_off, c.cycles_verdict))
                  : "",
@@ -454,7 +459,8 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
                kEquivalenceMargin * 100);
   // One unit a latency column, the same in every policy's table (they compare row by row).
   std::vector<std::optional<double>> avgs, p99s;
-  for (const CellSummary& c : rows) avgs.push_back(c.lat_avg_ns), p99s.push_back(c.lat_p99_ns);
+  for (const CellSummary& c : rows)
+    avgs.push_back(c.Find(Metric::kLatAvgNs)), p99s.push_back(c.Find(Metric::kLatP99Ns));
   const LatencyUnit avg_unit = ColumnUnit(avgs), p99_unit = ColumnUnit(p99s);
   for (const PolicySpec& pol : policies)
     PrintPolicyTable(out, rows, pol, rounds >= 2 && !(pol == policies.front()), name_shape,

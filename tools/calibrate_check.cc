@@ -99,15 +99,15 @@ std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned
     CheckRow row;
     row.cell = real.config;
     row.threads = row.cell.procs + (row.cell.shape.dedicated ? 1 : 0);
-    row.real_mpps = real.mpps;
+    row.real_mpps = real.Value(Metric::kMpps);
     const auto [lo, hi] = std::minmax_element(
         real.runs.begin(), real.runs.end(),
         [](const CellRecord* x, const CellRecord* y) { return x->result.mpps < y->result.mpps; });
     row.real_lo = (*lo)->result.mpps;
     row.real_hi = (*hi)->result.mpps;
-    row.sim_mpps = sim->mpps;
-    row.real_cycles = real.cycles_per_pkt;
-    row.sim_cycles = sim->cycles_per_pkt;
+    row.sim_mpps = sim->Value(Metric::kMpps);
+    row.real_cycles = real.Value(Metric::kCyclesPerPkt);
+    row.sim_cycles = sim->Value(Metric::kCyclesPerPkt);
     const auto sleeps = [](const CellSummary& s) {
       std::vector<double> v;
       for (const CellRecord* r : s.runs)

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <functional>
 
 #include "results/latency_text.h"
+#include "results/metrics.h"
 #include "results/tables.h"
 
 namespace txbatch {
@@ -13,32 +13,14 @@ namespace {
 
 using nlohmann::json;
 
-struct Metric {
-  const char* name;
-  bool higher_is_better;
-  std::function<std::optional<double>(const CellResult&)> value;  // control plane only
-};
-
-const std::vector<Metric>& Metrics() {
-  static const std::vector<Metric> kMetrics = {
-      {"Mpps", true, [](const CellResult& r) { return std::optional(r.mpps); }},
-      {"MB/s", true, [](const CellResult& r) { return std::optional(r.mb_per_s); }},
-      {"cycles/pkt", false, [](const CellResult& r) { return std::optional(r.cycles_per_pkt); }},
-      {"CPU ns/pkt", false, [](const CellResult& r) { return std::optional(r.cpu_ns_per_pkt); }},
-      {"doorbells/pkt", false, [](const CellResult& r) { return r.doorbells_per_pkt; }},
-      {"xmit calls/pkt", false,
-       [](const CellResult& r) { return std::optional(r.xmit_calls_per_pkt); }},
-      {"latency p50", false,
-       [](const CellResult& r) {
-         return r.latency ? std::optional(r.latency->p50) : std::nullopt;
-       }},
-      {"latency p99", false,
-       [](const CellResult& r) {
-         return r.latency ? std::optional(r.latency->p99) : std::nullopt;
-       }},
-  };
-  return kMetrics;
-}
+// The metrics compare judges, in its order; their names, directions and values are the
+// summary's (results/metrics.h).
+constexpr Metric kCompared[] = {Metric::kMpps,           Metric::kMbPerS,
+                                Metric::kCyclesPerPkt,   Metric::kCpuNsPerPkt,
+                                Metric::kDoorbellsPerPkt, Metric::kXmitCallsPerPkt,
+                                Metric::kLatP50Ns,       Metric::kLatP99Ns};
+static_assert(std::all_of(std::begin(kCompared), std::end(kCompared),
+                          [](Metric m) { return !RowOf(m).compared.empty(); }));
 
 std::string Cell(const std::optional<double>& v, const char* fmt_spec = "{:.3g}") {
   return v ? fmt::format(fmt::runtime(fmt_spec), *v) : "-";
@@ -90,20 +72,21 @@ std::string AxisValue(const std::string& axis, const CellConfig& c) {
 std::vector<MetricComparison> CompareMetrics(const std::vector<CellResult>& a,
                                              const std::vector<CellResult>& b) {
   std::vector<MetricComparison> out;
-  for (const Metric& m : Metrics()) {
+  for (const Metric metric : kCompared) {
+    const MetricRow& m = RowOf(metric);
     MetricComparison mc;
-    mc.name = m.name;
+    mc.name = m.compared;
     mc.higher_is_better = m.higher_is_better;
     std::vector<double> va, vb;
     for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-      const auto x = m.value(a[i]), y = m.value(b[i]);
+      const auto x = m.of(a[i]), y = m.of(b[i]);
       va.push_back(x.value_or(0));
       vb.push_back(y.value_or(0));
     }
     mc.estimate = EstimateRatio(va, vb);
     if (mc.estimate) {
       mc.verdict = Judge(*mc.estimate, m.higher_is_better);
-      mc.text = DescribeVerdict(*mc.estimate, mc.verdict, m.name);
+      mc.text = DescribeVerdict(*mc.estimate, mc.verdict, mc.name);
     } else {
       mc.text = "no verdict: null or 0 on a side in every round";
     }

@@ -63,7 +63,7 @@ std::vector<TunePoint> PointsOf(const std::vector<CellRecord>& records,
                                 const PolicySpec& baseline) {
   std::vector<TunePoint> points;
   for (const CellSummary& r : Summarise(records, baseline))
-    points.push_back({r.config.policy.frames, r.mpps, r.lat_p99_ns});
+    points.push_back({r.config.policy.frames, r.Value(Metric::kMpps), r.Find(Metric::kLatP99Ns)});
   std::sort(points.begin(), points.end(),
             [](const TunePoint& a, const TunePoint& b) { return a.batch < b.batch; });
   return points;

@@ -3,8 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "results/metrics.h"
+#include "results/sweep.h"
 
 namespace txbatch {
 namespace {
@@ -174,6 +181,54 @@ TEST(ResultFields, OlderRecordsReadTheirLaterFieldsAsDefaultsAndMissingOnesAreRe
           << e.what();
     }
   }
+}
+
+// Each summary metric reads the value of a round's results that its key names: the record's
+// field of the same name, or (for the ones the record nests) the one named here. A metric
+// wired to another field reads another of EveryFieldSet's distinct values and fails.
+TEST(Metrics, EachMetricReadsTheResultsFieldItNames) {
+  const CellResult r = EveryFieldSet();
+  const json j = ResultJson(r);
+  const std::map<std::string_view, std::string> nested = {
+      {"ceiling_mb_per_s", "/link_ceiling/mb_per_s"},
+      {"lat_avg_ns", "/latency_ns/avg"},
+      {"lat_p50_ns", "/latency_ns/p50"},
+      {"lat_p99_ns", "/latency_ns/p99"},
+      {"before_driver_p50_ns", "/latency_stages_ns/batch_fill/p50"},  // a batch fill here
+      {"driver_ring_p50_ns", "/latency_stages_ns/driver_ring/p50"},
+      {"wire_p50_ns", "/latency_stages_ns/wire/p50"}};
+  for (const MetricRow& m : kMetrics) {
+    const auto it = nested.find(m.key);
+    const json& v = j.at(json::json_pointer(it == nested.end() ? "/" + std::string(m.key)
+                                                               : it->second));
+    ASSERT_TRUE(m.of(r).has_value()) << m.key;
+    EXPECT_EQ(*m.of(r), v.is_boolean() ? static_cast<double>(v.get<bool>()) : v.get<double>())
+        << m.key;
+  }
+  // And none where the round has none.
+  const CellResult bare;
+  for (Metric m : {Metric::kCeilingMbPerS, Metric::kDoorbellsPerPkt, Metric::kLatP99Ns,
+                   Metric::kWireP50Ns})
+    EXPECT_FALSE(RowOf(m).of(bare).has_value()) << RowOf(m).key;
+}
+
+// doc/output.md's table of results.csv names the columns SweepCsv writes, in its order: the
+// metric table (results/metrics.h) and the reference do not drift apart.
+TEST(Metrics, DocumentedColumnsAreTheTables) {
+  std::ifstream in(std::string(TXBATCH_SOURCE_DIR) + "/doc/output.md");
+  ASSERT_TRUE(in) << "doc/output.md";
+  std::string documented;
+  bool inside = false;
+  const std::regex name("`([a-z0-9_]+)`");
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("## ")) inside = line == "## `DIR/results.csv`";
+    if (!inside || !line.starts_with("| `")) continue;
+    const std::string first = line.substr(0, line.find('|', 1));
+    for (std::sregex_iterator m(first.begin(), first.end(), name), end; m != end; ++m)
+      documented += (documented.empty() ? "" : ",") + (*m)[1].str();
+  }
+  const std::string csv = SweepCsv({});
+  EXPECT_EQ(documented, csv.substr(0, csv.find('\n')));
 }
 
 }  // namespace
