@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "dataplane/gso.h"
 #include "dataplane/tx_queue.h"
 
 namespace txbatch {
@@ -23,8 +24,15 @@ NetdevQueue::NetdevQueue(TxDriver& driver, const FlushPolicy& policy, const BqlB
 XmitResult NetdevQueue::Xmit(std::span<rte_mbuf* const> frames, Handover handover,
                              bool from_qdisc) {
   const bool was_stopped = Stopped();
-  if (from_qdisc && was_stopped) return {};
+  if ((from_qdisc && was_stopped) || frames.empty()) return {};
   const auto n = static_cast<uint16_t>(frames.size());
+  // What the driver is given is read before each call: it may free what it takes.
+  std::array<uint32_t, kMaxBatch> len, wire;
+  for (uint16_t i = 0; i < n; ++i) {
+    wire[i] = WireFrames(frames[i]);
+    if (dql_) len[i] = BqlBytesOf(frames[i], bql_bytes_);
+  }
+  DriverCounters& c = driver_.counters_;
   uint16_t accepted = 0;
   if (handover == Handover::kXmitMore) {
     // dev_hard_start_xmit: one call per frame, xmit_more on all but the last; a queue that
@@ -35,20 +43,24 @@ XmitResult NetdevQueue::Xmit(std::span<rte_mbuf* const> frames, Handover handove
     // 3.18's e1000 rang every frame, which emu does not model): a frame that stops the queue
     // through BQL, and on 4.20 on every frame after it in the chain, goes without xmit_more.
     while (accepted < n) {
-      const uint32_t len = BqlBytesOf(frames[accepted], bql_bytes_);  // before the driver owns it
-      const bool bql_stopped = dql_ && (bql_xoff_ || dql_->Avail() - static_cast<int64_t>(len) < 0);
+      const bool bql_stopped =
+          dql_ && (bql_xoff_ || dql_->Avail() - static_cast<int64_t>(len[accepted]) < 0);
+      c.xmit_calls.Add();
+      c.offered.Add();
       if (!driver_.XmitOne(frames[accepted], accepted + 1 < n && !bql_stopped)) break;
+      c.accepted.Add(wire[accepted]);
+      if (dql_) BqlSent(len[accepted]);
       ++accepted;
-      if (dql_) BqlSent(len);
       if (accepted < n && (bql_ends_chain_ ? Stopped() : driver_.Stopped())) break;
     }
   } else {
-    std::array<uint32_t, kMaxBatch> len;
-    if (dql_)
-      for (uint16_t i = 0; i < n; ++i) len[i] = BqlBytesOf(frames[i], bql_bytes_);
+    c.xmit_calls.Add();
+    c.offered.Add(n);
     accepted = driver_.Xmit(frames);
-    if (dql_)
-      for (uint16_t i = 0; i < accepted; ++i) BqlSent(len[i]);
+    for (uint16_t i = 0; i < accepted; ++i) {
+      c.accepted.Add(wire[i]);
+      if (dql_) BqlSent(len[i]);
+    }
   }
   return {accepted, /*offered=*/true, /*stopped_now=*/Stopped() && !was_stopped};
 }

@@ -63,7 +63,7 @@ template <class C>
 struct DriverCountersOf {
   C xmit_calls;       // Xmit calls that offered at least one frame
   C offered;          // frames offered to Xmit
-  C accepted;         // frames Xmit accepted (sent, in the books)
+  C accepted;         // wire frames of those Xmit accepted (sent, in the books)
   C doorbells;        // tail-register writes (drivers that own one)
   C completed_bytes;  // bytes Complete reclaimed (drivers with BQL, has_bql())
   C stops;            // times the queue stopped because the ring filled
@@ -113,8 +113,10 @@ struct DriverCounts : DriverCountersOf<uint64_t> {};
 //   one thread. Two TxDrivers of one port (--queues: one per queue) may be called at the same
 //   time from different threads; what they share (emu's SharedWire, a DPDK port's queues) is
 //   theirs to synchronise.
-// * Counters: a driver keeps counters() itself, under the TX lock — xmit_calls and offered for
-//   every Xmit (or XmitOne) that offered a frame, accepted for each frame it took, stops when
+// * Counters: the caller's side, NetdevQueue's (every call reaches a driver through it) —
+//   xmit_calls and offered for every Xmit (or XmitOne) that offered a frame, accepted for each
+//   wire frame of those it took (a GSO frame's segments: WireFrames). The rest a driver keeps
+//   itself, under the TX lock: stops when
 //   the queue stops because it cannot take more (its ring full; verbs: its QP recovering or a
 //   post refused), wakes when it restarts a queue it stopped (Linux's restart_queue),
 //   doorbells if owns_doorbell(),
@@ -214,6 +216,9 @@ class TxDriver {
 
  protected:
   DriverCounters counters_;
+
+ private:
+  friend class NetdevQueue;  // counts the calls it makes: xmit_calls, offered, accepted
 };
 
 }  // namespace txbatch

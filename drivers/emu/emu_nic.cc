@@ -197,8 +197,6 @@ class EmuNic final : public TxDriver {
   uint16_t Post(std::span<rte_mbuf* const> frames, bool more) {
     if (frames.empty()) return 0;
     const Tsc now = Clock();
-    counters_.xmit_calls.Add();
-    counters_.offered.Add(frames.size());
     if (infinite_) return XmitInfinite(frames, now, more);
     unsigned n = 0, descs = 0, wire_frames = 0;
     for (; n < frames.size(); ++n) {
@@ -222,7 +220,6 @@ class EmuNic final : public TxDriver {
       return 0;
     }
     frames_in_ring_ += wire_frames;
-    counters_.accepted.Add(wire_frames);
     // A frame that did not fit stops the queue too (NETDEV_TX_BUSY's netif_stop_queue): only a
     // GSO frame can meet that with the queue open, behind a stop_slack below its descriptors.
     const bool stops = !stopped_ && (FreeSlots() < options_.stop_slack || n < frames.size());
@@ -337,7 +334,6 @@ class EmuNic final : public TxDriver {
   uint16_t XmitInfinite(std::span<rte_mbuf* const> frames, Tsc now, bool more) {
     // Accepts everything at once and completes it at once: only software cost remains.
     const unsigned n = static_cast<unsigned>(frames.size());
-    counters_.accepted.Add(n);
     double cost = desc_tsc_ * n;
     if (!more) {
       counters_.doorbells.Add();

@@ -104,8 +104,6 @@ class EthdevPort final : public TxDriver {
 
   uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
     if (frames.empty()) return 0;
-    counters_.xmit_calls.Add();
-    counters_.offered.Add(frames.size());
     const Tsc now = Now();
     // Counted where the driver accepts them (net_null frees, net_pcap writes, a NIC sends)
     // unless they come back. Lengths are read first: the PMD may free what it accepts.
@@ -127,7 +125,6 @@ class EthdevPort final : public TxDriver {
     const uint16_t n = rte_eth_tx_burst(port_, queue_, const_cast<rte_mbuf**>(frames.data()),
                                         static_cast<uint16_t>(frames.size()));
     if (capture != nullptr) capture->Sent(port_, copies, n);
-    counters_.accepted.Add(n);
     if (loopback_) in_flight_ += n;
     if (!loopback_) counters_.last_departure.Max(now);
     if (count_here) {

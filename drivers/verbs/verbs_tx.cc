@@ -152,13 +152,10 @@ unsigned VerbsTx::BuildChain(std::span<rte_mbuf* const> frames, size_t first, un
 
 uint16_t VerbsTx::Xmit(std::span<rte_mbuf* const> frames) {
   if (frames.empty()) return 0;
-  counters_.xmit_calls.Add();
-  counters_.offered.Add(frames.size());
   if (broken_) {
     // Nothing can be sent any more: drop, counted, so the run drains and its books close.
     for (rte_mbuf* m : frames) rte_pktmbuf_free(m);
     vc_.dropped_broken.Add(frames.size());
-    counters_.accepted.Add(frames.size());
     return static_cast<uint16_t>(frames.size());
   }
   if (recovering_) {
@@ -225,7 +222,6 @@ uint16_t VerbsTx::Xmit(std::span<rte_mbuf* const> frames) {
     done = skipped + built;
     Break();
   }
-  counters_.accepted.Add(done);
   if (posted > 0) counters_.last_departure.Max(now);
   if (window_frames > 0) {
     counters_.window_frames.Add(window_frames);

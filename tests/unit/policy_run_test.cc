@@ -172,7 +172,6 @@ class ScriptedDriver final : public test::HoldingDriver {
   }
   void Take(std::span<rte_mbuf* const> frames) {
     for (rte_mbuf* m : frames) held_.push_back(m);
-    counters_.accepted.Add(frames.size());
     if (take_limit != UINT_MAX) take_limit -= static_cast<unsigned>(frames.size());
   }
   bool bql_;

@@ -170,7 +170,6 @@ TEST_P(SignalPlacement, TheQueueNeverFillsWithNothingToReclaimIt) {
   (void)rig.tx->Complete(Now());
   EXPECT_EQ(rig.tx->InFlight(), 0u);
   EXPECT_EQ(rig.qp->violations, 0u);
-  EXPECT_EQ(rig.tx->counters().accepted.Get(), sent);
   EXPECT_EQ(rig.tx->verbs_counters().work_requests.Get(), sent);
   EXPECT_GE(rig.tx->verbs_counters().signalled.Get(), sent / signal_every);
 }
