@@ -243,9 +243,8 @@ TEST(Workload, DatagramProducersDropOnAFullQdiscAndTheBooksSayWhy) {
   const auto run = RunTxbatch("run --driver emu:e1000 --producer datagram --proto udp --size 1400 "
       "--procs 4 --batch 1,32 --duration 0.3 --warmup 0.1");
   ASSERT_EQ(run.status, 0) << run.err;
-  for (const json& rec : run.doc["records"]) {
+  for (const auto& [rec, r, a, cell] : Cells(run)) {
     CheckBooksAndDrain(rec);
-    const json& r = rec["results"];
     EXPECT_GT(r["drops"]["qdisc_full"].get<uint64_t>(), 0u);  // offered far above 1 Gb/s
     EXPECT_EQ(r["drops_total"], r["accounting"]["dropped"]);
     // The point here is the drops. Four producers spinning on 2 vCPUs preempt whichever of them
@@ -260,9 +259,8 @@ TEST(Workload, SmallestUdpFramesOnNull) {
       "run --driver emu:null --proto udp --size 18 --procs 2 --batch 1,32 "
       "--duration 0.3 --warmup 0.1");
   ASSERT_EQ(run.status, 0) << run.err;
-  for (const json& rec : run.doc["records"]) {
+  for (const auto& [rec, r, a, cell] : Cells(run)) {
     CheckBooksAndDrain(rec);
-    const json& r = rec["results"];
     // 18 bytes of payload per 60-byte frame: MB/s is exactly 18 bytes per packet.
     EXPECT_NEAR(r["mb_per_s"].get<double>(), r["mpps"].get<double>() * 18, 1e-6);
   }

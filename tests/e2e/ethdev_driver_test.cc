@@ -32,10 +32,7 @@ TEST_P(EthdevRun, BooksBalanceAndNothingLeaks) {
   std::string err = run.err;
   if (err.starts_with("txbatch: note: CPU")) err.erase(0, err.find('\n') + 1);
   EXPECT_TRUE(err.empty()) << run.err;
-  for (const json& rec : run.doc["records"]) {
-    const json& r = rec["results"];
-    const json& a = r["accounting"];
-    const std::string cell = rec["config"].dump();
+  for (const auto& [rec, r, a, cell] : Cells(run)) {
     EXPECT_TRUE(a["balanced"].get<bool>()) << cell << a.dump();
     EXPECT_EQ(r["mbufs_in_use_at_exit"], 0) << cell;
     EXPECT_EQ(a["dropped"], 0) << cell;
@@ -162,11 +159,8 @@ TEST_P(EthdevPortNCounters, EachCellReportsItsOwnPmdCounters) {
       "--warmup 0.05" +
       UserEalArgs(prefix) + " --vdev " + vdev);
   ASSERT_TRUE(WroteCells(run, 2));
-  for (const json& rec : run.doc["records"]) {
-    const json& r = rec["results"];
-    const json& a = r["accounting"];
+  for (const auto& [rec, r, a, cell] : Cells(run)) {
     const json& pmd = r["driver_counters"];
-    const std::string cell = rec["config"].dump();
     EXPECT_TRUE(a["balanced"].get<bool>()) << cell << a.dump();
     ASSERT_GT(a["sent"].get<uint64_t>(), 0u) << cell;
     ASSERT_TRUE(pmd.contains("pmd_opackets")) << cell << pmd.dump();
@@ -214,8 +208,7 @@ TEST(EthdevPayload, EveryDriverCountsTheSameBytesPerFrame) {
                                 "--duration 0.2 --warmup 0.05");
     ASSERT_EQ(run.status, 0) << driver << ": " << run.err;
     ASSERT_EQ(run.doc["records"].size(), 2u) << driver;
-    for (const json& rec : run.doc["records"]) {
-      const json& r = rec["results"];
+    for (const auto& [rec, r, a, cell] : Cells(run)) {
       const double size = rec["config"]["size"].get<double>();
       ASSERT_GT(r["mpps"].get<double>(), 0) << driver;
       // MB/s over Mpps: payload bytes over frames in the same window.

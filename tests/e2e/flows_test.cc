@@ -111,8 +111,7 @@ TEST(Flows, EachFlowIsASequenceOfItsOwnOnTheSimulationAndTheProbeIsTheLast) {
       "--size 65536 --procs 2 --flows 3 --batch 32 --duration 0.2 --warmup 0.05 --per-flow "
       "--probe 1000pps");
   ASSERT_TRUE(WroteCells(run, 2));
-  for (const json& rec : run.doc["records"]) {
-    const json& r = rec["results"];
+  for (const auto& [rec, r, a, cell] : Cells(run)) {
     ASSERT_TRUE(r["tsq"].is_object()) << r.dump();  // TCP Small Queues ran
     ASSERT_TRUE(r["probe"].is_object()) << r.dump();
     EXPECT_EQ(r["probe"]["flow"], kProcs * kFlows);  // the last

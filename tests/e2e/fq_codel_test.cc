@@ -24,10 +24,7 @@ TEST(FqCodelRun, WhatItDropsAfterQueueingIsInTheBooksAndIsWhatTheReceiverMisses)
       "run --driver emu:e1000 --qdisc 'fq_codel target 1ms interval 5ms limit 1000',pfifo_fast "
       "--proto udp --size 1472 --procs 2 --batch 32 --duration 0.3 --warmup 0.05");
   ASSERT_TRUE(WroteCells(run, 2));
-  for (const json& rec : run.doc["records"]) {
-    const json& r = rec["results"];
-    const json& a = r["accounting"];
-    const std::string cell = rec["config"].dump();
+  for (const auto& [rec, r, a, cell] : Cells(run)) {
     ExpectBooksClosed(rec);
     // Nothing is lost past the qdisc on an emulated wire without a link: the receiver's gaps
     // are the frames the qdisc dropped after queueing them, frame for frame.
@@ -78,9 +75,8 @@ TEST(FqCodelRun, TheProbeWaitsForBqlsBytesUnderFqCodelAndTheWholeBacklogUnderPfi
   ASSERT_TRUE(WroteCells(run, 4));
   std::map<std::string, double> p50;  // "qdisc policy" -> the probe's p50 (ns)
   std::map<std::string, const json*> results;
-  for (const json& rec : run.doc["records"]) {
+  for (const auto& [rec, r, a, cell] : Cells(run)) {
     ExpectBooksClosed(rec);
-    const json& r = rec["results"];
     const std::string key =
         rec["config"]["qdisc"].get<std::string>() + " " + rec["config"]["policy"].get<std::string>();
     ASSERT_TRUE(r["probe"].is_object()) << key;

@@ -45,11 +45,8 @@ const TxbatchRun& ImpairedRun() {
 TEST(Link, ImpairmentsAreCountedAndTheBooksClose) {
   const TxbatchRun& run = ImpairedRun();
   ASSERT_TRUE(WroteCells(run, 2));
-  for (const json& rec : run.doc["records"]) {
-    const json& r = rec["results"];
-    const json& a = r["accounting"];
+  for (const auto& [rec, r, a, cell] : Cells(run)) {
     const json& l = r["link"];
-    const std::string cell = rec["config"].dump();
     EXPECT_NE(rec["config"]["link"].get<std::string>().find("distribution normal"),
               std::string::npos);
     EXPECT_TRUE(a["balanced"].get<bool>()) << cell << a.dump() << l.dump();
@@ -101,8 +98,7 @@ TEST(Link, ImpairmentsAreCountedAndTheBooksClose) {
 TEST(Link, TheDelayShowsInLatency) {
   const TxbatchRun& run = ImpairedRun();
   ASSERT_EQ(run.status, 0) << run.err;
-  for (const json& rec : run.doc["records"]) {
-    const json& r = rec["results"];
+  for (const auto& [rec, r, a, cell] : Cells(run)) {
     ASSERT_TRUE(r["latency_ns"].is_object())
         << "no frame arrived in the window: " << rec["config"].dump();
     const double frame_ns = 1e3 / r["link_ceiling"]["mpps"].get<double>();

@@ -1,5 +1,7 @@
 #include "tests/e2e/run_helper.h"
 
+#include <chrono>
+
 #include "dataplane/eal.h"
 
 namespace txbatch::test {
@@ -13,6 +15,22 @@ namespace txbatch::test {
 
 const nlohmann::json& Results(const TxbatchRun& run, size_t i) {
   return run.doc["records"][i]["results"];
+}
+
+std::vector<Cell> Cells(const TxbatchRun& run) {
+  std::vector<Cell> cells;
+  for (const nlohmann::json& rec : run.doc["records"]) {
+    const nlohmann::json& r = rec["results"];
+    cells.push_back(Cell{rec, r, r["accounting"], rec["config"].dump()});
+  }
+  return cells;
+}
+
+TxbatchRun RunTxbatchTimed(const std::string& args, double* wall_s) {
+  const auto t0 = std::chrono::steady_clock::now();
+  TxbatchRun run = RunTxbatch(args);
+  *wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return run;
 }
 
 std::string UserEalArgs(const std::string& file_prefix) {
@@ -51,6 +69,15 @@ void ExpectDeliveredOnce(const nlohmann::json& rec) {
   EXPECT_EQ(a["received"], a["sent"]) << cell;
   EXPECT_EQ(a["lost"], 0) << cell;
   EXPECT_EQ(a["duplicated"], 0) << cell;
+}
+
+void ExpectDropsHaveReasons(const nlohmann::json& rec) {
+  const nlohmann::json& r = rec["results"];
+  const std::string cell = rec["config"].dump();
+  EXPECT_EQ(r["alloc_failures"], 0) << cell << ": the pool ran dry";
+  uint64_t by_reason = 0;
+  for (const auto& [reason, n] : r["drops"].items()) by_reason += n.get<uint64_t>();
+  EXPECT_EQ(by_reason, r["drops_total"].get<uint64_t>()) << cell << r["drops"].dump();
 }
 
 }  // namespace txbatch::test

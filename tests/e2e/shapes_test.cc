@@ -51,11 +51,8 @@ TEST_P(ShapeRun, BooksBalanceDrainCompletesAndEveryFrameArrivesOnce) {
   const bool noqueue = std::string(shape.args) == "--qdisc none";
   const TxbatchRun& run = ShapeRunOf(GetParam());
   ASSERT_TRUE(WroteCells(run, 2));
-  for (const json& rec : run.doc["records"]) {
+  for (const auto& [rec, r, a, cell] : Cells(run)) {
     ExpectBooksClosed(rec);
-    const json& r = rec["results"];
-    const json& a = r["accounting"];
-    const std::string cell = rec["config"].dump();
     EXPECT_GT(a["sent"].get<uint64_t>(), 0u) << cell;  // over the whole cell, drain included
     EXPECT_EQ(a["received"], a["sent"]) << cell;       // nothing corrupted or lost on the way ...
     EXPECT_EQ(a["lost"], 0) << cell;                   // ... in order per flow ...
@@ -91,10 +88,8 @@ TEST(Bypass, ChangesNoCountOnEitherSync) {
                                 "--proto udp --size 1000 --procs 1,8 --batch 32 --rate 50kpps " +
                                 "--duration 0.3 --warmup 0.1" + (off ? " --no-bypass" : ""));
     ASSERT_TRUE(WroteCells(run, 4));
-    for (const json& rec : run.doc["records"]) {
+    for (const auto& [rec, r, a, cell] : Cells(run)) {
       ExpectDeliveredOnce(rec);
-      const json& r = rec["results"];
-      const std::string cell = rec["config"].dump();
       EXPECT_EQ(rec["config"]["bypass"], !off) << cell;
       if (off) {
         EXPECT_EQ(r["bypassed"], 0) << cell;
@@ -114,10 +109,8 @@ TEST(NoTiming, KeepsTheBooksAndLeavesOnlyTheLatencyOut) {
       "run --qdisc pfifo_fast,none --driver emu:e1000 --proto udp --size 1000 --procs 2 "
       "--batch 32 --duration 0.3 --warmup 0.1 --no-timing");
   ASSERT_TRUE(WroteCells(run, 2));
-  for (const json& rec : run.doc["records"]) {
+  for (const auto& [rec, r, a, cell] : Cells(run)) {
     ExpectDeliveredOnce(rec);
-    const json& r = rec["results"];
-    const std::string cell = rec["config"].dump();
     EXPECT_EQ(rec["config"]["timing"], false) << cell;
     EXPECT_TRUE(r["latency_ns"].is_null()) << cell;
     EXPECT_TRUE(r["latency_stages_ns"].is_null()) << cell;
@@ -131,25 +124,18 @@ TEST(NoTiming, KeepsTheBooksAndLeavesOnlyTheLatencyOut) {
 // never exhausts the pool; the run ends on time and drains.
 TEST_P(ShapeRun, DatagramOverloadDropsWithAReasonAndEndsOnTime) {
   const auto& [shape, driver] = GetParam();
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto run = RunTxbatch("run " + std::string(shape.args) + " --driver " + driver +
-                              " --proto udp --size 1000 --procs 1,8 --batch 32 "
-                              "--producer datagram --duration 0.3 --warmup 0.1");
-  const double wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double wall_s = 0;
+  const auto run = RunTxbatchTimed("run " + std::string(shape.args) + " --driver " + driver +
+                                       " --proto udp --size 1000 --procs 1,8 --batch 32 "
+                                       "--producer datagram --duration 0.3 --warmup 0.1",
+                                   &wall_s);
   ASSERT_TRUE(WroteCells(run, 2));
   // Two cells of 0.4 s, EAL start-up and the drains: far less than this on time.
   EXPECT_LT(wall_s, 15.0);
   const bool wire_bound = driver.starts_with("emu");
-  for (const json& rec : run.doc["records"]) {
+  for (const auto& [rec, r, a, cell] : Cells(run)) {
     ExpectBooksClosed(rec);
-    const json& r = rec["results"];
-    const json& a = r["accounting"];
-    const std::string cell = rec["config"].dump();
-    EXPECT_EQ(r["alloc_failures"], 0) << cell << ": the pool ran dry";
-    uint64_t by_reason = 0;
-    for (const auto& [reason, n] : r["drops"].items()) by_reason += n.get<uint64_t>();
-    EXPECT_EQ(by_reason, r["drops_total"].get<uint64_t>()) << cell << r["drops"].dump();
+    ExpectDropsHaveReasons(rec);
     EXPECT_EQ(a["dropped"], r["drops_total"]) << cell;
     if (wire_bound) {
       EXPECT_GT(a["dropped"].get<uint64_t>(), a["sent"].get<uint64_t>() / 10)
@@ -164,24 +150,19 @@ class NullOverload : public ::testing::TestWithParam<std::tuple<Shape, const cha
 
 TEST_P(NullOverload, BooksBalanceDropsHaveReasonsAndTheRunEndsOnTime) {
   const auto& [shape, producer] = GetParam();
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto run = RunTxbatch("run " + std::string(shape.args) +
-                              " --driver ethdev:net_null0 --proto udp --size 1000 --procs 1,8 "
-                              "--batch 32 --producer " +
-                              producer + " --duration 0.3 --warmup 0.1");
-  const double wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double wall_s = 0;
+  const auto run = RunTxbatchTimed("run " + std::string(shape.args) +
+                                       " --driver ethdev:net_null0 --proto udp --size 1000 "
+                                       "--procs 1,8 --batch 32 --producer " +
+                                       producer + " --duration 0.3 --warmup 0.1",
+                                   &wall_s);
   ASSERT_TRUE(WroteCells(run, 2));
   EXPECT_LT(wall_s, 15.0);
-  for (const json& rec : run.doc["records"]) {
+  for (const auto& [rec, r, a, cell] : Cells(run)) {
     ExpectBooksClosed(rec);
-    const json& r = rec["results"];
-    EXPECT_EQ(r["alloc_failures"], 0) << rec["config"].dump() << ": the pool ran dry";
-    uint64_t by_reason = 0;
-    for (const auto& [reason, n] : r["drops"].items()) by_reason += n.get<uint64_t>();
-    EXPECT_EQ(by_reason, r["drops_total"].get<uint64_t>()) << r["drops"].dump();
+    ExpectDropsHaveReasons(rec);
     if (std::string(producer) == "stream") {
-      EXPECT_EQ(r["drops_total"], 0) << rec["config"].dump();  // stream producers wait
+      EXPECT_EQ(r["drops_total"], 0) << cell;  // stream producers wait
     }
   }
 }
