@@ -122,20 +122,31 @@ struct StalledReader {
   int fd = -1;
 };
 
-// Waits up to `limit` until `reader`'s FIFO holds `run`'s writer (`what` it writes there, for a
-// failure's message), then interrupts it (SIGINT) and waits for its end: its exit status in
-// `*status` and its stderr in `*err`. In ASSERT_NO_FATAL_FAILURE: a FIFO never full, or a run
-// still going kEndWithin after the signal (killed, where each of its threads waited said), ends
-// the test.
-void InterruptOnceHeld(Background& run, const StalledReader& reader, Clock::duration limit,
-                       const char* what, int* status, std::string* err) {
+// How a run interrupted while a stalled reader held it ended.
+struct Interrupted {
+  int status = 0;
+  std::string err, out;
+};
+
+// Holds the read end of a FIFO at `d`/fifo open without reading, starts txbatch `args` (which
+// name the FIFO as an output) in the background, waits up to `limit` until the FIFO holds its
+// writer (`what` it writes there, for a failure's message), then interrupts it (SIGINT) and
+// waits for its end: its exit status, stderr and stdout in `*end`. In ASSERT_NO_FATAL_FAILURE:
+// a FIFO that could not be made or was never full, or a run still going kEndWithin after the
+// signal (killed, where each of its threads waited said), ends the test.
+void InterruptWhileStalled(const fs::path& d, const std::string& args, Clock::duration limit,
+                           const char* what, Interrupted* end) {
+  const StalledReader reader(d / "fifo");
+  ASSERT_GE(reader.fd, 0) << std::strerror(errno);
+  Background run(d, args);
   ASSERT_TRUE(reader.Full(run, limit))
       << what << " never filled the FIFO (" << reader.Pending() << " bytes)";
   ASSERT_EQ(::kill(run.pid, SIGINT), 0);
-  *status = run.Wait(kEndWithin);
-  *err = Slurp(run.err);
-  ASSERT_NE(*status, -1) << "still running " << kEndWithin.count() << " s after SIGINT: " << *err
-                         << run.stuck;
+  end->status = run.Wait(kEndWithin);
+  end->err = Slurp(run.err);
+  end->out = Slurp(run.out);
+  ASSERT_NE(end->status, -1) << "still running " << kEndWithin.count()
+                             << " s after SIGINT: " << end->err << run.stuck;
 }
 
 // A grid long enough to fill a pipe with its cell events (32 cell runs, each event a record of
@@ -146,16 +157,12 @@ const std::string kGrid =
 
 TEST(Stall, AStalledStatsJsonReaderEndsAtTheFirstSignalAndJsonIsWritten) {
   const fs::path d = Scratch("stall", "stats_json");
-  const StalledReader reader(d / "fifo");
-  ASSERT_GE(reader.fd, 0) << std::strerror(errno);
-  Background run(d, kGrid + " --stats-json " + (d / "fifo").string() + " --json " +
-                        (d / "r.json").string());
-  int status = 0;
-  std::string err;
-  ASSERT_NO_FATAL_FAILURE(
-      InterruptOnceHeld(run, reader, std::chrono::seconds(60), "the cell events", &status, &err));
-  EXPECT_EQ(status, 4) << err;  // interrupted, what was measured written
-  EXPECT_NE(err.find("its reader stopped reading"), std::string::npos) << err;
+  Interrupted end;
+  ASSERT_NO_FATAL_FAILURE(InterruptWhileStalled(
+      d, kGrid + " --stats-json " + (d / "fifo").string() + " --json " + (d / "r.json").string(),
+      std::chrono::seconds(60), "the cell events", &end));
+  EXPECT_EQ(end.status, 4) << end.err;  // interrupted, what was measured written
+  EXPECT_NE(end.err.find("its reader stopped reading"), std::string::npos) << end.err;
   const auto doc = nlohmann::json::parse(Slurp(d / "r.json"), nullptr, false);
   ASSERT_TRUE(doc.is_object()) << Slurp(d / "r.json");
   EXPECT_FALSE(doc["records"].empty());
@@ -164,38 +171,31 @@ TEST(Stall, AStalledStatsJsonReaderEndsAtTheFirstSignalAndJsonIsWritten) {
 
 TEST(Stall, AStalledJsonReaderEndsAtTheFirstSignalAndTheStreamIsWritten) {
   const fs::path d = Scratch("stall", "json");
-  const StalledReader reader(d / "fifo");
-  ASSERT_GE(reader.fd, 0) << std::strerror(errno);
-  Background run(d, kGrid + " --json " + (d / "fifo").string() + " --stats-json " +
-                        (d / "s.ndjson").string());
   // The document (32 records, ~30 KB) is larger than the pipe: its write waits once the grid is
   // done.
-  int status = 0;
-  std::string err;
-  ASSERT_NO_FATAL_FAILURE(
-      InterruptOnceHeld(run, reader, std::chrono::seconds(90), "the document", &status, &err));
-  EXPECT_NE(status, 0) << err;  // the document was not written whole
-  EXPECT_NE(err.find("its reader stopped reading"), std::string::npos) << err;
+  Interrupted end;
+  ASSERT_NO_FATAL_FAILURE(InterruptWhileStalled(
+      d, kGrid + " --json " + (d / "fifo").string() + " --stats-json " + (d / "s.ndjson").string(),
+      std::chrono::seconds(90), "the document", &end));
+  EXPECT_NE(end.status, 0) << end.err;  // the document was not written whole
+  EXPECT_NE(end.err.find("its reader stopped reading"), std::string::npos) << end.err;
   EXPECT_NE(Slurp(d / "s.ndjson").find(R"({"event":"end")"), std::string::npos);
   fs::remove_all(d);
 }
 
 TEST(Stall, AStalledCaptureReaderEndsAtTheFirstSignal) {
   const fs::path d = Scratch("stall", "capture");
-  const StalledReader reader(d / "fifo");
-  ASSERT_GE(reader.fd, 0) << std::strerror(errno);
-  Background run(d,
-                 "run --driver ethdev:net_ring0 --proto udp --size 1000 --procs 1 --batch 32 "
-                 "--rounds 1 --duration 30 --warmup 0.01 --capture " +
-                     (d / "fifo").string() + " --json " + (d / "r.json").string());
-  int status = 0;
-  std::string err;
-  ASSERT_NO_FATAL_FAILURE(
-      InterruptOnceHeld(run, reader, std::chrono::seconds(30), "the capture", &status, &err));
-  const std::string out = Slurp(run.out);
-  EXPECT_NE((err + out).find("its reader stopped reading"), std::string::npos) << err << out;
+  Interrupted end;
+  ASSERT_NO_FATAL_FAILURE(InterruptWhileStalled(
+      d,
+      "run --driver ethdev:net_ring0 --proto udp --size 1000 --procs 1 --batch 32 --rounds 1 "
+      "--duration 30 --warmup 0.01 --capture " +
+          (d / "fifo").string() + " --json " + (d / "r.json").string(),
+      std::chrono::seconds(30), "the capture", &end));
+  EXPECT_NE((end.err + end.out).find("its reader stopped reading"), std::string::npos)
+      << end.err << end.out;
   const auto doc = nlohmann::json::parse(Slurp(d / "r.json"), nullptr, false);
-  EXPECT_TRUE(doc.is_object()) << err;
+  EXPECT_TRUE(doc.is_object()) << end.err;
   fs::remove_all(d);
 }
 
