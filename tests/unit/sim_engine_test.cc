@@ -205,17 +205,24 @@ TEST(SimEngine, ATsoFrameLostToALinkDownIsNotCut) {
   EXPECT_DOUBLE_EQ(per_call(1000), uncut);
 }
 
+// One TCP stream in TSO frames on emu:e1000 and a dedicated runner, on a 2-CPU model whose futex
+// call costs 1000: the cell in which the kick tests charge the runner its wakes of the txirq.
+CellConfig DedicatedTsoCell() {
+  CellConfig c = Cell("emu:e1000", "count:1", Proto::kTcp, 65536);
+  c.offload = Offload::kTso;
+  c.shape.dedicated = true;
+  c.cost.cpus = 2;
+  c.cost.futex = 1000;
+  return c;
+}
+
 // The TX path's cycles (results.cycles_per_pkt) hold the txirq's wake when the driver's call
 // stops the queue, as the real engine's: XmitLocked kicks the txirq inside the call's section,
 // before the path's end is read. The simulation read its end first: a dedicated runner on
 // another CPU than the txirq paid the IPI outside its TX path, which came out at 0.08-0.2x the
 // real engine's on emu:e1000 TSO (calibrate --check, 2026-12-04).
 TEST(SimEngine, TheTxPathHoldsTheWakeOfAStop) {
-  CellConfig c = Cell("emu:e1000", "count:1", Proto::kTcp, 65536);
-  c.offload = Offload::kTso;
-  c.shape.dedicated = true;
-  c.cost.cpus = 2;
-  c.cost.futex = 1000;
+  CellConfig c = DedicatedTsoCell();
   const auto tx = [&](double remote_wake) {
     c.cost.remote_wake = remote_wake;
     const CellResult r = Simulate(c);
@@ -236,11 +243,7 @@ TEST(SimEngine, TheTxPathHoldsTheWakeOfAStop) {
 // (2026-12-04): the real kick cost 41-43 thousand cycles, the simulation's 12 (remote_wake);
 // the TX path's cycles/pkt came out 0.36-0.71x the real engine's at calibrate --check.
 TEST(SimEngine, AKickToAHaltedCpuCostsTheRunnerTheHostsWake) {
-  CellConfig c = Cell("emu:e1000", "count:1", Proto::kTcp, 65536);
-  c.offload = Offload::kTso;
-  c.shape.dedicated = true;
-  c.cost.cpus = 2;
-  c.cost.futex = 1000;
+  CellConfig c = DedicatedTsoCell();
   c.cost.remote_wake = 5000;
   c.cost.remote_wake_halted = 35000;
   c.cost.wakeup_halted = 50000;
@@ -881,6 +884,15 @@ struct CpuRig {
   const SimCpu cpu{c, window};
 };
 
+// `h` takes the free lock `l` at h.t, works `work` cycles and lets it go: ASSERT_TRUE(Hold(...)).
+// False, with nothing worked, where the lock was not free.
+bool Hold(const SimCpu& cpu, SimActor& h, SimLock& l, Tsc work) {
+  if (!cpu.Acquire(h, l)) return false;
+  cpu.Work(h, work);
+  cpu.Release(h, l);
+  return true;
+}
+
 // The locks' costs the scripted lock tests count with.
 CostModel LockCosts(double wakeup = 1000, double remote_wake = 0) {
   CostModel m;
@@ -938,9 +950,7 @@ TEST(SimCpu, AWakeThatReachesASleeperOnAnotherCpuCostsTheWakerTheIpi) {
   h.cpu = 0, w.cpu = 1;
   SimLock l;
   h.t = 0;
-  ASSERT_TRUE(cpu.Acquire(h, l));
-  cpu.Work(h, 500);
-  cpu.Release(h, l);  // free from 510
+  ASSERT_TRUE(Hold(cpu, h, l, 500));  // free from 510
   w.t = 100;
   EXPECT_FALSE(cpu.Acquire(w, l));
   EXPECT_EQ(h.t, 510u + 100 + 5000);   // the holder's call that woke it, with the IPI
@@ -1032,30 +1042,25 @@ TEST(SimCpu, AWakeThatReachesAHaltedCpuCostsTheHostsWakeOfIt) {
   cpu.WakeFrom(from, to, from.t);
   EXPECT_EQ(from.t, 30000u + 1100);
   EXPECT_EQ(to.t, 30000u + 1100 + 2000);
+  // `to` runs a 500-cycle step on CPU 1 and sleeps; `from` wakes it `after` cycles after that
+  // step ended: what the wake cost `from`.
+  const auto wake_after = [&](Tsc after) {
+    step(idle[1], to.t, to.t + 500);
+    to.t = kNever;
+    to.signalled = kNever;
+    from.t = from.ran_to = idle[1].busy_to + after;
+    const Tsc before = from.busy;
+    cpu.WakeFrom(from, to, from.t);
+    return from.busy - before;
+  };
   // Idle 200000 since its last step: halted.
-  step(idle[1], to.t, to.t + 500);
-  to.t = kNever;
-  to.signalled = kNever;
-  from.t = from.ran_to = idle[1].busy_to + 200000;
-  cpu.WakeFrom(from, to, from.t);
+  wake_after(200000);
   EXPECT_EQ(from.busy, 1100u + 30100);
   EXPECT_EQ(to.t, from.t + 40000);
   // Its step begins after that long stretch: the next stretch is halted however short.
-  step(idle[1], to.t, to.t + 500);
-  to.t = kNever;
-  to.signalled = kNever;
-  from.t = from.ran_to = idle[1].busy_to + 1000;
-  const Tsc before = from.busy;
-  cpu.WakeFrom(from, to, from.t);
-  EXPECT_EQ(from.busy - before, 30100u);
+  EXPECT_EQ(wake_after(1000), 30100u);
   // And after that short stretch, cheap again.
-  step(idle[1], to.t, to.t + 500);
-  to.t = kNever;
-  to.signalled = kNever;
-  from.t = from.ran_to = idle[1].busy_to + 1000;
-  const Tsc cheap = from.busy;
-  cpu.WakeFrom(from, to, from.t);
-  EXPECT_EQ(from.busy - cheap, 1100u);
+  EXPECT_EQ(wake_after(1000), 1100u);
   // A CPU a step runs on is not halted, whatever came before; nor is one of the waker's own.
   to.t = kNever;
   to.signalled = kNever;
@@ -1090,9 +1095,7 @@ TEST(SimCpu, AWakeThatReachesAHaltedCpuCostsTheHostsWakeOfIt) {
     h.cpu = 0, w.cpu = 1;
     SimLock l;
     h.t = idle[1].busy_to + 2000;
-    EXPECT_TRUE(cpu.Acquire(h, l));
-    cpu.Work(h, hold);
-    cpu.Release(h, l);
+    EXPECT_TRUE(Hold(cpu, h, l, hold));
     const Tsc h_busy = h.busy, free_at = l.free_at;
     w.t = h.t - hold;                  // tries as h takes it
     idle[1].Begin(w.t, c.halt_after);  // its step, as the engine books it
@@ -1158,9 +1161,7 @@ TEST(SimLock, AThreadThatFindsAMutexHeldSleepsUntilItsHolderWakesIt) {
   h.cpu = 0, w.cpu = 1, x.cpu = 2;
   SimLock l;
   h.t = 0;
-  ASSERT_TRUE(cpu.Acquire(h, l));
-  cpu.Work(h, 500);
-  cpu.Release(h, l);
+  ASSERT_TRUE(Hold(cpu, h, l, 500));
   w.t = 100;
   EXPECT_FALSE(cpu.Acquire(w, l));
   x.t = w.t;
@@ -1186,9 +1187,7 @@ TEST(SimLock, APriorityInheritingLocksWaiterSpinsOnAHolderRunningElsewhere) {
     h.cpu = 0, w.cpu = 1;
     SimLock l(handoff);
     h.t = 0;
-    ASSERT_TRUE(cpu.Acquire(h, l));
-    cpu.Work(h, 490);
-    cpu.Release(h, l);  // free from 500
+    ASSERT_TRUE(Hold(cpu, h, l, 490));  // free from 500
     w.t = 100;
     EXPECT_EQ(cpu.Acquire(w, l), handoff) << "a plain mutex's waiter sleeps (FUTEX_WAIT)";
     if (!handoff) continue;
@@ -1205,9 +1204,7 @@ TEST(SimLock, APriorityInheritingLocksWaiterSpinsOnAHolderRunningElsewhere) {
   h.cpu = 0, s.cpu = 0, w.cpu = 1;
   SimLock l(/*handoff=*/true);
   h.t = 0;
-  ASSERT_TRUE(cpu.Acquire(h, l));
-  cpu.Work(h, 490);
-  cpu.Release(h, l);
+  ASSERT_TRUE(Hold(cpu, h, l, 490));
   s.t = 50;
   ASSERT_FALSE(cpu.Acquire(s, l));  // on the holder's CPU: asleep, woken by the release
   w.t = 100;
@@ -1230,9 +1227,7 @@ TEST(SimLock, ATryBeforeALaterHoldAlreadySteppedWaitsForItsRelease) {
     h.cpu = 0, w.cpu = 1;
     SimLock l(handoff);
     h.t = h.ran_to = 5000;  // its step began at 0 and spun until 5000
-    ASSERT_TRUE(cpu.Acquire(h, l));
-    cpu.Work(h, 490);
-    cpu.Release(h, l);  // held from 5000 to 5500
+    ASSERT_TRUE(Hold(cpu, h, l, 490));  // held from 5000 to 5500
     w.t = 100;
     // Plain: asleep, woken by the release; handoff: spun on (h runs on another CPU), handed over
     // as it lets go (pi_handover 0 here).
@@ -1272,9 +1267,7 @@ TEST(SimLock, AMutexLetGoDuringTheFutexCallIsTriedAgainAsAStepOfItsOwn) {
     h.cpu = 0, w.cpu = 0, x.cpu = 1;  // w on h's CPU: a handoff lock's waiter does not spin
     SimLock l(handoff);
     h.t = 0;
-    ASSERT_TRUE(cpu.Acquire(h, l));
-    cpu.Work(h, 490);
-    cpu.Release(h, l);  // free from 500
+    ASSERT_TRUE(Hold(cpu, h, l, 490));  // free from 500
     w.t = 100;
     const bool taken = cpu.Acquire(w, l);
     EXPECT_EQ(taken, handoff);
