@@ -6,6 +6,8 @@
 // locks the analysis checks are txbatch's own: PiMutex (base/pi_mutex.h), Mutex and the scoped
 // locks below.
 
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 
 #if defined(__clang__)
@@ -35,6 +37,8 @@ class CAPABILITY("mutex") Mutex {
   void lock() ACQUIRE() { m_.lock(); }
   void unlock() RELEASE() { m_.unlock(); }
   bool try_lock() TRY_ACQUIRE(true) { return m_.try_lock(); }
+  // For CondVar alone: the analysis does not see what is done through it.
+  std::mutex& native() { return m_; }
 
  private:
   std::mutex m_;
@@ -74,10 +78,34 @@ class SCOPED_CAPABILITY UniqueLock {
     m_.unlock();
   }
   bool owns_lock() const { return held_; }
+  M& mutex() const { return m_; }
 
  private:
   M& m_;
   bool held_ = true;
+};
+
+// std::condition_variable waiting on a UniqueLock<Mutex>: the same wait (one futex, not the
+// second lock std::condition_variable_any takes on every notify), the lock let go while asleep
+// and held again on return, as the analysis assumes of a call that keeps it.
+class CondVar {
+ public:
+  void wait(UniqueLock<Mutex>& lock) {
+    std::unique_lock<std::mutex> native(lock.mutex().native(), std::adopt_lock);
+    cv_.wait(native);
+    native.release();
+  }
+  template <class Rep, class Period>
+  void wait_for(UniqueLock<Mutex>& lock, const std::chrono::duration<Rep, Period>& d) {
+    std::unique_lock<std::mutex> native(lock.mutex().native(), std::adopt_lock);
+    cv_.wait_for(native, d);
+    native.release();
+  }
+  void notify_one() noexcept { cv_.notify_one(); }
+  void notify_all() noexcept { cv_.notify_all(); }
+
+ private:
+  std::condition_variable cv_;
 };
 
 }  // namespace txbatch

@@ -71,9 +71,9 @@ void NolockTxQueue::RunQdisc() {
 }
 
 void NolockTxQueue::WaitForSpace(int band) {
-  std::unique_lock lk(space_mu_);
+  UniqueLock lk(space_mu_);
   waiters_.fetch_add(1);
-  space_cv_.wait(lk, [&] { return aborted_.load() || !qdisc_.band_full(band); });
+  while (!aborted_.load() && qdisc_.band_full(band)) space_cv_.wait(lk);
   waiters_.fetch_sub(1);
 }
 
@@ -146,7 +146,7 @@ RunNext NolockTxQueue::Run(bool in_hand) {
       // handover is read after the dequeue (under a root lock t0 comes after every enqueue).
       handed = Now();
       if (wake) {
-        std::lock_guard lk(space_mu_);
+        LockGuard lk(space_mu_);
         space_cv_.notify_all();
       }
     }
@@ -184,7 +184,7 @@ void NolockTxQueue::Restart(bool resched) {
 
 void NolockTxQueue::Abort() {
   aborted_.store(true);
-  std::lock_guard lk(space_mu_);
+  LockGuard lk(space_mu_);
   space_cv_.notify_all();
 }
 
@@ -194,7 +194,7 @@ void NolockTxQueue::Drain() {
 }
 
 void NolockTxQueue::WakeRunner() {
-  std::lock_guard lk(runner_mu_);
+  LockGuard lk(runner_mu_);
   runner_cv_.notify_one();
 }
 
@@ -208,7 +208,7 @@ void NolockTxQueue::RunnerTurnsUntilStopped() {
               [this](const RunnerTurn& /*turn*/, Tsc now) {
                 // Announce the sleep, then look once more: an enqueue that missed the
                 // announcement was seen by this second look (see the note at the top).
-                std::unique_lock lk(runner_mu_);
+                UniqueLock lk(runner_mu_);
                 runner_idle_.store(true);
                 if (!runner_stop_.load()) {
                   const RunnerTurn again = Look(Now());

@@ -10,9 +10,8 @@
 // wait in the qdisc's private requeue slot.
 
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 
+#include "base/thread_annotations.h"
 #include "dataplane/enqueue_step.h"
 #include "dataplane/lockfree_pfifo.h"
 #include "dataplane/qdisc_run.h"
@@ -70,13 +69,14 @@ class NolockTxQueue final : public TxQueue {
   QdiscRun<LockfreePfifo> run_;         // the run-flag holder's
 
   // Blocked stream producers (the slow path only: a full band).
-  std::mutex space_mu_;
-  std::condition_variable space_cv_;
+  // The two locks below guard only the sleeps: the state they wait on is atomic.
+  Mutex space_mu_;
+  CondVar space_cv_;
   std::atomic<unsigned> waiters_{0};
 
   // --runner dedicated: the runner sleeps here while there is nothing to send.
-  std::mutex runner_mu_;
-  std::condition_variable runner_cv_;
+  Mutex runner_mu_;
+  CondVar runner_cv_;
   std::atomic<bool> runner_idle_{false};
 };
 

@@ -17,7 +17,7 @@ RootlockTxQueue::RootlockTxQueue(TxDriver& driver, const FlushPolicy& policy,
 RootlockTxQueue::~RootlockTxQueue() { StopIrq(); }
 
 bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
-  std::unique_lock root(root_lock_);
+  UniqueLock root(root_lock_);
   bool queued = true;
   bool waited = false;
   Refusal refused = Refusal::kWait;
@@ -34,14 +34,16 @@ bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
   }
   if (queued) {
     if (waited) RestampTx(m, Now());
-    if (enqueue_.Bypass(run, [this] { return !running_ && qdisc_->empty(); })) {
+    if (enqueue_.Bypass(run, [this]() NO_THREAD_SAFETY_ANALYSIS {  // under root
+          return !running_ && qdisc_->empty();
+        })) {
       // The frame is the run's first bulk.
       running_ = true;
       counters_.runs.Add();
       counters_.bypassed.Add();
       run_.Begin();
       run_.Bypass(m);
-      Run(root, /*in_hand=*/true);
+      Run(/*in_hand=*/true);
       return true;
     }
     if (qdisc_->empty()) first_enqueued_ = Now();
@@ -54,7 +56,7 @@ bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
       if (runner_idle_) runner_cv_.notify_one();
       break;
     case AfterEnqueue::kRun:
-      RunIfIdle(root, counters_.runs);
+      RunIfIdle(counters_.runs);
       break;
     case AfterEnqueue::kNothing:
       break;
@@ -64,7 +66,7 @@ bool RootlockTxQueue::Send(rte_mbuf* m, int band, bool run) {
   return queued;
 }
 
-void RootlockTxQueue::Run(std::unique_lock<std::mutex>& root, bool in_hand) {
+void RootlockTxQueue::Run(bool in_hand) {
   if (!in_hand) run_.Begin();
   const auto stopped = [this] { return tx_stopped_.load(std::memory_order_acquire); };
   while (true) {
@@ -77,14 +79,16 @@ void RootlockTxQueue::Run(std::unique_lock<std::mutex>& root, bool in_hand) {
       t0 = Now();
       bool wake = false;
       const uint16_t n = run_.Dequeue(
-          *qdisc_, Device(t0), [this] { return waiters_; }, &wake);
+          *qdisc_, Device(t0), [this]() NO_THREAD_SAFETY_ANALYSIS { return waiters_; }, &wake);
       if (n == 0) break;
       if (wake) space_cv_.notify_all();
     }
     in_hand = false;
-    root.unlock();
+    // sch_direct_xmit: the root lock let go around the driver call (the caller's scoped lock
+    // still its owner: taken again before anything returns).
+    root_lock_.unlock();
     const uint16_t accepted = Transmit(run_.batch(), t0, run_.handover());
-    root.lock();
+    root_lock_.lock();
     const RunNext next = run_.Settle(*qdisc_, accepted, counters_, [this] {
       return tx_stopped_.load(std::memory_order_acquire);
     });
@@ -96,24 +100,24 @@ void RootlockTxQueue::Run(std::unique_lock<std::mutex>& root, bool in_hand) {
   running_ = false;
 }
 
-void RootlockTxQueue::RunIfIdle(std::unique_lock<std::mutex>& root, Counter& runs) {
+void RootlockTxQueue::RunIfIdle(Counter& runs) {
   if (running_ || qdisc_->empty()) return;
   running_ = true;
   runs.Add();
-  Run(root);
+  Run();
 }
 
 void RootlockTxQueue::RunQdisc() {
-  std::unique_lock root(root_lock_);
+  LockGuard root(root_lock_);
   if (config_.shape.dedicated) {
     if (runner_idle_) runner_cv_.notify_one();
   } else {
-    RunIfIdle(root, counters_.runs);
+    RunIfIdle(counters_.runs);
   }
 }
 
 void RootlockTxQueue::Restart(bool /*resched*/) {
-  std::unique_lock root(root_lock_);
+  LockGuard root(root_lock_);
   switch (OnRestart(config_.shape.dedicated, running_, qdisc_->empty())) {
     case RestartAction::kWakeRunner:
       if (runner_idle_) runner_cv_.notify_one();  // netif_wake_queue: the runner goes on
@@ -122,7 +126,7 @@ void RootlockTxQueue::Restart(bool /*resched*/) {
       resched_pending_ = true;
       break;
     case RestartAction::kRun:
-      RunIfIdle(root, counters_.reschedules);
+      RunIfIdle(counters_.reschedules);
       break;
     case RestartAction::kNothing:
       break;
@@ -130,19 +134,19 @@ void RootlockTxQueue::Restart(bool /*resched*/) {
 }
 
 void RootlockTxQueue::Abort() {
-  std::lock_guard root(root_lock_);
+  LockGuard root(root_lock_);
   aborted_ = true;
   space_cv_.notify_all();
 }
 
 void RootlockTxQueue::Drain() {
-  std::lock_guard root(root_lock_);
+  LockGuard root(root_lock_);
   draining_ = true;
   runner_cv_.notify_one();
 }
 
 void RootlockTxQueue::WakeRunner() {
-  std::lock_guard root(root_lock_);
+  LockGuard root(root_lock_);
   runner_cv_.notify_one();
 }
 
@@ -152,33 +156,34 @@ RunnerTurn RootlockTxQueue::Look(Tsc now) const {
 }
 
 void RootlockTxQueue::RunnerTurnsUntilStopped() {
-  std::unique_lock root(root_lock_);
-  RunnerTurns([this](Tsc now) { return Look(now); },
-              [&](const RunnerTurn& turn, Tsc now) {
+  UniqueLock root(root_lock_);
+  // Each part under root (exempt: see root_lock_).
+  RunnerTurns([this](Tsc now) NO_THREAD_SAFETY_ANALYSIS { return Look(now); },
+              [&](const RunnerTurn& turn, Tsc now) NO_THREAD_SAFETY_ANALYSIS {
                 // Until an enqueue, a restarted queue, the drain or the buffer's timer.
                 runner_idle_ = true;
                 runner_cv_.wait_for(root, RunnerSleep(turn.wake_by, now));
                 runner_idle_ = false;
               },
-              [&] {
+              [&]() NO_THREAD_SAFETY_ANALYSIS {
                 running_ = true;
-                Run(root);
+                Run();
                 if (!qdisc_->empty()) first_enqueued_ = Now();  // what is left starts a new wait
               });
 }
 
 bool RootlockTxQueue::QdiscIdle() {
-  std::lock_guard root(root_lock_);
+  LockGuard root(root_lock_);
   return !running_ && qdisc_->empty();
 }
 
 unsigned RootlockTxQueue::backlog() {
-  std::lock_guard root(root_lock_);
+  LockGuard root(root_lock_);
   return qdisc_->backlog();
 }
 
 unsigned RootlockTxQueue::Purge() {
-  std::lock_guard root(root_lock_);
+  LockGuard root(root_lock_);
   return qdisc_->Purge();
 }
 
