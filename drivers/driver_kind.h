@@ -35,8 +35,10 @@ struct DriverLimits {
   // a TX queue, as many as --queues asks).
   std::string_view one_queue = {};
   bool captured = false;  // --capture: its ports' frames go into a pcapng file (DPDK's)
-  // bridge, respond: it receives and sends on one port (ethdev's OpenForwardingPort).
-  bool forwards = false;
+  // Why bridge and respond cannot take it, a phrase after the driver's name ("verbs …"); empty
+  // where they can: a port it receives and sends Ethernet frames on (ethdev's
+  // OpenForwardingPort), as an L2-transparent bridge and an ARP-answering responder need.
+  std::string_view not_forwarding = {};
 };
 
 // Where the drivers of one cell are made: the session's pool, the IP MTU, one sink per TX queue

@@ -56,11 +56,11 @@ Result<ethdev::EthdevOptions> ParsePort(const std::string& option, const std::st
     return MakeError(EINVAL, fmt::format("{} is required; valid: ethdev:DEVARGS (e.g. "
                                          "net_af_packet0,iface=veth0) or ethdev:port=N",
                                          option));
-  if (const NamedDriver d = DriverNamedBy(text); d.limits != nullptr && !d.limits->forwards)
-    return MakeError(EINVAL, fmt::format("{} '{}': {} has no port to both receive and send on, as "
-                                         "forwarding needs; valid: ethdev:DEVARGS (e.g. "
+  if (const NamedDriver d = DriverNamedBy(text);
+      d.limits != nullptr && !d.limits->not_forwarding.empty())
+    return MakeError(EINVAL, fmt::format("{} '{}': {} {}; valid: ethdev:DEVARGS (e.g. "
                                          "net_af_packet0,iface=veth0) or ethdev:port=N",
-                                         option, text, d.name));
+                                         option, text, d.name, d.limits->not_forwarding));
   auto o = ethdev::ParseEthdevSpec(text.starts_with("ethdev") ? text : "ethdev:" + text);
   if (!o) return MakeError(o.error().err, option + ": " + o.error().message);
   return *o;

@@ -122,7 +122,10 @@ struct Driver : DriverKind {
   static constexpr std::string_view kPrefixes[] = {"emu:"};
   static constexpr std::string_view kName = "emu";
   static constexpr DriverLimits kLimits{
-      .emulated = true, .one_queue = {}, .captured = false, .forwards = false};
+      .emulated = true,
+      .one_queue = {},
+      .captured = false,
+      .not_forwarding = "is a NIC model with no port to receive on"};
   static Result<EmuOptions> Parse(std::string_view text) { return ParseEmuSpec(text); }
   static std::vector<std::string> Usage();  // "emu:MODEL[,key=value...] (MODEL: e1000, …)"
   static std::vector<DriverForm> Forms();   // a line a model and its defaults

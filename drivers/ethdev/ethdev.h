@@ -117,7 +117,7 @@ struct Driver : DriverKind {
   static constexpr std::string_view kPrefixes[] = {"ethdev:", "ethdev-pair"};
   static constexpr std::string_view kName = "ethdev";
   static constexpr DriverLimits kLimits{
-      .emulated = false, .one_queue = {}, .captured = true, .forwards = true};
+      .emulated = false, .one_queue = {}, .captured = true, .not_forwarding = {}};
   static Result<EthdevOptions> Parse(std::string_view text) { return ParseEthdevSpec(text); }
   static std::vector<DriverForm> Forms();
   // Its TX ring, and the RX ring a loopback fills.

@@ -117,7 +117,10 @@ struct Driver : DriverKind {
   static constexpr DriverLimits kLimits{.emulated = false,
                                         .one_queue = "the verbs driver posts on one queue pair",
                                         .captured = false,
-                                        .forwards = false};
+                                        .not_forwarding =
+                                            "carries IP datagrams to a queue pair (IPoIB, RoCE "
+                                            "UD), not the Ethernet frames a bridge forwards and "
+                                            "a responder answers (ARP among them)"};
   static Result<VerbsOptions> Parse(std::string_view text) { return ParseVerbsSpec(text); }
   static std::vector<DriverForm> Forms();
   static unsigned Ring(const VerbsOptions& o) { return o.sq_depth; }

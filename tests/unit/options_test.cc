@@ -503,8 +503,10 @@ TEST(Cli, MessagesNameTheCause) {
            Case{"sink --port verbs:mlx5_0:1,qkey=0x11 --capture x.pcapng",
                 verbs::Available() ? "a verbs port is none" : "built without libibverbs"},
            Case{"bridge --port-a verbs:mlx5_0:1,qkey=0x11 --port-b net_null0",
-                "verbs has no port to both receive and send on"},
-           Case{"respond --port emu:null --ip 10.0.0.2", "emu has no port to both receive and send"},
+                "verbs carries IP datagrams to a queue pair (IPoIB, RoCE UD), not the "
+                "Ethernet frames a bridge forwards"},
+           Case{"respond --port emu:null --ip 10.0.0.2",
+                "emu is a NIC model with no port to receive on"},
            Case{"sink --port ''", "--port is required; valid: ethdev:DEVARGS"},
        }) {
     const Outcome o = RunTxbatch(c.args);
