@@ -12,11 +12,22 @@
 
 namespace txbatch::test {
 
-TxbatchRun RunTxbatch(const std::string& args) {
-  const std::string dir = ::testing::TempDir();
-  const std::string tag = std::to_string(getpid());
-  const std::string json = dir + "/run_" + tag + ".json";
+TxbatchRun RunTxbatchAsGiven(const std::string& args) {
+  const std::string dir = ::testing::TempDir(), tag = std::to_string(getpid());
   const std::string out = dir + "/run_" + tag + ".out", err = dir + "/run_" + tag + ".err";
+  const int rc = std::system((TxbatchBinary() + " " + args + " >" + out + " 2>" + err).c_str());
+  TxbatchRun r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.out = Slurp(out);
+  // Another txbatch polling this one's CPU adds a note to stderr: not the command's output.
+  r.err = WithoutCpuNote(Slurp(err));
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return r;
+}
+
+TxbatchRun RunTxbatch(const std::string& args) {
+  const std::string json = ::testing::TempDir() + "/run_" + std::to_string(getpid()) + ".json";
   std::filesystem::remove(json);
   // EAL arguments after "--" must stay last.
   std::string own = args, eal;
@@ -28,16 +39,9 @@ TxbatchRun RunTxbatch(const std::string& args) {
   if (own.starts_with("run") && own.find("--rounds") == std::string::npos) own += " --rounds 1";
   // report reads a result file and writes none.
   const std::string json_arg = own.starts_with("report") ? "" : " --json " + json;
-  const std::string cmd = TxbatchBinary() + " " + own + json_arg + eal + " >" + out + " 2>" + err;
-  const int rc = std::system(cmd.c_str());
-  TxbatchRun r;
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  r.out = Slurp(out);
-  r.err = Slurp(err);
+  TxbatchRun r = RunTxbatchAsGiven(own + json_arg + eal);
   if (std::filesystem::exists(json)) r.doc = nlohmann::json::parse(Slurp(json));
   std::filesystem::remove(json);
-  std::filesystem::remove(out);
-  std::filesystem::remove(err);
   return r;
 }
 

@@ -16,6 +16,10 @@ struct TxbatchRun {
   nlohmann::json doc;  // the --json file, or null when none was written
 };
 
+// `args` go after "txbatch", through the shell (quote as a user would), and nothing else: the
+// exit status and what it printed (without a neighbour txbatch's CPU note on stderr).
+TxbatchRun RunTxbatchAsGiven(const std::string& args);
+
 // `args` go after "txbatch", through the shell (quote as a user would); a --json file in the
 // test's temp dir is added (before EAL arguments after " -- ", which must stay last), and `run`
 // gets --rounds 1 unless `args` set it (one record per cell); `report` gets no --json.

@@ -14,7 +14,7 @@
 #include "drivers/factory.h"
 #include "engine/cell.h"
 #include "tests/txbatch_bin.h"
-#include "tests/unit/run_txbatch.h"
+#include "tests/txbatch_run.h"
 #include "tools/run_options.h"
 
 namespace txbatch {
@@ -273,8 +273,8 @@ TEST(Rate, ParsesUnits) {
   EXPECT_TRUE(ParseRate("100gbit").ok());
 }
 
-using test::Outcome;
-using test::RunTxbatch;
+using Outcome = test::TxbatchRun;
+using test::RunTxbatchAsGiven;
 
 // A result document whose schema_version is the string "1"; the path it was written to.
 std::string StringVersionDoc() {
@@ -438,7 +438,7 @@ TEST(Cli, BadInputExitsTwoWithOneSentenceAndNoFile) {
     const bool writes_json = !a.starts_with("bridge") && !a.starts_with("lab") &&
                              !a.starts_with("respond") && !a.starts_with("sink") &&
                              !a.starts_with("report") && a.find("--json") == std::string::npos;
-    const Outcome o = RunTxbatch(a + (writes_json ? " --json " + json : ""));
+    const Outcome o = RunTxbatchAsGiven(a + (writes_json ? " --json " + json : ""));
     EXPECT_EQ(o.status, 2) << args << ": " << o.err;
     EXPECT_FALSE(o.err.empty()) << args;
     EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << args << ": " << o.err;
@@ -458,7 +458,7 @@ TEST(Cli, EalsOwnHelpOptionInTxbatchsEalArgumentsIsBadInput) {
            "run --eal-extra --hel", "sink --port net_null0 --duration 0.1 --eal-extra --help",
            "run --json " + json + " -- --no-huge --no-shconf -h",
            "bridge --port-a net_null0 --port-b net_null1 --duration 0.1 -- --help"}) {
-    const Outcome o = RunTxbatch(args);
+    const Outcome o = RunTxbatchAsGiven(args);
     EXPECT_EQ(o.status, 2) << args << ": " << o.err;
     EXPECT_NE(o.err.find("EAL's own help option"), std::string::npos) << args << ": " << o.err;
     EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << args << ": " << o.err;
@@ -509,7 +509,7 @@ TEST(Cli, MessagesNameTheCause) {
                 "emu is a NIC model with no port to receive on"},
            Case{"sink --port ''", "--port is required; valid: ethdev:DEVARGS"},
        }) {
-    const Outcome o = RunTxbatch(c.args);
+    const Outcome o = RunTxbatchAsGiven(c.args);
     EXPECT_EQ(o.status, 2) << c.args << ": " << o.err;
     EXPECT_NE(o.err.find(c.must_say), std::string::npos) << c.args << ": " << o.err;
     EXPECT_TRUE(o.out.empty()) << c.args << ": " << o.out;
@@ -523,7 +523,7 @@ TEST(Cli, MessagesNameTheCause) {
 TEST(Cli, NumbersAreReadAsDecimal) {
   const std::string json = ::testing::TempDir() + "/decimal.json";
   std::filesystem::remove(json);
-  const Outcome o = RunTxbatch(
+  const Outcome o = RunTxbatchAsGiven(
       "run --engine sim --driver emu:null --procs 1 --size 64 --batch 8 --duration 0.02 "
       "--warmup 0.01 --rounds 1 --mtu 01500 --txqueuelen 0100 --seed 18446744073709551615 "
       "--json " +
@@ -539,14 +539,14 @@ TEST(Cli, NumbersAreReadAsDecimal) {
 }
 
 TEST(Cli, UnwritableJsonPathIsBadInputBeforeAnythingRuns) {
-  const Outcome o = RunTxbatch("run --duration 0.01 --json /nonexistent-dir/x.json");
+  const Outcome o = RunTxbatchAsGiven("run --duration 0.01 --json /nonexistent-dir/x.json");
   EXPECT_EQ(o.status, 2);
   EXPECT_NE(o.err.find("cannot write --json file"), std::string::npos) << o.err;
   EXPECT_TRUE(o.out.empty()) << o.out;  // nothing ran
 }
 
 TEST(Cli, HelpExplainsEveryOptionWithItsDefault) {
-  const Outcome o = RunTxbatch("run --help");
+  const Outcome o = RunTxbatchAsGiven("run --help");
   EXPECT_EQ(o.status, 0);
   for (const char* opt : {"--driver",        "--batch",
                           "--policy",        "--size",
@@ -569,7 +569,7 @@ TEST(Cli, HelpExplainsEveryOptionWithItsDefault) {
   for (const char* cmd :
        {"compare --help", "sweep --help", "tune --help", "report --help", "bridge --help",
         "respond --help", "sink --help", "lab up --help", "lab down --help"}) {
-    const Outcome h = RunTxbatch(cmd);
+    const Outcome h = RunTxbatchAsGiven(cmd);
     EXPECT_EQ(h.status, 0) << cmd;
     EXPECT_NE(h.out.find("--"), std::string::npos) << cmd;
   }
@@ -622,7 +622,7 @@ TEST(DriverSpec, RejectsWithTheValidForms) {
 TEST(DriverSpec, TheRefusalTheOptionsHelpAndTheDriversBlockNameEveryForm) {
   const auto unknown = ParseDriverSpec("nic:eth0");
   ASSERT_FALSE(unknown.ok());
-  const Outcome help = RunTxbatch("run --help");
+  const Outcome help = RunTxbatchAsGiven("run --help");
   ASSERT_EQ(help.status, 0);
   const size_t option = help.out.find("--driver TEXT");
   const size_t block = help.out.find("Drivers:");

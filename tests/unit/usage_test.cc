@@ -11,14 +11,14 @@
 
 #include "engine/record.h"
 #include "results/tables.h"
-#include "tests/unit/run_txbatch.h"
+#include "tests/txbatch_run.h"
 #include "tools/run_options.h"
 
 namespace txbatch {
 namespace {
 
-using test::Outcome;
-using test::RunTxbatch;
+using Outcome = test::TxbatchRun;
+using test::RunTxbatchAsGiven;
 
 struct Case {
   std::string args;
@@ -28,7 +28,7 @@ struct Case {
 // Each case refused: exit 2, `must_say` in its one line on stderr, nothing on stdout.
 void ExpectRefused(const std::vector<Case>& cases) {
   for (const Case& c : cases) {
-    const Outcome o = RunTxbatch(c.args);
+    const Outcome o = RunTxbatchAsGiven(c.args);
     EXPECT_EQ(o.status, 2) << c.args << ": " << o.err;
     EXPECT_NE(o.err.find(c.must_say), std::string::npos) << c.args << ": " << o.err;
     EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << c.args << ": " << o.err;
@@ -75,7 +75,7 @@ TEST(Cli, ParseMistakesNameTheOptionsInTheOrderTyped) {
   };
   ExpectRefused(cases);
   for (const Case& c : cases) {
-    const std::string err = RunTxbatch(c.args).err;
+    const std::string err = RunTxbatchAsGiven(c.args).err;
     for (const char* clis : {"The following", "not expected", "required", "missing", "At Most",
                              " excludes ", "Could not convert", "FLOAT", "TEXT"})
       EXPECT_EQ(err.find(clis), std::string::npos) << c.args << ": " << err;
