@@ -1,8 +1,10 @@
 #include "tests/txbatch_run.h"
 
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
@@ -12,12 +14,22 @@
 
 namespace txbatch::test {
 
-TxbatchRun RunTxbatchAsGiven(const std::string& args) {
-  const std::string dir = ::testing::TempDir(), tag = std::to_string(getpid());
-  const std::string out = dir + "/run_" + tag + ".out", err = dir + "/run_" + tag + ".err";
-  const int rc = std::system((TxbatchBinary() + " " + args + " >" + out + " 2>" + err).c_str());
+TxbatchRun RunTxbatchAsGiven(const std::string& args, const std::string& dir) {
+  const std::string tag = std::to_string(getpid());
+  const std::string out =
+      dir.empty() ? ::testing::TempDir() + "/run_" + tag + ".out" : dir + "/stdout";
+  const std::string err =
+      dir.empty() ? ::testing::TempDir() + "/run_" + tag + ".err" : dir + "/stderr";
+  // Through bash, as a user's shell: process substitution (<(…), >(…)) works in `args`.
+  const std::string cmd = TxbatchBinary() + " " + args + " >" + out + " 2>" + err;
+  const char* const argv[] = {"bash", "-c", cmd.c_str(), nullptr};
+  pid_t pid = -1;
+  int rc = -1;
+  if (posix_spawnp(&pid, "bash", nullptr, nullptr, const_cast<char* const*>(argv), environ) == 0)
+    while (waitpid(pid, &rc, 0) < 0 && errno == EINTR) {
+    }
   TxbatchRun r;
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.status = rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   r.out = Slurp(out);
   // Another txbatch polling this one's CPU adds a note to stderr: not the command's output.
   r.err = WithoutCpuNote(Slurp(err));

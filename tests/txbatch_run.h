@@ -16,9 +16,11 @@ struct TxbatchRun {
   nlohmann::json doc;  // the --json file, or null when none was written
 };
 
-// `args` go after "txbatch", through the shell (quote as a user would), and nothing else: the
+// `args` go after "txbatch", through bash (quote as a user would), and nothing else: the
 // exit status and what it printed (without a neighbour txbatch's CPU note on stderr).
-TxbatchRun RunTxbatchAsGiven(const std::string& args);
+// Its standard output and error go to files `stdout` and `stderr` in `dir` (default: the test's
+// temp dir), removed after.
+TxbatchRun RunTxbatchAsGiven(const std::string& args, const std::string& dir = {});
 
 // `args` go after "txbatch", through the shell (quote as a user would); a --json file in the
 // test's temp dir is added (before EAL arguments after " -- ", which must stay last), and `run`

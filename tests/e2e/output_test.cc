@@ -30,28 +30,13 @@ namespace fs = std::filesystem;
 
 fs::path Scratch(const std::string& name) { return test::Scratch("output", name); }
 
-struct Outcome {
-  int status = -1;
-  std::string out, err;
-};
+using Outcome = test::TxbatchRun;
+using test::RunTxbatchAsGiven;  // through bash: process substitution works
 
 // Refused: exit status 2 and `sentence` on stderr.
 void ExpectRefused(const Outcome& o, const std::string& sentence) {
   EXPECT_EQ(o.status, 2) << o.err;
   EXPECT_NE(o.err.find(sentence), std::string::npos) << o.err;
-}
-
-// Runs `txbatch ARGS` through bash (process substitution), stdout and stderr to files in `d`.
-Outcome Txbatch(const fs::path& d, const std::string& args) {
-  const char* bin = std::getenv("TXBATCH_BIN");
-  const std::string out = (d / "stdout").string(), err = (d / "stderr").string();
-  const std::string cmd = "bash -c '" + std::string(bin ? bin : "txbatch") + " " + args + "' >" +
-                          out + " 2>" + err;
-  const int rc = std::system(cmd.c_str());
-  Outcome o{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, Slurp(out), Slurp(err)};
-  fs::remove(out);
-  fs::remove(err);
-  return o;
 }
 
 // One short cell: a few tens of milliseconds of emu:null.
@@ -61,7 +46,7 @@ const std::string kRun =
 
 TEST(Output, JsonDashPutsTheDocumentAloneOnStdoutAndTheTablesOnStderr) {
   const fs::path d = Scratch("dash");
-  const Outcome o = Txbatch(d, kRun + " --json -");
+  const Outcome o = RunTxbatchAsGiven(kRun + " --json -");
   ASSERT_EQ(o.status, 0) << o.err;
   const auto doc = nlohmann::json::parse(o.out, nullptr, /*allow_exceptions=*/false);
   ASSERT_FALSE(doc.is_discarded()) << "stdout is not one JSON document:\n" << o.out;
@@ -74,7 +59,7 @@ TEST(Output, JsonDashPutsTheDocumentAloneOnStdoutAndTheTablesOnStderr) {
 
 TEST(Output, JsonDevStdoutIsStandardOutputAndStaysASymlink) {
   const fs::path d = Scratch("devstdout");
-  const Outcome o = Txbatch(d, kRun + " --json /dev/stdout");
+  const Outcome o = RunTxbatchAsGiven(kRun + " --json /dev/stdout");
   ASSERT_EQ(o.status, 0) << o.err;
   EXPECT_FALSE(nlohmann::json::parse(o.out, nullptr, false).is_discarded()) << o.out;
   EXPECT_TRUE(fs::is_symlink(fs::symlink_status("/dev/stdout")));
@@ -83,7 +68,7 @@ TEST(Output, JsonDevStdoutIsStandardOutputAndStaysASymlink) {
 TEST(Output, AProcessSubstitutionAndAFifoAreWrittenInto) {
   const fs::path d = Scratch("fifo");
   const fs::path got = d / "via_cat.json";
-  const Outcome sub = Txbatch(d, kRun + " --json >(cat > " + got.string() + ")");
+  const Outcome sub = RunTxbatchAsGiven(kRun + " --json >(cat > " + got.string() + ")");
   ASSERT_EQ(sub.status, 0) << sub.err;
   for (int i = 0; i < 200 && Slurp(got).empty(); ++i)  // cat may still be writing
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -93,7 +78,7 @@ TEST(Output, AProcessSubstitutionAndAFifoAreWrittenInto) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   std::string read;
   std::thread reader([&] { read = Slurp(fifo); });
-  const Outcome o = Txbatch(d, kRun + " --json " + fifo.string());
+  const Outcome o = RunTxbatchAsGiven(kRun + " --json " + fifo.string());
   // Ends the reader even if txbatch never opened the FIFO (then `read` stays empty and fails).
   if (const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK); fd >= 0) ::close(fd);
   reader.join();
@@ -108,7 +93,7 @@ TEST(Output, AFullDeviceIsNeverReplaced) {
   const fs::path d = Scratch("full");
   const fs::path full = d / "full";
   ASSERT_EQ(::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)), 0) << std::strerror(errno);
-  const Outcome o = Txbatch(d, kRun + " --json " + full.string());
+  const Outcome o = RunTxbatchAsGiven(kRun + " --json " + full.string());
   ExpectRefused(o, "No space left on device");
   EXPECT_TRUE(fs::is_character_file(fs::symlink_status(full)));
 }
@@ -129,9 +114,7 @@ TEST(Output, AStandardOutputThatCannotBeWrittenExitsTwoAndJsonIsWhole) {
   const int rc = std::system(cmd.c_str());
   const std::string said = Slurp(err);
   EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 2) << said;
-  EXPECT_NE(said.find("standard output could not be written ("),
-            std::string::npos)
-      << said;
+  EXPECT_NE(said.find("standard output could not be written ("), std::string::npos) << said;
   const auto doc = nlohmann::json::parse(Slurp(json), nullptr, false);
   ASSERT_TRUE(doc.is_object()) << said;
   EXPECT_EQ(doc["records"].size(), 1u);
@@ -140,8 +123,9 @@ TEST(Output, AStandardOutputThatCannotBeWrittenExitsTwoAndJsonIsWhole) {
 
 TEST(Output, TheHumanTablesSayDpdkOnceAndADashForNoLatency) {
   const fs::path d = Scratch("tables");
-  const Outcome o = Txbatch(d, "run --driver ethdev:net_null0 --proto udp --size 64 --procs 1 "
-                               "--batch 1 --duration 0.05 --warmup 0.01");
+  const Outcome o = RunTxbatchAsGiven(
+      "run --driver ethdev:net_null0 --proto udp --size 64 --procs 1 "
+      "--batch 1 --duration 0.05 --warmup 0.01");
   ASSERT_EQ(o.status, 0) << o.err;
   EXPECT_EQ(o.out.find("DPDK DPDK"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("DPDK 2"), std::string::npos) << o.out;
@@ -159,7 +143,7 @@ TEST(Output, AFolderForAFileIsRefusedBeforeAnythingRuns) {
         "bridge --port-a net_null0 --port-b net_null1 --duration 1 --stats-json " + d.string(),
         "sink --port net_null0 --duration 1 --capture " + d.string()}) {
     const auto started = std::chrono::steady_clock::now();
-    const Outcome o = Txbatch(d, args);
+    const Outcome o = RunTxbatchAsGiven(args);
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     EXPECT_EQ(o.status, 2) << args << ": " << o.err;
@@ -186,7 +170,7 @@ TEST(Output, ARefusedCommandLeavesNoStatsJsonFile) {
         "respond --port net_null0 --ip 10.0.0.1 --duration 1 --capture " + folder + stream,
         "sink --port net_null0 --duration 1 --capture " + folder + stream}) {
     fs::create_directory(folder);
-    const Outcome o = Txbatch(d, args);
+    const Outcome o = RunTxbatchAsGiven(args);
     EXPECT_EQ(o.status, 2) << args << ": " << o.err;
     EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << args << ": " << o.err;
     fs::remove(folder);
@@ -203,13 +187,14 @@ TEST(Output, ARefusedStatsJsonLeavesAnEarlierCaptureAsItWasAndStdoutGoesToTheStr
   const fs::path d = Scratch("capture_kept");
   const fs::path earlier = d / "earlier.pcapng";
   std::ofstream(earlier) << "an earlier capture";
-  const Outcome o = Txbatch(d, "run --driver ethdev:net_null0 --duration 0.05 --capture " +
-                                   earlier.string() + " --stats-json " +
-                                   (d / "no_such_folder" / "s.ndjson").string());
+  const Outcome o = RunTxbatchAsGiven("run --driver ethdev:net_null0 --duration 0.05 --capture " +
+                                      earlier.string() + " --stats-json " +
+                                      (d / "no_such_folder" / "s.ndjson").string());
   ExpectRefused(o, "--stats-json file");
   EXPECT_EQ(Slurp(earlier.string()), "an earlier capture");
-  const Outcome both = Txbatch(d, "bridge --port-a net_null0 --port-b net_null1 --duration 1 "
-                                  "--stats-json - --capture -");
+  const Outcome both = RunTxbatchAsGiven(
+      "bridge --port-a net_null0 --port-b net_null1 --duration 1 "
+      "--stats-json - --capture -");
   ExpectRefused(both, "--capture file '-' is standard output, which the --stats-json file");
 }
 
@@ -220,9 +205,10 @@ TEST(Output, ASweepOnAFullDiskLeavesNothingAndAComparisonHasNoSweepFiles) {
   const fs::path small = d / "small";
   fs::create_directories(small);
   ASSERT_EQ(::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=16k"), 0) << std::strerror(errno);
-  const Outcome o = Txbatch(d, "sweep --driver emu:null --proto udp --size 64 --procs 1 --batch "
-                               "1,8 --rounds 1 --duration 0.05 --warmup 0.01 --out " +
-                                   (small / "s").string());
+  const Outcome o = RunTxbatchAsGiven(
+      "sweep --driver emu:null --proto udp --size 64 --procs 1 --batch "
+      "1,8 --rounds 1 --duration 0.05 --warmup 0.01 --out " +
+      (small / "s").string());
   const bool left_nothing = fs::is_empty(small);
   ::umount2(small.c_str(), MNT_DETACH);
   ExpectRefused(o, "No space left on device");
@@ -230,11 +216,12 @@ TEST(Output, ASweepOnAFullDiskLeavesNothingAndAComparisonHasNoSweepFiles) {
 
   // A compare document: report --out has no sweep to write.
   const fs::path cmp = d / "cmp.json";
-  const Outcome c = Txbatch(d, "compare --driver emu:null --proto udp --size 64 --batch 1,8 "
-                               "--rounds 2 --duration 0.03 --warmup 0.01 --json " +
-                                   cmp.string());
+  const Outcome c = RunTxbatchAsGiven(
+      "compare --driver emu:null --proto udp --size 64 --batch 1,8 "
+      "--rounds 2 --duration 0.03 --warmup 0.01 --json " +
+      cmp.string());
   ASSERT_EQ(c.status, 0) << c.err;
-  const Outcome r = Txbatch(d, "report " + cmp.string() + " --out " + (d / "rep").string());
+  const Outcome r = RunTxbatchAsGiven("report " + cmp.string() + " --out " + (d / "rep").string());
   ExpectRefused(r, "comparison");
   EXPECT_FALSE(fs::exists(d / "rep"));
 }
@@ -258,10 +245,10 @@ std::string Jq(const fs::path& d, const std::string& filter, const std::string& 
 TEST(Output, StatsJsonStreamsACellEventPerCellRunThatJqReads) {
   const fs::path d = Scratch("stats_json");
   const fs::path doc = d / "doc.json";
-  const Outcome o = Txbatch(d,
-                            "run --driver emu:null --proto udp --size 64 --procs 1 --batch 1,8 "
-                            "--rounds 2 --duration 0.05 --warmup 0.01 --json " +
-                                doc.string() + " --stats-json -");
+  const Outcome o = RunTxbatchAsGiven(
+      "run --driver emu:null --proto udp --size 64 --procs 1 --batch 1,8 "
+      "--rounds 2 --duration 0.05 --warmup 0.01 --json " +
+      doc.string() + " --stats-json -");
   ASSERT_EQ(o.status, 0) << o.err;
   EXPECT_EQ(Jq(d, ".event", o.out), "\"start\"\n\"cell\"\n\"cell\"\n\"cell\"\n\"cell\"\n\"end\"\n")
       << o.out;
@@ -285,10 +272,10 @@ TEST(Output, StatsJsonStreamsACellEventPerCellRunThatJqReads) {
   }
   EXPECT_EQ(i, records.size());
 
-  const Outcome c = Txbatch(d,
-                            "compare --driver emu:null --proto udp --size 64 --batch 1,8 "
-                            "--rounds 2 --duration 0.03 --warmup 0.01 --stats-json " +
-                                (d / "cmp.ndjson").string());
+  const Outcome c = RunTxbatchAsGiven(
+      "compare --driver emu:null --proto udp --size 64 --batch 1,8 "
+      "--rounds 2 --duration 0.03 --warmup 0.01 --stats-json " +
+      (d / "cmp.ndjson").string());
   ASSERT_EQ(c.status, 0) << c.err;
   EXPECT_EQ(Jq(d, "[.event, .data.side // .data.comparison.axis // .data.command]",
                Slurp(d / "cmp.ndjson")),
@@ -300,7 +287,7 @@ TEST(Output, StatsJsonStreamsACellEventPerCellRunThatJqReads) {
 TEST(Output, StatsJsonAndJsonBothOnStandardOutputAreRefused) {
   const fs::path d = Scratch("stats_json_both");
   for (const char* both : {" --json - --stats-json -", " --json - --stats-json /dev/stdout"}) {
-    const Outcome o = Txbatch(d, kRun + both);
+    const Outcome o = RunTxbatchAsGiven(kRun + both);
     EXPECT_EQ(o.status, 2) << both << ": " << o.err;
     EXPECT_NE(o.err.find("is standard output, which the --json file already takes"),
               std::string::npos)
@@ -311,7 +298,8 @@ TEST(Output, StatsJsonAndJsonBothOnStandardOutputAreRefused) {
   EXPECT_TRUE(fs::is_empty(d));
   // The file standard output was redirected to is standard output, also after --json - moved
   // descriptor 1 (the stream would truncate what the document is written into).
-  const Outcome r = Txbatch(d, kRun + " --json - --stats-json " + (d / "stdout").string());
+  const Outcome r =
+      RunTxbatchAsGiven(kRun + " --json - --stats-json " + (d / "stdout").string(), d.string());
   ExpectRefused(r, "is standard output, which the --json file already takes");
 }
 
@@ -328,14 +316,14 @@ TEST(Output, TwoOutputsNamingOneFileAreRefused) {
         "sink --port net_null0 --duration 1 --stats-json " + f + " --capture " + f,
         // (--capture needs a DPDK port: on emu that is said first.)
         "run --driver ethdev:net_null0 --duration 0.05 --json " + f + " --capture " + f}) {
-    const Outcome o = Txbatch(d, args);
+    const Outcome o = RunTxbatchAsGiven(args);
     EXPECT_EQ(o.status, 2) << args << ": " << o.err;
     EXPECT_NE(o.err.find("names too"), std::string::npos) << args << ": " << o.err;
     EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
     EXPECT_TRUE(fs::is_empty(d)) << args;
   }
   // /dev/null may take both.
-  const Outcome n = Txbatch(d, kRun + " --json /dev/null --stats-json /dev/null");
+  const Outcome n = RunTxbatchAsGiven(kRun + " --json /dev/null --stats-json /dev/null");
   EXPECT_EQ(n.status, 0) << n.err;
 }
 
@@ -346,11 +334,11 @@ TEST(Output, TwoOutputsNamingOneFileAreRefused) {
 TEST(Output, RunCaptureHoldsWhatTheLoopbackSentAndReceived) {
   const fs::path d = Scratch("run_capture");
   const std::string f = (d / "run.pcapng").string(), j = (d / "run.json").string();
-  const Outcome o = Txbatch(d,
-                            "run --driver ethdev:net_ring0 --proto udp --size 1000 --procs 1 "
-                            "--batch 1,32 --rounds 1 --duration 0.1 --warmup 0.02 --rate "
-                            "20kpps --json " +
-                                j + " --capture " + f);
+  const Outcome o = RunTxbatchAsGiven(
+      "run --driver ethdev:net_ring0 --proto udp --size 1000 --procs 1 "
+      "--batch 1,32 --rounds 1 --duration 0.1 --warmup 0.02 --rate "
+      "20kpps --json " +
+      j + " --capture " + f);
   ASSERT_EQ(o.status, 0) << o.err << o.out;
   const nlohmann::json doc = nlohmann::json::parse(Slurp(j));
   // What the port sent and what came back to it (a frame purged in flight is in neither).
@@ -385,8 +373,8 @@ TEST(Output, RunCaptureHoldsWhatTheLoopbackSentAndReceived) {
   fs::remove_all(d);
 
   const fs::path e = Scratch("run_capture_emu");
-  const Outcome emu =
-      Txbatch(e, "run --driver emu:null --duration 0.05 --capture " + (e / "x.pcapng").string());
+  const Outcome emu = RunTxbatchAsGiven("run --driver emu:null --duration 0.05 --capture " +
+                                        (e / "x.pcapng").string());
   ExpectRefused(emu, "--capture records what DPDK ports");
   EXPECT_TRUE(fs::is_empty(e));
 }
@@ -438,7 +426,7 @@ TEST(Output, ACaptureTheDiskCannotTakeEndsOnAWholeBlockAndSaysWhy) {
       "--duration 0.3 --warmup 0.01 --capture ";
   const fs::path full = d / "full";
   ASSERT_EQ(::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)), 0) << std::strerror(errno);
-  const Outcome dev = Txbatch(d, run + full.string());
+  const Outcome dev = RunTxbatchAsGiven(run + full.string());
   ExpectRefused(dev, "txbatch: --capture '" + full.string() +
                          "': cannot write its first blocks (the section header, an interface "
                          "block per port): No space left on device\n");
@@ -463,7 +451,7 @@ TEST(Output, ACaptureTheDiskCannotTakeEndsOnAWholeBlockAndSaysWhy) {
     SmallDisk small(d / "small", "128k");
     ASSERT_TRUE(small.mounted) << std::strerror(errno);
     const fs::path f = small.dir / "c.pcapng";
-    check(Txbatch(d, run + f.string()), f, "No space left on device");
+    check(RunTxbatchAsGiven(run + f.string()), f, "No space left on device");
   }
   const fs::path big = d / "big.pcapng";
   const std::string err = (d / "stderr").string();
@@ -489,7 +477,7 @@ TEST(Output, AFifoWithNoReaderAsJsonIsRefusedBeforeTheMeasurement) {
       "run --driver emu:null --proto udp --size 64 --procs 1 --batch 1,8 --rounds 1 --duration 10 "
       "--warmup 0.01 --json ";
   const auto started = std::chrono::steady_clock::now();
-  const Outcome o = Txbatch(d, run + fifo.string());
+  const Outcome o = RunTxbatchAsGiven(run + fifo.string());
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   EXPECT_EQ(o.status, 2) << o.err << o.out;
@@ -504,11 +492,10 @@ TEST(Output, AFifoWithNoReaderAsJsonIsRefusedBeforeTheMeasurement) {
   const fs::path got = d / "got.json";
   const std::string reader = "sleep 1; cat " + fifo.string() + " > " + got.string();
   std::thread cat([&reader] { (void)std::system(reader.c_str()); });
-  const Outcome ok = Txbatch(
-      d,
+  const Outcome ok = RunTxbatchAsGiven(
       "run --driver emu:null --proto udp --size 64 --procs 1 --batch 1 --rounds 1 --duration "
       "0.05 --warmup 0.01 --json " +
-          fifo.string());
+      fifo.string());
   cat.join();
   EXPECT_EQ(ok.status, 0) << ok.err;
   const auto doc = nlohmann::json::parse(Slurp(got), nullptr, false);
@@ -525,7 +512,7 @@ TEST(Output, ASinksCaptureEndsWithItsStatisticsBlock) {
   const fs::path d = Scratch("sink_capture");
   const fs::path f = d / "s.pcapng";
   const Outcome o =
-      Txbatch(d, "sink --port net_null0 --duration 0.3 --stats 0 --capture " + f.string());
+      RunTxbatchAsGiven("sink --port net_null0 --duration 0.3 --stats 0 --capture " + f.string());
   EXPECT_EQ(o.status, 0) << o.err;
   EXPECT_NE(o.out.find("capture: 0 frames written to " + f.string()), std::string::npos) << o.out;
   const std::string bytes = Slurp(f);
