@@ -132,6 +132,9 @@ class Simulation {
   const CellConfig& cfg_;
   const SimCycles c_;
   RunWindow window_;
+  // Its actors' context switches: a step after which the actor sleeps (voluntary), a turn spent
+  // or a preemption by the txirq (involuntary). Before cpu_, which counts into it.
+  ContextSwitches switches_;
   const SimCpu cpu_;
   const double tsc_hz_;
   rte_mempool* pool_;
@@ -151,9 +154,6 @@ class Simulation {
   SimActor* stepping_ = nullptr;  // the actor whose step runs
   SimPoolCpus pool_cpus_{c_.recycle > 0};  // which CPU has the lines of the mbufs freed
   bool draining_ = false;
-  // Its actors' context switches: a step after which the actor sleeps (voluntary), a turn spent
-  // or a preemption by the txirq (involuntary).
-  ContextSwitches switches_;
   unsigned producers_left_ = 0;
   double interval_ = 0;  // --rate: TSC between a producer's frames
   double probe_interval_ = 0;  // --probe: TSC between the probe's frames
