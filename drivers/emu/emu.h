@@ -89,8 +89,6 @@ unsigned EmuMaxMtu(const EmuOptions& options);
 // out-of-range values get one sentence that lists the valid choices.
 Result<EmuOptions> ParseEmuSpec(std::string_view spec);
 
-// Models and their defaults, one line each (Driver::Forms, for the docs).
-std::string DescribeModels();
 // The models' names, comma-separated (for the messages).
 std::string ModelNames();
 

@@ -106,12 +106,6 @@ std::vector<DriverForm> Driver::Forms() {
   return lines;
 }
 
-std::string DescribeModels() {
-  std::string s;
-  for (const DriverForm& l : Driver::Forms()) s += fmt::format("  {:<10} {}\n", l.form, l.help);
-  return s;
-}
-
 std::string ModelNames() {
   std::string s;
   for (const auto& m : kModels) {
