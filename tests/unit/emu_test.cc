@@ -12,10 +12,11 @@
 #include "dataplane/frame.h"
 #include "dataplane/link_spec.h"
 #include "dataplane/producer.h"
-#include "drivers/factory.h"
 #include "dataplane/run_window.h"
 #include "dataplane/rx_sink.h"
+#include "drivers/factory.h"
 #include "tests/txbatch_bin.h"
+#include "tests/unit/complete_all.h"
 #include "tests/unit/test_eal.h"
 
 namespace txbatch {
@@ -362,12 +363,7 @@ TEST_F(EmuNicTest, AStallIsBookedForItsPartInsideTheWindow) {
   EXPECT_GE(stalled, before - start);
   EXPECT_LE(stalled, after - start);
   EXPECT_GE(nic_->counters().window_max_idle_tsc.Get(), before - start + 1e-3 * hz * 0.9);
-  while (nic_->InFlight() > 0) {
-    const Tsc d = nic_->NextCompletion();
-    while (Now() < d) {
-    }
-    (void)nic_->Complete(d);
-  }
+  test::CompleteAll(*nic_);
 }
 
 TEST_F(EmuNicTest, IpoibDeparturesAreSpacedByTheIbWireBytes) {
@@ -433,12 +429,7 @@ TEST_F(EmuNicTest, TheQueueStopsWithTheDriversSlackLeftAndRingsThere) {
   EXPECT_EQ(nic_->Complete(wake), 14u);
   EXPECT_EQ(nic_->FreeSlots(), 32u);
   EXPECT_FALSE(nic_->Stopped());
-  while (nic_->InFlight() > 0) {
-    const Tsc d = nic_->NextCompletion();
-    while (Now() < d) {
-    }
-    nic_->Complete(d);
-  }
+  test::CompleteAll(*nic_);
   EXPECT_EQ(sink_.counts().received, 46u);
 }
 
@@ -454,12 +445,7 @@ TEST_F(EmuNicTest, RingStopsWhenFullAndWakesAtTheFreeThreshold) {
   EXPECT_GE(nic_->Complete(fourth), 4u);
   EXPECT_FALSE(nic_->Stopped());
   EXPECT_EQ(nic_->Xmit(std::span(f).subspan(16)), 4);
-  while (nic_->InFlight() > 0) {
-    const Tsc d = nic_->NextCompletion();
-    while (Now() < d) {
-    }
-    nic_->Complete(d);
-  }
+  test::CompleteAll(*nic_);
   EXPECT_EQ(sink_.counts().received, 20u);
   EXPECT_EQ(sink_.counts().lost, 0u);
   EXPECT_EQ(nic_->counters().stops.Get(), 2u);  // 16 full, then 12 + 4 full again

@@ -22,6 +22,7 @@
 #include "dataplane/tx_queue.h"
 #include "dataplane/workload.h"
 #include "drivers/emu/emu.h"
+#include "tests/unit/complete_all.h"
 #include "tests/unit/test_eal.h"
 
 namespace txbatch {
@@ -279,12 +280,7 @@ TEST(Gso, AFrameThatDoesNotFitStopsTheQueue) {
   EXPECT_EQ(nic->counters().stops.Get(), 1u);
   EXPECT_EQ(nic->Xmit({&f[1], 1}), 0);  // still stopped: no second stop
   EXPECT_EQ(nic->counters().stops.Get(), 1u);
-  while (nic->InFlight() > 0) {
-    const Tsc d = nic->NextCompletion();
-    while (Now() < d) {
-    }
-    nic->Complete(d);
-  }
+  test::CompleteAll(*nic);
   EXPECT_FALSE(nic->Stopped());
   EXPECT_EQ(nic->Xmit({&f[1], 1}), 1);
   EXPECT_EQ(nic->Purge(), 45u);
@@ -324,12 +320,7 @@ TEST(Gso, EachNicModelCountsAGsoFrameForBqlAsItsDriverDoes) {
     ASSERT_EQ(dev.Xmit({&m, 1}, Handover::kXmitMore).accepted, 1);
     EXPECT_EQ(dev.bql_avail(), int64_t{kLimit} - c.bql_bytes);
     EXPECT_EQ(nic->counters().accepted.Get(), 45u);  // its wire frames, in the books
-    while (nic->InFlight() > 0) {
-      const Tsc d = nic->NextCompletion();
-      while (Now() < d) {
-      }
-      (void)dev.Complete(d);
-    }
+    test::CompleteAll(*nic, [&dev](Tsc t) { return dev.Complete(t); });
     EXPECT_EQ(nic->counters().completed_bytes.Get(), c.bql_bytes);
     EXPECT_EQ(dev.bql_avail(), int64_t{kLimit});
     EXPECT_EQ(sink.counts().received, 45u);
@@ -361,12 +352,7 @@ TEST(Gso, NetdevQueueCountsTheCallsItMakesAndTheWireFramesTaken) {
   EXPECT_EQ(counts(), (std::array<uint64_t, 3>{1, 2, 45}));
   EXPECT_FALSE(dev.Xmit({&f[1], 1}, Handover::kBurst).offered);  // stopped: no call
   EXPECT_EQ(counts(), (std::array<uint64_t, 3>{1, 2, 45}));
-  while (nic->InFlight() > 0) {
-    const Tsc d = nic->NextCompletion();
-    while (Now() < d) {
-    }
-    (void)dev.Complete(d);
-  }
+  test::CompleteAll(*nic, [&dev](Tsc t) { return dev.Complete(t); });
   EXPECT_EQ(dev.Xmit({&f[1], 1}, Handover::kXmitMore).accepted, 1);
   EXPECT_EQ(counts(), (std::array<uint64_t, 3>{2, 3, 90}));
   EXPECT_EQ(nic->Purge(), 45u);
