@@ -17,10 +17,14 @@ print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))')
 root=$dest$prefix
 bin=$root/bin/txbatch
 [[ -x $bin ]] || fail "no binary at $bin"
-"$bin" --version | grep -q '^txbatch [0-9.]* (DPDK [0-9.]*)$' || fail "--version: $("$bin" --version)"
+# Each program's output is read whole before grep looks at it: `prog | grep -q` under pipefail
+# fails whenever grep, having matched, closes the pipe before prog has written the rest (SIGPIPE).
+version=$("$bin" --version)
+grep -q '^txbatch [0-9.]* (DPDK [0-9.]*)$' <<<"$version" || fail "--version: $version"
 # The figures' program beside it, where sweep --out looks, and it runs (its --help).
 [[ -x $root/bin/txbatch-plot ]] || fail "no txbatch-plot beside the binary"
-"$root/bin/txbatch-plot" --help | grep -q 'results.json' || fail "txbatch-plot --help"
+plot_help=$("$root/bin/txbatch-plot" --help)
+grep -q 'results.json' <<<"$plot_help" || fail "txbatch-plot --help"
 
 man1=$(find "$root" -path '*/man1' -type d | head -1)
 [[ -n $man1 ]] || fail "no man1 folder under $root"
@@ -34,9 +38,11 @@ for page in txbatch run compare sweep tune calibrate report bridge respond sink 
   done
 done
 # A command's page holds that command's options (its own --help): run's --duration, sink's --port.
-MANWIDTH=100 man -l "$man1/txbatch-run.1" | grep -q -- '--duration' || fail "txbatch-run(1) lacks --duration"
-MANWIDTH=100 man -l "$man1/txbatch-sink.1" | grep -q -- '--port' || fail "txbatch-sink(1) lacks --port"
-MANWIDTH=100 man -l "$man1/txbatch-run.1" | grep -q 'txbatch-run - ' || fail "txbatch-run(1)'s NAME"
+run_page=$(MANWIDTH=100 man -l "$man1/txbatch-run.1")
+sink_page=$(MANWIDTH=100 man -l "$man1/txbatch-sink.1")
+grep -q -- '--duration' <<<"$run_page" || fail "txbatch-run(1) lacks --duration"
+grep -q -- '--port' <<<"$sink_page" || fail "txbatch-sink(1) lacks --port"
+grep -q 'txbatch-run - ' <<<"$run_page" || fail "txbatch-run(1)'s NAME"
 
 completion=$root/share/bash-completion/completions/txbatch
 [[ -f $completion ]] || fail "no bash completion at $completion"
@@ -48,21 +54,29 @@ complete_words() {
     _txbatch
     printf "%s\n" "${COMPREPLY[@]}"' _ "$completion" "$@"
 }
-complete_words "$bin" ru | grep -qx run || fail "txbatch ru<TAB> does not give run"
-complete_words "$bin" run --dur | grep -qx -- --duration || fail "txbatch run --dur<TAB>"
-complete_words "$bin" sink --po | grep -qx -- --port || fail "txbatch sink --po<TAB>"
-complete_words "$bin" run --sync no | grep -qx nolock || fail "txbatch run --sync no<TAB>"
-complete_words "$bin" lab u | grep -qx up || fail "txbatch lab u<TAB>"
+# Whether completing the words after `offers WORD` gives WORD, read whole first (as above: CI
+# saw "lacks fq_codel" with fq_codel offered, grep gone before printf wrote "none").
+offers() {
+  local want=$1 words
+  shift
+  words=$(complete_words "$@")
+  grep -qx -- "$want" <<<"$words"
+}
+offers run "$bin" ru || fail "txbatch ru<TAB> does not give run"
+offers --duration "$bin" run --dur || fail "txbatch run --dur<TAB>"
+offers --port "$bin" sink --po || fail "txbatch sink --po<TAB>"
+offers nolock "$bin" run --sync no || fail "txbatch run --sync no<TAB>"
+offers up "$bin" lab u || fail "txbatch lab u<TAB>"
 # Every emulated model and driver form the help's Drivers block names, and every qdisc.
 driver_words=$(complete_words "$bin" run --driver "")
 for form in $("$bin" run --help | sed -n '/^Drivers:/,$p' | grep -oE '^  (emu:[a-z0-9-]+|ethdev-pair:(memif)?|ethdev:|verbs:)'); do
   grep -qx -- "${form%%DEVARGS}" <<<"$driver_words" || fail "txbatch run --driver <TAB> lacks $form"
 done
 for qdisc in pfifo_fast pfifo fq_codel none; do
-  complete_words "$bin" run --qdisc "" | grep -qx "$qdisc" || fail "txbatch run --qdisc <TAB> lacks $qdisc"
+  offers "$qdisc" "$bin" run --qdisc "" || fail "txbatch run --qdisc <TAB> lacks $qdisc"
 done
 # Only the options the command has, not EAL's words its help mentions.
-! complete_words "$bin" run --log | grep -q . || fail "txbatch run --log<TAB> offers EAL's --log-level"
+[[ -z $(complete_words "$bin" run --log) ]] || fail "txbatch run --log<TAB> offers EAL's --log-level"
 [[ -z $(complete_words "$bin" run -- --no) ]] || fail "words after -- are EAL's, not completed"
 
 for doc in README.md usage.md output.md design.md drivers/emu.md; do
