@@ -130,6 +130,33 @@ class FrameBuilder {
 // latency from them (from 0 it read the receiver's uptime as latency).
 inline constexpr Tsc kNoTxStamp = 0;
 
+// --latency-sample N: which of a producer's frames carry a TX stamp (the rest kNoTxStamp, and no
+// clock read of their own), as traffic generators time a sample of their packets. One frame in
+// each block of N, block j's at offset j mod N: over N blocks the stamped frames take every
+// offset, so a batch whose size divides N has each of its positions sampled, not the same one
+// always. A countdown: no division a frame. N = 1: every frame.
+class LatencySampler {
+ public:
+  explicit LatencySampler(unsigned n = 1) : n_(n < 1 ? 1 : n) {}
+  // Whether the next frame is stamped.
+  bool Next() {
+    if (left_ > 0) {
+      --left_;
+      return false;
+    }
+    // From offset j of one block to offset j + 1 of the next: N frames between; from the
+    // last offset to the first of the next block, none.
+    offset_ = offset_ + 1 == n_ ? 0 : offset_ + 1;
+    left_ = offset_ == 0 ? 0 : n_;
+    return true;
+  }
+
+ private:
+  unsigned n_;
+  unsigned offset_ = 0;  // the offset in its block of the frame stamped last
+  unsigned left_ = 0;    // frames to go unstamped before the next stamped one
+};
+
 // Rewrites the TX stamp of a frame built by FrameBuilder (from the lengths it set; no parsing),
 // and of every slice of a GSO frame (FrameBuilder::BuildGso: each starts with its header). A
 // frame sent without a stamp (kNoTxStamp) keeps none: a stamp given only to the frames that

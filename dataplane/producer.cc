@@ -144,7 +144,8 @@ class Producer {
         interval_(cfg.pps_per_producer > 0 ? cfg.tsc_hz / cfg.pps_per_producer : 0),
         own_(cfg.own_batches),
         stash_(pool),
-        clock_per_frame_(cfg.stamp || interval_ > 0 ||
+        sampler_(cfg.stamp ? cfg.latency_sample : 1),
+        clock_per_frame_((cfg.stamp && cfg.latency_sample <= 1) || interval_ > 0 ||
                          (own_ != nullptr && own_->FlushBy(0) != kNever)) {
     // At full speed a flow always has data in flight: a GSO frame short of the goal waits.
     for (unsigned k = 0; k < flows_; ++k) {
@@ -218,13 +219,15 @@ class Producer {
       SleepNs(kAllocBackoffNs);
       return;
     }
-    // One TSC read per frame: its stamp, the start of a batch and the policy's clock.
-    const Tsc now = clock_per_frame_ ? Now() : 0;
+    // One TSC read per frame: its stamp, the start of a batch and the policy's clock; with
+    // --latency-sample, for a frame of the sample alone where nothing else needs the clock.
+    const bool stamped = cfg_.stamp && sampler_.Next();
+    const Tsc now = clock_per_frame_ || stamped ? Now() : 0;
     last_now_ = now;
-    // Without timing the frame carries no stamp, even where pacing read the clock: a receiver
-    // takes every frame of a --no-timing sender alike (kNoTxStamp: counted, no latency).
+    // Without timing (or out of the sample) the frame carries no stamp, even where pacing read
+    // the clock: a receiver takes such frames alike (kNoTxStamp: counted, no latency).
     rte_mbuf* const m = builders_[cur_].BuildSlices({chain.data(), slices}, payload, mss_,
-                                                    cfg_.stamp ? now : kNoTxStamp);
+                                                    stamped ? now : kNoTxStamp);
     stats_[cur_].generated.Add(slices);
     if (own_ == nullptr) {
       if (cfg_.tsq != nullptr) cfg_.tsq->Charge(flow, payload, slices);
@@ -286,7 +289,9 @@ class Producer {
   Tsc first_ = 0;
   MbufStash stash_;
   Tsc last_now_ = 0;     // the stamp of the frame built last
-  // Whether anything reads the clock a frame: the stamp, the pacing, a buffer's drain timer.
+  LatencySampler sampler_;  // which frames carry a stamp (--latency-sample)
+  // Whether anything reads the clock every frame: the stamp of each, the pacing, a buffer's
+  // drain timer.
   const bool clock_per_frame_;
 };
 

@@ -59,6 +59,8 @@ struct ProducerConfig {
   // Stamp every frame with the TSC (latency is measured from it). Off (--no-timing): frames
   // carry 0, and the clock is read only where pacing or a drain timer needs it.
   bool stamp = true;
+  // --latency-sample: one frame in this many carries the stamp (LatencySampler; 1: every one).
+  unsigned latency_sample = 1;
   // Flow f's first sequence number (missing: 0); a session's cells continue each flow.
   std::vector<uint64_t> first_seq;
   // TCP streams hand the stack GSO frames (--offload gso or tso, gso.h), not MSS frames.

@@ -71,6 +71,9 @@ struct CellConfig {
   bool sync_auto = false;
   // Frames carry TX stamps and the sink measures latency (off: --no-timing, throughput only).
   bool timing = true;
+  // --latency-sample: one frame in this many of each producer carries a stamp (LatencySampler),
+  // the probe's every one; latency is the sample's. 1: every frame.
+  unsigned latency_sample = 1;
   // --per-flow: the sink keeps each flow's counts and latency (CellResult::flows; a second
   // histogram update a received frame).
   bool per_flow = false;

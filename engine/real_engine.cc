@@ -138,6 +138,7 @@ Status RealCell::Build() {
   if (cfg_.shape.noqueue) pcfg.own_batches = policy_.get();
   pcfg.track_stages = qcfg.track_stages;
   pcfg.stamp = cfg_.timing;
+  pcfg.latency_sample = cfg_.latency_sample;
   pcfg.first_seq = first_seq;
   pcfg.gso_frames = cfg_.offload != Offload::kNone;
   if (TsqActive(cfg_)) {
@@ -150,6 +151,7 @@ Status RealCell::Build() {
   // The probe (--probe): small UDP datagrams at its own rate, no TSQ (the last flow).
   probe_cfg_ = pcfg;
   probe_cfg_.flows = 1;
+  probe_cfg_.latency_sample = 1;  // the latency stream: every frame timed
   probe_cfg_.proto = Proto::kUdp;
   probe_cfg_.size = kProbePayload;
   probe_cfg_.pps_per_producer = ProbePps(cfg_, wire_);

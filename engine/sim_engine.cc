@@ -340,6 +340,7 @@ void Simulation::PlaceActors(Tsc origin, const std::vector<uint64_t>& first_seq)
     p.q = lanes_[i % nq].q.get();  // XPS: producer i sends on queue i mod queues
     p.index = i;
     p.step = p.home = SimStep::kBuild;
+    p.sampler = LatencySampler(probe ? 1 : cfg_.latency_sample);  // the probe timed whole
     // Paced producers start evenly staggered within one interval.
     // The probe's first frame an interval of its own in (RunProducer's stagger for index procs).
     p.next_pace =

@@ -83,7 +83,10 @@ void Simulation::Build(SimActor& p) {
   }
   // An mbuf whose lines another CPU has comes through the pool's shared stack (`recycle`).
   cpu_.Work(p, c_.frame * slices + c_.recycle * pool_cpus_.Reused(slices, p.cpu));
-  rte_mbuf* const m = builders_[p.flow].BuildSlices({chain.data(), slices}, payload, mss, p.t);
+  // Out of the --latency-sample sample: no stamp (the cost model's frame cost stays the one
+  // calibrate measured, with a clock read a frame).
+  rte_mbuf* const m = builders_[p.flow].BuildSlices({chain.data(), slices}, payload, mss,
+                                                    p.sampler.Next() ? p.t : kNoTxStamp);
   pool_cpus_.Built(m);
   stats_[p.flow].generated.Add(slices);
   if (tsq && !cfg_.shape.noqueue) tsq_->Charge(p.flow, payload, slices);  // own batch: at FlushOwn

@@ -25,6 +25,7 @@
 #include "batching/batch.h"
 #include "batching/flush_policy.h"
 #include "dataplane/enqueue_step.h"
+#include "dataplane/frame.h"
 #include "dataplane/netdev_queue.h"
 #include "dataplane/qdisc.h"
 #include "dataplane/qdisc_run.h"
@@ -167,6 +168,7 @@ struct SimActor {
   bool held_waited = false;
   bool tsq_throttled = false;  // asleep until TCP Small Queues let it send (tsq.h)
   double next_pace = 0;
+  LatencySampler sampler;  // which of its frames carry a stamp (--latency-sample)
   Batch own;  // --qdisc none: its own batch
   Tsc own_first = 0;
 };

@@ -82,6 +82,10 @@ CellConfig ConfigFrom(const json& c) {
   cfg.bypass = c.value("bypass", false);
   cfg.sync_auto = c.value("sync_auto", false);
   cfg.timing = c.value("timing", true);
+  cfg.latency_sample = c.value("latency_sample", 1u);  // before 2026-12-07: every frame
+  if (cfg.latency_sample < 1)
+    throw json::type_error::create(302, "latency_sample of 1 or more was expected, not 0",
+                                   &c.at("latency_sample"));
   cfg.per_flow = c.value("per_flow", false);
   const json& flows = c.value("flows", json(1));  // before 2026-12-07: one a producer
   cfg.flows = Whole{flows};

@@ -39,6 +39,7 @@ json ConfigJson(const CellConfig& c, const RunEnv& env) {
           {"era_mix", EraMix(c).empty() ? json(nullptr) : json(EraMix(c))},
           {"sync_auto", c.sync_auto},
           {"timing", c.timing},
+          {"latency_sample", c.latency_sample},
           {"per_flow", c.per_flow},
           {"flows", c.flows},
           {"probe", c.probe ? json(c.probe->ToString()) : json(nullptr)},

@@ -79,11 +79,10 @@ std::string TsqCaps(const std::vector<CellConfig>& cells) {
   return fmt::format("{} bytes", fmt::join(each, ", "));
 }
 
-}  // namespace
-
-void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const RunEnv& env) {
+// The header's words for the qdisc shapes and the producers ("pfifo_fast (3 bands x 1000),
+// runner inline, sync rootlock, producers stream (…)").
+std::string ShapeSentence(const std::vector<CellConfig>& cells, const std::string& tsq_caps) {
   const CellConfig& c = cells.front();
-  const std::string tsq_caps = TsqCaps(cells);
   const std::string producers =
       !c.stream          ? "datagram (drop on a full qdisc)"
       : tsq_caps.empty() ? "stream (block on a full qdisc; fq_codel's never is)"
@@ -114,6 +113,15 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
                           c.shape.dedicated ? "dedicated" : "inline",
                           c.shape.nolock ? "nolock" : "rootlock", producers);
   }
+  return shape;
+}
+
+}  // namespace
+
+void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const RunEnv& env) {
+  const CellConfig& c = cells.front();
+  const std::string tsq_caps = TsqCaps(cells);
+  const std::string shape = ShapeSentence(cells, tsq_caps);
   // GSO frames (gso.h): who cuts them, and how large they are.
   std::string offload;
   if (c.proto == Proto::kTcp && c.offload != Offload::kNone) {
@@ -195,8 +203,13 @@ void PrintHeader(std::FILE* out, const std::vector<CellConfig>& cells, const Run
                                    : fmt::format("queues {}..{} carry", procs, queues - 1));
   fmt::print(out,
              "each cell: {:g} s warm-up, {:g} s measured, then a drain; throughput counted at "
-             "the wire (emu), on receive (loopback ports) or where the driver accepts frames\n",
-             c.warmup_s, c.duration_s);
+             "the wire (emu), on receive (loopback ports) or where the driver accepts frames{}\n",
+             c.warmup_s, c.duration_s,
+             c.timing && c.latency_sample > 1
+                 ? fmt::format("; latency on a sample, one frame in {} of each producer "
+                               "(--latency-sample: the others carry no stamp)",
+                               c.latency_sample)
+                 : "");
 }
 
 namespace {

@@ -91,6 +91,31 @@ void AddQueueOptions(CLI::App& cmd, RunArgs& a, std::string_view batch_default) 
       "are free and ulimit -f holds a hugepage, else --no-huge), no-huge or in-memory");
 }
 
+namespace {
+
+// What is timed: every frame, a sample or none, and each flow apart.
+void AddTimingOptions(CLI::App& cmd, RunArgs& a) {
+  cmd.add_flag("--no-timing", a.no_timing,
+               "Throughput only: frames carry no TX stamp (no TSC read a frame where neither "
+               "--rate nor a drain timer needs the clock) and the sink keeps no latency; records "
+               "say `timing` false and their latency fields are null");
+  AddWholeNumberOption(
+      cmd, "--latency-sample", a.latency_sample,
+      "Latency on a sample, as traffic generators measure it: one frame in N (1..65536) of each "
+      "producer carries a TX stamp and is followed through every stage; the others carry none "
+      "and read no clock of their own (the receiver still checks every frame's flow and "
+      "sequence). The stamped frames take every offset within N in turn, so each position of a "
+      "batch is sampled. Records say `latency_sample`; latency counts are the sample's; a "
+      "--probe stays timed whole");
+  cmd.add_flag("--per-flow", a.per_flow,
+               "Where frames come back to a sink: each flow apart (a producer's, one of its "
+               "--flows: frames, lost, "
+               "duplicated, reordered, latency p50/p99) in records' results.per_flow and a "
+               "table after the others (a second latency histogram update a frame)");
+}
+
+}  // namespace
+
 void AddRunOptions(CLI::App& cmd, RunArgs& a) {
   cmd.add_flag("--no-bypass", a.no_bypass,
                "Turn off Linux's empty-qdisc bypass (TCQ_F_CAN_BYPASS: with an inline runner, a "
@@ -98,15 +123,7 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
                "never enqueued; on wherever the kernel a policy names had it: not blist-2007, "
                "and on --sync nolock from 5.14, so not linux-2014). For A/B against today's "
                "path; records say `bypass` and count `bypassed` frames");
-  cmd.add_flag("--no-timing", a.no_timing,
-               "Throughput only: frames carry no TX stamp (no TSC read a frame where neither "
-               "--rate nor a drain timer needs the clock) and the sink keeps no latency; records "
-               "say `timing` false and their latency fields are null");
-  cmd.add_flag("--per-flow", a.per_flow,
-               "Where frames come back to a sink: each flow apart (a producer's, one of its "
-               "--flows: frames, lost, "
-               "duplicated, reordered, latency p50/p99) in records' results.per_flow and a "
-               "table after the others (a second latency histogram update a frame)");
+  AddTimingOptions(cmd, a);
   cmd.add_option(
          "--driver", a.drivers,
          "Driver spec; repeat for several (devargs contain commas): " + DriverForms() +
@@ -457,6 +474,14 @@ Status ParseCellValues(const RunArgs& a, GridParts& g) {
                                "a rate such as 100pps or 1mbit");
     g.probe = *probe;
   }
+  if (a.latency_sample < 1 || a.latency_sample > kMaxLatencySample)
+    return MakeError(ERANGE, fmt::format("--latency-sample {} is out of range; valid: 1 (every "
+                                         "frame)..{}",
+                                         a.latency_sample, kMaxLatencySample));
+  if (a.latency_sample > 1 && a.no_timing)
+    return MakeError(EINVAL, fmt::format("--latency-sample {} with --no-timing: --no-timing "
+                                         "stamps no frame to sample; valid: one of them",
+                                         a.latency_sample));
   if (a.tsq > kMaxTsqBytes)
     return MakeError(ERANGE, fmt::format("--tsq {} is out of range; valid: 0 (off) or 1..{} bytes",
                                          a.tsq, kMaxTsqBytes));
@@ -621,6 +646,7 @@ Status BuildCells(const RunArgs& a, const GridParts& g, RunPlan& plan) {
                 c.bypass = !a.no_bypass && KernelBypass(pol, shape);
                 c.sync_auto = choice.era_sync;
                 c.timing = !a.no_timing;
+                c.latency_sample = a.latency_sample;
                 c.per_flow = a.per_flow;
                 c.probe = g.probe;
                 c.bql = g.bql;

@@ -14,6 +14,9 @@
 
 namespace txbatch {
 
+// --latency-sample's largest N: one stamped frame in 65536.
+inline constexpr unsigned kMaxLatencySample = 65536;
+
 // Raw option values as CLI11 fills them (lists still comma-separated text).
 struct RunArgs {
   std::vector<std::string> drivers;
@@ -47,6 +50,7 @@ struct RunArgs {
   std::string sync = "auto";  // auto: each policy on its kernel's qdisc (KernelNolock)
   std::string qdisc = "pfifo_fast";
   bool no_timing = false;  // --no-timing: throughput only (no TX stamp read a frame, no latency)
+  unsigned latency_sample = 1;  // --latency-sample N (CellConfig::latency_sample)
   bool per_flow = false;   // --per-flow: each flow's counts and latency (CellConfig::per_flow)
   bool no_bypass = false;  // --no-bypass: every frame enqueued and dequeued (no TCQ_F_CAN_BYPASS)
   uint64_t seed = 1;

@@ -354,8 +354,8 @@ void PrintSinkSummary(const SinkReceived& r) {
                             Lat(latency, &LatencySummary::p99), Lat(latency, &LatencySummary::max))
               : "not reported: " + o.latency_why,
       latency && c.unstamped > 0
-          ? fmt::format(" ({} frames without a TX stamp, from a --no-timing sender, left "
-                        "out)",
+          ? fmt::format(" ({} frames without a TX stamp, from a --no-timing sender or "
+                        "out of a --latency-sample sender's sample, left out)",
                         c.unstamped)
           : std::string());
 }

@@ -15,6 +15,8 @@
 #      runs inside the call) over BM_EmuNullPath/32's ns a frame (build/tests/bench/tx_path_bench:
 #      the same per-frame work with no window open, so no latency histograms), run in the same
 #      round; and the TX path's alone over it, for scale.
+#   5. Issue 48's rows, with --latency-sample 64 (one frame in 64 stamped and followed; the rest
+#      carry no stamp and read no clock of their own): 1 at B = 32, 2, 3 at buffer:32 and 4.
 # Prints every round, then one table: what, median, min, goal.
 #
 # Usage: scripts/experiments/perf_goals.sh [build]   (ROUNDS=3 BURSTS="1 8 32 64" by default)
@@ -61,6 +63,7 @@ print('%.2f' % (b['cpu_time'] / 32))"
 }
 
 put() { echo "$2" >>"$tmp/$1"; }  # series value
+sample=(--latency-sample 64)  # issue 48's rows
 for r in $(seq "$rounds"); do
   line="round $r:"
   for b in $bursts; do
@@ -70,10 +73,12 @@ for r in $(seq "$rounds"); do
     line+=" B$b testpmd $tp none $none;"
     [[ $b == 32 ]] && none32=$none
     [[ $b == 1 ]] && none1=$none
-    if [[ $b == 32 ]]; then  # what the per-frame stamp costs: the same without it
+    if [[ $b == 32 ]]; then  # what the per-frame stamp costs: the same without it, sampled
       read -r nt _ _ < <(txbatch_cell ethdev:net_null0 --qdisc none --policy buffer:32 --no-timing)
       put notiming "$(awk -v t="$tp" -v n="$nt" 'BEGIN {printf "%.3f", n / t}')"
-      line+=" no-timing $nt;"
+      read -r ns _ _ < <(txbatch_cell ethdev:net_null0 --qdisc none --policy buffer:32 "${sample[@]}")
+      put sampled "$(awk -v t="$tp" -v n="$ns" 'BEGIN {printf "%.3f", n / t}')"
+      line+=" no-timing $nt; sampled $ns;"
     fi
   done
   if [[ -z ${none32:-} ]]; then
@@ -86,16 +91,29 @@ for r in $(seq "$rounds"); do
   put pfifo "$(awk -v p="$pf" -v n="$none32" 'BEGIN {printf "%.1f", 1000 / p - 1000 / n}')"
   put pfifo1 "$(awk -v p="$pf" -v n="$none1" 'BEGIN {printf "%.1f", 1000 / p - 1000 / n}')"
   line+=" pfifo_fast $pf;"
+  read -r pfs _ _ < <(txbatch_cell ethdev:net_null0 --sync rootlock --runner inline --batch 32 \
+    "${sample[@]}")
+  read -r nones _ _ < <(txbatch_cell ethdev:net_null0 --qdisc none --policy buffer:32 \
+    "${sample[@]}")
+  put pfifo_s "$(awk -v p="$pfs" -v n="$nones" 'BEGIN {printf "%.1f", 1000 / p - 1000 / n}')"
+  line+=" sampled: pfifo_fast $pfs none $nones;"
   for b in 1 32; do
     read -r ix _ _ < <(txbatch_cell emu:ixgbe,doorbell_ns=100 --qdisc none --policy "buffer:$b")
     put "ixgbe.$b" "$(awk -v m="$ix" 'BEGIN {printf "%.3f", m / 14.88}')"
     line+=" ixgbe B$b $ix;"
   done
+  read -r ixs _ _ < <(txbatch_cell emu:ixgbe,doorbell_ns=100 --qdisc none --policy buffer:32 \
+    "${sample[@]}")
+  put ixgbe_s "$(awk -v m="$ixs" 'BEGIN {printf "%.3f", m / 14.88}')"
+  line+=" sampled ixgbe B32 $ixs;"
   read -r nm ncpu nrx < <(txbatch_cell emu:null --qdisc none --policy buffer:32)
   bn=$(bench_ns)
   put null "$(awk -v c="$ncpu" -v x="$nrx" -v b="$bn" 'BEGIN {printf "%.2f", (c + x) / b}')"
   put null_tx "$(awk -v c="$ncpu" -v b="$bn" 'BEGIN {printf "%.2f", c / b}')"
-  line+=" emu:null $nm Mpps, TX ${ncpu} ns + receiver ${nrx} ns, bench ${bn} ns"
+  line+=" emu:null $nm Mpps, TX ${ncpu} ns + receiver ${nrx} ns, bench ${bn} ns;"
+  read -r _ scpu srx < <(txbatch_cell emu:null --qdisc none --policy buffer:32 "${sample[@]}")
+  put null_s "$(awk -v c="$scpu" -v x="$srx" -v b="$bn" 'BEGIN {printf "%.2f", (c + x) / b}')"
+  line+=" sampled emu:null TX ${scpu} ns + receiver ${srx} ns"
   echo "$line"
   unset none32 none1
 done
@@ -121,3 +139,8 @@ for b in 1 32; do
 done
 row null "emu:null buffer:32 CPU ns (TX + receiver) / BM_EmuNullPath/32" "" x "<= 1.2x"
 row null_tx "emu:null buffer:32 TX path's CPU ns alone / the same" "" x "-"
+echo "with --latency-sample 64 (issue 48's goals):"
+row sampled "  none buffer:32 / testpmd burst 32 (net_null)" "" x ">= 0.9x"
+row pfifo_s "  pfifo_fast inline minus none, batch 32 (ns/frame)" + "" "<= +40"
+row ixgbe_s "  emu:ixgbe,doorbell_ns=100 buffer:32 / 14.88 Mpps" "" "" ">= 0.60"
+row null_s "  emu:null buffer:32 CPU ns (TX + receiver) / BM_EmuNullPath/32" "" x "<= 1.2x"

@@ -94,5 +94,43 @@ TEST(LatencyStages, AQdiscWaitIsReportedAsSuchAndNothingWhereNothingReceives) {
   EXPECT_TRUE(Results(null, 0)["latency_by_position_ns"].empty());
 }
 
+// --latency-sample 32: one frame in each block of 32 of the producer carries a stamp, block j's
+// at offset j mod 32 — so the latency is the sample's and, under buffer:32 (batches of 32, a
+// size dividing N), every position of the batch is in it. The bound on the sample's size: a
+// window of M frames (`packets`) holds M/32 blocks, and the blocks cut at its two ends hold one
+// stamped frame or none each: M/32 - 2 .. M/32 + 2; on the real clock a batch (32 frames, one
+// stamp) in flight at each end of the window may count on one side for the wire and on the
+// other for the receiver: 2 more. Every frame still counts: the books close and none is lost.
+TEST(LatencyStages, ASampleOfOneFrameIn32TimesEveryPositionOfTheBatch) {
+  for (const std::string engine : {"sim", "real"}) {
+    SCOPED_TRACE(engine);
+    const auto run = RunTxbatch("run --engine " + engine + " " + kCountAndBuffer +
+                                " --latency-sample 32");
+    ASSERT_TRUE(WroteCells(run, 2));
+    EXPECT_NE(run.out.find("latency on a sample, one frame in 32 of each producer"),
+              std::string::npos)
+        << run.out;
+    const double slack = engine == "sim" ? 2 : 4;
+    for (const auto& [rec, r, a, cell] : Cells(run)) {
+      EXPECT_EQ(rec["config"]["latency_sample"], 32) << cell;
+      ExpectDeliveredOnce(rec);
+      const double sample = r["packets"].get<double>() / 32;
+      const double count = r["latency_ns"]["count"];
+      EXPECT_GE(count, sample - slack) << cell;
+      EXPECT_LE(count, sample + slack) << cell;
+      uint64_t by_position = 0;
+      for (const json& p : r["latency_by_position_ns"]) by_position += p["count"].get<uint64_t>();
+      EXPECT_EQ(by_position, count) << cell;
+    }
+    // count:1: every frame alone, at position 0; buffer:32: every bucket of the 32 positions.
+    EXPECT_EQ(Results(run, 0)["latency_by_position_ns"].size(), 1u);
+    const json& pos = Results(run, 1)["latency_by_position_ns"];
+    if (engine == "sim") {
+      ASSERT_EQ(pos.size(), 6u) << pos;  // 0, 1, 2-3, 4-7, 8-15, 16-31
+      for (const json& p : pos) EXPECT_GT(p["count"].get<uint64_t>(), 0u) << p;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace txbatch::test

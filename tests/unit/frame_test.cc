@@ -102,6 +102,31 @@ TEST(Frame, ForeignAndBrokenFramesAreClassified) {
   EXPECT_EQ(ParseFrame(magic.data(), len).status, ParseStatus::kNotTxbatch);
 }
 
+// --latency-sample N stamps one frame in each block of N, block j's at offset j mod N: exactly
+// 1/N of the frames, and over N blocks every offset once — so a batch of any size dividing N
+// has each of its positions sampled. N = 1 stamps every frame; 0 is read as 1.
+TEST(LatencySampler, OneFrameABlockAtEachOffsetInTurn) {
+  for (const unsigned n : {1u, 2u, 7u, 64u}) {
+    SCOPED_TRACE(n);
+    LatencySampler s(n);
+    std::vector<unsigned> offsets;  // of each block's stamped frame
+    const unsigned blocks = 3 * n;
+    for (unsigned j = 0; j < blocks; ++j) {
+      unsigned stamped = 0;
+      for (unsigned k = 0; k < n; ++k)
+        if (s.Next()) {
+          ++stamped;
+          offsets.push_back(k);
+        }
+      ASSERT_EQ(stamped, 1u) << "block " << j;
+    }
+    for (unsigned j = 0; j < blocks; ++j) EXPECT_EQ(offsets[j], j % n) << "block " << j;
+  }
+  LatencySampler zero(0);
+  EXPECT_TRUE(zero.Next());
+  EXPECT_TRUE(zero.Next());
+}
+
 TEST(Segmenter, TcpCutsOneStreamIntoFullSegments) {
   Segmenter s(Proto::kTcp, 4096, 1500);
   std::vector<unsigned> out;
