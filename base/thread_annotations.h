@@ -6,6 +6,7 @@
 // locks the analysis checks are txbatch's own: PiMutex (base/pi_mutex.h), Mutex and the scoped
 // locks below.
 
+#include <cassert>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -85,26 +86,50 @@ class SCOPED_CAPABILITY UniqueLock {
   bool held_ = true;
 };
 
+// A held lock let go for a scope and taken again at its end, however the scope ends (an
+// exception too): sch_direct_xmit's root lock around the driver call. The analysis sees it let
+// go inside and held again after.
+template <class M>
+class SCOPED_CAPABILITY Unlocked {
+ public:
+  explicit Unlocked(M& m) RELEASE(m) : m_(m) { m_.unlock(); }
+  ~Unlocked() RELEASE() { m_.lock(); }
+  Unlocked(const Unlocked&) = delete;
+  Unlocked& operator=(const Unlocked&) = delete;
+
+ private:
+  M& m_;
+};
+
 // std::condition_variable waiting on a UniqueLock<Mutex>: the same wait (one futex, not the
 // second lock std::condition_variable_any takes on every notify), the lock let go while asleep
 // and held again on return, as the analysis assumes of a call that keeps it.
 class CondVar {
  public:
   void wait(UniqueLock<Mutex>& lock) {
-    std::unique_lock<std::mutex> native(lock.mutex().native(), std::adopt_lock);
-    cv_.wait(native);
-    native.release();
+    Adopted native(lock);
+    cv_.wait(native.lock);
   }
   template <class Rep, class Period>
   void wait_for(UniqueLock<Mutex>& lock, const std::chrono::duration<Rep, Period>& d) {
-    std::unique_lock<std::mutex> native(lock.mutex().native(), std::adopt_lock);
-    cv_.wait_for(native, d);
-    native.release();
+    Adopted native(lock);
+    cv_.wait_for(native.lock, d);
   }
   void notify_one() noexcept { cv_.notify_one(); }
   void notify_all() noexcept { cv_.notify_all(); }
 
  private:
+  // The caller's lock as std::condition_variable takes it, handed back held on every way out
+  // (the caller's UniqueLock lets it go, once).
+  struct Adopted {
+    explicit Adopted(UniqueLock<Mutex>& l) : lock(l.mutex().native(), std::adopt_lock) {
+      assert(l.owns_lock());
+    }
+    ~Adopted() { lock.release(); }
+    Adopted(const Adopted&) = delete;
+    Adopted& operator=(const Adopted&) = delete;
+    std::unique_lock<std::mutex> lock;
+  };
   std::condition_variable cv_;
 };
 

@@ -153,7 +153,7 @@ class LatencySampler {
 
  private:
   unsigned n_;
-  unsigned offset_ = 0;  // the offset in its block of the frame stamped last
+  unsigned offset_ = 0;  // the offset in its block of the next frame to stamp
   unsigned left_ = 0;    // frames to go unstamped before the next stamped one
 };
 

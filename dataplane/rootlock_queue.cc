@@ -84,11 +84,11 @@ void RootlockTxQueue::Run(bool in_hand) {
       if (wake) space_cv_.notify_all();
     }
     in_hand = false;
-    // sch_direct_xmit: the root lock let go around the driver call (the caller's scoped lock
-    // still its owner: taken again before anything returns).
-    root_lock_.unlock();
-    const uint16_t accepted = Transmit(run_.batch(), t0, run_.handover());
-    root_lock_.lock();
+    uint16_t accepted;
+    {
+      const Unlocked<Mutex> driver_call(root_lock_);  // sch_direct_xmit: let go around the call
+      accepted = Transmit(run_.batch(), t0, run_.handover());
+    }
     const RunNext next = run_.Settle(*qdisc_, accepted, counters_, [this] {
       return tx_stopped_.load(std::memory_order_acquire);
     });

@@ -98,7 +98,7 @@ class EthdevPort final : public TxDriver {
 
   ~EthdevPort() override {
     Purge();
-    if (counters_.accepted.Get() > 0) owned_->sent = true;  // the port lingers if it must
+    if (took_any_) owned_->sent = true;  // the port lingers if it must
     owned_.reset();  // the last queue of the port stops, closes and removes it
   }
 
@@ -125,6 +125,7 @@ class EthdevPort final : public TxDriver {
     const uint16_t n = rte_eth_tx_burst(port_, queue_, const_cast<rte_mbuf**>(frames.data()),
                                         static_cast<uint16_t>(frames.size()));
     if (capture != nullptr) capture->Sent(port_, copies, n);
+    took_any_ |= n > 0;  // its own record: whoever calls it, counted or not
     if (loopback_) in_flight_ += n;
     if (!loopback_) counters_.last_departure.Max(now);
     if (count_here) {
@@ -266,6 +267,7 @@ class EthdevPort final : public TxDriver {
   Tsc retry_at_ = 0;   // when a stopped non-loopback port is tried again
   Tsc next_poll_ = 0;  // when a loopback's RX is polled next
   unsigned in_flight_ = 0;
+  bool took_any_ = false;  // a burst took a frame: the PMD may still hold some at the end
   std::array<uint32_t, kMaxBatch> payload_;  // per-call scratch, filled before tx_burst
   std::array<rte_mbuf*, kMaxBatch> capture_copies_;  // --capture: per-call copies (no allocation)
   std::array<uint32_t, kMaxBatch> bytes_;
