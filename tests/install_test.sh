@@ -19,11 +19,11 @@ bin=$root/bin/txbatch
 [[ -x $bin ]] || fail "no binary at $bin"
 # Each program's output is read whole before grep looks at it: `prog | grep -q` under pipefail
 # fails whenever grep, having matched, closes the pipe before prog has written the rest (SIGPIPE).
-version=$("$bin" --version)
+version=$("$bin" --version) || fail "--version exited $?"
 grep -q '^txbatch [0-9.]* (DPDK [0-9.]*)$' <<<"$version" || fail "--version: $version"
 # The figures' program beside it, where sweep --out looks, and it runs (its --help).
 [[ -x $root/bin/txbatch-plot ]] || fail "no txbatch-plot beside the binary"
-plot_help=$("$root/bin/txbatch-plot" --help)
+plot_help=$("$root/bin/txbatch-plot" --help) || fail "txbatch-plot --help exited $?"
 grep -q 'results.json' <<<"$plot_help" || fail "txbatch-plot --help"
 
 man1=$(find "$root" -path '*/man1' -type d | head -1)
@@ -38,8 +38,8 @@ for page in txbatch run compare sweep tune calibrate report bridge respond sink 
   done
 done
 # A command's page holds that command's options (its own --help): run's --duration, sink's --port.
-run_page=$(MANWIDTH=100 man -l "$man1/txbatch-run.1")
-sink_page=$(MANWIDTH=100 man -l "$man1/txbatch-sink.1")
+run_page=$(MANWIDTH=100 man -l "$man1/txbatch-run.1") || fail "man -l txbatch-run.1 exited $?"
+sink_page=$(MANWIDTH=100 man -l "$man1/txbatch-sink.1") || fail "man -l txbatch-sink.1 exited $?"
 grep -q -- '--duration' <<<"$run_page" || fail "txbatch-run(1) lacks --duration"
 grep -q -- '--port' <<<"$sink_page" || fail "txbatch-sink(1) lacks --port"
 grep -q 'txbatch-run - ' <<<"$run_page" || fail "txbatch-run(1)'s NAME"
@@ -59,7 +59,7 @@ complete_words() {
 offers() {
   local want=$1 words
   shift
-  words=$(complete_words "$@")
+  words=$(complete_words "$@") || fail "completing '$*' exited $?"
   grep -qx -- "$want" <<<"$words"
 }
 offers run "$bin" ru || fail "txbatch ru<TAB> does not give run"

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <regex>
 
@@ -25,9 +26,16 @@ TxbatchRun RunTxbatchAsGiven(const std::string& args, const std::string& dir) {
   const char* const argv[] = {"bash", "-c", cmd.c_str(), nullptr};
   pid_t pid = -1;
   int rc = -1;
-  if (posix_spawnp(&pid, "bash", nullptr, nullptr, const_cast<char* const*>(argv), environ) == 0)
-    while (waitpid(pid, &rc, 0) < 0 && errno == EINTR) {
+  if (const int e =
+          posix_spawnp(&pid, "bash", nullptr, nullptr, const_cast<char* const*>(argv), environ);
+      e != 0) {
+    ADD_FAILURE() << "bash could not be started for txbatch " << args << ": " << std::strerror(e);
+  } else {
+    pid_t got;
+    while ((got = waitpid(pid, &rc, 0)) < 0 && errno == EINTR) {
     }
+    if (got < 0) ADD_FAILURE() << "waitpid for txbatch " << args << ": " << std::strerror(errno);
+  }
   TxbatchRun r;
   r.status = rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   r.out = Slurp(out);
