@@ -206,6 +206,15 @@ TEST(KernelModel, TcpBytesBelowASocketAreTheKernelsAtTheSameRate) {
         << "the guest's streams delivered " << delivered << " B/s through a "
         << bottleneck * 8 / 1e6 << " Mbit/s bottleneck: too slow to keep it busy (a loaded "
         << "host?), so its skbs do not wait below the sockets and there is nothing to compare";
+    // The bar: the 25 % of the guest's median, or the guest's own spread (median to
+    // p90 of its samples) where that is wider — a reference is judged against its own spread.
+    // Eight streams' medians moved -20.0..+8.1 % in fifteen runs, then -26.7 % in one CI run
+    // (kernel 27 200 B, its p90 35 960: one 8 760-byte skb above its own median; the model's
+    // 19 936, exactly its two skbs): the guest's median sits anywhere within its one-skb step.
+    const double spread = r.at("below_p90").get<double>() - kernel;
+    const double bound = std::max(0.25 * kernel, spread);
+    const std::string why = spread > 0.25 * kernel ? "the guest's spread, median to p90"
+                                                   : "25 % of the guest's median";
     const json* modelled = nullptr;
     for (const json& c : model.at("cases"))
       if (c.at("case") == name) modelled = &c;
@@ -220,7 +229,8 @@ TEST(KernelModel, TcpBytesBelowASocketAreTheKernelsAtTheSameRate) {
       const double below = tsq.at("below_p50").get<double>();
       std::printf("%s %s: bytes below a socket, median: kernel %.0f, model %.0f (%+.1f %%)\n",
                   name.c_str(), engine.c_str(), kernel, below, 100 * (below / kernel - 1));
-      EXPECT_NEAR(below, kernel, 0.25 * kernel) << "bytes below a socket at the median";
+      EXPECT_NEAR(below, kernel, bound) << "bytes below a socket at the median (within "
+                                        << bound << " B: " << why << ")";
     }
     EXPECT_EQ(engines, (std::set<std::string>{"real", "sim"}));
     compared.insert(name);
