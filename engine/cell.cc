@@ -375,6 +375,28 @@ void ChecksOf(const CellRun& run, CellResult& r) {
   r.stopped_at_s = static_cast<double>(run.stopped_at - run.run_start) / tsc_hz;
 }
 
+// The emulator's self-check (real cells: the engine counted its producers): each producer's pace
+// against what it made in the window, and the wire's host stalls.
+void EmulatorOf(const CellRun& run, CellResult& r) {
+  if (run.a.producers.empty() || run.a.producers.size() != run.b.producers.size()) return;
+  EmulatorCheckInput in;
+  in.window_s = r.window_s;
+  const WireSpec wire = run.driver.Wire().value_or(WireSpec{});
+  for (unsigned i = 0; i < run.a.producers.size(); ++i) {
+    in.offered_pps.push_back(i < run.cfg.procs ? PpsPerProducer(run.cfg, wire)
+                                               : ProbePps(run.cfg, wire));
+    in.producers.push_back({run.b.producers[i].generated - run.a.producers[i].generated,
+                            run.b.producers[i].held - run.a.producers[i].held});
+  }
+  in.queue_waits = r.producer_waits;
+  in.wire_stalled_us = r.wire_stalled_us;
+  in.irq_max_late_us = r.irq_max_late_us;
+  const EmulatorCheck c = CheckEmulator(in);
+  r.emulator_bound = c.bound;
+  r.emulator_bound_why = c.why;
+  r.producer_rate_share = c.least_rate_share;
+}
+
 // The books, over the whole run, and what they are made of: the producers' counts, the drops
 // by reason, the qdisc's (fq_codel's, an mq root's children's) and the link's.
 void BooksOf(const CellRun& run, CellResult& r) {
@@ -450,6 +472,7 @@ CellResult ResultOf(const CellRun& run, std::vector<uint64_t>* flow_seq) {
   r.foreign = sc.foreign;
   if (run.driver.counted_at() != CountedAt::kDriver) FlowsOf(run, r);
   ChecksOf(run, r);
+  EmulatorOf(run, r);
   BooksOf(run, r);
   r.books.rx_side = run.driver.counted_at() != CountedAt::kDriver;
   return r;

@@ -29,6 +29,7 @@
 #include "dataplane/tx_queue.h"
 #include "drivers/factory.h"
 #include "engine/cost_model.h"
+#include "engine/emulator_check.h"
 
 namespace txbatch {
 
@@ -235,6 +236,13 @@ struct CellResult {
   std::optional<double> ceiling_mpps, ceiling_mb_per_s;
   std::optional<bool> link_bound;
   std::optional<double> link_utilisation;  // wire busy time / window
+  // The emulator's self-check (emulator_check.h): whether txbatch's own threads, not the
+  // modelled device or link, set the rate, and why (one sentence; empty where not); unset on the
+  // simulation engine (its clock is virtual: nothing of the host's can set its rate).
+  std::optional<bool> emulator_bound;
+  std::string emulator_bound_why;
+  // The paced producers' least achieved / offered rate in the window; unset where none is paced.
+  std::optional<double> producer_rate_share;
   // Model checks against the real clock.
   double last_departure_s = 0;  // modelled departure of the last frame, from the run's start
   double drained_at_s = 0;      // wall time at which the drain was seen complete
@@ -347,6 +355,8 @@ struct CounterSnapshot {
   TxQueueCounts q{};
   ContextSwitches ctxsw{};
   double cpu_ns = 0;
+  // Each producer's (the real engine's; the simulation leaves it empty: no self-check there).
+  std::vector<ProducerWindow> producers;
 };
 CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, double cpu_ns,
                              ContextSwitches ctxsw);

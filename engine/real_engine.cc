@@ -184,7 +184,16 @@ CounterSnapshot RealCell::Snapshot() {
     AddInto(qc, queues_[q]->counters());
   }
   for (auto& t : producers_) cpu_ns += ThreadCpuNs(t.native_handle());
-  return TakeSnapshot(dc, qc, cpu_ns, ProcessCtxsw());
+  CounterSnapshot s = TakeSnapshot(dc, qc, cpu_ns, ProcessCtxsw());
+  // Each producer's frames and what held it back, for the emulator's self-check.
+  for (unsigned i = 0; i < nprod_; ++i) {
+    const FlowRange own = ProducerFlows(cfg_, i);
+    ProducerWindow& p = s.producers.emplace_back();
+    for (unsigned f = own.first; f < own.first + own.count; ++f)
+      p.generated += stats_[f].generated.Get(), p.held += stats_[f].tsq_waits.Get();
+    p.held += stats_[own.first].alloc_failures.Get();  // the thread's own: its first flow's
+  }
+  return s;
 }
 
 bool RealCell::SleepFor(double seconds, TsqSampler* sampler) {

@@ -516,6 +516,11 @@ constexpr Field<CellResult> kResult[] = {
      }},
     Plain<&CellResult::link_bound>("/link_bound"),
     Plain<&CellResult::link_utilisation>("/link_utilisation", Absent::kDefault),
+    // since 2026-12-07: the emulator's self-check (engine/emulator_check.h)
+    Plain<&CellResult::emulator_bound>("/emulator_bound", Absent::kDefault),
+    TextOrNull<&CellResult::emulator_bound_why>("/emulator_bound_why"),
+    Plain<&CellResult::producer_rate_share>("/model_checks/producer_rate_share",
+                                            Absent::kDefault),
     Plain<&CellResult::last_departure_s>("/model_checks/last_departure_s"),
     Plain<&CellResult::stopped_at_s>("/model_checks/stopped_at_s"),
     Plain<&CellResult::drained_at_s>("/model_checks/drained_at_s"),

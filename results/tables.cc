@@ -19,11 +19,13 @@
 namespace txbatch {
 namespace {
 
-// What a reader must know to trust a row: an interrupted window, or an idle wire explained by
-// an interrupt the machine served late (a host stall, not the model).
+// What a reader must know to trust a row: an interrupted window, txbatch's own threads having
+// set the rate (emulator_bound: the footer says why), or an idle wire explained by an
+// interrupt the machine served late (a host stall, not the model).
 std::string Remarks(const CellResult& r) {
   std::string s;
   if (r.interrupted) s += " (interrupted)";
+  if (r.emulator_bound.value_or(false)) s += " (emulator-bound)";
   if (r.wire_max_idle_us >= kHostStallS * 1e6 && r.irq_max_late_us >= r.wire_max_idle_us)
     s += fmt::format(" (wire idle {:.1f} ms: txirq served {:.1f} ms late by the machine)",
                      r.wire_max_idle_us / 1e3, r.irq_max_late_us / 1e3);
@@ -495,6 +497,16 @@ void PrintTables(std::FILE* out, const std::vector<CellRecord>& records,
                "frame mix they sent. There batching cannot raise bandwidth; what it buys shows in "
                "cycles/pkt and CPU ns per frame (the CPU the same bytes cost), not in BW.\n",
                bound, records.size());
+  std::vector<const CellRecord*> emulator;
+  for (const auto& rec : records)
+    if (rec.result.emulator_bound.value_or(false)) emulator.push_back(&rec);
+  if (!emulator.empty())
+    fmt::print(out,
+               "emulator-bound: {} of {} cell runs were paced by txbatch's own threads, not the "
+               "modelled device or link (the first: {}). Their throughput says what txbatch "
+               "could do on this machine, not what the device does: sample latency "
+               "(--latency-sample), offer less (--rate) or give producers CPUs of their own.\n",
+               emulator.size(), records.size(), emulator.front()->result.emulator_bound_why);
 }
 
 std::string PrintAndKeepTables(const std::vector<CellRecord>& records,

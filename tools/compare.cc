@@ -69,9 +69,19 @@ std::string AxisValue(const std::string& axis, const CellConfig& c) {
   return c.policy.ToString();
 }
 
+namespace {
+// Rounds of `r` that txbatch's own threads paced.
+size_t EmulatorBoundRounds(const std::vector<CellResult>& r) {
+  return static_cast<size_t>(std::count_if(r.begin(), r.end(), [](const CellResult& x) {
+    return x.emulator_bound.value_or(false);
+  }));
+}
+}  // namespace
+
 std::vector<MetricComparison> CompareMetrics(const std::vector<CellResult>& a,
                                              const std::vector<CellResult>& b) {
   std::vector<MetricComparison> out;
+  const bool emulator_bound = EmulatorBoundRounds(a) + EmulatorBoundRounds(b) > 0;
   for (const Metric metric : kCompared) {
     const MetricRow& m = RowOf(metric);
     MetricComparison mc;
@@ -84,7 +94,12 @@ std::vector<MetricComparison> CompareMetrics(const std::vector<CellResult>& a,
       vb.push_back(y.value_or(0));
     }
     mc.estimate = EstimateRatio(va, vb);
-    if (mc.estimate) {
+    const bool rate = metric == Metric::kMpps || metric == Metric::kMbPerS;
+    if (mc.estimate && rate && emulator_bound) {
+      mc.withheld = true;
+      mc.text = "no verdict: emulator-bound rounds (see the note below) measured txbatch's rate, "
+                "not the configuration's";
+    } else if (mc.estimate) {
       mc.verdict = Judge(*mc.estimate, m.higher_is_better);
       mc.text = DescribeVerdict(*mc.estimate, mc.verdict, mc.name);
     } else {
@@ -107,6 +122,29 @@ std::string BatchCheck(const char* side, const CellConfig& c, const std::vector<
       "inline runner with few producers sends each frame as it comes), so this compares the "
       "limit, not batches of {}",
       side, c.policy.ToString(), median, c.policy.frames);
+}
+
+std::string EmulatorCheckNote(const char* side, const std::vector<CellResult>& r) {
+  const size_t bound = EmulatorBoundRounds(r);
+  if (bound == 0) return {};
+  const auto first = std::find_if(r.begin(), r.end(), [](const CellResult& x) {
+    return x.emulator_bound.value_or(false);
+  });
+  return fmt::format(
+      "{} was emulator-bound in {} of {} rounds ({}): its throughput is what txbatch could do on "
+      "this machine, so no throughput verdict is drawn; sample latency (--latency-sample), offer "
+      "less (--rate) or give producers CPUs of their own",
+      side, bound, r.size(), first->emulator_bound_why);
+}
+
+std::vector<std::string> ComparisonChecks(const CellConfig& a, const CellConfig& b,
+                                          const std::vector<CellResult>& ra,
+                                          const std::vector<CellResult>& rb) {
+  std::vector<std::string> out;
+  for (std::string c : {BatchCheck("A", a, ra), BatchCheck("B", b, rb),
+                        EmulatorCheckNote("A", ra), EmulatorCheckNote("B", rb)})
+    if (!c.empty()) out.push_back(std::move(c));
+  return out;
 }
 
 void PrintComparison(std::FILE* out, const std::string& axis, const CellConfig& a,
@@ -161,7 +199,8 @@ json ComparisonJson(const std::string& axis, const CellConfig& a, const CellConf
   for (const auto& x : metrics) {
     json e = {{"metric", x.name},
               {"higher_is_better", x.higher_is_better},
-              {"verdict", x.estimate ? json(VerdictName(x.verdict)) : json(nullptr)},
+              {"verdict",
+               x.estimate && !x.withheld ? json(VerdictName(x.verdict)) : json(nullptr)},
               {"text", x.text}};
     if (x.estimate) {
       e["median_a"] = x.estimate->median_a;

@@ -28,16 +28,29 @@ struct MetricComparison {
   bool higher_is_better = true;
   std::optional<RatioEstimate> estimate;  // empty when the metric is null on either side
   Verdict verdict = Verdict::kInconclusive;
+  bool withheld = false;  // an estimate but no verdict (emulator-bound rounds): text says why
   std::string text;  // DescribeVerdict's sentence, or why there is none
 };
 
-// Per metric, pairing round i of A with round i of B.
+// Per metric, pairing round i of A with round i of B. Where a round of either side was
+// emulator-bound (txbatch's own threads set its rate), the throughput metrics keep their medians
+// and ratio but get no verdict: the text says why.
 std::vector<MetricComparison> CompareMetrics(const std::vector<CellResult>& a,
                                              const std::vector<CellResult>& b);
 
 // A sentence when a side's batches fell well short of its policy's N (no backlog formed, so the
 // comparison is of the limit, not of batches that size); empty otherwise.
 std::string BatchCheck(const char* side, const CellConfig& c, const std::vector<CellResult>& r);
+
+// A sentence when rounds of a side were emulator-bound (CellResult::emulator_bound): their
+// rate is txbatch's on this machine, not the compared configuration's; empty otherwise.
+std::string EmulatorCheckNote(const char* side, const std::vector<CellResult>& r);
+
+// The notes compare prints under its verdicts and keeps in `batch_checks`: each side's
+// BatchCheck, then each side's EmulatorCheckNote, those that say something.
+std::vector<std::string> ComparisonChecks(const CellConfig& a, const CellConfig& b,
+                                          const std::vector<CellResult>& ra,
+                                          const std::vector<CellResult>& rb);
 
 // The per-round table (rows A 1, B 1, A 2 …; the lmbench table's shape) and the verdicts.
 void PrintComparison(std::FILE* out, const std::string& axis, const CellConfig& a,

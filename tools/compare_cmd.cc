@@ -100,12 +100,8 @@ int CompareCommand(const RunPlan& plan, const EalUserArgs& eal_user_args, RunEnv
                 std::min(ra.size(), rb.size()), rounds);
   const auto metrics = CompareMetrics(ra, rb);
   PrintComparison(stdout, *axis, a, b, ra, rb, metrics);
-  std::vector<std::string> checks;
-  for (const auto& [cell, side, results] : {std::tuple{&a, "A", &ra}, std::tuple{&b, "B", &rb}})
-    if (std::string c = BatchCheck(side, *cell, *results); !c.empty()) {
-      std::printf("note: %s\n", c.c_str());
-      checks.push_back(c);
-    }
+  const std::vector<std::string> checks = ComparisonChecks(a, b, ra, rb);
+  for (const std::string& c : checks) std::printf("note: %s\n", c.c_str());
   std::fflush(stdout);
   nlohmann::json doc = ToJson(records, session->env);
   doc["comparison"] = ComparisonJson(*axis, a, b, static_cast<int>(std::min(ra.size(), rb.size())),

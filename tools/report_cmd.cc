@@ -46,10 +46,8 @@ int ReportCommand(const std::string& path, const std::string& out_dir) {
     for (const auto& rec : back->records) (rec.side == "B" ? rb : ra).push_back(rec.result);
     const std::string axis = back->comparison.value("axis", std::string("--batch/--policy"));
     PrintComparison(stdout, axis, back->cells[0], back->cells[1], ra, rb, CompareMetrics(ra, rb));
-    for (const auto& [cell, side, results] :
-         {std::tuple{&back->cells[0], "A", &ra}, std::tuple{&back->cells[1], "B", &rb}})
-      if (std::string c = BatchCheck(side, *cell, *results); !c.empty())
-        std::printf("note: %s\n", c.c_str());
+    for (const std::string& c : ComparisonChecks(back->cells[0], back->cells[1], ra, rb))
+      std::printf("note: %s\n", c.c_str());
   } else {
     const std::string tables = PrintAndKeepTables(back->records, back->policies);
     if (out) {

@@ -177,7 +177,8 @@ void AddRunOptions(CLI::App& cmd, RunArgs& a) {
   AddOptionWithDefault(
       cmd, "--rate", a.rate,
       "Offered load: max, or frames/s (40000pps, 40kpps, 1mpps) or wire bit/s with "
-      "Ethernet overhead (500mbit, 1gbit), split evenly over producers");
+      "Ethernet overhead (500mbit, 1gbit), split evenly over producers; a producer that makes "
+      "less than 99 % of its share unheld marks the cell emulator-bound (doc/output.md)");
   cmd.add_option("--probe", a.probe,
                  "A latency probe beside the load: one more producer, of its own flow, sending "
                  "60-byte frames (UDP datagrams of the txbatch header alone) at this rate "

@@ -38,6 +38,17 @@ TuneAdvice FindKnee(std::vector<TunePoint> points, double target,
   }
   std::sort(points.begin(), points.end(),
             [](const TunePoint& x, const TunePoint& y) { return x.batch < y.batch; });
+  std::vector<unsigned> bound;
+  for (const auto& p : points)
+    if (p.emulator_bound) bound.push_back(p.batch);
+  if (!bound.empty()) {
+    a.reason = fmt::format(
+        "batch {} ran emulator-bound (txbatch's own threads, not the device or link, set the "
+        "rate), so the knee would be txbatch's: no recommendation is drawn; sample latency "
+        "(--latency-sample), offer less (--rate) or give producers CPUs of their own",
+        fmt::join(bound, ", "));
+    return a;
+  }
   double peak = 0;
   unsigned peak_batch = points.front().batch;
   for (const auto& p : points)

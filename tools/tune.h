@@ -20,6 +20,7 @@ struct TunePoint {
   unsigned batch = 1;
   double mpps = 0;               // median over rounds
   std::optional<double> p99_ns;  // null where nothing receives
+  bool emulator_bound = false;   // a round's rate was txbatch's own (CellResult::emulator_bound)
 };
 
 struct TuneAdvice {
@@ -35,7 +36,9 @@ struct TuneAdvice {
 // p99 is not within a budget; where no point has one (nothing receives) the budget cannot be
 // applied, and the recommendation is by throughput alone and says so. The reason names what
 // the batch below the recommended one failed (its share, or its p99 against the budget) and says
-// to try larger limits where the peak is at the largest one measured.
+// to try larger limits where the peak is at the largest one measured. Where any point was
+// emulator-bound, its throughput is txbatch's, not the device's: no recommendation, and the
+// reason names those batches.
 TuneAdvice FindKnee(std::vector<TunePoint> points, double target, std::optional<double> p99_max_ns);
 
 // The batch limits strictly between `below` and `knee` worth measuring to refine the knee: all of

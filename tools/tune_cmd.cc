@@ -62,8 +62,13 @@ Status CheckTunePlan(const RunPlan& plan) {
 std::vector<TunePoint> PointsOf(const std::vector<CellRecord>& records,
                                 const PolicySpec& baseline) {
   std::vector<TunePoint> points;
-  for (const CellSummary& r : Summarise(records, baseline))
-    points.push_back({r.config.policy.frames, r.Value(Metric::kMpps), r.Find(Metric::kLatP99Ns)});
+  for (const CellSummary& r : Summarise(records, baseline)) {
+    const bool bound = std::any_of(r.runs.begin(), r.runs.end(), [](const CellRecord* x) {
+      return x->result.emulator_bound.value_or(false);
+    });
+    points.push_back(
+        {r.config.policy.frames, r.Value(Metric::kMpps), r.Find(Metric::kLatP99Ns), bound});
+  }
   std::sort(points.begin(), points.end(),
             [](const TunePoint& a, const TunePoint& b) { return a.batch < b.batch; });
   return points;
@@ -86,7 +91,8 @@ nlohmann::json PrintPoints(const std::vector<TunePoint>& points) {
     out.push_back({{"batch", p.batch},
                    {"mpps", p.mpps},
                    {"share_of_peak", peak > 0 ? p.mpps / peak : 0},
-                   {"p99_ns", p.p99_ns ? nlohmann::json(*p.p99_ns) : nlohmann::json(nullptr)}});
+                   {"p99_ns", p.p99_ns ? nlohmann::json(*p.p99_ns) : nlohmann::json(nullptr)},
+                   {"emulator_bound", p.emulator_bound}});
   }
   return out;
 }

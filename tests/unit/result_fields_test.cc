@@ -78,6 +78,9 @@ CellResult EveryFieldSet() {
   r.ceiling_mb_per_s = 6;
   r.link_bound = true;
   r.link_utilisation = 0.875;
+  r.emulator_bound = true;
+  r.emulator_bound_why = "producer 0 made 1 of the 2 Mpps it was offered";
+  r.producer_rate_share = 0.5;
   r.last_departure_s = 0.75;
   r.drained_at_s = 0.8;
   r.stopped_at_s = 0.7;

@@ -1,0 +1,50 @@
+#pragma once
+// The emulator's self-check (doc/output.md, `emulator_bound`): whether txbatch's own threads,
+// not the modelled device or link, set a real cell's rate. Two ways they can:
+//  * a paced producer (--rate, the probe) made less than it was offered, and nothing held it
+//    back (no full qdisc, TCP Small Queues or empty pool in the window): its CPU fell short;
+//  * the wire sat idle in host stalls (idle stretches of kHostStallS or more) for a share of
+//    the window while the txirq was served that late: the machine, not the model, idled it.
+// A flat-out producer sets its own pace by definition (what it costs is cycles/pkt and CPU ns);
+// to ask whether txbatch can emulate a device's rate, offer that rate (--rate).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace txbatch {
+
+// A producer over the window: wire frames it generated, and the times something outside it held
+// it back (TCP Small Queues' waits, failed mbuf allocations).
+struct ProducerWindow {
+  uint64_t generated = 0, held = 0;
+};
+
+// A paced producer may fall this far short of its offered rate and still count as keeping up
+// (the "within 1 %": a 10 ms preemption in a 1 s window, which it cannot catch up on
+// once the window has closed).
+inline constexpr double kRateShortfall = 0.01;
+// Host stalls may idle the wire for this share of the window before the machine, not the model,
+// is said to have set the rate (the same 1 %).
+inline constexpr double kStalledShare = 0.01;
+
+struct EmulatorCheckInput {
+  double window_s = 0;
+  // Each producer's offered frames/s (0: flat out), in producer order, and its window.
+  std::vector<double> offered_pps;
+  std::vector<ProducerWindow> producers;
+  uint64_t queue_waits = 0;  // times a stream producer blocked on a full qdisc band, in the window
+  double wire_stalled_us = 0, irq_max_late_us = 0;  // CellResult's model checks
+};
+
+struct EmulatorCheck {
+  bool bound = false;
+  std::string why;  // one sentence where bound, else empty
+  // The paced producers' least achieved / offered rate in the window; none where none is paced.
+  std::optional<double> least_rate_share;
+};
+
+EmulatorCheck CheckEmulator(const EmulatorCheckInput& in);
+
+}  // namespace txbatch

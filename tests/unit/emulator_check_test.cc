@@ -1,0 +1,124 @@
+// The emulator's self-check (engine/emulator_check.h) on scripted counters with known answers,
+// and what compare and tune do with a cell it marks.
+#include "engine/emulator_check.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/says.h"
+#include "tools/compare.h"
+#include "tools/tune.h"
+
+namespace txbatch {
+namespace {
+
+using test::Says;
+
+// One producer paced at 1 Mpps for a 1 s window that made `generated` frames.
+EmulatorCheckInput Paced(uint64_t generated, uint64_t held = 0) {
+  EmulatorCheckInput in;
+  in.window_s = 1.0;
+  in.offered_pps = {1e6};
+  in.producers = {{generated, held}};
+  return in;
+}
+
+TEST(EmulatorCheck, APacedProducerShortOfItsRateWithNothingHoldingItBackIsBound) {
+  const EmulatorCheck c = CheckEmulator(Paced(500'000));
+  EXPECT_TRUE(c.bound);
+  EXPECT_TRUE(Says(c.why, "producer 0 made 0.5 of the 1 Mpps it was offered (50.0 %)"));
+  ASSERT_TRUE(c.least_rate_share);
+  EXPECT_DOUBLE_EQ(*c.least_rate_share, 0.5);
+}
+
+TEST(EmulatorCheck, TheBoundIsOnePercentOfTheOfferedRate) {
+  // 1 % short of 1e6 in 1 s is 10 000 frames: 990 001 keeps up, 989 999 does not.
+  EXPECT_FALSE(CheckEmulator(Paced(990'001)).bound);
+  EXPECT_TRUE(CheckEmulator(Paced(989'999)).bound);
+  EXPECT_FALSE(CheckEmulator(Paced(1'000'000)).bound);
+  EXPECT_TRUE(CheckEmulator(Paced(1'000'000)).why.empty());
+}
+
+TEST(EmulatorCheck, AProducerHeldBackByTheStackIsTheDevicesPaceNotTheEmulators) {
+  // TCP Small Queues or an empty pool held it (its own count), or a full qdisc blocked a stream
+  // producer (the queue's): the device or the model set the pace.
+  EXPECT_FALSE(CheckEmulator(Paced(500'000, /*held=*/3)).bound);
+  EmulatorCheckInput blocked = Paced(500'000);
+  blocked.queue_waits = 1;
+  EXPECT_FALSE(CheckEmulator(blocked).bound);
+  // The share is reported all the same.
+  EXPECT_DOUBLE_EQ(*CheckEmulator(blocked).least_rate_share, 0.5);
+}
+
+TEST(EmulatorCheck, FlatOutProducersAreNeverShortOfAPace) {
+  EmulatorCheckInput in = Paced(10);
+  in.offered_pps = {0};
+  const EmulatorCheck c = CheckEmulator(in);
+  EXPECT_FALSE(c.bound);
+  EXPECT_FALSE(c.least_rate_share);
+}
+
+TEST(EmulatorCheck, TheSlowestOfSeveralProducersIsNamedAndTheProbeCounts) {
+  EmulatorCheckInput in;
+  in.window_s = 2.0;
+  in.offered_pps = {1e6, 1e6, 1e3};  // two load producers and the probe
+  in.producers = {{2'000'000, 0}, {1'600'000, 0}, {1'000, 0}};
+  const EmulatorCheck c = CheckEmulator(in);
+  EXPECT_TRUE(c.bound);
+  EXPECT_TRUE(Says(c.why, "producer 2 made 0.0005 of the 0.001 Mpps"));
+  EXPECT_DOUBLE_EQ(*c.least_rate_share, 0.5);
+}
+
+TEST(EmulatorCheck, HostStallsOfOnePercentOfTheWindowWithALateTxirqAreTheMachines) {
+  EmulatorCheckInput in = Paced(1'000'000);
+  in.wire_stalled_us = 10'000;  // 1 % of the 1 s window
+  in.irq_max_late_us = 2'000;
+  const EmulatorCheck c = CheckEmulator(in);
+  EXPECT_TRUE(c.bound);
+  EXPECT_TRUE(Says(c.why, "the wire sat idle 10.0 ms of the 1000 ms window"));
+  // Just under 1 %, or a txirq that was not that late (the idle was the load's, not the host's).
+  in.wire_stalled_us = 9'999;
+  EXPECT_FALSE(CheckEmulator(in).bound);
+  in.wire_stalled_us = 10'000;
+  in.irq_max_late_us = 999;
+  EXPECT_FALSE(CheckEmulator(in).bound);
+}
+
+TEST(EmulatorCheck, TuneDrawsNoRecommendationFromAnEmulatorBoundPoint) {
+  std::vector<TunePoint> points = {{1, 1.0, std::nullopt}, {8, 4.0, std::nullopt},
+                                   {32, 5.0, std::nullopt}};
+  EXPECT_TRUE(FindKnee(points, 0.95, std::nullopt).found);
+  points[2].emulator_bound = true;
+  const TuneAdvice a = FindKnee(points, 0.95, std::nullopt);
+  EXPECT_FALSE(a.found);
+  EXPECT_TRUE(Says(a.reason, "batch 32 ran emulator-bound"));
+}
+
+TEST(EmulatorCheck, CompareWithholdsTheThroughputVerdictsOnly) {
+  std::vector<CellResult> a(3), b(3);
+  for (size_t i = 0; i < 3; ++i) {
+    a[i].mpps = 1.0 + 0.01 * static_cast<double>(i), a[i].mb_per_s = 64 * a[i].mpps;
+    b[i].mpps = 2.0 + 0.01 * static_cast<double>(i), b[i].mb_per_s = 64 * b[i].mpps;
+    a[i].cycles_per_pkt = 200, b[i].cycles_per_pkt = 100 + static_cast<double>(i);
+    a[i].emulator_bound = b[i].emulator_bound = false;
+  }
+  const auto judged = [](const std::vector<MetricComparison>& ms, const std::string& name) {
+    for (const auto& m : ms)
+      if (m.name == name) return !m.withheld;
+    ADD_FAILURE() << name;
+    return false;
+  };
+  EXPECT_TRUE(judged(CompareMetrics(a, b), "Mpps"));
+  EXPECT_TRUE(EmulatorCheckNote("B", b).empty());
+  b[1].emulator_bound = true;
+  b[1].emulator_bound_why = "producer 0 made 2 of the 4 Mpps it was offered";
+  const auto ms = CompareMetrics(a, b);
+  EXPECT_FALSE(judged(ms, "Mpps"));
+  EXPECT_FALSE(judged(ms, "MB/s"));
+  EXPECT_TRUE(judged(ms, "cycles/pkt"));  // what a frame cost is still measured
+  EXPECT_TRUE(Says(EmulatorCheckNote("B", b),
+                   "B was emulator-bound in 1 of 3 rounds (producer 0 made 2 of the 4 Mpps"));
+  EXPECT_EQ(ComparisonChecks(CellConfig{}, CellConfig{}, a, b).size(), 1u);
+}
+
+}  // namespace
+}  // namespace txbatch
