@@ -32,9 +32,9 @@ struct MetricComparison {
   std::string text;  // DescribeVerdict's sentence, or why there is none
 };
 
-// Per metric, pairing round i of A with round i of B. Where a round of either side was
-// emulator-bound (txbatch's own threads set its rate), the throughput metrics keep their medians
-// and ratio but get no verdict: the text says why.
+// Per metric, pairing round i of A with round i of B. Where most rounds of either side were
+// emulator-bound (txbatch's own threads set their rate: the median is), the throughput metrics
+// keep their medians and ratio but get no verdict: the text says why.
 std::vector<MetricComparison> CompareMetrics(const std::vector<CellResult>& a,
                                              const std::vector<CellResult>& b);
 
@@ -43,7 +43,8 @@ std::vector<MetricComparison> CompareMetrics(const std::vector<CellResult>& a,
 std::string BatchCheck(const char* side, const CellConfig& c, const std::vector<CellResult>& r);
 
 // A sentence when rounds of a side were emulator-bound (CellResult::emulator_bound): their
-// rate is txbatch's on this machine, not the compared configuration's; empty otherwise.
+// rate is txbatch's on this machine, not the compared configuration's — whether the verdicts
+// were withheld for it (most rounds) or carry them as noise (fewer); empty otherwise.
 std::string EmulatorCheckNote(const char* side, const std::vector<CellResult>& r);
 
 // The notes compare prints under its verdicts and keeps in `batch_checks`: each side's

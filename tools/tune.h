@@ -20,7 +20,7 @@ struct TunePoint {
   unsigned batch = 1;
   double mpps = 0;               // median over rounds
   std::optional<double> p99_ns;  // null where nothing receives
-  bool emulator_bound = false;   // a round's rate was txbatch's own (CellResult::emulator_bound)
+  bool emulator_bound = false;   // most rounds' rate was txbatch's own (CellResult::emulator_bound)
 };
 
 struct TuneAdvice {
