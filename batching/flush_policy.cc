@@ -43,11 +43,6 @@ std::string PolicySpec::ToString() const {
   return "?";
 }
 
-FlushTrigger FlushPolicy::Trigger(uint16_t size, Tsc, Tsc, bool write_done) const {
-  if (size >= spec_.frames) return FlushTrigger::kFull;
-  return write_done && size > 0 ? FlushTrigger::kWriteDone : FlushTrigger::kNone;
-}
-
 DequeueBudget BqlPolicy::Budget(const DequeueContext& ctx) const {
   return {kMaxBatch, BqlBytes(ctx), spec_.handover()};
 }

@@ -44,7 +44,11 @@ struct [[gnu::packed]] TxbatchHeader {
 static_assert(sizeof(TxbatchHeader) == kTxbatchHeaderBytes);
 
 // The mbufs a frame of `payload` bytes takes with slices of `mss` (a GSO frame's; 1: a frame).
-constexpr unsigned SlicesOf(unsigned payload, unsigned mss) { return (payload + mss - 1) / mss; }
+// A frame within one MSS (every frame but a GSO frame) takes no division: this runs once a frame.
+constexpr unsigned SlicesOf(unsigned payload, unsigned mss) {
+  if (payload <= mss) return payload > 0 ? 1 : 0;
+  return (payload + mss - 1) / mss;
+}
 
 // L4 header bytes for the protocol.
 constexpr unsigned L4HeaderBytes(Proto p) {
