@@ -22,13 +22,6 @@ constexpr uint32_t kDstIp = RTE_IPV4(198, 18, 0, 2);
 constexpr uint16_t kSrcPortBase = 49152;
 constexpr uint16_t kDstPort = 9;  // discard
 
-void PutSeq48(uint8_t* out, uint64_t seq) {
-  for (int i = 5; i >= 0; --i) {
-    out[i] = static_cast<uint8_t>(seq);
-    seq >>= 8;
-  }
-}
-
 uint64_t GetSeq48(const uint8_t* in) {
   uint64_t seq = 0;
   for (int i = 0; i < 6; ++i) seq = (seq << 8) | in[i];
@@ -101,59 +94,6 @@ void FrameBuilder::MakeTemplate(unsigned payload) {
     tcp->cksum = rte_ipv4_phdr_cksum(ip, RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM);
   }
   tmpl_payload_ = payload;
-}
-
-uint8_t* FrameBuilder::WriteHeaders(uint8_t* p, unsigned payload, Tsc tx_tsc, uint16_t ip_ids) {
-  if (payload != tmpl_payload_) MakeTemplate(payload);
-  // Fixed-size copies (the compiler emits a few vector moves), then the per-frame fields.
-  if (proto_ == Proto::kUdp)
-    std::memcpy(p, tmpl_.data(), kEthHeaderBytes + kIpv4HeaderBytes + kUdpHeaderBytes);
-  else
-    std::memcpy(p, tmpl_.data(), kEthHeaderBytes + kIpv4HeaderBytes + kTcpHeaderBytes);
-
-  auto* ip = reinterpret_cast<rte_ipv4_hdr*>(p + kEthHeaderBytes);
-  const uint16_t id_be = rte_cpu_to_be_16(ip_id_);
-  ip_id_ = static_cast<uint16_t>(ip_id_ + ip_ids);
-  ip->packet_id = id_be;
-  uint32_t sum = tmpl_ip_sum_ + id_be;
-  sum = (sum & 0xffff) + (sum >> 16);
-  sum = (sum & 0xffff) + (sum >> 16);
-  ip->hdr_checksum = static_cast<uint16_t>(~sum);
-
-  uint8_t* l4p = p + kEthHeaderBytes + kIpv4HeaderBytes;
-  if (proto_ == Proto::kTcp) {
-    auto* tcp = reinterpret_cast<rte_tcp_hdr*>(l4p);
-    tcp->sent_seq = rte_cpu_to_be_32(tcp_seq_);
-    const uint32_t tsval = rte_cpu_to_be_32(static_cast<uint32_t>(tx_tsc >> 21));
-    std::memcpy(l4p + sizeof(rte_tcp_hdr) + 4, &tsval, 4);
-    tcp_seq_ += payload;
-  }
-  return l4p + L4HeaderBytes(proto_);
-}
-
-void FrameBuilder::WriteTxbatchHeader(rte_mbuf* m, uint8_t* payload, Tsc tx_tsc) {
-  auto* h = reinterpret_cast<TxbatchHeader*>(payload);
-  h->magic_be = rte_cpu_to_be_16(kTxbatchMagic);
-  h->flow_be = rte_cpu_to_be_16(flow_);
-  PutSeq48(h->seq_be, seq_++);
-  h->tx_tsc = tx_tsc;
-  if (meta_offset_ >= 0) {
-    TxMeta* t = MetaOf(m, meta_offset_);
-    t->stamp = tx_tsc;
-    t->to_handover = t->to_wire = 0;
-    t->position = t->flags = 0;
-  }
-}
-
-void FrameBuilder::Build(rte_mbuf* m, unsigned payload, Tsc tx_tsc) {
-  const unsigned len = FrameBytes(proto_, payload);
-  m->data_len = static_cast<uint16_t>(len);
-  m->pkt_len = len;
-  m->tx_offload =
-      rte_mbuf_tx_offload(kEthHeaderBytes, kIpv4HeaderBytes, L4HeaderBytes(proto_), 0, 0, 0, 0);
-  if (proto_ == Proto::kTcp) m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
-  uint8_t* p = rte_pktmbuf_mtod(m, uint8_t*);
-  WriteTxbatchHeader(m, WriteHeaders(p, payload, tx_tsc, 1), tx_tsc);
 }
 
 void FrameBuilder::BuildGso(std::span<rte_mbuf* const> slices, unsigned payload, unsigned mss,

@@ -2,11 +2,15 @@
 // Frames: Ethernet + IPv4 + UDP or TCP, with the 18-byte txbatch header at the start of the L4
 // payload (DESIGN.md Terms). Building writes headers only; payload bytes are never copied.
 
+#include <rte_byteorder.h>
 #include <rte_ether.h>
+#include <rte_ip.h>
 #include <rte_mbuf.h>
+#include <rte_tcp.h>
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string_view>
 
@@ -127,6 +131,70 @@ class FrameBuilder {
   unsigned tmpl_payload_ = ~0u;
   uint32_t tmpl_ip_sum_ = 0;  // IPv4 header sum with packet_id = 0, checksum = 0
 };
+
+// Build and its two steps are inline: a producer runs them once a frame, and out of line their
+// calls cost more than their stores (doc/perf.md, "The producer's frame").
+namespace frame_detail {
+// The low 48 bits of `seq`, big-endian, at `out`.
+inline void PutSeq48(uint8_t* out, uint64_t seq) {
+  const uint64_t be = rte_cpu_to_be_64(seq << 16);
+  std::memcpy(out, &be, 6);
+}
+}  // namespace frame_detail
+
+inline uint8_t* FrameBuilder::WriteHeaders(uint8_t* p, unsigned payload, Tsc tx_tsc,
+                                           uint16_t ip_ids) {
+  if (payload != tmpl_payload_) MakeTemplate(payload);
+  // Fixed-size copies (the compiler emits a few vector moves), then the per-frame fields.
+  if (proto_ == Proto::kUdp)
+    std::memcpy(p, tmpl_.data(), kEthHeaderBytes + kIpv4HeaderBytes + kUdpHeaderBytes);
+  else
+    std::memcpy(p, tmpl_.data(), kEthHeaderBytes + kIpv4HeaderBytes + kTcpHeaderBytes);
+
+  auto* ip = reinterpret_cast<rte_ipv4_hdr*>(p + kEthHeaderBytes);
+  const uint16_t id_be = rte_cpu_to_be_16(ip_id_);
+  ip_id_ = static_cast<uint16_t>(ip_id_ + ip_ids);
+  ip->packet_id = id_be;
+  uint32_t sum = tmpl_ip_sum_ + id_be;
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  ip->hdr_checksum = static_cast<uint16_t>(~sum);
+
+  uint8_t* l4p = p + kEthHeaderBytes + kIpv4HeaderBytes;
+  if (proto_ == Proto::kTcp) {
+    auto* tcp = reinterpret_cast<rte_tcp_hdr*>(l4p);
+    tcp->sent_seq = rte_cpu_to_be_32(tcp_seq_);
+    const uint32_t tsval = rte_cpu_to_be_32(static_cast<uint32_t>(tx_tsc >> 21));
+    std::memcpy(l4p + sizeof(rte_tcp_hdr) + 4, &tsval, 4);
+    tcp_seq_ += payload;
+  }
+  return l4p + L4HeaderBytes(proto_);
+}
+
+inline void FrameBuilder::WriteTxbatchHeader(rte_mbuf* m, uint8_t* payload, Tsc tx_tsc) {
+  auto* h = reinterpret_cast<TxbatchHeader*>(payload);
+  h->magic_be = rte_cpu_to_be_16(kTxbatchMagic);
+  h->flow_be = rte_cpu_to_be_16(flow_);
+  frame_detail::PutSeq48(h->seq_be, seq_++);
+  h->tx_tsc = tx_tsc;
+  if (meta_offset_ >= 0) {
+    TxMeta* t = MetaOf(m, meta_offset_);
+    t->stamp = tx_tsc;
+    t->to_handover = t->to_wire = 0;
+    t->position = t->flags = 0;
+  }
+}
+
+inline void FrameBuilder::Build(rte_mbuf* m, unsigned payload, Tsc tx_tsc) {
+  const unsigned len = FrameBytes(proto_, payload);
+  m->data_len = static_cast<uint16_t>(len);
+  m->pkt_len = len;
+  m->tx_offload =
+      rte_mbuf_tx_offload(kEthHeaderBytes, kIpv4HeaderBytes, L4HeaderBytes(proto_), 0, 0, 0, 0);
+  if (proto_ == Proto::kTcp) m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
+  uint8_t* p = rte_pktmbuf_mtod(m, uint8_t*);
+  WriteTxbatchHeader(m, WriteHeaders(p, payload, tx_tsc, 1), tx_tsc);
+}
 
 // The TX stamp of a frame sent without one (--no-timing: even where pacing read the clock, the
 // frame does not carry it). No stamp is 0 otherwise — the TSC counts from boot, the simulation's
