@@ -22,11 +22,6 @@ constexpr uint32_t kDstIp = RTE_IPV4(198, 18, 0, 2);
 constexpr uint16_t kSrcPortBase = 49152;
 constexpr uint16_t kDstPort = 9;  // discard
 
-uint64_t GetSeq48(const uint8_t* in) {
-  uint64_t seq = 0;
-  for (int i = 0; i < 6; ++i) seq = (seq << 8) | in[i];
-  return seq;
-}
 
 }  // namespace
 
@@ -131,56 +126,6 @@ bool VerifyHeaders(const uint8_t* p, size_t len, uint16_t flow) {
   std::memcpy(ports, p + kEthHeaderBytes + kIpv4HeaderBytes, sizeof(ports));
   return rte_be_to_cpu_16(ports[0]) == kSrcPortBase + flow &&
          rte_be_to_cpu_16(ports[1]) == kDstPort;
-}
-
-ParsedFrame ParseFrame(const uint8_t* p, size_t len) {
-  ParsedFrame out;
-  if (len < kEthHeaderBytes + kIpv4HeaderBytes) return out;
-  const auto* eth = reinterpret_cast<const rte_ether_hdr*>(p);
-  if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
-    out.status = ParseStatus::kNotIpv4;
-    return out;
-  }
-  const auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(p + kEthHeaderBytes);
-  const unsigned ihl = (ip->version_ihl & 0x0f) * 4u;
-  const unsigned ip_len = rte_be_to_cpu_16(ip->total_length);
-  if ((ip->version_ihl >> 4) != 4 || ihl < kIpv4HeaderBytes) {
-    out.status = ParseStatus::kNotIpv4;
-    return out;
-  }
-  if (ip_len < ihl || kEthHeaderBytes + ip_len > len) return out;  // truncated
-  unsigned l4 = 0;
-  const uint8_t* l4p = p + kEthHeaderBytes + ihl;
-  const unsigned l4_room = ip_len - ihl;
-  if (ip->next_proto_id == IPPROTO_UDP) {
-    out.proto = Proto::kUdp;
-    l4 = kUdpHeaderBytes;
-  } else if (ip->next_proto_id == IPPROTO_TCP) {
-    out.proto = Proto::kTcp;
-    if (l4_room < sizeof(rte_tcp_hdr)) return out;
-    l4 = (reinterpret_cast<const rte_tcp_hdr*>(l4p)->data_off >> 4) * 4u;
-    if (l4 < sizeof(rte_tcp_hdr)) return out;
-  } else {
-    out.status = ParseStatus::kNotUdpOrTcp;
-    return out;
-  }
-  if (l4_room < l4) return out;
-  out.payload = l4_room - l4;
-  if (out.payload < kTxbatchHeaderBytes) {
-    out.status = ParseStatus::kNotTxbatch;
-    return out;
-  }
-  TxbatchHeader h;
-  std::memcpy(&h, l4p + l4, sizeof(h));
-  if (rte_be_to_cpu_16(h.magic_be) != kTxbatchMagic) {
-    out.status = ParseStatus::kNotTxbatch;
-    return out;
-  }
-  out.flow = rte_be_to_cpu_16(h.flow_be);
-  out.seq = GetSeq48(h.seq_be);
-  out.tx_tsc = h.tx_tsc;
-  out.status = ParseStatus::kOk;
-  return out;
 }
 
 }  // namespace txbatch
