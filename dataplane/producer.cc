@@ -166,6 +166,7 @@ class Producer {
   void Run() {
     const auto send = [this](unsigned payload) { Send(payload); };
     unsigned turn = 0;  // whose turn the next write is, of this producer's flows
+    if (const unsigned payload = BurstPayload(); payload > 0) RunBursts(payload);
     while (!stop_.load(std::memory_order_relaxed)) {
       // Under TSQ, to the next socket that may send.
       cur_ = flows_ == 1 ? 0 : NextFlow(turn, flows_, [&](unsigned k) {
@@ -240,6 +241,44 @@ class Producer {
     if (batch_.empty()) first_ = now;
     batch_.Push(m);
     MaybeFlush(false, now);
+  }
+
+  // The payload of every frame where the producer may build its own batch whole, write after
+  // write (RunBursts); 0 where anything may come between two frames. That needs: its own
+  // batches (--qdisc none) under a policy that waits for them to fill and has no drain timer
+  // (buffer:N), no pace, no TCP Small Queues, and writes of one frame each (datagrams within
+  // one MSS).
+  unsigned BurstPayload() const {
+    if (own_ == nullptr || own_->Trigger(1, 0, 0, true) != FlushTrigger::kNone ||
+        own_->FlushBy(0) != kNever || interval_ > 0 || cfg_.tsq != nullptr ||
+        cfg_.proto != Proto::kUdp || cfg_.size > mss_ || cfg_.size == 0)
+      return 0;
+    return cfg_.size;
+  }
+
+  // What Run's writes come to where BurstPayload says nothing comes between frames: the writes
+  // that fill the batch, one frame each, each flow in turn, built in one loop (as testpmd's
+  // txonly builds a burst), then the batch to the driver — the same frames, stamps, counts and
+  // flushes, with the stop seen once a batch. Leaves with an empty batch or `stop`.
+  void RunBursts(unsigned payload) {
+    const unsigned cap = own_->spec().frames;
+    while (!stop_.load(std::memory_order_relaxed)) {
+      for (unsigned k = batch_.size(); k < cap; ++k) {
+        rte_mbuf* const m = stash_.Take();
+        if (m == nullptr) {
+          thread_stats_.alloc_failures.Add();
+          SleepNs(kAllocBackoffNs);
+          break;
+        }
+        const bool stamped = cfg_.stamp && sampler_.Next();
+        const Tsc now = clock_per_frame_ || stamped ? Now() : 0;
+        builders_[cur_].Build(m, payload, stamped ? now : kNoTxStamp);
+        stats_[cur_].generated.Add();
+        batch_.Push(m);
+        cur_ = cur_ + 1 == flows_ ? 0 : cur_ + 1;
+      }
+      if (batch_.size() >= cap) FlushFor(FlushTrigger::kFull);
+    }
   }
 
   // --qdisc none: its own batch to the driver.
