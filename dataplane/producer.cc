@@ -263,6 +263,7 @@ class Producer {
   void RunBursts(unsigned payload) {
     const unsigned cap = own_->spec().frames;
     while (!stop_.load(std::memory_order_relaxed)) {
+      unsigned built = 0;  // one flow's frames, counted once a batch (a store a frame less)
       for (unsigned k = batch_.size(); k < cap; ++k) {
         rte_mbuf* const m = stash_.Take();
         if (m == nullptr) {
@@ -273,10 +274,15 @@ class Producer {
         const bool stamped = cfg_.stamp && sampler_.Next();
         const Tsc now = clock_per_frame_ || stamped ? Now() : 0;
         builders_[cur_].Build(m, payload, stamped ? now : kNoTxStamp);
-        stats_[cur_].generated.Add();
         batch_.Push(m);
-        cur_ = cur_ + 1 == flows_ ? 0 : cur_ + 1;
+        if (flows_ == 1) {
+          ++built;
+        } else {
+          stats_[cur_].generated.Add();
+          cur_ = cur_ + 1 == flows_ ? 0 : cur_ + 1;
+        }
       }
+      if (built > 0) stats_[0].generated.Add(built);
       if (batch_.size() >= cap) FlushFor(FlushTrigger::kFull);
     }
   }
