@@ -258,16 +258,19 @@ class Producer {
 
   // What Run's writes come to where BurstPayload says nothing comes between frames: the writes
   // that fill the batch, one frame each, each flow in turn, built in one loop (as testpmd's
-  // txonly builds a burst), then the batch to the driver — the same frames, stamps, counts and
-  // flushes, with the stop seen once a batch. Leaves with an empty batch or `stop`.
+  // txonly builds a burst), then the batch to the driver — the same frames, stamps, counts,
+  // flushes and stop. Leaves on `stop`, what it built since the last flush in its batch.
   void RunBursts(unsigned payload) {
     const unsigned cap = own_->spec().frames;
     while (!stop_.load(std::memory_order_relaxed)) {
       unsigned built = 0;  // one flow's frames, counted once a batch (a store a frame less)
-      for (unsigned k = batch_.size(); k < cap; ++k) {
+      // The stop is seen before each write, as Run's loop sees it: what is built then goes
+      // as the end's batch.
+      for (unsigned k = batch_.size(); k < cap && !stop_.load(std::memory_order_relaxed); ++k) {
         rte_mbuf* const m = stash_.Take();
-        if (m == nullptr) {
+        if (m == nullptr) {  // the write is lost, and the next goes to the next flow
           thread_stats_.alloc_failures.Add();
+          cur_ = cur_ + 1 == flows_ ? 0 : cur_ + 1;
           SleepNs(kAllocBackoffNs);
           break;
         }

@@ -69,6 +69,9 @@ struct DriverCountersOf {
   C stops;            // times the queue stopped because the ring filled
   C wakes;            // times the driver restarted it (netif_wake_queue: Linux's restart_queue)
   C tso_slices;       // MSS frames a NIC's TSO cut from GSO frames as Complete reclaimed them
+  // TSC the caller spent in the model's own costs (an emulated NIC's descriptor writes and
+  // doorbells): the device's pace, not txbatch's, in the emulator's self-check.
+  C modelled_tsc;
   // Departures in the run window (counted_at == wire): frames, payload and wire bytes, and the
   // wire's busy time in TSC cycles.
   C window_frames, window_payload_bytes, window_wire_bytes, window_busy_tsc;
@@ -90,6 +93,7 @@ struct DriverCountersOf {
     f(Sum{}, s.stops...);
     f(Sum{}, s.wakes...);
     f(Sum{}, s.tso_slices...);
+    f(Sum{}, s.modelled_tsc...);
     f(Sum{}, s.window_frames...);
     f(Sum{}, s.window_payload_bytes...);
     f(Sum{}, s.window_wire_bytes...);

@@ -389,7 +389,12 @@ void EmulatorOf(const CellRun& run, CellResult& r) {
                             run.b.producers[i].held - run.a.producers[i].held});
   }
   in.queue_waits = r.producer_waits;
+  const DriverCounts wd = Difference(run.b.d, run.a.d);
+  if (wd.accepted > 0)
+    in.modelled_ns_per_frame = static_cast<double>(wd.modelled_tsc) * 1e9 / run.tsc_hz /
+                               static_cast<double>(wd.accepted);
   in.wire_stalled_us = r.wire_stalled_us;
+  in.wire_max_idle_us = r.wire_max_idle_us;
   in.irq_max_late_us = r.irq_max_late_us;
   const EmulatorCheck c = CheckEmulator(in);
   r.emulator_bound = c.bound;

@@ -2,9 +2,12 @@
 // The emulator's self-check (doc/output.md, `emulator_bound`): whether txbatch's own threads,
 // not the modelled device or link, set a real cell's rate. Two ways they can:
 //  * a paced producer (--rate, the probe) made less than it was offered, and nothing held it
-//    back (no full qdisc, TCP Small Queues or empty pool in the window): its CPU fell short;
+//    back (no full qdisc, TCP Small Queues or empty pool in the window) and the model's own
+//    costs a frame (an emulated NIC's descriptor writes and doorbells, which the calling thread
+//    spends) would have left room for the offered rate: its CPU fell short;
 //  * the wire sat idle in host stalls (idle stretches of kHostStallS or more) for a share of
-//    the window while the txirq was served that late: the machine, not the model, idled it.
+//    the window, the longest of them while the txirq was served at least that late (frames
+//    waited for it): the machine, not the model, idled it.
 // A flat-out producer sets its own pace by definition (what it costs is cycles/pkt and CPU ns);
 // to ask whether txbatch can emulate a device's rate, offer that rate (--rate).
 
@@ -22,9 +25,11 @@ struct ProducerWindow {
 };
 
 // A paced producer may fall this far short of its offered rate and still count as keeping up
-// (the "within 1 %": a 10 ms preemption in a 1 s window, which it cannot catch up on
-// once the window has closed).
+// (the "within 1 %": a 10 ms preemption in a 1 s window just before it closes, which the
+// pace's catching up has no time left to make good), or kRateSlackFrames where that is more (a
+// window offering few frames: a probe's 60 in 0.3 s is one frame's phase from 98 %).
 inline constexpr double kRateShortfall = 0.01;
+inline constexpr double kRateSlackFrames = 2;
 // Host stalls may idle the wire for this share of the window before the machine, not the model,
 // is said to have set the rate (the same 1 %).
 inline constexpr double kStalledShare = 0.01;
@@ -35,7 +40,10 @@ struct EmulatorCheckInput {
   std::vector<double> offered_pps;
   std::vector<ProducerWindow> producers;
   uint64_t queue_waits = 0;  // times a stream producer blocked on a full qdisc band, in the window
-  double wire_stalled_us = 0, irq_max_late_us = 0;  // CellResult's model checks
+  // The model's own cost a frame accepted in the window (DriverCounters::modelled_tsc), ns.
+  double modelled_ns_per_frame = 0;
+  // CellResult's model checks.
+  double wire_stalled_us = 0, wire_max_idle_us = 0, irq_max_late_us = 0;
 };
 
 struct EmulatorCheck {

@@ -157,6 +157,7 @@ void MakePrintable(CellRecord& r) {
   r.side = Printable(r.side);
   r.result.counted_at = Printable(r.result.counted_at);
   r.result.link_layer = Printable(r.result.link_layer);
+  r.result.emulator_bound_why = Printable(r.result.emulator_bound_why);
   r.result.drops = PrintableKeys(r.result.drops);
   r.result.driver_counters = PrintableKeys(r.result.driver_counters);
   for (auto& [positions, summary] : r.result.lat_by_position) positions = Printable(positions);

@@ -138,7 +138,7 @@ std::string EmulatorCheckNote(const char* side, const std::vector<CellResult>& r
   });
   if (!MostlyEmulatorBound(r))
     return fmt::format(
-        "{} was emulator-bound in {} of {} rounds ({}): fewer than half, so its median stands "
+        "{} was emulator-bound in {} of {} rounds ({}): half or fewer, so its median stands "
         "and the throughput verdicts carry those rounds as noise",
         side, bound, r.size(), first->emulator_bound_why);
   return fmt::format(

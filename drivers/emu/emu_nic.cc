@@ -381,6 +381,7 @@ class EmuNic final : public TxDriver {
   void Spend(Tsc now, double cost) {
     if (!(cost > 0)) return;
     const Tsc until = now + static_cast<Tsc>(cost);
+    counters_.modelled_tsc.Add(static_cast<uint64_t>(cost));
     if (clock_ != nullptr)
       clock_->now = std::max(clock_->now, until);
     else

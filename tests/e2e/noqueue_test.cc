@@ -2,7 +2,10 @@
 // is dropped and counted, and the books still balance.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tests/e2e/run_helper.h"
 
@@ -43,6 +46,34 @@ TEST(Noqueue, BufferPolicyFormsFullBatchesOfSmallDatagrams) {
   for (const json* r : {&off, &on}) {
     EXPECT_TRUE((*r)["accounting"]["balanced"].get<bool>());
     EXPECT_EQ((*r)["drops_total"], 0);
+  }
+}
+
+// A producer that builds its own batch whole (buffer:N, no timer, flat out, datagrams: the
+// producer's burst loop) still writes to its flows in turn — each flow's frames within one of
+// the others' over the cell, an allocation failure losing its write as the per-write path
+// does — keeps every sequence (none lost past the driver: refused frames give theirs back)
+// and sends what it built before the stop as the end's batch (at most one a producer).
+TEST(Noqueue, ABatchBuiltWholeKeepsTheFlowsTurnTheSequencesAndTheEnd) {
+  const auto run = RunTxbatch(
+      "run --driver emu:ixgbe --qdisc none --policy buffer:32 --proto udp --size 100 "
+      "--procs 2 --flows 3 --per-flow --duration 0.3 --warmup 0.05 --rounds 1");
+  ASSERT_TRUE(WroteCells(run, 1));
+  const std::vector<Cell> cells = Cells(run);
+  const auto& [rec, r, a, cell] = cells.front();
+  ExpectBooksClosed(rec);
+  EXPECT_EQ(a["lost"], 0) << cell;
+  EXPECT_GT(r["flush_triggers"]["full"].get<uint64_t>(), 0u);
+  EXPECT_LE(r["flush_triggers"]["end"].get<uint64_t>(), 2u);
+  ASSERT_EQ(r["per_flow"].size(), 6u) << r.dump();
+  for (unsigned p = 0; p < 2; ++p) {  // producer p's flows: 3p .. 3p + 2
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (unsigned f = 3 * p; f < 3 * p + 3; ++f) {
+      const uint64_t g = r["per_flow"][f]["generated"].get<uint64_t>();
+      lo = std::min(lo, g), hi = std::max(hi, g);
+    }
+    EXPECT_GT(lo, 0u) << r["per_flow"].dump();
+    EXPECT_LE(hi - lo, 1u) << r["per_flow"].dump();
   }
 }
 

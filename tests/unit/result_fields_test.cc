@@ -154,9 +154,11 @@ TEST(ResultFields, AReceiveSideCountOfNullBesideIntegersIsRefused) {
 TEST(ResultFields, OlderRecordsReadTheirLaterFieldsAsDefaultsAndMissingOnesAreRefused) {
   json old = ResultJson(EveryFieldSet());
   for (const char* later : {"dequeue_sizes", "queue_wakes", "qdisc_missed", "bypassed",
-                            "tsq_waits", "voluntary_ctxsw", "driver_counters", "flush_triggers"})
+                            "tsq_waits", "voluntary_ctxsw", "driver_counters", "flush_triggers",
+                            "emulator_bound", "emulator_bound_why"})
     old.erase(later);
   old["model_checks"].erase("wire_stalled_us");
+  old["model_checks"].erase("producer_rate_share");
   old["accounting"].erase("dropped_queued");
   old["probe"].erase("generated");
   const CellResult r = ResultFrom(old);
@@ -169,6 +171,9 @@ TEST(ResultFields, OlderRecordsReadTheirLaterFieldsAsDefaultsAndMissingOnesAreRe
   EXPECT_EQ(r.flush_triggers[1], 0u);
   EXPECT_EQ(r.qdisc_missed + r.bypassed + r.tsq_waits, 0u);
   EXPECT_TRUE(r.driver_counters.empty());
+  EXPECT_FALSE(r.emulator_bound);  // not checked then: null, not false
+  EXPECT_TRUE(r.emulator_bound_why.empty());
+  EXPECT_FALSE(r.producer_rate_share);
   EXPECT_EQ(r.packets, EveryFieldSet().packets);  // the rest as written
 
   for (const std::string& path : {"/packets", "/model_checks/stopped_at_s", "/accounting/sent",
