@@ -262,7 +262,11 @@ class Producer {
   // flushes and stop. Leaves on `stop`, what it built since the last flush in its batch.
   void RunBursts(unsigned payload) {
     const unsigned cap = own_->spec().frames;
+    // Read once: the frame's bytes are written through char pointers, which may alias any
+    // member, so a member read each frame is a load after each frame's stores.
+    const bool stamp = cfg_.stamp, clock_per_frame = clock_per_frame_;
     while (!stop_.load(std::memory_order_relaxed)) {
+      LatencySampler sampler = sampler_;  // kept in registers for the batch
       unsigned built = 0;  // one flow's frames, counted once a batch (a store a frame less)
       // The stop is seen before each write, as Run's loop sees it: what is built then goes
       // as the end's batch.
@@ -274,8 +278,8 @@ class Producer {
           SleepNs(kAllocBackoffNs);
           break;
         }
-        const bool stamped = cfg_.stamp && sampler_.Next();
-        const Tsc now = clock_per_frame_ || stamped ? Now() : 0;
+        const bool stamped = stamp && sampler.Next();
+        const Tsc now = clock_per_frame || stamped ? Now() : 0;
         builders_[cur_].Build(m, payload, stamped ? now : kNoTxStamp);
         batch_.Push(m);
         if (flows_ == 1) {
@@ -285,6 +289,7 @@ class Producer {
           cur_ = cur_ + 1 == flows_ ? 0 : cur_ + 1;
         }
       }
+      sampler_ = sampler;
       if (built > 0) stats_[0].generated.Add(built);
       if (batch_.size() >= cap) FlushFor(FlushTrigger::kFull);
     }
