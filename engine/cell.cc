@@ -388,6 +388,13 @@ void EmulatorOf(const CellRun& run, CellResult& r) {
     in.producers.push_back({run.b.producers[i].generated - run.a.producers[i].generated,
                             run.b.producers[i].held - run.a.producers[i].held});
   }
+  // Producer i sends on queue i mod queues (XPS): what each queue is offered, all told.
+  const size_t nq = std::max(1u, run.cfg.queues);
+  for (size_t i = 0; i < in.offered_pps.size(); ++i) {
+    double on_queue = 0;
+    for (size_t j = i % nq; j < in.offered_pps.size(); j += nq) on_queue += in.offered_pps[j];
+    in.queue_offered_pps.push_back(on_queue);
+  }
   in.queue_waits = r.producer_waits;
   const DriverCounts wd = Difference(run.b.d, run.a.d);
   if (wd.accepted > 0)

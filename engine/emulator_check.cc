@@ -23,8 +23,10 @@ EmulatorCheck CheckEmulator(const EmulatorCheckInput& in) {
     const double share = static_cast<double>(in.producers[i].generated) / offered;
     c.least_rate_share = std::min(c.least_rate_share.value_or(share), share);
     // Held back by the stack, or by the model: its costs alone leave no room for the pace.
+    const double on_queue =
+        i < in.queue_offered_pps.size() ? in.queue_offered_pps[i] : in.offered_pps[i];
     const bool held = in.producers[i].held > 0 || in.queue_waits > 0 ||
-                      in.modelled_ns_per_frame * in.offered_pps[i] >= 1e9 * (1 - kRateShortfall);
+                      in.modelled_ns_per_frame * on_queue >= 1e9 * (1 - kRateShortfall);
     const double missing = offered - static_cast<double>(in.producers[i].generated);
     if (!held && missing > std::max(kRateShortfall * offered, kRateSlackFrames) &&
         share < short_share)
@@ -40,7 +42,7 @@ EmulatorCheck CheckEmulator(const EmulatorCheckInput& in) {
   }
   const double window_us = in.window_s * 1e6;
   if (in.wire_stalled_us >= kStalledShare * window_us && in.wire_max_idle_us >= kHostStallS * 1e6 &&
-      in.irq_max_late_us >= in.wire_max_idle_us)
+      in.irq_max_late_us >= 0.5 * in.wire_max_idle_us)
     why.push_back(fmt::format(
         "the wire sat idle {:.1f} ms of the {:.0f} ms window in stalls of {:.0f} ms or more, the "
         "longest {:.1f} ms while the txirq was served {:.1f} ms late: the machine, not the model, "

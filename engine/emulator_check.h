@@ -6,8 +6,9 @@
 //    costs a frame (an emulated NIC's descriptor writes and doorbells, which the calling thread
 //    spends) would have left room for the offered rate: its CPU fell short;
 //  * the wire sat idle in host stalls (idle stretches of kHostStallS or more) for a share of
-//    the window, the longest of them while the txirq was served at least that late (frames
-//    waited for it): the machine, not the model, idled it.
+//    the window, the longest of them while the txirq was served at least half that late
+//    (frames waited for it; a light load's idle has a txirq on time): the machine, not the
+//    model, idled it.
 // A flat-out producer sets its own pace by definition (what it costs is cycles/pkt and CPU ns);
 // to ask whether txbatch can emulate a device's rate, offer that rate (--rate).
 
@@ -38,6 +39,9 @@ struct EmulatorCheckInput {
   double window_s = 0;
   // Each producer's offered frames/s (0: flat out), in producer order, and its window.
   std::vector<double> offered_pps;
+  // What every producer on each one's TX queue offers together (the model's costs are spent
+  // under the queue's TX lock, for all of them alike), in producer order; missing: its own.
+  std::vector<double> queue_offered_pps;
   std::vector<ProducerWindow> producers;
   uint64_t queue_waits = 0;  // times a stream producer blocked on a full qdisc band, in the window
   // The model's own cost a frame accepted in the window (DriverCounters::modelled_tsc), ns.

@@ -51,9 +51,10 @@ TEST(Noqueue, BufferPolicyFormsFullBatchesOfSmallDatagrams) {
 
 // A producer that builds its own batch whole (buffer:N, no timer, flat out, datagrams: the
 // producer's burst loop) still writes to its flows in turn — each flow's frames within one of
-// the others' over the cell, an allocation failure losing its write as the per-write path
-// does — keeps every sequence (none lost past the driver: refused frames give theirs back)
-// and sends what it built before the stop as the end's batch (at most one a producer).
+// the others' over the cell (the pool is sized so no allocation fails, asserted: a failure
+// would skip a flow's turn, as the per-write path does) — keeps every sequence (none lost past
+// the driver: refused frames give theirs back) and sends what it built before the stop as the
+// end's batch (at most one a producer).
 TEST(Noqueue, ABatchBuiltWholeKeepsTheFlowsTurnTheSequencesAndTheEnd) {
   const auto run = RunTxbatch(
       "run --driver emu:ixgbe --qdisc none --policy buffer:32 --proto udp --size 100 "
@@ -63,6 +64,7 @@ TEST(Noqueue, ABatchBuiltWholeKeepsTheFlowsTurnTheSequencesAndTheEnd) {
   const auto& [rec, r, a, cell] = cells.front();
   ExpectBooksClosed(rec);
   EXPECT_EQ(a["lost"], 0) << cell;
+  ASSERT_EQ(r["alloc_failures"], 0) << cell;
   EXPECT_GT(r["flush_triggers"]["full"].get<uint64_t>(), 0u);
   EXPECT_LE(r["flush_triggers"]["end"].get<uint64_t>(), 2u);
   ASSERT_EQ(r["per_flow"].size(), 6u) << r.dump();
