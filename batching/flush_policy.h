@@ -137,7 +137,8 @@ class FlushPolicy {
   FlushTrigger Trigger(uint16_t size, Tsc first, Tsc now, bool write_done) const {
     if (size >= spec_.frames) return FlushTrigger::kFull;
     if (size == 0) return FlushTrigger::kNone;
-    if (waits_for_more_) return now >= FlushBy(first) ? FlushTrigger::kTimer : FlushTrigger::kNone;
+    if (spec_.kind == PolicyKind::kBuffer)  // waits for more, up to its drain timer
+      return now >= FlushBy(first) ? FlushTrigger::kTimer : FlushTrigger::kNone;
     return write_done ? FlushTrigger::kWriteDone : FlushTrigger::kNone;
   }
   bool FlushNow(uint16_t size, Tsc first, Tsc now, bool write_done) const {
@@ -150,13 +151,11 @@ class FlushPolicy {
 
  protected:
   explicit FlushPolicy(PolicySpec spec) : spec_(spec) {}
-  // A policy that waits for more frames than a write brought (buffer:N), and its drain timer.
-  FlushPolicy(PolicySpec spec, Tsc timeout_tsc)
-      : spec_(spec), waits_for_more_(true), timeout_tsc_(timeout_tsc) {}
+  // buffer:N's drain timer, in TSC (kNever: none).
+  FlushPolicy(PolicySpec spec, Tsc timeout_tsc) : spec_(spec), timeout_tsc_(timeout_tsc) {}
   PolicySpec spec_;
 
  private:
-  bool waits_for_more_ = false;
   Tsc timeout_tsc_ = kNever;
 };
 

@@ -12,6 +12,7 @@
 // A flat-out producer sets its own pace by definition (what it costs is cycles/pkt and CPU ns);
 // to ask whether txbatch can emulate a device's rate, offer that rate (--rate).
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -58,5 +59,10 @@ struct EmulatorCheck {
 };
 
 EmulatorCheck CheckEmulator(const EmulatorCheckInput& in);
+
+// Whether `bound` emulator-bound rounds of `rounds` make the cell's median txbatch's rate (more
+// than half): then compare and tune draw no throughput conclusion from it; fewer, and the
+// rounds are noise in the interval (a host stall in one round of eight).
+constexpr bool MostRoundsBound(size_t bound, size_t rounds) { return 2 * bound > rounds; }
 
 }  // namespace txbatch

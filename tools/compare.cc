@@ -76,11 +76,9 @@ size_t EmulatorBoundRounds(const std::vector<CellResult>& r) {
     return x.emulator_bound.value_or(false);
   }));
 }
-// Whether most of `r`'s rounds were: then its median is txbatch's rate, not the configuration's
-// (fewer, and the paired interval carries them as the noise they are: a host stall of a few
-// milliseconds in one round of eight is the machine's, CI saw up to a quarter).
+// Whether most of `r`'s rounds were (MostRoundsBound).
 bool MostlyEmulatorBound(const std::vector<CellResult>& r) {
-  return 2 * EmulatorBoundRounds(r) > r.size();
+  return MostRoundsBound(EmulatorBoundRounds(r), r.size());
 }
 }  // namespace
 

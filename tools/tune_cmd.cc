@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/units.h"
+#include "engine/emulator_check.h"
 #include "results/latency_text.h"
 #include "results/records.h"
 #include "results/summary.h"
@@ -63,11 +64,10 @@ std::vector<TunePoint> PointsOf(const std::vector<CellRecord>& records,
                                 const PolicySpec& baseline) {
   std::vector<TunePoint> points;
   for (const CellSummary& r : Summarise(records, baseline)) {
-    // Most of its rounds (as compare: then its median is txbatch's rate).
     const auto bound_rounds = std::count_if(r.runs.begin(), r.runs.end(), [](const CellRecord* x) {
       return x->result.emulator_bound.value_or(false);
     });
-    const bool bound = 2 * static_cast<size_t>(bound_rounds) > r.runs.size();
+    const bool bound = MostRoundsBound(static_cast<size_t>(bound_rounds), r.runs.size());
     points.push_back(
         {r.config.policy.frames, r.Value(Metric::kMpps), r.Find(Metric::kLatP99Ns), bound});
   }
