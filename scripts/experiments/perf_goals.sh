@@ -16,7 +16,8 @@
 #      the same per-frame work with no window open, so no latency histograms), run in the same
 #      round; and the TX path's alone over it, for scale.
 #   5. Issue 48's rows, with --latency-sample 64 (one frame in 64 stamped and followed; the rest
-#      carry no stamp and read no clock of their own): 1 at B = 32, 2, 3 at buffer:32 and 4.
+#      carry no stamp and read no clock of their own): 1 at B = 32, 2 (and 2 on the lock-free
+#      pfifo_fast, --sync nolock, which Linux has run since 4.16), 3 at buffer:32 and 4.
 # Prints every round, then one table: what, median, min, goal.
 #
 # Usage: scripts/experiments/perf_goals.sh [build]   (ROUNDS=3 BURSTS="1 8 32 64" by default)
@@ -96,7 +97,12 @@ for r in $(seq "$rounds"); do
   read -r nones _ _ < <(txbatch_cell ethdev:net_null0 --qdisc none --policy buffer:32 \
     "${sample[@]}")
   put pfifo_s "$(awk -v p="$pfs" -v n="$nones" 'BEGIN {printf "%.1f", 1000 / p - 1000 / n}')"
-  line+=" sampled: pfifo_fast $pfs none $nones;"
+  # The same on the lock-free pfifo_fast (Linux 4.16 on, TCQ_F_NOLOCK; 6.1's): no root lock, the
+  # run flag (5.14's seqlock) instead, the TX lock as before.
+  read -r pfn _ _ < <(txbatch_cell ethdev:net_null0 --sync nolock --runner inline --batch 32 \
+    "${sample[@]}")
+  put pfifo_sn "$(awk -v p="$pfn" -v n="$nones" 'BEGIN {printf "%.1f", 1000 / p - 1000 / n}')"
+  line+=" sampled: pfifo_fast $pfs nolock $pfn none $nones;"
   for b in 1 32; do
     read -r ix _ _ < <(txbatch_cell emu:ixgbe,doorbell_ns=100 --qdisc none --policy "buffer:$b")
     put "ixgbe.$b" "$(awk -v m="$ix" 'BEGIN {printf "%.3f", m / 14.88}')"
@@ -142,5 +148,6 @@ row null_tx "emu:null buffer:32 TX path's CPU ns alone / the same" "" x "-"
 echo "with --latency-sample 64 (issue 48's goals):"
 row sampled "  none buffer:32 / testpmd burst 32 (net_null)" "" x ">= 0.9x"
 row pfifo_s "  pfifo_fast inline minus none, batch 32 (ns/frame)" + "" "<= +40"
+row pfifo_sn "  the same lock-free (--sync nolock, Linux >= 4.16's pfifo_fast)" + "" "-"
 row ixgbe_s "  emu:ixgbe,doorbell_ns=100 buffer:32 / 14.88 Mpps" "" "" ">= 0.60"
 row null_s "  emu:null buffer:32 CPU ns (TX + receiver) / BM_EmuNullPath/32" "" x "<= 1.2x"
