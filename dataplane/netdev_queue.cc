@@ -21,8 +21,8 @@ NetdevQueue::NetdevQueue(TxDriver& driver, const FlushPolicy& policy, const BqlB
   }
 }
 
-XmitResult NetdevQueue::Xmit(std::span<rte_mbuf* const> frames, Handover handover,
-                             bool from_qdisc) {
+XmitResult NetdevQueue::Xmit(std::span<rte_mbuf* const> frames, Handover handover, bool from_qdisc,
+                             Tsc now) {
   const bool was_stopped = Stopped();
   if ((from_qdisc && was_stopped) || frames.empty()) return {};
   const auto n = static_cast<uint16_t>(frames.size());
@@ -47,7 +47,7 @@ XmitResult NetdevQueue::Xmit(std::span<rte_mbuf* const> frames, Handover handove
           dql_ && (bql_xoff_ || dql_->Avail() - static_cast<int64_t>(len[accepted]) < 0);
       c.xmit_calls.Add();
       c.offered.Add();
-      if (!driver_.XmitOne(frames[accepted], accepted + 1 < n && !bql_stopped)) break;
+      if (!driver_.XmitOne(frames[accepted], accepted + 1 < n && !bql_stopped, now)) break;
       c.accepted.Add(wire[accepted]);
       if (dql_) BqlSent(len[accepted]);
       ++accepted;
@@ -56,7 +56,7 @@ XmitResult NetdevQueue::Xmit(std::span<rte_mbuf* const> frames, Handover handove
   } else {
     c.xmit_calls.Add();
     c.offered.Add(n);
-    accepted = driver_.Xmit(frames);
+    accepted = driver_.Xmit(frames, now);
     for (uint16_t i = 0; i < accepted; ++i) {
       c.accepted.Add(wire[i]);
       if (dql_) BqlSent(len[i]);

@@ -37,9 +37,10 @@ class NetdevQueue {
   // stop only where the policy's kernel ended it, FlushPolicy's bql_stop_ends_chain).
   // `from_qdisc`: a qdisc run's bulk, which a stopped queue refuses whole without a driver call
   // (sch_direct_xmit's netif_xmit_frozen_or_stopped under HARD_TX_LOCK); --qdisc none's batches
-  // are offered as a DPDK burst is, whatever the queue's state.
+  // are offered as a DPDK burst is, whatever the queue's state. `now`: the TSC the caller read
+  // as the handover began, handed to the driver (TxDriver::Xmit).
   [[nodiscard]] XmitResult Xmit(std::span<rte_mbuf* const> frames, Handover handover,
-                                bool from_qdisc = true);
+                                bool from_qdisc, Tsc now);
 
   // The completion role at `now`: the driver reclaims, BQL learns the bytes completed. Returns
   // whether that restarted a stopped queue (netif_tx_wake_queue); `reclaimed` (if given) gets

@@ -144,17 +144,23 @@ class TxDriver {
   // those frames passes to the driver (it frees them after delivery); the caller still owns the
   // rest (the runner requeues them). Accepts fewer than offered only when the queue is then
   // Stopped(), so the completion role is what restarts it. Rings the doorbell at most once per
-  // call. Never blocks, never throws. Called under the queue's TX lock.
-  [[nodiscard]] virtual uint16_t Xmit(std::span<rte_mbuf* const> frames) = 0;
+  // call. Never blocks, never throws. Called under the queue's TX lock. `now` is the TSC the
+  // caller read as the handover began (before its dequeue, for a qdisc's bulk: its one read for
+  // the call, which also starts tx_cycles): a driver
+  // that needs the time for its books (the window, the last departure) takes it from there
+  // rather than reading the clock again; one that models costs of its own, which move time
+  // within the call (emu), keeps its own clock. Without `now` the clock is read for it.
+  [[nodiscard]] uint16_t Xmit(std::span<rte_mbuf* const> frames, Tsc now) {
+    return XmitAt(frames, now);
+  }
+  [[nodiscard]] uint16_t Xmit(std::span<rte_mbuf* const> frames) { return XmitAt(frames, Now()); }
 
   // Linux ndo_start_xmit with xmit_more: offers one frame; `more` says another follows at once,
   // so a driver that honours it may leave the doorbell for the last one (it must ring anyway
   // when its queue stops). Returns whether the frame was accepted (ownership passes, as for
-  // Xmit). The default is a driver without xmit_more: every frame its own Xmit, its own doorbell.
-  [[nodiscard]] virtual bool XmitOne(rte_mbuf* m, bool more) {
-    (void)more;
-    return Xmit({&m, 1}) == 1;
-  }
+  // Xmit). `now` as for Xmit: one read for the whole chain.
+  [[nodiscard]] bool XmitOne(rte_mbuf* m, bool more, Tsc now) { return XmitOneAt(m, more, now); }
+  [[nodiscard]] bool XmitOne(rte_mbuf* m, bool more) { return XmitOneAt(m, more, Now()); }
 
   // Descriptors free for Xmit now (blist-2007's xmit_win); kMaxBatch where the driver cannot
   // tell (a PMD's ring). Under the TX lock.
@@ -219,6 +225,14 @@ class TxDriver {
   const DriverCounters& counters() const { return counters_; }
 
  protected:
+  // Xmit and XmitOne as the driver implements them. The default XmitOneAt is a driver without
+  // xmit_more: every frame its own XmitAt, its own doorbell.
+  [[nodiscard]] virtual uint16_t XmitAt(std::span<rte_mbuf* const> frames, Tsc now) = 0;
+  [[nodiscard]] virtual bool XmitOneAt(rte_mbuf* m, bool more, Tsc now) {
+    (void)more;
+    return XmitAt({&m, 1}, now) == 1;
+  }
+
   DriverCounters counters_;
 
  private:

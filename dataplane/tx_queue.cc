@@ -79,7 +79,7 @@ uint16_t TxQueue::Transmit(Batch& batch, Tsc t0, Handover handover, Tsc handed) 
   Tsc end;
   {
     UniqueLock tx(tx_lock_);
-    x = XmitLocked(batch, handover, /*from_qdisc=*/true);
+    x = XmitLocked(batch, handover, /*from_qdisc=*/true, t0);
     end = Now();
     HandOn(tx);
   }
@@ -95,8 +95,8 @@ void TxQueue::HandOn(UniqueLock<PiMutex>& tx) {
   if (tx.owns_lock()) tx.unlock();
 }
 
-XmitResult TxQueue::XmitLocked(const Batch& batch, Handover handover, bool from_qdisc) {
-  const XmitResult x = dev_.Xmit(batch.frames(), handover, from_qdisc);
+XmitResult TxQueue::XmitLocked(const Batch& batch, Handover handover, bool from_qdisc, Tsc now) {
+  const XmitResult x = dev_.Xmit(batch.frames(), handover, from_qdisc, now);
   PublishLocked();
   // netif_tx_stop_queue: only the completion role can restart it, at its next deadline. Told
   // once, when the queue stops: with --qdisc none producers keep offering to a stopped queue,
@@ -144,7 +144,7 @@ uint16_t TxQueue::SendBatch(Batch& batch) {
   {
     // Producers share these counters here, so they are written under the TX lock.
     UniqueLock tx(tx_lock_);
-    const XmitResult x = XmitLocked(batch, Handover::kBurst, /*from_qdisc=*/false);
+    const XmitResult x = XmitLocked(batch, Handover::kBurst, /*from_qdisc=*/false, t0);
     accepted = x.accepted;
     HandoverStep::Count(batch.frames(), x, /*from_qdisc=*/false, counters_);
     counters_.tx_cycles.Add(Now() - t0);

@@ -203,7 +203,8 @@ class TxQueue {
   void MarkHandover(const Batch& batch, Tsc now);
   // One handover (NetdevQueue::Xmit's `from_qdisc`); publishes whether the queue stopped and
   // kicks the txirq if it did. Called under tx_lock_.
-  XmitResult XmitLocked(const Batch& batch, Handover handover, bool from_qdisc) REQUIRES(tx_lock_);
+  XmitResult XmitLocked(const Batch& batch, Handover handover, bool from_qdisc, Tsc now)
+      REQUIRES(tx_lock_);
   // Publishes what runners read without tx_lock_ (stopped, BQL's room, free slots).
   void PublishLocked() REQUIRES(tx_lock_);
   // Ends a TX-lock section held through `tx`: what the driver delivered to

@@ -340,7 +340,7 @@ std::optional<uint16_t> SimQueue::SendBatch(SimActor& p, Batch& own) {
   if (meta_offset_ >= 0) MarkHandover(own.frames(), p.t, meta_offset_);
   if (pool_ != nullptr) pool_->Written(own.frames());
   const Handed handled = Handled();
-  const XmitResult x = dev_.Xmit(own.frames(), Handover::kBurst, /*from_qdisc=*/false);
+  const XmitResult x = dev_.Xmit(own.frames(), Handover::kBurst, /*from_qdisc=*/false, clock_.now);
   const uint16_t accepted = x.accepted;
   cpu_.RunTo(p, clock_.now);
   cpu_.Work(p, cpu_.c.xmit_call + cpu_.c.xmit_frame * n);
@@ -467,7 +467,7 @@ void SimQueue::Xmit(SimActor& a) {
   const uint64_t calls = driver_.counters().xmit_calls.Get();
   const Handed handled = Handled();
   clock_.now = a.t;
-  const XmitResult x = dev_.Xmit(batch.frames(), run_.handover());
+  const XmitResult x = dev_.Xmit(batch.frames(), run_.handover(), /*from_qdisc=*/true, clock_.now);
   accepted_ = x.accepted;
   cpu_.RunTo(a, clock_.now);
   if (x.offered)

@@ -68,8 +68,12 @@ class EmuNic final : public TxDriver {
     return n;
   }
 
-  uint16_t Xmit(std::span<rte_mbuf* const> frames) override { return Post(frames, false); }
-  bool XmitOne(rte_mbuf* m, bool more) override { return Post({&m, 1}, more) == 1; }
+  // Emu's modelled costs move time within a call (Spend): it reads its own clock (Clock) and
+  // leaves the caller's.
+  uint16_t XmitAt(std::span<rte_mbuf* const> frames, Tsc /*now*/) override {
+    return Post(frames, false);
+  }
+  bool XmitOneAt(rte_mbuf* m, bool more, Tsc /*now*/) override { return Post({&m, 1}, more) == 1; }
   // Free descriptors (a GSO frame takes several: Descs).
   unsigned FreeSlots() const override {
     return infinite_ ? kMaxBatch : static_cast<unsigned>(ring_.size()) - descs_used_;

@@ -102,9 +102,8 @@ class EthdevPort final : public TxDriver {
     owned_.reset();  // the last queue of the port stops, closes and removes it
   }
 
-  uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
+  uint16_t XmitAt(std::span<rte_mbuf* const> frames, Tsc now) override {
     if (frames.empty()) return 0;
-    const Tsc now = Now();
     // Counted where the driver accepts them (net_null frees, net_pcap writes, a NIC sends)
     // unless they come back. Lengths are read first: the PMD may free what it accepts.
     const bool count_here = !loopback_ && window_.Contains(now);

@@ -150,7 +150,7 @@ unsigned VerbsTx::BuildChain(std::span<rte_mbuf* const> frames, size_t first, un
   return built;
 }
 
-uint16_t VerbsTx::Xmit(std::span<rte_mbuf* const> frames) {
+uint16_t VerbsTx::XmitAt(std::span<rte_mbuf* const> frames, Tsc now) {
   if (frames.empty()) return 0;
   if (broken_) {
     // Nothing can be sent any more: drop, counted, so the run drains and its books close.
@@ -165,7 +165,6 @@ uint16_t VerbsTx::Xmit(std::span<rte_mbuf* const> frames) {
   }
   // Counted where the driver accepts them (counted_at driver), with the link's headers (IB or
   // RoCE v2).
-  const Tsc now = Now();
   const bool count_here = window_.Contains(now);
 
   // Frames outside registered memory lead the batch only (never in txbatch's own runs): drop

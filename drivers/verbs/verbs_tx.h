@@ -74,7 +74,7 @@ class VerbsTx final : public TxDriver, public VerbsReceiver {
   // Control plane: one sentence on failure.
   Status Init(rte_mempool* pool, unsigned mtu, unsigned rx_extra = 0);
 
-  [[nodiscard]] uint16_t Xmit(std::span<rte_mbuf* const> frames) override;
+  [[nodiscard]] uint16_t XmitAt(std::span<rte_mbuf* const> frames, Tsc now) override;
   unsigned FreeSlots() const override { return info_.sq_depth - Outstanding(); }
   bool Stopped() const override { return stopped_; }
   unsigned Complete(Tsc now) override;

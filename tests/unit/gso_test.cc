@@ -317,7 +317,7 @@ TEST(Gso, EachNicModelCountsAGsoFrameForBqlAsItsDriverDoes) {
     rte_mbuf* m = BuildGso(b, 45 * kMss, Now());
     ASSERT_EQ(rte_pktmbuf_pkt_len(m), 65226u);
     ASSERT_EQ(m->l2_len + m->l3_len + m->l4_len, 66);
-    ASSERT_EQ(dev.Xmit({&m, 1}, Handover::kXmitMore).accepted, 1);
+    ASSERT_EQ(dev.Xmit({&m, 1}, Handover::kXmitMore, /*from_qdisc=*/true, Now()).accepted, 1);
     EXPECT_EQ(dev.bql_avail(), int64_t{kLimit} - c.bql_bytes);
     EXPECT_EQ(nic->counters().accepted.Get(), 45u);  // its wire frames, in the books
     test::CompleteAll(*nic, [&dev](Tsc t) { return dev.Complete(t); });
@@ -348,12 +348,13 @@ TEST(Gso, NetdevQueueCountsTheCallsItMakesAndTheWireFramesTaken) {
     const DriverCounters& c = nic->counters();
     return std::array<uint64_t, 3>{c.xmit_calls.Get(), c.offered.Get(), c.accepted.Get()};
   };
-  EXPECT_EQ(dev.Xmit(f, Handover::kBurst, /*from_qdisc=*/false).accepted, 1);
+  EXPECT_EQ(dev.Xmit(f, Handover::kBurst, /*from_qdisc=*/false, Now()).accepted, 1);
   EXPECT_EQ(counts(), (std::array<uint64_t, 3>{1, 2, 45}));
-  EXPECT_FALSE(dev.Xmit({&f[1], 1}, Handover::kBurst).offered);  // stopped: no call
+  EXPECT_FALSE(dev.Xmit({&f[1], 1}, Handover::kBurst, /*from_qdisc=*/true, Now())
+                   .offered);  // stopped: no call
   EXPECT_EQ(counts(), (std::array<uint64_t, 3>{1, 2, 45}));
   test::CompleteAll(*nic, [&dev](Tsc t) { return dev.Complete(t); });
-  EXPECT_EQ(dev.Xmit({&f[1], 1}, Handover::kXmitMore).accepted, 1);
+  EXPECT_EQ(dev.Xmit({&f[1], 1}, Handover::kXmitMore, /*from_qdisc=*/true, Now()).accepted, 1);
   EXPECT_EQ(counts(), (std::array<uint64_t, 3>{2, 3, 90}));
   EXPECT_EQ(nic->Purge(), 45u);
   nic.reset();

@@ -37,10 +37,10 @@
 #include <vector>
 
 #include "batching/flush_policy.h"
-#include "dataplane/make_queue.h"
 #include "dataplane/fq_codel.h"
 #include "dataplane/frame.h"
 #include "dataplane/gso.h"
+#include "dataplane/make_queue.h"
 #include "dataplane/netdev_queue.h"
 #include "dataplane/qdisc_run.h"
 #include "dataplane/run_window.h"
@@ -75,7 +75,7 @@ class ScriptedDriver final : public test::HoldingDriver {
 
   explicit ScriptedDriver(bool bql) : bql_(bql) {}
 
-  uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
+  uint16_t XmitAt(std::span<rte_mbuf* const> frames, Tsc /*now*/) override {
     Hook();
     if (Runaway(frames.size())) return Swallow(frames);
     const auto n = static_cast<uint16_t>(std::min<size_t>(frames.size(), Room()));
@@ -84,7 +84,7 @@ class ScriptedDriver final : public test::HoldingDriver {
     if (n > 0) counters_.doorbells.Add();
     return n;
   }
-  bool XmitOne(rte_mbuf* m, bool more) override {
+  bool XmitOneAt(rte_mbuf* m, bool more, Tsc /*now*/) override {
     Hook();
     if (Runaway(1)) return Swallow({&m, 1}) == 1;
     const bool ok = Room() > 0;
@@ -1023,7 +1023,7 @@ TEST(NetdevQueueChain, ABqlStopEndsTheChainUntil420AndNotSince) {
       rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
       ASSERT_NE(m, nullptr);
       ASSERT_NE(rte_pktmbuf_append(m, kFrameBytes), nullptr);
-      ASSERT_EQ(dev.Xmit({&m, 1}, Handover::kXmitMore).accepted, 1);
+      ASSERT_EQ(dev.Xmit({&m, 1}, Handover::kXmitMore, /*from_qdisc=*/true, Now()).accepted, 1);
       driver.to_complete = 1;
       driver.next_capacity = driver.capacity;
       (void)dev.Complete(1);
@@ -1038,7 +1038,7 @@ TEST(NetdevQueueChain, ABqlStopEndsTheChainUntil420AndNotSince) {
       ASSERT_NE(m, nullptr);
       ASSERT_NE(rte_pktmbuf_append(m, kFrameBytes), nullptr);
     }
-    const XmitResult x = dev.Xmit(frames, Handover::kXmitMore);
+    const XmitResult x = dev.Xmit(frames, Handover::kXmitMore, /*from_qdisc=*/true, Now());
     const uint16_t accepted = x.accepted;
     EXPECT_EQ(accepted, k.accepted);
     std::vector<bool> more;
@@ -1053,7 +1053,7 @@ TEST(NetdevQueueChain, ABqlStopEndsTheChainUntil420AndNotSince) {
     driver.calls.clear();
     rte_mbuf* m = rte_pktmbuf_alloc(test::Pool());
     ASSERT_NE(m, nullptr);
-    const XmitResult refused = dev.Xmit({&m, 1}, Handover::kXmitMore);
+    const XmitResult refused = dev.Xmit({&m, 1}, Handover::kXmitMore, /*from_qdisc=*/true, Now());
     EXPECT_EQ(refused.accepted, 0);
     EXPECT_FALSE(refused.offered);
     EXPECT_TRUE(driver.calls.empty());

@@ -259,7 +259,7 @@ using test::Gate;
 class KeepingDriver final : public test::HoldingDriver {
  public:
   explicit KeepingDriver(Gate* after_doorbell = nullptr) : after_doorbell_(after_doorbell) {}
-  uint16_t Xmit(std::span<rte_mbuf* const> frames) override {
+  uint16_t XmitAt(std::span<rte_mbuf* const> frames, Tsc /*now*/) override {
     if (after_doorbell_ != nullptr) {
       counters_.doorbells.Add();
       after_doorbell_->Stop();
