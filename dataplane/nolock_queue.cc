@@ -94,9 +94,9 @@ bool NolockTxQueue::TryRun(Counter& runs, rte_mbuf* bypass, int band) {
   // Frames pushed by a producer that lost the flag, and a restart the txirq published, must be
   // seen by this run: order them before its first look at the queue. The flag was just taken by
   // a seq_cst exchange; on x86-64 its locked instruction already orders every earlier store
-  // before every later load, as the kernel's spin_trylock does for qdisc_run_begin (whose
-  // smp_mb__after_atomic is a compiler barrier there), so the fence is one only elsewhere
-  // (C++'s model, not x86's, asks for it): a locked instruction less a frame (~5 ns here).
+  // before every later load (the kernel's qdisc_run_begin relies on its spin_trylock's atomic
+  // alone, and its smp_mb__after_atomic is a compiler barrier there), so the fence is one only
+  // elsewhere, where C++'s model asks for it: a locked instruction less a frame (~5 ns here).
 #if defined(__x86_64__)
   std::atomic_signal_fence(std::memory_order_seq_cst);
 #else

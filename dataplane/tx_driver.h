@@ -145,8 +145,8 @@ class TxDriver {
   // rest (the runner requeues them). Accepts fewer than offered only when the queue is then
   // Stopped(), so the completion role is what restarts it. Rings the doorbell at most once per
   // call. Never blocks, never throws. Called under the queue's TX lock. `now` is the TSC the
-  // caller read as the handover began (before its dequeue, for a qdisc's bulk: its one read for
-  // the call, which also starts tx_cycles): a driver
+  // caller read as the handover began (before its dequeue, for a qdisc's bulk: the read that
+  // also starts tx_cycles; the simulation's virtual clock there): a driver
   // that needs the time for its books (the window, the last departure) takes it from there
   // rather than reading the clock again; one that models costs of its own, which move time
   // within the call (emu), keeps its own clock. Without `now` the clock is read for it.

@@ -418,6 +418,8 @@ void SimQueue::Dequeue(SimActor& a, bool held) {
   if (n == 0 && nolock && notes_.ClearForAnotherLook())  // pfifo_fast_dequeue
     n = run_.Dequeue(*qdisc_, device, waiters, &wake);
   // A dequeue that finds nothing (the one ending every run) costs only its lock and the line.
+  // After a lock-free bypass the real run looks instead (nolock_qdisc_is_empty: the notes and
+  // the same band lines) and ends: the same cost here, since no clock read is charged.
   cpu_.Work(a, n > 0 ? cpu_.c.dequeue + cpu_.c.dequeue_frame * n + Handovers(a, band) : band);
   if (n > 0 && wake) {
     // space_cv_.notify_all() under the root lock: one futex call wakes every blocked producer.

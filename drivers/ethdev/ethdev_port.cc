@@ -141,7 +141,8 @@ class EthdevPort final : public TxDriver {
       // The PMD's ring is full: the queue stays stopped until the completion role retries,
       // one poll interval from now (not at once: that would spin).
       stopped_ = true;
-      retry_at_ = now + poll_tsc_;
+      retry_at_ = Now() + poll_tsc_;  // from now, not the call's start: a TX-lock wait may lie
+                                      // between them, and a retry due at once would spin
       counters_.stops.Add();
     }
     return n;
