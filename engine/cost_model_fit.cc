@@ -311,28 +311,60 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
   return cal;
 }
 
+namespace {
+bool Poor(const LinearFit& f, double min_r2) { return !f.residuals.empty() && !(f.r2 >= min_r2); }
+// R² cut down, never rounded up: "R² 0.950, below --min-r2 0.95" cannot be printed.
+double R2Down(double r2) { return std::floor(r2 * 1000) / 1000; }
+}  // namespace
+
+std::vector<std::string> KeepPoorLeafFits(Calibration& cal, const CostModel& base, double min_r2) {
+  std::vector<std::string> said;
+  CostModel& m = cal.model;
+  if (Poor(cal.dedicated, min_r2)) {
+    m.handover = base.handover;
+    m.handover_bulk = base.handover_bulk;
+    cal.kept_poor.insert(cal.kept_poor.end(), {"handover", "handover_bulk"});
+    said.push_back(fmt::format(
+        "the dedicated series' fit (handover, handover_bulk) has R² {:.3f}, below --min-r2 {:g}: "
+        "handover and handover_bulk are kept from the base model ({:.0f} and {:.0f} cycles), the "
+        "rest is fitted; the simulation's dedicated-runner cells move frames between CPUs at the "
+        "base's cost, not this machine's",
+        R2Down(cal.dedicated.r2), min_r2, base.handover, base.handover_bulk));
+  }
+  const LinearFit* reclaim = Poor(cal.completion, min_r2)            ? &cal.completion
+                             : Poor(cal.completion_receiver, min_r2) ? &cal.completion_receiver
+                                                                     : nullptr;
+  if (reclaim != nullptr) {
+    m.completion = base.completion;
+    m.completion_frame = base.completion_frame;
+    cal.kept_poor.insert(cal.kept_poor.end(), {"completion", "completion_frame"});
+    said.push_back(fmt::format(
+        "the completion series' {}fit (the txirq's reclaim) has R² {:.3f}, below --min-r2 {:g}: "
+        "completion and completion_frame are kept from the base model ({:.0f} and {:.0f} "
+        "cycles), the rest is fitted; the simulation's txirq reclaims at the base's cost, not "
+        "this machine's",
+        reclaim == &cal.completion ? "" : "receiver ", R2Down(reclaim->r2), min_r2, base.completion,
+        base.completion_frame));
+  }
+  return said;
+}
+
 std::optional<std::string> PoorFit(const Calibration& cal, double min_r2) {
   const std::pair<const char*, const LinearFit*> fits[] = {
       {"none series' fit (the driver call)", &cal.none},
       {"net_null series' fit (a PMD's burst)", &cal.net_null},
-      {"receiver's fit (deliver)", &cal.receiver},
-      {"completion series' fit (the txirq's reclaim)", &cal.completion},
-      {"completion series' receiver fit (completion_frame)", &cal.completion_receiver},
-      {"dedicated series' fit (handover, handover_bulk)", &cal.dedicated}};
+      {"receiver's fit (deliver)", &cal.receiver}};
   const std::pair<const char*, const LinearFit*>* worst = nullptr;
   for (const auto& f : fits)
-    if (!f.second->residuals.empty() && !(f.second->r2 >= min_r2) &&
-        (worst == nullptr || f.second->r2 < worst->second->r2))
+    if (Poor(*f.second, min_r2) && (worst == nullptr || f.second->r2 < worst->second->r2))
       worst = &f;
   if (worst == nullptr) return std::nullopt;
-  // Cut down, never rounded up: "R² 0.950, below --min-r2 0.95" cannot be printed.
   const double r2 = worst->second->r2;
   return fmt::format(
       "the {} has R² {:.3f}, below --min-r2 {:g}: the measurement was too noisy to fit, and no "
       "cost model was written; run calibrate again on an idle machine, with more --rounds or a "
       "longer --duration (or accept the fit with --min-r2 {:g})",
-      worst->first, std::floor(r2 * 1000) / 1000, min_r2,
-      std::max(0.0, std::floor(r2 * 100) / 100));
+      worst->first, R2Down(r2), min_r2, std::max(0.0, std::floor(r2 * 100) / 100));
 }
 
 double KernelSliceS(unsigned cpus) {
@@ -414,6 +446,7 @@ nlohmann::json Calibration::Json() const {
          }
          return kept;
        }()},
+      {"kept_below_min_r2", kept_poor},
       {"scheduler",
        !scheduler
            ? nlohmann::json(nullptr)

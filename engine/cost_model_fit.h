@@ -85,6 +85,9 @@ struct Calibration {
   std::optional<RecycleProbe> recycle;
   // Whether a cache line's move between CPUs was measured (lock_contended and handover).
   bool LineMeasured() const { return scheduler && scheduler->line_pass > 0; }
+  // Costs whose series' fit fell below --min-r2 and were set back to the base model's
+  // (KeepPoorLeafFits), in the model file's order.
+  std::vector<std::string> kept_poor;
   nlohmann::json Json() const;  // the "fit" object written with the model
 };
 
@@ -98,8 +101,17 @@ std::vector<CellConfig> CalibrationCells(const std::vector<unsigned>& batches, E
 Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double tsc_hz,
                                  const CostModel& base);
 
-// Whether a fit that gives a written cost explains less of its points than `min_r2`: the
-// worst such fit in words (its series, R², and what to do), or nothing when every one passes.
+// The series whose costs no other cost is fitted from — the dedicated runner's (handover,
+// handover_bulk) and the txirq's reclaims with their receiver (completion, completion_frame) —
+// whose line explains less of its points than `min_r2`: their costs are set back to `base`'s
+// and named in cal.kept_poor, and each such series is said in one sentence (the fit, its R²,
+// the costs kept and what that means for the simulation). A poor fit is not a reason to refuse
+// the whole model when the base's value can stand in for the costs it alone gives.
+std::vector<std::string> KeepPoorLeafFits(Calibration& cal, const CostModel& base, double min_r2);
+
+// Whether a fit the other costs are fitted from (the none series', net_null's, the receiver's)
+// explains less of its points than `min_r2`: the worst such fit in words (its series, R², and
+// what to do), or nothing when every one passes. (The others: KeepPoorLeafFits.)
 std::optional<std::string> PoorFit(const Calibration& cal, double min_r2);
 
 // The kernel's time slice for threads sharing a CPU on a machine of `cpus` CPUs, in seconds:

@@ -1,6 +1,7 @@
 #include "tools/calibrate.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -98,14 +99,22 @@ void MeasureMachine(const Session& session, int rounds, double tsc_hz, Calibrati
 std::string ModelSource(const CalibrateArgs& args, const RunEnv& env, double tsc_hz,
                         const Calibration& cal) {
   const bool reclaims = !cal.completion.residuals.empty();
+  const auto kept = [&cal](const char* cost) {
+    return std::find(cal.kept_poor.begin(), cal.kept_poor.end(), cost) != cal.kept_poor.end();
+  };
+  const bool handover = !kept("handover"), reclaim_fitted = reclaims && !kept("completion");
   return fmt::format(
       "txbatch calibrate ({} engine) on {}, TSC {:.0f} MHz, {}; fitted: frame, xmit_call, "
-      "xmit_frame (net_null's), deliver, enqueue, dequeue, run_xmit, bypass, handover, "
-      "handover_bulk{}; kept from the base: write, lock, {}dequeue_frame{}; {}",
+      "xmit_frame (net_null's), deliver, enqueue, dequeue, run_xmit, bypass{}{}; kept from the "
+      "base: write, lock, {}dequeue_frame{}{}; {}",
       args.engine, env.cpu, tsc_hz / 1e6, env.started_at,
-      reclaims ? ", completion, completion_frame" : "",
+      handover ? ", handover, handover_bulk" : "",
+      reclaim_fitted ? ", completion, completion_frame" : "",
       cal.LineMeasured() ? "" : "lock_contended, ",
       reclaims ? "" : ", completion, completion_frame (no reclaim was measured)",
+      cal.kept_poor.empty() ? std::string()
+                            : fmt::format(", {} (their series' fit below --min-r2 {:g})",
+                                          fmt::join(cal.kept_poor, ", "), args.min_r2),
       cal.scheduler
           ? fmt::format("the machine measured: {} CPUs, futex, context_switch, wakeup and "
                         "remote_wake from a futex ping-pong, halt_after, remote_wake_halted and "
@@ -311,6 +320,9 @@ int CalibrateCommand(const CalibrateArgs& args, const EalUserArgs& eal_user_args
   const double tsc_hz = engine == Engine::kSim ? in->base.tsc_hz : session->env.tsc_hz;
   auto cal = FitCostModel(records, tsc_hz, in->base);
   if (!cal) return Fail(kExitBadInput, cal.error());
+  // A poor fit of a series no other cost comes from keeps the base's costs for it (said once
+  // the model is written); one the others come from refuses the model (WhyNotWritten).
+  const std::vector<std::string> kept = KeepPoorLeafFits(*cal, in->base, args.min_r2);
   // The sim engine calibrates the simulation of the base model, whose machine stays.
   if (engine == Engine::kReal) MeasureMachine(*session, args.rounds, tsc_hz, *cal);
   cal->model.source = ModelSource(args, session->env, tsc_hz, *cal);
@@ -324,6 +336,9 @@ int CalibrateCommand(const CalibrateArgs& args, const EalUserArgs& eal_user_args
     const int written = finish();
     return written == kExitOk ? kExitPoorFit : written;
   }
+  std::fflush(stdout);  // the notes below after the tables, not inside a line of them
+  for (const std::string& note : kept)
+    std::fprintf(stderr, "txbatch: calibrate: %s\n", note.c_str());
   nlohmann::json doc = CostModelJson(cal->model);
   doc["fit"] = cal->Json();
   fmt::print("\ncost model ({}):\n{}\n", args.out, CostModelJson(cal->model)["cycles"].dump());

@@ -257,8 +257,10 @@ void AddCalibrateCommand(CLI::App& app, Commands& c) {
       ->check(NonEmpty(kJsonNeedsName));
   AddOptionWithDefault(cal, "--eal-memory", a.eal_memory, "auto, no-huge or in-memory");
   AddDecimalOption(cal, "--min-r2", a.min_r2,
-                   "Write no model if a fit that gives a cost explains less of its points "
-                   "(R², 0..1; 0 accepts any fit); exit 5",
+                   "Least share of its points a fit must explain (R², 0..1; 0 accepts any fit): "
+                   "below it the dedicated runner's or the reclaims' series keeps the base "
+                   "model's costs (said); the none, net_null or receiver series writes no "
+                   "model, exit 5",
                    kMinR2);
   cal.add_flag("--check", a.check,
                "Write no model: run a reference grid (emu:ixgbe udp 64 B and emu:e1000 tcp 64 "

@@ -86,9 +86,11 @@ TEST(Calibrate, FitLineHoldsACostThatWouldFallBelowZeroAtZero) {
   EXPECT_TRUE(FitLine(x, std::vector<double>{20, 90, 650}).bounded.empty());
 }
 
-// Issue 22 (item 2): a fit whose line explains too little of its points is refused, naming
-// the worst of the fits that give a written cost (the dedicated series' among them: it gives
-// handover and handover_bulk); a series not measured is not judged.
+// Issue 22 (item 2), issue 49 (item 5): a fit the other costs are fitted from (none, net_null,
+// the receiver) that explains too little of its points is refused, naming the worst; a series
+// whose costs nothing else comes from (the dedicated runner's, the reclaims') keeps the base
+// model's costs for them instead, said in one sentence, and the rest of the model stands; a
+// series not measured is not judged.
 TEST(Calibrate, APoorFitIsNamedAndAGoodOneIsNot) {
   const std::vector<double> x{1, 2, 4, 8, 16, 32, 64, 128, 256};
   std::vector<double> line, scatter;
@@ -96,35 +98,69 @@ TEST(Calibrate, APoorFitIsNamedAndAGoodOneIsNot) {
     line.push_back(200 + 10 * n);
     scatter.push_back((200 + 10 * n) * (static_cast<int>(n) % 3 == 1 ? 1.5 : 0.5));
   }
+  CostModel base;
+  base.handover = 123;
+  base.handover_bulk = 456;
+  base.completion = 789;
+  base.completion_frame = 12;
   Calibration cal;
   cal.none = cal.receiver = FitLine(x, line);
+  cal.model.handover = cal.model.handover_bulk = 1;
+  cal.model.completion = cal.model.completion_frame = 1;
   cal.dedicated = FitLine(x, scatter);
   ASSERT_LT(cal.dedicated.r2, 0.9);
-  const auto handover = PoorFit(cal, 0.9);
-  ASSERT_TRUE(handover.has_value());
-  EXPECT_NE(handover->find("dedicated series' fit (handover, handover_bulk)"), std::string::npos)
-      << *handover;
-  cal.dedicated = FitLine(x, line);
-  EXPECT_FALSE(PoorFit(cal, 0.9).has_value());
-  cal.completion = FitLine(x, scatter);
-  ASSERT_LT(cal.completion.r2, 0.9);
+  EXPECT_FALSE(PoorFit(cal, 0.9).has_value());  // not a reason to refuse the model
+  const auto kept = KeepPoorLeafFits(cal, base, 0.9);
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_NE(kept[0].find(fmt::format("the dedicated series' fit (handover, handover_bulk) has R² "
+                                     "{:.3f}, below --min-r2 0.9: handover and handover_bulk are "
+                                     "kept from the base model (123 and 456 cycles)",
+                                     std::floor(cal.dedicated.r2 * 1000) / 1000)),
+            std::string::npos)
+      << kept[0];
+  EXPECT_EQ(cal.model.handover, 123);
+  EXPECT_EQ(cal.model.handover_bulk, 456);
+  EXPECT_EQ(cal.model.completion, 1);  // a good (here: unmeasured) series keeps its fit
+  EXPECT_EQ(cal.kept_poor, (std::vector<std::string>{"handover", "handover_bulk"}));
+  EXPECT_EQ(cal.Json()["kept_below_min_r2"], nlohmann::json({"handover", "handover_bulk"}));
+  // At the bound, or with --min-r2 0, nothing is kept.
+  Calibration at = cal;
+  at.kept_poor.clear();
+  EXPECT_TRUE(KeepPoorLeafFits(at, base, at.dedicated.r2).empty());
+  EXPECT_TRUE(KeepPoorLeafFits(at, base, 0).empty());
+  // The reclaims, or their receiver's line (completion_frame): the same.
+  for (const bool receiver : {false, true}) {
+    Calibration c;
+    c.none = c.receiver = c.dedicated = c.completion = c.completion_receiver = FitLine(x, line);
+    (receiver ? c.completion_receiver : c.completion) = FitLine(x, scatter);
+    const auto said = KeepPoorLeafFits(c, base, 0.9);
+    ASSERT_EQ(said.size(), 1u);
+    EXPECT_NE(said[0].find(receiver ? "the completion series' receiver fit"
+                                    : "the completion series' fit"),
+              std::string::npos)
+        << said[0];
+    EXPECT_EQ(c.model.completion, 789);
+    EXPECT_EQ(c.model.completion_frame, 12);
+    EXPECT_FALSE(PoorFit(c, 0.9).has_value());
+  }
+  // The none series' (the driver call, which the others are measured against) refuses.
+  cal.none = FitLine(x, scatter);
   const auto poor = PoorFit(cal, 0.9);
   ASSERT_TRUE(poor.has_value());
-  EXPECT_NE(poor->find("completion"), std::string::npos) << *poor;
+  EXPECT_NE(poor->find("none series' fit (the driver call)"), std::string::npos) << *poor;
   // R² cut down to 3 decimals, the bound as given.
   EXPECT_NE(poor->find(fmt::format("R² {:.3f}, below --min-r2 0.9:",
-                                   std::floor(cal.completion.r2 * 1000) / 1000)),
+                                   std::floor(cal.none.r2 * 1000) / 1000)),
             std::string::npos)
       << *poor;
   EXPECT_NE(poor->find("no cost model was written"), std::string::npos) << *poor;
   EXPECT_FALSE(PoorFit(cal, 0).has_value());
-  EXPECT_FALSE(PoorFit(cal, cal.completion.r2).has_value());  // at the bound passes
-  // The reclaims' receiver line gives completion_frame: judged too.
-  cal.completion = FitLine(x, line);
-  cal.completion_receiver = FitLine(x, scatter);
+  EXPECT_FALSE(PoorFit(cal, cal.none.r2).has_value());  // at the bound passes
+  cal.none = FitLine(x, line);
+  cal.receiver = FitLine(x, scatter);
   const auto receiver = PoorFit(cal, 0.9);
   ASSERT_TRUE(receiver.has_value());
-  EXPECT_NE(receiver->find("completion series' receiver fit"), std::string::npos) << *receiver;
+  EXPECT_NE(receiver->find("receiver's fit (deliver)"), std::string::npos) << *receiver;
 }
 
 // Samples generated by the simulation engine with a cost model unlike the default: calibrate's
