@@ -312,7 +312,10 @@ Result<Calibration> FitCostModel(const std::vector<CellRecord>& records, double 
 }
 
 namespace {
-bool Poor(const LinearFit& f, double min_r2) { return !f.residuals.empty() && !(f.r2 >= min_r2); }
+// --min-r2 0 accepts any fit, a line held at 0 whose R² is negative included.
+bool Poor(const LinearFit& f, double min_r2) {
+  return min_r2 > 0 && !f.residuals.empty() && !(f.r2 >= min_r2);
+}
 // R² cut down, never rounded up: "R² 0.950, below --min-r2 0.95" cannot be printed.
 double R2Down(double r2) { return std::floor(r2 * 1000) / 1000; }
 }  // namespace

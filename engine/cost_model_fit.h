@@ -86,7 +86,7 @@ struct Calibration {
   // Whether a cache line's move between CPUs was measured (lock_contended and handover).
   bool LineMeasured() const { return scheduler && scheduler->line_pass > 0; }
   // Costs whose series' fit fell below --min-r2 and were set back to the base model's
-  // (KeepPoorLeafFits), in the model file's order.
+  // (KeepPoorLeafFits), in the order the series are judged (the dedicated runner's first).
   std::vector<std::string> kept_poor;
   nlohmann::json Json() const;  // the "fit" object written with the model
 };
