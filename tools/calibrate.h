@@ -63,6 +63,8 @@ struct CheckRow {
   double real_sleeps = 0, sim_sleeps = 0;
   // Mpps and cycles/pkt each within its bound of the real median.
   bool agrees = false;
+  // A bound of kAgreementCeiling or more: the real rounds too spread to judge the simulation by.
+  bool undecided = false;
   std::string why;  // the verdict in words
   // Batching's verdict on each engine (throughput against the same cell at count:1, as the
   // tables' "BW vs off"), on the batched row; empty on the count:1 row.
@@ -89,6 +91,10 @@ inline constexpr double kMachineStateFactor = 1.5;
 // never less than kAgreementFloor (the ±15 % an earlier check held every cell to; the field's
 // simulators are validated at 5-17 % mean error on quieter machines than this guest).
 inline constexpr double kAgreementFloor = 0.15;
+// A bound of this or more decides nothing: the real rounds' interval is as wide as the median (a
+// half- width of half of it), so a simulation off by that much, or at 0, would agree. Such a cell
+// is undecided — not agreeing — until its rounds are quieter (or the disturbed ones left out).
+inline constexpr double kAgreementCeiling = 1.0;
 // --check's rounds unless --rounds is given: the median's order-statistic interval covers it with
 // 96.9 % from 6 rounds (CheckRow::coverage).
 inline constexpr int kCheckRounds = 6;
@@ -104,6 +110,7 @@ struct CheckTally {
   unsigned cells = 0, agree = 0, judged = 0, same = 0, decisive = 0, decisive_same = 0;
   // The cells and their agreements with no more threads than CPUs, and beyond.
   unsigned fit_cells = 0, fit_agree = 0, over_cells = 0, over_agree = 0;
+  unsigned undecided = 0;  // cells whose real rounds were too spread to judge (not agreeing)
 };
 CheckTally Tally(std::span<const CheckRow> rows);
 // The rows as the --json file's `check.cells`: each cell's config, the real median, interval,

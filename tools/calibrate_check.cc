@@ -142,8 +142,12 @@ std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned
     };
     const bool mpps_ok = within(row.sim_mpps, row.real_mpps, row.mpps_bound);
     const bool cycles_ok = within(row.sim_cycles, row.real_cycles, row.cycles_bound);
-    row.agrees = mpps_ok && cycles_ok;
-    if (row.agrees) {
+    row.undecided = row.mpps_bound >= kAgreementCeiling || row.cycles_bound >= kAgreementCeiling;
+    row.agrees = !row.undecided && mpps_ok && cycles_ok;
+    if (row.undecided) {
+      row.why = fmt::format("undecided (real spread {:.0f} %, {:.0f} %)", row.mpps_bound * 100,
+                            row.cycles_bound * 100);
+    } else if (row.agrees) {
       row.why = fmt::format("agrees (within {:.0f} %, {:.0f} %)", row.mpps_bound * 100,
                             row.cycles_bound * 100);
     } else {
@@ -186,6 +190,7 @@ nlohmann::json CheckRowsJson(std::span<const CheckRow> rows) {
                    {"cycles_per_pkt", side(r.real_cycles, r.real_cycles_lo, r.real_cycles_hi,
                                            r.cycles_bound, r.sim_cycles, r.real_cycles_rounds)},
                    {"agrees", r.agrees},
+                   {"undecided", r.undecided},
                    {"batching_real", r.batching_real.empty() ? nlohmann::json(nullptr)
                                                              : nlohmann::json(r.batching_real)},
                    {"batching_sim", r.batching_sim.empty() ? nlohmann::json(nullptr)
@@ -199,6 +204,7 @@ CheckTally Tally(std::span<const CheckRow> rows) {
   for (const CheckRow& r : rows) {
     ++t.cells;
     t.agree += r.agrees;
+    t.undecided += r.undecided;
     (r.oversubscribed ? t.over_cells : t.fit_cells) += 1;
     (r.oversubscribed ? t.over_agree : t.fit_agree) += r.agrees;
     if (r.batching_real.empty()) continue;
@@ -222,7 +228,7 @@ namespace {
 // the verdict and batching's on each engine), and the tally under it.
 void PrintCheckTable(const std::vector<CheckRow>& rows, const CheckTally& t, unsigned cpus) {
   fmt::print(
-      "\n{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>19} {:>7} {:>6} {:>8} {:>8} {:>6} "
+      "\n{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>20} {:>6} {:>6} {:>8} {:>8} {:>6} "
       "{:>13}  {:<28} {}\n",
       "driver", "prot", "size", "procs", "sync", "runner", "batch", "real Mpps (interval)", "sim",
       "s/r", "real cyc", "sim cyc", "s/r", "sleeps/kpkt", "verdict", "batching real / sim");
@@ -246,11 +252,16 @@ void PrintCheckTable(const std::vector<CheckRow>& rows, const CheckTally& t, uns
       "\n{} of {} cells agree ({} of {} with no more threads than the {} CPUs, {} of {} beyond; "
       "Mpps and cycles/pkt each within max(15 %, twice the half-width of the real median's "
       "interval: its rounds' order statistics, a {:.1f} % interval with these rounds{}) of the "
-      "real median); batching's verdict the same on both engines in {} of {} ({} of the {} the "
+      "real median{}); batching's verdict the same on both engines in {} of {} ({} of the {} the "
       "real rounds decided: not inconclusive).\n",
       t.agree, t.cells, t.fit_agree, t.fit_cells, cpus, t.over_agree, t.over_cells, coverage * 100,
-      coverage < 0.95 ? "; 6 or more rounds give 95 %" : "", t.same, t.judged, t.decisive_same,
-      t.decisive);
+      coverage < 0.95 ? "; 6 or more judged rounds give 95 %" : "",
+      t.undecided == 0
+          ? std::string()
+          : fmt::format("; {} undecided: a bound of {:.0f} % or more, the real rounds too "
+                        "spread to judge by",
+                        t.undecided, kAgreementCeiling * 100),
+      t.same, t.judged, t.decisive_same, t.decisive);
 }
 
 }  // namespace

@@ -416,6 +416,7 @@ TEST(Calibrate, CheckRowsPairEachRealCellWithItsSimulation) {
   // 15 % (600 every round): no wider bar for oversubscribed cells, only the rounds' spread.
   EXPECT_DOUBLE_EQ(rows[2].mpps_bound, 0.625);
   EXPECT_FALSE(rows[2].agrees);
+  EXPECT_FALSE(rows[2].undecided);
   EXPECT_EQ(rows[2].why, "off: cycles 1.20x");
   const CheckTally t = Tally(rows);
   EXPECT_EQ(t.fit_cells, 2u);
@@ -465,9 +466,15 @@ TEST(Calibrate, CheckRowsJudgeTheRoundsOnTheMachineAsCalibrated) {
   const auto all = CheckRows(records, /*cpus=*/2);
   ASSERT_EQ(all.size(), 1u);
   EXPECT_DOUBLE_EQ(all[0].real_mpps, 2.35);
-  // The round on the other machine widens the interval to 2.2-5.5: a bound of 140 % that any
-  // simulation meets. Leaving it out is what keeps the check able to fail.
+  // The round on the other machine widens the interval to 2.2-5.5: a bound of 140 %, inside
+  // which a simulation at 0 would lie. Such a cell is undecided, not agreeing: the check can
+  // still fail where the rounds could not be filtered (the built-in model has no probe).
   EXPECT_NEAR(all[0].mpps_bound, (5.5 - 2.2) / 2.35, 1e-12);
+  EXPECT_TRUE(all[0].undecided);
+  EXPECT_FALSE(all[0].agrees);
+  EXPECT_EQ(all[0].why, "undecided (real spread 140 %, 15 %)");
+  EXPECT_EQ(Tally(all).undecided, 1u);
+  EXPECT_FALSE(judged[0].undecided);
   EXPECT_DOUBLE_EQ(judged[0].mpps_bound, kAgreementFloor);
 }
 
