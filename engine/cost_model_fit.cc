@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <span>
 
 #include "base/median.h"
 #include "dataplane/tx_queue.h"
@@ -318,56 +319,71 @@ bool Poor(const LinearFit& f, double min_r2) {
 }
 // R² cut down, never rounded up: "R² 0.950, below --min-r2 0.95" cannot be printed.
 double R2Down(double r2) { return std::floor(r2 * 1000) / 1000; }
+
+struct NamedFit {
+  const char* name;  // "<series>'s fit (<what it gives>)"
+  const LinearFit* fit;
+};
+// The fit of `fits` below `min_r2` that explains least; null when every one passes.
+const NamedFit* WorstPoor(std::span<const NamedFit> fits, double min_r2) {
+  const NamedFit* worst = nullptr;
+  for (const NamedFit& f : fits)
+    if (Poor(*f.fit, min_r2) && (worst == nullptr || f.fit->r2 < worst->fit->r2)) worst = &f;
+  return worst;
+}
 }  // namespace
 
 std::vector<std::string> KeepPoorLeafFits(Calibration& cal, const CostModel& base, double min_r2) {
+  // Each leaf series: its lines, its two costs and what keeping them means.
+  struct Leaf {
+    std::vector<NamedFit> fits;
+    double CostModel::*fixed;
+    double CostModel::*per_frame;
+    const char *fixed_name, *per_frame_name, *meaning;
+  };
+  const Leaf leaves[] = {
+      {{{"dedicated series' fit (handover, handover_bulk)", &cal.dedicated}},
+       &CostModel::handover,
+       &CostModel::handover_bulk,
+       "handover",
+       "handover_bulk",
+       "dedicated-runner cells move frames between CPUs"},
+      {{{"completion series' fit (the txirq's reclaim)", &cal.completion},
+        {"completion series' receiver fit (the txirq's reclaim)", &cal.completion_receiver}},
+       &CostModel::completion,
+       &CostModel::completion_frame,
+       "completion",
+       "completion_frame",
+       "txirq reclaims"}};
   std::vector<std::string> said;
-  CostModel& m = cal.model;
-  if (Poor(cal.dedicated, min_r2)) {
-    m.handover = base.handover;
-    m.handover_bulk = base.handover_bulk;
-    cal.kept_poor.insert(cal.kept_poor.end(), {"handover", "handover_bulk"});
+  for (const Leaf& l : leaves) {
+    const NamedFit* poor = WorstPoor(l.fits, min_r2);
+    if (poor == nullptr) continue;
+    cal.model.*l.fixed = base.*l.fixed;
+    cal.model.*l.per_frame = base.*l.per_frame;
+    cal.kept_poor.insert(cal.kept_poor.end(), {l.fixed_name, l.per_frame_name});
     said.push_back(fmt::format(
-        "the dedicated series' fit (handover, handover_bulk) has R² {:.3f}, below --min-r2 {:g}: "
-        "handover and handover_bulk are kept from the base model ({:.0f} and {:.0f} cycles), the "
-        "rest is fitted; the simulation's dedicated-runner cells move frames between CPUs at the "
-        "base's cost, not this machine's",
-        R2Down(cal.dedicated.r2), min_r2, base.handover, base.handover_bulk));
-  }
-  const LinearFit* reclaim = Poor(cal.completion, min_r2)            ? &cal.completion
-                             : Poor(cal.completion_receiver, min_r2) ? &cal.completion_receiver
-                                                                     : nullptr;
-  if (reclaim != nullptr) {
-    m.completion = base.completion;
-    m.completion_frame = base.completion_frame;
-    cal.kept_poor.insert(cal.kept_poor.end(), {"completion", "completion_frame"});
-    said.push_back(fmt::format(
-        "the completion series' {}fit (the txirq's reclaim) has R² {:.3f}, below --min-r2 {:g}: "
-        "completion and completion_frame are kept from the base model ({:.0f} and {:.0f} "
-        "cycles), the rest is fitted; the simulation's txirq reclaims at the base's cost, not "
-        "this machine's",
-        reclaim == &cal.completion ? "" : "receiver ", R2Down(reclaim->r2), min_r2, base.completion,
-        base.completion_frame));
+        "the {} has R² {:.3f}, below --min-r2 {:g}: {} and {} are kept from the base model ({:.0f} "
+        "and {:.0f} cycles), the rest is fitted; the simulation's {} at the base's cost, not this "
+        "machine's",
+        poor->name, R2Down(poor->fit->r2), min_r2, l.fixed_name, l.per_frame_name, base.*l.fixed,
+        base.*l.per_frame, l.meaning));
   }
   return said;
 }
 
 std::optional<std::string> PoorFit(const Calibration& cal, double min_r2) {
-  const std::pair<const char*, const LinearFit*> fits[] = {
-      {"none series' fit (the driver call)", &cal.none},
-      {"net_null series' fit (a PMD's burst)", &cal.net_null},
-      {"receiver's fit (deliver)", &cal.receiver}};
-  const std::pair<const char*, const LinearFit*>* worst = nullptr;
-  for (const auto& f : fits)
-    if (Poor(*f.second, min_r2) && (worst == nullptr || f.second->r2 < worst->second->r2))
-      worst = &f;
+  const NamedFit fits[] = {{"none series' fit (the driver call)", &cal.none},
+                           {"net_null series' fit (a PMD's burst)", &cal.net_null},
+                           {"receiver's fit (deliver)", &cal.receiver}};
+  const NamedFit* worst = WorstPoor(fits, min_r2);
   if (worst == nullptr) return std::nullopt;
-  const double r2 = worst->second->r2;
+  const double r2 = worst->fit->r2;
   return fmt::format(
       "the {} has R² {:.3f}, below --min-r2 {:g}: the measurement was too noisy to fit, and no "
       "cost model was written; run calibrate again on an idle machine, with more --rounds or a "
       "longer --duration (or accept the fit with --min-r2 {:g})",
-      worst->first, R2Down(r2), min_r2, std::max(0.0, std::floor(r2 * 100) / 100));
+      worst->name, R2Down(r2), min_r2, std::max(0.0, std::floor(r2 * 100) / 100));
 }
 
 double KernelSliceS(unsigned cpus) {

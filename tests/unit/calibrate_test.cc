@@ -466,7 +466,8 @@ TEST(Calibrate, CheckRowsJudgeTheRoundsOnTheMachineAsCalibrated) {
   const auto all = CheckRows(records, /*cpus=*/2);
   ASSERT_EQ(all.size(), 1u);
   EXPECT_DOUBLE_EQ(all[0].real_mpps, 2.35);
-  // The round on the other machine widens the interval to 2.2-5.5: a bound of 140 %, inside
+  // The round on the other machine widens the interval to 2.2-5.5 (three rounds: the whole range,
+  // 75 %): a bound of (5.5 - 2.2) / 2.35 = 140 % (the tolerance only floating point's), inside
   // which a simulation at 0 would lie. Such a cell is undecided, not agreeing: the check can
   // still fail where the rounds could not be filtered (the built-in model has no probe).
   EXPECT_NEAR(all[0].mpps_bound, (5.5 - 2.2) / 2.35, 1e-12);
