@@ -475,6 +475,8 @@ nlohmann::json Calibration::Json() const {
                             {"cross_cpu_handoff_cycles", scheduler->cross_cpu_handoff},
                             {"cross_cpu_wake_call_cycles", scheduler->cross_cpu_wake_call},
                             {"line_pass_cycles", scheduler->line_pass},
+                            // since 2026-12-08: timed from both threads on their CPUs
+                            {"line_pass_from_ready", true},
                             {"timed_wait_cycles", scheduler->timed_wait},
                             {"same_cpu_handoff_armed_cycles", scheduler->same_cpu_handoff_armed},
                             {"preempting_wait_cycles",

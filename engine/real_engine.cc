@@ -93,6 +93,7 @@ class RealCell {
   bool completed_ = false;
   CounterSnapshot a_{}, b_{};
   std::optional<TsqSummary> tsq_summary_;
+  std::optional<CellResult::Machine> machine_;  // what the machine did to the window
 };
 
 Status RealCell::Build() {
@@ -209,6 +210,7 @@ bool RealCell::SleepFor(double seconds, TsqSampler* sampler) {
 
 void RealCell::Measure() {
   completed_ = SleepFor(cfg_.warmup_s, nullptr);
+  const Result<CpuTimes> times_a = ReadCpuTimes(cpus_);
   a_ = Snapshot();
   window_.start.store(Now());
   window_.end.store(kNever);
@@ -217,6 +219,10 @@ void RealCell::Measure() {
   window_end_ = Now();
   window_.end.store(window_end_);
   b_ = Snapshot();
+  if (const Result<CpuTimes> times_b = ReadCpuTimes(cpus_); times_a && times_b)
+    machine_ =
+        MachineOf(*times_a, *times_b, (b_.cpu_ns - a_.cpu_ns) * 1e-9,
+                  static_cast<double>(window_end_ - window_.start.load()) / tsc_hz_, cpus_.size());
   if (tsq_) tsq_summary_ = tsq_sampler.Summarise(*tsq_);
 }
 
@@ -271,6 +277,7 @@ CellResult RealCell::Conclude() {
   r.interrupted = !completed_;
   r.tsq = tsq_summary_;
   r.txirq_realtime = queues_.front()->irq_realtime();
+  r.machine = machine_;
   // Ports give back what their PMD still holds (lazily freed TX mbufs, a pre-filled RX ring)
   // when they are stopped: count the pool after the drivers are gone.
   queues_.clear();

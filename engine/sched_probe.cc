@@ -419,20 +419,31 @@ double SchedulerProbe::wakeup() const {
   return cross_cpu_handoff > 0 ? std::max(0.0, cross_cpu_handoff - 2 * futex - remote_wake()) : 0;
 }
 
-double ProbeLinePass(int a, int b) {
+double ProbeLinePass(int a, int b, int round_trips) {
+  round_trips = std::max(1, round_trips);
   alignas(64) std::atomic<int> turn{0};
+  // Timed from both players on their CPUs to the last pass, by the first: the threads' start and
+  // moves are not the line's (they were a quarter of a 20000-round-trip probe's time here).
+  alignas(64) std::atomic<int> ready{0};
+  Tsc t0 = 0, t1 = 0;
   const auto player = [&](int me, int cpu) {
     PinTo(cpu);
-    for (int i = 0; i < kLinePasses; ++i) {
+    ready.fetch_add(1);
+    while (ready.load(std::memory_order_acquire) < 2) rte_pause();
+    if (me == 0) t0 = Now();
+    for (int i = 0; i < round_trips; ++i) {
       while (turn.load(std::memory_order_acquire) != me) rte_pause();
       turn.store(1 - me, std::memory_order_release);
     }
+    if (me == 0) {
+      while (turn.load(std::memory_order_acquire) != 0) rte_pause();  // the last pass back
+      t1 = Now();
+    }
   };
-  const Tsc t0 = Now();
   std::thread x(player, 0, a), y(player, 1, b);
   x.join();
   y.join();
-  return static_cast<double>(Now() - t0) / (2.0 * kLinePasses);
+  return static_cast<double>(t1 - t0) / (2.0 * round_trips);
 }
 
 std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int rounds,
@@ -459,7 +470,7 @@ std::optional<SchedulerProbe> ProbeScheduler(const std::vector<int>& cpus, int r
       const Passes across = Handoff(cpus[0], cpus[1]);
       cross.push_back(across.pass);
       cross_wake.push_back(across.wake_call);
-      line.push_back(ProbeLinePass(cpus[0], cpus[1]));
+      line.push_back(ProbeLinePass(cpus[0], cpus[1], kLinePasses));
       const PiPasses pi = PiPass(cpus[0], cpus[1]);
       pi_unlock.push_back(pi.unlock);
       pi_handover.push_back(pi.handover);

@@ -90,11 +90,11 @@ struct RecycleProbe {
 std::optional<RecycleProbe> ProbeRecycle(rte_mempool* pool, const std::vector<int>& cpus,
                                          int rounds);
 
-// Two threads on CPUs `a` and `b` spin on one cache line, each writing it in turn (100000
-// round trips, 200000 passes): TSC cycles a pass, the line's move from the writer's core to the
-// reader's. Also the guest's state: its vCPUs on near or far host cores (seen on this project's
-// guest: 98 or 500).
-double ProbeLinePass(int a, int b);
+// Two threads on CPUs `a` and `b` spin on one cache line, each writing it in turn
+// (`round_trips`, two passes each; the scheduler probe's 100000 take 10-50 ms here): TSC cycles
+// a pass, the line's move from the writer's core to the reader's. Also the guest's state: its
+// vCPUs on near or far host cores (seen on this project's guest: 98 or 500).
+double ProbeLinePass(int a, int b, int round_trips = 100000);
 
 // Medians over `rounds` (each 2000 futex passes, 20000 futex calls, 100000 line passes, 2000
 // timed waits, a spinner's 0.2 s alone and 0.2 s beside timed waits, 20000 passes of a

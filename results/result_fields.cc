@@ -322,6 +322,11 @@ constexpr Field<Fairness> kFairness[] = {
     Plain<&Fairness::min_received>("/min_received"),
     Plain<&Fairness::max_received>("/max_received")};
 
+using Machine = CellResult::Machine;
+constexpr Field<Machine> kMachine[] = {Plain<&Machine::steal_share>("/steal_share"),
+                                       Plain<&Machine::others_share>("/others_share"),
+                                       Plain<&Machine::cpus>("/cpus")};
+
 constexpr Field<LinkResult> kLink[] = {
     Plain<&LinkResult::offered>("/offered"),
     Plain<&LinkResult::lost>("/lost"),
@@ -519,8 +524,7 @@ constexpr Field<CellResult> kResult[] = {
     // since 2026-12-07: the emulator's self-check (engine/emulator_check.h)
     Plain<&CellResult::emulator_bound>("/emulator_bound", Absent::kDefault),
     TextOrNull<&CellResult::emulator_bound_why>("/emulator_bound_why"),
-    Plain<&CellResult::producer_rate_share>("/model_checks/producer_rate_share",
-                                            Absent::kDefault),
+    Plain<&CellResult::producer_rate_share>("/model_checks/producer_rate_share", Absent::kDefault),
     Plain<&CellResult::last_departure_s>("/model_checks/last_departure_s"),
     Plain<&CellResult::stopped_at_s>("/model_checks/stopped_at_s"),
     Plain<&CellResult::drained_at_s>("/model_checks/drained_at_s"),
@@ -529,6 +533,8 @@ constexpr Field<CellResult> kResult[] = {
     // since 2026-12-05
     Plain<&CellResult::wire_stalled_us>("/model_checks/wire_stalled_us", Absent::kDefault),
     Plain<&CellResult::irq_max_late_us>("/model_checks/irq_max_late_us"),
+    // since 2026-12-08: what the machine did to the window beside the run
+    Group<&CellResult::machine, kMachine>("/machine", Absent::kDefault),
     Plain<&CellResult::foreign>("/foreign_frames"),
     Plain<&CellResult::alloc_failures>("/alloc_failures"),
     // since 2026-12-03

@@ -61,6 +61,11 @@ struct CheckRow {
   // Voluntary context switches (sleeps) a thousand frames, medians: where the model's threads
   // sleep as often as the real ones (a diagnostic, not part of the verdict).
   double real_sleeps = 0, sim_sleeps = 0;
+  // The real rounds a disturbance left out (DisturbedBy), and those judged.
+  unsigned rounds_disturbed = 0, rounds_judged = 0;
+  // Fewer than kMinCleanRounds clean rounds where any was disturbed: every round is shown, none
+  // judged by (undecided).
+  bool too_disturbed = false;
   // Mpps and cycles/pkt each within its bound of the real median.
   bool agrees = false;
   // A bound of kAgreementCeiling or more: the real rounds too spread to judge the simulation by.
@@ -70,14 +75,16 @@ struct CheckRow {
   // tables' "BW vs off"), on the batched row; empty on the count:1 row.
   std::string batching_real, batching_sim;
 };
-// Pairs each real cell of `records` with its simulated twin (same config but the engine), the
-// real engine's records of `rounds` alone where any is given (a record of a single round, 0,
-// counts as round 1).
+// Pairs each real cell of `records` with its simulated twin (same config but the engine).
+// `disturbed`, where given, runs beside `records`: why each was disturbed (DisturbedBy; empty
+// where clean). A cell's disturbed rounds are left out of its medians, intervals and batching's
+// verdict while kMinCleanRounds or more clean ones remain; with fewer, every round is kept and the
+// cell is undecided.
 std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned cpus,
-                                std::span<const int> rounds = {});
+                                std::span<const std::string> disturbed = {});
 
-// Whether a round of the check ran on the machine the cost model was calibrated on: a cache
-// line passed between its first two CPUs (ProbeLinePass, before the round) as fast as
+// Whether a run of the check ran on the machine the cost model was calibrated on: a cache
+// line passed between its first two CPUs (ProbeLinePass, before and after the run) as fast as
 // `calibrated` (calibrate's same probe for the model, CalibratedLinePass) within a factor of 1.5
 // either way. A guest's two vCPUs move between near and far host cores: on this project's
 // guest a pass took 98 cycles at some times and 500 at others, and the real engine's rate moved
@@ -85,6 +92,31 @@ std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned
 bool AsCalibrated(double line_pass, double calibrated);
 // The factor: the two states seen were 5 times apart, one state's probes within 10 %.
 inline constexpr double kMachineStateFactor = 1.5;
+
+// What the machine did to a real run of the check, named from what the run recorded and never
+// fitted (issue 49, item 4): why `r` is disturbed, in words ("steal 7 %, txirq 2.1 ms late"),
+// or empty where it ran clean —
+//  * the hypervisor's steal, or other tasks' and interrupts' busy time, on the run's CPUs
+//    (CellResult::machine) kDisturbedShare of its window or more, and more than one of the
+//    kernel's ticks (its counters' resolution: one tick of a 0.02-s window on 2 CPUs is 25 %);
+//  * the txirq, at SCHED_FIFO where it could be (txirq_realtime), woke kHostStallS or more after
+//    its deadline: no thread of the run holds it off, its vCPU did not run (the emulator's
+//    self-check takes the same millisecond for a host stall; a check's 192 runs here: median
+//    72 us, 6 of them 1 ms or more);
+//  * the machine moved: the cache line's pass around the run (`line_before`, `line_after`; 0:
+//    not probed) off the model's (`calibrated`, AsCalibrated), or, where the model has none, the
+//    two a factor of kMachineStateFactor or more apart.
+std::string DisturbedBy(const CellRecord& r, double line_before, double line_after,
+                        double calibrated);
+// A twentieth of the window's CPU time taken from the run: a third of the smallest agreement
+// bound (kAgreementFloor), which it could use up alone in a cell the CPUs bound. Idle, this
+// guest's runs read 0 or one tick (90 runs of 0.2 s: two read one tick).
+inline constexpr double kDisturbedShare = 0.05;
+// The fewest clean rounds a cell is judged on where a round was disturbed: two give the median's
+// interval 50 % coverage, three 75 % (MedianIntervalOf).
+inline constexpr unsigned kMinCleanRounds = 3;
+// The cache line's probe around each real run of the check: 20000 round trips (2-10 ms here).
+inline constexpr int kCheckLineRoundTrips = 20000;
 
 // How far the simulation may sit from the real median and agree (issue 49): the real rounds'
 // own spread — twice the half-width of the median's interval, relative to the median — and
@@ -101,7 +133,8 @@ inline constexpr int kCheckRounds = 6;
 double AgreementBound(const MedianInterval& interval, double median);
 // The line pass calibrate measured for the cost model in `path` (its fit's scheduler probe),
 // where that file has one from a machine of this `tsc_hz` (within 2 %); else 0 (the built-in
-// model, empty `path`, a model whose line was not probed or another machine's).
+// model, empty `path`, a model whose line was not probed, another machine's, or one from before
+// 2026-12-08, whose probe timed its threads' start with the line: `line_pass_from_ready` absent).
 double CalibratedLinePass(const std::string& path, double tsc_hz);
 
 // The check's counts: cells, those that agree, the batched rows (batching judged on both
@@ -111,6 +144,8 @@ struct CheckTally {
   // The cells and their agreements with no more threads than CPUs, and beyond.
   unsigned fit_cells = 0, fit_agree = 0, over_cells = 0, over_agree = 0;
   unsigned undecided = 0;  // cells whose real rounds were too spread to judge (not agreeing)
+  unsigned too_disturbed = 0;     // of them, those with too few clean rounds (CheckRow)
+  unsigned rounds_disturbed = 0;  // real runs left out of the verdicts
 };
 CheckTally Tally(std::span<const CheckRow> rows);
 // The rows as the --json file's `check.cells`: each cell's config, the real median, interval,

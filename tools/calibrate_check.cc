@@ -1,11 +1,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <tuple>
 
 #include "engine/sched_probe.h"
@@ -77,6 +79,9 @@ double CalibratedLinePass(const std::string& path, double tsc_hz) {
   if (!doc.is_object() || !doc.contains("fit") || !doc.contains("tsc_hz")) return 0;
   const nlohmann::json& fit = doc["fit"];
   if (!fit.is_object() || !fit.contains("scheduler") || !fit["scheduler"].is_object()) return 0;
+  // Before 2026-12-08 the probe's time held its threads' start (a main thread starved by the
+  // first spinner: up to twice the pass): not this probe's measure.
+  if (!fit["scheduler"].value("line_pass_from_ready", false)) return 0;
   const nlohmann::json& line = fit["scheduler"].value("line_pass_cycles", nlohmann::json());
   const nlohmann::json& hz = doc["tsc_hz"];
   if (!line.is_number() || !hz.is_number() || !(tsc_hz > 0)) return 0;
@@ -85,13 +90,48 @@ double CalibratedLinePass(const std::string& path, double tsc_hz) {
   return std::max(0.0, line.get<double>());
 }
 
+std::string DisturbedBy(const CellRecord& r, double line_before, double line_after,
+                        double calibrated) {
+  std::vector<std::string> why;
+  if (const auto& m = r.result.machine) {
+    // One tick of the kernel's counters is the least they can say: never a disturbance alone.
+    const double tick_share = 1.0 / (static_cast<double>(sysconf(_SC_CLK_TCK)) * r.result.window_s *
+                                     static_cast<double>(std::max(1u, m->cpus)));
+    const auto over = [&](double share) {
+      return share >= kDisturbedShare && share > tick_share * 1.5;
+    };
+    if (over(m->steal_share)) why.push_back(fmt::format("steal {:.0f} %", m->steal_share * 100));
+    if (over(m->others_share))
+      why.push_back(fmt::format("other tasks {:.0f} %", m->others_share * 100));
+  }
+  if (r.result.txirq_realtime && r.result.irq_max_late_us >= kHostStallS * 1e6)
+    why.push_back(fmt::format("txirq {:.1f} ms late", r.result.irq_max_late_us / 1e3));
+  if (line_before > 0 && line_after > 0) {
+    const bool moved = calibrated > 0 ? !AsCalibrated(line_before, calibrated) ||
+                                            !AsCalibrated(line_after, calibrated)
+                                      : !AsCalibrated(line_after, line_before);
+    if (moved)
+      why.push_back(fmt::format(
+          "the machine moved (a cache line {:.0f} -> {:.0f} cycles{})", line_before, line_after,
+          calibrated > 0 ? fmt::format(", the model's {:.0f}", calibrated) : std::string()));
+  }
+  return fmt::format("{}", fmt::join(why, ", "));
+}
+
 std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned cpus,
-                                std::span<const int> rounds) {
+                                std::span<const std::string> disturbed) {
+  // Each real cell's clean and disturbed rounds (cells by their index in the plan).
+  std::map<int, unsigned> clean, hit;
+  const auto is_disturbed = [&](size_t i) { return i < disturbed.size() && !disturbed[i].empty(); };
+  for (size_t i = 0; i < records.size(); ++i)
+    if (records[i].config.engine == Engine::kReal)
+      (is_disturbed(i) ? hit : clean)[records[i].cell]++;
+  const auto too_disturbed = [&](int cell) {
+    return hit.count(cell) != 0 && clean[cell] < kMinCleanRounds;
+  };
   std::vector<CellRecord> kept;
-  for (const CellRecord& r : records)
-    if (rounds.empty() ||
-        std::find(rounds.begin(), rounds.end(), std::max(1, r.round)) != rounds.end())
-      kept.push_back(r);
+  for (size_t i = 0; i < records.size(); ++i)
+    if (!is_disturbed(i) || too_disturbed(records[i].cell)) kept.push_back(records[i]);
   // Medians per cell, and batching's verdict against the same cell at count:1, as every table.
   const std::vector<CellSummary> cells = Summarise(kept, PolicySpec{PolicyKind::kCount, 1});
   std::vector<CheckRow> rows;
@@ -104,6 +144,10 @@ std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned
     CheckRow row;
     row.cell = real.config;
     row.threads = row.cell.procs + (row.cell.shape.dedicated ? 1 : 0);
+    const int index = real.runs.empty() ? -1 : real.runs.front()->cell;
+    row.rounds_disturbed = hit.count(index) != 0 ? hit[index] : 0;
+    row.too_disturbed = too_disturbed(index);
+    row.rounds_judged = row.too_disturbed ? 0 : static_cast<unsigned>(real.runs.size());
     row.real_mpps = real.Value(Metric::kMpps);
     row.real_cycles = real.Value(Metric::kCyclesPerPkt);
     // The real median's distribution-free 95 % interval (its rounds' order statistics), and the
@@ -142,9 +186,13 @@ std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned
     };
     const bool mpps_ok = within(row.sim_mpps, row.real_mpps, row.mpps_bound);
     const bool cycles_ok = within(row.sim_cycles, row.real_cycles, row.cycles_bound);
-    row.undecided = row.mpps_bound >= kAgreementCeiling || row.cycles_bound >= kAgreementCeiling;
+    row.undecided = row.too_disturbed || row.mpps_bound >= kAgreementCeiling ||
+                    row.cycles_bound >= kAgreementCeiling;
     row.agrees = !row.undecided && mpps_ok && cycles_ok;
-    if (row.undecided) {
+    if (row.too_disturbed) {
+      row.why = fmt::format("undecided ({} of {} rounds disturbed)", row.rounds_disturbed,
+                            real.runs.size());
+    } else if (row.undecided) {
       row.why = fmt::format("undecided (real spread {:.0f} %, {:.0f} %)", row.mpps_bound * 100,
                             row.cycles_bound * 100);
     } else if (row.agrees) {
@@ -189,6 +237,8 @@ nlohmann::json CheckRowsJson(std::span<const CheckRow> rows) {
                                  r.real_mpps_rounds)},
                    {"cycles_per_pkt", side(r.real_cycles, r.real_cycles_lo, r.real_cycles_hi,
                                            r.cycles_bound, r.sim_cycles, r.real_cycles_rounds)},
+                   {"rounds_judged", r.rounds_judged},
+                   {"rounds_disturbed", r.rounds_disturbed},
                    {"agrees", r.agrees},
                    {"undecided", r.undecided},
                    {"batching_real", r.batching_real.empty() ? nlohmann::json(nullptr)
@@ -205,6 +255,8 @@ CheckTally Tally(std::span<const CheckRow> rows) {
     ++t.cells;
     t.agree += r.agrees;
     t.undecided += r.undecided;
+    t.too_disturbed += r.too_disturbed;
+    t.rounds_disturbed += r.rounds_disturbed;
     (r.oversubscribed ? t.over_cells : t.fit_cells) += 1;
     (r.oversubscribed ? t.over_agree : t.fit_agree) += r.agrees;
     if (r.batching_real.empty()) continue;
@@ -258,10 +310,71 @@ void PrintCheckTable(const std::vector<CheckRow>& rows, const CheckTally& t, uns
       coverage < 0.95 ? "; 6 or more judged rounds give 95 %" : "",
       t.undecided == 0
           ? std::string()
-          : fmt::format("; {} undecided: a bound of {:.0f} % or more, the real rounds too "
-                        "spread to judge by",
-                        t.undecided, kAgreementCeiling * 100),
+          : fmt::format("; {} undecided: {}{}{}", t.undecided,
+                        t.undecided == t.too_disturbed
+                            ? std::string()
+                            : fmt::format("{} with a bound of {:.0f} % or more, the real rounds "
+                                          "too spread to judge by",
+                                          t.undecided - t.too_disturbed, kAgreementCeiling * 100),
+                        t.too_disturbed == 0 || t.undecided == t.too_disturbed ? "" : ", ",
+                        t.too_disturbed == 0 ? std::string()
+                                             : fmt::format("{} with fewer than {} clean rounds",
+                                                           t.too_disturbed, kMinCleanRounds)),
       t.same, t.judged, t.decisive_same, t.decisive);
+}
+
+// What the machine did to the real runs (DisturbedBy): the cache line's passes around them, how
+// many were disturbed and by what, the first kListed of them, and the cells left undecided.
+void PrintDisturbances(const std::vector<CellRecord>& records,
+                       const std::vector<std::string>& disturbed,
+                       const std::vector<std::pair<double, double>>& lines, double calibrated,
+                       int cpu_a, int cpu_b, const CheckTally& t) {
+  constexpr size_t kListed = 10;
+  double lo = 0, hi = 0;
+  size_t real = 0;
+  std::vector<size_t> hit;
+  std::map<std::string, unsigned> causes;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (records[i].config.engine != Engine::kReal) continue;
+    ++real;
+    for (const double v : {lines[i].first, lines[i].second}) {
+      if (!(v > 0)) continue;
+      lo = lo > 0 ? std::min(lo, v) : v;
+      hi = std::max(hi, v);
+    }
+    if (disturbed[i].empty()) continue;
+    hit.push_back(i);
+    for (const char* cause : {"steal", "other tasks", "txirq", "the machine moved"})
+      causes[cause] += disturbed[i].find(cause) != std::string::npos;
+  }
+  std::vector<std::string> by;
+  for (const auto& [cause, n] : causes)
+    if (n > 0) by.push_back(fmt::format("{} {}", cause, n));
+  fmt::print(
+      "\nthe machine around each real run: a cache line passed between CPUs {} and {} in {:.0f}-"
+      "{:.0f} cycles (calibrate's probe for the cost model: {}); {} of {} real runs disturbed{}"
+      "{}\n",
+      cpu_a, cpu_b, lo, hi,
+      calibrated > 0 ? fmt::format("{:.0f}", calibrated)
+                     : std::string("none, so a run is judged against the line's pass before it"),
+      hit.size(), real, by.empty() ? "" : fmt::format(" ({})", fmt::join(by, ", ")),
+      hit.empty() ? std::string()
+                  : fmt::format(" and left out of the verdicts{}",
+                                t.too_disturbed == 0
+                                    ? std::string()
+                                    : fmt::format("; {} cell{} kept fewer than {} clean rounds: "
+                                                  "undecided",
+                                                  t.too_disturbed, t.too_disturbed > 1 ? "s" : "",
+                                                  kMinCleanRounds)));
+  for (size_t k = 0; k < hit.size() && k < kListed; ++k) {
+    const CellConfig& c = records[hit[k]].config;
+    fmt::print("  round {} {} {} {} procs {} {} {} {}: {}\n", std::max(1, records[hit[k]].round),
+               c.driver, ProtoName(c.proto), c.size, c.procs,
+               c.shape.nolock ? "nolock" : "rootlock", c.shape.dedicated ? "dedicated" : "inline",
+               c.policy.ToString(), disturbed[hit[k]]);
+  }
+  if (hit.size() > kListed)
+    fmt::print("  and {} more (the --json file's check.runs)\n", hit.size() - kListed);
 }
 
 }  // namespace
@@ -285,77 +398,54 @@ int CheckCommand(const CalibrateArgs& args, const EalUserArgs& eal_user_args, Ru
       "the simulation's cost model: {}\n",
       cells->size() / 2, args.rounds, cpus, session->env.cpu, cells->back().cost.source);
   std::fflush(stdout);
-  // The machine's state before each round (AsCalibrated): a cache line between its first two
-  // CPUs, the median of three probes.
+  // The machine around each real run (DisturbedBy): a cache line between its first two CPUs.
   std::vector<int> cpu_list;
   for (int c = 0; c < CPU_SETSIZE; ++c)
     if (CPU_ISSET(c, &allowed)) cpu_list.push_back(c);
-  std::vector<double> line(static_cast<size_t>(args.rounds) + 1, 0);
-  std::vector<int> probed;
-  const auto probe = [&](int round) {
-    if (cpu_list.size() < 2) return;
-    std::vector<double> passes;
-    for (int i = 0; i < 3; ++i) passes.push_back(ProbeLinePass(cpu_list[0], cpu_list[1]));
-    line[static_cast<size_t>(round)] = Median(passes);
-    probed.push_back(round);
+  struct Around {
+    size_t record = 0;
+    double before = 0, after = 0;
+  };
+  std::vector<Around> around;
+  double line_before = 0;
+  const auto probe = [&](size_t cell, bool after) {
+    if (cpu_list.size() < 2 || (*cells)[cell].engine != Engine::kReal) return;
+    const double pass = ProbeLinePass(cpu_list[0], cpu_list[1], kCheckLineRoundTrips);
+    if (!after)
+      line_before = pass;
+    else
+      around.push_back({records.size() - 1, line_before, pass});
   };
   MeasureGrid(*cells, args.rounds, *session, 0, records, &status, &balanced, probe);
   if (status != kExitOk) return status;
   // calibrate's own probe of the line for this model, where it measured one on this machine.
   const double calibrated = CalibratedLinePass(args.cost_model, session->env.tsc_hz);
-  std::vector<int> same, other;
-  for (const int r : probed)
-    (AsCalibrated(line[static_cast<size_t>(r)], calibrated) ? same : other).push_back(r);
-  const auto list = [](const std::vector<int>& v) { return fmt::format("{}", fmt::join(v, ", ")); };
-  // Fewer than two rounds cannot judge batching: then every round counts, as with none.
-  const bool filtered = !other.empty() && same.size() >= 2;
-  if (!probed.empty()) {
-    std::vector<std::string> at;
-    for (const int r : probed) at.push_back(fmt::format("{:.0f}", line[static_cast<size_t>(r)]));
-    std::string verdict;
-    if (!(calibrated > 0))
-      verdict =
-          "the cost model has no line pass calibrate measured on this machine (built in, "
-          "another machine's, or not probed): every round is judged";
-    else if (other.empty())
-      verdict = "every round ran on the machine as calibrated";
-    else if (filtered)
-      verdict = fmt::format(
-          "round{} {} ran on another state of the machine (a factor of {} or more off; a "
-          "guest's vCPUs moved between near and far host cores) and {} left out: the cells are "
-          "judged on rounds {}",
-          other.size() > 1 ? "s" : "", list(other), kMachineStateFactor,
-          other.size() > 1 ? "are" : "is", list(same));
-    else
-      verdict = fmt::format(
-          "{} of the rounds ran on the machine as calibrated (the others a factor of {} or more "
-          "off: its CPUs' cache moved), fewer than the two a verdict needs: every round is "
-          "judged, and the simulation is expected off",
-          same.size(), kMachineStateFactor);
-    fmt::print(
-        "\nthe machine before each round: a cache line passed between CPUs {} and {} in {} "
-        "cycles (calibrate's probe for the cost model: {}); {}\n",
-        cpu_list[0], cpu_list[1], fmt::join(at, ", "),
-        calibrated > 0 ? fmt::format("{:.0f}", calibrated) : std::string("none"), verdict);
-  }
-  const auto rows =
-      CheckRows(records, cpus, filtered ? std::span<const int>{same} : std::span<const int>{});
+  std::vector<std::string> disturbed(records.size());
+  std::vector<std::pair<double, double>> lines(records.size());
+  for (const Around& a : around) lines[a.record] = {a.before, a.after};
+  for (size_t i = 0; i < records.size(); ++i)
+    if (records[i].config.engine == Engine::kReal)
+      disturbed[i] = DisturbedBy(records[i], lines[i].first, lines[i].second, calibrated);
+  const auto rows = CheckRows(records, cpus, disturbed);
   const CheckTally t = Tally(rows);
+  if (!around.empty())
+    PrintDisturbances(records, disturbed, lines, calibrated, cpu_list[0], cpu_list[1], t);
   PrintCheckTable(rows, t, cpus);
   nlohmann::json doc = ToJson(records, session->env);
   doc["check"]["cells"] = CheckRowsJson(rows);
-  if (!probed.empty()) {
-    nlohmann::json machine = nlohmann::json::array();
-    for (const int r : probed)
-      machine.push_back(
-          {{"round", r},
-           {"line_pass_cycles", line[static_cast<size_t>(r)]},
-           {"as_calibrated", AsCalibrated(line[static_cast<size_t>(r)], calibrated)},
-           {"judged", !filtered || std::find(same.begin(), same.end(), r) != same.end()}});
-    doc["check"]["calibrated_line_pass_cycles"] =
-        calibrated > 0 ? nlohmann::json(calibrated) : nlohmann::json(nullptr);
-    doc["check"]["rounds"] = machine;
+  doc["check"]["calibrated_line_pass_cycles"] =
+      calibrated > 0 ? nlohmann::json(calibrated) : nlohmann::json(nullptr);
+  nlohmann::json runs = nlohmann::json::array();
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (records[i].config.engine != Engine::kReal) continue;
+    const auto line = [](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+    runs.push_back({{"record", i},
+                    {"line_pass_before", line(lines[i].first)},
+                    {"line_pass_after", line(lines[i].second)},
+                    {"disturbed", disturbed[i].empty() ? nlohmann::json(nullptr)
+                                                       : nlohmann::json(disturbed[i])}});
   }
+  doc["check"]["runs"] = runs;
   session->pool.reset();
   const int finished = Finish(json, doc, status, balanced);
   if (finished != kExitOk || !args.strict || CheckHolds(t)) return finished;

@@ -269,7 +269,7 @@ int Finish(const std::optional<OutputFile>& json, const nlohmann::json& doc, int
 // ETA goes to stderr when it is a terminal.
 void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& session, int first_cell,
                  std::vector<CellRecord>& records, int* status, bool* balanced,
-                 const std::function<void(int)>& before_round) {
+                 const std::function<void(size_t, bool)>& around_cell) {
   const size_t total = cells.size() * static_cast<size_t>(rounds);
   const bool tty = isatty(fileno(stderr));
   const auto started = std::chrono::steady_clock::now();
@@ -289,13 +289,14 @@ void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& sess
   };
   publish("running", 1);
   for (int round = 1; round <= rounds && *status == kExitOk && !StopRequested(); ++round) {
-    if (before_round) before_round(round);
     for (size_t i = 0; i < cells.size() && !StopRequested(); ++i) {
+      if (around_cell) around_cell(i, false);
       auto r = MeasureCell(cells[i], session, status);
       if (!r) break;
       *balanced &= r->books.balanced;
       records.push_back(
           {cells[i], *r, rounds > 1 ? round : 0, "", first_cell + static_cast<int>(i)});
+      if (around_cell) around_cell(i, true);
       if (session.on_record) session.on_record(records.back());
       ++done;
       last_cell = {{"last_cell", static_cast<uint64_t>(first_cell + static_cast<int>(i))},

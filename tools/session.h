@@ -96,11 +96,12 @@ inline constexpr double kProgressLineS = 5;
 // Runs every cell once per round (interleaved), appending to `records` (cells numbered from
 // `first_cell`). Stops at a signal or a failed cell (status set). A progress line with an ETA
 // goes to stderr: rewritten in place on a terminal, else a whole line at most every
-// kProgressLineS. `before_round` (if any) runs before each round, given
-// its number (from 1).
+// kProgressLineS. `around_cell` (if any) runs before and after each cell run, given the cell's
+// index in `cells` and whether the run is behind it (then its record is the last of `records`;
+// not called after a run that failed).
 void MeasureGrid(const std::vector<CellConfig>& cells, int rounds, Session& session, int first_cell,
                  std::vector<CellRecord>& records, int* status, bool* balanced,
-                 const std::function<void(int)>& before_round = {});
+                 const std::function<void(size_t, bool)>& around_cell = {});
 
 // Checks an output file named on the command line before anything runs (an empty `path`: none
 // asked for). One that is standard output ("-", /dev/stdout) claims it: from here on everything

@@ -2,9 +2,9 @@
 """Re-simulates the grid of a `txbatch calibrate --check --json FILE` against that file's real
 records: the simulation on another binary or cost model, the real engine's medians unchanged, so
 two models are compared on one measurement (the simulation is deterministic; the real engine is
-not). Prints sim/real per cell and the udp cells' median error. Where the check kept the
-machine's state before each round (its `check` object), only the real rounds as calibrated are
-used, as calibrate --check judged them until 2026-12-07 (all where none was).
+not). Prints sim/real per cell and the udp cells' median error. The real runs the check named
+disturbed (its `check.runs`, since 2026-12-08) are left out; in a file from before, only the
+rounds its `check.rounds` said ran as calibrated (all where none was).
 
 usage: scripts/experiments/sim_recheck.py CHECK.json COST_MODEL.json [TXBATCH]  (TXBATCH: build/tools/txbatch)
 """
@@ -30,11 +30,13 @@ def main():
     records = doc["records"]
     kept = {m["round"] for m in doc.get("check", {}).get("rounds", [])
             if m.get("judged", m["as_calibrated"])}
+    disturbed = {m["record"] for m in doc.get("check", {}).get("runs", []) if m["disturbed"]}
     real = collections.defaultdict(list)
     groups = collections.defaultdict(set)
-    for r in records:
+    for i, r in enumerate(records):
         c = r["config"]
-        if c["engine"] == "real" and (not kept or max(1, r.get("round", 0)) in kept):
+        if c["engine"] == "real" and i not in disturbed and (
+                not kept or max(1, r.get("round", 0)) in kept):
             real[key(c)].append(r["results"])
             groups[(c["driver_given"], c["proto"], c["size"], c["duration_s"], c["warmup_s"])].add(
                 c["procs"])

@@ -1,9 +1,15 @@
 // The emulator's self-check (engine/emulator_check.h) on scripted counters with known answers,
-// and what compare and tune do with a cell it marks.
+// and what compare and tune do with a cell it marks; what the machine did beside the run
+// (CellResult::machine, base/cpu_times.h).
 #include "engine/emulator_check.h"
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
+#include "base/cpu_times.h"
+#include "engine/cell.h"
 #include "tests/unit/says.h"
 #include "tools/compare.h"
 #include "tools/tune.h"
@@ -165,6 +171,43 @@ TEST(EmulatorCheck, CompareWithholdsTheThroughputVerdictsOnly) {
   EXPECT_TRUE(Says(EmulatorCheckNote("B", b), "B was emulator-bound in 2 of 3 rounds"));
   EXPECT_TRUE(Says(EmulatorCheckNote("B", b), "no throughput verdict is drawn"));
   EXPECT_EQ(ComparisonChecks(CellConfig{}, CellConfig{}, a, b).size(), 1u);
+}
+
+// What the machine did to a window beside the run (CellResult::machine): /proc/stat's lines for
+// the run's CPUs, busy time (user, nice, system, irq, softirq) and steal, in ticks of USER_HZ.
+TEST(MachineShares, ProcStatsCpuLinesAreReadForTheRunsCpus) {
+  const std::string stat =
+      "cpu  4007936 1258538 698807 3285962 4454 0 17376 1564 0 0\n"
+      "cpu0 100 10 20 5000 7 3 2 50 0 0\n"
+      "cpu1 200 0 40 4000 1 0 10 25 9 0\n"
+      "cpu10 1 1 1 1 1 1 1 1 0 0\n"
+      "intr 12345\n";
+  const std::vector<int> both = {0, 1};
+  auto t = ParseCpuTimes(stat, both, 100);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_DOUBLE_EQ(t->busy_s, (100 + 10 + 20 + 3 + 2 + 200 + 40 + 10) / 100.0);
+  EXPECT_DOUBLE_EQ(t->steal_s, 0.75);
+  const std::vector<int> one = {1};
+  t = ParseCpuTimes(stat, one, 100);  // cpu1, not cpu10
+  ASSERT_TRUE(t);
+  EXPECT_DOUBLE_EQ(t->steal_s, 0.25);
+  const std::vector<int> missing = {2};
+  EXPECT_FALSE(ParseCpuTimes(stat, missing, 100));
+  EXPECT_FALSE(ParseCpuTimes("cpu0 1 2 3 4 5 6 7\n", std::vector<int>{0}, 100));  // no steal
+  // This machine's own file reads.
+  EXPECT_TRUE(ReadCpuTimes(std::vector<int>{0}));
+}
+
+// Shares of the window's time on the run's CPUs: steal, and busy time beyond the run's own
+// threads' (never below 0: the kernel counts busy time in whole ticks).
+TEST(MachineShares, OthersAreTheBusyTimeBeyondTheRunsOwn) {
+  const CpuTimes a{10.0, 1.0}, b{10.3, 1.02};
+  const CellResult::Machine m = MachineOf(a, b, /*own_cpu_s=*/0.2, /*window_s=*/0.2, 2);
+  EXPECT_NEAR(m.steal_share, 0.02 / 0.4, 1e-12);
+  EXPECT_NEAR(m.others_share, 0.1 / 0.4, 1e-12);
+  EXPECT_EQ(m.cpus, 2u);
+  EXPECT_DOUBLE_EQ(MachineOf(a, b, 0.35, 0.2, 2).others_share, 0);
+  EXPECT_DOUBLE_EQ(MachineOf(a, b, 0.2, 0, 2).others_share, 0);  // no window
 }
 
 }  // namespace

@@ -72,6 +72,7 @@ CellResult EveryFieldSet() {
   r.flows = {{1, FlowCounts{next(), next(), next(), next()}, Latency(700), next()}};
   r.probe = CellResult::Flow{2, FlowCounts{next(), next(), next(), next()}, Latency(800), next()};
   r.fairness = CellResult::Fairness{2, 0.75, next(), 1000};
+  r.machine = CellResult::Machine{0.125, 0.25, 2};
   r.books = Books{next(), next(), next(), next(), next(), next(), next(), next(), next(),
                   next(), next(), true, true};
   r.ceiling_mpps = 5;
