@@ -1,6 +1,7 @@
 #include "base/cpu_times.h"
 
 #include <fmt/format.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <array>
@@ -33,7 +34,7 @@ Result<CpuTimes> ParseCpuTimes(std::string_view text, std::span<const int> cpus,
                                              cpu));
       line.remove_prefix(static_cast<size_t>(end - line.data()));
     }
-    t.busy_s += static_cast<double>(f[0] + f[1] + f[2] + f[5] + f[6]) / ticks_per_s;
+    t.idle_s += static_cast<double>(f[3] + f[4]) / ticks_per_s;
     t.steal_s += static_cast<double>(f[7]) / ticks_per_s;
   }
   return t;
@@ -43,7 +44,11 @@ Result<CpuTimes> ReadCpuTimes(std::span<const int> cpus) {
   std::ifstream in("/proc/stat");
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   if (text.empty()) return MakeError(ENOENT, "/proc/stat cannot be read");
-  return ParseCpuTimes(text, cpus, static_cast<double>(sysconf(_SC_CLK_TCK)));
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  auto t = ParseCpuTimes(text, cpus, static_cast<double>(sysconf(_SC_CLK_TCK)));
+  if (t) t->at_s = static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+  return t;
 }
 
 }  // namespace txbatch

@@ -1,7 +1,9 @@
 #pragma once
-// What the kernel counted on some CPUs (/proc/stat): their busy time and the time the hypervisor
-// took from them (steal). The real engine reads it around a cell's window to name what the
-// machine, beside the run, did to it (CellResult::Machine).
+// What the kernel counted on some CPUs (/proc/stat): their idle time and the time the hypervisor
+// took from them (steal), each in USER_HZ ticks (10 ms): a difference of two reads is off by less
+// than a tick a CPU and counter. Busy time is not read: the kernel samples it at its ticks. The
+// real engine reads it around a cell's window to name what the machine, beside the run, did to it
+// (CellResult::Machine).
 
 #include <span>
 #include <string_view>
@@ -10,10 +12,11 @@
 
 namespace txbatch {
 
-// Seconds since boot, summed over some CPUs.
+// Seconds since boot, summed over some CPUs, and when they were read.
 struct CpuTimes {
-  double busy_s = 0;   // user, nice, system, irq and softirq (guest time is inside user)
+  double idle_s = 0;   // idle and iowait: timed to the microsecond where the CPU stopped its tick
   double steal_s = 0;  // runnable while the hypervisor ran something else
+  double at_s = 0;     // CLOCK_MONOTONIC at the read (0 from ParseCpuTimes)
 };
 
 // The `cpuN` lines of `text` (/proc/stat's layout) for the CPUs in `cpus`, at `ticks_per_s`

@@ -172,12 +172,14 @@ double JainIndex(std::span<const uint64_t> received) {
   return sum * sum / (static_cast<double>(received.size()) * squares);
 }
 
-CellResult::Machine MachineOf(const CpuTimes& a, const CpuTimes& b, double own_cpu_s,
-                              double window_s, size_t cpus) {
-  const double time = window_s * static_cast<double>(cpus);
-  if (!(time > 0)) return {};
-  return {std::max(0.0, b.steal_s - a.steal_s) / time,
-          std::max(0.0, b.busy_s - a.busy_s - own_cpu_s) / time, static_cast<unsigned>(cpus)};
+std::optional<CellResult::Machine> MachineOf(const CpuTimes& a, const CpuTimes& b, double own_cpu_s,
+                                             size_t cpus) {
+  const double time = (b.at_s - a.at_s) * static_cast<double>(cpus);
+  if (!(time > 0)) return std::nullopt;
+  const double steal = std::max(0.0, b.steal_s - a.steal_s);
+  const double idle = std::max(0.0, b.idle_s - a.idle_s);
+  return CellResult::Machine{steal / time, std::max(0.0, time - idle - steal - own_cpu_s) / time,
+                             static_cast<unsigned>(cpus)};
 }
 
 CounterSnapshot TakeSnapshot(const DriverCounters& d, const TxQueueCounters& q, double cpu_ns,

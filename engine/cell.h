@@ -253,10 +253,11 @@ struct CellResult {
   double wire_stalled_us = 0;   // idle stretches of kHostStallS or more in the window, summed
   double irq_max_late_us = 0;   // longest the txirq woke after its deadline, in the window
   // What the machine did to the run in its window beside the run itself: the hypervisor's steal
-  // and the busy time that was not the run's own threads' (other tasks, interrupts), each a
-  // share of the window's time on the CPUs the run may use (/proc/stat, MachineOf). Unset on the
-  // simulation and where /proc/stat cannot be read. calibrate --check leaves a round out where
-  // either is kDisturbedShare or more (DisturbedBy).
+  // and the time that was neither idle, stolen nor the run's own threads' (other tasks,
+  // interrupts, txbatch's main thread), each a share of the window's time on the CPUs the run may
+  // use (/proc/stat, MachineOf). Unset on the simulation and where /proc/stat cannot be read.
+  // calibrate --check leaves a round out where either is kDisturbedShare or more beyond what the
+  // counters' ticks could make of nothing (DisturbedBy).
   struct Machine {
     double steal_share = 0, others_share = 0;
     unsigned cpus = 0;  // the CPUs they were counted on
@@ -306,11 +307,12 @@ inline constexpr unsigned kProbePayload = kTxbatchHeaderBytes;
 double JainIndex(std::span<const uint64_t> received);
 
 // CellResult::machine from /proc/stat's times on the run's `cpus` CPUs at the window's start
-// (`a`) and end (`b`), the run's own threads' CPU seconds in it and the window's length: steal
-// over the window's CPU time, and busy time beyond the run's own over it (never below 0: the
-// kernel counts busy time in whole ticks, the run's own to the nanosecond).
-CellResult::Machine MachineOf(const CpuTimes& a, const CpuTimes& b, double own_cpu_s,
-                              double window_s, size_t cpus);
+// (`a`) and end (`b`) and the run's own threads' CPU seconds between them: steal over the CPUs'
+// time between the reads, and what was neither idle, stolen nor the run's own over it (never below
+// 0: the kernel counts in whole ticks, the run's own to the nanosecond); none where no time
+// passed or no CPU was read.
+std::optional<CellResult::Machine> MachineOf(const CpuTimes& a, const CpuTimes& b, double own_cpu_s,
+                                             size_t cpus);
 
 // The producer threads of `cfg`: its procs, and the probe (index procs), where it has one.
 inline unsigned Producers(const CellConfig& cfg) { return cfg.procs + (cfg.probe ? 1 : 0); }

@@ -220,9 +220,7 @@ void RealCell::Measure() {
   window_.end.store(window_end_);
   b_ = Snapshot();
   if (const Result<CpuTimes> times_b = ReadCpuTimes(cpus_); times_a && times_b)
-    machine_ =
-        MachineOf(*times_a, *times_b, (b_.cpu_ns - a_.cpu_ns) * 1e-9,
-                  static_cast<double>(window_end_ - window_.start.load()) / tsc_hz_, cpus_.size());
+    machine_ = MachineOf(*times_a, *times_b, (b_.cpu_ns - a_.cpu_ns) * 1e-9, cpus_.size());
   if (tsq_) tsq_summary_ = tsq_sampler.Summarise(*tsq_);
 }
 

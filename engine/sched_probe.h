@@ -91,9 +91,10 @@ std::optional<RecycleProbe> ProbeRecycle(rte_mempool* pool, const std::vector<in
                                          int rounds);
 
 // Two threads on CPUs `a` and `b` spin on one cache line, each writing it in turn
-// (`round_trips`, two passes each; the scheduler probe's 100000 take 10-50 ms here): TSC cycles
-// a pass, the line's move from the writer's core to the reader's. Also the guest's state: its
-// vCPUs on near or far host cores (seen on this project's guest: 98 or 500).
+// (`round_trips`, two passes each; the scheduler probe's 100000 take 5-50 ms here): TSC cycles
+// a pass, the line's move from the writer's core to the reader's, timed from both threads on
+// their CPUs. Also the guest's state: its vCPUs on near or far host cores (seen on this
+// project's guest: 56-84 or 480-700 cycles).
 double ProbeLinePass(int a, int b, int round_trips = 100000);
 
 // Medians over `rounds` (each 2000 futex passes, 20000 futex calls, 100000 line passes, 2000

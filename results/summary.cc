@@ -22,10 +22,23 @@ std::optional<double> MedianOpt(const std::vector<const CellRecord*>& runs, Get 
 std::optional<RatioEstimate> Versus(const std::vector<const CellRecord*>& base,
                                     const std::vector<const CellRecord*>& cell,
                                     Metric m) {
+  // Each round's pair: the rounds of an interleaved run by their number (where some were left
+  // out of one cell, calibrate --check's disturbed runs, the others still pair with their own
+  // round: the machine moves between rounds), else by position.
   std::vector<double> a, b;
-  for (size_t i = 0; i < std::min(base.size(), cell.size()); ++i) {
-    a.push_back(RowOf(m).of(base[i]->result).value_or(0));
-    b.push_back(RowOf(m).of(cell[i]->result).value_or(0));
+  const auto numbered = [](const std::vector<const CellRecord*>& runs) {
+    return std::all_of(runs.begin(), runs.end(), [](const CellRecord* r) { return r->round > 0; });
+  };
+  const auto add = [&](const CellRecord* x, const CellRecord* y) {
+    a.push_back(RowOf(m).of(x->result).value_or(0));
+    b.push_back(RowOf(m).of(y->result).value_or(0));
+  };
+  if (numbered(base) && numbered(cell)) {
+    for (const CellRecord* x : base)
+      for (const CellRecord* y : cell)
+        if (y->round == x->round) add(x, y);
+  } else {
+    for (size_t i = 0; i < std::min(base.size(), cell.size()); ++i) add(base[i], cell[i]);
   }
   auto e = EstimateRatio(a, b);
   if (!e || e->rounds < 2) return std::nullopt;

@@ -61,8 +61,10 @@ struct CheckRow {
   // Voluntary context switches (sleeps) a thousand frames, medians: where the model's threads
   // sleep as often as the real ones (a diagnostic, not part of the verdict).
   double real_sleeps = 0, sim_sleeps = 0;
-  // The real rounds a disturbance left out (DisturbedBy), and those judged.
+  // The real rounds a disturbance named (DisturbedBy), and those judged.
   unsigned rounds_disturbed = 0, rounds_judged = 0;
+  // Batching's verdict not judged: this cell or its batch-1 twin kept disturbed rounds.
+  bool batching_disturbed = false;
   // Fewer than kMinCleanRounds clean rounds where any was disturbed: every round is shown, none
   // judged by (undecided).
   bool too_disturbed = false;
@@ -87,30 +89,33 @@ std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned
 // line passed between its first two CPUs (ProbeLinePass, before and after the run) as fast as
 // `calibrated` (calibrate's same probe for the model, CalibratedLinePass) within a factor of 1.5
 // either way. A guest's two vCPUs move between near and far host cores: on this project's
-// guest a pass took 98 cycles at some times and 500 at others, and the real engine's rate moved
+// guest a pass took 56-84 cycles at some times and 480-700 at others (2026-12-08; the probe of
+// before, which timed its threads' start too, read 98 and 500), and the real engine's rate moved
 // up to 2.8 times with it — another machine, which no one cost model is.
 bool AsCalibrated(double line_pass, double calibrated);
-// The factor: the two states seen were 5 times apart, one state's probes within 10 %.
+// The factor: the two states seen were 5-8 times apart, one state's probes within 10-25 %.
 inline constexpr double kMachineStateFactor = 1.5;
 
 // What the machine did to a real run of the check, named from what the run recorded and never
 // fitted (issue 49, item 4): why `r` is disturbed, in words ("steal 7 %, txirq 2.1 ms late"),
 // or empty where it ran clean —
-//  * the hypervisor's steal, or other tasks' and interrupts' busy time, on the run's CPUs
-//    (CellResult::machine) kDisturbedShare of its window or more, and more than one of the
-//    kernel's ticks (its counters' resolution: one tick of a 0.02-s window on 2 CPUs is 25 %);
+//  * the hypervisor's steal, or the time other tasks and interrupts took, on the run's CPUs
+//    (CellResult::machine) kDisturbedShare of its window or more beyond what the counters' ticks
+//    could make of nothing (a difference of two reads is off by less than a tick a CPU and
+//    counter: steal one counter, the others three; 5 % and 15 % of a 0.2-s window);
 //  * the txirq, at SCHED_FIFO where it could be (txirq_realtime), woke kHostStallS or more after
 //    its deadline: no thread of the run holds it off, its vCPU did not run (the emulator's
 //    self-check takes the same millisecond for a host stall; a check's 192 runs here: median
 //    72 us, 6 of them 1 ms or more);
-//  * the machine moved: the cache line's pass around the run (`line_before`, `line_after`; 0:
-//    not probed) off the model's (`calibrated`, AsCalibrated), or, where the model has none, the
-//    two a factor of kMachineStateFactor or more apart.
+//  * the machine not as calibrated: the cache line's pass before or after the run
+//    (`line_before`, `line_after`; 0: not probed) off the model's (`calibrated`, AsCalibrated),
+//    or, where the model has none, the machine moved: the two a factor of kMachineStateFactor
+//    or more apart.
 std::string DisturbedBy(const CellRecord& r, double line_before, double line_after,
                         double calibrated);
 // A twentieth of the window's CPU time taken from the run: a third of the smallest agreement
-// bound (kAgreementFloor), which it could use up alone in a cell the CPUs bound. Idle, this
-// guest's runs read 0 or one tick (90 runs of 0.2 s: two read one tick).
+// bound (kAgreementFloor), which it could use up alone in a cell the CPUs bound. (A shell's busy
+// loop beside 0.2-s runs on this 2-vCPU guest read 36-54 %.)
 inline constexpr double kDisturbedShare = 0.05;
 // The fewest clean rounds a cell is judged on where a round was disturbed: two give the median's
 // interval 50 % coverage, three 75 % (MedianIntervalOf).
@@ -145,7 +150,7 @@ struct CheckTally {
   unsigned fit_cells = 0, fit_agree = 0, over_cells = 0, over_agree = 0;
   unsigned undecided = 0;  // cells whose real rounds were too spread to judge (not agreeing)
   unsigned too_disturbed = 0;     // of them, those with too few clean rounds (CheckRow)
-  unsigned rounds_disturbed = 0;  // real runs left out of the verdicts
+  unsigned rounds_disturbed = 0;  // real runs disturbed (left out, or their cell undecided)
 };
 CheckTally Tally(std::span<const CheckRow> rows);
 // The rows as the --json file's `check.cells`: each cell's config, the real median, interval,

@@ -31,13 +31,18 @@ def main():
     kept = {m["round"] for m in doc.get("check", {}).get("rounds", [])
             if m.get("judged", m["as_calibrated"])}
     disturbed = {m["record"] for m in doc.get("check", {}).get("runs", []) if m["disturbed"]}
+    # As the check: a cell's disturbed runs are left out while 3 clean ones remain, else all kept.
+    runs = collections.defaultdict(list)
+    for i, r in enumerate(records):
+        if r["config"]["engine"] == "real" and (not kept or max(1, r.get("round", 0)) in kept):
+            runs[key(r["config"])].append(i)
     real = collections.defaultdict(list)
     groups = collections.defaultdict(set)
-    for i, r in enumerate(records):
-        c = r["config"]
-        if c["engine"] == "real" and i not in disturbed and (
-                not kept or max(1, r.get("round", 0)) in kept):
-            real[key(c)].append(r["results"])
+    for k, indices in runs.items():
+        clean = [i for i in indices if i not in disturbed]
+        for i in clean if len(clean) >= 3 or len(clean) == len(indices) else indices:
+            c = records[i]["config"]
+            real[k].append(records[i]["results"])
             groups[(c["driver_given"], c["proto"], c["size"], c["duration_s"], c["warmup_s"])].add(
                 c["procs"])
     sim = {}

@@ -174,7 +174,7 @@ TEST(EmulatorCheck, CompareWithholdsTheThroughputVerdictsOnly) {
 }
 
 // What the machine did to a window beside the run (CellResult::machine): /proc/stat's lines for
-// the run's CPUs, busy time (user, nice, system, irq, softirq) and steal, in ticks of USER_HZ.
+// the run's CPUs, idle time (idle, iowait) and steal, in ticks of USER_HZ.
 TEST(MachineShares, ProcStatsCpuLinesAreReadForTheRunsCpus) {
   const std::string stat =
       "cpu  4007936 1258538 698807 3285962 4454 0 17376 1564 0 0\n"
@@ -185,7 +185,7 @@ TEST(MachineShares, ProcStatsCpuLinesAreReadForTheRunsCpus) {
   const std::vector<int> both = {0, 1};
   auto t = ParseCpuTimes(stat, both, 100);
   ASSERT_TRUE(t) << t.error().message;
-  EXPECT_DOUBLE_EQ(t->busy_s, (100 + 10 + 20 + 3 + 2 + 200 + 40 + 10) / 100.0);
+  EXPECT_DOUBLE_EQ(t->idle_s, (5000 + 7 + 4000 + 1) / 100.0);
   EXPECT_DOUBLE_EQ(t->steal_s, 0.75);
   const std::vector<int> one = {1};
   t = ParseCpuTimes(stat, one, 100);  // cpu1, not cpu10
@@ -194,20 +194,25 @@ TEST(MachineShares, ProcStatsCpuLinesAreReadForTheRunsCpus) {
   const std::vector<int> missing = {2};
   EXPECT_FALSE(ParseCpuTimes(stat, missing, 100));
   EXPECT_FALSE(ParseCpuTimes("cpu0 1 2 3 4 5 6 7\n", std::vector<int>{0}, 100));  // no steal
-  // This machine's own file reads.
-  EXPECT_TRUE(ReadCpuTimes(std::vector<int>{0}));
+  // This machine's own file reads, stamped.
+  const auto here = ReadCpuTimes(std::vector<int>{0});
+  ASSERT_TRUE(here) << here.error().message;
+  EXPECT_GT(here->at_s, 0);
 }
 
-// Shares of the window's time on the run's CPUs: steal, and busy time beyond the run's own
-// threads' (never below 0: the kernel counts busy time in whole ticks).
-TEST(MachineShares, OthersAreTheBusyTimeBeyondTheRunsOwn) {
-  const CpuTimes a{10.0, 1.0}, b{10.3, 1.02};
-  const CellResult::Machine m = MachineOf(a, b, /*own_cpu_s=*/0.2, /*window_s=*/0.2, 2);
-  EXPECT_NEAR(m.steal_share, 0.02 / 0.4, 1e-12);
-  EXPECT_NEAR(m.others_share, 0.1 / 0.4, 1e-12);
-  EXPECT_EQ(m.cpus, 2u);
-  EXPECT_DOUBLE_EQ(MachineOf(a, b, 0.35, 0.2, 2).others_share, 0);
-  EXPECT_DOUBLE_EQ(MachineOf(a, b, 0.2, 0, 2).others_share, 0);  // no window
+// Shares of the CPUs' time between the reads: steal, and what was neither idle, stolen nor the
+// run's own threads' (never below 0: the kernel counts in whole ticks).
+TEST(MachineShares, OthersAreTheTimeNeitherIdleStolenNorTheRunsOwn) {
+  // 0.2 s on 2 CPUs (0.4 CPU-s): 0.15 idle, 0.02 stolen, the run's own 0.13: others 0.1.
+  const CpuTimes a{10.0, 1.0, 100.0}, b{10.15, 1.02, 100.2};
+  const auto m = MachineOf(a, b, /*own_cpu_s=*/0.13, 2);
+  ASSERT_TRUE(m);
+  EXPECT_NEAR(m->steal_share, 0.02 / 0.4, 1e-12);
+  EXPECT_NEAR(m->others_share, 0.1 / 0.4, 1e-12);
+  EXPECT_EQ(m->cpus, 2u);
+  EXPECT_DOUBLE_EQ(MachineOf(a, b, 0.35, 2)->others_share, 0);
+  EXPECT_FALSE(MachineOf(a, a, 0.2, 2));  // no time between the reads
+  EXPECT_FALSE(MachineOf(a, b, 0.2, 0));  // no CPU read
 }
 
 }  // namespace
