@@ -48,6 +48,11 @@ std::string SeriesOf(const CellConfig& c) {
 
 }  // namespace
 
+std::string CalibrationSeries(const CellConfig& c) {
+  if (c.driver != kNullNic && c.driver != kNullPort && c.driver != kRingNic) return "";
+  return SeriesOf(c);
+}
+
 LinearFit FitLine(std::span<const double> x, std::span<const double> y) {
   LinearFit f;
   const size_t n = std::min(x.size(), y.size());

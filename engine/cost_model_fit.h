@@ -91,6 +91,11 @@ struct Calibration {
   nlohmann::json Json() const;  // the "fit" object written with the model
 };
 
+// The series a cell of CalibrationCells belongs to — "none", "dedicated", "completion",
+// "net_null", "inline" or "bypass" — or empty for a cell calibrate does not run (another driver):
+// the cells the model is fitted on, against which calibrate --check holds out its grid.
+std::string CalibrationSeries(const CellConfig& c);
+
 // The cells calibrate runs (every series at every limit in `batches`), on `engine`.
 std::vector<CellConfig> CalibrationCells(const std::vector<unsigned>& batches, Engine engine,
                                          const CostModel& base, double duration_s, double warmup_s);

@@ -41,14 +41,18 @@ struct CalibrateArgs {
 };
 
 // `calibrate --check`'s reference grid, on both engines (--engine real,sim: sim cells carry
-// `cost`): emu:ixgbe udp 64 B and emu:e1000 tcp 64 KiB, procs 1, 2, 4 ... up to 4x `cpus`,
-// batch 1 and 32, root lock and lock-free, inline and dedicated runner.
+// `cost`): held out — cells calibrate fits nothing on: emu:ixgbe udp 64 B and emu:e1000 tcp
+// 64 KiB, procs 1, 2, 4 ... up to 4x `cpus`, batch 1 and 32, root lock and lock-free, inline and
+// dedicated runner — then the training cells, calibrate's own at batch 1 and 32 (its emulated
+// ones: CalibrationCells, CalibrationSeries), which show how well the fit holds where it was
+// made (issue 49, item 2).
 Result<std::vector<CellConfig>> CheckCells(unsigned cpus, const std::string& cost_model,
                                            double duration_s, double warmup_s);
 
 // One cell of the check: the real engine's rounds against the simulation's.
 struct CheckRow {
   CellConfig cell;              // the real engine's
+  std::string series;           // a training cell's series (CalibrationSeries); empty: held out
   unsigned threads = 0;         // producers + a dedicated runner
   bool oversubscribed = false;  // more threads than CPUs
   // Medians; the real median's interval (MedianIntervalOf: its rounds' order statistics).
@@ -146,8 +150,9 @@ double CalibratedLinePass(const std::string& path, double tsc_hz);
 // engines), those whose verdict is the same, and of them the ones the real rounds decided.
 struct CheckTally {
   unsigned cells = 0, agree = 0, judged = 0, same = 0, decisive = 0, decisive_same = 0;
-  // The cells and their agreements with no more threads than CPUs, and beyond.
+  // The held-out cells and their agreements with no more threads than CPUs, and beyond.
   unsigned fit_cells = 0, fit_agree = 0, over_cells = 0, over_agree = 0;
+  unsigned train_cells = 0, train_agree = 0;  // the training cells (CheckRow::series)
   unsigned undecided = 0;  // cells whose real rounds were too spread to judge (not agreeing)
   unsigned too_disturbed = 0;     // of them, those with too few clean rounds (CheckRow)
   unsigned rounds_disturbed = 0;  // real runs disturbed (left out, or their cell undecided)

@@ -46,6 +46,16 @@ Result<std::vector<CellConfig>> CheckCells(unsigned cpus, const std::string& cos
     if (!plan) return plan.error();
     cells.insert(cells.end(), plan->cells.begin(), plan->cells.end());
   }
+  // The training cells: calibrate's own at batch 1 and 32, on both engines, the simulation's
+  // with the model checked (the grid's); net_null's have no simulated twin (DPDK's drivers are
+  // not simulated).
+  const auto sim = std::find_if(cells.begin(), cells.end(),
+                                [](const CellConfig& c) { return c.engine == Engine::kSim; });
+  if (sim == cells.end()) return cells;
+  const CostModel cost = sim->cost;
+  for (const Engine engine : {Engine::kReal, Engine::kSim})
+    for (const CellConfig& c : CalibrationCells({1, 32}, engine, cost, duration_s, warmup_s))
+      if (c.driver_spec.emulated()) cells.push_back(c);
   return cells;
 }
 
@@ -57,7 +67,9 @@ bool Twins(const CellConfig& real, const CellConfig& sim) {
   as_real.engine = Engine::kReal;
   return real.driver == sim.driver && real.proto == sim.proto && real.size == sim.size &&
          real.procs == sim.procs && real.policy == sim.policy &&
-         ShapeName(real) == ShapeName(as_real);
+         ShapeName(real) == ShapeName(as_real) && real.bypass == sim.bypass &&
+         real.stream == sim.stream && real.rate.unit == sim.rate.unit &&
+         real.rate.value == sim.rate.value;
 }
 
 }  // namespace
@@ -184,6 +196,7 @@ std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned
     row.real_sleeps = sleeps(real);
     row.sim_sleeps = sleeps(*sim);
     row.oversubscribed = row.threads > cpus;
+    row.series = CalibrationSeries(row.cell);
     const auto within = [](double sim_v, double real_v, double bound) {
       return real_v > 0 && std::abs(sim_v / real_v - 1) <= bound;
     };
@@ -242,27 +255,30 @@ nlohmann::json CheckRowsJson(std::span<const CheckRow> rows) {
       return nlohmann::json{{"real_median", median}, {"real_lo", lo},  {"real_hi", hi},
                             {"real_rounds", rounds}, {"bound", bound}, {"sim", sim}};
     };
-    out.push_back({{"driver", r.cell.driver},
-                   {"proto", ProtoName(r.cell.proto)},
-                   {"size", r.cell.size},
-                   {"procs", r.cell.procs},
-                   {"sync", r.cell.shape.nolock ? "nolock" : "rootlock"},
-                   {"runner", r.cell.shape.dedicated ? "dedicated" : "inline"},
-                   {"policy", r.cell.policy.ToString()},
-                   {"oversubscribed", r.oversubscribed},
-                   {"coverage", r.coverage},
-                   {"mpps", side(r.real_mpps, r.real_lo, r.real_hi, r.mpps_bound, r.sim_mpps,
-                                 r.real_mpps_rounds)},
-                   {"cycles_per_pkt", side(r.real_cycles, r.real_cycles_lo, r.real_cycles_hi,
-                                           r.cycles_bound, r.sim_cycles, r.real_cycles_rounds)},
-                   {"rounds_judged", r.rounds_judged},
-                   {"rounds_disturbed", r.rounds_disturbed},
-                   {"agrees", r.agrees},
-                   {"undecided", r.undecided},
-                   {"batching_real", r.batching_real.empty() ? nlohmann::json(nullptr)
-                                                             : nlohmann::json(r.batching_real)},
-                   {"batching_sim", r.batching_sim.empty() ? nlohmann::json(nullptr)
-                                                           : nlohmann::json(r.batching_sim)}});
+    out.push_back(
+        {{"driver", r.cell.driver},
+         {"proto", ProtoName(r.cell.proto)},
+         {"size", r.cell.size},
+         {"procs", r.cell.procs},
+         {"sync", r.cell.shape.nolock ? "nolock" : "rootlock"},
+         {"runner", r.cell.shape.dedicated ? "dedicated" : "inline"},
+         {"policy", r.cell.policy.ToString()},
+         {"set", r.series.empty() ? "held_out" : "training"},
+         {"series", r.series.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.series)},
+         {"oversubscribed", r.oversubscribed},
+         {"coverage", r.coverage},
+         {"mpps",
+          side(r.real_mpps, r.real_lo, r.real_hi, r.mpps_bound, r.sim_mpps, r.real_mpps_rounds)},
+         {"cycles_per_pkt", side(r.real_cycles, r.real_cycles_lo, r.real_cycles_hi, r.cycles_bound,
+                                 r.sim_cycles, r.real_cycles_rounds)},
+         {"rounds_judged", r.rounds_judged},
+         {"rounds_disturbed", r.rounds_disturbed},
+         {"agrees", r.agrees},
+         {"undecided", r.undecided},
+         {"batching_real",
+          r.batching_real.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.batching_real)},
+         {"batching_sim",
+          r.batching_sim.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.batching_sim)}});
   }
   return out;
 }
@@ -275,8 +291,13 @@ CheckTally Tally(std::span<const CheckRow> rows) {
     t.undecided += r.undecided;
     t.too_disturbed += r.too_disturbed;
     t.rounds_disturbed += r.rounds_disturbed;
-    (r.oversubscribed ? t.over_cells : t.fit_cells) += 1;
-    (r.oversubscribed ? t.over_agree : t.fit_agree) += r.agrees;
+    if (!r.series.empty()) {
+      ++t.train_cells;
+      t.train_agree += r.agrees;
+    } else {
+      (r.oversubscribed ? t.over_cells : t.fit_cells) += 1;
+      (r.oversubscribed ? t.over_agree : t.fit_agree) += r.agrees;
+    }
     if (r.batching_real.empty()) continue;
     ++t.judged;
     const bool same = r.batching_real == r.batching_sim;
@@ -294,29 +315,37 @@ bool CheckHolds(const CheckTally& t) {
 
 namespace {
 
-// The check's table, a row a cell (both engines' Mpps and cycles/pkt, their ratios, the sleeps,
-// the verdict and batching's on each engine), and the tally under it.
+// The check's tables — the held-out cells, then the training cells (a row a cell: both
+// engines' Mpps and cycles/pkt, their ratios, the sleeps, the verdict and batching's on each
+// engine; a training cell named by its series) — and the tally under them.
 void PrintCheckTable(const std::vector<CheckRow>& rows, const CheckTally& t, unsigned cpus) {
-  fmt::print(
-      "\n{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>20} {:>6} {:>6} {:>8} {:>8} {:>6} "
-      "{:>13}  {:<28} {}\n",
-      "driver", "prot", "size", "procs", "sync", "runner", "batch", "real Mpps (interval)", "sim",
-      "s/r", "real cyc", "sim cyc", "s/r", "sleeps/kpkt", "verdict", "batching real / sim");
-  for (const CheckRow& r : rows) {
-    const bool judged = !r.batching_real.empty();
+  for (const bool training : {false, true}) {
+    if (training && t.train_cells == 0) break;
     fmt::print(
-        "{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>7.3f} ({:.2f}-{:.2f}) {:>7.3f} {:>6.2f} "
-        "{:>8.0f} {:>8.0f} {:>6.2f} {:>6.1f}/{:<6.1f}  {:<28} {}\n",
-        r.cell.driver, ProtoName(r.cell.proto), r.cell.size, r.cell.procs,
-        r.cell.shape.nolock ? "nolock" : "rootlock",
-        r.cell.shape.dedicated ? "dedicated" : "inline", r.cell.policy.ToString(), r.real_mpps,
-        r.real_lo, r.real_hi, r.sim_mpps, r.real_mpps > 0 ? r.sim_mpps / r.real_mpps : 0.0,
-        r.real_cycles, r.sim_cycles, r.real_cycles > 0 ? r.sim_cycles / r.real_cycles : 0.0,
-        r.real_sleeps, r.sim_sleeps, r.why,
-        judged                 ? fmt::format("{} / {}{}", r.batching_real, r.batching_sim,
-                             r.batching_real == r.batching_sim ? "" : "  (differ)")
-        : r.batching_disturbed ? std::string("not judged: rounds disturbed")
-                               : std::string());
+        "\n{}\n{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>20} {:>6} {:>6} {:>8} {:>8} {:>6} "
+        "{:>13}  {:<28} {}\n",
+        training ? "training cells: calibrate's own, the model was fitted on these"
+                 : "held-out cells: the model was fitted on none of them",
+        training ? "series" : "driver", "prot", "size", "procs", "sync", "runner", "batch",
+        "real Mpps (interval)", "sim", "s/r", "real cyc", "sim cyc", "s/r", "sleeps/kpkt",
+        "verdict", "batching real / sim");
+    for (const CheckRow& r : rows) {
+      if (r.series.empty() == training) continue;
+      const bool judged = !r.batching_real.empty();
+      fmt::print(
+          "{:<10} {:<4} {:>5} {:>5} {:<8} {:<9} {:>6} {:>7.3f} ({:.2f}-{:.2f}) {:>7.3f} {:>6.2f} "
+          "{:>8.0f} {:>8.0f} {:>6.2f} {:>6.1f}/{:<6.1f}  {:<28} {}\n",
+          training ? r.series : r.cell.driver, ProtoName(r.cell.proto), r.cell.size, r.cell.procs,
+          r.cell.shape.nolock ? "nolock" : "rootlock",
+          r.cell.shape.dedicated ? "dedicated" : "inline", r.cell.policy.ToString(), r.real_mpps,
+          r.real_lo, r.real_hi, r.sim_mpps, r.real_mpps > 0 ? r.sim_mpps / r.real_mpps : 0.0,
+          r.real_cycles, r.sim_cycles, r.real_cycles > 0 ? r.sim_cycles / r.real_cycles : 0.0,
+          r.real_sleeps, r.sim_sleeps, r.why,
+          judged                 ? fmt::format("{} / {}{}", r.batching_real, r.batching_sim,
+                               r.batching_real == r.batching_sim ? "" : "  (differ)")
+          : r.batching_disturbed ? std::string("not judged: rounds disturbed")
+                                 : std::string());
+    }
   }
   // The intervals' coverage: the same in every cell unless rounds were left out of some.
   double lo = 1, hi = 0;
@@ -326,13 +355,13 @@ void PrintCheckTable(const std::vector<CheckRow>& rows, const CheckTally& t, uns
                                    ? fmt::format("a {:.1f} %", lo * 100)
                                    : fmt::format("a {:.1f} % to {:.1f} %", lo * 100, hi * 100);
   fmt::print(
-      "\n{} of {} cells agree ({} of {} with no more threads than the {} CPUs, {} of {} beyond; "
-      "Mpps and cycles/pkt each within max(15 %, twice the half-width of the real median's "
-      "interval: its rounds' order statistics, {} interval with these rounds{}) of the "
-      "real median{}); batching's verdict the same on both engines in {} of {} ({} of the {} the "
-      "real rounds decided: not inconclusive).\n",
-      t.agree, t.cells, t.fit_agree, t.fit_cells, cpus, t.over_agree, t.over_cells, coverage,
-      lo < 0.95 ? "; 6 or more judged rounds give 95 %" : "",
+      "\n{} of {} held-out cells agree ({} of {} with no more threads than the {} CPUs, {} of {} "
+      "beyond; Mpps and cycles/pkt each within max(15 %, twice the half-width of the real "
+      "median's interval: its rounds' order statistics, {} interval with these rounds{}) of the "
+      "real median{}); {} of {} training cells; batching's verdict the same on both engines in {} "
+      "of {} ({} of the {} the real rounds decided: not inconclusive).\n",
+      t.fit_agree + t.over_agree, t.fit_cells + t.over_cells, t.fit_agree, t.fit_cells, cpus,
+      t.over_agree, t.over_cells, coverage, lo < 0.95 ? "; 6 or more judged rounds give 95 %" : "",
       t.undecided == 0
           ? std::string()
           : fmt::format("; {} undecided: {}{}{}", t.undecided,
@@ -345,7 +374,7 @@ void PrintCheckTable(const std::vector<CheckRow>& rows, const CheckTally& t, uns
                         t.too_disturbed == 0 ? std::string()
                                              : fmt::format("{} with fewer than {} clean rounds",
                                                            t.too_disturbed, kMinCleanRounds)),
-      t.same, t.judged, t.decisive_same, t.decisive);
+      t.train_agree, t.train_cells, t.same, t.judged, t.decisive_same, t.decisive);
 }
 
 // What the machine did to the real runs (DisturbedBy): the cache line's passes around them, how

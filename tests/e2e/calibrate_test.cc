@@ -265,16 +265,20 @@ TEST(CalibrateRun, APoorFitWritesNoModelAndSaysWhich) {
 // calibrate --check: the reference grid on both engines, a row per cell with the real rounds'
 // spread, sim/real and a verdict, batching's verdict on each engine, and a summary; the records
 // of both engines in --json. (Short windows: this checks the command, not the model.)
-// With --strict, the exit status is the summary's verdict: 0 only when every cell agrees and
-// batching's verdict is the same in every batched row, else 5 with one sentence (these 0.02-s
-// windows decide nothing about the model; the status must match what was printed).
+// The held-out grid apart from the training cells (calibrate's own, issue 49 item 2).
+// With --strict, the exit status is the summary's verdict: 0 only when every cell, held out and
+// training, agrees and batching's verdict is the same in every batched row, else 5 with one
+// sentence (these 0.02-s windows decide nothing about the model; the status must match what was
+// printed).
 TEST(CalibrateRun, CheckComparesTheSimulationWithThisMachineCellByCell) {
   const auto run = RunTxbatch("calibrate --check --strict --rounds 2 --duration 0.02");
   const std::regex summary(
-      R"((\d+) of (\d+) cells agree .* the same on both engines in (\d+) of (\d+) )");
+      R"((\d+) of (\d+) held-out cells agree .*\); (\d+) of (\d+) training cells; batching's )"
+      R"(verdict the same on both engines in (\d+) of (\d+) )");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(run.out, m, summary)) << run.err << run.out;
-  const bool holds = m[1] == m[2] && m[3] == m[4];
+  const auto n = [&](int i) { return std::stoul(m[i].str()); };
+  const bool holds = n(1) == n(2) && n(3) == n(4) && n(5) == n(6);
   if (holds) {
     ASSERT_EQ(run.status, 0) << run.err << run.out;
   } else {
@@ -282,7 +286,7 @@ TEST(CalibrateRun, CheckComparesTheSimulationWithThisMachineCellByCell) {
     EXPECT_NE(run.err.find(fmt::format("calibrate --check --strict: the simulation does not agree "
                                        "with this machine ({} of {} cells agree, batching's "
                                        "verdict the same in {} of {}): exit 5",
-                                       m[1].str(), m[2].str(), m[3].str(), m[4].str())),
+                                       n(1) + n(3), n(2) + n(4), n(5), n(6))),
               std::string::npos)
         << run.err;
   }
@@ -293,18 +297,24 @@ TEST(CalibrateRun, CheckComparesTheSimulationWithThisMachineCellByCell) {
   for (unsigned p = 2; p <= 4 * cpus && p <= 64; p *= 2) ++procs_values;
   // 2 workloads x procs x 2 batch limits x 2 syncs x 2 runners, on both engines, 2 rounds.
   const size_t cells = 2 * procs_values * 2 * 2 * 2;
+  // calibrate's emulated series at batch 1 and 32 (none, dedicated, completion) and its inline
+  // and bypass cells.
+  const size_t training = 3 * 2 + 2;
+  EXPECT_EQ(n(2), cells);
+  EXPECT_EQ(n(4), training);
   const json& doc = run.doc;
-  EXPECT_EQ(doc["records"].size(), cells * 2 * 2);
+  EXPECT_EQ(doc["records"].size(), (cells + training) * 2 * 2);
   size_t sim = 0;
   for (const json& rec : doc["records"]) {
     sim += rec["config"]["engine"] == "sim";
     EXPECT_TRUE(rec["results"]["accounting"]["balanced"].get<bool>());
   }
-  EXPECT_EQ(sim, cells * 2);
+  EXPECT_EQ(sim, (cells + training) * 2);
   // What the machine did to each real run, named (issue 49, item 4): the cache line's pass
   // between the first two CPUs before and after it, and why it was disturbed (null: clean).
   ASSERT_TRUE(doc.contains("check")) << doc.dump().substr(0, 200);
-  ASSERT_EQ(doc["check"]["runs"].size(), cells * 2);
+  ASSERT_EQ(doc["check"]["runs"].size(), (cells + training) * 2);
+  size_t runs_disturbed = 0;
   std::map<std::string, unsigned> disturbed_in;  // a cell's disturbed runs, by its key
   const auto key = [](const json& c, const char* driver) {
     return fmt::format("{} {} {} {} {} {} {}", c.at(driver).get<std::string>(),
@@ -321,15 +331,17 @@ TEST(CalibrateRun, CheckComparesTheSimulationWithThisMachineCellByCell) {
     }
     const json& why = r.at("disturbed");
     ASSERT_TRUE(why.is_null() || (why.is_string() && !why.get<std::string>().empty())) << r;
-    if (why.is_string()) ++disturbed_in[key(rec["config"], "driver_given")];
+    if (why.is_string()) ++disturbed_in[key(rec["config"], "driver_given")], ++runs_disturbed;
   }
   EXPECT_NE(run.out.find("the machine around each real run: a cache line passed between CPUs"),
             std::string::npos)
       << run.out;
   // One row per cell, each with a verdict; the batched rows with batching's on each engine.
-  size_t rows = 0, batching = 0;
+  size_t rows = 0, batching = 0, training_rows = 0;
   std::istringstream out(run.out);
   for (std::string line; std::getline(out, line);) {
+    for (const char* series : {"none ", "dedicated ", "completion ", "inline ", "bypass "})
+      training_rows += line.rfind(series, 0) == 0;
     if (line.rfind("emu:", 0) != 0) continue;
     ++rows;
     EXPECT_TRUE(line.find("agrees") != std::string::npos ||
@@ -342,6 +354,7 @@ TEST(CalibrateRun, CheckComparesTheSimulationWithThisMachineCellByCell) {
                 line.find("not judged: rounds disturbed") != std::string::npos;
   }
   EXPECT_EQ(rows, cells);
+  EXPECT_EQ(training_rows, training);
   EXPECT_EQ(batching, cells / 2);
   EXPECT_NE(run.out.find(fmt::format(" with no more threads than the {} CPUs, ", cpus)),
             std::string::npos)
@@ -354,15 +367,20 @@ TEST(CalibrateRun, CheckComparesTheSimulationWithThisMachineCellByCell) {
   // below the median with probability 1/2), the median their mean, the bound max(15 %, the
   // range over the median); a cell agrees where both its Mpps and cycles/pkt lie within it.
   ASSERT_TRUE(doc["check"]["cells"].is_array());
-  EXPECT_EQ(doc["check"]["cells"].size(), cells);
-  size_t over = 0;
+  EXPECT_EQ(doc["check"]["cells"].size(), cells + training);
+  size_t over = 0, held_out = 0, cells_disturbed = 0;
   for (const json& c : doc["check"]["cells"]) {
     EXPECT_DOUBLE_EQ(c.at("coverage").get<double>(), 0.5) << c;
     over += c.at("oversubscribed").get<bool>();
     // A disturbed run of two leaves one clean, fewer than the three a cell is judged on: every
     // round shown, the cell undecided.
-    const unsigned hit = disturbed_in[key(c, "driver")];
+    // (A training cell's key is not its own: its series' two paced cells differ by rate alone.)
+    held_out += c.at("set") == "held_out";
+    ASSERT_EQ(c.at("set") == "held_out", c.at("series").is_null()) << c;
+    const unsigned hit = c.at("set") == "held_out" ? disturbed_in[key(c, "driver")]
+                                                   : c.at("rounds_disturbed").get<unsigned>();
     EXPECT_EQ(c.at("rounds_disturbed").get<unsigned>(), hit) << c;
+    cells_disturbed += hit;
     EXPECT_EQ(c.at("rounds_judged").get<unsigned>(), hit > 0 ? 0u : 2u) << c;
     bool agrees = true, undecided = hit > 0;
     for (const char* metric : {"mpps", "cycles_per_pkt"}) {
@@ -384,6 +402,8 @@ TEST(CalibrateRun, CheckComparesTheSimulationWithThisMachineCellByCell) {
     EXPECT_EQ(c.at("agrees").get<bool>(), agrees && !undecided) << c;
   }
   EXPECT_GT(over, 0u);  // procs up to 4x the CPUs: some cells oversubscribed
+  EXPECT_EQ(held_out, cells);
+  EXPECT_EQ(cells_disturbed, runs_disturbed);  // every disturbed run counted in its cell
 }
 
 }  // namespace

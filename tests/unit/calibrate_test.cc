@@ -584,6 +584,50 @@ TEST(Calibrate, BatchingPairsTheRoundsByTheirNumber) {
   EXPECT_EQ(Tally(few).judged, 0u);
 }
 
+// The check's training cells are calibrate's own (CalibrationCells), told apart by their series
+// and counted apart from the held-out grid; a held-out cell belongs to no series.
+TEST(Calibrate, TrainingCellsAreCalibratesOwnAndCountedApart) {
+  const auto cells = CalibrationCells({1, 32}, Engine::kSim, CostModel{}, 0.1, 0.05);
+  std::vector<std::string> series;
+  for (const CellConfig& c : cells) series.push_back(CalibrationSeries(c));
+  EXPECT_EQ(series, (std::vector<std::string>{"none", "dedicated", "completion", "none",
+                                              "dedicated", "completion", "inline", "bypass"}));
+  CellConfig held;
+  held.driver = "emu:ixgbe";
+  held.driver_spec = *ParseDriverSpec("emu:ixgbe");
+  EXPECT_EQ(CalibrationSeries(held), "");
+
+  std::vector<CellRecord> records;
+  int index = 0;
+  for (const CellConfig& c : {cells[6], held})
+    for (const Engine engine : {Engine::kReal, Engine::kSim}) {
+      ++index;
+      for (int round = 1; round <= 3; ++round) {
+        CellRecord r;
+        r.config = c;
+        r.config.engine = engine;
+        r.config.policy = PolicySpec{PolicyKind::kCount, 1};
+        r.result.mpps = engine == Engine::kReal ? 1.0 : 1.05;
+        r.result.cycles_per_pkt = 300;
+        r.result.mb_per_s = r.result.mpps * 60;
+        r.round = round;
+        r.cell = index;
+        records.push_back(r);
+      }
+    }
+  const auto rows = CheckRows(records, /*cpus=*/2);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].series, "inline");
+  EXPECT_EQ(rows[1].series, "");
+  const CheckTally t = Tally(rows);
+  EXPECT_EQ(t.cells, 2u);
+  EXPECT_EQ(t.train_cells, 1u);
+  EXPECT_EQ(t.train_agree, 1u);
+  EXPECT_EQ(t.fit_cells + t.over_cells, 1u);  // the held-out cell alone
+  EXPECT_EQ(CheckRowsJson(rows)[0]["set"], "training");
+  EXPECT_EQ(CheckRowsJson(rows)[1]["set"], "held_out");
+}
+
 // The round filter of before 2026-12-08 (the line before each round against the model's) is
 // gone: a spread cell whose rounds were all clean is still undecided by its bound.
 TEST(Calibrate, ASpreadCellIsUndecidedByItsBound) {
