@@ -278,7 +278,8 @@ nlohmann::json CheckRowsJson(std::span<const CheckRow> rows) {
          {"batching_real",
           r.batching_real.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.batching_real)},
          {"batching_sim",
-          r.batching_sim.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.batching_sim)}});
+          r.batching_sim.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.batching_sim)},
+         {"batching_disturbed", r.batching_disturbed}});
   }
   return out;
 }
@@ -347,34 +348,44 @@ void PrintCheckTable(const std::vector<CheckRow>& rows, const CheckTally& t, uns
                                  : std::string());
     }
   }
-  // The intervals' coverage: the same in every cell unless rounds were left out of some.
-  double lo = 1, hi = 0;
-  for (const CheckRow& r : rows) lo = std::min(lo, r.coverage), hi = std::max(hi, r.coverage);
-  const std::string coverage = rows.empty() ? std::string("no")
-                               : lo == hi
-                                   ? fmt::format("a {:.1f} %", lo * 100)
-                                   : fmt::format("a {:.1f} % to {:.1f} %", lo * 100, hi * 100);
+  // Of the held-out cells (training = false) or the training ones: the intervals' coverage (the
+  // same in every cell unless rounds were left out of some) and the undecided, by why.
+  const auto coverage = [&](bool training) {
+    double lo = 1, hi = 0;
+    for (const CheckRow& r : rows)
+      if (r.series.empty() != training)
+        lo = std::min(lo, r.coverage), hi = std::max(hi, r.coverage);
+    if (hi == 0) return std::string("no interval");
+    const std::string range = lo == hi ? fmt::format("a {:.1f} %", lo * 100)
+                                       : fmt::format("a {:.1f} % to {:.1f} %", lo * 100, hi * 100);
+    return range + " interval with these rounds" +
+           (lo < 0.95 ? "; 6 or more judged rounds give 95 %" : "");
+  };
+  const auto undecided = [&](bool training) {
+    unsigned spread = 0, disturbed = 0;
+    for (const CheckRow& r : rows)
+      if (r.series.empty() != training && r.undecided) ++(r.too_disturbed ? disturbed : spread);
+    std::vector<std::string> why;
+    if (spread > 0)
+      why.push_back(
+          fmt::format("{} with a bound of {:.0f} % or more, the real rounds too spread "
+                      "to judge by",
+                      spread, kAgreementCeiling * 100));
+    if (disturbed > 0)
+      why.push_back(fmt::format("{} with fewer than {} clean rounds", disturbed, kMinCleanRounds));
+    return why.empty()
+               ? std::string()
+               : fmt::format("; {} undecided: {}", spread + disturbed, fmt::join(why, ", "));
+  };
   fmt::print(
       "\n{} of {} held-out cells agree ({} of {} with no more threads than the {} CPUs, {} of {} "
       "beyond; Mpps and cycles/pkt each within max(15 %, twice the half-width of the real "
-      "median's interval: its rounds' order statistics, {} interval with these rounds{}) of the "
-      "real median{}); {} of {} training cells; batching's verdict the same on both engines in {} "
-      "of {} ({} of the {} the real rounds decided: not inconclusive).\n",
+      "median's interval: its rounds' order statistics, {}) of the real median{}); {} of {} "
+      "training cells{}; batching's verdict the same on both engines in {} of {} ({} of the {} "
+      "the real rounds decided: not inconclusive).\n",
       t.fit_agree + t.over_agree, t.fit_cells + t.over_cells, t.fit_agree, t.fit_cells, cpus,
-      t.over_agree, t.over_cells, coverage, lo < 0.95 ? "; 6 or more judged rounds give 95 %" : "",
-      t.undecided == 0
-          ? std::string()
-          : fmt::format("; {} undecided: {}{}{}", t.undecided,
-                        t.undecided == t.too_disturbed
-                            ? std::string()
-                            : fmt::format("{} with a bound of {:.0f} % or more, the real rounds "
-                                          "too spread to judge by",
-                                          t.undecided - t.too_disturbed, kAgreementCeiling * 100),
-                        t.too_disturbed == 0 || t.undecided == t.too_disturbed ? "" : ", ",
-                        t.too_disturbed == 0 ? std::string()
-                                             : fmt::format("{} with fewer than {} clean rounds",
-                                                           t.too_disturbed, kMinCleanRounds)),
-      t.train_agree, t.train_cells, t.same, t.judged, t.decisive_same, t.decisive);
+      t.over_agree, t.over_cells, coverage(false), undecided(false), t.train_agree, t.train_cells,
+      undecided(true), t.same, t.judged, t.decisive_same, t.decisive);
 }
 
 // What the machine did to the real runs (DisturbedBy): the cache line's passes around them, how
@@ -426,10 +437,14 @@ void PrintDisturbances(const std::vector<CellRecord>& records,
                                                  kMinCleanRounds)));
   for (size_t k = 0; k < hit.size() && k < kListed; ++k) {
     const CellConfig& c = records[hit[k]].config;
-    fmt::print("  round {} {} {} {} procs {} {} {} {}: {}\n", std::max(1, records[hit[k]].round),
-               c.driver, ProtoName(c.proto), c.size, c.procs,
-               c.shape.nolock ? "nolock" : "rootlock", c.shape.dedicated ? "dedicated" : "inline",
-               c.policy.ToString(), disturbed[hit[k]]);
+    // A training cell by its series (and its pace: the completion series' two differ by it).
+    const std::string series = CalibrationSeries(c);
+    fmt::print("  round {} {} {} {} procs {} {} {} {}{}: {}\n", std::max(1, records[hit[k]].round),
+               series.empty() ? c.driver : "training " + series, ProtoName(c.proto), c.size,
+               c.procs, c.shape.nolock ? "nolock" : "rootlock",
+               c.shape.dedicated ? "dedicated" : "inline", c.policy.ToString(),
+               c.rate.unit == RateSpec::Unit::kMax ? "" : " at " + c.rate.ToString(),
+               disturbed[hit[k]]);
   }
   if (hit.size() > kListed)
     fmt::print("  and {} more (the --json file's check.runs)\n", hit.size() - kListed);

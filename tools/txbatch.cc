@@ -110,7 +110,8 @@ void AddTopLevel(CLI::App& app) {
   app.footer(
       "Exit status: 0 ok, 2 bad input or missing device, 3 books do not balance, 4 "
       "interrupted by SIGINT/SIGTERM/SIGHUP (what was measured is printed and written), 5 "
-      "calibrate's fit below --min-r2 (no model written) or --check --strict disagreeing, 1 "
+      "calibrate's none, net_null or receiver fit below --min-r2 or its machine changed (no "
+      "model written) or --check --strict disagreeing, 1 "
       "internal error.\nDrivers:\n" +
       DescribeDrivers());
 }
