@@ -45,16 +45,14 @@ std::optional<RatioEstimate> Versus(const std::vector<const CellRecord*>& base,
   return e;
 }
 
-// The same cell but its policy: where --sync auto gave each policy its kernel's qdisc, the
-// synchronisation is the policy's, so it is not compared.
+}  // namespace
+
 bool SameCellOtherPolicy(const CellConfig& x, const CellConfig& y) {
   CellConfig a = x;
   if (x.sync_auto && y.sync_auto) a.shape.nolock = y.shape.nolock;
   return x.driver == y.driver && ShapeName(a) == ShapeName(y) && x.size == y.size &&
          x.procs == y.procs && x.proto == y.proto && x.offload == y.offload;
 }
-
-}  // namespace
 
 std::vector<CellSummary> Summarise(const std::vector<CellRecord>& records,
                                    const PolicySpec& baseline) {

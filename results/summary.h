@@ -33,6 +33,11 @@ struct CellSummary {
   Verdict bw_verdict = Verdict::kInconclusive, cycles_verdict = Verdict::kInconclusive;
 };
 
+// The same cell but its policy — what a row is judged against batching off by: where --sync
+// auto gave each policy its kernel's qdisc, the synchronisation is the policy's, so it is not
+// compared.
+bool SameCellOtherPolicy(const CellConfig& x, const CellConfig& y);
+
 // Rows in plan order (by each record's `cell`), `records` outliving them.
 std::vector<CellSummary> Summarise(const std::vector<CellRecord>& records,
                                    const PolicySpec& baseline);

@@ -118,8 +118,8 @@ inline constexpr double kMachineStateFactor = 1.5;
 std::string DisturbedBy(const CellRecord& r, double line_before, double line_after,
                         double calibrated);
 // A twentieth of the window's CPU time taken from the run: a third of the smallest agreement
-// bound (kAgreementFloor), which it could use up alone in a cell the CPUs bound. (A shell's busy
-// loop beside 0.2-s runs on this 2-vCPU guest read 36-54 %.)
+// bound (kAgreementFloor), which it could use up alone in a cell the CPUs bound. (0.2-s runs on
+// this 2-vCPU guest, 2026-12-08: idle, other tasks 0-5.5 %; beside a shell's busy loop 44-53 %.)
 inline constexpr double kDisturbedShare = 0.05;
 // The fewest clean rounds a cell is judged on where a round was disturbed: two give the median's
 // interval 50 % coverage, three 75 % (MedianIntervalOf).

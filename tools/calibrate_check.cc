@@ -235,9 +235,7 @@ std::vector<CheckRow> CheckRows(const std::vector<CellRecord>& records, unsigned
     if (row.batching_real.empty()) continue;
     const bool base_disturbed = std::any_of(rows.begin(), rows.end(), [&](const CheckRow& b) {
       return b.too_disturbed && b.cell.policy == PolicySpec{PolicyKind::kCount, 1} &&
-             b.cell.driver == row.cell.driver && b.cell.proto == row.cell.proto &&
-             b.cell.size == row.cell.size && b.cell.procs == row.cell.procs &&
-             ShapeName(b.cell) == ShapeName(row.cell);
+             SameCellOtherPolicy(b.cell, row.cell);
     });
     if (!row.too_disturbed && !base_disturbed) continue;
     row.batching_real.clear();

@@ -18,6 +18,28 @@
 namespace txbatch {
 namespace {
 
+// A check cell's rounds as records (cell `cell` of the plan, rounds 1..): emu:ixgbe udp 64 B,
+// `procs` producers at count:`batch` on `engine`, each round's Mpps — and its throughput in
+// MB/s, which batching's verdicts judge — at `cycles` a frame.
+void AddCheckRounds(std::vector<CellRecord>& records, int cell, Engine engine, unsigned procs,
+                    uint16_t batch, const std::vector<double>& mpps, double cycles = 300) {
+  for (size_t i = 0; i < mpps.size(); ++i) {
+    CellRecord r;
+    r.config.driver = "emu:ixgbe";
+    r.config.proto = Proto::kUdp;
+    r.config.size = 64;
+    r.config.procs = procs;
+    r.config.policy = PolicySpec{PolicyKind::kCount, batch};
+    r.config.engine = engine;
+    r.result.mpps = mpps[i];
+    r.result.cycles_per_pkt = cycles;
+    r.result.mb_per_s = mpps[i] * 64;
+    r.round = static_cast<int>(i) + 1;
+    r.cell = cell;
+    records.push_back(r);
+  }
+}
+
 TEST(Calibrate, FitLineRecoversAKnownLine) {
   std::vector<double> x, y;
   for (double n : {1, 2, 4, 8, 16, 32, 64, 128, 256}) {
@@ -369,22 +391,7 @@ TEST(Calibrate, CheckRowsPairEachRealCellWithItsSimulation) {
   int cell = 0;
   const auto add = [&](unsigned procs, uint16_t batch, Engine engine, std::vector<double> mpps,
                        double cycles) {
-    ++cell;
-    for (size_t i = 0; i < mpps.size(); ++i) {
-      CellRecord r;
-      r.config.driver = "emu:ixgbe";
-      r.config.proto = Proto::kUdp;
-      r.config.size = 64;
-      r.config.procs = procs;
-      r.config.policy = PolicySpec{PolicyKind::kCount, batch};
-      r.config.engine = engine;
-      r.result.mpps = mpps[i];
-      r.result.cycles_per_pkt = cycles;
-      r.result.mb_per_s = mpps[i] * 64;  // the verdicts judge throughput
-      r.round = static_cast<int>(i) + 1;
-      r.cell = cell;
-      records.push_back(r);
-    }
+    AddCheckRounds(records, ++cell, engine, procs, batch, mpps, cycles);
   };
   add(1, 1, Engine::kReal, {1.0, 1.1, 0.9}, 600);
   add(1, 1, Engine::kSim, {1.05, 1.05, 1.05}, 610);
@@ -483,21 +490,7 @@ TEST(Calibrate, DisturbedRunsAreNamedByWhatTheMachineDid) {
 TEST(Calibrate, CheckRowsLeaveTheDisturbedRoundsOut) {
   std::vector<CellRecord> records;
   const auto add = [&](Engine engine, int cell, std::vector<double> mpps) {
-    for (size_t i = 0; i < mpps.size(); ++i) {
-      CellRecord r;
-      r.config.driver = "emu:ixgbe";
-      r.config.proto = Proto::kUdp;
-      r.config.size = 64;
-      r.config.procs = 2;
-      r.config.policy = PolicySpec{PolicyKind::kCount, 32};
-      r.config.engine = engine;
-      r.result.mpps = mpps[i];
-      r.result.cycles_per_pkt = 300;
-      r.result.mb_per_s = mpps[i] * 64;
-      r.round = static_cast<int>(i) + 1;
-      r.cell = cell;
-      records.push_back(r);
-    }
+    AddCheckRounds(records, cell, engine, 2, 32, mpps);
   };
   add(Engine::kReal, 1, {2.3, 5.5, 5.4, 2.35, 5.6});  // rounds 1 and 4 on far cores
   add(Engine::kSim, 2, {5.3, 5.3, 5.3, 5.3, 5.3});    // a model calibrated on near cores
@@ -544,21 +537,7 @@ TEST(Calibrate, CheckRowsLeaveTheDisturbedRoundsOut) {
 TEST(Calibrate, BatchingPairsTheRoundsByTheirNumber) {
   std::vector<CellRecord> records;
   const auto add = [&](Engine engine, int cell, uint16_t batch, std::vector<double> mpps) {
-    for (size_t i = 0; i < mpps.size(); ++i) {
-      CellRecord r;
-      r.config.driver = "emu:ixgbe";
-      r.config.proto = Proto::kUdp;
-      r.config.size = 64;
-      r.config.procs = 1;
-      r.config.policy = PolicySpec{PolicyKind::kCount, batch};
-      r.config.engine = engine;
-      r.result.mpps = mpps[i];
-      r.result.cycles_per_pkt = 300;
-      r.result.mb_per_s = mpps[i] * 64;
-      r.round = static_cast<int>(i) + 1;
-      r.cell = cell;
-      records.push_back(r);
-    }
+    AddCheckRounds(records, cell, engine, 1, batch, mpps);
   };
   // Near and far cores by turns; batching gives 1.5x in every round.
   add(Engine::kReal, 1, 1, {1, 2, 1, 2, 1, 2});
@@ -632,24 +611,8 @@ TEST(Calibrate, TrainingCellsAreCalibratesOwnAndCountedApart) {
 // gone: a spread cell whose rounds were all clean is still undecided by its bound.
 TEST(Calibrate, ASpreadCellIsUndecidedByItsBound) {
   std::vector<CellRecord> records;
-  for (const auto& [engine, mpps] : {std::pair{Engine::kReal, std::vector<double>{5.5, 2.35, 2.2}},
-                                     std::pair{Engine::kSim, std::vector<double>{5.3, 5.3, 5.3}}}) {
-    for (size_t i = 0; i < mpps.size(); ++i) {
-      CellRecord r;
-      r.config.driver = "emu:ixgbe";
-      r.config.proto = Proto::kUdp;
-      r.config.size = 64;
-      r.config.procs = 2;
-      r.config.policy = PolicySpec{PolicyKind::kCount, 32};
-      r.config.engine = engine;
-      r.result.mpps = mpps[i];
-      r.result.cycles_per_pkt = 300;
-      r.result.mb_per_s = mpps[i] * 64;
-      r.round = static_cast<int>(i) + 1;
-      r.cell = engine == Engine::kReal ? 1 : 2;
-      records.push_back(r);
-    }
-  }
+  AddCheckRounds(records, 1, Engine::kReal, 2, 32, {5.5, 2.35, 2.2});
+  AddCheckRounds(records, 2, Engine::kSim, 2, 32, {5.3, 5.3, 5.3});
   const auto all = CheckRows(records, /*cpus=*/2);
   ASSERT_EQ(all.size(), 1u);
   EXPECT_DOUBLE_EQ(all[0].real_mpps, 2.35);
